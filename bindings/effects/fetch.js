@@ -1,0 +1,32 @@
+// Outbound HTTP (siteverify, Resend, SendGrid, Twilio, PagerDuty, Slack, webhooks, probes).
+// The host measures elapsedMs around the call, so probes need no clock in the core.
+import { EffectError } from "./errors.js";
+import { headersObject, readText, toRequest } from "./http.js";
+
+const DEFAULT_TIMEOUT_MS = 10_000;
+
+export default {
+  async fetch(effect) {
+    const timeoutMs = effect.timeoutMs > 0 ? effect.timeoutMs : DEFAULT_TIMEOUT_MS;
+    const started = Date.now();
+    const elapsed = () => Date.now() - started;
+    try {
+      const response = await fetch(toRequest(effect), { signal: AbortSignal.timeout(timeoutMs) });
+      const { text, tooLarge } = await readText(response.body);
+      return {
+        status: response.status,
+        headers: headersObject(response.headers),
+        body: text,
+        ...(tooLarge && { bodyTooLarge: true }),
+        elapsedMs: elapsed(),
+      };
+    } catch (err) {
+      const timedOut = err?.name === "TimeoutError" || err?.name === "AbortError";
+      throw new EffectError(
+        timedOut ? "timeout" : "network_error",
+        timedOut ? `fetch(): no answer within ${timeoutMs} ms` : `fetch(): ${err?.message ?? "failed"}`,
+        { elapsedMs: elapsed() },
+      );
+    }
+  },
+};

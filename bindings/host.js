@@ -1,0 +1,178 @@
+// The generic JS host of a SiteSwarm C++ core (docs/abi.md).
+//
+// A worker's shim is three lines:
+//   import wasm from "../../dist/wasm/leads.wasm";
+//   import { defineWorker } from "../../bindings/host.js";
+//   export default defineWorker(wasm, { service: "siteswarm-leads-service" });
+//
+// The core is instantiated once per isolate and serves many concurrent runs. A run is driven by the
+// effect loop below: the core issues effects, the host performs them against the real `env`, and
+// feeds every settled result back until the core is done. A trap poisons the instance: every run on
+// it answers 500 internal, and the next request builds a fresh one.
+import { perform } from "./effects/index.js";
+import { Core, CoreTrap } from "./instance.js";
+import {
+  envelope,
+  INTERNAL_ERROR,
+  internalErrorResponse,
+  requestMessage,
+  toResponse,
+} from "./messages.js";
+
+/**
+ * @param source a WebAssembly.Module (what `import wasm from "x.wasm"` gives on Workers), or a
+ *   function returning an instance-like `{ exports }` (tests drive a fake core this way).
+ * @param options.service the wrangler name, used in log lines.
+ * @param options.rpc names of the core's RPC methods. Workers RPC needs a WorkerEntrypoint class,
+ *   so they are exposed by `defineRpcEntrypoint` (bindings/rpc.js), not by this object.
+ */
+export function defineWorker(source, { service, rpc = [] } = {}) {
+  const host = hostFor(source, service);
+  return {
+    async fetch(request, env, ctx) {
+      const out = await host.run(env, async () => ({
+        ...envelope("fetch", env),
+        request: await requestMessage(request),
+      }));
+      try {
+        return out ? toResponse(out) : internalErrorResponse();
+      } catch (err) {
+        host.fail(err); // the core answered something that is not a valid Response
+        return internalErrorResponse();
+      }
+    },
+
+    async scheduled(controller, env, ctx) {
+      const done = host.run(env, () => ({
+        ...envelope("scheduled", env),
+        cron: controller.cron,
+        scheduledTime: controller.scheduledTime,
+      }));
+      ctx?.waitUntil(done);
+      const out = await done;
+      if (!out?.ok) throw new Error(`${service}: scheduled run "${controller.cron}" failed`);
+    },
+
+    async queue(batch, env, ctx) {
+      const out = await host.run(env, () => ({
+        ...envelope("queue", env),
+        queue: batch.queue,
+        messages: batch.messages.map((m) => ({
+          id: m.id,
+          body: m.body,
+          attempts: m.attempts,
+          timestamp: +m.timestamp,
+        })),
+      }));
+      settleBatch(batch, out, service);
+    },
+
+    // Not a handler: lets defineRpcEntrypoint share this worker's instance.
+    rpcMethods: Object.freeze([...rpc]),
+  };
+}
+
+/** Runs `{"op":"rpc"}` on the isolate's instance of `source`; `{ok:false,...}` on any failure. */
+export async function runRpc(source, service, env, method, args) {
+  const out = await hostFor(source, service).run(env, () => ({
+    ...envelope("rpc", env),
+    method,
+    args,
+  }));
+  return out ?? { ok: false, status: 500, error: INTERNAL_ERROR };
+}
+
+// Every message must be either acked or retried: a message the core forgot is retried, not lost.
+function settleBatch(batch, out, service) {
+  if (!out) return batch.retryAll();
+  const acked = new Set(out.ack ?? []);
+  const retries = new Map((out.retry ?? []).map((r) => [r.id, r]));
+  for (const message of batch.messages) {
+    if (acked.has(message.id)) {
+      message.ack();
+      continue;
+    }
+    if (!retries.has(message.id)) {
+      console.error(`${service}: queue message ${message.id} was neither acked nor retried; retrying`);
+    }
+    const delaySeconds = retries.get(message.id)?.delaySeconds;
+    message.retry(delaySeconds > 0 ? { delaySeconds } : undefined);
+  }
+}
+
+const hosts = new WeakMap(); // source → Host: one instance per isolate, whoever asks
+
+function hostFor(source, service) {
+  if (!hosts.has(source)) hosts.set(source, new Host(source, service));
+  return hosts.get(source);
+}
+
+class Host {
+  #source;
+  #service;
+  #core = null;
+
+  constructor(source, service) {
+    this.#source = source;
+    this.#service = service ?? "siteswarm-worker";
+  }
+
+  /** Builds the message, runs it to the end; the output message, or null after logging why. */
+  async run(env, buildMessage) {
+    try {
+      const message = await buildMessage();
+      const out = await this.#drive(this.#instance(), message, env);
+      for (const line of out.logs ?? []) console.log(line);
+      return out;
+    } catch (err) {
+      this.fail(err);
+      return null;
+    }
+  }
+
+  /** Logs a failure without its stack or any message content; a trap is logged once per instance. */
+  fail(err) {
+    if (err instanceof CoreTrap) {
+      if (err.logged) return;
+      err.logged = true;
+      const cause = err.cause?.message ?? String(err.cause);
+      console.error(`${this.#service}: wasm trap (${cause}); the instance is dropped`);
+      return;
+    }
+    console.error(`${this.#service}: ${err?.message ?? err}`);
+  }
+
+  #instance() {
+    if (!this.#core || this.#core.poisoned) this.#core = Core.create(this.#source);
+    return this.#core;
+  }
+
+  // The effect loop: start, then perform effects and resume with whatever has settled.
+  async #drive(core, message, env) {
+    const id = core.start(message);
+    if (id === 0) throw new Error("the core rejected the input message");
+    const inFlight = new Map();
+    const settled = [];
+    try {
+      for (;;) {
+        const state = core.state(id);
+        if (state === 1) return core.data(id);
+        if (state !== 0) throw new Error(`run ${id} is unknown to the core`);
+        for (const effect of core.data(id)) {
+          const done = perform(effect, env).then((result) => {
+            inFlight.delete(done);
+            settled.push(result);
+          });
+          inFlight.set(done, effect.id);
+        }
+        if (settled.length === 0) {
+          if (inFlight.size === 0) throw new Error(`run ${id} waits with no effect in flight`);
+          await Promise.race(inFlight.keys());
+        }
+        core.resume(id, { now: Date.now(), results: settled.splice(0) });
+      }
+    } finally {
+      if (!core.poisoned) core.drop(id);
+    }
+  }
+}

@@ -1,0 +1,186 @@
+// One instantiated C++ core and the raw ABI calls on it (docs/abi.md).
+//
+// Why a class: the host keeps one Core per isolate and many runs on it; a trap anywhere poisons the
+// whole Core, so every call goes through `#call`, which records the poisoning and rethrows.
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+// WASI errno values we answer with.
+const ERRNO_SUCCESS = 0;
+const ERRNO_NOSYS = 52;
+const ERRNO_SPIPE = 70;
+
+/** Thrown for every call on a Core that has trapped (once) or was poisoned before. */
+export class CoreTrap extends Error {
+  constructor(cause) {
+    super("wasm core trapped", { cause });
+    this.name = "CoreTrap";
+  }
+}
+
+export class Core {
+  #exports;
+  #poisoned = null;
+
+  /** @param source a WebAssembly.Module, or a function returning an instance-like `{ exports }`. */
+  static create(source) {
+    const core = new Core(null);
+    const instance =
+      typeof source === "function"
+        ? source()
+        : new WebAssembly.Instance(source, wasmImports(source, () => core.#exports.memory));
+    core.#exports = instance.exports;
+    core.#call("_initialize", [], { optional: true });
+    return core;
+  }
+
+  constructor(exports) {
+    this.#exports = exports;
+  }
+
+  get poisoned() {
+    return this.#poisoned !== null;
+  }
+
+  /** Starts a run; returns its id (0 when the core rejected the message). */
+  start(message) {
+    return this.#withMessage(message, (ptr, len) => this.#call("ss_start", [ptr, len]));
+  }
+
+  /** 0 waiting on effects, 1 done, -1 unknown id. */
+  state(id) {
+    return this.#call("ss_state", [id]);
+  }
+
+  /** The effects issued since the last call (waiting) or the output message (done), parsed. */
+  data(id) {
+    const ptr = this.#call("ss_data_ptr", [id]);
+    const len = this.#call("ss_data_len", [id]);
+    const text = decoder.decode(new Uint8Array(this.#exports.memory.buffer, ptr, len));
+    try {
+      return JSON.parse(text);
+    } catch (err) {
+      throw this.#poison(err); // the core wrote something that is not JSON: a core bug
+    }
+  }
+
+  resume(id, message) {
+    this.#withMessage(message, (ptr, len) => this.#call("ss_resume", [id, ptr, len]));
+  }
+
+  drop(id) {
+    if (!this.poisoned) this.#call("ss_drop", [id]);
+  }
+
+  #withMessage(message, fn) {
+    const bytes = encoder.encode(JSON.stringify(message));
+    const ptr = this.#call("ss_alloc", [bytes.length]);
+    // Views on memory.buffer are rebuilt after every call: the allocation may have grown memory.
+    new Uint8Array(this.#exports.memory.buffer, ptr, bytes.length).set(bytes);
+    try {
+      return fn(ptr, bytes.length);
+    } finally {
+      if (!this.poisoned) this.#call("ss_free", [ptr]);
+    }
+  }
+
+  #call(name, args, { optional = false } = {}) {
+    if (this.#poisoned) throw this.#poisoned;
+    const fn = this.#exports[name];
+    if (typeof fn !== "function") {
+      if (optional) return undefined;
+      throw this.#poison(new Error(`wasm export ${name} is missing`));
+    }
+    try {
+      return fn(...args);
+    } catch (err) {
+      throw this.#poison(err);
+    }
+  }
+
+  #poison(err) {
+    this.#poisoned = new CoreTrap(err);
+    return this.#poisoned;
+  }
+}
+
+/**
+ * Imports for a clang wasm32-wasi or emscripten (STANDALONE_WASM) reactor. The core does no I/O:
+ * stdout/stderr go to console.error, there is no clock and no randomness (those come in messages),
+ * and any import we do not know gets a stub that fails loudly if the core ever calls it.
+ */
+export function wasmImports(module, memory) {
+  const stdio = { 1: "", 2: "" };
+  const flush = (fd, text) => {
+    const lines = (stdio[fd] + text).split("\n");
+    stdio[fd] = lines.pop();
+    for (const line of lines) console.error(line);
+  };
+  const view = () => new DataView(memory().buffer);
+
+  const wasi = {
+    fd_write(fd, iovs, iovsLen, nwrittenPtr) {
+      const dv = view();
+      let written = 0;
+      let text = "";
+      for (let i = 0; i < iovsLen; i++) {
+        const ptr = dv.getUint32(iovs + i * 8, true);
+        const len = dv.getUint32(iovs + i * 8 + 4, true);
+        text += decoder.decode(new Uint8Array(memory().buffer, ptr, len));
+        written += len;
+      }
+      if (fd === 1 || fd === 2) flush(fd, text);
+      dv.setUint32(nwrittenPtr, written, true);
+      return ERRNO_SUCCESS;
+    },
+    fd_fdstat_get(fd, statPtr) {
+      const dv = view(); // a character device without seek rights: libc line-buffers stdout
+      dv.setUint8(statPtr, 2);
+      dv.setUint16(statPtr + 2, 0, true);
+      dv.setBigUint64(statPtr + 8, 0n, true);
+      dv.setBigUint64(statPtr + 16, 0n, true);
+      return ERRNO_SUCCESS;
+    },
+    fd_close: () => ERRNO_SUCCESS,
+    fd_seek: () => ERRNO_SPIPE,
+    proc_exit(code) {
+      throw new WebAssembly.RuntimeError(`proc_exit(${code})`);
+    },
+    environ_sizes_get(countPtr, sizePtr) {
+      view().setUint32(countPtr, 0, true);
+      view().setUint32(sizePtr, 0, true);
+      return ERRNO_SUCCESS;
+    },
+    environ_get: () => ERRNO_SUCCESS,
+    args_sizes_get(countPtr, sizePtr) {
+      view().setUint32(countPtr, 0, true);
+      view().setUint32(sizePtr, 0, true);
+      return ERRNO_SUCCESS;
+    },
+    args_get: () => ERRNO_SUCCESS,
+    clock_time_get: () => ERRNO_NOSYS, // the core gets `now` in every message
+    random_get: () => ERRNO_NOSYS, // the core gets `entropy` in every message
+  };
+  const env = {
+    emscripten_notify_memory_growth() {},
+    emscripten_memcpy_big(dest, src, num) {
+      new Uint8Array(memory().buffer).copyWithin(dest, src, src + num);
+    },
+  };
+  const known = { wasi_snapshot_preview1: wasi, wasi_unstable: wasi, env };
+
+  const imports = {};
+  for (const { module: mod, name, kind } of WebAssembly.Module.imports(module)) {
+    if (kind !== "function") continue;
+    imports[mod] ??= {};
+    imports[mod][name] =
+      known[mod]?.[name] ??
+      (mod.startsWith("wasi")
+        ? () => ERRNO_NOSYS
+        : () => {
+            throw new Error(`wasm import ${mod}.${name} is not provided by the host`);
+          });
+  }
+  return imports;
+}

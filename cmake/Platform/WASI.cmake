@@ -1,0 +1,9 @@
+# Minimal platform file for CMAKE_SYSTEM_NAME=WASI (CMake 3.25 ships none): .o objects, lib*.a, .wasm.
+set(WASI 1)
+set(UNIX 1)
+set(CMAKE_EXECUTABLE_SUFFIX ".wasm")
+set(CMAKE_STATIC_LIBRARY_PREFIX "lib")
+set(CMAKE_STATIC_LIBRARY_SUFFIX ".a")
+set(CMAKE_FIND_LIBRARY_PREFIXES "lib")
+set(CMAKE_FIND_LIBRARY_SUFFIXES ".a")
+set_property(GLOBAL PROPERTY TARGET_SUPPORTS_SHARED_LIBS FALSE)

@@ -1,0 +1,275 @@
+#include "shared/app.h"
+
+#include "shared/effects.h"
+#include "shared/json_util.h"
+#include "shared/rfc3339.h"
+#include "shared/tenant.h"
+
+namespace ss {
+
+namespace {
+
+inline constexpr std::size_t kMaxTenantBody = 64 * 1024;
+inline constexpr std::size_t kMinSecretLength = 16;
+inline constexpr std::size_t kMaxSecretLength = 512;
+
+Task<Result<Response>> health(Context& ctx, const Request&, const Params&) {
+  co_return Response::json_body(
+      200, {{"ok", true}, {"service", ctx.app().service}, {"version", ctx.app().version}});
+}
+
+Task<Result<Response>> whoami(Context& ctx, const Request& req, const Params&) {
+  SS_CO_TRY(Tenant tenant, co_await authenticate_tenant(ctx, req));
+  co_return Response::json_body(
+      200, {{"tenantId", tenant.id}, {"capabilityVersion", tenant.capability_version}});
+}
+
+json tenant_view(const json& row) {
+  auto config = parse_json(string_or(row, "config_json", "{}"));
+  return json{{"tenantId", string_or(row, "tenant_id", "")},
+              {"enabled", int_or(row, "enabled", 0) == 1},
+              {"config", config ? *config : json::object()},
+              {"createdAt", string_or(row, "created_at", "")},
+              {"updatedAt", string_or(row, "updated_at", "")}};
+}
+
+Result<std::string> tenant_id_param(const Params& params) {
+  auto it = params.find("tenantId");
+  if (it == params.end() || !is_valid_tenant_id(it->second)) {
+    Error e{ErrorCode::invalid_request, "tenant id must match [a-z0-9][a-z0-9-]{0,62}"};
+    e.with("field", "tenantId");
+    return e;
+  }
+  return it->second;
+}
+
+// Reads an optional secret field: absent is fine (keep the stored one), present must be a string of
+// sensible length.
+Result<std::optional<std::string>> secret_field(const json& body, const char* name) {
+  const json* v = find_field(body, name);
+  if (v == nullptr) return std::optional<std::string>{};
+  if (!v->is_string() || v->get<std::string>().size() < kMinSecretLength ||
+      v->get<std::string>().size() > kMaxSecretLength) {
+    Error e{ErrorCode::invalid_request, std::string(name) + " must be a string of " +
+                                            std::to_string(kMinSecretLength) + "–" +
+                                            std::to_string(kMaxSecretLength) + " characters"};
+    e.with("field", name);
+    return e;
+  }
+  return std::optional<std::string>{v->get<std::string>()};
+}
+
+Task<Result<Response>> put_tenant(Context& ctx, const Request& req, const Params& params) {
+  SS_CO_CHECK(authenticate_operator(ctx, req));
+  SS_CO_TRY(std::string id, tenant_id_param(params));
+  SS_CO_CHECK(require_json_body(req, kMaxTenantBody));
+  SS_CO_TRY(json body, parse_json_object(req.body));
+  SS_CO_TRY(std::optional<std::string> token, secret_field(body, "token"));
+  SS_CO_TRY(std::optional<std::string> admin_token, secret_field(body, "adminToken"));
+  json config = json::object();
+  if (const json* c = find_field(body, "config")) {
+    if (!c->is_object()) {
+      co_return Error{ErrorCode::invalid_request, "config must be an object"}.with("field", "config");
+    }
+    config = *c;
+  }
+  if (ctx.app().validate_tenant_config) SS_CO_CHECK(ctx.app().validate_tenant_config(config));
+
+  D1 db(ctx.app().db_binding);
+  json id_param = json::array({id});
+  SS_CO_TRY(json existing, co_await db.first("SELECT token_hash, admin_token_hash FROM tenants "
+                                             "WHERE tenant_id = ?1",
+                                             id_param));
+  const json* row = row_of(existing);
+  bool created = row == nullptr;
+  if (created && (!token || !admin_token)) {
+    co_return Error{ErrorCode::invalid_request, "a new tenant needs token and adminToken"}.with(
+        "field", !token ? "token" : "adminToken");
+  }
+  // Hash whichever secrets were sent, concurrently; keep the stored digest for the others.
+  std::vector<Task<Result<std::string>>> hashes;
+  if (token) hashes.push_back(sha256(*token));
+  if (admin_token) hashes.push_back(sha256(*admin_token));
+  std::vector<Result<std::string>> digests = co_await when_all(std::move(hashes));
+  for (auto& d : digests) {
+    if (!d) co_return std::move(d).error();
+  }
+  std::size_t next = 0;
+  std::string token_hash = token ? *digests[next++] : string_or(*row, "token_hash", "");
+  std::string admin_hash = admin_token ? *digests[next++] : string_or(*row, "admin_token_hash", "");
+
+  std::string now = format_rfc3339(ctx.now_ms());
+  json upsert_params = json::array({id, token_hash, admin_hash, dump_json(config), now});
+  SS_CO_TRY(json ignored,
+            co_await db.run("INSERT INTO tenants (tenant_id, token_hash, admin_token_hash, "
+                            "config_json, enabled, created_at, updated_at) "
+                            "VALUES (?1, ?2, ?3, ?4, 1, ?5, ?5) "
+                            "ON CONFLICT (tenant_id) DO UPDATE SET token_hash = ?2, "
+                            "admin_token_hash = ?3, config_json = ?4, enabled = 1, updated_at = ?5",
+                            upsert_params));
+  SS_CO_TRY(json stored, co_await db.first("SELECT * FROM tenants WHERE tenant_id = ?1", id_param));
+  const json* saved = row_of(stored);
+  if (saved == nullptr) co_return Error{ErrorCode::internal, "put_tenant(): the row vanished"};
+  ctx.log("tenant " + id + (created ? " created" : " updated"));
+  co_return Response::json_body(created ? 201 : 200, tenant_view(*saved));
+}
+
+Task<Result<Response>> get_tenant(Context& ctx, const Request& req, const Params& params) {
+  SS_CO_CHECK(authenticate_operator(ctx, req));
+  SS_CO_TRY(std::string id, tenant_id_param(params));
+  json id_param = json::array({id});
+  SS_CO_TRY(json found, co_await D1(ctx.app().db_binding)
+                            .first("SELECT * FROM tenants WHERE tenant_id = ?1", id_param));
+  const json* row = row_of(found);
+  if (row == nullptr) co_return Error{ErrorCode::not_found, "no tenant " + id};
+  co_return Response::json_body(200, tenant_view(*row));
+}
+
+Task<Result<Response>> delete_tenant(Context& ctx, const Request& req, const Params& params) {
+  SS_CO_CHECK(authenticate_operator(ctx, req));
+  SS_CO_TRY(std::string id, tenant_id_param(params));
+  json update_params = json::array({id, format_rfc3339(ctx.now_ms())});
+  SS_CO_TRY(json result, co_await D1(ctx.app().db_binding)
+                             .run("UPDATE tenants SET enabled = 0, updated_at = ?2 "
+                                  "WHERE tenant_id = ?1",
+                                  update_params));
+  const json* meta = find_field(result, "meta");
+  if (meta == nullptr || int_or(*meta, "changes", 0) == 0) {
+    co_return Error{ErrorCode::not_found, "no tenant " + id};
+  }
+  ctx.log("tenant " + id + " disabled");
+  co_return Response::json_body(200, {{"tenantId", id}, {"enabled", false}});
+}
+
+// One dependency check as a task, so all of them run concurrently.
+Task<json> check_d1(const std::string& binding) {
+  auto r = co_await D1(binding).first("SELECT COUNT(*) AS n FROM tenants");
+  if (!r) co_return json{{"ok", false}, {"error", r.error().message}};
+  const json* row = row_of(*r);
+  co_return json{{"ok", true}, {"tenants", row ? int_or(*row, "n", 0) : 0}};
+}
+
+Task<json> check_kv(const std::string& binding, std::string marker) {
+  static constexpr const char* kKey = "__siteswarm_diagnostics";
+  Kv kv(binding);
+  auto put = co_await kv.put(kKey, marker, 60);
+  if (!put) co_return json{{"ok", false}, {"error", put.error().message}};
+  auto got = co_await kv.get(kKey);
+  if (!got) co_return json{{"ok", false}, {"error", got.error().message}};
+  bool round_trip = string_or(*got, "value", "") == marker;
+  co_return json{{"ok", round_trip}};
+}
+
+Task<json> check_service(std::string binding) {
+  HttpCall call;
+  call.url = "https://" + binding + ".internal/health";
+  auto r = co_await service_call(binding, call);
+  if (!r) co_return json{{"ok", false}, {"error", r.error().message}};
+  int status = static_cast<int>(int_or(*r, "status", 0));
+  auto body = parse_json(string_or(*r, "body", ""));
+  json out{{"ok", status == 200}, {"status", status}};
+  if (body) out["service"] = string_or(*body, "service", "");
+  co_return out;
+}
+
+Task<Result<Response>> diagnostics(Context& ctx, const Request& req, const Params&) {
+  SS_CO_CHECK(authenticate_operator(ctx, req));
+  const App& app = ctx.app();
+  std::vector<Task<json>> checks;
+  checks.push_back(check_d1(app.db_binding));
+  if (app.kv_binding) checks.push_back(check_kv(*app.kv_binding, std::to_string(ctx.now_ms())));
+  for (const auto& binding : app.diagnostic_services) checks.push_back(check_service(binding));
+  std::vector<json> results = co_await when_all(std::move(checks));
+
+  std::size_t i = 0;
+  json out = json::object();
+  out["d1"] = results[i++];
+  if (app.kv_binding) out["kv"] = results[i++];
+  json services = json::object();
+  for (const auto& binding : app.diagnostic_services) services[binding] = results[i++];
+  out["services"] = services;
+  bool ok = true;
+  for (const auto& r : results) ok = ok && get_bool(r, "ok").value_or(false);
+  co_return Response::json_body(ok ? 200 : 503, {{"ok", ok}, {"checks", out}});
+}
+
+// Lets integration tests prove that a trap answers 500 and the next request gets a fresh instance.
+Task<Result<Response>> test_trap(Context& ctx, const Request&, const Params&) {
+  if (!ctx.test_hooks_enabled()) co_return Error{ErrorCode::not_found, "no route for /__test/trap"};
+#if defined(__wasm__)
+  __builtin_trap();
+#endif
+  co_return Error{ErrorCode::internal, "trap requested (native host)"};
+}
+
+json fetch_output(Response r) { return r.to_json(); }
+
+}  // namespace
+
+void add_platform_routes(App& app) {
+  app.router.add("GET", "/health", health)
+      .add("GET", "/v1/tenant", whoami)
+      .add("PUT", "/admin/tenants/{tenantId}", put_tenant)
+      .add("GET", "/admin/tenants/{tenantId}", get_tenant)
+      .add("DELETE", "/admin/tenants/{tenantId}", delete_tenant)
+      .add("GET", "/admin/diagnostics", diagnostics)
+      .add("GET", "/__test/trap", test_trap);
+}
+
+Task<json> handle_message(Context& ctx, json message) {
+  const App& app = ctx.app();
+  std::string op = string_or(message, "op", "");
+  if (op == "fetch") {
+    const json* request = find_field(message, "request");
+    Request req = Request::from_json(request ? *request : json::object());
+    Response res = co_await app.router.dispatch(ctx, req);
+    if (req.method == "HEAD") res.body.clear();
+    co_return fetch_output(std::move(res));
+  }
+  if (op == "scheduled") {
+    std::string cron = string_or(message, "cron", "");
+    if (!app.scheduled) co_return json{{"ok", true}, {"skipped", true}};
+    Status s = co_await app.scheduled(ctx, cron);
+    if (!s) co_return json{{"ok", false}, {"error", s.error().body()["error"]}};
+    co_return json{{"ok", true}};
+  }
+  if (op == "queue") {
+    std::vector<QueueMessage> batch;
+    std::vector<std::string> ids;
+    if (const json* list = find_field(message, "messages"); list && list->is_array()) {
+      for (const json& m : *list) {
+        QueueMessage qm;
+        qm.id = string_or(m, "id", "");
+        if (const json* body = find_field(m, "body")) qm.body = *body;
+        qm.attempts = static_cast<int>(int_or(m, "attempts", 1));
+        qm.timestamp = int_or(m, "timestamp", 0);
+        ids.push_back(qm.id);
+        batch.push_back(std::move(qm));
+      }
+    }
+    QueueOutcome outcome;
+    if (app.queue) {
+      outcome = co_await app.queue(ctx, string_or(message, "queue", ""), std::move(batch));
+    } else {
+      ctx.log("queue message for a worker without a queue handler; retrying later");
+      for (auto& id : ids) outcome.retry.emplace_back(id, 60);
+    }
+    json retry = json::array();
+    for (auto& [id, delay] : outcome.retry) retry.push_back({{"id", id}, {"delaySeconds", delay}});
+    co_return json{{"ack", outcome.ack}, {"retry", retry}};
+  }
+  if (op == "rpc") {
+    std::string method = string_or(message, "method", "");
+    const json* args = find_field(message, "args");
+    Result<json> r = app.rpc ? co_await app.rpc(ctx, method, args ? *args : json::array())
+                             : Result<json>(Error{ErrorCode::not_found, "no RPC method " + method});
+    if (!r) {
+      const Error& e = r.error();
+      co_return json{{"ok", false}, {"status", e.status()}, {"error", e.body()["error"]}};
+    }
+    co_return json{{"ok", true}, {"value", std::move(r).value()}};
+  }
+  co_return Response::from_error(Error{ErrorCode::internal, "unknown message op"}).to_json();
+}
+
+}  // namespace ss

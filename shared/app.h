@@ -1,0 +1,52 @@
+#pragma once
+// What a worker is, as far as the hosts care: a name, a router and optional cron, queue and RPC handlers.
+// Each worker builds one App (make_<name>_app()) with the platform routes every service shares.
+
+#include "shared/http.h"
+#include "shared/runtime.h"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ss {
+
+inline constexpr const char* kPlatformVersion = "0.1.0";
+
+struct QueueMessage {
+  std::string id;
+  json body;
+  int attempts = 1;
+  std::int64_t timestamp = 0;
+};
+
+// What happens to each message of a batch: acked, or retried after a delay.
+struct QueueOutcome {
+  std::vector<std::string> ack;
+  std::vector<std::pair<std::string, int>> retry;  // id, delay seconds
+};
+
+struct App {
+  std::string service;  // wrangler name, e.g. "siteswarm-leads-service"
+  std::string version = kPlatformVersion;
+  std::string db_binding;                 // the worker's own D1 (holds its tenants table)
+  std::optional<std::string> kv_binding;  // checked by /admin/diagnostics when present
+  std::vector<std::string> diagnostic_services;  // service bindings /admin/diagnostics calls
+  // Validates the worker-specific part of a tenant's config on PUT /admin/tenants/{id}.
+  std::function<Status(const json& config)> validate_tenant_config;
+
+  Router router;
+  std::function<Task<Status>(Context&, const std::string& cron)> scheduled;
+  std::function<Task<QueueOutcome>(Context&, const std::string& queue, std::vector<QueueMessage>)>
+      queue;
+  std::function<Task<Result<json>>(Context&, const std::string& method, const json& args)> rpc;
+};
+
+// /health, /v1/tenant, /admin/tenants/{id}, /admin/diagnostics and the test-only /__test/trap.
+void add_platform_routes(App& app);
+
+// Entry point used by the runtime: routes one input message to the right handler.
+Task<json> handle_message(Context& ctx, json message);
+
+}  // namespace ss

@@ -1,0 +1,16 @@
+#pragma once
+// Hex encoding for bytes that cross the host boundary (entropy, digests). No cryptography here: digests
+// and HMACs are computed by the host (WebCrypto / OpenSSL).
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ss {
+
+std::string hex_encode(std::string_view bytes);
+std::optional<std::string> hex_decode(std::string_view hex);
+// Compares two secrets' digests without an early exit on the first differing byte.
+bool constant_time_equal(std::string_view a, std::string_view b);
+
+}  // namespace ss

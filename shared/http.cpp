@@ -1,0 +1,228 @@
+#include "shared/http.h"
+
+#include "shared/form.h"
+#include "shared/json_util.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace ss {
+
+namespace {
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+// "https://host:1/a/b?x=1#f" -> path "/a/b", query "x=1". A bare path is accepted too.
+void split_url(std::string_view url, std::string& path, std::string& query) {
+  std::size_t start = 0;
+  std::size_t scheme = url.find("://");
+  if (scheme != std::string_view::npos) {
+    start = url.find('/', scheme + 3);
+    if (start == std::string_view::npos) start = url.size();
+  }
+  std::string_view rest = url.substr(start);
+  if (auto hash = rest.find('#'); hash != std::string_view::npos) rest = rest.substr(0, hash);
+  auto q = rest.find('?');
+  path = std::string(rest.substr(0, q));
+  query = q == std::string_view::npos ? "" : std::string(rest.substr(q + 1));
+  if (path.empty()) path = "/";
+}
+}  // namespace
+
+Request Request::from_json(const json& j) {
+  Request r;
+  r.method = string_or(j, "method", "GET");
+  r.url = string_or(j, "url", "/");
+  split_url(r.url, r.path, r.query_string);
+  r.query = parse_query(r.query_string);
+  if (const json* headers = find_field(j, "headers"); headers && headers->is_object()) {
+    for (auto it = headers->begin(); it != headers->end(); ++it) {
+      if (it.value().is_string()) r.headers[lower(it.key())] = it.value().get<std::string>();
+    }
+  }
+  r.body = string_or(j, "body", "");
+  r.body_too_large = get_bool(j, "bodyTooLarge").value_or(false);
+  if (const json* cf = find_field(j, "cf"); cf && cf->is_object()) r.cf = *cf;
+  return r;
+}
+
+std::string Request::header(std::string_view lower_name) const {
+  auto it = headers.find(std::string(lower_name));
+  return it == headers.end() ? std::string() : it->second;
+}
+
+bool Request::has_header(std::string_view lower_name) const {
+  return headers.count(std::string(lower_name)) != 0;
+}
+
+std::string Request::query_param(std::string_view name) const {
+  auto it = query.find(std::string(name));
+  return it == query.end() ? std::string() : it->second;
+}
+
+Response Response::json_body(int status, const json& body) {
+  Response r;
+  r.status = status;
+  r.headers.emplace_back("content-type", "application/json; charset=utf-8");
+  r.body = dump_json(body);
+  return r;
+}
+
+Response Response::from_error(const Error& error) {
+  Response r = json_body(error.status(), error.body());
+  if (error.retry_after) r.set_header("retry-after", std::to_string(*error.retry_after));
+  if (!error.allow.empty()) r.set_header("allow", error.allow);
+  return r;
+}
+
+Response Response::empty(int status) {
+  Response r;
+  r.status = status;
+  return r;
+}
+
+Response Response::text(int status, std::string body, std::string content_type) {
+  Response r;
+  r.status = status;
+  r.headers.emplace_back("content-type", std::move(content_type));
+  r.body = std::move(body);
+  return r;
+}
+
+Response& Response::set_header(std::string name, std::string value) {
+  for (auto& [k, v] : headers) {
+    if (k == name) {
+      v = std::move(value);
+      return *this;
+    }
+  }
+  headers.emplace_back(std::move(name), std::move(value));
+  return *this;
+}
+
+json Response::to_json() const {
+  json h = json::object();
+  for (const auto& [k, v] : headers) h[k] = v;
+  return json{{"status", status}, {"headers", std::move(h)}, {"body", body}};
+}
+
+std::string percent_decode(std::string_view s) {
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size()) {
+      int hi = hex(s[i + 1]);
+      int lo = hex(s[i + 2]);
+      if (hi >= 0 && lo >= 0) {
+        out.push_back(static_cast<char>((hi << 4) | lo));
+        i += 2;
+        continue;
+      }
+    }
+    out.push_back(s[i]);
+  }
+  return out;
+}
+
+std::vector<std::string> split_path(std::string_view path) {
+  std::vector<std::string> out;
+  std::size_t i = 0;
+  while (i < path.size()) {
+    while (i < path.size() && path[i] == '/') ++i;
+    std::size_t j = path.find('/', i);
+    if (j == std::string_view::npos) j = path.size();
+    if (j > i) out.emplace_back(path.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+Router& Router::add(std::string method, std::string pattern, Handler handler) {
+  routes_.push_back(Route{std::move(method), split_path(pattern), std::move(handler)});
+  return *this;
+}
+
+Task<Response> Router::dispatch(Context& ctx, const Request& req) const {
+  std::vector<std::string> segments = split_path(req.path);
+  for (auto& s : segments) s = percent_decode(s);
+  std::string allow;
+  for (const Route& route : routes_) {
+    if (route.segments.size() != segments.size()) continue;
+    Params params;
+    bool match = true;
+    for (std::size_t i = 0; i < segments.size() && match; ++i) {
+      const std::string& pat = route.segments[i];
+      if (pat.size() > 2 && pat.front() == '{' && pat.back() == '}') {
+        params[pat.substr(1, pat.size() - 2)] = segments[i];
+      } else if (pat != segments[i]) {
+        match = false;
+      }
+    }
+    if (!match) continue;
+    bool method_ok = route.method == req.method || (route.method == "GET" && req.method == "HEAD");
+    if (!method_ok) {
+      if (allow.find(route.method) == std::string::npos) {
+        allow += allow.empty() ? route.method : ", " + route.method;
+      }
+      continue;
+    }
+    Result<Response> result = co_await route.handler(ctx, req, params);
+    if (!result) co_return Response::from_error(result.error());
+    co_return std::move(result).value();
+  }
+  if (!allow.empty()) {
+    Error e{ErrorCode::method_not_allowed, req.method + " is not allowed on " + req.path};
+    e.allow = allow;
+    co_return Response::from_error(e);
+  }
+  co_return Response::from_error(Error{ErrorCode::not_found, "no route for " + req.path});
+}
+
+std::string media_type_of(const Request& req) {
+  std::string ct = req.header("content-type");
+  auto parsed = parse_content_type(ct);
+  return parsed ? parsed->media_type : std::string();
+}
+
+Status require_body_within(const Request& req, std::size_t limit) {
+  std::string declared = req.header("content-length");
+  bool declared_too_large = false;
+  if (!declared.empty()) {
+    if (declared.size() > 15) {
+      declared_too_large = true;
+    } else {
+      std::size_t n = 0;
+      for (char c : declared) {
+        if (c < '0' || c > '9') return Error{ErrorCode::invalid_request, "bad Content-Length"};
+        n = n * 10 + static_cast<std::size_t>(c - '0');
+      }
+      declared_too_large = n > limit;
+    }
+  }
+  if (req.body_too_large || declared_too_large || req.body.size() > limit) {
+    return Error{ErrorCode::payload_too_large,
+                 "the body is larger than " + std::to_string(limit) + " bytes"};
+  }
+  return Unit{};
+}
+
+Status require_json_body(const Request& req, std::size_t limit) {
+  auto size = require_body_within(req, limit);
+  if (!size) return size;
+  if (media_type_of(req) != "application/json") {
+    return Error{ErrorCode::unsupported_media_type, "send the body as application/json"};
+  }
+  return Unit{};
+}
+
+}  // namespace ss

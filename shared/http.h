@@ -1,0 +1,79 @@
+#pragma once
+// The HTTP model the cores see: a request and response as plain values (marshalled to and from the host
+// as JSON, see docs/abi.md), a small path router, and the guards every body-reading route applies.
+
+#include "shared/error.h"
+#include "shared/task.h"
+
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace ss {
+
+class Context;
+
+struct Request {
+  std::string method;
+  std::string url;
+  std::string path;          // percent-encoded as received, without the query
+  std::string query_string;  // without '?'
+  std::map<std::string, std::string> query;    // decoded, first value wins
+  std::map<std::string, std::string> headers;  // lower-case names
+  std::string body;
+  bool body_too_large = false;  // the host stopped reading (over its hard cap)
+  json cf = json::object();
+
+  // From the host's {"method","url","headers","body","bodyTooLarge","cf"}.
+  static Request from_json(const json& j);
+  std::string header(std::string_view lower_name) const;
+  bool has_header(std::string_view lower_name) const;
+  std::string query_param(std::string_view name) const;
+  std::string client_ip() const { return header("cf-connecting-ip"); }
+};
+
+struct Response {
+  int status = 200;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+
+  static Response json_body(int status, const json& body);
+  static Response from_error(const Error& error);
+  static Response empty(int status);
+  static Response text(int status, std::string body, std::string content_type);
+  Response& set_header(std::string name, std::string value);
+  json to_json() const;  // {"status","headers","body"}
+};
+
+// Route parameters captured from `{name}` segments, e.g. /admin/tenants/{id}.
+using Params = std::map<std::string, std::string, std::less<>>;
+using Handler = std::function<Task<Result<Response>>(Context&, const Request&, const Params&)>;
+
+// Matches method + path pattern. A pattern is a list of literal segments and `{name}` captures; a path
+// that matches some route but not the method gives 405 with Allow; nothing matching gives 404.
+class Router {
+ public:
+  Router& add(std::string method, std::string pattern, Handler handler);
+  Task<Response> dispatch(Context& ctx, const Request& req) const;
+
+ private:
+  struct Route {
+    std::string method;
+    std::vector<std::string> segments;
+    Handler handler;
+  };
+  std::vector<Route> routes_;
+};
+
+// Guards applied before a body is parsed.
+Status require_body_within(const Request& req, std::size_t limit);
+Status require_json_body(const Request& req, std::size_t limit);  // size + application/json
+std::string media_type_of(const Request& req);                   // lower-case, without parameters
+
+std::vector<std::string> split_path(std::string_view path);
+std::string percent_decode(std::string_view s);
+
+}  // namespace ss

@@ -1,0 +1,74 @@
+#include "shared/json_util.h"
+
+#include <cmath>
+
+namespace ss {
+
+Result<json> parse_json(std::string_view text) {
+  json value = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) return Error{ErrorCode::invalid_json, "the body is not valid JSON"};
+  return value;
+}
+
+Result<json> parse_json_object(std::string_view text) {
+  auto parsed = parse_json(text);
+  if (!parsed) return parsed;
+  if (!parsed->is_object()) {
+    return Error{ErrorCode::invalid_request, "the body must be a JSON object"};
+  }
+  return parsed;
+}
+
+std::string dump_json(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+const json* find_field(const json& object, std::string_view key) {
+  if (!object.is_object()) return nullptr;
+  auto it = object.find(key);
+  if (it == object.end()) return nullptr;
+  return &*it;
+}
+
+std::optional<std::string> get_string(const json& object, std::string_view key) {
+  const json* v = find_field(object, key);
+  if (v == nullptr || !v->is_string()) return std::nullopt;
+  return v->get<std::string>();
+}
+
+std::optional<std::int64_t> get_int(const json& object, std::string_view key) {
+  const json* v = find_field(object, key);
+  if (v == nullptr) return std::nullopt;
+  if (v->is_number_integer()) return v->get<std::int64_t>();
+  if (v->is_number_float()) {
+    double d = v->get<double>();
+    if (std::isfinite(d) && std::floor(d) == d && std::fabs(d) < 9.0e15) {
+      return static_cast<std::int64_t>(d);
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<double> get_number(const json& object, std::string_view key) {
+  const json* v = find_field(object, key);
+  if (v == nullptr || !v->is_number()) return std::nullopt;
+  return v->get<double>();
+}
+
+std::optional<bool> get_bool(const json& object, std::string_view key) {
+  const json* v = find_field(object, key);
+  if (v == nullptr || !v->is_boolean()) return std::nullopt;
+  return v->get<bool>();
+}
+
+std::string string_or(const json& object, std::string_view key, std::string_view fallback) {
+  auto v = get_string(object, key);
+  return v ? *v : std::string(fallback);
+}
+
+std::int64_t int_or(const json& object, std::string_view key, std::int64_t fallback) {
+  auto v = get_int(object, key);
+  return v ? *v : fallback;
+}
+
+}  // namespace ss

@@ -1,0 +1,32 @@
+#pragma once
+// nlohmann_json helpers that never abort on untrusted input. Built with JSON_NOEXCEPTION, every
+// nlohmann "throw" is an abort() (a wasm trap), so: parse without exceptions, read fields only through
+// these accessors (they check the type first), and serialise with invalid UTF-8 replaced, never rejected.
+
+#include "shared/error.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ss {
+
+// Parses any JSON text; malformed → 400 invalid_json.
+Result<json> parse_json(std::string_view text);
+// Parses a JSON object; malformed → 400 invalid_json, another JSON type → 400 invalid_request.
+Result<json> parse_json_object(std::string_view text);
+
+// Serialises; invalid UTF-8 in strings is replaced with U+FFFD instead of aborting.
+std::string dump_json(const json& value);
+
+// Field accessors that are safe on any json value (a non-object simply has no fields).
+const json* find_field(const json& object, std::string_view key);
+std::optional<std::string> get_string(const json& object, std::string_view key);
+std::optional<std::int64_t> get_int(const json& object, std::string_view key);
+std::optional<double> get_number(const json& object, std::string_view key);
+std::optional<bool> get_bool(const json& object, std::string_view key);
+std::string string_or(const json& object, std::string_view key, std::string_view fallback);
+std::int64_t int_or(const json& object, std::string_view key, std::int64_t fallback);
+
+}  // namespace ss

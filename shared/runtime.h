@@ -1,0 +1,119 @@
+#pragma once
+// The effect runtime: runs handler coroutines and hands every I/O step to a host as data.
+//
+// The core never performs I/O, never reads a clock and never invents randomness. A Run starts from an
+// input message (docs/abi.md); whenever its coroutines suspend on effects, the Runtime publishes those
+// effects as JSON and waits; the host performs them (concurrently), feeds the results back through
+// resume(), and the Run continues until it produces its output message. Both hosts — the JS host in
+// workerd and the native test host — drive this same class through the same messages.
+
+#include "shared/error.h"
+#include "shared/task.h"
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ss {
+
+class Context;
+class Runtime;
+struct App;
+
+namespace detail {
+struct EffectSlot {
+  Result<json>* result;
+  co::coroutine_handle<> handle;
+};
+}  // namespace detail
+
+// Awaitable that publishes one effect request and yields its result (the host's error as an Error with
+// code dependency_unavailable, and the message prefixed with the effect kind).
+class [[nodiscard]] Effect {
+ public:
+  explicit Effect(json request) : request_(std::move(request)) {}
+  bool await_ready() const noexcept { return false; }
+  void await_suspend(co::coroutine_handle<> h);
+  Result<json> await_resume() { return std::move(result_); }
+
+ private:
+  json request_;
+  Result<json> result_{Error{ErrorCode::internal, "effect was never completed"}};
+};
+
+// Per-run state visible to handlers: time, configuration, ids, logs.
+class Context {
+ public:
+  Context(Runtime& runtime, const App& app, json env, std::int64_t now_ms, std::string entropy_hex);
+
+  const App& app() const { return app_; }
+  // Wall-clock time as given by the host (updated every time effects complete).
+  std::int64_t now_ms() const { return now_ms_; }
+  void set_now_ms(std::int64_t now) { now_ms_ = now; }
+  // A string var or secret of the worker's env ("" when absent).
+  std::string env(std::string_view name) const;
+  bool test_hooks_enabled() const { return env("SITESWARM_TEST_HOOKS") == "1"; }
+
+  // A fresh, monotonic ULID (randomness from the host's entropy; more is fetched when it runs out).
+  Task<Result<std::string>> new_ulid();
+  // n random bytes from the host entropy pool (or a crypto.random effect when the pool is dry).
+  Task<Result<std::string>> random_bytes(std::size_t n);
+
+  void log(std::string line) { logs_.push_back(std::move(line)); }
+  std::vector<std::string>& logs() { return logs_; }
+
+ private:
+  Runtime& runtime_;
+  const App& app_;
+  json env_;
+  std::int64_t now_ms_;
+  std::string entropy_;  // raw bytes not yet used
+  std::vector<std::string> logs_;
+};
+
+class Runtime {
+ public:
+  explicit Runtime(const App& app);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  enum class State { unknown = -1, waiting = 0, done = 1 };
+
+  // Starts a run from an input message; 0 when the message is not valid JSON.
+  std::uint32_t start(std::string_view message);
+  State state(std::uint32_t id) const;
+  // Waiting: a JSON array of the effects issued by the last start()/resume() (possibly empty while
+  // earlier ones are still in flight). Done: the output message. Stable until the next resume().
+  const std::string& data(std::uint32_t id) const;
+  // Delivers {"now":…,"results":[{"id","ok","value"|"error"}…]}.
+  void resume(std::uint32_t id, std::string_view results);
+  void drop(std::uint32_t id);
+  std::size_t live_runs() const { return runs_.size(); }
+
+  // Monotonic ULIDs are per instance, shared by every run on it.
+  std::optional<std::string> next_ulid(std::int64_t now_ms, const std::array<std::uint8_t, 10>& random);
+
+  struct Run;
+
+ private:
+  void step(Run& run, co::coroutine_handle<> h);
+  void publish(Run& run);
+  void finish_if_done(Run& run);
+
+  const App& app_;
+  std::map<std::uint32_t, std::unique_ptr<Run>> runs_;
+  std::uint32_t next_id_ = 1;
+  struct UlidState;
+  std::unique_ptr<UlidState> ulid_;
+};
+
+// The run whose coroutine is executing right now (set around every resume; nests for in-process calls).
+Runtime::Run* current_run();
+
+}  // namespace ss

@@ -1,0 +1,215 @@
+#pragma once
+// Lazy coroutine tasks for request handlers.
+//
+// A Task<T> does nothing until it is awaited (or started by the Runtime). Awaiting a Task from another
+// Task runs it inline until its first real suspension (an effect), so nested helpers cost one frame each
+// and no scheduler round-trip. Frames are owned by their Task object: dropping a Run destroys its root
+// Task, which destroys every nested frame still suspended inside it (RAII all the way down).
+//
+// Two resumption strategies, chosen at compile time:
+//  - symmetric transfer (native builds, or wasm with -mtail-call): await_suspend returns a handle;
+//  - MVP wasm (no tail calls): clang-14 lowers symmetric transfer to `musttail`, which MVP wasm lacks, so
+//    we resume inline and keep the final awaiter's resume out of line (see TOOLCHAIN.md §1.1).
+
+#if __has_include(<coroutine>)
+#include <coroutine>
+namespace ss::co {
+using std::coroutine_handle;
+using std::noop_coroutine;
+using std::suspend_always;
+using std::suspend_never;
+}  // namespace ss::co
+#else
+#include <experimental/coroutine>  // Emscripten 3.1.6's libc++ has only this one.
+namespace ss::co {
+using std::experimental::coroutine_handle;
+using std::experimental::noop_coroutine;
+using std::experimental::suspend_always;
+using std::experimental::suspend_never;
+}  // namespace ss::co
+#endif
+
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#if !defined(__wasm__) || defined(__wasm_tail_call__)
+#define SS_SYMMETRIC_TRANSFER 1
+#else
+#define SS_SYMMETRIC_TRANSFER 0
+#endif
+
+namespace ss {
+
+template <class T>
+class Task;
+
+namespace detail {
+
+struct PromiseBase {
+  co::coroutine_handle<> continuation = co::noop_coroutine();
+  bool inline_start = false;  // MVP mode: the parent is on the stack below us and resumes itself.
+
+  co::suspend_always initial_suspend() noexcept { return {}; }
+  void unhandled_exception() noexcept { std::abort(); }  // built with -fno-exceptions: unreachable
+};
+
+struct FinalAwaiter {
+  bool await_ready() const noexcept { return false; }
+#if SS_SYMMETRIC_TRANSFER
+  template <class P>
+  co::coroutine_handle<> await_suspend(co::coroutine_handle<P> h) noexcept {
+    return h.promise().continuation;
+  }
+#else
+  template <class P>
+  [[gnu::noinline]] void await_suspend(co::coroutine_handle<P> h) noexcept {
+    PromiseBase& p = h.promise();
+    if (!p.inline_start) p.continuation.resume();
+  }
+#endif
+  void await_resume() const noexcept {}
+};
+
+}  // namespace detail
+
+template <class T>
+class [[nodiscard]] Task {
+ public:
+  struct promise_type : detail::PromiseBase {
+    std::optional<T> value;
+    Task get_return_object() noexcept {
+      return Task(co::coroutine_handle<promise_type>::from_promise(*this));
+    }
+    detail::FinalAwaiter final_suspend() noexcept { return {}; }
+    template <class U>
+    void return_value(U&& v) {
+      value.emplace(std::forward<U>(v));
+    }
+  };
+  using handle_type = co::coroutine_handle<promise_type>;
+
+  Task() = default;
+  explicit Task(handle_type h) : h_(h) {}
+  Task(Task&& o) noexcept : h_(std::exchange(o.h_, {})) {}
+  Task& operator=(Task&& o) noexcept {
+    if (this != &o) {
+      reset();
+      h_ = std::exchange(o.h_, {});
+    }
+    return *this;
+  }
+  Task(const Task&) = delete;
+  Task& operator=(const Task&) = delete;
+  ~Task() { reset(); }
+
+  bool valid() const { return static_cast<bool>(h_); }
+  bool done() const { return h_ && h_.done(); }
+  handle_type handle() const { return h_; }
+  // The result of a finished task (moved out once).
+  T take() { return std::move(*h_.promise().value); }
+
+  // Awaiting from another coroutine.
+  bool await_ready() const noexcept { return !h_ || h_.done(); }
+#if SS_SYMMETRIC_TRANSFER
+  co::coroutine_handle<> await_suspend(co::coroutine_handle<> parent) noexcept {
+    h_.promise().continuation = parent;
+    return h_;
+  }
+#else
+  bool await_suspend(co::coroutine_handle<> parent) noexcept {
+    auto& p = h_.promise();
+    p.continuation = parent;
+    p.inline_start = true;
+    h_.resume();
+    p.inline_start = false;
+    return !h_.done();  // finished synchronously: continue the parent without suspending
+  }
+#endif
+  T await_resume() { return take(); }
+
+ private:
+  void reset() {
+    if (h_) h_.destroy();
+    h_ = {};
+  }
+  handle_type h_;
+};
+
+namespace detail {
+
+// One driver coroutine per child of when_all: awaits the child, stores the result, and resumes the
+// parent when it is the last one to finish. Owned (and destroyed) by the WhenAll awaiter.
+struct DriverTask {
+  struct promise_type {
+    DriverTask get_return_object() noexcept {
+      return DriverTask{co::coroutine_handle<promise_type>::from_promise(*this)};
+    }
+    co::suspend_always initial_suspend() noexcept { return {}; }
+    co::suspend_always final_suspend() noexcept { return {}; }
+    void return_void() noexcept {}
+    void unhandled_exception() noexcept { std::abort(); }
+  };
+  co::coroutine_handle<promise_type> h;
+};
+
+template <class T>
+struct WhenAllState {
+  std::vector<Task<T>> children;
+  std::vector<std::optional<T>> results;
+  std::vector<co::coroutine_handle<DriverTask::promise_type>> drivers;
+  std::size_t remaining = 0;
+  co::coroutine_handle<> parent;
+
+  ~WhenAllState() {
+    for (auto h : drivers) h.destroy();
+  }
+};
+
+template <class T>
+DriverTask drive_child(WhenAllState<T>* state, std::size_t index) {
+  state->results[index].emplace(co_await state->children[index]);
+  if (--state->remaining == 0) state->parent.resume();
+}
+
+template <class T>
+class WhenAllAwaiter {
+ public:
+  explicit WhenAllAwaiter(std::vector<Task<T>> children) : state_(std::make_unique<WhenAllState<T>>()) {
+    state_->children = std::move(children);
+    state_->results.resize(state_->children.size());
+  }
+  bool await_ready() const noexcept { return state_->children.empty(); }
+  bool await_suspend(co::coroutine_handle<> parent) {
+    auto* s = state_.get();
+    s->parent = parent;
+    s->remaining = s->children.size() + 1;  // +1: a guard so no child resumes us before we return
+    for (std::size_t i = 0; i < s->children.size(); ++i) {
+      s->drivers.push_back(drive_child(s, i).h);
+    }
+    for (auto h : s->drivers) h.resume();
+    return --s->remaining != 0;  // every child finished synchronously: do not suspend
+  }
+  std::vector<T> await_resume() {
+    std::vector<T> out;
+    out.reserve(state_->results.size());
+    for (auto& r : state_->results) out.push_back(std::move(*r));
+    return out;
+  }
+
+ private:
+  std::unique_ptr<WhenAllState<T>> state_;  // stable address for the drivers
+};
+
+}  // namespace detail
+
+// Runs every task concurrently: their effects are handed to the host together, and the awaiting
+// coroutine resumes once all have finished. Results come back in the order of the input.
+template <class T>
+detail::WhenAllAwaiter<T> when_all(std::vector<Task<T>> tasks) {
+  return detail::WhenAllAwaiter<T>(std::move(tasks));
+}
+
+}  // namespace ss

@@ -1,0 +1,114 @@
+#include "shared/tenant.h"
+
+#include "shared/app.h"
+#include "shared/bytes.h"
+#include "shared/json_util.h"
+
+namespace ss {
+
+namespace {
+Error unauthenticated(std::string why) {
+  return Error{ErrorCode::unauthenticated_tenant, "tenant authentication failed: " + std::move(why)};
+}
+
+// Checks the capability version header, when present: "MAJOR.MINOR.PATCH" with a major we speak.
+Status check_capability_version(const std::string& version) {
+  if (version.empty()) return Unit{};
+  std::size_t dot = version.find('.');
+  std::string major = version.substr(0, dot);
+  bool numeric = !major.empty() && major.size() <= 4 &&
+                 major.find_first_not_of("0123456789") == std::string::npos;
+  if (!numeric || std::stoi(major) != kSupportedCapabilityMajor) {
+    Error e{ErrorCode::unsupported_capability_version,
+            "capability version " + version.substr(0, 32) + " is not supported; this service speaks " +
+                std::to_string(kSupportedCapabilityMajor) + ".x"};
+    return e;
+  }
+  return Unit{};
+}
+
+enum class Secret { token, admin_token };
+
+// Loads the tenant row and hashes the presented secret concurrently, then compares digests.
+Task<Result<Tenant>> verify_secret(Context& ctx, const std::string& tenant_id, std::string secret,
+                                   Secret which) {
+  D1 db(ctx.app().db_binding);
+  std::vector<Task<Result<json>>> work;
+  json params = json::array({tenant_id});
+  work.push_back(as_task(db.first(
+      "SELECT tenant_id, token_hash, admin_token_hash, config_json, enabled FROM tenants "
+      "WHERE tenant_id = ?1",
+      params)));
+  work.push_back(as_task(sha256_hex(std::move(secret))));
+  std::vector<Result<json>> done = co_await when_all(std::move(work));
+  if (!done[0]) co_return std::move(done[0]).error();
+  if (!done[1]) co_return std::move(done[1]).error();
+  const json* row = row_of(*done[0]);
+  if (row == nullptr || int_or(*row, "enabled", 0) != 1) co_return unauthenticated("unknown tenant");
+  std::string stored = string_or(*row, which == Secret::token ? "token_hash" : "admin_token_hash", "");
+  std::string presented = string_or(*done[1], "hex", "");
+  if (stored.empty() || !constant_time_equal(stored, presented)) {
+    co_return which == Secret::token ? unauthenticated("bad token")
+                                     : Error{ErrorCode::unauthorized, "bad tenant admin token"};
+  }
+  Tenant tenant;
+  tenant.id = tenant_id;
+  auto config = parse_json(string_or(*row, "config_json", "{}"));
+  if (config && config->is_object()) tenant.config = std::move(*config);
+  co_return tenant;
+}
+}  // namespace
+
+bool is_valid_tenant_id(std::string_view id) {
+  if (id.empty() || id.size() > kMaxTenantIdLength) return false;
+  for (std::size_t i = 0; i < id.size(); ++i) {
+    char c = id[i];
+    bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (i > 0 && c == '-');
+    if (!ok) return false;
+  }
+  return true;
+}
+
+std::string bearer_token(const Request& req) {
+  std::string auth = req.header("authorization");
+  static constexpr std::string_view kPrefix = "Bearer ";
+  if (auth.size() <= kPrefix.size() || auth.compare(0, kPrefix.size(), kPrefix) != 0) return "";
+  return auth.substr(kPrefix.size());
+}
+
+Task<Result<Tenant>> authenticate_tenant(Context& ctx, const Request& req) {
+  std::string id = req.header("x-siteswarm-tenant-id");
+  std::string token = req.header("x-siteswarm-tenant-token");
+  if (id.empty()) co_return unauthenticated("missing X-SiteSwarm-Tenant-Id");
+  if (!is_valid_tenant_id(id)) co_return unauthenticated("malformed tenant id");
+  if (token.empty()) co_return unauthenticated("missing X-SiteSwarm-Tenant-Token");
+  SS_CO_TRY(Tenant tenant, co_await verify_secret(ctx, id, std::move(token), Secret::token));
+  tenant.capability_version = req.header("x-siteswarm-capability-version");
+  SS_CO_CHECK(check_capability_version(tenant.capability_version));
+  co_return tenant;
+}
+
+Task<Result<Tenant>> authenticate_tenant_admin(Context& ctx, const Request& req) {
+  std::string id = req.header("x-siteswarm-tenant-id");
+  std::string token = bearer_token(req);
+  if (id.empty() || !is_valid_tenant_id(id) || token.empty()) {
+    co_return Error{ErrorCode::unauthorized,
+                    "send X-SiteSwarm-Tenant-Id and Authorization: Bearer <tenant admin token>"};
+  }
+  auto tenant = co_await verify_secret(ctx, id, std::move(token), Secret::admin_token);
+  if (!tenant && tenant.error().code == ErrorCode::unauthenticated_tenant) {
+    co_return Error{ErrorCode::unauthorized, "unknown tenant or bad tenant admin token"};
+  }
+  co_return tenant;
+}
+
+Status authenticate_operator(const Context& ctx, const Request& req) {
+  std::string expected = ctx.env("PLATFORM_ADMIN_TOKEN");
+  std::string presented = bearer_token(req);
+  if (expected.empty() || presented.empty() || !constant_time_equal(expected, presented)) {
+    return Error{ErrorCode::unauthorized, "operator endpoint: send Authorization: Bearer <token>"};
+  }
+  return Unit{};
+}
+
+}  // namespace ss

@@ -1,0 +1,37 @@
+#pragma once
+// Tenant context: who is calling, proven rather than claimed.
+//
+// A tenant id header can arrive straight from the internet (route delegation forwards raw requests), so
+// it is never enough: the token must hash (SHA-256, computed by the host) to the stored digest. Services
+// keep only digests. Failures are 401 unauthenticated_tenant, decided before any tenant data is touched.
+
+#include "shared/effects.h"
+#include "shared/http.h"
+
+#include <string>
+#include <string_view>
+
+namespace ss {
+
+inline constexpr std::size_t kMaxTenantIdLength = 63;
+inline constexpr int kSupportedCapabilityMajor = 1;
+
+struct Tenant {
+  std::string id;
+  json config = json::object();
+  std::string capability_version;
+};
+
+// [a-z0-9][a-z0-9-]{0,62}
+bool is_valid_tenant_id(std::string_view id);
+
+// X-SiteSwarm-Tenant-Id + X-SiteSwarm-Tenant-Token (+ X-SiteSwarm-Capability-Version, major 1).
+Task<Result<Tenant>> authenticate_tenant(Context& ctx, const Request& req);
+// X-SiteSwarm-Tenant-Id + Authorization: Bearer <tenant admin token>.
+Task<Result<Tenant>> authenticate_tenant_admin(Context& ctx, const Request& req);
+// Authorization: Bearer <PLATFORM_ADMIN_TOKEN> (401 unauthorized otherwise, also when unset).
+Status authenticate_operator(const Context& ctx, const Request& req);
+
+std::string bearer_token(const Request& req);
+
+}  // namespace ss

@@ -1,0 +1,492 @@
+// Unit tests of bindings/host.js in plain Node, against a fake core (fake-core.mjs).
+import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import { after, before, beforeEach, describe, it } from "node:test";
+import { defineWorker } from "../../bindings/host.js";
+import { Core, wasmImports } from "../../bindings/instance.js";
+import { fakeCore, json } from "./fake-core.mjs";
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const ctx = () => ({ waited: [], waitUntil(p) { this.waited.push(p); } });
+const get = (path, init) => new Request(`https://worker.test${path}`, init);
+
+// Captures console output per test, so traps can be checked to be logged exactly once.
+let logs;
+let errors;
+const original = { log: console.log, error: console.error };
+beforeEach(() => {
+  logs = [];
+  errors = [];
+  console.log = (...a) => logs.push(a.join(" "));
+  console.error = (...a) => errors.push(a.join(" "));
+});
+after(() => Object.assign(console, original));
+
+describe("fetch", () => {
+  it("answers from the core's output and prints its logs", async () => {
+    const core = fakeCore({
+      *"GET /health"() {
+        return json(200, { ok: true, service: "svc" }, { logs: ["served /health"] });
+      },
+    });
+    const worker = defineWorker(core, { service: "svc" });
+    const res = await worker.fetch(get("/health"), {}, ctx());
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get("content-type"), "application/json");
+    assert.deepEqual(await res.json(), { ok: true, service: "svc" });
+    assert.deepEqual(logs, ["served /health"]);
+    assert.equal(core.stats.initialized, 1);
+  });
+
+  it("builds the request message of the ABI", async () => {
+    let seen;
+    const core = fakeCore({
+      *"POST /echo"(message) {
+        seen = message;
+        return json(200, {});
+      },
+    });
+    const worker = defineWorker(core, { service: "svc" });
+    const request = get("/echo?x=1", {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "X-Custom": "A" },
+      body: '{"héllo":1}',
+    });
+    Object.defineProperty(request, "cf", { value: { country: "US", colo: "DFW", tls: { a: 1 } } });
+    const env = { SECRET: "s3cret", DB: { prepare() {} }, COUNT: 3 };
+    const before = Date.now();
+    await worker.fetch(request, env, ctx());
+    assert.equal(seen.op, "fetch");
+    assert.ok(seen.now >= before && seen.now <= Date.now());
+    assert.match(seen.entropy, /^[0-9a-f]{64}$/);
+    assert.deepEqual(seen.env, { SECRET: "s3cret" });
+    assert.deepEqual(seen.request, {
+      method: "POST",
+      url: "https://worker.test/echo?x=1",
+      headers: { "content-type": "application/json", "x-custom": "A" },
+      body: '{"héllo":1}',
+      bodyTooLarge: false,
+      cf: { country: "US", colo: "DFW" },
+    });
+  });
+
+  it("refuses to buffer more than 1 MiB, even without content-length", async () => {
+    let seen;
+    const core = fakeCore({
+      *"POST /big"(message) {
+        seen = message.request;
+        return json(413, { error: { code: "payload_too_large", message: "too large" } });
+      },
+    });
+    const worker = defineWorker(core, { service: "svc" });
+    const chunk = new Uint8Array(256 * 1024).fill(97);
+    let pulled = 0;
+    const body = new ReadableStream({
+      pull(c) {
+        if (pulled++ < 8) c.enqueue(chunk);
+        else c.close();
+      },
+    });
+    const res = await worker.fetch(get("/big", { method: "POST", body, duplex: "half" }), {}, ctx());
+    assert.equal(res.status, 413);
+    assert.equal(seen.bodyTooLarge, true);
+    assert.equal(seen.body, "");
+    assert.ok(pulled <= 6, `read ${pulled} chunks`);
+  });
+
+  it("passes a body just under the limit and survives memory growth", async () => {
+    let length;
+    const core = fakeCore({
+      *"POST /big"(message) {
+        length = message.request.body.length;
+        return json(200, {});
+      },
+    });
+    const worker = defineWorker(core, { service: "svc" });
+    const body = "x".repeat(1024 * 1024 - 10);
+    const res = await worker.fetch(get("/big", { method: "POST", body }), {}, ctx());
+    assert.equal(res.status, 200);
+    assert.equal(length, body.length);
+  });
+
+  it("makes a null-body response for 204 and repeats array headers", async () => {
+    const core = fakeCore({
+      *"DELETE /x"() {
+        return { status: 204, headers: { "set-cookie": ["a=1", "b=2"] }, body: "" };
+      },
+    });
+    const res = await defineWorker(core).fetch(get("/x", { method: "DELETE" }), {}, ctx());
+    assert.equal(res.status, 204);
+    assert.equal(res.body, null);
+    assert.deepEqual(res.headers.getSetCookie(), ["a=1", "b=2"]);
+  });
+});
+
+describe("effect loop", () => {
+  it("performs effects against env and resumes with their values", async () => {
+    const calls = [];
+    const env = {
+      CACHE: {
+        get: async (k) => (calls.push(["get", k]), "cached"),
+        put: async (k, v, o) => calls.push(["put", k, v, o]),
+        delete: async (k) => calls.push(["delete", k]),
+      },
+      DB: fakeD1(calls),
+      Q: { send: async (body, o) => calls.push(["send", body, o]) },
+      AE: { writeDataPoint: (p) => calls.push(["ae", p]) },
+      RL: { limit: async ({ key }) => ({ success: key === "ok" }) },
+    };
+    const core = fakeCore({
+      *"GET /all"() {
+        const first = yield [
+          { kind: "kv.get", binding: "CACHE", key: "k" },
+          { kind: "kv.put", binding: "CACHE", key: "k", value: "v", ttlSeconds: 5 },
+          { kind: "d1.first", binding: "DB", sql: "SELECT ?1", params: [1] },
+          { kind: "d1.all", binding: "DB", sql: "SELECT ?1, ?2", params: ["a", { j: 1 }] },
+        ];
+        const second = yield [
+          { kind: "d1.run", binding: "DB", sql: "INSERT", params: [] },
+          { kind: "d1.batch", binding: "DB", statements: [{ sql: "A", params: [1] }, { sql: "B" }] },
+          { kind: "queue.send", binding: "Q", body: { a: 1 }, delaySeconds: 30 },
+          { kind: "ae.write", binding: "AE", blobs: ["/"], doubles: [1], indexes: ["t"] },
+          { kind: "ratelimit", binding: "RL", key: "ok" },
+          { kind: "kv.delete", binding: "CACHE", key: "k" },
+        ];
+        return json(200, [...first, ...second]);
+      },
+    });
+    const res = await defineWorker(core).fetch(get("/all"), env, ctx());
+    const results = await res.json();
+    assert.ok(results.every((r) => r.ok), JSON.stringify(results));
+    assert.deepEqual(
+      results.map((r) => r.value),
+      [
+        { value: "cached" },
+        {},
+        { row: { sql: "SELECT ?1", params: [1] } },
+        { results: [{ sql: "SELECT ?1, ?2", params: ["a", '{"j":1}'] }], meta: { rows_read: 1 } },
+        { meta: { changes: 1, last_row_id: 7 } },
+        [
+          { results: [{ sql: "A", params: [1] }], meta: { rows_read: 1 } },
+          { results: [{ sql: "B", params: [] }], meta: { rows_read: 1 } },
+        ],
+        {},
+        {},
+        { success: true },
+        {},
+      ],
+    );
+    assert.deepEqual(calls.find((c) => c[0] === "put"), ["put", "k", "v", { expirationTtl: 60 }]);
+    assert.deepEqual(calls.find((c) => c[0] === "send"), ["send", { a: 1 }, { delaySeconds: 30 }]);
+    assert.deepEqual(calls.find((c) => c[0] === "ae"), [
+      "ae",
+      { blobs: ["/"], doubles: [1], indexes: ["t"] },
+    ]);
+  });
+
+  it("delivers results as they settle, so three sleeps of one run finish in order", async () => {
+    const core = fakeCore({
+      *"GET /sleeps"() {
+        const started = Date.now();
+        yield [{ kind: "sleep", ms: 60 }, { kind: "sleep", ms: 20 }, { kind: "sleep", ms: 40 }];
+        return json(200, { elapsed: Date.now() - started });
+      },
+    });
+    const res = await defineWorker(core).fetch(get("/sleeps"), {}, ctx());
+    const { elapsed } = await res.json();
+    assert.deepEqual(core.stats.deliveries, [[2], [3], [1]]);
+    assert.ok(elapsed < 110, `ran concurrently (${elapsed} ms)`);
+  });
+
+  it("interleaves concurrent runs on one instance", async () => {
+    const core = fakeCore({
+      *"GET /sleep"(message) {
+        const ms = Number(new URL(message.request.url).searchParams.get("ms"));
+        yield [{ kind: "sleep", ms }];
+        return json(200, { ms });
+      },
+    });
+    const worker = defineWorker(core);
+    const finished = [];
+    await Promise.all(
+      [45, 5, 25].map(async (ms) => {
+        const res = await worker.fetch(get(`/sleep?ms=${ms}`), {}, ctx());
+        finished.push((await res.json()).ms);
+      }),
+    );
+    assert.deepEqual(finished, [5, 25, 45]);
+    assert.equal(core.stats.instances, 1);
+  });
+
+  it("turns executor failures into error values, never stacks", async () => {
+    const env = {
+      NOT_A_DB: "text",
+      DB: { prepare() { throw new Error("D1_ERROR: no such table: leads"); }, batch() {} },
+    };
+    const core = fakeCore({
+      *"GET /errors"() {
+        const results = yield [
+          { kind: "d1.all", binding: "MISSING", sql: "SELECT 1" },
+          { kind: "kv.get", binding: "NOT_A_DB", key: "x" },
+          { kind: "d1.all", binding: "DB", sql: "SELECT 1" },
+          { kind: "teleport" },
+        ];
+        return json(200, results);
+      },
+    });
+    const res = await defineWorker(core).fetch(get("/errors"), env, ctx());
+    const results = await res.json();
+    assert.deepEqual(results.map((r) => [r.ok, r.error.code]), [
+      [false, "binding_missing"],
+      [false, "binding_missing"],
+      [false, "d1_error"],
+      [false, "unsupported_effect"],
+    ]);
+    assert.match(results[2].error.message, /no such table/);
+    assert.ok(results.every((r) => !/\n\s+at /.test(r.error.message)));
+  });
+
+  it("computes WebCrypto hashes and random bytes in hex", async () => {
+    const core = fakeCore({
+      *"GET /crypto"() {
+        return json(200, yield [
+          { kind: "crypto.sha256", data: "abc" },
+          { kind: "crypto.hmac_sha256", key: "key", data: "The quick brown fox jumps over the lazy dog" },
+          { kind: "crypto.random", bytes: 16 },
+        ]);
+      },
+    });
+    const [sha, hmac, random] = await (await defineWorker(core).fetch(get("/crypto"), {}, ctx())).json();
+    assert.equal(sha.value.hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    assert.equal(hmac.value.hex, "f7bc83f430538424b13298e6aa6fb143ef4d59a14946175997479dbc2d1a3cd8");
+    assert.match(random.value.hex, /^[0-9a-f]{32}$/);
+  });
+
+  describe("fetch effect", () => {
+    let server;
+    let base;
+    before(async () => {
+      server = createServer((req, res) => {
+        if (req.url === "/hang") return; // never answers
+        let body = "";
+        req.on("data", (c) => (body += c));
+        req.on("end", () => {
+          res.writeHead(201, { "Content-Type": "application/json", "X-Echo": req.method });
+          res.end(JSON.stringify({ body, auth: req.headers.authorization }));
+        });
+      });
+      await new Promise((r) => server.listen(0, "127.0.0.1", r));
+      base = `http://127.0.0.1:${server.address().port}`;
+    });
+    after(() => server.closeAllConnections() ?? server.close());
+
+    it("returns status, lower-case headers, body and elapsedMs; errors carry elapsedMs", async () => {
+      const closed = createServer();
+      await new Promise((r) => closed.listen(0, "127.0.0.1", r));
+      const deadUrl = `http://127.0.0.1:${closed.address().port}/`;
+      await new Promise((r) => closed.close(r));
+      const core = fakeCore({
+        *"GET /out"() {
+          return json(200, yield [
+            { kind: "fetch", url: `${base}/x`, method: "POST", headers: { Authorization: "Basic x" }, body: "hi" },
+            { kind: "fetch", url: `${base}/hang`, method: "GET", headers: {}, timeoutMs: 50 },
+            { kind: "fetch", url: deadUrl, method: "GET", headers: {} },
+          ]);
+        },
+      });
+      const [ok, timeout, refused] = await (await defineWorker(core).fetch(get("/out"), {}, ctx())).json();
+      assert.equal(ok.value.status, 201);
+      assert.equal(ok.value.headers["x-echo"], "POST");
+      assert.deepEqual(JSON.parse(ok.value.body), { body: "hi", auth: "Basic x" });
+      assert.equal(typeof ok.value.elapsedMs, "number");
+      assert.equal(timeout.error.code, "timeout");
+      assert.ok(timeout.error.elapsedMs >= 45, `elapsed ${timeout.error.elapsedMs}`);
+      assert.equal(timeout.elapsedMs, timeout.error.elapsedMs);
+      assert.equal(refused.error.code, "network_error");
+      assert.equal(typeof refused.error.elapsedMs, "number");
+    });
+  });
+
+  it("calls a service binding with a Request", async () => {
+    let seen;
+    const env = {
+      EVENTS_SERVICE: {
+        async fetch(request) {
+          seen = { method: request.method, url: request.url, body: await request.text(),
+                   tenant: request.headers.get("x-siteswarm-tenant-id") };
+          return Response.json({ event_id: "01J" }, { status: 201 });
+        },
+      },
+    };
+    const core = fakeCore({
+      *"GET /svc"() {
+        const [r] = yield [{ kind: "service", binding: "EVENTS_SERVICE", request: {
+          method: "POST", url: "https://events/api/events",
+          headers: { "x-siteswarm-tenant-id": "bakery" }, body: "{}" } }];
+        return json(200, r);
+      },
+    });
+    const r = await (await defineWorker(core).fetch(get("/svc"), env, ctx())).json();
+    assert.deepEqual(seen, { method: "POST", url: "https://events/api/events", body: "{}", tenant: "bakery" });
+    assert.equal(r.value.status, 201);
+    assert.equal(r.value.body, '{"event_id":"01J"}');
+  });
+});
+
+describe("traps", () => {
+  it("answers 500 JSON, fails the other runs of the instance, logs once, then heals", async () => {
+    const core = fakeCore({
+      *"GET /slow"() {
+        yield [{ kind: "sleep", ms: 30 }];
+        return json(200, { ok: true });
+      },
+      *"GET /trap"() {
+        yield [{ kind: "sleep", ms: 5 }];
+        throw new WebAssembly.RuntimeError("unreachable");
+      },
+      *"GET /health"() {
+        return json(200, { ok: true });
+      },
+    });
+    const worker = defineWorker(core, { service: "svc" });
+    const [slow, trapped] = await Promise.all([
+      worker.fetch(get("/slow"), {}, ctx()),
+      worker.fetch(get("/trap"), {}, ctx()),
+    ]);
+    for (const res of [slow, trapped]) {
+      assert.equal(res.status, 500);
+      assert.equal(res.headers.get("content-type"), "application/json");
+      assert.deepEqual(await res.json(), { error: { code: "internal", message: "internal error" } });
+    }
+    assert.equal(errors.length, 1, errors.join("\n"));
+    assert.match(errors[0], /svc: wasm trap \(unreachable\)/);
+    const healthy = await worker.fetch(get("/health"), {}, ctx());
+    assert.equal(healthy.status, 200);
+    assert.equal(core.stats.instances, 2);
+  });
+
+  it("treats a trap while starting like any other", async () => {
+    const core = fakeCore({
+      *"GET /boom"() {
+        throw new WebAssembly.RuntimeError("memory access out of bounds");
+      },
+    });
+    const worker = defineWorker(core);
+    assert.equal((await worker.fetch(get("/boom"), {}, ctx())).status, 500);
+    assert.equal((await worker.fetch(get("/nowhere"), {}, ctx())).status, 404);
+  });
+
+  it("answers 500 when the core's output is not a valid response", async () => {
+    const core = fakeCore({
+      *"GET /bad"() {
+        return { status: 42, headers: {}, body: "" };
+      },
+    });
+    const res = await defineWorker(core).fetch(get("/bad"), {}, ctx());
+    assert.equal(res.status, 500);
+    assert.equal((await res.json()).error.code, "internal");
+  });
+});
+
+describe("scheduled and queue", () => {
+  it("runs a cron under waitUntil and fails the invocation when the core says so", async () => {
+    let seen;
+    const core = fakeCore({
+      *scheduled(message) {
+        seen = message;
+        yield [{ kind: "sleep", ms: 1 }];
+        return { ok: message.cron !== "bad", logs: ["drained"] };
+      },
+    });
+    const worker = defineWorker(core);
+    const c = ctx();
+    await worker.scheduled({ cron: "*/2 * * * *", scheduledTime: 1764426000000 }, {}, c);
+    assert.equal(c.waited.length, 1);
+    assert.equal(seen.cron, "*/2 * * * *");
+    assert.equal(seen.scheduledTime, 1764426000000);
+    assert.deepEqual(logs, ["drained"]);
+    await assert.rejects(worker.scheduled({ cron: "bad", scheduledTime: 0 }, {}, ctx()));
+  });
+
+  it("acks and retries each message as told; a forgotten one is retried", async () => {
+    let seen;
+    const core = fakeCore({
+      *queue(message) {
+        seen = message;
+        return { ack: ["a"], retry: [{ id: "b", delaySeconds: 30 }], logs: [] };
+      },
+    });
+    const { batch, outcome } = fakeBatch(["a", "b", "c"]);
+    await defineWorker(core).queue(batch, {}, ctx());
+    assert.equal(seen.queue, "siteswarm-events");
+    assert.deepEqual(seen.messages[0], { id: "a", body: { n: "a" }, attempts: 1, timestamp: 1764426000000 });
+    assert.deepEqual(outcome, { a: "ack", b: { delaySeconds: 30 }, c: "retry" });
+  });
+
+  it("retries the whole batch after a trap", async () => {
+    const core = fakeCore({
+      *queue() {
+        throw new WebAssembly.RuntimeError("unreachable");
+      },
+    });
+    const { batch, outcome } = fakeBatch(["a", "b"]);
+    await defineWorker(core).queue(batch, {}, ctx());
+    assert.deepEqual(outcome, { all: "retry" });
+  });
+});
+
+describe("instantiation of a real module", () => {
+  // tests/integration/fixtures: imports.wat compiled with wat2wasm; it imports WASI, emscripten's
+  // memory-growth hook and an unknown `env.mystery`, and its _initialize writes to stderr.
+  const wasm = Buffer.from(
+    "AGFzbQEAAAABKAZgBH9/f38Bf2ABfwBgA39+fwF/YAl/f39/f35+f38Bf2AAAX9gAAACxQEGFndhc2lfc25hcHNob3RfcHJldmlldzEIZmRfd3JpdGUAABZ3YXNpX3NuYXBzaG90X3ByZXZpZXcxCXByb2NfZXhpdAABFndhc2lfc25hcHNob3RfcHJldmlldzEOY2xvY2tfdGltZV9nZXQAAhZ3YXNpX3NuYXBzaG90X3ByZXZpZXcxCXBhdGhfb3BlbgADA2Vudh9lbXNjcmlwdGVuX25vdGlmeV9tZW1vcnlfZ3Jvd3RoAAEDZW52B215c3RlcnkABAMHBgUEBAQFBQUDAQABBz8HBm1lbW9yeQIAC19pbml0aWFsaXplAAYFY2xvY2sABwRvcGVuAAgHbXlzdGVyeQAJBGV4aXQACgR0cmFwAAsKUAYcAEEAQcAANgIAQQRBEDYCAEECQQBBAUEIEAAaCwoAQQBCAEEQEAILFgBBAEEAQQBBAEEAQgBCAEEAQQAQAwsEABAFCwYAQQMQAQsDAAALCxcBAEHAAAsQaGVsbG8gZnJvbSBpbml0Cg==",
+    "base64",
+  );
+  const module = new WebAssembly.Module(wasm);
+
+  it("stubs every import; stdio goes to console.error; no clock, no randomness", () => {
+    let instance;
+    instance = new WebAssembly.Instance(module, wasmImports(module, () => instance.exports.memory));
+    instance.exports._initialize();
+    assert.deepEqual(errors, ["hello from init"]);
+    assert.equal(instance.exports.clock(), 52);
+    assert.equal(instance.exports.open(), 52);
+    assert.throws(() => instance.exports.mystery(), /env\.mystery is not provided/);
+    assert.throws(() => instance.exports.exit(), /proc_exit\(3\)/);
+  });
+
+  it("Core.create instantiates and initializes once", () => {
+    Core.create(module);
+    assert.deepEqual(errors, ["hello from init"]);
+  });
+});
+
+function fakeD1(calls) {
+  const statement = (sql, params = []) => ({
+    bind: (...p) => statement(sql, p),
+    all: async () => ({ results: [{ sql, params }], meta: { rows_read: 1 } }),
+    first: async () => ({ sql, params }),
+    run: async () => (calls.push(["run", sql]), { meta: { changes: 1, last_row_id: 7 } }),
+  });
+  return {
+    prepare: (sql) => statement(sql),
+    batch: async (stmts) => Promise.all(stmts.map((s) => s.all())),
+  };
+}
+
+function fakeBatch(ids) {
+  const outcome = {};
+  const batch = {
+    queue: "siteswarm-events",
+    messages: ids.map((id) => ({
+      id,
+      body: { n: id },
+      attempts: 1,
+      timestamp: new Date(1764426000000),
+      ack: () => (outcome[id] = "ack"),
+      retry: (o) => (outcome[id] = o ?? "retry"),
+    })),
+    retryAll: () => (outcome.all = "retry"),
+  };
+  return { batch, outcome };
+}
