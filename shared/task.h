@@ -140,15 +140,39 @@ class [[nodiscard]] Task {
 
 namespace detail {
 
-// One driver coroutine per child of when_all: awaits the child, stores the result, and resumes the
-// parent when it is the last one to finish. Owned (and destroyed) by the WhenAll awaiter.
+struct WhenAllCounter {
+  std::size_t remaining = 0;
+  co::coroutine_handle<> parent;
+};
+
+// One driver coroutine per child of when_all: awaits the child and stores its result. The last driver to
+// finish resumes the parent from its final suspension point — never from its body, because the parent
+// destroys the drivers as soon as it continues.
 struct DriverTask {
+  struct promise_type;
+  struct Final {
+    bool await_ready() const noexcept { return false; }
+#if SS_SYMMETRIC_TRANSFER
+    co::coroutine_handle<> await_suspend(co::coroutine_handle<promise_type> h) noexcept {
+      WhenAllCounter* c = h.promise().counter;
+      if (--c->remaining == 0) return c->parent;
+      return co::noop_coroutine();
+    }
+#else
+    [[gnu::noinline]] void await_suspend(co::coroutine_handle<promise_type> h) noexcept {
+      WhenAllCounter* c = h.promise().counter;
+      if (--c->remaining == 0) c->parent.resume();
+    }
+#endif
+    void await_resume() const noexcept {}
+  };
   struct promise_type {
+    WhenAllCounter* counter = nullptr;
     DriverTask get_return_object() noexcept {
       return DriverTask{co::coroutine_handle<promise_type>::from_promise(*this)};
     }
     co::suspend_always initial_suspend() noexcept { return {}; }
-    co::suspend_always final_suspend() noexcept { return {}; }
+    Final final_suspend() noexcept { return {}; }
     void return_void() noexcept {}
     void unhandled_exception() noexcept { std::abort(); }
   };
@@ -156,12 +180,10 @@ struct DriverTask {
 };
 
 template <class T>
-struct WhenAllState {
+struct WhenAllState : WhenAllCounter {
   std::vector<Task<T>> children;
   std::vector<std::optional<T>> results;
   std::vector<co::coroutine_handle<DriverTask::promise_type>> drivers;
-  std::size_t remaining = 0;
-  co::coroutine_handle<> parent;
 
   ~WhenAllState() {
     for (auto h : drivers) h.destroy();
@@ -170,8 +192,7 @@ struct WhenAllState {
 
 template <class T>
 DriverTask drive_child(WhenAllState<T>* state, std::size_t index) {
-  state->results[index].emplace(co_await state->children[index]);
-  if (--state->remaining == 0) state->parent.resume();
+  state->results[index].emplace(co_await std::move(state->children[index]));
 }
 
 template <class T>
@@ -187,7 +208,9 @@ class WhenAllAwaiter {
     s->parent = parent;
     s->remaining = s->children.size() + 1;  // +1: a guard so no child resumes us before we return
     for (std::size_t i = 0; i < s->children.size(); ++i) {
-      s->drivers.push_back(drive_child(s, i).h);
+      auto driver = drive_child(s, i).h;
+      driver.promise().counter = s;
+      s->drivers.push_back(driver);
     }
     for (auto h : s->drivers) h.resume();
     return --s->remaining != 0;  // every child finished synchronously: do not suspend

@@ -1,0 +1,44 @@
+// The contract's error shape as a value: `{"error":{"code","message"}}` with an HTTP status.
+
+export class SiteSwarmError extends Error {
+  /**
+   * @param {string} code snake_case code from the contract, e.g. "unauthenticated_tenant"
+   * @param {string} message human text
+   * @param {{ status?: number, details?: Record<string, unknown> }} [options]
+   */
+  constructor(code, message, { status = 500, details } = {}) {
+    super(message);
+    this.name = "SiteSwarmError";
+    this.code = code;
+    this.status = status;
+    if (details) this.details = details;
+  }
+
+  /** The error as a JSON Response in the contract's shape. */
+  toResponse(headers = {}) {
+    return errorResponse(this.status, this.code, this.message, headers, this.details);
+  }
+
+  /** Reads a service's JSON error answer; falls back to a generic code for non-JSON bodies. */
+  static async fromResponse(response) {
+    let error = {};
+    try {
+      error = (await response.json())?.error ?? {};
+    } catch {
+      // not JSON: keep the generic code below
+    }
+    const { code = `http_${response.status}`, message = response.statusText || "request failed" } = error;
+    const { code: _code, message: _message, ...details } = error;
+    return new SiteSwarmError(code, message, {
+      status: response.status,
+      details: Object.keys(details).length ? details : undefined,
+    });
+  }
+}
+
+export function errorResponse(status, code, message, headers = {}, details = undefined) {
+  return new Response(JSON.stringify({ error: { code, message, ...details } }), {
+    status,
+    headers: { "content-type": "application/json", ...headers },
+  });
+}

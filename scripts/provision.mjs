@@ -1,0 +1,122 @@
+#!/usr/bin/env node
+// Pushes a client manifest (swarm.config.json) to every platform worker: PUT /admin/tenants/{appId}
+// with the tenant's token, its admin token and that worker's part of the manifest's config.
+//
+//   node scripts/provision.mjs examples/bakery/swarm.config.json \
+//     [--admin-token OPERATOR] [--token TENANT_TOKEN --admin-token-tenant TENANT_ADMIN_TOKEN] [--json]
+//
+// Base URLs come from SITESWARM_{LEADS,CMS,MONITORING,ANALYTICS,EVENTS}_URL (default: the local
+// ports of scripts/dev). Missing tenant tokens are generated and printed. Also used as a module by
+// the integration tests (provisionManifest).
+import { randomBytes } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import { pathToFileURL } from "node:url";
+
+export const PLATFORM_WORKERS = {
+  leads: { name: "siteswarm-leads-service", port: 8788 },
+  cms: { name: "siteswarm-cms-service", port: 8789 },
+  monitoring: { name: "siteswarm-synthetic-monitoring", port: 8790 },
+  analytics: { name: "siteswarm-analytics-service", port: 8791 },
+  events: { name: "siteswarm-events-service", port: 8792 },
+};
+
+export const newSecret = () => randomBytes(32).toString("hex");
+
+/** The part of a manifest one worker keeps; cms also gets the manifest's fallback snapshot. */
+export function tenantConfigFor(manifest, worker) {
+  const config = { ...(manifest.config?.[worker] ?? {}) };
+  if (worker === "cms" && manifest.fallback) config.fallback = manifest.fallback;
+  return config;
+}
+
+/**
+ * @param send `(worker, path, init) => Promise<Response>` reaching one platform worker
+ * @returns `{ [worker]: { status, body } }`; throws when any worker refused.
+ */
+export async function provisionManifest(manifest, { token, adminToken, operatorToken, send }) {
+  const appId = manifest.appId;
+  const results = {};
+  await Promise.all(
+    Object.keys(PLATFORM_WORKERS).map(async (worker) => {
+      const response = await send(worker, `/admin/tenants/${encodeURIComponent(appId)}`, {
+        method: "PUT",
+        headers: { authorization: `Bearer ${operatorToken}`, "content-type": "application/json" },
+        body: JSON.stringify({ token, adminToken, config: tenantConfigFor(manifest, worker) }),
+      });
+      const text = await response.text();
+      let body = text;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        // keep the text
+      }
+      results[worker] = { status: response.status, body };
+    }),
+  );
+  const failed = Object.entries(results).filter(([, r]) => r.status !== 200 && r.status !== 201);
+  if (failed.length) {
+    const detail = failed.map(([w, r]) => `${w}: ${r.status} ${JSON.stringify(r.body)}`).join("; ");
+    throw new Error(`provisioning ${appId} failed: ${detail}`);
+  }
+  return results;
+}
+
+function parseArgs(argv) {
+  const args = { manifest: null, json: false };
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i];
+    const value = () => {
+      if (i + 1 >= argv.length) throw new Error(`${flag} needs a value`);
+      return argv[++i];
+    };
+    if (flag === "--admin-token") args.operatorToken = value();
+    else if (flag === "--token") args.token = value();
+    else if (flag === "--admin-token-tenant") args.adminToken = value();
+    else if (flag === "--json") args.json = true;
+    else if (flag === "-h" || flag === "--help") args.help = true;
+    else if (!args.manifest && !flag.startsWith("-")) args.manifest = flag;
+    else throw new Error(`unknown argument ${flag}`);
+  }
+  return args;
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  if (args.help || !args.manifest) {
+    console.error(
+      "usage: scripts/provision <manifest.json> [--admin-token T] [--token T --admin-token-tenant T] [--json]",
+    );
+    process.exit(args.help ? 0 : 2);
+  }
+  const manifest = JSON.parse(await readFile(args.manifest, "utf8"));
+  const operatorToken = args.operatorToken ?? process.env.PLATFORM_ADMIN_TOKEN ?? "dev-platform-admin-token";
+  const token = args.token ?? newSecret();
+  const adminToken = args.adminToken ?? newSecret();
+  const baseUrl = (worker) =>
+    process.env[`SITESWARM_${worker.toUpperCase()}_URL`] ?? `http://127.0.0.1:${PLATFORM_WORKERS[worker].port}`;
+
+  const results = await provisionManifest(manifest, {
+    token,
+    adminToken,
+    operatorToken,
+    send: (worker, path, init) =>
+      fetch(new URL(path, baseUrl(worker)), { ...init, signal: AbortSignal.timeout(10_000) }),
+  });
+  if (args.json) {
+    console.log(JSON.stringify({ appId: manifest.appId, token, adminToken, results }, null, 2));
+    return;
+  }
+  for (const [worker, { status }] of Object.entries(results)) {
+    console.log(`${manifest.appId} → ${PLATFORM_WORKERS[worker].name}: ${status === 201 ? "created" : "updated"}`);
+  }
+  console.log(`tenant ${manifest.appId}`);
+  console.log(`  token:       ${token}`);
+  console.log(`  admin token: ${adminToken}`);
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
+  main().catch((err) => {
+    console.error(`provision: ${err.message}`);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,216 @@
+// The effect runtime on its own: a tiny test App, driven by the native driver with a fake performer.
+#include "shared/runtime.h"
+
+#include "shared/app.h"
+#include "shared/effects.h"
+#include "shared/json_util.h"
+#include "tests/native/harness.h"
+
+#include <doctest/doctest.h>
+
+namespace ss {
+namespace {
+
+int g_live_guards = 0;
+struct FrameGuard {
+  FrameGuard() { ++g_live_guards; }
+  ~FrameGuard() { --g_live_guards; }
+};
+
+Task<Result<int>> leaf(int x) {
+  FrameGuard guard;
+  json params = json::array({x});
+  SS_CO_TRY(json v, co_await D1("DB").first("SELECT ?1 AS x", params));
+  co_return static_cast<int>(int_or(*row_of(v), "x", -1)) * 2;
+}
+
+Task<Result<int>> middle(int x) {
+  FrameGuard guard;
+  SS_CO_TRY(int a, co_await leaf(x));
+  SS_CO_TRY(int b, co_await leaf(x + 1));
+  co_return a + b;
+}
+
+Task<Result<json>> sleeper(int ms, std::vector<int>* order) {
+  FrameGuard guard;
+  SS_CO_TRY(json ignored, co_await sleep_ms(ms));
+  order->push_back(ms);
+  co_return json(ms);
+}
+
+std::vector<int> g_order;
+
+App make_test_app() {
+  App app;
+  app.service = "test";
+  app.db_binding = "DB";
+  app.router.add("GET", "/nested", [](Context&, const Request&, const Params&) -> Task<Result<Response>> {
+    SS_CO_TRY(int v, co_await middle(5));
+    co_return Response::json_body(200, {{"value", v}});
+  });
+  app.router.add("GET", "/concurrent", [](Context&, const Request&, const Params&) -> Task<Result<Response>> {
+    g_order.clear();
+    std::vector<Task<Result<json>>> tasks;
+    tasks.push_back(sleeper(30, &g_order));
+    tasks.push_back(sleeper(5, &g_order));
+    tasks.push_back(sleeper(15, &g_order));
+    auto results = co_await when_all(std::move(tasks));
+    json values = json::array();
+    for (auto& r : results) values.push_back(r ? *r : json("error"));
+    co_return Response::json_body(200, {{"values", values}});
+  });
+  app.router.add("GET", "/fails", [](Context&, const Request&, const Params&) -> Task<Result<Response>> {
+    SS_CO_TRY(int v, co_await middle(1));
+    co_return Response::json_body(200, {{"value", v}});
+  });
+  app.router.add("GET", "/ulids", [](Context& ctx, const Request&, const Params&) -> Task<Result<Response>> {
+    json ids = json::array();
+    for (int i = 0; i < 20; ++i) {
+      SS_CO_TRY(std::string id, co_await ctx.new_ulid());
+      ids.push_back(id);
+    }
+    co_return Response::json_body(200, {{"ids", ids}});
+  });
+  return app;
+}
+
+json echo_row(const json& effect) {
+  json x = effect["params"][0];
+  return json{{"id", effect["id"]}, {"ok", true}, {"value", {{"row", {{"x", x}}}}}};
+}
+
+json fetch_message(const std::string& path) {
+  return json{{"op", "fetch"}, {"entropy", std::string(64, 'a')},
+              {"request", {{"method", "GET"}, {"url", "https://t" + path}}}};
+}
+
+}  // namespace
+
+TEST_CASE("nested tasks resume through every level and free their frames") {
+  App app = make_test_app();
+  Runtime rt(app);
+  std::int64_t now = 1000;
+  int effects = 0;
+  json out = native::drive(rt, fetch_message("/nested"), now, [&](const json& e) {
+    ++effects;
+    return echo_row(e);
+  });
+  CHECK(out["status"] == 200);
+  CHECK(parse_json(out["body"].get<std::string>())->at("value") == 22);  // 5*2 + 6*2
+  CHECK(effects == 2);
+  CHECK(g_live_guards == 0);
+  CHECK(rt.live_runs() == 0);
+}
+
+TEST_CASE("effects awaited together are issued together and complete in wake order") {
+  App app = make_test_app();
+  Runtime rt(app);
+  std::int64_t now = 1000;
+  json out = native::drive(rt, fetch_message("/concurrent"), now, [](const json& e) { return e; });
+  CHECK(out["status"] == 200);
+  auto body = *parse_json(out["body"].get<std::string>());
+  CHECK(body["values"] == json::array({30, 5, 15}));  // results in input order
+  CHECK(g_order == std::vector<int>{5, 15, 30});      // completion in time order
+  CHECK(now == 1030);                                  // concurrent: 30 ms in all, not 50
+}
+
+TEST_CASE("the first batch of a when_all holds every child's effect") {
+  App app = make_test_app();
+  Runtime rt(app);
+  auto id = rt.start(dump_json(fetch_message("/concurrent")));
+  REQUIRE(rt.state(id) == Runtime::State::waiting);
+  json effects = json::parse(rt.data(id));
+  CHECK(effects.size() == 3);
+  rt.drop(id);
+  CHECK(g_live_guards == 0);
+}
+
+TEST_CASE("an effect error propagates as a value to a 503 JSON error") {
+  App app = make_test_app();
+  Runtime rt(app);
+  std::int64_t now = 0;
+  json out = native::drive(rt, fetch_message("/fails"), now, [](const json& e) {
+    return json{{"id", e["id"]}, {"ok", false}, {"error", {{"code", "d1_error"}, {"message", "no such table"}}}};
+  });
+  CHECK(out["status"] == 503);
+  auto body = *parse_json(out["body"].get<std::string>());
+  CHECK(body["error"]["code"] == "dependency_unavailable");
+  CHECK(body["error"]["message"].get<std::string>().find("no such table") == std::string::npos);
+  CHECK(out["logs"][0].get<std::string>().find("no such table") != std::string::npos);
+  CHECK(g_live_guards == 0);
+}
+
+TEST_CASE("dropping a suspended run frees every nested frame") {
+  App app = make_test_app();
+  Runtime rt(app);
+  auto id = rt.start(dump_json(fetch_message("/nested")));
+  REQUIRE(rt.state(id) == Runtime::State::waiting);
+  CHECK(g_live_guards == 2);  // middle + leaf are suspended
+  rt.drop(id);
+  CHECK(g_live_guards == 0);  // and ASan/LSan sees no leak
+  CHECK(rt.state(id) == Runtime::State::unknown);
+}
+
+TEST_CASE("many runs interleave on one runtime") {
+  App app = make_test_app();
+  Runtime rt(app);
+  auto a = rt.start(dump_json(fetch_message("/nested")));
+  auto b = rt.start(dump_json(fetch_message("/nested")));
+  CHECK(a != b);
+  json ea = json::parse(rt.data(a));
+  json eb = json::parse(rt.data(b));
+  rt.resume(b, dump_json(json{{"now", 1}, {"results", {echo_row(eb[0])}}}));
+  rt.resume(a, dump_json(json{{"now", 1}, {"results", {echo_row(ea[0])}}}));
+  CHECK(rt.state(a) == Runtime::State::waiting);
+  CHECK(rt.state(b) == Runtime::State::waiting);
+  rt.drop(a);
+  rt.drop(b);
+  CHECK(g_live_guards == 0);
+}
+
+TEST_CASE("bad messages and results never crash the runtime") {
+  App app = make_test_app();
+  Runtime rt(app);
+  CHECK(rt.start("not json") == 0);
+  CHECK(rt.start("[1,2]") == 0);
+  auto id = rt.start(dump_json(fetch_message("/nested")));
+  rt.resume(id, "garbage");  // no results: still waiting on the same effect
+  rt.resume(id, R"({"results":[{"id":999,"ok":true}]})");
+  CHECK(rt.state(id) == Runtime::State::waiting);
+  rt.drop(id);
+  CHECK(rt.state(12345) == Runtime::State::unknown);
+  CHECK(rt.data(12345).empty());
+}
+
+TEST_CASE("unknown routes are 404 and wrong methods 405 with Allow, as JSON") {
+  App app = make_test_app();
+  Runtime rt(app);
+  std::int64_t now = 0;
+  json out = native::drive(rt, fetch_message("/nope"), now, [](const json& e) { return e; });
+  CHECK(out["status"] == 404);
+  CHECK(parse_json(out["body"].get<std::string>())->at("error").at("code") == "not_found");
+  json post = fetch_message("/nested");
+  post["request"]["method"] = "POST";
+  out = native::drive(rt, post, now, [](const json& e) { return e; });
+  CHECK(out["status"] == 405);
+  CHECK(out["headers"]["allow"] == "GET");
+  CHECK(parse_json(out["body"].get<std::string>())->at("error").at("code") == "method_not_allowed");
+}
+
+TEST_CASE("ULIDs from a run are unique, sorted and refill entropy through crypto.random") {
+  App app = make_test_app();
+  Runtime rt(app);
+  std::int64_t now = 1764426000000;
+  int random_calls = 0;
+  json out = native::drive(rt, fetch_message("/ulids"), now, [&](const json& e) {
+    ++random_calls;
+    CHECK(e["kind"] == "crypto.random");
+    return json{{"id", e["id"]}, {"ok", true}, {"value", {{"hex", std::string(128, '7')}}}};
+  });
+  auto ids = parse_json(out["body"].get<std::string>())->at("ids");
+  REQUIRE(ids.size() == 20);
+  for (std::size_t i = 1; i < ids.size(); ++i) CHECK(ids[i - 1] < ids[i]);
+  CHECK(random_calls >= 2);  // 32 bytes of message entropy cover 3 ids; the rest are fetched
+}
+
+}  // namespace ss

@@ -1,0 +1,118 @@
+#pragma once
+// The native host: the same C++ cores the wasm builds ship, driven in-process.
+//
+// D1 is real SQLite built from migrations/<db>/, KV is an in-memory map with TTLs on the test clock,
+// service calls run the target worker's core in the same process, outbound fetch is answered by a stub
+// the test sets, queue sends and Analytics Engine writes are recorded, and SHA-256 / HMAC / random bytes
+// come from OpenSSL (randomness is seeded by the test, so runs are reproducible). Time only moves when
+// the test moves it — or when a `sleep` effect is due, in virtual time.
+
+#include "shared/app.h"
+#include "shared/json_util.h"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+struct sqlite3;
+
+namespace ss::native {
+
+// Performs one effect (everything but `sleep`, which the driver schedules in virtual time) and returns
+// the result object {"id","ok","value"|"error"}.
+using Performer = std::function<json(const json& effect)>;
+
+// Runs one message on a Runtime to completion. Effects issued together are performed together; sleeps
+// complete in wake-time order, advancing `now_ms`.
+json drive(Runtime& runtime, json message, std::int64_t& now_ms, const Performer& perform);
+
+struct HttpReply {
+  int status = 0;
+  json headers = json::object();
+  std::string body;
+  json body_json() const;  // discarded json when the body is not JSON
+  std::string header(const std::string& name) const;
+};
+
+struct StubReply {
+  int status = 200;
+  std::map<std::string, std::string> headers;
+  std::string body;
+  bool network_error = false;
+  int elapsed_ms = 5;
+};
+
+class SqliteDb {
+ public:
+  explicit SqliteDb(const std::string& migrations_dir);
+  ~SqliteDb();
+  SqliteDb(const SqliteDb&) = delete;
+  SqliteDb& operator=(const SqliteDb&) = delete;
+  // D1 semantics: {"results","meta"}; an error is returned as {"error": message}.
+  json execute(const std::string& sql, const json& params);
+  json batch(const json& statements);
+  json rows(const std::string& sql);  // test convenience: SELECT without params -> array of rows
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+class Mesh {
+ public:
+  static constexpr const char* kAdminToken = "test-admin-token";
+
+  Mesh();
+  ~Mesh();
+
+  // Time and randomness are the test's.
+  std::int64_t now_ms = 1764426000000;  // 2025-11-29T14:20:00Z
+  void seed(std::uint64_t s) { rng_.seed(s); }
+
+  // Outbound fetch; unset means every fetch fails with network_error.
+  std::function<StubReply(const json& request)> fetch_stub;
+  int rate_limit_per_key = 1000;
+
+  void set_env(const std::string& worker, const std::string& key, const std::string& value);
+  HttpReply request(const std::string& worker, const std::string& method, const std::string& path,
+                    const std::map<std::string, std::string>& headers = {},
+                    const std::string& body = "");
+  json message(const std::string& worker, json message);  // scheduled / queue / rpc
+
+  // Registers a tenant on one worker (or all when worker is empty) with the given secrets.
+  void provision(const std::string& tenant, const std::string& token, const std::string& admin_token,
+                 const json& config = json::object(), const std::string& worker = "");
+
+  SqliteDb& db(const std::string& binding);
+  std::map<std::string, std::vector<json>> queue_sent;  // binding -> bodies
+  std::vector<json> analytics_points;
+  std::vector<std::string> effect_kinds;  // every effect performed, in order
+
+  static std::map<std::string, std::string> tenant_headers(const std::string& tenant,
+                                                           const std::string& token);
+
+ private:
+  struct Worker;
+  json perform(const json& effect);
+  json drive_worker(Worker& w, json message);
+  std::string entropy_hex(std::size_t bytes);
+
+  std::map<std::string, std::unique_ptr<Worker>> workers_;       // short name -> worker
+  std::map<std::string, std::string> service_bindings_;          // binding -> short name
+  std::map<std::string, std::unique_ptr<SqliteDb>> databases_;   // binding -> db
+  struct KvEntry {
+    std::string value;
+    std::int64_t expires_at_ms;
+  };
+  std::map<std::string, KvEntry> kv_;  // "binding/key"
+  std::map<std::string, int> rate_counts_;
+  std::mt19937_64 rng_{42};
+};
+
+std::string sha256_hex(const std::string& data);
+std::string hmac_sha256_hex(const std::string& key, const std::string& data);
+
+}  // namespace ss::native

@@ -1,0 +1,197 @@
+// Local stand-ins for every third-party API the platform calls, on 127.0.0.1 only: Turnstile
+// siteverify, Resend, SendGrid, Twilio, PagerDuty, Slack, webhooks, and probe targets for monitors.
+// Every request is recorded for assertions; `failNext(path, n)` makes the next n requests to a path
+// prefix answer 500 (fault tests). The same controls are reachable over HTTP under /__stub/ so that
+// tests against `scripts/dev` can use them too.
+import { randomUUID } from "node:crypto";
+import { createServer } from "node:http";
+
+// Cloudflare's official Turnstile test secrets (developers.cloudflare.com/turnstile/troubleshooting/testing).
+const DUMMY_TOKEN = "XXXX.DUMMY.TOKEN.XXXX";
+const TURNSTILE_SECRETS = {
+  "1x0000000000000000000000000000000AA": (token) => token === DUMMY_TOKEN ? [] : ["invalid-input-response"],
+  "2x0000000000000000000000000000000AA": () => ["invalid-input-response"],
+  "3x0000000000000000000000000000000AA": () => ["timeout-or-duplicate"],
+};
+
+const PROBE_PAGE = `<!doctype html><html><head><title>Stub site</title></head>
+<body><main id="main" class="content"><form id="contact" action="/api/leads/submit" method="post">
+<input name="email"><button type="submit">Send</button></form></main></body></html>`;
+
+/**
+ * @param {{ port?: number }} options port 0 picks a free one
+ * @returns {Promise<{ url: string, port: number, requests: object[], find: Function,
+ *   failNext: Function, reset: Function, close: Function }>}
+ */
+export async function startStubs({ port = 0 } = {}) {
+  const requests = [];
+  const failures = new Map(); // path prefix → { remaining, status }
+
+  const server = createServer(async (req, res) => {
+    const chunks = [];
+    for await (const chunk of req) chunks.push(chunk);
+    const url = new URL(req.url, "http://127.0.0.1");
+    const body = Buffer.concat(chunks).toString("utf8");
+    const record = { method: req.method, path: url.pathname, query: Object.fromEntries(url.searchParams),
+                     headers: { ...req.headers }, body, at: Date.now() };
+    const reply = (status, payload, headers = {}) => {
+      const text = typeof payload === "string" ? payload : JSON.stringify(payload);
+      const type = typeof payload === "string" ? "text/plain; charset=utf-8" : "application/json";
+      res.writeHead(status, { "content-type": type, ...headers });
+      res.end(req.method === "HEAD" ? undefined : text);
+    };
+
+    if (url.pathname.startsWith("/__stub/")) return control(stubs, url, record, reply);
+    requests.push(record);
+    for (const [prefix, failure] of failures) {
+      if (url.pathname.startsWith(prefix) && failure.remaining > 0) {
+        failure.remaining--;
+        return reply(failure.status, { error: "stub failure injected" });
+      }
+    }
+    try {
+      await route(record, reply);
+    } catch (err) {
+      reply(500, { error: String(err?.message ?? err) });
+    }
+  });
+
+  await new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, "127.0.0.1", resolve);
+  });
+  const actualPort = server.address().port;
+
+  const stubs = {
+    url: `http://127.0.0.1:${actualPort}`,
+    port: actualPort,
+    requests,
+    /** Recorded requests whose path starts with `prefix` (and whose method matches, if given). */
+    find: (prefix, method) =>
+      requests.filter((r) => r.path.startsWith(prefix) && (!method || r.method === method)),
+    /** The next `count` requests to paths starting with `prefix` answer `status`. */
+    failNext(prefix, count = 1, status = 500) {
+      failures.set(prefix, { remaining: count, status });
+    },
+    reset() {
+      requests.length = 0;
+      failures.clear();
+    },
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+  return stubs;
+}
+
+async function route(record, reply) {
+  const { method, path } = record;
+  if (method === "POST" && path === "/turnstile/v0/siteverify") return siteverify(record, reply);
+  if (method === "POST" && path === "/emails") return reply(200, { id: randomUUID() }); // Resend
+  if (method === "POST" && path === "/v3/mail/send") return reply(202, ""); // SendGrid
+  const twilio = path.match(/^\/2010-04-01\/Accounts\/([^/]+)\/Messages\.json$/);
+  if (method === "POST" && twilio) return twilioMessage(record, twilio[1], reply);
+  if (method === "POST" && path.startsWith("/webhook/")) return reply(200, { ok: true });
+  if (method === "POST" && path === "/v2/enqueue") return pagerDuty(record, reply);
+  if (method === "POST" && path.startsWith("/slack/")) return reply(200, "ok");
+  if (path.startsWith("/probe/")) return probe(record, reply);
+  return reply(404, { error: "no stub for " + method + " " + path });
+}
+
+// Probe targets for monitors: /probe/ok (an HTML page with form#contact), /probe/status/503,
+// /probe/slow?ms=800, /probe/missing (200 without the form).
+async function probe({ path, query }, reply) {
+  if (path === "/probe/ok") return reply(200, PROBE_PAGE, { "content-type": "text/html; charset=utf-8" });
+  if (path === "/probe/missing") return reply(200, "<!doctype html><p>no form</p>", { "content-type": "text/html" });
+  const status = path.match(/^\/probe\/status\/(\d{3})$/);
+  if (status) return reply(Number(status[1]), "status " + status[1]);
+  if (path === "/probe/slow") {
+    await new Promise((r) => setTimeout(r, Math.min(Number(query.ms) || 1000, 30_000)));
+    return reply(200, PROBE_PAGE, { "content-type": "text/html; charset=utf-8" });
+  }
+  return reply(404, "no such probe target");
+}
+
+function parseBody({ headers, body }) {
+  const type = String(headers["content-type"] ?? "");
+  if (type.includes("application/json")) {
+    try {
+      return JSON.parse(body || "{}");
+    } catch {
+      return null;
+    }
+  }
+  if (type.includes("multipart/form-data")) {
+    const fields = {};
+    for (const m of body.matchAll(/name="([^"]+)"\r?\n\r?\n([\s\S]*?)\r?\n--/g)) fields[m[1]] = m[2];
+    return fields;
+  }
+  return Object.fromEntries(new URLSearchParams(body));
+}
+
+function siteverify(record, reply) {
+  const fields = parseBody(record);
+  if (!fields) return reply(200, { success: false, "error-codes": ["bad-request"] });
+  const { secret, response } = fields;
+  if (!secret) return reply(200, { success: false, "error-codes": ["missing-input-secret"] });
+  if (!response) return reply(200, { success: false, "error-codes": ["missing-input-response"] });
+  const verdict = TURNSTILE_SECRETS[secret];
+  if (!verdict) return reply(200, { success: false, "error-codes": ["invalid-input-secret"] });
+  const errors = verdict(response);
+  if (errors.length) return reply(200, { success: false, "error-codes": errors });
+  return reply(200, {
+    success: true,
+    challenge_ts: new Date().toISOString(),
+    hostname: "localhost",
+    "error-codes": [],
+    action: "",
+    cdata: "",
+  });
+}
+
+function twilioMessage(record, accountSid, reply) {
+  const { To, From, Body, MessagingServiceSid } = parseBody(record) ?? {};
+  if (!record.headers.authorization?.startsWith("Basic ")) {
+    return reply(401, { code: 20003, message: "Authenticate", status: 401 });
+  }
+  if (!To || !Body || (!From && !MessagingServiceSid)) {
+    return reply(400, { code: 21604, message: "A 'To', 'From' and 'Body' are required", status: 400 });
+  }
+  return reply(201, {
+    sid: "SM" + randomUUID().replaceAll("-", ""),
+    account_sid: accountSid,
+    to: To,
+    from: From ?? null,
+    body: Body,
+    status: "queued",
+  });
+}
+
+function pagerDuty(record, reply) {
+  const event = parseBody(record);
+  if (!event?.routing_key || !event?.event_action) {
+    return reply(400, { status: "invalid event", message: "Event object is invalid" });
+  }
+  return reply(202, {
+    status: "success",
+    message: "Event processed",
+    dedup_key: event.dedup_key ?? randomUUID(),
+  });
+}
+
+// GET /__stub/requests[?path=prefix], POST /__stub/reset, POST /__stub/fail?path=&count=&status=
+function control(stubs, url, record, reply) {
+  const prefix = url.searchParams.get("path") ?? "/";
+  if (url.pathname === "/__stub/requests") return reply(200, { requests: stubs.find(prefix) });
+  if (url.pathname === "/__stub/reset" && record.method === "POST") {
+    stubs.reset();
+    return reply(200, { ok: true });
+  }
+  if (url.pathname === "/__stub/fail" && record.method === "POST") {
+    stubs.failNext(prefix, Number(url.searchParams.get("count") ?? 1), Number(url.searchParams.get("status") ?? 500));
+    return reply(200, { ok: true });
+  }
+  return reply(404, { error: "unknown stub control" });
+}
