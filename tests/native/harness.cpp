@@ -256,13 +256,20 @@ json Mesh::message(const std::string& worker, json message) {
 void Mesh::provision(const std::string& tenant, const std::string& token,
                      const std::string& admin_token, const json& config,
                      const std::string& worker) {
-  json body{{"token", token}, {"adminToken", admin_token}, {"config", config}};
+  json body{{"token", token},
+            {"adminToken", admin_token},
+            {"config", config.is_object() ? config : json::object()}};
   for (const auto& [name, w] : workers_) {
     if (!worker.empty() && name != worker) continue;
-    request(name, "PUT", "/admin/tenants/" + tenant,
+    HttpReply r = request(name, "PUT", "/admin/tenants/" + tenant,
             {{"Authorization", std::string("Bearer ") + kAdminToken},
              {"Content-Type", "application/json"}},
             dump_json(body));
+    if (r.status != 200 && r.status != 201) {
+      std::fprintf(stderr, "provision %s on %s failed: %d %s\n", tenant.c_str(), name.c_str(),
+                   r.status, r.body.c_str());
+      std::abort();
+    }
   }
 }
 

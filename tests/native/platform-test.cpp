@@ -1,0 +1,149 @@
+// Platform routes every worker shares, through the native mesh: health, provisioning, tenant and
+// operator authentication, diagnostics crossing a service binding, and the contract's error shapes.
+#include "tests/native/harness.h"
+
+#include <doctest/doctest.h>
+
+using ss::json;
+using ss::native::Mesh;
+
+namespace {
+const std::map<std::string, std::string> kOperator = {
+    {"Authorization", std::string("Bearer ") + Mesh::kAdminToken}, {"Content-Type", "application/json"}};
+const char* kWorkers[] = {"leads", "cms", "monitoring", "analytics", "events"};
+const char* kDbs[] = {"LEADS_DB", "CMS_DB", "MONITORING_DB", "ANALYTICS_DB", "EVENTS_DB"};
+
+void check_error(const ss::native::HttpReply& r, int status, const std::string& code) {
+  CHECK(r.status == status);
+  CHECK(r.header("content-type").rfind("application/json", 0) == 0);
+  json body = r.body_json();
+  REQUIRE(body.is_object());
+  CHECK(body["error"]["code"] == code);
+  CHECK(body["error"]["message"].is_string());
+}
+}  // namespace
+
+TEST_CASE("every worker answers /health with its wrangler name and version") {
+  Mesh mesh;
+  const std::map<std::string, std::string> names = {
+      {"leads", "siteswarm-leads-service"},        {"cms", "siteswarm-cms-service"},
+      {"monitoring", "siteswarm-synthetic-monitoring"}, {"analytics", "siteswarm-analytics-service"},
+      {"events", "siteswarm-events-service"}};
+  for (const auto& [worker, service] : names) {
+    auto r = mesh.request(worker, "GET", "/health");
+    CHECK(r.status == 200);
+    CHECK(r.body_json() == json{{"ok", true}, {"service", service}, {"version", "0.1.0"}});
+  }
+}
+
+TEST_CASE("operator provisioning: create, update, read without secrets, disable") {
+  Mesh mesh;
+  json body{{"token", "bakery-token-0123456789"}, {"adminToken", "bakery-admin-0123456789"},
+            {"config", {{"storeSubmissions", true}}}};
+  auto created = mesh.request("leads", "PUT", "/admin/tenants/bakery", kOperator, body.dump());
+  CHECK(created.status == 201);
+  CHECK(created.body_json()["tenantId"] == "bakery");
+  CHECK(created.body_json()["config"]["storeSubmissions"] == true);
+
+  auto updated = mesh.request("leads", "PUT", "/admin/tenants/bakery", kOperator,
+                              json{{"config", {{"storeSubmissions", false}}}}.dump());
+  CHECK(updated.status == 200);
+  auto got = mesh.request("leads", "GET", "/admin/tenants/bakery", kOperator);
+  CHECK(got.status == 200);
+  CHECK(got.body_json()["config"]["storeSubmissions"] == false);
+  CHECK(got.body.find("token") == std::string::npos);  // neither secrets nor their digests
+
+  // Only digests are stored, and the token kept its value across the config-only update.
+  json rows = mesh.db("LEADS_DB").rows("SELECT token_hash, admin_token_hash FROM tenants");
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0]["token_hash"] == ss::native::sha256_hex("bakery-token-0123456789"));
+  CHECK(rows[0]["admin_token_hash"] == ss::native::sha256_hex("bakery-admin-0123456789"));
+
+  auto disabled = mesh.request("leads", "DELETE", "/admin/tenants/bakery", kOperator);
+  CHECK(disabled.status == 200);
+  CHECK(disabled.body_json()["enabled"] == false);
+  auto whoami = mesh.request("leads", "GET", "/v1/tenant",
+                             Mesh::tenant_headers("bakery", "bakery-token-0123456789"));
+  check_error(whoami, 401, "unauthenticated_tenant");
+  check_error(mesh.request("leads", "DELETE", "/admin/tenants/nobody", kOperator), 404, "not_found");
+}
+
+TEST_CASE("provisioning refuses bad input with the contract's errors and writes nothing") {
+  Mesh mesh;
+  for (std::size_t i = 0; i < 5; ++i) {
+    const std::string w = kWorkers[i];
+    check_error(mesh.request(w, "PUT", "/admin/tenants/bakery", {}, "{}"), 401, "unauthorized");
+    check_error(mesh.request(w, "PUT", "/admin/tenants/bakery",
+                             {{"Authorization", "Bearer wrong"}, {"Content-Type", "application/json"}},
+                             "{}"),
+                401, "unauthorized");
+    check_error(mesh.request(w, "PUT", "/admin/tenants/Bad_Id", kOperator, "{}"), 400, "invalid_request");
+    check_error(mesh.request(w, "PUT", "/admin/tenants/bakery", kOperator, "{not json"), 400,
+                "invalid_json");
+    check_error(mesh.request(w, "PUT", "/admin/tenants/bakery",
+                             {{"Authorization", std::string("Bearer ") + Mesh::kAdminToken},
+                              {"Content-Type", "text/plain"}},
+                             "{}"),
+                415, "unsupported_media_type");
+    check_error(mesh.request(w, "PUT", "/admin/tenants/bakery", kOperator,
+                             json{{"token", "short"}, {"adminToken", "x"}}.dump()),
+                400, "invalid_request");
+    check_error(mesh.request(w, "PUT", "/admin/tenants/bakery", kOperator,
+                             std::string(70 * 1024, ' ')),
+                413, "payload_too_large");
+    check_error(mesh.request(w, "PUT", "/admin/tenants/bakery", kOperator, "[1]"), 400,
+                "invalid_request");
+    CHECK(mesh.db(kDbs[i]).rows("SELECT * FROM tenants").empty());
+  }
+}
+
+TEST_CASE("tenant authentication: missing headers, unknown tenant, wrong token, bad version") {
+  Mesh mesh;
+  mesh.provision("bakery", "bakery-token-0123456789", "bakery-admin-0123456789");
+  auto ok = mesh.request("cms", "GET", "/v1/tenant",
+                         Mesh::tenant_headers("bakery", "bakery-token-0123456789"));
+  CHECK(ok.status == 200);
+  CHECK(ok.body_json() == json{{"tenantId", "bakery"}, {"capabilityVersion", "1.0.0"}});
+
+  check_error(mesh.request("cms", "GET", "/v1/tenant"), 401, "unauthenticated_tenant");
+  check_error(mesh.request("cms", "GET", "/v1/tenant", {{"X-SiteSwarm-Tenant-Id", "bakery"}}), 401,
+              "unauthenticated_tenant");
+  check_error(mesh.request("cms", "GET", "/v1/tenant",
+                           Mesh::tenant_headers("auto-repair", "bakery-token-0123456789")),
+              401, "unauthenticated_tenant");
+  check_error(mesh.request("cms", "GET", "/v1/tenant", Mesh::tenant_headers("bakery", "wrong-token")),
+              401, "unauthenticated_tenant");
+  check_error(mesh.request("cms", "GET", "/v1/tenant",
+                           Mesh::tenant_headers("BAKERY!", "bakery-token-0123456789")),
+              401, "unauthenticated_tenant");
+  auto headers = Mesh::tenant_headers("bakery", "bakery-token-0123456789");
+  headers["X-SiteSwarm-Capability-Version"] = "2.0.0";
+  check_error(mesh.request("cms", "GET", "/v1/tenant", headers), 400, "unsupported_capability_version");
+  // The admin token is not a tenant token.
+  check_error(mesh.request("cms", "GET", "/v1/tenant",
+                           Mesh::tenant_headers("bakery", "bakery-admin-0123456789")),
+              401, "unauthenticated_tenant");
+}
+
+TEST_CASE("diagnostics awaits D1, KV and a service call concurrently, crossing to another core") {
+  Mesh mesh;
+  mesh.provision("bakery", "bakery-token-0123456789", "bakery-admin-0123456789", {}, "cms");
+  mesh.effect_kinds.clear();
+  auto r = mesh.request("cms", "GET", "/admin/diagnostics", kOperator);
+  CHECK(r.status == 200);
+  json body = r.body_json();
+  CHECK(body["ok"] == true);
+  CHECK(body["checks"]["d1"]["tenants"] == 1);
+  CHECK(body["checks"]["kv"]["ok"] == true);
+  CHECK(body["checks"]["services"]["EVENTS_SERVICE"]["service"] == "siteswarm-events-service");
+  // The first batch carried the D1 query, the KV write and the service call together.
+  REQUIRE(mesh.effect_kinds.size() >= 3);
+  std::vector<std::string> first(mesh.effect_kinds.begin(), mesh.effect_kinds.begin() + 3);
+  CHECK(first == std::vector<std::string>{"d1.first", "kv.put", "service"});
+  check_error(mesh.request("cms", "GET", "/admin/diagnostics"), 401, "unauthorized");
+}
+
+TEST_CASE("the trap route exists only with test hooks on") {
+  Mesh mesh;
+  check_error(mesh.request("leads", "GET", "/__test/trap"), 404, "not_found");
+}
