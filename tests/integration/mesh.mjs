@@ -170,3 +170,24 @@ async function loopbackOnly(request) {
   if (hostname === "127.0.0.1" || hostname === "localhost") return miniflareFetch(request);
   return new Response(`mesh: outbound request to ${hostname} blocked in tests`, { status: 502 });
 }
+
+/** Reads a JSON answer and checks status and content type; returns the parsed body. */
+export async function jsonOf(res, status) {
+  const text = await res.text();
+  if (status !== undefined && res.status !== status) {
+    throw new Error(`expected ${status}, got ${res.status}: ${text.slice(0, 500)}`);
+  }
+  if (!/^application\/json/.test(res.headers.get("content-type") ?? "")) {
+    throw new Error(`expected JSON, got ${res.headers.get("content-type")}: ${text.slice(0, 200)}`);
+  }
+  return JSON.parse(text);
+}
+
+/** Checks an error answer of the contract: `{"error":{"code","message"}}` with the status given. */
+export async function errorOf(res, status, code) {
+  const body = await jsonOf(res, status);
+  if (body?.error?.code !== code || typeof body.error.message !== "string") {
+    throw new Error(`expected error ${code}, got ${JSON.stringify(body)}`);
+  }
+  return body.error;
+}

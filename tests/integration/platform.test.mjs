@@ -1,0 +1,180 @@
+// The routes every platform worker shares (CONTRACT.md "Common rules", "Tenant context",
+// "Tenant provisioning"), run on the real wasm builds in one Miniflare.
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { PLATFORM_WORKERS } from "../../scripts/provision.mjs";
+import { errorOf, jsonOf, secret, startMesh } from "./mesh.mjs";
+
+const PLATFORM = Object.keys(PLATFORM_WORKERS);
+let mesh;
+before(async () => {
+  mesh = await startMesh();
+});
+after(() => mesh?.dispose());
+
+const put = (key, id, body, headers = mesh.operator({ "content-type": "application/json" })) =>
+  mesh.fetch(key, `/admin/tenants/${id}`, {
+    method: "PUT",
+    headers,
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+
+describe("health", () => {
+  for (const key of PLATFORM) {
+    it(`${PLATFORM_WORKERS[key].name} answers /health`, async () => {
+      const body = await jsonOf(await mesh.fetch(key, "/health"), 200);
+      assert.deepEqual(body, { ok: true, service: PLATFORM_WORKERS[key].name, version: "0.1.0" });
+    });
+  }
+
+  it("answers 404 not_found for an unknown route and 405 with Allow for a wrong method", async () => {
+    for (const key of PLATFORM) {
+      await errorOf(await mesh.fetch(key, "/no/such/route"), 404, "not_found");
+      const res = await mesh.fetch(key, "/health", { method: "POST" });
+      await errorOf(res, 405, "method_not_allowed");
+      assert.match(res.headers.get("allow") ?? "", /GET/);
+    }
+  });
+});
+
+describe("tenant provisioning", () => {
+  it("creates (201), reads without secrets, updates (200) and disables a tenant on every worker", async () => {
+    for (const key of PLATFORM) {
+      const id = `prov-${key}`;
+      const token = secret();
+      const adminToken = secret();
+      const created = await jsonOf(await put(key, id, { token, adminToken, config: { a: 1 } }), 201);
+      assert.equal(created.tenantId, id);
+      assert.equal(created.enabled, true);
+      assert.deepEqual(created.config, { a: 1 });
+
+      const read = await mesh.fetch(key, `/admin/tenants/${id}`, { headers: mesh.operator() });
+      const text = await read.text();
+      assert.equal(read.status, 200, text);
+      assert.deepEqual(JSON.parse(text).config, { a: 1 });
+      for (const leak of [token, adminToken, "token_hash", "adminToken", '"token"']) {
+        assert.ok(!text.includes(leak), `GET must not return ${leak}: ${text}`);
+      }
+
+      const updated = await jsonOf(await put(key, id, { token, adminToken, config: { a: 2 } }), 200);
+      assert.deepEqual(updated.config, { a: 2 });
+
+      const whoami = () => mesh.fetch(key, "/v1/tenant", { headers: mesh.tenantHeaders(id, { token }) });
+      assert.equal((await whoami()).status, 200);
+      const disabled = await mesh.fetch(key, `/admin/tenants/${id}`, {
+        method: "DELETE",
+        headers: mesh.operator(),
+      });
+      assert.deepEqual(await jsonOf(disabled, 200), { tenantId: id, enabled: false });
+      await errorOf(await whoami(), 401, "unauthenticated_tenant");
+    }
+  });
+
+  it("refuses a missing or wrong operator token with 401 unauthorized", async () => {
+    const body = { token: secret(), adminToken: secret(), config: {} };
+    for (const key of PLATFORM) {
+      const json = { "content-type": "application/json" };
+      await errorOf(await put(key, "nope", body, json), 401, "unauthorized");
+      await errorOf(
+        await put(key, "nope", body, { ...json, authorization: "Bearer wrong-token" }),
+        401,
+        "unauthorized",
+      );
+      await errorOf(await mesh.fetch(key, "/admin/tenants/bakery"), 401, "unauthorized");
+    }
+  });
+
+  it("refuses a bad tenant id (400), bad JSON (400 invalid_json) and a non-JSON body (415)", async () => {
+    const body = { token: secret(), adminToken: secret(), config: {} };
+    for (const key of PLATFORM) {
+      for (const id of ["Bad_Id", "-leading-dash", "x".repeat(64)]) {
+        const res = await put(key, id, body);
+        assert.equal(res.status, 400, `${key} ${id}`);
+        assert.ok((await res.json()).error.code);
+      }
+      await errorOf(await put(key, "json-test", "{not json"), 400, "invalid_json");
+      await errorOf(
+        await put(key, "json-test", "token=x", mesh.operator({ "content-type": "text/plain" })),
+        415,
+        "unsupported_media_type",
+      );
+    }
+  });
+});
+
+describe("tenant context", () => {
+  for (const key of PLATFORM) {
+    it(`${key}: /v1/tenant authenticates the tenant headers`, async () => {
+      const ok = await jsonOf(
+        await mesh.fetch(key, "/v1/tenant", { headers: mesh.tenantHeaders("bakery", { version: "1.2.0" }) }),
+        200,
+      );
+      assert.deepEqual(ok, { tenantId: "bakery", capabilityVersion: "1.2.0" });
+
+      await errorOf(await mesh.fetch(key, "/v1/tenant"), 401, "unauthenticated_tenant");
+      const idOnly = { "X-SiteSwarm-Tenant-Id": "bakery", "X-SiteSwarm-Capability-Version": "1.0.0" };
+      await errorOf(await mesh.fetch(key, "/v1/tenant", { headers: idOnly }), 401, "unauthenticated_tenant");
+      const unknown = mesh.tenantHeaders("no-such-tenant", { token: secret() });
+      await errorOf(await mesh.fetch(key, "/v1/tenant", { headers: unknown }), 401, "unauthenticated_tenant");
+      const stolen = mesh.tenantHeaders("bakery", { token: mesh.tokens["auto-repair"].token });
+      await errorOf(await mesh.fetch(key, "/v1/tenant", { headers: stolen }), 401, "unauthenticated_tenant");
+      const v2 = mesh.tenantHeaders("bakery", { version: "2.0.0" });
+      await errorOf(await mesh.fetch(key, "/v1/tenant", { headers: v2 }), 400, "unsupported_capability_version");
+    });
+  }
+
+  it("serves many concurrent tenant requests on one instance", async () => {
+    const results = await Promise.all(
+      Array.from({ length: 24 }, (_, i) =>
+        mesh.fetch("leads", "/v1/tenant", {
+          headers: mesh.tenantHeaders(i % 2 ? "bakery" : "auto-repair"),
+        }),
+      ),
+    );
+    const bodies = await Promise.all(results.map((r) => jsonOf(r, 200)));
+    bodies.forEach((b, i) => assert.equal(b.tenantId, i % 2 ? "bakery" : "auto-repair"));
+  });
+});
+
+describe("diagnostics", () => {
+  it("cms checks D1, KV and the events service concurrently", async () => {
+    const body = await jsonOf(await mesh.fetch("cms", "/admin/diagnostics", { headers: mesh.operator() }), 200);
+    assert.equal(body.ok, true);
+    assert.equal(body.checks.d1.ok, true);
+    assert.ok(body.checks.d1.tenants >= 2, JSON.stringify(body));
+    assert.equal(body.checks.kv.ok, true);
+    assert.equal(body.checks.services.EVENTS_SERVICE.ok, true);
+    assert.equal(body.checks.services.EVENTS_SERVICE.status, 200);
+  });
+
+  it("needs the operator token", async () => {
+    await errorOf(await mesh.fetch("cms", "/admin/diagnostics"), 401, "unauthorized");
+  });
+});
+
+describe("traps", () => {
+  for (const key of PLATFORM) {
+    it(`${key}: a trap answers 500 internal JSON and the next request is served by a fresh instance`, async () => {
+      await errorOf(await mesh.fetch(key, "/__test/trap"), 500, "internal");
+      await jsonOf(await mesh.fetch(key, "/health"), 200);
+      await jsonOf(await mesh.fetch(key, "/v1/tenant", { headers: mesh.tenantHeaders("bakery") }), 200);
+    });
+  }
+});
+
+describe("cron", () => {
+  const crons = {
+    monitoring: ["*/5 * * * *"],
+    analytics: ["0 * * * *"],
+    events: ["*/2 * * * *", "0 * * * *", "*/15 * * * *"],
+  };
+  for (const [key, list] of Object.entries(crons)) {
+    for (const cron of list) {
+      it(`${key} runs "${cron}"`, async () => {
+        const worker = await mesh.mf.getWorker(PLATFORM_WORKERS[key].name);
+        const result = await worker.scheduled({ cron, scheduledTime: new Date() });
+        assert.equal(result.outcome, "ok");
+      });
+    }
+  }
+});

@@ -1,0 +1,103 @@
+// The same smoke test for both wasm builds (wasm32-wasi and Emscripten), in plain Node: each worker's
+// module instantiates, answers /health, and runs a request that awaits effects through the raw ABI of
+// docs/abi.md (with a fake performer standing in for D1 and WebCrypto).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync, existsSync } from "node:fs";
+import { createHash, randomBytes } from "node:crypto";
+import { fileURLToPath } from "node:url";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+const WORKERS = {
+  leads: "siteswarm-leads-service",
+  cms: "siteswarm-cms-service",
+  monitoring: "siteswarm-synthetic-monitoring",
+  analytics: "siteswarm-analytics-service",
+  events: "siteswarm-events-service",
+};
+
+function instantiate(path) {
+  const mod = new WebAssembly.Module(readFileSync(path));
+  const imports = {};
+  for (const imp of WebAssembly.Module.imports(mod)) {
+    (imports[imp.module] ??= {})[imp.name] = () => 0;
+  }
+  const ex = new WebAssembly.Instance(mod, imports).exports;
+  ex._initialize?.();
+  const enc = new TextEncoder();
+  const dec = new TextDecoder();
+  const call = (fn, id, text) => {
+    const bytes = enc.encode(text);
+    const ptr = ex.ss_alloc(bytes.length);
+    new Uint8Array(ex.memory.buffer, ptr, bytes.length).set(bytes);
+    const r = id === null ? fn(ptr, bytes.length) : fn(id, ptr, bytes.length);
+    ex.ss_free(ptr);
+    return r;
+  };
+  const data = (id) =>
+    JSON.parse(dec.decode(new Uint8Array(ex.memory.buffer, ex.ss_data_ptr(id), ex.ss_data_len(id))));
+  return async function run(message, perform) {
+    const id = call(ex.ss_start, null, JSON.stringify({ now: Date.now(), entropy: randomBytes(32).toString("hex"), env: {}, ...message }));
+    assert.notEqual(id, 0);
+    try {
+      while (ex.ss_state(id) === 0) {
+        const effects = data(id);
+        const results = await Promise.all(effects.map(async (e) => ({ id: e.id, ...(await perform(e)) })));
+        call(ex.ss_resume, id, JSON.stringify({ now: Date.now(), results }));
+      }
+      assert.equal(ex.ss_state(id), 1);
+      return data(id);
+    } finally {
+      ex.ss_drop(id);
+      assert.equal(ex.ss_state(id), -1);
+    }
+  };
+}
+
+const request = (method, path, headers = {}, body = "") => ({
+  op: "fetch",
+  request: { method, url: `https://svc.internal${path}`, headers, body },
+});
+
+for (const build of ["wasm", "wasm-emscripten"]) {
+  for (const [worker, service] of Object.entries(WORKERS)) {
+    const path = `${root}dist/${build}/${worker}.wasm`;
+    test(`${build}: ${worker} answers /health and awaits effects`, async () => {
+      assert.ok(existsSync(path), `${path} is built`);
+      const run = instantiate(path);
+      const health = await run(request("GET", "/health"), () => assert.fail("no effects expected"));
+      assert.equal(health.status, 200);
+      assert.deepEqual(JSON.parse(health.body), { ok: true, service, version: "0.1.0" });
+
+      // A tenant call: the core asks for the tenant row and the token's SHA-256 concurrently.
+      const token = "bakery-token-0123456789";
+      const digest = createHash("sha256").update(token).digest("hex");
+      const kinds = [];
+      const perform = async (e) => {
+        kinds.push(e.kind);
+        if (e.kind === "d1.first") {
+          assert.deepEqual(e.params, ["bakery"]);
+          return { ok: true, value: { row: { tenant_id: "bakery", token_hash: digest, admin_token_hash: "x", config_json: "{}", enabled: 1 } } };
+        }
+        if (e.kind === "crypto.sha256") {
+          return { ok: true, value: { hex: createHash("sha256").update(e.data).digest("hex") } };
+        }
+        return { ok: false, error: { code: "unsupported_effect", message: e.kind } };
+      };
+      const headers = { "x-siteswarm-tenant-id": "bakery", "x-siteswarm-tenant-token": token };
+      const ok = await run(request("GET", "/v1/tenant", headers), perform);
+      assert.equal(ok.status, 200, ok.body);
+      assert.equal(JSON.parse(ok.body).tenantId, "bakery");
+      assert.deepEqual(kinds.sort(), ["crypto.sha256", "d1.first"]);
+
+      const bad = await run(request("GET", "/v1/tenant", { ...headers, "x-siteswarm-tenant-token": "wrong" }), perform);
+      assert.equal(bad.status, 401);
+      assert.equal(JSON.parse(bad.body).error.code, "unauthenticated_tenant");
+
+      const down = await run(request("GET", "/v1/tenant", headers), async () => ({ ok: false, error: { code: "d1_error", message: "D1 is down" } }));
+      assert.equal(down.status, 503);
+      assert.equal(JSON.parse(down.body).error.code, "dependency_unavailable");
+      assert.ok(!down.body.includes("D1 is down"), "host error details stay in logs");
+    });
+  }
+}
