@@ -1,5 +1,6 @@
 // siteswarm-events-service: the event ledger. This file wires the worker; routes live beside it.
 #include "shared/app.h"
+#include "workers/events/api.h"
 
 namespace ss {
 
@@ -8,6 +9,10 @@ App make_events_app() {
   app.service = "siteswarm-events-service";
   app.db_binding = "EVENTS_DB";
   add_platform_routes(app);
+  events::add_api_routes(app);
+  app.queue = [](Context& ctx, const std::string&, std::vector<QueueMessage> batch) {
+    return events::ingest_batch(ctx, std::move(batch));
+  };
   return app;
 }
 

@@ -1,0 +1,31 @@
+#include "shared/emit.h"
+
+#include "shared/app.h"
+#include "shared/effects.h"
+#include "shared/rfc3339.h"
+
+namespace ss {
+
+json event_message(const EventDraft& draft, const std::string& event_id, const std::string& source,
+                   std::int64_t now_ms) {
+  json m{{"event_id", event_id},
+         {"event_type", draft.event_type},
+         {"entity_ref", draft.entity_ref},
+         {"payload", draft.payload.is_object() ? draft.payload : json::object()},
+         {"source_system", source},
+         {"occurred_at", format_rfc3339_ms(now_ms)},
+         {"tenant_id", draft.tenant_id.empty() ? json(nullptr) : json(draft.tenant_id)}};
+  if (!draft.idempotency_key.empty()) m["idempotency_key"] = draft.idempotency_key;
+  if (!draft.caused_by.empty()) m["caused_by"] = draft.caused_by;
+  if (!draft.workflow_run_id.empty()) m["workflow_run_id"] = draft.workflow_run_id;
+  return m;
+}
+
+Task<Result<std::string>> emit_event(Context& ctx, EventDraft draft) {
+  SS_CO_TRY(std::string id, co_await ctx.new_ulid());
+  json body = event_message(draft, id, ctx.app().service, ctx.now_ms());
+  SS_CO_TRY(json sent, co_await queue_send(kEventsQueueBinding, std::move(body)));
+  co_return id;
+}
+
+}  // namespace ss

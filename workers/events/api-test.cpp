@@ -1,0 +1,207 @@
+// The ledger's write and read paths through the native mesh.
+#include "shared/emit.h"
+#include "shared/ulid.h"
+#include "shared/json_util.h"
+#include "tests/native/harness.h"
+#include "workers/events/ledger.h"
+
+#include <doctest/doctest.h>
+
+using ss::json;
+using ss::native::Mesh;
+
+namespace {
+const char* kBakeryToken = "bakery-token-0123456789";
+const char* kAutoToken = "auto-repair-token-012345";
+
+struct Ledger {
+  Mesh mesh;
+  Ledger() {
+    mesh.provision("bakery", kBakeryToken, "bakery-admin-0123456789", {}, "events");
+    mesh.provision("auto-repair", kAutoToken, "auto-admin-0123456789", {}, "events");
+  }
+  ss::native::HttpReply post(const std::string& tenant, const std::string& token, const json& body) {
+    auto h = Mesh::tenant_headers(tenant, token);
+    h["Content-Type"] = "application/json";
+    return mesh.request("events", "POST", "/api/events", h, body.dump());
+  }
+  ss::native::HttpReply get(const std::string& tenant, const std::string& token, const std::string& q) {
+    return mesh.request("events", "GET", "/api/events" + q, Mesh::tenant_headers(tenant, token));
+  }
+  json rows() { return mesh.db("EVENTS_DB").rows("SELECT * FROM events ORDER BY event_id"); }
+};
+
+json price_event(int amount) {
+  return json{{"event_type", "price.changed"}, {"entity_ref", "item:10472"},
+              {"payload", {{"old_price", 1.42}, {"amount", amount}}}};
+}
+}  // namespace
+
+TEST_CASE("the same idempotency key emitted 5 times is one event") {
+  Ledger l;
+  json body = price_event(1);
+  body["idempotency_key"] = "bid-B5875";
+  auto first = l.post("bakery", kBakeryToken, body);
+  REQUIRE(first.status == 201);
+  std::string id = first.body_json()["event_id"];
+  CHECK(ss::is_ulid(id));
+  for (int i = 0; i < 4; ++i) {
+    auto again = l.post("bakery", kBakeryToken, body);
+    CHECK(again.status == 200);
+    CHECK(again.body_json() == json{{"event_id", id}, {"duplicate", true}});
+  }
+  CHECK(l.rows().size() == 1);
+  // Keys are per tenant: another tenant's identical key is its own event.
+  CHECK(l.post("auto-repair", kAutoToken, body).status == 201);
+  CHECK(l.rows().size() == 2);
+}
+
+TEST_CASE("events are stamped with the caller's tenant, and reads see only their own") {
+  Ledger l;
+  json spoof = price_event(2);
+  spoof["tenant_id"] = "auto-repair";
+  REQUIRE(l.post("bakery", kBakeryToken, spoof).status == 201);
+  REQUIRE(l.post("auto-repair", kAutoToken, price_event(3)).status == 201);
+  json rows = l.rows();
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0]["tenant_id"] == "bakery");
+  CHECK(rows[1]["tenant_id"] == "auto-repair");
+
+  auto mine = l.get("bakery", kBakeryToken, "");
+  REQUIRE(mine.status == 200);
+  json events = mine.body_json()["events"];
+  REQUIRE(events.size() == 1);
+  CHECK(events[0]["tenant_id"] == "bakery");
+  CHECK(events[0]["payload"]["amount"] == 2);
+  CHECK(events[0]["entity_ref"] == "item:10472");
+}
+
+TEST_CASE("a tenant id without its token writes nothing") {
+  Ledger l;
+  auto r = l.post("auto-repair", kBakeryToken, price_event(1));
+  CHECK(r.status == 401);
+  CHECK(r.body_json()["error"]["code"] == "unauthenticated_tenant");
+  auto h = std::map<std::string, std::string>{{"X-SiteSwarm-Tenant-Id", "bakery"},
+                                              {"Content-Type", "application/json"}};
+  CHECK(l.mesh.request("events", "POST", "/api/events", h, price_event(1).dump()).status == 401);
+  CHECK(l.rows().empty());
+}
+
+TEST_CASE("reads filter by glob, entity and cursor") {
+  Ledger l;
+  const char* types[] = {"price.changed", "price.bid_line_changed", "lead.received", "pricex.y"};
+  for (const char* t : types) {
+    json b = price_event(1);
+    b["event_type"] = t;
+    REQUIRE(l.post("bakery", kBakeryToken, b).status == 201);
+    l.mesh.now_ms += 1;
+  }
+  auto count = [&](const std::string& q) {
+    auto r = l.get("bakery", kBakeryToken, q);
+    REQUIRE(r.status == 200);
+    return r.body_json()["events"].size();
+  };
+  CHECK(count("?type=price.*") == 2);
+  CHECK(count("?type=*") == 4);
+  CHECK(count("?type=price.bid_line_*") == 1);  // '_' is literal, not a LIKE wildcard
+  CHECK(count("?type=*.changed") == 1);
+  CHECK(count("?type=*changed") == 2);
+  CHECK(count("?entity=item:10472") == 4);
+  CHECK(count("?entity=item:1") == 0);
+  CHECK(count("?entity=item") == 4);
+
+  auto page1 = l.get("bakery", kBakeryToken, "?limit=3").body_json();
+  REQUIRE(page1["events"].size() == 3);
+  REQUIRE(page1["next"].is_string());
+  auto page2 = l.get("bakery", kBakeryToken, "?limit=3&after=" + page1["next"].get<std::string>()).body_json();
+  CHECK(page2["events"].size() == 1);
+  CHECK(page2["next"].is_null());
+  CHECK(page2["events"][0]["event_type"] == "pricex.y");
+}
+
+TEST_CASE("invalid events and queries get the contract's clear errors, nothing written") {
+  Ledger l;
+  auto expect = [&](const json& body, int status, const std::string& code, const std::string& field) {
+    auto r = l.post("bakery", kBakeryToken, body);
+    CHECK(r.status == status);
+    json b = r.body_json();
+    CHECK(b["error"]["code"] == code);
+    if (!field.empty()) CHECK(b["error"]["field"] == field);
+  };
+  expect(json{{"entity_ref", "item:1"}}, 400, "invalid_event", "event_type");
+  expect(json{{"event_type", "Price.Changed"}, {"entity_ref", "item:1"}}, 400, "invalid_event", "event_type");
+  expect(json{{"event_type", "price"}, {"entity_ref", "item:1"}}, 400, "invalid_event", "event_type");
+  expect(json{{"event_type", "price.changed"}, {"entity_ref", "item"}}, 400, "invalid_event", "entity_ref");
+  expect(json{{"event_type", "price.changed"}, {"entity_ref", "item:1"}, {"payload", json::array()}}, 400,
+         "invalid_event", "payload");
+  expect(json{{"event_type", "price.changed"}, {"entity_ref", "item:1"}, {"event_id", "not-a-ulid"}}, 400,
+         "invalid_event", "event_id");
+  expect(json{{"event_type", "price.changed"}, {"entity_ref", "item:1"}, {"occurred_at", "yesterday"}}, 400,
+         "invalid_event", "occurred_at");
+  expect(json{{"event_type", "price.changed"}, {"entity_ref", "item:1"}, {"sequence_no", "x"}}, 400,
+         "invalid_event", "sequence_no");
+  expect(json{{"event_type", "price.changed"}, {"entity_ref", "item:1"},
+              {"payload", {{"blob", std::string(65 * 1024, 'x')}}}},
+         413, "payload_too_large", "payload");
+  auto h = Mesh::tenant_headers("bakery", kBakeryToken);
+  h["Content-Type"] = "application/json";
+  CHECK(l.mesh.request("events", "POST", "/api/events", h, "{\"event_type\":").status == 400);
+  h["Content-Type"] = "text/plain";
+  CHECK(l.mesh.request("events", "POST", "/api/events", h, price_event(1).dump()).status == 415);
+  CHECK(l.rows().empty());
+
+  CHECK(l.get("bakery", kBakeryToken, "?type=PRICE.*").status == 400);
+  CHECK(l.get("bakery", kBakeryToken, "?after=zzz").status == 400);
+  CHECK(l.get("bakery", kBakeryToken, "?limit=0").status == 400);
+  CHECK(l.get("bakery", kBakeryToken, "?limit=501").status == 400);
+}
+
+TEST_CASE("producer-supplied ULIDs: kept, deduplicated, never reused across tenants") {
+  Ledger l;
+  json b = price_event(1);
+  b["event_id"] = "01JH0000000000000000000000";
+  CHECK(l.post("bakery", kBakeryToken, b).status == 201);
+  auto again = l.post("bakery", kBakeryToken, b);
+  CHECK(again.status == 200);
+  CHECK(again.body_json()["duplicate"] == true);
+  auto other = l.post("auto-repair", kAutoToken, b);
+  CHECK(other.status == 409);
+  CHECK(l.rows().size() == 1);
+}
+
+TEST_CASE("the operator may post platform-wide or for a tenant, and read across tenants") {
+  Ledger l;
+  auto op = std::map<std::string, std::string>{{"Authorization", std::string("Bearer ") + Mesh::kAdminToken},
+                                               {"Content-Type", "application/json"}};
+  json platform = price_event(1);
+  CHECK(l.mesh.request("events", "POST", "/api/events", op, platform.dump()).status == 201);
+  platform["tenant_id"] = "bakery";
+  CHECK(l.mesh.request("events", "POST", "/api/events", op, platform.dump()).status == 201);
+  json all = l.mesh.request("events", "GET", "/api/events", op).body_json();
+  REQUIRE(all["events"].size() == 2);
+  CHECK(all["events"][0]["tenant_id"].is_null());
+  json one = l.mesh.request("events", "GET", "/api/events?tenant=bakery", op).body_json();
+  CHECK(one["events"].size() == 1);
+  CHECK(l.get("bakery", kBakeryToken, "").body_json()["events"].size() == 1);
+}
+
+TEST_CASE("emit_event goes through the queue; redelivery lands once") {
+  Ledger l;
+  ss::EventDraft draft;
+  draft.event_type = "lead.received";
+  draft.entity_ref = "lead:01JH0000000000000000000001";
+  draft.tenant_id = "bakery";
+  draft.payload = {{"channel", "form"}};
+  json body = ss::event_message(draft, "01JH0000000000000000000009", "siteswarm-leads-service", l.mesh.now_ms);
+  json batch{{"op", "queue"}, {"queue", "siteswarm-events"},
+             {"messages", {{{"id", "m1"}, {"body", body}, {"attempts", 1}},
+                           {{"id", "m2"}, {"body", body}, {"attempts", 2}},
+                           {{"id", "m3"}, {"body", {{"event_type", "nope"}}}, {"attempts", 1}}}}};
+  json out = l.mesh.message("events", batch);
+  CHECK(out["ack"] == json::array({"m1", "m2", "m3"}));
+  json rows = l.rows();
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0]["event_id"] == "01JH0000000000000000000009");
+  CHECK(rows[0]["tenant_id"] == "bakery");
+  CHECK(rows[0]["source_system"] == "siteswarm-leads-service");
+}

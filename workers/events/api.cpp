@@ -1,0 +1,102 @@
+// HTTP and queue entry points of the ledger's write and read paths.
+#include "workers/events/api.h"
+
+#include "shared/json_util.h"
+#include "shared/tenant.h"
+#include "workers/events/ledger.h"
+
+#include <algorithm>
+
+namespace ss::events {
+
+namespace {
+
+struct Caller {
+  bool is_operator = false;
+  std::optional<std::string> tenant_id;
+};
+
+// The operator (Authorization: Bearer <PLATFORM_ADMIN_TOKEN>) or an authenticated tenant.
+Task<Result<Caller>> identify_caller(Context& ctx, const Request& req) {
+  if (!bearer_token(req).empty() && authenticate_operator(ctx, req).ok()) {
+    co_return Caller{true, std::nullopt};
+  }
+  SS_CO_TRY(Tenant tenant, co_await authenticate_tenant(ctx, req));
+  co_return Caller{false, tenant.id};
+}
+
+Task<Result<Response>> post_event(Context& ctx, const Request& req, const Params&) {
+  SS_CO_TRY(Caller caller, co_await identify_caller(ctx, req));
+  SS_CO_CHECK(require_json_body(req, kMaxEventBody));
+  SS_CO_TRY(json body, parse_json_object(req.body));
+  SS_CO_TRY(NewEvent event, parse_new_event(body));
+  if (caller.is_operator) {
+    const json* t = find_field(body, "tenant_id");
+    if (t != nullptr && !t->is_null()) {
+      if (!t->is_string() || !is_valid_tenant_id(t->get<std::string>())) {
+        co_return Error{ErrorCode::invalid_event, "tenant_id: not a tenant id"}.with("field", "tenant_id");
+      }
+      event.tenant_id = t->get<std::string>();
+    }
+  } else {
+    event.tenant_id = caller.tenant_id;  // stamped from the authenticated context, never the body
+  }
+  SS_CO_TRY(Appended appended, co_await append_event(ctx, std::move(event)));
+  if (appended.duplicate) {
+    co_return Response::json_body(200, {{"event_id", appended.event_id}, {"duplicate", true}});
+  }
+  co_return Response::json_body(201, {{"event_id", appended.event_id}});
+}
+
+Task<Result<Response>> get_events(Context& ctx, const Request& req, const Params&) {
+  SS_CO_TRY(Caller caller, co_await identify_caller(ctx, req));
+  SS_CO_TRY(ReadQuery query, parse_read_query(req));
+  if (caller.is_operator) {
+    std::string tenant = req.query_param("tenant");
+    if (!tenant.empty()) {
+      if (!is_valid_tenant_id(tenant)) {
+        co_return Error{ErrorCode::invalid_request, "tenant: not a tenant id"}.with("field", "tenant");
+      }
+      query.tenant_id = tenant;
+    }
+  } else {
+    query.tenant_id = caller.tenant_id;
+  }
+  SS_CO_TRY(json page, co_await read_events(query));
+  co_return Response::json_body(200, page);
+}
+
+int backoff_seconds(int attempts) {
+  static constexpr int kMaxBackoffSeconds = 300;
+  int shift = std::clamp(attempts, 1, 8);
+  return std::min(kMaxBackoffSeconds, 5 << (shift - 1));
+}
+
+}  // namespace
+
+void add_api_routes(App& app) {
+  app.router.add("POST", "/api/events", post_event).add("GET", "/api/events", get_events);
+}
+
+Task<QueueOutcome> ingest_batch(Context& ctx, std::vector<QueueMessage> batch) {
+  QueueOutcome outcome;
+  for (QueueMessage& m : batch) {
+    auto event = parse_new_event(m.body);
+    if (!event) {
+      // Retrying cannot fix a malformed message; keep the evidence in the log and move on.
+      ctx.log("events queue: dropping malformed message " + m.id + ": " + event.error().message);
+      outcome.ack.push_back(m.id);
+      continue;
+    }
+    if (auto t = get_string(m.body, "tenant_id"); t && is_valid_tenant_id(*t)) event->tenant_id = *t;
+    auto appended = co_await append_event(ctx, std::move(event).value());
+    if (appended || appended.error().code == ErrorCode::conflict) {
+      outcome.ack.push_back(m.id);
+    } else {
+      outcome.retry.emplace_back(m.id, backoff_seconds(m.attempts));
+    }
+  }
+  co_return outcome;
+}
+
+}  // namespace ss::events

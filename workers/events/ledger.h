@@ -1,0 +1,67 @@
+#pragma once
+// The ledger's write and read paths: validating a new event, appending it exactly once (by event_id and
+// by idempotency key), and reading the stream back with globs, entity filters and a ULID cursor.
+
+#include "shared/effects.h"
+#include "shared/http.h"
+
+#include <optional>
+#include <string>
+
+namespace ss::events {
+
+inline constexpr const char* kDb = "EVENTS_DB";
+inline constexpr std::size_t kMaxPayloadBytes = 64 * 1024;
+inline constexpr std::size_t kMaxEventBody = kMaxPayloadBytes + 16 * 1024;
+inline constexpr std::size_t kMaxEventTypeLength = 128;
+inline constexpr std::size_t kMaxRefLength = 200;
+inline constexpr int kDefaultReadLimit = 100;
+inline constexpr int kMaxReadLimit = 500;
+
+struct NewEvent {
+  std::string event_id;  // empty: the ledger makes one
+  std::optional<std::string> tenant_id;
+  std::string event_type;
+  std::string entity_type;
+  std::string entity_id;
+  json payload = json::object();
+  std::string idempotency_key;
+  std::string caused_by;
+  std::string workflow_run_id;
+  std::string source_system;
+  std::string occurred_at;  // RFC 3339; empty: now
+  std::optional<std::int64_t> sequence_no;
+};
+
+struct Appended {
+  std::string event_id;
+  bool duplicate = false;
+};
+
+bool is_event_type(std::string_view s);
+// Validates a POST /api/events body or a queue message; errors are 400 invalid_event naming the field,
+// or 413 for an oversize payload. The tenant is set by the caller, never read from the body here.
+Result<NewEvent> parse_new_event(const json& body);
+
+// Appends once: a repeated idempotency key (per tenant) or event_id returns the first event instead.
+// A payload that breaks the JSON Schema registered for its type is 422 schema_violation.
+Task<Result<Appended>> append_event(Context& ctx, NewEvent event);
+
+// The API view of a stored row (payload parsed back to JSON).
+json event_view(const json& row);
+
+struct ReadQuery {
+  std::optional<std::string> tenant_id;  // nullopt: every tenant (operator only)
+  std::string type_glob;
+  std::string entity_type;
+  std::string entity_id;
+  std::string after;
+  int limit = kDefaultReadLimit;
+};
+Result<ReadQuery> parse_read_query(const Request& req);
+Task<Result<json>> read_events(const ReadQuery& query);  // {"events":[…],"next":…}
+
+// Translates an event-type glob into a LIKE pattern (escape '\'): * → %, ? → _, _ → \_.
+std::string glob_to_like(std::string_view glob);
+
+}  // namespace ss::events
