@@ -14,8 +14,16 @@ inline constexpr std::size_t kMinSecretLength = 16;
 inline constexpr std::size_t kMaxSecretLength = 512;
 
 Task<Result<Response>> health(Context& ctx, const Request&, const Params&) {
-  co_return Response::json_body(
-      200, {{"ok", true}, {"service", ctx.app().service}, {"version", ctx.app().version}});
+  json body{{"ok", true}, {"service", ctx.app().service}, {"version", ctx.app().version}};
+  if (ctx.app().health_details) {
+    json details = co_await ctx.app().health_details(ctx);
+    if (details.is_object()) {
+      for (auto it = details.begin(); it != details.end(); ++it) {
+        if (!body.contains(it.key())) body[it.key()] = it.value();
+      }
+    }
+  }
+  co_return Response::json_body(200, body);
 }
 
 Task<Result<Response>> whoami(Context& ctx, const Request& req, const Params&) {

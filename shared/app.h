@@ -36,6 +36,9 @@ struct App {
   // Validates the worker-specific part of a tenant's config on PUT /admin/tenants/{id}.
   std::function<Status(const json& config)> validate_tenant_config;
 
+  // Extra fields for GET /health (e.g. the ledger's consumer lag); merged into {"ok","service","version"}.
+  std::function<Task<json>(Context&)> health_details;
+
   Router router;
   std::function<Task<Status>(Context&, const std::string& cron)> scheduled;
   std::function<Task<QueueOutcome>(Context&, const std::string& queue, std::vector<QueueMessage>)>

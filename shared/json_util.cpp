@@ -4,7 +4,37 @@
 
 namespace ss {
 
+namespace {
+// nlohmann parses iteratively, but dump(), copies and comparisons recurse: refuse deep nesting up front
+// with one linear scan rather than risk the wasm stack.
+bool nesting_within(std::string_view text, int limit) {
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > limit) return false;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return true;
+}
+}  // namespace
+
 Result<json> parse_json(std::string_view text) {
+  if (!nesting_within(text, kMaxJsonDepth)) {
+    return Error{ErrorCode::invalid_json,
+                 "the body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels"};
+  }
   json value = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded()) return Error{ErrorCode::invalid_json, "the body is not valid JSON"};
   return value;

@@ -12,7 +12,9 @@
 
 namespace ss {
 
-// Parses any JSON text; malformed → 400 invalid_json.
+inline constexpr int kMaxJsonDepth = 64;
+
+// Parses any JSON text; malformed or nested deeper than kMaxJsonDepth → 400 invalid_json.
 Result<json> parse_json(std::string_view text);
 // Parses a JSON object; malformed → 400 invalid_json, another JSON type → 400 invalid_request.
 Result<json> parse_json_object(std::string_view text);

@@ -214,3 +214,15 @@ TEST_CASE("ULIDs from a run are unique, sorted and refill entropy through crypto
 }
 
 }  // namespace ss
+
+namespace ss {
+TEST_CASE("deeply nested JSON is refused before it can exhaust the stack") {
+  std::string deep(100000, '[');
+  auto r = parse_json(deep);
+  REQUIRE(!r.ok());
+  CHECK(r.error().code == ErrorCode::invalid_json);
+  CHECK(parse_json(std::string(64, '[') + std::string(64, ']')).ok());
+  CHECK(!parse_json(std::string(65, '[') + std::string(65, ']')).ok());
+  CHECK(parse_json(R"({"a":"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"["})").ok());
+}
+}  // namespace ss

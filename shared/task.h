@@ -56,6 +56,12 @@ struct PromiseBase {
   void unhandled_exception() noexcept { std::abort(); }  // built with -fno-exceptions: unreachable
 };
 
+#if !SS_SYMMETRIC_TRANSFER
+// Defined in task.cpp, out of clang's sight: an inlined resume() that precedes a suspend would be
+// lowered to a musttail call, which MVP wasm cannot encode.
+void resume_continuation(PromiseBase& promise) noexcept;
+#endif
+
 struct FinalAwaiter {
   bool await_ready() const noexcept { return false; }
 #if SS_SYMMETRIC_TRANSFER
@@ -65,9 +71,8 @@ struct FinalAwaiter {
   }
 #else
   template <class P>
-  [[gnu::noinline]] void await_suspend(co::coroutine_handle<P> h) noexcept {
-    PromiseBase& p = h.promise();
-    if (!p.inline_start) p.continuation.resume();
+  [[gnu::always_inline]] void await_suspend(co::coroutine_handle<P> h) noexcept {
+    resume_continuation(h.promise());  // inlined even under -fno-inline-functions (Emscripten)
   }
 #endif
   void await_resume() const noexcept {}
@@ -119,7 +124,8 @@ class [[nodiscard]] Task {
     return h_;
   }
 #else
-  bool await_suspend(co::coroutine_handle<> parent) noexcept {
+  // Out of line: clang-14 turns an inlined resume() that precedes a suspend into a musttail call.
+  [[gnu::noinline]] bool await_suspend(co::coroutine_handle<> parent) noexcept {
     auto& p = h_.promise();
     p.continuation = parent;
     p.inline_start = true;
@@ -145,6 +151,10 @@ struct WhenAllCounter {
   co::coroutine_handle<> parent;
 };
 
+#if !SS_SYMMETRIC_TRANSFER
+void resume_parent_if_last(WhenAllCounter& counter) noexcept;  // task.cpp, like resume_continuation
+#endif
+
 // One driver coroutine per child of when_all: awaits the child and stores its result. The last driver to
 // finish resumes the parent from its final suspension point — never from its body, because the parent
 // destroys the drivers as soon as it continues.
@@ -159,9 +169,8 @@ struct DriverTask {
       return co::noop_coroutine();
     }
 #else
-    [[gnu::noinline]] void await_suspend(co::coroutine_handle<promise_type> h) noexcept {
-      WhenAllCounter* c = h.promise().counter;
-      if (--c->remaining == 0) c->parent.resume();
+    [[gnu::always_inline]] void await_suspend(co::coroutine_handle<promise_type> h) noexcept {
+      resume_parent_if_last(*h.promise().counter);
     }
 #endif
     void await_resume() const noexcept {}
@@ -203,6 +212,9 @@ class WhenAllAwaiter {
     state_->results.resize(state_->children.size());
   }
   bool await_ready() const noexcept { return state_->children.empty(); }
+#if !SS_SYMMETRIC_TRANSFER
+  [[gnu::noinline]]
+#endif
   bool await_suspend(co::coroutine_handle<> parent) {
     auto* s = state_.get();
     s->parent = parent;

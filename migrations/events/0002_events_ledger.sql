@@ -15,7 +15,8 @@ CREATE TABLE IF NOT EXISTS events (
   source_system TEXT,
   occurred_at TEXT NOT NULL,
   recorded_at TEXT NOT NULL,
-  sequence_no INTEGER
+  sequence_no INTEGER,
+  redacted_at TEXT                             -- set by retention when the payload became a summary
 );
 -- Emit-time dedupe: one event per (tenant, idempotency key).
 CREATE UNIQUE INDEX IF NOT EXISTS events_idempotency
@@ -98,4 +99,39 @@ CREATE TABLE IF NOT EXISTS events_schema (
   event_type TEXT PRIMARY KEY NOT NULL,
   schema_json TEXT NOT NULL,
   updated_at TEXT NOT NULL
+);
+
+-- timeline_indexer: one summary row per entity, advanced only by events newer than last_event_id, so
+-- a replayed window never double-counts.
+CREATE TABLE IF NOT EXISTS entity_timelines (
+  tenant_key TEXT NOT NULL,                    -- COALESCE(tenant_id, '')
+  entity_type TEXT NOT NULL,
+  entity_id TEXT NOT NULL,
+  event_count INTEGER NOT NULL DEFAULT 0,
+  first_event_id TEXT NOT NULL,
+  last_event_id TEXT NOT NULL,
+  last_event_type TEXT NOT NULL,
+  last_occurred_at TEXT NOT NULL,
+  PRIMARY KEY (tenant_key, entity_type, entity_id)
+);
+
+-- anomaly_detector: events per type per 15-minute window (window_start in ms), for rate baselines.
+CREATE TABLE IF NOT EXISTS event_type_rates (
+  event_type TEXT NOT NULL,
+  window_start_ms INTEGER NOT NULL,
+  event_count INTEGER NOT NULL DEFAULT 0,
+  last_event_id TEXT NOT NULL,
+  PRIMARY KEY (event_type, window_start_ms)
+);
+
+-- retention: what a redacted day held, kept after its payloads are gone.
+CREATE TABLE IF NOT EXISTS events_retention_summaries (
+  day TEXT NOT NULL,                           -- YYYY-MM-DD (recorded_at)
+  tenant_key TEXT NOT NULL,
+  event_type TEXT NOT NULL,
+  event_count INTEGER NOT NULL,
+  first_event_id TEXT NOT NULL,
+  last_event_id TEXT NOT NULL,
+  tombstone_event_id TEXT NOT NULL,
+  PRIMARY KEY (day, tenant_key, event_type)
 );

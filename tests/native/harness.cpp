@@ -283,6 +283,7 @@ std::map<std::string, std::string> Mesh::tenant_headers(const std::string& tenan
 json Mesh::perform(const json& effect) {
   std::string kind = string_or(effect, "kind", "");
   effect_kinds.push_back(kind);
+  if (fail_effect && fail_effect(effect)) return error_result(effect, "injected_fault", kind);
   std::string binding = string_or(effect, "binding", "");
   if (kind.rfind("d1.", 0) == 0) {
     auto db = databases_.find(binding);

@@ -75,6 +75,9 @@ class Mesh {
   // Outbound fetch; unset means every fetch fails with network_error.
   std::function<StubReply(const json& request)> fetch_stub;
   int rate_limit_per_key = 1000;
+  // Fault injection: an effect for which this returns true fails with code injected_fault, as if the
+  // dependency (or the whole isolate) had gone away at that point.
+  std::function<bool(const json& effect)> fail_effect;
 
   void set_env(const std::string& worker, const std::string& key, const std::string& value);
   HttpReply request(const std::string& worker, const std::string& method, const std::string& path,

@@ -32,7 +32,10 @@ TEST_CASE("every worker answers /health with its wrangler name and version") {
   for (const auto& [worker, service] : names) {
     auto r = mesh.request(worker, "GET", "/health");
     CHECK(r.status == 200);
-    CHECK(r.body_json() == json{{"ok", true}, {"service", service}, {"version", "0.1.0"}});
+    json body = r.body_json();
+    CHECK(body["ok"] == true);
+    CHECK(body["service"] == service);
+    CHECK(body["version"] == "0.1.0");
   }
 }
 

@@ -1,6 +1,8 @@
 // siteswarm-events-service: the event ledger. This file wires the worker; routes live beside it.
 #include "shared/app.h"
+#include "workers/events/admin.h"
 #include "workers/events/api.h"
+#include "workers/events/drain.h"
 
 namespace ss {
 
@@ -10,6 +12,9 @@ App make_events_app() {
   app.db_binding = "EVENTS_DB";
   add_platform_routes(app);
   events::add_api_routes(app);
+  events::add_admin_routes(app);
+  app.health_details = [](Context& ctx) { return events::consumer_health(ctx); };
+  app.scheduled = [](Context& ctx, const std::string& cron) { return events::run_cron(ctx, cron); };
   app.queue = [](Context& ctx, const std::string&, std::vector<QueueMessage> batch) {
     return events::ingest_batch(ctx, std::move(batch));
   };

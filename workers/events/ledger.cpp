@@ -5,6 +5,7 @@
 #include "shared/rfc3339.h"
 #include "shared/runtime.h"
 #include "shared/ulid.h"
+#include "workers/events/json_schema.h"
 
 namespace ss::events {
 
@@ -146,13 +147,37 @@ Task<Result<Appended>> append_event(Context& ctx, NewEvent event) {
   json tenant = event.tenant_id ? json(*event.tenant_id) : json(nullptr);
   std::string tenant_key = event.tenant_id.value_or("");
 
+  // The schema lookup and the idempotency lookup go out together.
+  std::vector<Task<Result<json>>> lookups;
+  json schema_params = json::array({event.event_type});
+  lookups.push_back(as_task(
+      db.first("SELECT schema_json FROM events_schema WHERE event_type = ?1", schema_params)));
   if (!event.idempotency_key.empty()) {
     json params = json::array({tenant_key, event.idempotency_key});
-    SS_CO_TRY(json found, co_await db.first("SELECT event_id FROM events WHERE COALESCE(tenant_id, '') "
-                                            "= ?1 AND idempotency_key = ?2",
-                                            params));
-    if (const json* row = row_of(found)) {
-      co_return Appended{string_or(*row, "event_id", ""), true};
+    lookups.push_back(as_task(db.first("SELECT event_id FROM events WHERE COALESCE(tenant_id, '') "
+                                       "= ?1 AND idempotency_key = ?2",
+                                       params)));
+  }
+  std::vector<Result<json>> found = co_await when_all(std::move(lookups));
+  for (auto& f : found) {
+    if (!f) co_return std::move(f).error();
+  }
+  if (found.size() > 1) {
+    if (const json* row = row_of(*found[1])) co_return Appended{string_or(*row, "event_id", ""), true};
+  }
+  if (const json* row = row_of(*found[0])) {
+    auto doc = parse_json(string_or(*row, "schema_json", "{}"));
+    auto schema = doc ? JsonSchema::parse(*doc) : Result<JsonSchema>(doc.error());
+    if (schema) {
+      std::vector<json> violations = schema->validate(event.payload);
+      if (!violations.empty()) {
+        Error e{ErrorCode::schema_violation,
+                "payload does not match the schema registered for " + event.event_type};
+        e.with("violations", violations);
+        co_return e;
+      }
+    } else {
+      ctx.log("schema for " + event.event_type + " is unreadable: " + schema.error().message);
     }
   }
   if (event.event_id.empty()) {

@@ -1,0 +1,481 @@
+// Operator surface of the ledger: subscriptions, workflow definitions, JSON Schemas, kill switches,
+// drains on demand, replay, quarantine, retention — and the tenant-visible entity timelines.
+#include "workers/events/admin.h"
+
+#include "shared/effects.h"
+#include "shared/glob.h"
+#include "shared/json_util.h"
+#include "shared/rfc3339.h"
+#include "shared/tenant.h"
+#include "shared/ulid.h"
+#include "workers/events/drain.h"
+#include "workers/events/filter_expr.h"
+#include "workers/events/input_mapper.h"
+#include "workers/events/json_schema.h"
+#include "workers/events/ledger.h"
+
+namespace ss::events {
+
+namespace {
+
+inline constexpr std::size_t kMaxAdminBody = 64 * 1024;
+inline constexpr std::size_t kMaxNameLength = 64;
+inline constexpr int kDefaultRetentionDays = 365;
+
+Error field_error(const std::string& field, const std::string& message) {
+  Error e{ErrorCode::invalid_request, field + ": " + message};
+  e.with("field", field);
+  return e;
+}
+
+// [a-z][a-z0-9_.-]{0,63}
+bool is_workflow_type(std::string_view s) {
+  if (s.empty() || s.size() > kMaxNameLength || s[0] < 'a' || s[0] > 'z') return false;
+  for (char c : s) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// kill:fanout, kill:workflow_runner, … : [a-z0-9:_-]{1,64}
+bool is_switch_name(std::string_view s) {
+  if (s.empty() || s.size() > kMaxNameLength) return false;
+  for (char c : s) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == ':' || c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+bool is_binding_name(std::string_view s) {
+  if (s.empty() || s.size() > kMaxNameLength || s[0] < 'A' || s[0] > 'Z') return false;
+  for (char c : s) {
+    if (!((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+
+Task<Result<json>> operator_body(Context& ctx, const Request& req) {
+  SS_CO_CHECK(authenticate_operator(ctx, req));
+  SS_CO_CHECK(require_json_body(req, kMaxAdminBody));
+  co_return parse_json_object(req.body);
+}
+
+std::string param(const Params& params, const char* name) {
+  auto it = params.find(name);
+  return it == params.end() ? std::string() : it->second;
+}
+
+json subscription_view(const json& row) {
+  auto mapper = parse_json(string_or(row, "input_mapper", ""));
+  const json* filter = find_field(row, "filter_expr");
+  return json{{"id", string_or(row, "subscription_id", "")},
+              {"event_type_glob", string_or(row, "event_type_glob", "")},
+              {"workflow_type", string_or(row, "workflow_type", "")},
+              {"filter_expr", filter && filter->is_string() ? *filter : json(nullptr)},
+              {"input_mapper", mapper ? *mapper : json(nullptr)},
+              {"enabled", int_or(row, "enabled", 0) == 1},
+              {"created_at", string_or(row, "created_at", "")}};
+}
+
+// --- subscriptions -------------------------------------------------------------------------------
+
+Task<Result<Response>> create_subscription(Context& ctx, const Request& req, const Params&) {
+  SS_CO_TRY(json body, co_await operator_body(ctx, req));
+  auto glob = get_string(body, "event_type_glob");
+  std::string why;
+  if (!glob) co_return field_error("event_type_glob", "is required");
+  if (!is_valid_glob(*glob, &why)) co_return field_error("event_type_glob", why);
+  auto workflow = get_string(body, "workflow_type");
+  if (!workflow || !is_workflow_type(*workflow)) {
+    co_return field_error("workflow_type", "must match [a-z][a-z0-9_.-]{0,63}");
+  }
+  json filter_value = nullptr;
+  if (const json* f = find_field(body, "filter_expr"); f && !f->is_null()) {
+    if (!f->is_string()) co_return field_error("filter_expr", "must be a string");
+    auto parsed = FilterExpr::parse(f->get<std::string>());
+    if (!parsed) co_return std::move(parsed).error().with("field", "filter_expr");
+    filter_value = *f;
+  }
+  json mapper_value = nullptr;
+  if (const json* m = find_field(body, "input_mapper"); m && !m->is_null()) {
+    auto parsed = InputMapper::parse(*m);
+    if (!parsed) co_return std::move(parsed).error().with("field", "input_mapper");
+    mapper_value = dump_json(*m);
+  }
+  bool enabled = true;
+  if (const json* e = find_field(body, "enabled"); e && !e->is_null()) {
+    if (!e->is_boolean()) co_return field_error("enabled", "must be true or false");
+    enabled = e->get<bool>();
+  }
+  SS_CO_TRY(std::string id, co_await ctx.new_ulid());
+  json params = json::array({id, *glob, *workflow, filter_value, mapper_value, enabled ? 1 : 0,
+                             format_rfc3339(ctx.now_ms())});
+  SS_CO_TRY(json inserted, co_await D1(kDb).run(
+                               "INSERT INTO event_subscriptions (subscription_id, event_type_glob, "
+                               "workflow_type, filter_expr, input_mapper, enabled, created_at) "
+                               "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                               params));
+  json view{{"id", id}, {"event_type_glob", *glob}, {"workflow_type", *workflow},
+            {"filter_expr", filter_value}, {"input_mapper", find_field(body, "input_mapper") ? body["input_mapper"] : json(nullptr)},
+            {"enabled", enabled}, {"created_at", format_rfc3339(ctx.now_ms())}};
+  co_return Response::json_body(201, view);
+}
+
+Task<Result<Response>> list_subscriptions(Context& ctx, const Request& req, const Params&) {
+  SS_CO_CHECK(authenticate_operator(ctx, req));
+  SS_CO_TRY(json r, co_await D1(kDb).all("SELECT * FROM event_subscriptions ORDER BY subscription_id"));
+  json list = json::array();
+  for (const json& row : rows_of(r)) list.push_back(subscription_view(row));
+  co_return Response::json_body(200, {{"subscriptions", list}});
+}
+
+Task<Result<Response>> get_subscription(Context& ctx, const Request& req, const Params& params) {
+  SS_CO_CHECK(authenticate_operator(ctx, req));
+  json p = json::array({param(params, "id")});
+  SS_CO_TRY(json r, co_await D1(kDb).first("SELECT * FROM event_subscriptions WHERE subscription_id = ?1", p));
+  const json* row = row_of(r);
+  if (row == nullptr) co_return Error{ErrorCode::not_found, "no subscription " + param(params, "id")};
+  co_return Response::json_body(200, subscription_view(*row));
+}
+
+Task<Result<Response>> delete_subscription(Context& ctx, const Request& req, const Params& params) {
+  SS_CO_CHECK(authenticate_operator(ctx, req));
+  json p = json::array({param(params, "id")});
+  SS_CO_TRY(json r, co_await D1(kDb).run("DELETE FROM event_subscriptions WHERE subscription_id = ?1", p));
+  const json* meta = find_field(r, "meta");
+  if (meta == nullptr || int_or(*meta, "changes", 0) == 0) {
+    co_return Error{ErrorCode::not_found, "no subscription " + param(params, "id")};
+  }
+  co_return Response::empty(204);
+}
+
+// --- workflow definitions ------------------------------------------------------------------------
+
+Result<json> parse_target(const Context& ctx, const json& body) {
+  const json* target = find_field(body, "target");
+  if (target == nullptr || !target->is_object()) {
+    return field_error("target", R"(use {"service":"BINDING","path":"/…"} or {"webhook":"https://…"})");
+  }
+  auto service = get_string(*target, "service");
+  auto webhook = get_string(*target, "webhook");
+  if (service.has_value() == webhook.has_value()) {
+    return field_error("target", "name exactly one of service or webhook");
+  }
+  if (service) {
+    if (!is_binding_name(*service)) return field_error("target.service", "must be a binding name");
+    std::string path = string_or(*target, "path", "/");
+    if (path.empty() || path[0] != '/' || path.size() > 512) {
+      return field_error("target.path", "must start with /");
+    }
+    return json{{"service", *service}, {"path", path}};
+  }
+  bool https = webhook->rfind("https://", 0) == 0;
+  bool local = ctx.env("ALLOW_LOCAL_OUTBOUND") == "1" && webhook->rfind("http://127.0.0.1", 0) == 0;
+  if ((!https && !local) || webhook->size() > 2048) {
+    return field_error("target.webhook", "must be an https:// URL");
+  }
+  return json{{"webhook", *webhook}};
+}
+
+Task<Result<Response>> put_workflow(Context& ctx, const Request& req, const Params& params) {
+  SS_CO_TRY(json body, co_await operator_body(ctx, req));
+  std::string type = param(params, "workflowType");
+  if (!is_workflow_type(type)) co_return field_error("workflow_type", "must match [a-z][a-z0-9_.-]{0,63}");
+  SS_CO_TRY(json target, parse_target(ctx, body));
+  json p = json::array({type});
+  SS_CO_TRY(json existing, co_await D1(kDb).first("SELECT workflow_type FROM workflow_definitions "
+                                                   "WHERE workflow_type = ?1",
+                                                   p));
+  json upsert = json::array({type, dump_json(target), format_rfc3339(ctx.now_ms())});
+  SS_CO_TRY(json r, co_await D1(kDb).run(
+                        "INSERT INTO workflow_definitions (workflow_type, target_json, updated_at) "
+                        "VALUES (?1, ?2, ?3) ON CONFLICT (workflow_type) DO UPDATE SET "
+                        "target_json = excluded.target_json, updated_at = excluded.updated_at",
+                        upsert));
+  co_return Response::json_body(row_of(existing) ? 200 : 201,
+                                {{"workflow_type", type}, {"target", target},
+                                 {"updated_at", format_rfc3339(ctx.now_ms())}});
+}
+
+json workflow_view(const json& row) {
+  auto target = parse_json(string_or(row, "target_json", "{}"));
+  return json{{"workflow_type", string_or(row, "workflow_type", "")},
+              {"target", target ? *target : json::object()},
+              {"updated_at", string_or(row, "updated_at", "")}};
+}
+
+Task<Result<Response>> list_workflows(Context& ctx, const Request& req, const Params&) {
+  SS_CO_CHECK(authenticate_operator(ctx, req));
+  SS_CO_TRY(json r, co_await D1(kDb).all("SELECT * FROM workflow_definitions ORDER BY workflow_type"));
+  json list = json::array();
+  for (const json& row : rows_of(r)) list.push_back(workflow_view(row));
+  co_return Response::json_body(200, {{"workflows", list}});
+}
+
+Task<Result<Response>> get_workflow(Context& ctx, const Request& req, const Params& params) {
+  SS_CO_CHECK(authenticate_operator(ctx, req));
+  json p = json::array({param(params, "workflowType")});
+  SS_CO_TRY(json r, co_await D1(kDb).first("SELECT * FROM workflow_definitions WHERE workflow_type = ?1", p));
+  const json* row = row_of(r);
+  if (row == nullptr) co_return Error{ErrorCode::not_found, "no workflow " + param(params, "workflowType")};
+  co_return Response::json_body(200, workflow_view(*row));
+}
+
+Task<Result<Response>> delete_workflow(Context& ctx, const Request& req, const Params& params) {
+  SS_CO_CHECK(authenticate_operator(ctx, req));
+  json p = json::array({param(params, "workflowType")});
+  SS_CO_TRY(json r, co_await D1(kDb).run("DELETE FROM workflow_definitions WHERE workflow_type = ?1", p));
+  const json* meta = find_field(r, "meta");
+  if (meta == nullptr || int_or(*meta, "changes", 0) == 0) {
+    co_return Error{ErrorCode::not_found, "no workflow " + param(params, "workflowType")};
+  }
+  co_return Response::empty(204);
+}
+
+// --- JSON Schemas per event type -----------------------------------------------------------------
+
+Task<Result<Response>> put_schema(Context& ctx, const Request& req, const Params& params) {
+  SS_CO_TRY(json body, co_await operator_body(ctx, req));
+  std::string type = param(params, "eventType");
+  if (!is_event_type(type)) co_return field_error("event_type", "must be a dotted lower-case name");
+  const json* schema = find_field(body, "schema");
+  if (schema == nullptr) co_return field_error("schema", "is required");
+  auto parsed = JsonSchema::parse(*schema);
+  if (!parsed) co_return std::move(parsed).error().with("field", "schema");
+  json p = json::array({type, dump_json(*schema), format_rfc3339(ctx.now_ms())});
+  SS_CO_TRY(json r, co_await D1(kDb).run(
+                        "INSERT INTO events_schema (event_type, schema_json, updated_at) VALUES (?1, "
+                        "?2, ?3) ON CONFLICT (event_type) DO UPDATE SET schema_json = "
+                        "excluded.schema_json, updated_at = excluded.updated_at",
+                        p));
+  co_return Response::json_body(200, {{"event_type", type}, {"schema", *schema}});
+}
+
+Task<Result<Response>> list_schemas(Context& ctx, const Request& req, const Params&) {
+  SS_CO_CHECK(authenticate_operator(ctx, req));
+  SS_CO_TRY(json r, co_await D1(kDb).all("SELECT * FROM events_schema ORDER BY event_type"));
+  json list = json::array();
+  for (const json& row : rows_of(r)) {
+    auto schema = parse_json(string_or(row, "schema_json", "{}"));
+    list.push_back({{"event_type", string_or(row, "event_type", "")},
+                    {"schema", schema ? *schema : json::object()},
+                    {"updated_at", string_or(row, "updated_at", "")}});
+  }
+  co_return Response::json_body(200, {{"schemas", list}});
+}
+
+Task<Result<Response>> delete_schema(Context& ctx, const Request& req, const Params& params) {
+  SS_CO_CHECK(authenticate_operator(ctx, req));
+  json p = json::array({param(params, "eventType")});
+  SS_CO_TRY(json r, co_await D1(kDb).run("DELETE FROM events_schema WHERE event_type = ?1", p));
+  const json* meta = find_field(r, "meta");
+  if (meta == nullptr || int_or(*meta, "changes", 0) == 0) {
+    co_return Error{ErrorCode::not_found, "no schema for " + param(params, "eventType")};
+  }
+  co_return Response::empty(204);
+}
+
+// --- kill switches -------------------------------------------------------------------------------
+
+Task<Result<Response>> put_kill_switch(Context& ctx, const Request& req, const Params& params) {
+  SS_CO_TRY(json body, co_await operator_body(ctx, req));
+  std::string name = param(params, "name");
+  if (!is_switch_name(name)) co_return field_error("name", "must match [a-z0-9:_-]{1,64}");
+  auto enabled = get_bool(body, "enabled");
+  if (!enabled) co_return field_error("enabled", "must be true or false");
+  std::string now = format_rfc3339(ctx.now_ms());
+  json p = json::array({name, *enabled ? 1 : 0, now});
+  SS_CO_TRY(json r, co_await D1(kDb).run(
+                        "INSERT INTO kill_switches (name, enabled, updated_at) VALUES (?1, ?2, ?3) "
+                        "ON CONFLICT (name) DO UPDATE SET enabled = excluded.enabled, "
+                        "updated_at = excluded.updated_at",
+                        p));
+  ctx.log("kill switch " + name + (*enabled ? " on" : " off"));
+  co_return Response::json_body(200, {{"name", name}, {"enabled", *enabled}, {"updated_at", now}});
+}
+
+Task<Result<Response>> list_kill_switches(Context& ctx, const Request& req, const Params&) {
+  SS_CO_CHECK(authenticate_operator(ctx, req));
+  SS_CO_TRY(json r, co_await D1(kDb).all("SELECT * FROM kill_switches ORDER BY name"));
+  json list = json::array();
+  for (const json& row : rows_of(r)) {
+    list.push_back({{"name", string_or(row, "name", "")},
+                    {"enabled", int_or(row, "enabled", 0) == 1},
+                    {"updated_at", string_or(row, "updated_at", "")}});
+  }
+  co_return Response::json_body(200, {{"kill_switches", list}});
+}
+
+// --- drains, replay, quarantine, retention -------------------------------------------------------
+
+Task<Result<Response>> drain_now(Context& ctx, const Request& req, const Params&) {
+  SS_CO_CHECK(authenticate_operator(ctx, req));
+  std::string only = req.query_param("consumer");
+  if (!only.empty() && !is_consumer(only)) co_return field_error("consumer", "unknown consumer");
+  json consumers = json::object();
+  for (const std::string& name : consumer_names()) {
+    if (!only.empty() && name != only) continue;
+    SS_CO_TRY(DrainReport report, co_await drain_consumer(ctx, name));
+    consumers[name] = report.to_json();
+  }
+  co_return Response::json_body(200, {{"consumers", consumers}});
+}
+
+Task<Result<Response>> replay(Context& ctx, const Request& req, const Params& params) {
+  SS_CO_TRY(json body, co_await operator_body(ctx, req));
+  std::string name = param(params, "name");
+  if (!is_consumer(name)) co_return Error{ErrorCode::not_found, "no consumer " + name};
+  auto from = get_string(body, "from_event_id");
+  if (!from || !is_ulid(*from)) co_return field_error("from_event_id", "must be an event_id (ULID)");
+  SS_CO_TRY(std::string cursor, co_await replay_consumer(ctx, name, *from));
+  co_return Response::json_body(200, {{"consumer", name}, {"from_event_id", *from},
+                                      {"cursor", cursor.empty() ? json(nullptr) : json(cursor)}});
+}
+
+Task<Result<Response>> list_consumers(Context& ctx, const Request& req, const Params&) {
+  SS_CO_CHECK(authenticate_operator(ctx, req));
+  json health = co_await consumer_health(ctx);
+  co_return Response::json_body(200, health);
+}
+
+Task<Result<Response>> list_quarantine(Context& ctx, const Request& req, const Params&) {
+  SS_CO_CHECK(authenticate_operator(ctx, req));
+  std::string consumer = req.query_param("consumer");
+  bool all = req.query_param("all") == "1";
+  json p = json::array({consumer, all ? 1 : 0});
+  SS_CO_TRY(json r, co_await D1(kDb).all(
+                        "SELECT * FROM events_quarantine WHERE (?1 = '' OR consumer = ?1) AND "
+                        "(?2 = 1 OR resolved_at IS NULL) ORDER BY event_id LIMIT 500",
+                        p));
+  json list = json::array();
+  for (const json& row : rows_of(r)) {
+    const json* resolved = find_field(row, "resolved_at");
+    list.push_back({{"consumer", string_or(row, "consumer", "")},
+                    {"event_id", string_or(row, "event_id", "")},
+                    {"reason", string_or(row, "reason", "")},
+                    {"attempts", int_or(row, "attempts", 0)},
+                    {"quarantined_at", string_or(row, "quarantined_at", "")},
+                    {"resolved_at", resolved && resolved->is_string() ? *resolved : json(nullptr)}});
+  }
+  co_return Response::json_body(200, {{"quarantined", list}});
+}
+
+Task<Result<Response>> retry_quarantine(Context& ctx, const Request& req, const Params& params) {
+  SS_CO_CHECK(authenticate_operator(ctx, req));
+  std::string consumer = param(params, "consumer");
+  std::string event_id = param(params, "eventId");
+  if (!is_consumer(consumer)) co_return Error{ErrorCode::not_found, "no consumer " + consumer};
+  if (!is_ulid(event_id)) co_return Error{ErrorCode::not_found, "no quarantined event " + event_id};
+  SS_CO_TRY(json result, co_await retry_quarantined(ctx, consumer, event_id));
+  co_return Response::json_body(200, result);
+}
+
+int retention_days(const Context& ctx) {
+  std::string v = ctx.env("EVENTS_RETENTION_DAYS");
+  if (v.empty() || v.size() > 5 || v.find_first_not_of("0123456789") != std::string::npos) {
+    return kDefaultRetentionDays;
+  }
+  int days = std::stoi(v);
+  return days > 0 ? days : kDefaultRetentionDays;
+}
+
+Task<Result<Response>> retention_now(Context& ctx, const Request& req, const Params&) {
+  SS_CO_CHECK(authenticate_operator(ctx, req));
+  SS_CO_TRY(json result, co_await apply_retention(ctx, retention_days(ctx)));
+  co_return Response::json_body(200, result);
+}
+
+// --- tenant timelines ----------------------------------------------------------------------------
+
+Task<Result<Response>> entity_timeline(Context& ctx, const Request& req, const Params& params) {
+  std::optional<std::string> tenant;
+  if (!(!bearer_token(req).empty() && authenticate_operator(ctx, req).ok())) {
+    SS_CO_TRY(Tenant t, co_await authenticate_tenant(ctx, req));
+    tenant = t.id;
+  }
+  ReadQuery q;
+  q.tenant_id = tenant;
+  q.entity_type = param(params, "entityType");
+  q.entity_id = param(params, "entityId");
+  q.after = req.query_param("after");
+  if (!q.after.empty() && !is_ulid(q.after)) co_return field_error("after", "must be an event_id");
+  q.limit = kMaxReadLimit;
+  std::vector<Task<Result<json>>> work;
+  json p = json::array({tenant.value_or(""), q.entity_type, q.entity_id});
+  work.push_back(as_task(D1(kDb).first("SELECT * FROM entity_timelines WHERE tenant_key = ?1 AND "
+                                       "entity_type = ?2 AND entity_id = ?3",
+                                       p)));
+  work.push_back(read_events(q));
+  auto done = co_await when_all(std::move(work));
+  if (!done[0]) co_return std::move(done[0]).error();
+  if (!done[1]) co_return std::move(done[1]).error();
+  const json* row = row_of(*done[0]);
+  json summary = nullptr;
+  if (row != nullptr) {
+    summary = {{"event_count", int_or(*row, "event_count", 0)},
+               {"first_event_id", string_or(*row, "first_event_id", "")},
+               {"last_event_id", string_or(*row, "last_event_id", "")},
+               {"last_event_type", string_or(*row, "last_event_type", "")},
+               {"last_occurred_at", string_or(*row, "last_occurred_at", "")}};
+  }
+  json out = *done[1];
+  out["entity_ref"] = q.entity_type + ":" + q.entity_id;
+  out["summary"] = summary;
+  co_return Response::json_body(200, out);
+}
+
+}  // namespace
+
+void add_admin_routes(App& app) {
+  app.router.add("POST", "/admin/subscriptions", create_subscription)
+      .add("GET", "/admin/subscriptions", list_subscriptions)
+      .add("GET", "/admin/subscriptions/{id}", get_subscription)
+      .add("DELETE", "/admin/subscriptions/{id}", delete_subscription)
+      .add("GET", "/admin/workflows", list_workflows)
+      .add("PUT", "/admin/workflows/{workflowType}", put_workflow)
+      .add("GET", "/admin/workflows/{workflowType}", get_workflow)
+      .add("DELETE", "/admin/workflows/{workflowType}", delete_workflow)
+      .add("GET", "/admin/schemas", list_schemas)
+      .add("PUT", "/admin/schemas/{eventType}", put_schema)
+      .add("DELETE", "/admin/schemas/{eventType}", delete_schema)
+      .add("GET", "/admin/kill-switches", list_kill_switches)
+      .add("PUT", "/admin/kill-switches/{name}", put_kill_switch)
+      .add("POST", "/admin/events/drain", drain_now)
+      .add("POST", "/admin/events/retention", retention_now)
+      .add("GET", "/admin/consumers", list_consumers)
+      .add("POST", "/admin/consumers/{name}/replay", replay)
+      .add("GET", "/admin/quarantine", list_quarantine)
+      .add("POST", "/admin/quarantine/{consumer}/{eventId}/retry", retry_quarantine)
+      .add("GET", "/api/entities/{entityType}/{entityId}/timeline", entity_timeline);
+}
+
+Task<Status> run_cron(Context& ctx, const std::string& cron) {
+  std::vector<std::string> consumers;
+  bool retention = false;
+  if (cron == "*/2 * * * *") consumers = {kWorkflowRunner};
+  if (cron == "*/15 * * * *") consumers = {kAnomalyDetector};
+  if (cron == "0 * * * *") {
+    consumers = {kTimelineIndexer};
+    retention = true;
+  }
+  if (consumers.empty()) ctx.log("events cron: no consumer for '" + cron + "'");
+  Status result = Unit{};
+  for (const std::string& name : consumers) {
+    auto report = co_await drain_consumer(ctx, name);
+    if (!report) {
+      ctx.log("drain " + name + " failed: " + report.error().message);
+      result = report.error();
+    } else {
+      ctx.log("drain " + name + ": " + dump_json(report->to_json()));
+    }
+  }
+  if (retention) {
+    auto r = co_await apply_retention(ctx, retention_days(ctx));
+    if (!r) ctx.log("retention failed: " + r.error().message);
+  }
+  co_return result;
+}
+
+}  // namespace ss::events

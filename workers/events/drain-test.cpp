@@ -1,0 +1,389 @@
+// The ledger's guarantees, played end to end through the native mesh: fan-out, its cap, dedupe,
+// quarantine, kill switches, replay, locks, timelines, anomalies, retention and lag.
+#include "shared/json_util.h"
+#include "shared/rfc3339.h"
+#include "shared/ulid.h"
+#include "tests/native/harness.h"
+#include "workers/events/drain.h"
+
+#include <doctest/doctest.h>
+
+#include <set>
+
+using ss::json;
+using ss::native::Mesh;
+
+namespace {
+
+const char* kToken = "bakery-token-0123456789";
+
+struct Ledger {
+  Mesh mesh;
+  std::vector<json> calls;  // workflow starts received by the webhook stub
+  std::set<std::string> failing_events;
+
+  Ledger() {
+    mesh.provision("bakery", kToken, "bakery-admin-0123456789", {}, "events");
+    mesh.set_env("events", "ALLOW_LOCAL_OUTBOUND", "1");
+    mesh.fetch_stub = [this](const json& req) {
+      ss::native::StubReply reply;
+      json body = json::parse(req["body"].get<std::string>(), nullptr, false);
+      calls.push_back({{"url", req["url"]},
+                       {"key", req["headers"]["idempotency-key"]},
+                       {"body", body}});
+      std::string event_id = body["event"]["event_id"];
+      reply.status = failing_events.count(event_id) ? 500 : 202;
+      reply.body = "{}";
+      return reply;
+    };
+  }
+
+  std::map<std::string, std::string> op(bool json_body = true) {
+    std::map<std::string, std::string> h{{"Authorization", std::string("Bearer ") + Mesh::kAdminToken}};
+    if (json_body) h["Content-Type"] = "application/json";
+    return h;
+  }
+  ss::native::HttpReply admin(const std::string& method, const std::string& path, const json& body = nullptr) {
+    return mesh.request("events", method, path, op(!body.is_null()), body.is_null() ? "" : body.dump());
+  }
+  void workflow(const std::string& type) {
+    REQUIRE(admin("PUT", "/admin/workflows/" + type,
+                  {{"target", {{"webhook", "http://127.0.0.1:9/hooks/" + type}}}})
+                .status == 201);
+  }
+  void subscribe(const std::string& glob, const std::string& type, const json& extra = json::object()) {
+    json body = extra;
+    body["event_type_glob"] = glob;
+    body["workflow_type"] = type;
+    auto r = admin("POST", "/admin/subscriptions", body);
+    REQUIRE(r.status == 201);
+  }
+  std::string emit(const std::string& type, const json& payload = json::object(),
+                   const std::string& ref = "item:1") {
+    auto h = Mesh::tenant_headers("bakery", kToken);
+    h["Content-Type"] = "application/json";
+    auto r = mesh.request("events", "POST", "/api/events", h,
+                          json{{"event_type", type}, {"entity_ref", ref}, {"payload", payload}}.dump());
+    REQUIRE(r.status == 201);
+    mesh.now_ms += 1;
+    return r.body_json()["event_id"];
+  }
+  json drain(const std::string& consumer = "workflow_runner") {
+    auto r = admin("POST", "/admin/events/drain?consumer=" + consumer);
+    REQUIRE(r.status == 200);
+    return r.body_json()["consumers"][consumer];
+  }
+  std::multiset<std::string> keys() const {
+    std::multiset<std::string> out;
+    for (const json& c : calls) out.insert(c["key"].get<std::string>());
+    return out;
+  }
+  json db(const std::string& sql) { return mesh.db("EVENTS_DB").rows(sql); }
+};
+
+}  // namespace
+
+TEST_CASE("a drainer that dies mid-batch and is re-run starts every workflow exactly once") {
+  Ledger l;
+  l.workflow("notify");
+  l.workflow("audit");
+  l.subscribe("price.*", "notify");
+  l.subscribe("*", "audit");
+  std::vector<std::string> ids;
+  for (int i = 0; i < 6; ++i) ids.push_back(l.emit("price.changed", {{"n", i}}));
+
+  // The isolate "dies" right after committing the third event: every later effect fails.
+  int batches = 0;
+  l.mesh.fail_effect = [&](const json& e) {
+    if (batches >= 3) return true;
+    if (e["kind"] == "d1.batch") ++batches;
+    return false;
+  };
+  auto died = l.admin("POST", "/admin/events/drain?consumer=workflow_runner");
+  CHECK(died.status == 503);
+  CHECK(l.calls.size() == 6);  // 3 events × 2 workflows reached their targets
+  json cursor = l.db("SELECT cursor FROM event_drain_state WHERE consumer = 'workflow_runner'");
+  REQUIRE(cursor.size() == 1);
+  CHECK(cursor[0]["cursor"] == ids[2]);
+
+  l.mesh.fail_effect = nullptr;
+  l.mesh.now_ms += ss::events::kLockTtlMs;  // the dead run's lock expires
+  json report = l.drain();
+  CHECK(report["read"] == 3);
+  CHECK(report["started"] == 6);
+  CHECK(report["cursor"] == ids[5]);
+  auto keys = l.keys();
+  CHECK(keys.size() == 12);
+  CHECK(std::set<std::string>(keys.begin(), keys.end()).size() == 12);  // no key twice
+  CHECK(keys.count("workflow_runner:" + ids[0] + ":notify") == 1);
+  CHECK(l.db("SELECT * FROM workflow_run_log WHERE status = 'started'").size() == 12);
+  CHECK(l.db("SELECT * FROM event_consumer_dedupe").size() == 12);
+  // The start request carries the contract's body.
+  json start = l.calls[0]["body"];
+  CHECK(start["workflow_type"] == "notify");
+  CHECK(start["workflow_run_id"].get<std::string>().rfind("run_", 0) == 0);
+  CHECK(start["event"]["event_id"] == ids[0]);
+  CHECK(start["input"] == json{{"n", 0}});
+}
+
+TEST_CASE("50 subscriptions on * start 8 workflows and leave one cap record") {
+  Ledger l;
+  for (int i = 0; i < 50; ++i) {
+    std::string type = "wf" + std::to_string(100 + i);
+    l.workflow(type);
+    l.subscribe("*", type);
+  }
+  std::string id = l.emit("item.created");
+  json report = l.drain();
+  CHECK(report["started"] == 8);
+  CHECK(report["capped"] == 1);
+  CHECK(l.calls.size() == 8);
+  json caps = l.db("SELECT * FROM events WHERE event_type = 'events.fanout_capped'");
+  REQUIRE(caps.size() == 1);
+  json payload = json::parse(caps[0]["payload_json"].get<std::string>());
+  CHECK(payload["event_id"] == id);
+  CHECK(payload["matched"] == 50);
+  CHECK(payload["dropped_subscriptions"].size() == 42);
+  auto health = l.mesh.request("events", "GET", "/health").body_json();
+  CHECK(health["ok"] == true);
+  CHECK(health["fanout_capped"] == 1);
+  // The cap record itself fans out (capped again) without recording a cap of the cap.
+  json again = l.drain();
+  CHECK(again["read"] == 1);
+  CHECK(again["capped"] == 1);
+  CHECK(l.db("SELECT * FROM events WHERE event_type = 'events.fanout_capped'").size() == 1);
+}
+
+TEST_CASE("a poison event is quarantined, the cursor moves past it, later events flow, retry works") {
+  Ledger l;
+  l.workflow("notify");
+  l.subscribe("*", "notify");
+  std::string a = l.emit("lead.received");
+  std::string poison = l.emit("lead.received", {{"poison", true}});
+  std::string c = l.emit("lead.received");
+  l.failing_events.insert(poison);
+  json report = l.drain();
+  CHECK(report["read"] == 3);
+  CHECK(report["started"] == 2);
+  CHECK(report["quarantined"] == 1);
+  CHECK(report["cursor"] == c);
+  auto q = l.admin("GET", "/admin/quarantine?consumer=workflow_runner").body_json();
+  REQUIRE(q["quarantined"].size() == 1);
+  CHECK(q["quarantined"][0]["event_id"] == poison);
+  CHECK(q["quarantined"][0]["reason"].get<std::string>().find("500") != std::string::npos);
+  CHECK(l.mesh.request("events", "GET", "/health").body_json()["quarantined"] == 1);
+
+  l.failing_events.clear();
+  auto retried = l.admin("POST", "/admin/quarantine/workflow_runner/" + poison + "/retry");
+  REQUIRE(retried.status == 200);
+  CHECK(retried.body_json()["resolved"] == true);
+  CHECK(retried.body_json()["started"] == 1);
+  CHECK(l.admin("GET", "/admin/quarantine").body_json()["quarantined"].empty());
+  auto again = l.admin("POST", "/admin/quarantine/workflow_runner/" + poison + "/retry");
+  CHECK(again.status == 200);
+  CHECK(again.body_json()["duplicates"] == 1);  // already started: not started twice
+  CHECK(l.admin("POST", "/admin/quarantine/workflow_runner/" + a + "/retry").status == 404);
+}
+
+TEST_CASE("kill:fanout stops fan-out without losing events; switching it off drains them all") {
+  Ledger l;
+  l.workflow("notify");
+  l.subscribe("*", "notify");
+  REQUIRE(l.admin("PUT", "/admin/kill-switches/kill:fanout", {{"enabled", true}}).status == 200);
+  for (int i = 0; i < 5; ++i) l.emit("order.placed");
+  json killed = l.drain();
+  CHECK(killed["killed"] == true);
+  CHECK(killed["read"] == 0);
+  CHECK(l.calls.empty());
+  CHECK(l.db("SELECT * FROM events").size() == 5);  // events keep accumulating
+  auto list = l.admin("GET", "/admin/kill-switches").body_json();
+  CHECK(list["kill_switches"][0] == json{{"name", "kill:fanout"}, {"enabled", true},
+                                         {"updated_at", list["kill_switches"][0]["updated_at"]}});
+  REQUIRE(l.admin("PUT", "/admin/kill-switches/kill:fanout", {{"enabled", false}}).status == 200);
+  json report = l.drain();
+  CHECK(report["read"] == 5);
+  CHECK(l.calls.size() == 5);
+  CHECK(l.admin("PUT", "/admin/kill-switches/Kill Fanout", {{"enabled", true}}).status == 400);
+  CHECK(l.admin("PUT", "/admin/kill-switches/kill:fanout", {{"enabled", "yes"}}).status == 400);
+}
+
+TEST_CASE("replay shows a consumer the window again and dedupe prevents double starts") {
+  Ledger l;
+  l.workflow("notify");
+  l.subscribe("*", "notify");
+  std::vector<std::string> ids;
+  for (int i = 0; i < 4; ++i) ids.push_back(l.emit("price.changed", {}, "item:7"));
+  CHECK(l.drain()["started"] == 4);
+  CHECK(l.drain("timeline_indexer")["read"] == 4);
+  auto r = l.admin("POST", "/admin/consumers/workflow_runner/replay", {{"from_event_id", ids[1]}});
+  REQUIRE(r.status == 200);
+  json report = l.drain();
+  CHECK(report["read"] == 3);
+  CHECK(report["duplicates"] == 3);
+  CHECK(report["started"] == 0);
+  CHECK(l.calls.size() == 4);
+  // The timeline survives a replay without double counting.
+  REQUIRE(l.admin("POST", "/admin/consumers/timeline_indexer/replay", {{"from_event_id", ids[0]}}).status == 200);
+  CHECK(l.drain("timeline_indexer")["read"] == 4);
+  auto timeline = l.mesh.request("events", "GET", "/api/entities/item/7/timeline",
+                                 Mesh::tenant_headers("bakery", kToken));
+  REQUIRE(timeline.status == 200);
+  CHECK(timeline.body_json()["summary"]["event_count"] == 4);
+  CHECK(timeline.body_json()["summary"]["last_event_id"] == ids[3]);
+  CHECK(timeline.body_json()["events"].size() == 4);
+  CHECK(l.admin("POST", "/admin/consumers/nobody/replay", {{"from_event_id", ids[0]}}).status == 404);
+  CHECK(l.admin("POST", "/admin/consumers/workflow_runner/replay", {{"from_event_id", "x"}}).status == 400);
+}
+
+TEST_CASE("two drains at once: the second finds the lock and does nothing") {
+  Ledger l;
+  l.workflow("notify");
+  l.subscribe("*", "notify");
+  l.emit("order.placed");
+  l.mesh.db("EVENTS_DB").execute("INSERT INTO cron_locks VALUES ('drain:workflow_runner', 'other', ?1)",
+                                 json::array({l.mesh.now_ms + 60000}));
+  json report = l.drain();
+  CHECK(report["locked"] == true);
+  CHECK(report["read"] == 0);
+  CHECK(l.calls.empty());
+  l.mesh.now_ms += 61000;  // the other holder's lock expired
+  CHECK(l.drain()["read"] == 1);
+  CHECK(l.db("SELECT * FROM cron_locks").empty());  // released after the run
+}
+
+TEST_CASE("globs, filters and mappers that do not match start nothing; matching ones shape input") {
+  Ledger l;
+  l.workflow("big_items");
+  l.workflow("vendors");
+  l.subscribe("price.*", "big_items", {{"filter_expr", "payload.amount > 100 && entity_type == \"item\""}});
+  l.subscribe("vendor.*", "vendors", {{"input_mapper", {{"vendor_id", "$.entity_id"}, {"cost", "$.payload.cost"}}}});
+  l.emit("price.changed", {{"amount", 50}});                 // filter false
+  l.emit("price.changed", {{"amount", 500}}, "vendor:9");    // entity_type mismatch
+  l.emit("lead.received", {{"amount", 500}});                // glob mismatch
+  CHECK(l.drain()["started"] == 0);
+  CHECK(l.calls.empty());
+  l.emit("price.changed", {{"amount", 101}});
+  l.emit("vendor.cost_changed", {{"cost", 3.5}}, "vendor:42");
+  CHECK(l.drain()["started"] == 2);
+  REQUIRE(l.calls.size() == 2);
+  CHECK(l.calls[0]["body"]["input"] == json{{"amount", 101}});
+  CHECK(l.calls[1]["body"]["input"] == json{{"vendor_id", "42"}, {"cost", 3.5}});
+}
+
+TEST_CASE("invalid subscriptions and workflows are refused naming the field") {
+  Ledger l;
+  auto expect = [&](const json& body, const std::string& field) {
+    auto r = l.admin("POST", "/admin/subscriptions", body);
+    CHECK(r.status == 400);
+    CHECK(r.body_json()["error"]["field"] == field);
+  };
+  expect({{"event_type_glob", "Price.*"}, {"workflow_type", "x"}}, "event_type_glob");
+  expect({{"workflow_type", "x"}}, "event_type_glob");
+  expect({{"event_type_glob", "price.*"}, {"workflow_type", "X Y"}}, "workflow_type");
+  expect({{"event_type_glob", "price.*"}, {"workflow_type", "x"}, {"filter_expr", "payload.a >"}}, "filter_expr");
+  expect({{"event_type_glob", "price.*"}, {"workflow_type", "x"}, {"filter_expr", "((((a)"}}, "filter_expr");
+  expect({{"event_type_glob", "price.*"}, {"workflow_type", "x"}, {"input_mapper", {{"a", "entity_id"}}}}, "input_mapper");
+  expect({{"event_type_glob", "price.*"}, {"workflow_type", "x"}, {"input_mapper", "nope"}}, "input_mapper");
+  expect({{"event_type_glob", "price.*"}, {"workflow_type", "x"}, {"enabled", "no"}}, "enabled");
+  CHECK(l.db("SELECT * FROM event_subscriptions").empty());
+  CHECK(l.admin("PUT", "/admin/workflows/x", {{"target", {{"webhook", "ftp://x"}}}}).status == 400);
+  CHECK(l.admin("PUT", "/admin/workflows/x", {{"target", {{"service", "leads"}}}}).status == 400);
+  CHECK(l.admin("PUT", "/admin/workflows/x", {{"target", json::object()}}).status == 400);
+  CHECK(l.mesh.request("events", "POST", "/admin/subscriptions", {}, "{}").status == 401);
+  // Round trip of a valid one.
+  l.subscribe("lead.*", "notify", {{"filter_expr", "exists(payload.email)"}});
+  auto list = l.admin("GET", "/admin/subscriptions").body_json()["subscriptions"];
+  REQUIRE(list.size() == 1);
+  CHECK(list[0]["filter_expr"] == "exists(payload.email)");
+  std::string id = list[0]["id"];
+  CHECK(l.admin("GET", "/admin/subscriptions/" + id).status == 200);
+  CHECK(l.admin("DELETE", "/admin/subscriptions/" + id).status == 204);
+  CHECK(l.admin("DELETE", "/admin/subscriptions/" + id).status == 404);
+}
+
+TEST_CASE("a registered JSON Schema refuses a payload that breaks it with 422") {
+  Ledger l;
+  json schema{{"type", "object"}, {"required", {"amount"}}, {"properties", {{"amount", {{"type", "number"}}}}}};
+  REQUIRE(l.admin("PUT", "/admin/schemas/price.changed", {{"schema", schema}}).status == 200);
+  auto h = Mesh::tenant_headers("bakery", kToken);
+  h["Content-Type"] = "application/json";
+  auto bad = l.mesh.request("events", "POST", "/api/events", h,
+                            json{{"event_type", "price.changed"}, {"entity_ref", "item:1"},
+                                 {"payload", {{"amount", "lots"}}}}.dump());
+  CHECK(bad.status == 422);
+  CHECK(bad.body_json()["error"]["code"] == "schema_violation");
+  CHECK(bad.body_json()["error"]["violations"].size() >= 1);
+  CHECK(l.emit("price.changed", {{"amount", 3}}).size() == 26);
+  CHECK(l.admin("PUT", "/admin/schemas/price.changed", {{"schema", {{"type", 5}}}}).status == 400);
+  CHECK(l.db("SELECT * FROM events").size() == 1);
+}
+
+TEST_CASE("anomaly_detector flags a type whose rate jumps far above its baseline, once") {
+  Ledger l;
+  for (int i = 0; i < 25; ++i) l.emit("email.bounced");
+  l.emit("email.parsed");
+  json report = l.drain("anomaly_detector");
+  CHECK(report["read"] == 26);
+  json alerts = l.db("SELECT * FROM events WHERE event_type = 'anomaly.detected'");
+  REQUIRE(alerts.size() == 1);
+  CHECK(alerts[0]["entity_id"] == "email.bounced");
+  CHECK(l.drain("anomaly_detector")["read"] == 1);  // reads its own alert, does not count it
+  CHECK(l.db("SELECT * FROM events WHERE event_type = 'anomaly.detected'").size() == 1);
+}
+
+TEST_CASE("retention replaces old payloads with a summary and a tombstone; nothing is deleted") {
+  Ledger l;
+  std::string old1 = l.emit("price.changed", {{"secret", "old"}});
+  std::string old2 = l.emit("lead.received", {{"secret", "old"}});
+  l.mesh.now_ms += 400LL * ss::kMsPerDay;
+  std::string fresh = l.emit("price.changed", {{"secret", "new"}});
+  auto r = l.admin("POST", "/admin/events/retention");
+  REQUIRE(r.status == 200);
+  CHECK(r.body_json()["redacted"] == 2);
+  json rows = l.db("SELECT event_id, payload_json, redacted_at FROM events ORDER BY event_id");
+  REQUIRE(rows.size() == 4);  // 3 + the tombstone
+  CHECK(rows[0]["payload_json"] == "{\"_redacted\":true}");
+  CHECK(rows[1]["payload_json"] == "{\"_redacted\":true}");
+  CHECK(rows[2]["event_id"] == fresh);
+  CHECK(rows[2]["payload_json"].get<std::string>().find("new") != std::string::npos);
+  json tomb = l.db("SELECT * FROM events WHERE event_type = 'events.tombstoned'");
+  REQUIRE(tomb.size() == 1);
+  CHECK(tomb[0]["tenant_id"] == "bakery");
+  CHECK(l.db("SELECT * FROM events_retention_summaries").size() == 2);
+  CHECK(l.admin("POST", "/admin/events/retention").body_json()["redacted"] == 0);
+}
+
+TEST_CASE("/health shows each consumer's lag and flags one over an hour") {
+  Ledger l;
+  l.emit("order.placed");
+  l.mesh.now_ms += 2 * 60 * 60 * 1000;
+  json health = l.mesh.request("events", "GET", "/health").body_json();
+  CHECK(health["service"] == "siteswarm-events-service");
+  CHECK(health["consumers"]["workflow_runner"]["lagging"] == true);
+  CHECK(health["consumers"]["workflow_runner"]["lag_seconds"].get<int>() >= 7200);
+  CHECK(health["lagging"] == true);
+  l.drain();
+  health = l.mesh.request("events", "GET", "/health").body_json();
+  CHECK(health["consumers"]["workflow_runner"]["lagging"] == false);
+  CHECK(health["consumers"]["timeline_indexer"]["lagging"] == true);
+}
+
+TEST_CASE("cron triggers run the right consumer") {
+  Ledger l;
+  l.workflow("notify");
+  l.subscribe("*", "notify");
+  l.emit("order.placed");
+  json out = l.mesh.message("events", {{"op", "scheduled"}, {"cron", "*/2 * * * *"}});
+  CHECK(out["ok"] == true);
+  CHECK(l.calls.size() == 1);
+  out = l.mesh.message("events", {{"op", "scheduled"}, {"cron", "0 * * * *"}});
+  CHECK(out["ok"] == true);
+  CHECK(l.db("SELECT * FROM entity_timelines").size() == 1);
+}
+
+TEST_CASE("ulid_predecessor is the largest id below") {
+  using ss::events::ulid_predecessor;
+  CHECK(ulid_predecessor("01JH0000000000000000000001") == "01JH0000000000000000000000");
+  CHECK(ulid_predecessor("01JH0000000000000000000010") == "01JH000000000000000000000Z");
+  CHECK(ulid_predecessor("00000000000000000000000000") == "");
+}

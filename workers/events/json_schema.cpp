@@ -1,0 +1,392 @@
+#include "workers/events/json_schema.h"
+
+#include "shared/json_util.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string_view>
+
+namespace ss::events {
+
+namespace {
+
+enum TypeBit : std::uint8_t {
+  kTypeObject = 1 << 0,
+  kTypeArray = 1 << 1,
+  kTypeString = 1 << 2,
+  kTypeNumber = 1 << 3,
+  kTypeInteger = 1 << 4,
+  kTypeBoolean = 1 << 5,
+  kTypeNull = 1 << 6,
+};
+
+struct TypeName {
+  std::string_view name;
+  std::uint8_t bit;
+};
+constexpr TypeName kTypeNames[] = {
+    {"object", kTypeObject}, {"array", kTypeArray},     {"string", kTypeString},
+    {"number", kTypeNumber}, {"integer", kTypeInteger}, {"boolean", kTypeBoolean},
+    {"null", kTypeNull},
+};
+
+// Violation messages quote enum/const values and bounds only when they stay short.
+constexpr std::size_t kMaxQuotedValueLength = 120;
+
+std::uint8_t type_bit(std::string_view name) {
+  for (const TypeName& t : kTypeNames) {
+    if (t.name == name) return t.bit;
+  }
+  return 0;
+}
+
+bool is_integral(const json& v) {
+  if (v.is_number_integer()) return true;
+  if (!v.is_number_float()) return false;
+  const double d = v.get<double>();
+  return std::isfinite(d) && std::floor(d) == d;
+}
+
+bool has_type(const json& v, std::uint8_t mask) {
+  if ((mask & kTypeObject) && v.is_object()) return true;
+  if ((mask & kTypeArray) && v.is_array()) return true;
+  if ((mask & kTypeString) && v.is_string()) return true;
+  if ((mask & kTypeNumber) && v.is_number()) return true;
+  if ((mask & kTypeInteger) && is_integral(v)) return true;
+  if ((mask & kTypeBoolean) && v.is_boolean()) return true;
+  if ((mask & kTypeNull) && v.is_null()) return true;
+  return false;
+}
+
+std::string type_list(std::uint8_t mask) {
+  std::string out;
+  for (const TypeName& t : kTypeNames) {
+    if ((mask & t.bit) == 0) continue;
+    if (!out.empty()) out += " or ";
+    out += t.name;
+  }
+  return out;
+}
+
+// -1, 0 or 1 for two JSON numbers; exact for any mix of signed and unsigned integers.
+int compare_numbers(const json& a, const json& b) {
+  if (a.is_number_integer() && b.is_number_integer()) {
+    const bool a_unsigned = a.is_number_unsigned();
+    const bool b_unsigned = b.is_number_unsigned();
+    if (!a_unsigned && !b_unsigned) {
+      const auto x = a.get<std::int64_t>();
+      const auto y = b.get<std::int64_t>();
+      return x < y ? -1 : (x > y ? 1 : 0);
+    }
+    if (!a_unsigned && a.get<std::int64_t>() < 0) return -1;
+    if (!b_unsigned && b.get<std::int64_t>() < 0) return 1;
+    const auto x = a.get<std::uint64_t>();
+    const auto y = b.get<std::uint64_t>();
+    return x < y ? -1 : (x > y ? 1 : 0);
+  }
+  const double x = a.get<double>();
+  const double y = b.get<double>();
+  return x < y ? -1 : (x > y ? 1 : 0);
+}
+
+// True when `value` has at most `limit` levels of arrays/objects; the walk stops past the limit.
+bool depth_within(const json& value, std::size_t limit) {
+  if (!value.is_structured()) return true;
+  if (limit == 0) return false;
+  for (const json& child : value) {
+    if (!depth_within(child, limit - 1)) return false;
+  }
+  return true;
+}
+
+// RFC 6901 escaping of one reference token.
+std::string pointer_token(std::string_view key) {
+  std::string out;
+  out.reserve(key.size());
+  for (char c : key) {
+    if (c == '~') out += "~0";
+    else if (c == '/') out += "~1";
+    else out.push_back(c);
+  }
+  return out;
+}
+
+std::size_t utf8_length(std::string_view s) {
+  std::size_t n = 0;
+  for (char c : s) {
+    if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++n;
+  }
+  return n;
+}
+
+std::string quoted(const json& value, std::string_view fallback) {
+  std::string text = dump_json(value);
+  return text.size() <= kMaxQuotedValueLength ? text : std::string(fallback);
+}
+
+}  // namespace
+
+// Turns a schema document into the flat node table, checking the shape of every supported keyword.
+class SchemaCompiler {
+ public:
+  explicit SchemaCompiler(std::vector<JsonSchema::Node>& nodes) : nodes_(nodes) {}
+
+  // Compiles `schema` (found at `pointer` in the document) and returns its node index.
+  Result<std::size_t> compile(const json& schema, const std::string& pointer, std::size_t depth) {
+    if (depth > kMaxSchemaDepth) {
+      return fail(pointer, "schemas nested deeper than " + std::to_string(kMaxSchemaDepth));
+    }
+    const std::size_t index = nodes_.size();
+    nodes_.emplace_back();
+    if (schema.is_boolean()) {
+      nodes_[index].reject_all = !schema.get<bool>();
+      return index;
+    }
+    if (!schema.is_object()) return fail(pointer, "expected a schema (an object or a boolean)");
+
+    // Build into a local node: compiling children grows nodes_, which would invalidate a reference.
+    JsonSchema::Node node;
+    if (const json* type = find_field(schema, "type")) {
+      Status s = compile_type(*type, pointer + "/type", node);
+      if (!s.ok()) return std::move(s).error();
+    }
+    if (const json* properties = find_field(schema, "properties")) {
+      if (!properties->is_object()) return fail(pointer + "/properties", "expected an object");
+      for (auto it = properties->begin(); it != properties->end(); ++it) {
+        auto child = compile(it.value(), pointer + "/properties/" + pointer_token(it.key()),
+                             depth + 1);
+        if (!child.ok()) return std::move(child).error();
+        node.properties.emplace_back(it.key(), *child);
+      }
+      // nlohmann keeps object keys sorted already; sort anyway so lookups never depend on that.
+      std::sort(node.properties.begin(), node.properties.end(),
+                [](const auto& a, const auto& b) { return a.first < b.first; });
+    }
+    if (const json* required = find_field(schema, "required")) {
+      if (!required->is_array()) return fail(pointer + "/required", "expected an array of strings");
+      for (const json& name : *required) {
+        if (!name.is_string()) return fail(pointer + "/required", "expected an array of strings");
+        node.required.push_back(name.get<std::string>());
+      }
+    }
+    if (const json* additional = find_field(schema, "additionalProperties")) {
+      if (additional->is_boolean()) {
+        node.additional_allowed = additional->get<bool>();
+      } else {
+        auto child = compile(*additional, pointer + "/additionalProperties", depth + 1);
+        if (!child.ok()) return std::move(child).error();
+        node.additional_schema = *child;
+      }
+    }
+    if (const json* items = find_field(schema, "items")) {
+      if (items->is_array()) {
+        return fail(pointer + "/items", "expected a schema (the tuple form is not supported)");
+      }
+      auto child = compile(*items, pointer + "/items", depth + 1);
+      if (!child.ok()) return std::move(child).error();
+      node.items = *child;
+    }
+    if (const json* values = find_field(schema, "enum")) {
+      if (!values->is_array()) return fail(pointer + "/enum", "expected an array");
+      if (!depth_within(*values, kMaxSchemaDepth)) {
+        return fail(pointer + "/enum", "nested deeper than " + std::to_string(kMaxSchemaDepth));
+      }
+      node.enum_values = *values;
+    }
+    if (const json* value = find_field(schema, "const")) {
+      if (!depth_within(*value, kMaxSchemaDepth)) {
+        return fail(pointer + "/const", "nested deeper than " + std::to_string(kMaxSchemaDepth));
+      }
+      node.const_value = *value;
+    }
+    for (auto [keyword, slot] : {std::pair{"minimum", &node.minimum},
+                                 std::pair{"maximum", &node.maximum},
+                                 std::pair{"exclusiveMinimum", &node.exclusive_minimum},
+                                 std::pair{"exclusiveMaximum", &node.exclusive_maximum}}) {
+      if (const json* bound = find_field(schema, keyword)) {
+        if (!bound->is_number()) return fail(pointer + "/" + keyword, "expected a number");
+        *slot = *bound;
+      }
+    }
+    for (auto [keyword, slot] : {std::pair{"minLength", &node.min_length},
+                                 std::pair{"maxLength", &node.max_length},
+                                 std::pair{"minItems", &node.min_items},
+                                 std::pair{"maxItems", &node.max_items}}) {
+      if (const json* count = find_field(schema, keyword)) {
+        auto value = non_negative_integer(*count);
+        if (!value) return fail(pointer + "/" + keyword, "expected a non-negative integer");
+        *slot = *value;
+      }
+    }
+    nodes_[index] = std::move(node);
+    return index;
+  }
+
+ private:
+  // `pointer` locates the offending keyword in the schema document ("" for the document itself).
+  static Error fail(const std::string& pointer, std::string_view what) {
+    const std::string where = pointer.empty() ? std::string() : pointer + ": ";
+    return Error{ErrorCode::invalid_request, "json_schema: " + where + std::string(what)};
+  }
+
+  static std::optional<std::uint64_t> non_negative_integer(const json& v) {
+    if (v.is_number_unsigned()) return v.get<std::uint64_t>();
+    if (v.is_number_integer()) {
+      const auto i = v.get<std::int64_t>();
+      if (i < 0) return std::nullopt;
+      return static_cast<std::uint64_t>(i);
+    }
+    if (v.is_number_float()) {
+      const double d = v.get<double>();
+      // 2.0 is an integer in JSON Schema; anything past 2^53 is not exact anyway.
+      if (!std::isfinite(d) || std::floor(d) != d || d < 0 || d > 9.0e15) return std::nullopt;
+      return static_cast<std::uint64_t>(d);
+    }
+    return std::nullopt;
+  }
+
+  static Status compile_type(const json& type, const std::string& pointer, JsonSchema::Node& node) {
+    constexpr std::string_view kExpected = "expected a type name or a non-empty array of type names";
+    if (type.is_string()) {
+      const std::uint8_t bit = type_bit(type.get_ref<const std::string&>());
+      if (bit == 0) return fail(pointer, "unknown type " + quoted(type, "name"));
+      node.type_mask = bit;
+      return Unit{};
+    }
+    if (!type.is_array() || type.empty()) return fail(pointer, kExpected);
+    for (const json& name : type) {
+      if (!name.is_string()) return fail(pointer, kExpected);
+      const std::uint8_t bit = type_bit(name.get_ref<const std::string&>());
+      if (bit == 0) return fail(pointer, "unknown type " + quoted(name, "name"));
+      node.type_mask |= bit;
+    }
+    return Unit{};
+  }
+
+  std::vector<JsonSchema::Node>& nodes_;
+};
+
+// Walks an instance alongside the compiled schema, collecting at most kMaxSchemaViolations.
+class SchemaValidator {
+ public:
+  SchemaValidator(const std::vector<JsonSchema::Node>& nodes, std::vector<json>& out)
+      : nodes_(nodes), out_(out) {}
+
+  // `path` is the JSON Pointer of `instance`; it is extended and restored in place.
+  void validate(std::size_t index, const json& instance, std::string& path) {
+    if (full()) return;
+    const JsonSchema::Node& node = nodes_[index];
+    if (node.reject_all) return add(path, "no value is allowed here");
+    if (node.type_mask != 0 && !has_type(instance, node.type_mask)) {
+      return add(path, "expected " + type_list(node.type_mask));
+    }
+    if (node.enum_values) {
+      const bool found = std::any_of(node.enum_values->begin(), node.enum_values->end(),
+                                     [&](const json& v) { return v == instance; });
+      if (!found) add(path, "expected one of " + quoted(*node.enum_values, "the enum values"));
+    }
+    if (node.const_value && !(*node.const_value == instance)) {
+      add(path, "expected " + quoted(*node.const_value, "the const value"));
+    }
+    if (instance.is_number()) check_number(node, instance, path);
+    if (instance.is_string()) {
+      const std::size_t length = utf8_length(instance.get_ref<const std::string&>());
+      if (node.min_length && length < *node.min_length) {
+        add(path, "expected at least " + std::to_string(*node.min_length) + " characters");
+      }
+      if (node.max_length && length > *node.max_length) {
+        add(path, "expected at most " + std::to_string(*node.max_length) + " characters");
+      }
+    }
+    if (instance.is_array()) {
+      if (node.min_items && instance.size() < *node.min_items) {
+        add(path, "expected at least " + std::to_string(*node.min_items) + " items");
+      }
+      if (node.max_items && instance.size() > *node.max_items) {
+        add(path, "expected at most " + std::to_string(*node.max_items) + " items");
+      }
+      if (node.items) {
+        for (std::size_t i = 0; i < instance.size() && !full(); ++i) {
+          const std::size_t saved = path.size();
+          path += "/" + std::to_string(i);
+          validate(*node.items, instance[i], path);
+          path.resize(saved);
+        }
+      }
+    }
+    if (instance.is_object()) check_object(node, instance, path);
+  }
+
+ private:
+  bool full() const { return out_.size() >= kMaxSchemaViolations; }
+  void add(const std::string& path, std::string message) {
+    if (full()) return;
+    out_.push_back(json{{"path", path}, {"message", std::move(message)}});
+  }
+
+  void check_number(const JsonSchema::Node& node, const json& instance, const std::string& path) {
+    if (node.minimum && compare_numbers(instance, *node.minimum) < 0) {
+      add(path, "expected a number >= " + dump_json(*node.minimum));
+    }
+    if (node.exclusive_minimum && compare_numbers(instance, *node.exclusive_minimum) <= 0) {
+      add(path, "expected a number > " + dump_json(*node.exclusive_minimum));
+    }
+    if (node.maximum && compare_numbers(instance, *node.maximum) > 0) {
+      add(path, "expected a number <= " + dump_json(*node.maximum));
+    }
+    if (node.exclusive_maximum && compare_numbers(instance, *node.exclusive_maximum) >= 0) {
+      add(path, "expected a number < " + dump_json(*node.exclusive_maximum));
+    }
+  }
+
+  void check_object(const JsonSchema::Node& node, const json& instance, std::string& path) {
+    for (const std::string& name : node.required) {
+      if (!instance.contains(name)) add(path + "/" + pointer_token(name), "is required");
+    }
+    for (auto it = instance.begin(); it != instance.end() && !full(); ++it) {
+      const std::string& key = it.key();
+      auto found = std::lower_bound(node.properties.begin(), node.properties.end(), key,
+                                    [](const auto& p, const std::string& k) { return p.first < k; });
+      const bool declared = found != node.properties.end() && found->first == key;
+      const std::size_t saved = path.size();
+      path += "/" + pointer_token(key);
+      if (declared) {
+        validate(found->second, it.value(), path);
+      } else if (node.additional_schema) {
+        validate(*node.additional_schema, it.value(), path);
+      } else if (!node.additional_allowed) {
+        add(path, "is not an allowed property");
+      }
+      path.resize(saved);
+    }
+  }
+
+  const std::vector<JsonSchema::Node>& nodes_;
+  std::vector<json>& out_;
+};
+
+Result<JsonSchema> JsonSchema::parse(const json& schema) {
+  JsonSchema result;
+  SchemaCompiler compiler(result.nodes_);
+  auto root = compiler.compile(schema, "", 1);
+  if (!root.ok()) return std::move(root).error();
+  return result;
+}
+
+std::vector<json> JsonSchema::validate(const json& instance) const {
+  std::vector<json> violations;
+  if (nodes_.empty()) return violations;
+  // Everything below recurses over the instance (and nlohmann's operator== for enum/const does too), so
+  // bound the instance first.
+  if (!depth_within(instance, kMaxSchemaDepth)) {
+    violations.push_back(json{
+        {"path", ""},
+        {"message", "nested deeper than " + std::to_string(kMaxSchemaDepth) + " levels"}});
+    return violations;
+  }
+  std::string path;
+  SchemaValidator(nodes_, violations).validate(0, instance, path);
+  return violations;
+}
+
+}  // namespace ss::events
