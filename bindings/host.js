@@ -19,15 +19,52 @@ import {
   toResponse,
 } from "./messages.js";
 
+// Workers RPC needs a WorkerEntrypoint class from "cloudflare:workers", which exists only in workerd;
+// plain-Node tests of this host get null and plain handler objects.
+const WorkerEntrypoint = await import("cloudflare:workers").then(
+  (m) => m.WorkerEntrypoint,
+  () => null,
+);
+
 /**
  * @param source a WebAssembly.Module (what `import wasm from "x.wasm"` gives on Workers), or a
  *   function returning an instance-like `{ exports }` (tests drive a fake core this way).
  * @param options.service the wrangler name, used in log lines.
- * @param options.rpc names of the core's RPC methods. Workers RPC needs a WorkerEntrypoint class,
- *   so they are exposed by `defineRpcEntrypoint` (bindings/rpc.js), not by this object.
+ * @param options.rpc names of the core's RPC methods. When given (and inside workerd), the result is
+ *   a WorkerEntrypoint class: the same handlers, plus those methods over Workers RPC on the default
+ *   entrypoint (`env.CMS_SERVICE.getContent(...)`). See also defineRpcEntrypoint (bindings/rpc.js).
  */
 export function defineWorker(source, { service, rpc = [] } = {}) {
-  const host = hostFor(source, service);
+  const handlers = workerHandlers(hostFor(source, service), service);
+  if (rpc.length === 0 || !WorkerEntrypoint) return handlers;
+
+  class CoreWorker extends WorkerEntrypoint {
+    fetch(request) {
+      return handlers.fetch(request, this.env, this.ctx);
+    }
+    scheduled(controller) {
+      return handlers.scheduled(controller, this.env, this.ctx);
+    }
+    queue(batch) {
+      return handlers.queue(batch, this.env, this.ctx);
+    }
+  }
+  addRpcMethods(CoreWorker, source, service, rpc);
+  return CoreWorker;
+}
+
+/** Defines each method on `cls` as one `{"op":"rpc"}` run of the core. */
+export function addRpcMethods(cls, source, service, methods) {
+  for (const method of methods) {
+    Object.defineProperty(cls.prototype, method, {
+      value(...args) {
+        return runRpc(source, service, this.env, method, args);
+      },
+    });
+  }
+}
+
+function workerHandlers(host, service) {
   return {
     async fetch(request, env, ctx) {
       const out = await host.run(env, async () => ({
@@ -66,9 +103,6 @@ export function defineWorker(source, { service, rpc = [] } = {}) {
       }));
       settleBatch(batch, out, service);
     },
-
-    // Not a handler: lets defineRpcEntrypoint share this worker's instance.
-    rpcMethods: Object.freeze([...rpc]),
   };
 }
 
@@ -93,7 +127,7 @@ function settleBatch(batch, out, service) {
       continue;
     }
     if (!retries.has(message.id)) {
-      console.error(`${service}: queue message ${message.id} was neither acked nor retried; retrying`);
+      console.error(`${service}: queue message ${message.id} neither acked nor retried: retry`);
     }
     const delaySeconds = retries.get(message.id)?.delaySeconds;
     message.retry(delaySeconds > 0 ? { delaySeconds } : undefined);
@@ -130,7 +164,7 @@ class Host {
     }
   }
 
-  /** Logs a failure without its stack or any message content; a trap is logged once per instance. */
+  /** Logs a failure without its stack or any message content; a trap once per instance. */
   fail(err) {
     if (err instanceof CoreTrap) {
       if (err.logged) return;

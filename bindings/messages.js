@@ -4,7 +4,7 @@ import { headersObject, MAX_BODY_BYTES, readText } from "./effects/http.js";
 const ENTROPY_BYTES = 32;
 const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
 
-/** What every message carries: `now`, `entropy` and the string-valued env entries (vars, secrets). */
+/** What every message carries: `now`, `entropy` and the string env entries (vars, secrets). */
 export function envelope(op, env) {
   const entropy = Array.from(crypto.getRandomValues(new Uint8Array(ENTROPY_BYTES)), (b) =>
     b.toString(16).padStart(2, "0"),

@@ -1,21 +1,16 @@
-// Workers RPC for a core: a named entrypoint whose methods run `{"op":"rpc","method","args"}`.
-// Kept apart from host.js because "cloudflare:workers" exists only inside workerd.
+// Workers RPC for a core on a named entrypoint, beside the default one:
 //
 //   export const CmsRpc = defineRpcEntrypoint(wasm, ["getContent", "getStatus"]);
 //
-// Each method resolves to the core's RPC output unchanged: `{ok:true,value}` or
-// `{ok:false,status,error:{code,message}}` (errors stay values across RPC, like over HTTP).
+// Each method runs `{"op":"rpc","method","args"}` on the isolate's instance of the core and resolves
+// to its RPC output unchanged: `{ok:true,value}` or `{ok:false,status,error:{code,message}}` (errors
+// stay values across RPC, as they are over HTTP). Kept apart from host.js because
+// "cloudflare:workers" exists only inside workerd.
 import { WorkerEntrypoint } from "cloudflare:workers";
-import { runRpc } from "./host.js";
+import { addRpcMethods } from "./host.js";
 
 export function defineRpcEntrypoint(source, methods, { service } = {}) {
   class CoreRpc extends WorkerEntrypoint {}
-  for (const method of methods) {
-    Object.defineProperty(CoreRpc.prototype, method, {
-      value: function (...args) {
-        return runRpc(source, service, this.env, method, args);
-      },
-    });
-  }
+  addRpcMethods(CoreRpc, source, service, methods);
   return CoreRpc;
 }

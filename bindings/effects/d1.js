@@ -4,7 +4,7 @@ import { binding } from "./errors.js";
 const database = (env, effect) => binding(env, effect.binding, "D1", "prepare", "batch");
 
 // D1 binds null, numbers, strings and booleans; anything structured goes in as its JSON text.
-const param = (value) => (value !== null && typeof value === "object" ? JSON.stringify(value) : value);
+const param = (v) => (v !== null && typeof v === "object" ? JSON.stringify(v) : v);
 const statement = (db, { sql, params = [] }) => db.prepare(sql).bind(...params.map(param));
 
 export default {

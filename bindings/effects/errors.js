@@ -12,7 +12,8 @@ export class EffectError extends Error {
 export function binding(env, name, kind, ...methods) {
   const value = env?.[name];
   if (value == null || methods.some((m) => typeof value[m] !== "function")) {
-    throw new EffectError("binding_missing", `${kind} binding ${name} is missing or is not a ${kind}`);
+    const message = `${kind} binding ${name} is missing or is not a ${kind}`;
+    throw new EffectError("binding_missing", message);
   }
   return value;
 }

@@ -22,11 +22,11 @@ export default {
       };
     } catch (err) {
       const timedOut = err?.name === "TimeoutError" || err?.name === "AbortError";
-      throw new EffectError(
-        timedOut ? "timeout" : "network_error",
-        timedOut ? `fetch(): no answer within ${timeoutMs} ms` : `fetch(): ${err?.message ?? "failed"}`,
-        { elapsedMs: elapsed() },
-      );
+      const message = timedOut
+        ? `fetch(): no answer within ${timeoutMs} ms`
+        : `fetch(): ${err?.message ?? "failed"}`;
+      const code = timedOut ? "timeout" : "network_error";
+      throw new EffectError(code, message, { elapsedMs: elapsed() });
     }
   },
 };

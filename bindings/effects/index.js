@@ -19,7 +19,7 @@ const executors = {
 export async function perform(effect, env) {
   const execute = Object.hasOwn(executors, effect?.kind) ? executors[effect.kind] : null;
   try {
-    if (!execute) throw new EffectError("unsupported_effect", `unknown effect kind ${effect?.kind}`);
+    if (!execute) throw new EffectError("unsupported_effect", `unknown effect ${effect?.kind}`);
     return { id: effect.id, ok: true, value: await execute(effect, env) };
   } catch (err) {
     return { id: effect.id, ok: false, ...failure(effect.kind, err) };

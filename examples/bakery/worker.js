@@ -12,6 +12,7 @@ const PLATFORM_SERVICES = [
   "ANALYTICS_SERVICE",
   "EVENTS_SERVICE",
 ];
+const SERVICE = "siteswarm-example-bakery";
 const HEALTH_TIMEOUT_MS = 3000;
 
 // Route subtrees handed to a platform worker: `prefix` and everything under `prefix/`.
@@ -26,9 +27,10 @@ const DELEGATED = [
 export default {
   async fetch(request, env) {
     const { pathname } = new URL(request.url);
+    if (pathname === "/health") return Response.json({ ok: true, service: SERVICE });
     if (pathname === "/api/platform/health") return platformHealth(env);
 
-    const route = DELEGATED.find(({ prefix }) => pathname === prefix || pathname.startsWith(`${prefix}/`));
+    const route = DELEGATED.find((r) => pathname === r.prefix || pathname.startsWith(`${r.prefix}/`));
     if (route) {
       return delegate(request, env, route.binding, {
         appId,
@@ -36,7 +38,7 @@ export default {
         stripPrefix: route.strip ? route.prefix : undefined,
       });
     }
-    if (pathname.startsWith("/api/")) return errorResponse(404, "not_found", `no route ${pathname}`);
+    if (pathname.startsWith("/api/")) return errorResponse(404, "not_found", "no such API route");
     return env.ASSETS ? env.ASSETS.fetch(request) : errorResponse(404, "not_found", "no such page");
   },
 };

@@ -109,10 +109,9 @@ describe("route delegation", () => {
     assert.deepEqual(again, { event_id: first.event_id, duplicate: true });
   });
 
-  it("delegated tenant context reaches the leads service (capability version from the manifest)", async () => {
-    // /api/leads/* is delegated as-is; the leads core answers its own routes.
-    const res = await mesh.fetch("bakery", "/api/leads/no-such-route");
-    assert.equal(res.status, 404);
-    assert.match(res.headers.get("content-type") ?? "", /^application\/json/);
+  it("delegates /api/leads/* to the leads service as-is", async () => {
+    // The leads core answers (here: its JSON 404), not the bakery's own router.
+    const error = await errorOf(await mesh.fetch("bakery", "/api/leads/no-such-route"), 404, "not_found");
+    assert.notEqual(error.message, "no such API route");
   });
 });

@@ -1,5 +1,6 @@
 // Unit tests of bindings/host.js in plain Node, against a fake core (fake-core.mjs).
 import assert from "node:assert/strict";
+import { existsSync, readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { after, before, beforeEach, describe, it } from "node:test";
 import { defineWorker } from "../../bindings/host.js";
@@ -459,6 +460,20 @@ describe("instantiation of a real module", () => {
     Core.create(module);
     assert.deepEqual(errors, ["hello from init"]);
   });
+});
+
+describe("the real builds (when scripts/build has run)", () => {
+  for (const build of ["wasm", "wasm-emscripten"]) {
+    const file = new URL(`../../dist/${build}/leads.wasm`, import.meta.url);
+    it(`${build}: defineWorker serves /health and a trap`, { skip: !existsSync(file) }, async () => {
+      const worker = defineWorker(new WebAssembly.Module(readFileSync(file)), { service: "leads" });
+      const env = { SITESWARM_TEST_HOOKS: "1" };
+      const health = await worker.fetch(get("/health"), env, ctx());
+      assert.equal((await health.json()).service, "siteswarm-leads-service");
+      assert.equal((await worker.fetch(get("/__test/trap"), env, ctx())).status, 500);
+      assert.equal((await worker.fetch(get("/health"), env, ctx())).status, 200);
+    });
+  }
 });
 
 function fakeD1(calls) {

@@ -5,12 +5,18 @@
 //   const res = await mesh.fetch("leads", "/health");
 //   await mesh.dispose();
 import { randomBytes } from "node:crypto";
-import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { fetch as miniflareFetch, Miniflare, Response } from "miniflare";
-import { PLATFORM_WORKERS, provisionManifest } from "../../scripts/provision.mjs";
+import {
+  applyMigrations,
+  localBindings,
+  meshWorkerOptions,
+  ROOT,
+  WORKERS,
+} from "../../scripts/lib/local-mesh.mjs";
+import { provisionManifest } from "../../scripts/provision.mjs";
 import { startStubs } from "../stubs/stub-server.mjs";
 
 // No request to the internet from any test (TOOLCHAIN §7).
@@ -18,16 +24,8 @@ process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 process.env.WRANGLER_SEND_METRICS = "false";
 process.env.WRANGLER_HIDE_BANNER = "true";
 
-export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+export { ROOT, TURNSTILE_PASS_SECRET, WORKERS } from "../../scripts/lib/local-mesh.mjs";
 export const ADMIN_TOKEN = "test-admin-token";
-export const WORKERS = { bakery: { name: "siteswarm-example-bakery" }, ...PLATFORM_WORKERS };
-const MODULE_RULES = [
-  { type: "ESModule", include: ["**/*.js", "**/*.mjs"] },
-  { type: "CompiledWasm", include: ["**/*.wasm"] },
-];
-// Cloudflare's always-pass Turnstile test secret; the stub mirrors its semantics.
-export const TURNSTILE_PASS_SECRET = "1x0000000000000000000000000000000AA";
-
 export const secret = () => randomBytes(24).toString("hex");
 
 /**
@@ -35,7 +33,6 @@ export const secret = () => randomBytes(24).toString("hex");
  * @param options.tenants manifests to provision (default: examples/bakery and examples/auto-repair)
  */
 export async function startMesh({ bindings = {}, tenants } = {}) {
-  const wrangler = await import("wrangler");
   const stubs = await startStubs();
   const scratch = await mkdtemp(path.join(tmpdir(), "siteswarm-mesh-"));
   const manifests = tenants ?? [
@@ -46,58 +43,24 @@ export async function startMesh({ bindings = {}, tenants } = {}) {
     manifests.map((m) => [m.appId, { token: secret(), adminToken: secret() }]),
   );
 
-  const common = {
-    PLATFORM_ADMIN_TOKEN: ADMIN_TOKEN,
-    SITESWARM_TEST_HOOKS: "1",
-    ALLOW_LOCAL_OUTBOUND: "1",
-  };
-  const stubBindings = {
-    leads: {
-      TURNSTILE_VERIFY_URL: `${stubs.url}/turnstile/v0/siteverify`,
-      RESEND_API_URL: stubs.url,
-      SENDGRID_API_URL: stubs.url,
-      TWILIO_API_URL: stubs.url,
-      TURNSTILE_SECRET_KEY: TURNSTILE_PASS_SECRET,
-      RESEND_API_KEY: "re_test_0000000000000000",
-      SENDGRID_API_KEY: "SG.test-0000000000000000",
-      TWILIO_ACCOUNT_SID: "AC00000000000000000000000000000000",
-      TWILIO_AUTH_TOKEN: "test-twilio-auth-token",
-    },
-    monitoring: { PAGERDUTY_EVENTS_URL: `${stubs.url}/v2/enqueue` },
-    bakery: { SITESWARM_TENANT_TOKEN: tokens.bakery?.token ?? "" },
-  };
-
-  const workers = [];
-  const migrations = []; // [workerName, binding, dir]
-  for (const [key, { name }] of Object.entries(WORKERS)) {
-    const configPath = path.join(ROOT, "wrangler", `${key}.jsonc`);
-    const { workerOptions, main } = wrangler.unstable_getMiniflareWorkerOptions(configPath);
-    const scriptPath = key === "bakery" ? await bundle(main, scratch) : main;
-    workers.push({
-      ...workerOptions,
-      name,
-      modules: true,
-      scriptPath,
-      modulesRoot: key === "bakery" ? scratch : ROOT,
-      modulesRules: [...MODULE_RULES, ...(workerOptions.modulesRules ?? [])],
-      bindings: {
-        ...workerOptions.bindings,
-        ...(key === "bakery" ? {} : common),
-        ...stubBindings[key],
-        ...bindings[key],
-      },
-      outboundService: loopbackOnly,
-    });
-    for (const db of wrangler.unstable_readConfig({ config: configPath }).d1_databases) {
-      const dir = path.resolve(path.dirname(configPath), db.migrations_dir ?? "migrations");
-      migrations.push([name, db.binding, dir]);
-    }
-  }
-
+  const local = localBindings({
+    stubsUrl: stubs.url,
+    adminToken: ADMIN_TOKEN,
+    tenantToken: tokens.bakery?.token,
+    testHooks: true,
+  });
+  const merged = Object.fromEntries(
+    Object.keys(WORKERS).map((key) => [key, { ...local[key], ...bindings[key] }]),
+  );
+  const outbound = Object.fromEntries(
+    Object.keys(WORKERS).map((key) => [key, { outboundService: loopbackOnly }]),
+  );
+  const { workers, migrations } = await meshWorkerOptions({ bindings: merged, scratch, extra: outbound });
+  workers.push(RPC_PROBE);
   const mf = new Miniflare({ cf: false, workers });
   await mf.ready;
   for (const [name, binding, dir] of migrations) {
-    await applyMigrations(await mf.getD1Database(binding, name), dir, wrangler.unstable_splitSqlQuery);
+    await applyMigrations(await mf.getD1Database(binding, name), dir);
   }
 
   const mesh = {
@@ -109,6 +72,12 @@ export async function startMesh({ bindings = {}, tenants } = {}) {
     async fetch(key, pathname, init = {}) {
       const worker = await mf.getWorker(WORKERS[key].name);
       return worker.fetch(new URL(pathname, "http://localhost").href, init);
+    },
+    /** Calls cms over Workers RPC (binding CMS_RPC: the CmsRpc entrypoint; CMS_SERVICE: default). */
+    async cmsRpc(binding, method, ...args) {
+      const probe = await mf.getWorker("rpc-probe");
+      const body = JSON.stringify({ binding, method, args });
+      return (await probe.fetch("http://localhost/", { method: "POST", body })).json();
     },
     /** The three tenant headers of a provisioned tenant. */
     tenantHeaders(appId, { token = tokens[appId]?.token, version = "1.0.0" } = {}) {
@@ -137,32 +106,22 @@ export async function startMesh({ bindings = {}, tenants } = {}) {
   return mesh;
 }
 
-/** Applies `dir/*.sql` in order (D1's exec() splits on newlines, so split properly and batch). */
-export async function applyMigrations(db, dir, splitSqlQuery) {
-  const files = (await readdir(dir)).filter((f) => f.endsWith(".sql")).sort();
-  for (const file of files) {
-    const statements = splitSqlQuery(await readFile(path.join(dir, file), "utf8"));
-    if (statements.length) await db.batch(statements.map((sql) => db.prepare(sql)));
-  }
-}
-
-// The bakery imports @siteswarm/sdk and its JSON manifest; Miniflare does not bundle, wrangler does.
-async function bundle(entry, outdir) {
-  const esbuild = await import("esbuild");
-  const outfile = path.join(outdir, "bakery.js");
-  await esbuild.build({
-    entryPoints: [entry],
-    outfile,
-    bundle: true,
-    format: "esm",
-    platform: "neutral",
-    target: "es2022",
-    conditions: ["workerd", "worker", "browser"],
-    external: ["cloudflare:*"],
-    logLevel: "silent",
-  });
-  return outfile;
-}
+// Calls the cms worker over Workers RPC: POST {binding, method, args} → the RPC output.
+const RPC_PROBE = {
+  name: "rpc-probe",
+  modules: true,
+  compatibilityDate: "2026-04-20",
+  serviceBindings: {
+    CMS_RPC: { name: "siteswarm-cms-service", entrypoint: "CmsRpc" },
+    CMS_SERVICE: "siteswarm-cms-service",
+  },
+  script: `export default {
+    async fetch(request, env) {
+      const { binding, method, args } = await request.json();
+      return Response.json(await env[binding][method](...args));
+    },
+  };`,
+};
 
 // Outbound fetch() of every worker: loopback (the stubs) only, never the internet.
 async function loopbackOnly(request) {

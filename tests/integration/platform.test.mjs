@@ -6,6 +6,21 @@ import { PLATFORM_WORKERS } from "../../scripts/provision.mjs";
 import { errorOf, jsonOf, secret, startMesh } from "./mesh.mjs";
 
 const PLATFORM = Object.keys(PLATFORM_WORKERS);
+const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+const ulid = () =>
+  Date.now().toString(32).toUpperCase().padStart(10, "0").replace(/./g, (c) => CROCKFORD[parseInt(c, 32)]) +
+  Array.from({ length: 16 }, () => CROCKFORD[Math.floor(Math.random() * 32)]).join("");
+
+/** Polls `probe` until it returns something truthy (queue consumers run asynchronously). */
+async function waitFor(probe, timeoutMs = 8000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error("waitFor: timed out");
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
 let mesh;
 before(async () => {
   mesh = await startMesh();
@@ -22,8 +37,8 @@ const put = (key, id, body, headers = mesh.operator({ "content-type": "applicati
 describe("health", () => {
   for (const key of PLATFORM) {
     it(`${PLATFORM_WORKERS[key].name} answers /health`, async () => {
-      const body = await jsonOf(await mesh.fetch(key, "/health"), 200);
-      assert.deepEqual(body, { ok: true, service: PLATFORM_WORKERS[key].name, version: "0.1.0" });
+      const { ok, service, version } = await jsonOf(await mesh.fetch(key, "/health"), 200);
+      assert.deepEqual({ ok, service, version }, { ok: true, service: PLATFORM_WORKERS[key].name, version: "0.1.0" });
     });
   }
 
@@ -160,6 +175,44 @@ describe("traps", () => {
       await jsonOf(await mesh.fetch(key, "/v1/tenant", { headers: mesh.tenantHeaders("bakery") }), 200);
     });
   }
+});
+
+describe("Workers RPC", () => {
+  it("cms exposes getContent and getStatus over RPC (CmsRpc and default entrypoints)", async () => {
+    for (const [binding, method] of [
+      ["CMS_RPC", "getContent"],
+      ["CMS_RPC", "getStatus"],
+      ["CMS_SERVICE", "getContent"],
+    ]) {
+      const auth = { tenantId: "bakery", token: "wrong-token-0000000000" };
+      const out = await mesh.cmsRpc(binding, method, auth);
+      assert.equal(typeof out.ok, "boolean", JSON.stringify(out));
+      assert.equal(out.ok, false, "a wrong tenant token is refused");
+      assert.equal(typeof out.error.code, "string");
+      assert.ok(out.status >= 400, JSON.stringify(out));
+    }
+  });
+});
+
+describe("queues", () => {
+  it("the events worker's queue consumer ingests a message from the ledger queue", async () => {
+    const eventId = ulid();
+    const producer = await mesh.mf.getQueueProducer("EVENTS_QUEUE", PLATFORM_WORKERS.leads.name);
+    await producer.send({
+      event_id: eventId,
+      event_type: "lead.received",
+      entity_ref: `lead:${eventId}`,
+      payload: { via: "queue-test" },
+      source_system: PLATFORM_WORKERS.leads.name,
+      occurred_at: new Date().toISOString(),
+      tenant_id: "bakery",
+    });
+    const db = await mesh.d1("events", "EVENTS_DB");
+    const row = await waitFor(() =>
+      db.prepare("SELECT tenant_id, event_type FROM events WHERE event_id = ?1").bind(eventId).first(),
+    );
+    assert.deepEqual(row, { tenant_id: "bakery", event_type: "lead.received" });
+  });
 });
 
 describe("cron", () => {

@@ -14,7 +14,7 @@ const APP_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
  * @param {Request} request the incoming (public) request
  * @param {Record<string, unknown>} env the worker's env
  * @param {string} bindingName e.g. "LEADS_SERVICE"
- * @param {{ appId: string, tokenBinding?: string, capabilityVersion?: string, stripPrefix?: string }} options
+ * @param {import("../index.d.ts").DelegateOptions} options
  * @returns {Promise<Response>}
  */
 export async function delegate(request, env, bindingName, options = {}) {

@@ -27,7 +27,8 @@ export class SiteSwarmError extends Error {
     } catch {
       // not JSON: keep the generic code below
     }
-    const { code = `http_${response.status}`, message = response.statusText || "request failed" } = error;
+    const code = error.code ?? `http_${response.status}`;
+    const message = error.message ?? (response.statusText || "request failed");
     const { code: _code, message: _message, ...details } = error;
     return new SiteSwarmError(code, message, {
       status: response.status,

@@ -1,0 +1,60 @@
+#!/usr/bin/env node
+// `scripts/dev --one-process`: all six workers in ONE Miniflare, each on its contract port, sharing
+// scripts/dev's persisted state (.wrangler/state). Unlike one `wrangler dev` per worker, queues work
+// across workers here (wrangler 4.86 does not deliver a queue message to a consumer in another
+// `wrangler dev` process, so EVENTS_QUEUE → events only works in this mode). No live reload.
+//   node scripts/dev-mesh.mjs --tenants .wrangler/dev-tenants.json [--stubs http://127.0.0.1:8799]
+import { readFile } from "node:fs/promises";
+import { Log, LogLevel, Miniflare } from "miniflare";
+import { localBindings, meshWorkerOptions, ROOT, WORKERS } from "./lib/local-mesh.mjs";
+
+process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
+process.env.WRANGLER_SEND_METRICS = "false";
+process.env.WRANGLER_HIDE_BANNER = "true";
+
+const HOST = "127.0.0.1";
+const arg = (name, fallback) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? process.argv[i + 1] : fallback;
+};
+const tenants = JSON.parse(await readFile(arg("tenants", ".wrangler/dev-tenants.json"), "utf8"));
+const bindings = localBindings({
+  stubsUrl: arg("stubs", `http://${HOST}:8799`),
+  adminToken: process.env.PLATFORM_ADMIN_TOKEN ?? "dev-platform-admin-token",
+  tenantToken: tenants.bakery?.token,
+});
+// The bakery is the entry worker on Miniflare's own port; every platform worker gets its own socket.
+const sockets = Object.fromEntries(
+  Object.entries(WORKERS)
+    .filter(([key]) => key !== "bakery")
+    .map(([key, { port }]) => [key, { unsafeDirectSockets: [{ host: HOST, port }] }]),
+);
+const { workers } = await meshWorkerOptions({
+  bindings,
+  scratch: `${ROOT}/.wrangler/tmp`,
+  extra: sockets,
+});
+
+const mf = new Miniflare({
+  host: HOST,
+  port: WORKERS.bakery.port,
+  cf: false,
+  log: new Log(LogLevel.INFO),
+  defaultPersistRoot: `${ROOT}/.wrangler/state/v3`, // where `wrangler d1 migrations apply --persist-to` wrote
+  d1Persist: true,
+  kvPersist: true,
+  cachePersist: true,
+  unsafeTriggerHandlers: true, // /cdn-cgi/handler/scheduled?cron=… like wrangler dev
+  workers,
+});
+await mf.ready;
+for (const [key, { name, port }] of Object.entries(WORKERS)) {
+  console.log(`${name} on http://${HOST}:${port}` + (key === "bakery" ? " (entry)" : ""));
+}
+
+const stop = async () => {
+  await mf.dispose();
+  process.exit(0);
+};
+process.on("SIGINT", stop);
+process.on("SIGTERM", stop);

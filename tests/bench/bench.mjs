@@ -1,0 +1,135 @@
+#!/usr/bin/env node
+// scripts/bench: per worker, the wasm size (raw and gzip -9), the instantiate time in Node (median of
+// new WebAssembly.Instance + _initialize) and /health throughput on local workerd (Miniflare over
+// HTTP), beside a plain-JS hello-world worker measured in the same run.
+//   node tests/bench/bench.mjs [--requests 2000] [--concurrency 16] [--instantiations 25]
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { gzipSync } from "node:zlib";
+import { wasmImports } from "../../bindings/instance.js";
+
+process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
+process.env.WRANGLER_SEND_METRICS = "false";
+process.env.WRANGLER_HIDE_BANNER = "true";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const WORKERS = ["leads", "cms", "monitoring", "analytics", "events"];
+const option = (name, fallback) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : fallback;
+};
+const REQUESTS = option("requests", 2000);
+const CONCURRENCY = option("concurrency", 16);
+const INSTANTIATIONS = option("instantiations", 25);
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const percentile = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))];
+
+function wasmFigures(file) {
+  const bytes = readFileSync(file);
+  const compileMs = [];
+  const instantiateMs = [];
+  for (let i = 0; i < INSTANTIATIONS; i++) {
+    let t = performance.now();
+    const module = new WebAssembly.Module(bytes);
+    compileMs.push(performance.now() - t);
+    t = performance.now();
+    let instance;
+    instance = new WebAssembly.Instance(module, wasmImports(module, () => instance.exports.memory));
+    instance.exports._initialize?.();
+    instantiateMs.push(performance.now() - t);
+  }
+  return {
+    raw: bytes.length,
+    gzip: gzipSync(bytes, { level: 9 }).length,
+    compileMs: compileMs[0], // later compiles of the same bytes hit V8's module cache
+    instantiateMs: median(instantiateMs),
+  };
+}
+
+async function load(url) {
+  const latencies = [];
+  let next = 0;
+  let failures = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next++ < REQUESTS) {
+        const t = performance.now();
+        const res = await fetch(url);
+        await res.arrayBuffer();
+        if (res.status !== 200) failures++;
+        latencies.push(performance.now() - t);
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  return { rps: REQUESTS / seconds, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), failures };
+}
+
+// One Miniflare per worker, alone (no service bindings: /health needs none), reached over HTTP.
+async function workerdFigures(name, options) {
+  const { Miniflare } = await import("miniflare");
+  const mf = new Miniflare({ cf: false, host: "127.0.0.1", port: 0, workers: [{ name, ...options }] });
+  const base = await mf.ready;
+  try {
+    const t = performance.now();
+    const first = await fetch(new URL("/health", base));
+    await first.arrayBuffer();
+    const coldMs = performance.now() - t;
+    if (first.status !== 200) throw new Error(`${name}: /health answered ${first.status}`);
+    await load(new URL("/health", base)); // warm-up round, not reported
+    return { coldMs, ...(await load(new URL("/health", base))) };
+  } finally {
+    await mf.dispose();
+  }
+}
+
+async function platformWorkerOptions(key) {
+  const { unstable_getMiniflareWorkerOptions } = await import("wrangler");
+  const { workerOptions, main } = unstable_getMiniflareWorkerOptions(path.join(ROOT, "wrangler", `${key}.jsonc`));
+  return {
+    ...workerOptions,
+    serviceBindings: {},
+    modules: true,
+    scriptPath: main,
+    modulesRoot: ROOT,
+    modulesRules: [
+      { type: "ESModule", include: ["**/*.js"] },
+      { type: "CompiledWasm", include: ["**/*.wasm"] },
+    ],
+  };
+}
+
+const kib = (n) => `${(n / 1024).toFixed(1)} KiB`;
+const ms = (n) => `${n.toFixed(2)} ms`;
+
+const rows = [];
+for (const key of WORKERS) {
+  const wasm = wasmFigures(path.join(ROOT, "dist/wasm", `${key}.wasm`));
+  const http = await workerdFigures(key, await platformWorkerOptions(key));
+  if (http.failures) console.error(`${key}: ${http.failures} non-200 answers`);
+  rows.push([
+    key, kib(wasm.raw), kib(wasm.gzip), ms(wasm.compileMs), ms(wasm.instantiateMs),
+    ms(http.coldMs), http.rps.toFixed(0), ms(http.p50), ms(http.p99),
+  ]);
+}
+
+// Measured last so that no worker pays for the warm-up of the load generator; printed first.
+const hello = await workerdFigures("hello", {
+  modules: true,
+  scriptPath: path.join(ROOT, "tests/bench/hello.js"),
+  compatibilityDate: "2026-04-20",
+});
+rows.unshift(["hello (plain JS)", "-", "-", "-", "-", ms(hello.coldMs), hello.rps.toFixed(0), ms(hello.p50), ms(hello.p99)]);
+
+const header = ["worker", "wasm", "gzip -9", "compile", "instantiate", "1st /health", "req/s", "p50", "p99"];
+const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
+const line = (cells) => cells.map((c, i) => String(c).padStart(widths[i])).join("  ");
+console.log(`\n/health on local workerd (Miniflare, HTTP), ${REQUESTS} requests at concurrency ${CONCURRENCY};`);
+console.log(`in Node ${process.version}: compile = first new WebAssembly.Module (V8 compiles lazily), instantiate =`);
+console.log(`median of ${INSTANTIATIONS} new WebAssembly.Instance + _initialize; 1st /health includes workerd's instantiation\n`);
+console.log(line(header));
+console.log(widths.map((w) => "-".repeat(w)).join("  "));
+for (const row of rows) console.log(line(row));

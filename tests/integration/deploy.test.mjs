@@ -1,0 +1,86 @@
+// The wrangler configs as deployed: names, bindings, no secrets, and `scripts/deploy --dry-run`.
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { describe, it } from "node:test";
+import { promisify } from "node:util";
+import { ROOT, WORKERS } from "./mesh.mjs";
+
+const run = promisify(execFile);
+const SECRETS = [
+  "PLATFORM_ADMIN_TOKEN",
+  "TURNSTILE_SECRET_KEY",
+  "RESEND_API_KEY",
+  "SENDGRID_API_KEY",
+  "TWILIO_ACCOUNT_SID",
+  "TWILIO_AUTH_TOKEN",
+  "SITESWARM_TENANT_TOKEN",
+];
+
+describe("wrangler configs", async () => {
+  const { unstable_readConfig } = await import("wrangler");
+  const read = (key) => unstable_readConfig({ config: path.join(ROOT, "wrangler", `${key}.jsonc`) });
+
+  for (const [key, { name }] of Object.entries(WORKERS)) {
+    it(`${key}: named ${name}, no secrets, placeholder ids only`, () => {
+      const config = read(key);
+      assert.equal(config.name, name);
+      assert.equal(config.compatibility_date, "2026-04-20");
+      if (key !== "bakery") {
+        assert.equal(config.workers_dev, false);
+        assert.deepEqual(config.routes ?? [], []);
+      }
+      for (const secret of SECRETS) assert.ok(!(secret in (config.vars ?? {})), `${secret} in vars`);
+      const text = readFileSync(path.join(ROOT, "wrangler", `${key}.jsonc`), "utf8");
+      for (const id of text.match(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g) ?? []) {
+        assert.match(id, /^00000000-0000-4000-8000-0000000000\d\d$/);
+      }
+    });
+  }
+
+  it("declares the binding names the C++ cores use", () => {
+    const bindings = (key) => {
+      const c = read(key);
+      return [
+        ...c.d1_databases.map((d) => d.binding),
+        ...c.kv_namespaces.map((k) => k.binding),
+        ...(c.queues.producers ?? []).map((q) => q.binding),
+        ...c.services.map((s) => s.binding),
+        ...c.analytics_engine_datasets.map((a) => a.binding),
+        ...(c.ratelimits ?? []).map((r) => r.name),
+      ].sort();
+    };
+    assert.deepEqual(bindings("leads"), ["EVENTS_QUEUE", "EVENTS_SERVICE", "LEADS_DB", "LEADS_RATE_LIMITER", "NOTIFY_QUEUE"]);
+    assert.deepEqual(bindings("cms"), ["CMS_CACHE", "CMS_DB", "EVENTS_QUEUE", "EVENTS_SERVICE"]);
+    assert.deepEqual(bindings("monitoring"), ["EVENTS_QUEUE", "EVENTS_SERVICE", "MONITORING_DB"]);
+    assert.deepEqual(bindings("analytics"), ["ANALYTICS_DB", "EVENTS_QUEUE", "EVENTS_SERVICE", "PAGEVIEWS"]);
+    assert.deepEqual(bindings("events"), [
+      "ANALYTICS_SERVICE", "CMS_SERVICE", "EVENTS_DB", "EVENTS_QUEUE", "LEADS_SERVICE", "MONITOR_SERVICE",
+    ]);
+    assert.deepEqual(bindings("bakery"), [
+      "ANALYTICS_SERVICE", "CMS_SERVICE", "EVENTS_SERVICE", "LEADS_SERVICE", "MONITOR_SERVICE",
+    ]);
+    assert.deepEqual(read("monitoring").triggers.crons, ["*/5 * * * *"]);
+    assert.deepEqual(read("analytics").triggers.crons, ["0 * * * *"]);
+    assert.deepEqual(read("events").triggers.crons, ["*/2 * * * *", "0 * * * *", "*/15 * * * *"]);
+  });
+});
+
+describe("scripts/deploy --dry-run", () => {
+  it("bundles every worker offline", { timeout: 180_000 }, async () => {
+    const { stdout } = await run(path.join(ROOT, "scripts/deploy"), ["--dry-run"], {
+      cwd: "/",
+      env: { ...process.env, CLOUDFLARE_API_TOKEN: "", CLOUDFLARE_ACCOUNT_ID: "" },
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    assert.match(stdout, /6 workers bundled \(dry run\)/);
+    for (const key of Object.keys(WORKERS)) {
+      const dir = path.join(ROOT, "dist/deploy", key);
+      assert.ok(existsSync(path.join(dir, "worker.js")), `${dir}/worker.js`);
+      if (key !== "bakery") {
+        assert.ok(readdirSync(dir).some((f) => f.endsWith(`${key}.wasm`)), `${key}.wasm bundled`);
+      }
+    }
+  });
+});

@@ -1,0 +1,114 @@
+// @siteswarm/sdk in plain Node: route delegation and SiteSwarmError.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { delegate, SiteSwarmError } from "@siteswarm/sdk";
+
+const TOKEN = "tenant-token-0123456789abcdef";
+
+function recordingBinding() {
+  const seen = [];
+  return {
+    seen,
+    async fetch(request) {
+      seen.push({
+        method: request.method,
+        url: request.url,
+        headers: Object.fromEntries(request.headers),
+        body: await request.text(),
+      });
+      return Response.json({ ok: true }, { status: 202 });
+    },
+  };
+}
+
+describe("delegate", () => {
+  it("strips every incoming X-SiteSwarm-* header and sets the app's own three", async () => {
+    const LEADS_SERVICE = recordingBinding();
+    const request = new Request("https://bakery.example/api/leads/submit?x=1", {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "X-SiteSwarm-Tenant-Id": "auto-repair",
+        "x-siteswarm-tenant-token": "forged",
+        "X-SiteSwarm-Capability-Version": "9.9.9",
+        "X-SiteSwarm-Anything-Else": "dropped",
+        "cf-connecting-ip": "203.0.113.7",
+      },
+      body: '{"name":"Ada"}',
+    });
+    const res = await delegate(request, { LEADS_SERVICE, SITESWARM_TENANT_TOKEN: TOKEN }, "LEADS_SERVICE", {
+      appId: "bakery",
+      capabilityVersion: "1.2.0",
+    });
+    assert.equal(res.status, 202);
+    const [seen] = LEADS_SERVICE.seen;
+    assert.equal(seen.method, "POST");
+    assert.equal(seen.url, "https://bakery.example/api/leads/submit?x=1");
+    assert.equal(seen.body, '{"name":"Ada"}');
+    assert.deepEqual(
+      Object.entries(seen.headers).filter(([k]) => k.startsWith("x-siteswarm-")),
+      [
+        ["x-siteswarm-capability-version", "1.2.0"],
+        ["x-siteswarm-tenant-id", "bakery"],
+        ["x-siteswarm-tenant-token", TOKEN],
+      ],
+    );
+    assert.equal(seen.headers["cf-connecting-ip"], "203.0.113.7");
+  });
+
+  it("reads the token from a custom binding and strips a path prefix", async () => {
+    const ANALYTICS_SERVICE = recordingBinding();
+    await delegate(
+      new Request("https://bakery.example/_sa/beacon", { method: "POST", body: "{}" }),
+      { ANALYTICS_SERVICE, MY_TOKEN: TOKEN },
+      "ANALYTICS_SERVICE",
+      { appId: "bakery", tokenBinding: "MY_TOKEN", stripPrefix: "/_sa" },
+    );
+    assert.equal(ANALYTICS_SERVICE.seen[0].url, "https://bakery.example/beacon");
+    assert.equal(ANALYTICS_SERVICE.seen[0].headers["x-siteswarm-tenant-token"], TOKEN);
+    assert.equal(ANALYTICS_SERVICE.seen[0].headers["x-siteswarm-capability-version"], "1.0.0");
+  });
+
+  it("answers 503 service_unavailable JSON when the binding or the token is missing", async () => {
+    for (const env of [{ SITESWARM_TENANT_TOKEN: TOKEN }, { LEADS_SERVICE: recordingBinding() }]) {
+      const res = await delegate(new Request("https://b.example/api/leads"), env, "LEADS_SERVICE", {
+        appId: "bakery",
+      });
+      assert.equal(res.status, 503);
+      assert.equal(res.headers.get("content-type"), "application/json");
+      const { error } = await res.json();
+      assert.equal(error.code, "service_unavailable");
+      assert.ok(!JSON.stringify(error).includes(TOKEN));
+    }
+  });
+
+  it("refuses an invalid appId", async () => {
+    await assert.rejects(
+      delegate(new Request("https://b.example/"), {}, "LEADS_SERVICE", { appId: "Bad App" }),
+      TypeError,
+    );
+  });
+});
+
+describe("SiteSwarmError", () => {
+  it("carries code, status and details and renders the contract's JSON", async () => {
+    const err = new SiteSwarmError("invalid_lead", "check the fields", {
+      status: 400,
+      details: { fields: { email: "required" } },
+    });
+    assert.ok(err instanceof Error);
+    const res = err.toResponse();
+    assert.equal(res.status, 400);
+    assert.deepEqual(await res.json(), {
+      error: { code: "invalid_lead", message: "check the fields", fields: { email: "required" } },
+    });
+  });
+
+  it("is built from a service's error answer", async () => {
+    const answer = Response.json({ error: { code: "rate_limited", message: "slow down" } }, { status: 429 });
+    const err = await SiteSwarmError.fromResponse(answer);
+    assert.deepEqual([err.code, err.status, err.message, err.details], ["rate_limited", 429, "slow down", undefined]);
+    const html = await SiteSwarmError.fromResponse(new Response("<h1>oops</h1>", { status: 502 }));
+    assert.equal(html.code, "http_502");
+  });
+});
