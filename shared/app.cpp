@@ -32,11 +32,13 @@ Task<Result<Response>> whoami(Context& ctx, const Request& req, const Params&) {
       200, {{"tenantId", tenant.id}, {"capabilityVersion", tenant.capability_version}});
 }
 
-json tenant_view(const json& row) {
-  auto config = parse_json(string_or(row, "config_json", "{}"));
+json tenant_view(const App& app, const json& row) {
+  auto parsed = parse_json(string_or(row, "config_json", "{}"));
+  json config = parsed ? *parsed : json::object();
+  if (app.redact_tenant_config) config = app.redact_tenant_config(std::move(config));
   return json{{"tenantId", string_or(row, "tenant_id", "")},
               {"enabled", int_or(row, "enabled", 0) == 1},
-              {"config", config ? *config : json::object()},
+              {"config", config},
               {"createdAt", string_or(row, "created_at", "")},
               {"updatedAt", string_or(row, "updated_at", "")}};
 }
@@ -81,7 +83,7 @@ Task<Result<Response>> put_tenant(Context& ctx, const Request& req, const Params
     }
     config = *c;
   }
-  if (ctx.app().validate_tenant_config) SS_CO_CHECK(ctx.app().validate_tenant_config(config));
+  if (ctx.app().validate_tenant_config) SS_CO_CHECK(ctx.app().validate_tenant_config(ctx, config));
 
   D1 db(ctx.app().db_binding);
   json id_param = json::array({id});
@@ -119,7 +121,7 @@ Task<Result<Response>> put_tenant(Context& ctx, const Request& req, const Params
   const json* saved = row_of(stored);
   if (saved == nullptr) co_return Error{ErrorCode::internal, "put_tenant(): the row vanished"};
   ctx.log("tenant " + id + (created ? " created" : " updated"));
-  co_return Response::json_body(created ? 201 : 200, tenant_view(*saved));
+  co_return Response::json_body(created ? 201 : 200, tenant_view(ctx.app(), *saved));
 }
 
 Task<Result<Response>> get_tenant(Context& ctx, const Request& req, const Params& params) {
@@ -130,7 +132,7 @@ Task<Result<Response>> get_tenant(Context& ctx, const Request& req, const Params
                             .first("SELECT * FROM tenants WHERE tenant_id = ?1", id_param));
   const json* row = row_of(found);
   if (row == nullptr) co_return Error{ErrorCode::not_found, "no tenant " + id};
-  co_return Response::json_body(200, tenant_view(*row));
+  co_return Response::json_body(200, tenant_view(ctx.app(), *row));
 }
 
 Task<Result<Response>> delete_tenant(Context& ctx, const Request& req, const Params& params) {
@@ -269,8 +271,10 @@ Task<json> handle_message(Context& ctx, json message) {
   if (op == "rpc") {
     std::string method = string_or(message, "method", "");
     const json* args = find_field(message, "args");
-    Result<json> r = app.rpc ? co_await app.rpc(ctx, method, args ? *args : json::array())
-                             : Result<json>(Error{ErrorCode::not_found, "no RPC method " + method});
+    // No conditional temporaries inside co_await operands: g++-12 destroys them twice.
+    json arg_list = args ? *args : json::array();
+    Result<json> r = Error{ErrorCode::not_found, "no RPC method " + method};
+    if (app.rpc) r = co_await app.rpc(ctx, method, arg_list);
     if (!r) {
       const Error& e = r.error();
       co_return json{{"ok", false}, {"status", e.status()}, {"error", e.body()["error"]}};

@@ -34,7 +34,9 @@ struct App {
   std::optional<std::string> kv_binding;  // checked by /admin/diagnostics when present
   std::vector<std::string> diagnostic_services;  // service bindings /admin/diagnostics calls
   // Validates the worker-specific part of a tenant's config on PUT /admin/tenants/{id}.
-  std::function<Status(const json& config)> validate_tenant_config;
+  std::function<Status(const Context& ctx, const json& config)> validate_tenant_config;
+  // Hides the secrets a worker keeps inside tenant config (e.g. webhook signing keys) in GET views.
+  std::function<json(json config)> redact_tenant_config;
 
   // Extra fields for GET /health (e.g. the ledger's consumer lag); merged into {"ok","service","version"}.
   std::function<Task<json>(Context&)> health_details;

@@ -274,4 +274,33 @@ std::map<std::string, std::string> parse_query(std::string_view query) {
   return out;
 }
 
+std::string percent_encode_form(std::string_view s) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(s.size());
+  for (unsigned char c : s) {
+    bool unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                      c == '-' || c == '_' || c == '.' || c == '~';
+    if (unreserved) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 0xF]);
+    }
+  }
+  return out;
+}
+
+std::string encode_urlencoded(const std::vector<std::pair<std::string, std::string>>& fields) {
+  std::string out;
+  for (const auto& [name, value] : fields) {
+    if (!out.empty()) out.push_back('&');
+    out += percent_encode_form(name);
+    out.push_back('=');
+    out += percent_encode_form(value);
+  }
+  return out;
+}
+
 }  // namespace ss

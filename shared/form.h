@@ -32,6 +32,10 @@ std::optional<ContentType> parse_content_type(std::string_view header);
 // '+' -> space, %XX -> byte; an invalid escape ("%", "%4", "%zz") is kept literally. The result is
 // raw bytes: callers that need UTF-8 validate it themselves.
 std::string percent_decode_form(std::string_view s);
+// application/x-www-form-urlencoded encoding of one name or value (unreserved characters kept).
+std::string percent_encode_form(std::string_view s);
+// name=value&… from pairs, each part encoded.
+std::string encode_urlencoded(const std::vector<std::pair<std::string, std::string>>& fields);
 
 using FormFields = std::vector<std::pair<std::string, std::string>>;
 

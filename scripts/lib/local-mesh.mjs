@@ -35,6 +35,8 @@ export function localBindings({ stubsUrl, adminToken, tenantToken, testHooks = f
       SENDGRID_API_KEY: "SG.local-placeholder",
       TWILIO_ACCOUNT_SID: "AC00000000000000000000000000000000",
       TWILIO_AUTH_TOKEN: "local-twilio-placeholder",
+      TWILIO_FROM_NUMBER: "+15550100999",
+      NOTIFY_BACKOFF_SECONDS: testHooks ? "0" : "5",
     },
     cms: platform,
     monitoring: { ...platform, PAGERDUTY_EVENTS_URL: `${stubsUrl}/v2/enqueue` },

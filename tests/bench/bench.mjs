@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 // scripts/bench: per worker, the wasm size (raw and gzip -9), the instantiate time in Node (median of
 // new WebAssembly.Instance + _initialize) and /health throughput on local workerd (Miniflare over
-// HTTP), beside a plain-JS hello-world worker measured in the same run.
+// HTTP), beside a plain-JS hello-world worker measured in the same run; then the ledger's emit latency,
+// batch read and drain throughput beside a plain-JS implementation (tests/bench/events-bench.mjs).
 //   node tests/bench/bench.mjs [--requests 2000] [--concurrency 16] [--instantiations 25]
+//                              [--emits 300] [--batch 500] [--no-ledger]
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -133,3 +135,9 @@ console.log(`median of ${INSTANTIATIONS} new WebAssembly.Instance + _initialize;
 console.log(line(header));
 console.log(widths.map((w) => "-".repeat(w)).join("  "));
 for (const row of rows) console.log(line(row));
+
+// The ledger: emit latency, a batch read and drain throughput, beside the same SQL in plain JS.
+if (!process.argv.includes("--no-ledger")) {
+  const { runEventsBench } = await import("./events-bench.mjs");
+  await runEventsBench({ emits: option("emits", 300), batch: option("batch", 500) });
+}

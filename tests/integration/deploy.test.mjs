@@ -51,7 +51,7 @@ describe("wrangler configs", async () => {
         ...(c.ratelimits ?? []).map((r) => r.name),
       ].sort();
     };
-    assert.deepEqual(bindings("leads"), ["EVENTS_QUEUE", "EVENTS_SERVICE", "LEADS_DB", "LEADS_RATE_LIMITER", "NOTIFY_QUEUE"]);
+    assert.deepEqual(bindings("leads"), ["EVENTS_QUEUE", "EVENTS_SERVICE", "LEADS_DB", "NOTIFY_QUEUE"]);
     assert.deepEqual(bindings("cms"), ["CMS_CACHE", "CMS_DB", "EVENTS_QUEUE", "EVENTS_SERVICE"]);
     assert.deepEqual(bindings("monitoring"), ["EVENTS_QUEUE", "EVENTS_SERVICE", "MONITORING_DB"]);
     assert.deepEqual(bindings("analytics"), ["ANALYTICS_DB", "EVENTS_QUEUE", "EVENTS_SERVICE", "PAGEVIEWS"]);

@@ -96,12 +96,17 @@ export async function startMesh({ bindings = {}, tenants } = {}) {
     },
   };
 
-  for (const manifest of manifests) {
-    await provisionManifest(manifest, {
-      ...tokens[manifest.appId],
-      operatorToken: ADMIN_TOKEN,
-      send: (worker, p, init) => mesh.fetch(worker, p, init),
-    });
+  try {
+    for (const manifest of manifests) {
+      await provisionManifest(manifest, {
+        ...tokens[manifest.appId],
+        operatorToken: ADMIN_TOKEN,
+        send: (worker, p, init) => mesh.fetch(worker, p, init),
+      });
+    }
+  } catch (err) {
+    await mesh.dispose(); // a failed setup must not leave workerd running (the test would hang)
+    throw err;
   }
   return mesh;
 }

@@ -1,0 +1,640 @@
+// The event ledger's guarantees (CONTRACT.md "events-service", docs/runbook-events.md), end to end on
+// the real events.wasm in workerd: idempotent emit, a drainer killed mid-batch, the fan-out cap,
+// quarantine and retry, kill switches, replay, overlapping drains, globs/filters/mappers, the
+// contract's errors, ingest through the queue and the cron trigger.
+//
+// Workflow targets are webhooks on a small recording server started here (127.0.0.1 only; the mesh
+// sets ALLOW_LOCAL_OUTBOUND=1 so http://127.0.0.1 webhooks can be registered). Like a real workflow
+// engine, it treats the Idempotency-Key as the identity of a start: a redelivered key is accepted
+// again (200) but is not a second start. It can fail chosen events (500) and hold requests open.
+import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import { after, before, beforeEach, describe, it } from "node:test";
+import { errorOf, jsonOf, startMesh } from "./mesh.mjs";
+
+const EVENTS = "siteswarm-events-service";
+const LEDGER_TABLES = [
+  "events", "event_subscriptions", "workflow_definitions", "event_drain_state", "event_consumer_dedupe",
+  "events_quarantine", "workflow_run_log", "cron_locks", "kill_switches", "events_schema",
+  "entity_timelines", "event_type_rates", "events_retention_summaries",
+];
+const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
+const ulid = (ms = Date.now()) => {
+  let time = "";
+  for (let t = ms, i = 0; i < 10; i++, t = Math.floor(t / 32)) time = CROCKFORD[t % 32] + time;
+  return time + Array.from({ length: 16 }, () => CROCKFORD[Math.floor(Math.random() * 32)]).join("");
+};
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `probe` until it returns something truthy. */
+async function waitFor(probe, timeoutMs = 10_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error("waitFor: timed out");
+    await sleep(50);
+  }
+}
+
+/** The workflow-target stand-in: POST /hooks/<workflow_type>. */
+async function startHooks() {
+  const hooks = {
+    calls: [], // every delivery: { workflowType, key, contentType, body, status }
+    started: new Map(), // Idempotency-Key → the delivery that started it (first 2xx)
+    failing: new Set(), // event ids answered 500
+    onCall: null, // async (call) => status | "drop" | undefined: holds or overrides one delivery
+    reset() {
+      this.calls.length = 0;
+      this.started.clear();
+      this.failing.clear();
+      this.onCall = null;
+    },
+    /** How many deliveries carried each Idempotency-Key. */
+    deliveries() {
+      const counts = new Map();
+      for (const c of hooks.calls) counts.set(c.key, (counts.get(c.key) ?? 0) + 1);
+      return counts;
+    },
+  };
+  const server = createServer(async (req, res) => {
+    let text = "";
+    for await (const chunk of req) text += chunk;
+    const { pathname } = new URL(req.url, "http://127.0.0.1");
+    let body = null;
+    try {
+      body = JSON.parse(text);
+    } catch {}
+    const call = {
+      workflowType: pathname.replace(/^\/hooks\//, ""),
+      key: req.headers["idempotency-key"],
+      contentType: req.headers["content-type"],
+      method: req.method,
+      body,
+    };
+    hooks.calls.push(call);
+    let status = hooks.failing.has(body?.event?.event_id) ? 500 : 202;
+    if (hooks.onCall) status = (await hooks.onCall(call)) ?? status;
+    if (status === "drop") {
+      call.status = "dropped";
+      return req.socket.destroy(); // the connection dies: the target never answered
+    }
+    if (status >= 200 && status < 300) {
+      if (hooks.started.has(call.key)) status = 200; // a redelivery of a start it already has
+      else hooks.started.set(call.key, call);
+    }
+    call.status = status;
+    res.writeHead(status, { "content-type": "application/json" });
+    res.end(JSON.stringify(status < 300 ? { accepted: true } : { error: "stub failure" }));
+  });
+  await new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", resolve);
+  });
+  hooks.url = `http://127.0.0.1:${server.address().port}`;
+  hooks.close = () =>
+    new Promise((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
+  return hooks;
+}
+
+let mesh;
+let hooks;
+let db;
+before(async () => {
+  // Bare manifests: the ledger needs its two tenants, not the other workers' per-tenant config.
+  const tenants = [{ appId: "bakery", config: {} }, { appId: "auto-repair", config: {} }];
+  [mesh, hooks] = await Promise.all([startMesh({ tenants }), startHooks()]);
+  db = await mesh.d1("events", "EVENTS_DB");
+});
+after(async () => {
+  await mesh?.dispose();
+  await hooks?.close();
+});
+// Every test starts from an empty ledger (tenants stay provisioned) and a fresh recording server.
+beforeEach(async () => {
+  await db.batch(LEDGER_TABLES.map((t) => db.prepare(`DELETE FROM ${t}`)));
+  hooks.reset();
+});
+
+const JSON_TYPE = { "content-type": "application/json" };
+const key = (eventId, workflowType) => `workflow_runner:${eventId}:${workflowType}`;
+
+function admin(method, pathname, body) {
+  const init = { method, headers: mesh.operator(body === undefined ? {} : JSON_TYPE) };
+  if (body !== undefined) init.body = typeof body === "string" ? body : JSON.stringify(body);
+  return mesh.fetch("events", pathname, init);
+}
+function post(body, headers = { ...mesh.tenantHeaders("bakery"), ...JSON_TYPE }) {
+  return mesh.fetch("events", "/api/events", {
+    method: "POST",
+    headers,
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+}
+async function emit(eventType, payload = {}, entityRef = "item:1", extra = {}) {
+  const res = await post({ event_type: eventType, entity_ref: entityRef, payload, ...extra });
+  const { event_id } = await jsonOf(res, 201);
+  assert.match(event_id, ULID);
+  return event_id;
+}
+async function emitMany(n, eventType = "order.placed", chunk = 20) {
+  const ids = [];
+  for (let i = 0; i < n; i += chunk) {
+    // Concurrent within a chunk; ids are sorted afterwards (ULIDs sort by creation).
+    const batch = Array.from({ length: Math.min(chunk, n - i) }, (_, j) => emit(eventType, { n: i + j }));
+    ids.push(...(await Promise.all(batch)));
+  }
+  return ids.sort();
+}
+async function workflow(type, target = { webhook: `${hooks.url}/hooks/${type}` }) {
+  await jsonOf(await admin("PUT", `/admin/workflows/${type}`, { target }), 201);
+}
+async function subscribe(glob, workflowType, extra = {}) {
+  return jsonOf(await admin("POST", "/admin/subscriptions", { event_type_glob: glob, workflow_type: workflowType, ...extra }), 201);
+}
+async function drain(consumer = "workflow_runner") {
+  const body = await jsonOf(await admin("POST", `/admin/events/drain?consumer=${consumer}`), 200);
+  return body.consumers[consumer];
+}
+const health = async () => jsonOf(await mesh.fetch("events", "/health"), 200);
+const rows = async (sql, ...params) => (await db.prepare(sql).bind(...params).all()).results;
+const cursorOf = async (consumer = "workflow_runner") =>
+  (await db.prepare("SELECT cursor FROM event_drain_state WHERE consumer = ?1").bind(consumer).first())?.cursor;
+
+/** Each expected key started exactly once at the target, nothing else started. */
+function assertStartedExactlyOnce(expectedKeys) {
+  assert.deepEqual([...hooks.started.keys()].sort(), [...expectedKeys].sort());
+}
+
+describe("emit", () => {
+  it("the same idempotency_key emitted 5 times is one event (201, then 200 duplicate)", async () => {
+    const body = {
+      event_type: "price.changed",
+      entity_ref: "item:10472",
+      payload: { old_price: 1.42, amount: 1 },
+      idempotency_key: "bid-B5875",
+    };
+    const { event_id } = await jsonOf(await post(body), 201);
+    assert.match(event_id, ULID);
+    for (let i = 0; i < 4; i++) {
+      assert.deepEqual(await jsonOf(await post(body), 200), { event_id, duplicate: true });
+    }
+    const stored = await rows("SELECT event_id, tenant_id, idempotency_key FROM events");
+    assert.deepEqual(stored, [{ event_id, tenant_id: "bakery", idempotency_key: "bid-B5875" }]);
+
+    // Five at once with a fresh key: one 201, four duplicates of the same event, one row.
+    const race = { ...body, idempotency_key: "bid-race" };
+    const answers = await Promise.all(Array.from({ length: 5 }, () => post(race)));
+    const statuses = answers.map((r) => r.status).sort();
+    assert.deepEqual(statuses, [200, 200, 200, 200, 201]);
+    const ids = new Set((await Promise.all(answers.map((r) => r.json()))).map((b) => b.event_id));
+    assert.equal(ids.size, 1);
+    assert.equal((await rows("SELECT * FROM events WHERE idempotency_key = 'bid-race'")).length, 1);
+
+    // Keys are per tenant: auto-repair's identical key is its own event.
+    const other = await post(body, { ...mesh.tenantHeaders("auto-repair"), ...JSON_TYPE });
+    assert.notEqual((await jsonOf(other, 201)).event_id, event_id);
+    assert.equal((await rows("SELECT * FROM events")).length, 3);
+  });
+
+  it("stamps the caller's tenant and lets each tenant read only its own events", async () => {
+    await emit("price.changed", { amount: 2 }, "item:10472", { tenant_id: "auto-repair" }); // ignored field
+    await post({ event_type: "price.changed", entity_ref: "item:9", payload: {} },
+      { ...mesh.tenantHeaders("auto-repair"), ...JSON_TYPE });
+    const mine = await jsonOf(
+      await mesh.fetch("events", "/api/events", { headers: mesh.tenantHeaders("bakery") }), 200);
+    assert.equal(mine.events.length, 1);
+    assert.equal(mine.events[0].tenant_id, "bakery");
+    assert.equal(mine.events[0].entity_ref, "item:10472");
+    assert.deepEqual(mine.events[0].payload, { amount: 2 });
+    const all = await jsonOf(await admin("GET", "/api/events"), 200);
+    assert.equal(all.events.length, 2);
+  });
+});
+
+describe("workflow_runner", () => {
+  it("a drainer killed mid-batch (wasm trap while a start is in flight) and re-run starts every workflow exactly once", async () => {
+    await workflow("notify");
+    await workflow("audit");
+    await subscribe("price.*", "notify");
+    await subscribe("*", "audit");
+    const ids = [];
+    for (let i = 0; i < 6; i++) ids.push(await emit("price.changed", { n: i }));
+
+    // The starts of the 4th event are held open; while they are, the instance traps, which fails
+    // every run on it, the drain included. Then the target answers: notify "accepted" (202, the
+    // worst case: the target started it but the ledger died before committing), audit's connection
+    // is dropped (never started).
+    const held = [];
+    let release;
+    const released = new Promise((r) => (release = r));
+    hooks.onCall = async (call) => {
+      if (call.body.event.event_id !== ids[3] || held.includes(call.workflowType)) return undefined;
+      held.push(call.workflowType);
+      await released;
+      return call.workflowType === "notify" ? 202 : "drop";
+    };
+    const dying = admin("POST", "/admin/events/drain?consumer=workflow_runner");
+    await waitFor(() => held.length === 2);
+    await errorOf(await mesh.fetch("events", "/__test/trap"), 500, "internal");
+    release();
+    await errorOf(await dying, 500, "internal");
+    hooks.onCall = null;
+
+    // What the dead run left: 3 events committed, its lock still held.
+    assert.equal(await cursorOf(), ids[2]);
+    assert.equal((await rows("SELECT * FROM event_consumer_dedupe")).length, 6);
+    assert.equal((await rows("SELECT * FROM cron_locks WHERE name = 'drain:workflow_runner'")).length, 1);
+    const blocked = await drain();
+    assert.equal(blocked.locked, true, "the dead run's lock still protects the consumer");
+    assert.equal(blocked.read, 0);
+    assert.equal(blocked.cursor, ids[2]);
+
+    // Runbook: clear the dead run's lock (it would expire after 5 minutes), then re-run.
+    await db.prepare("DELETE FROM cron_locks WHERE name = 'drain:workflow_runner'").run();
+    const report = await drain();
+    assert.deepEqual(report, { read: 3, started: 6, duplicates: 0, quarantined: 0, capped: 0, cursor: ids[5] });
+    assert.equal((await rows("SELECT * FROM cron_locks")).length, 0, "released after the run");
+
+    const expected = ids.flatMap((id) => [key(id, "notify"), key(id, "audit")]);
+    assertStartedExactlyOnce(expected);
+    // Only the two starts in flight at the crash were delivered again, with the same Idempotency-Key.
+    const deliveries = hooks.deliveries();
+    for (const k of expected) {
+      const redelivered = k === key(ids[3], "notify") || k === key(ids[3], "audit");
+      assert.equal(deliveries.get(k), redelivered ? 2 : 1, k);
+    }
+    // The ledger's own records: one dedupe row and one 'started' run per (event, workflow).
+    const dedupe = await rows("SELECT dedupe_key FROM event_consumer_dedupe ORDER BY dedupe_key");
+    assert.deepEqual(dedupe.map((r) => r.dedupe_key), [...expected].sort());
+    const runs = await rows("SELECT event_id, workflow_type FROM workflow_run_log WHERE status = 'started'");
+    assert.equal(runs.length, 12);
+    assert.equal(new Set(runs.map((r) => `${r.event_id}:${r.workflow_type}`)).size, 12);
+
+    // Every start carries the contract's request: POST, JSON, {workflow_type, workflow_run_id, event, input}.
+    const start = hooks.started.get(key(ids[0], "notify"));
+    assert.equal(start.method, "POST");
+    assert.match(start.contentType, /^application\/json/);
+    assert.deepEqual(Object.keys(start.body).sort(), ["event", "input", "workflow_run_id", "workflow_type"]);
+    assert.equal(start.body.workflow_type, "notify");
+    assert.match(start.body.workflow_run_id, /^run_[0-9A-HJKMNP-TV-Z]{26}$/);
+    assert.equal(start.body.event.event_id, ids[0]);
+    assert.equal(start.body.event.event_type, "price.changed");
+    assert.equal(start.body.event.tenant_id, "bakery");
+    assert.deepEqual(start.body.event.payload, { n: 0 });
+    assert.deepEqual(start.body.input, { n: 0 });
+    const runIds = new Set([...hooks.started.values()].map((c) => c.body.workflow_run_id));
+    assert.equal(runIds.size, 12);
+  });
+
+  it("a re-run over state a dead run left (cursor mid-batch, dedupe rows ahead of it) starts each workflow once", async () => {
+    await workflow("notify");
+    await workflow("audit");
+    await subscribe("price.*", "notify");
+    await subscribe("*", "audit");
+    const ids = [];
+    for (let i = 0; i < 6; i++) ids.push(await emit("price.changed", { n: i }));
+
+    // As a previous run would have left it: starts recorded for the first 3 events, the cursor
+    // committed after only 2 of them. Dedupe, not the cursor, must keep event 3 from starting again.
+    const now = new Date().toISOString();
+    const seeded = ids.slice(0, 3).flatMap((id) => ["notify", "audit"].map((wf) =>
+      db.prepare("INSERT INTO event_consumer_dedupe (consumer, dedupe_key, event_id, created_at) VALUES ('workflow_runner', ?1, ?2, ?3)")
+        .bind(key(id, wf), id, now)));
+    await db.batch([
+      ...seeded,
+      db.prepare("INSERT INTO event_drain_state (consumer, cursor, last_run_at, events_read) VALUES ('workflow_runner', ?1, ?2, 2)")
+        .bind(ids[1], now),
+    ]);
+
+    const report = await drain();
+    assert.deepEqual(report, { read: 4, started: 6, duplicates: 2, quarantined: 0, capped: 0, cursor: ids[5] });
+    assertStartedExactlyOnce(ids.slice(3).flatMap((id) => [key(id, "notify"), key(id, "audit")]));
+    assert.equal(hooks.calls.length, 6);
+    for (const c of hooks.calls) assert.equal(c.key, key(c.body.event.event_id, c.body.workflow_type));
+    assert.equal((await rows("SELECT * FROM event_consumer_dedupe")).length, 12);
+    // Nothing left to do.
+    assert.deepEqual(await drain(), { read: 0, started: 0, duplicates: 0, quarantined: 0, capped: 0, cursor: ids[5] });
+  });
+
+  it("50 subscriptions on * start 8 workflows and leave exactly one events.fanout_capped record", async () => {
+    const types = Array.from({ length: 50 }, (_, i) => `wf${100 + i}`);
+    const subs = [];
+    for (const type of types) {
+      await workflow(type);
+      subs.push(await subscribe("*", type)); // sequential: creation order is the cap's order
+    }
+    const id = await emit("item.created");
+    const report = await drain();
+    assert.equal(report.read, 1);
+    assert.equal(report.started, 8);
+    assert.equal(report.capped, 1);
+    assert.equal(hooks.calls.length, 8);
+    assert.deepEqual(hooks.calls.map((c) => c.workflowType).sort(), types.slice(0, 8), "the first 8 by creation");
+
+    const caps = await rows("SELECT * FROM events WHERE event_type = 'events.fanout_capped'");
+    assert.equal(caps.length, 1);
+    const payload = JSON.parse(caps[0].payload_json);
+    assert.equal(payload.event_id, id);
+    assert.equal(payload.matched, 50);
+    assert.deepEqual(payload.dropped_subscriptions, subs.slice(8).map((s) => s.id ?? s.subscription_id));
+    assert.equal(caps[0].tenant_id, "bakery");
+    const h = await health();
+    assert.equal(h.ok, true);
+    assert.equal(h.fanout_capped, 1);
+
+    // The cap record is an event too: it fans out (capped again) without a cap record of its own.
+    const again = await drain();
+    assert.equal(again.read, 1);
+    assert.equal(again.capped, 1);
+    assert.equal((await rows("SELECT * FROM events WHERE event_type = 'events.fanout_capped'")).length, 1);
+    assert.equal((await health()).fanout_capped, 1);
+  });
+
+  it("a poison event is quarantined, the cursor moves past it, later events flow, and retry starts it once", async () => {
+    await workflow("notify");
+    await subscribe("*", "notify");
+    const a = await emit("lead.received");
+    const poison = await emit("lead.received", { poison: true });
+    const c = await emit("lead.received");
+    hooks.failing.add(poison);
+
+    const report = await drain();
+    assert.deepEqual(report, { read: 3, started: 2, duplicates: 0, quarantined: 1, capped: 0, cursor: c });
+    assertStartedExactlyOnce([key(a, "notify"), key(c, "notify")]);
+    const q = await jsonOf(await admin("GET", "/admin/quarantine?consumer=workflow_runner"), 200);
+    assert.equal(q.quarantined.length, 1);
+    assert.equal(q.quarantined[0].event_id, poison);
+    assert.equal(q.quarantined[0].consumer, "workflow_runner");
+    assert.match(q.quarantined[0].reason, /500/);
+    assert.equal((await health()).quarantined, 1);
+    const d = await emit("lead.received");
+    assert.equal((await drain()).started, 1, "events after the poison keep flowing");
+
+    // Still failing: retry keeps it quarantined (attempts grows).
+    const stillBad = await jsonOf(await admin("POST", `/admin/quarantine/workflow_runner/${poison}/retry`), 200);
+    assert.equal(stillBad.resolved, false);
+    assert.equal((await rows("SELECT attempts FROM events_quarantine WHERE event_id = ?1", poison))[0].attempts, 2);
+
+    hooks.failing.clear(); // the target recovers
+    const retried = await jsonOf(await admin("POST", `/admin/quarantine/workflow_runner/${poison}/retry`), 200);
+    assert.equal(retried.resolved, true);
+    assert.equal(retried.started, 1);
+    assert.deepEqual((await jsonOf(await admin("GET", "/admin/quarantine"), 200)).quarantined, []);
+    assert.equal((await health()).quarantined, 0);
+    const resolved = await jsonOf(await admin("GET", "/admin/quarantine?all=1"), 200);
+    assert.equal(resolved.quarantined.length, 1);
+    assertStartedExactlyOnce([a, poison, c, d].map((id) => key(id, "notify")));
+
+    const again = await jsonOf(await admin("POST", `/admin/quarantine/workflow_runner/${poison}/retry`), 200);
+    assert.equal(again.duplicates, 1, "already started: not started twice");
+    assert.equal(again.started, 0);
+    await errorOf(await admin("POST", `/admin/quarantine/workflow_runner/${a}/retry`), 404, "not_found");
+    assertStartedExactlyOnce([a, poison, c, d].map((id) => key(id, "notify")));
+  });
+
+  it("kill:fanout on: nothing fans out and events are still accepted; off: everything drains", async () => {
+    await workflow("notify");
+    await subscribe("*", "notify");
+    const on = await jsonOf(await admin("PUT", "/admin/kill-switches/kill:fanout", { enabled: true }), 200);
+    assert.equal(on.enabled, true);
+    const ids = [];
+    for (let i = 0; i < 5; i++) ids.push(await emit("order.placed", { n: i }));
+    const killed = await drain();
+    assert.equal(killed.killed, true);
+    assert.equal(killed.read, 0);
+    assert.equal(killed.started, 0);
+    assert.equal(hooks.calls.length, 0);
+    const cron = await (await mesh.mf.getWorker(EVENTS)).scheduled({ cron: "*/2 * * * *", scheduledTime: new Date() });
+    assert.equal(cron.outcome, "ok");
+    assert.equal(hooks.calls.length, 0, "the cron drain is stopped too");
+    assert.equal((await rows("SELECT * FROM events")).length, 5);
+    assert.equal(await cursorOf(), undefined);
+    const list = await jsonOf(await admin("GET", "/admin/kill-switches"), 200);
+    assert.deepEqual(list.kill_switches.map(({ name, enabled }) => ({ name, enabled })), [{ name: "kill:fanout", enabled: true }]);
+
+    await jsonOf(await admin("PUT", "/admin/kill-switches/kill:fanout", { enabled: false }), 200);
+    const report = await drain();
+    assert.equal(report.read, 5);
+    assert.equal(report.started, 5);
+    assert.equal(report.cursor, ids[4]);
+    assertStartedExactlyOnce(ids.map((id) => key(id, "notify")));
+    assert.deepEqual(hooks.calls.map((c) => c.body.event.event_id), ids, "in order");
+
+    await errorOf(await admin("PUT", "/admin/kill-switches/Kill Fanout", { enabled: true }), 400, "invalid_request");
+    await errorOf(await admin("PUT", "/admin/kill-switches/kill:fanout", { enabled: "yes" }), 400, "invalid_request");
+  });
+
+  it("replay shows the consumer the window again and dedupe prevents double starts", async () => {
+    await workflow("notify");
+    await subscribe("*", "notify");
+    const ids = [];
+    for (let i = 0; i < 4; i++) ids.push(await emit("price.changed", { n: i }, "item:7"));
+    assert.equal((await drain()).started, 4);
+    assert.equal(hooks.calls.length, 4);
+
+    const replay = await jsonOf(
+      await admin("POST", "/admin/consumers/workflow_runner/replay", { from_event_id: ids[1] }), 200);
+    assert.equal(replay.from_event_id, ids[1]);
+    assert.ok(await cursorOf() < ids[1] && await cursorOf() > ids[0], "cursor just before from_event_id");
+    const report = await drain();
+    assert.deepEqual(report, { read: 3, started: 0, duplicates: 3, quarantined: 0, capped: 0, cursor: ids[3] });
+    assert.equal(hooks.calls.length, 4, "no new call reached the target");
+    assert.equal((await rows("SELECT * FROM workflow_run_log")).length, 4);
+
+    await errorOf(await admin("POST", "/admin/consumers/nobody/replay", { from_event_id: ids[0] }), 404, "not_found");
+    const bad = await errorOf(
+      await admin("POST", "/admin/consumers/workflow_runner/replay", { from_event_id: "x" }), 400, "invalid_request");
+    assert.equal(bad.field, "from_event_id");
+  });
+
+  it("two drains at once never start a workflow twice (200 events, overlap observed)", async (t) => {
+    await workflow("notify");
+    await subscribe("*", "notify");
+    let overlaps = 0;
+    const all = [];
+    for (let round = 0; round < 3; round++) {
+      const ids = await emitMany(200);
+      all.push(...ids);
+      const reports = await Promise.all([drain(), drain()]);
+      const worked = reports.filter((r) => !r.locked);
+      const locked = reports.filter((r) => r.locked);
+      overlaps += locked.length;
+      for (const r of locked) assert.equal(r.read, 0);
+      assert.equal(worked.reduce((n, r) => n + r.read, 0), 200, JSON.stringify(reports));
+      assert.equal(worked.reduce((n, r) => n + r.started, 0), 200);
+      assert.equal(await cursorOf(), ids.at(-1));
+    }
+    t.diagnostic(`drain pairs that overlapped (one reported locked): ${overlaps}/3`);
+    assert.ok(overlaps >= 1, "the two drains overlapped at least once");
+    assert.equal(hooks.calls.length, 600);
+    assert.ok([...hooks.deliveries().values()].every((n) => n === 1), "no Idempotency-Key delivered twice");
+    assertStartedExactlyOnce(all.map((id) => key(id, "notify")));
+    assert.equal((await rows("SELECT * FROM cron_locks")).length, 0);
+  });
+
+  it("globs, filters and mappers that do not match start nothing; a matching mapper shapes input", async () => {
+    await workflow("big_items");
+    await workflow("vendors");
+    await workflow("leads");
+    await subscribe("price.*", "big_items", { filter_expr: 'payload.amount > 100 && entity_type == "item"' });
+    await subscribe("vendor.*", "vendors", { input_mapper: { vendor_id: "$.entity_id", cost: "$.payload.cost", version: 2 } });
+    await subscribe("lead.?", "leads"); // ? is one character: lead.received does not match
+    await subscribe("order.*", "leads", { enabled: false });
+    await emit("price.changed", { amount: 50 }); // filter false
+    await emit("price.changed", { amount: 500 }, "vendor:9"); // entity_type mismatch
+    await emit("pricex.changed", { amount: 500 }); // glob mismatch
+    await emit("lead.received", { amount: 500 }); // glob mismatch
+    await emit("order.placed"); // disabled subscription
+    const none = await drain();
+    assert.equal(none.read, 5);
+    assert.equal(none.started, 0);
+    assert.equal(hooks.calls.length, 0);
+
+    const big = await emit("price.changed", { amount: 101 });
+    const vendor = await emit("vendor.cost_changed", { cost: 3.5 }, "vendor:42");
+    const bare = await emit("vendor.renamed", { name: "x" }, "vendor:43");
+    assert.equal((await drain()).started, 3);
+    const byEvent = Object.fromEntries(hooks.calls.map((c) => [c.body.event.event_id, c]));
+    assert.deepEqual(byEvent[big].body.input, { amount: 101 }, "no mapper: the payload");
+    assert.equal(byEvent[big].workflowType, "big_items");
+    assert.deepEqual(byEvent[vendor].body.input, { vendor_id: "42", cost: 3.5, version: 2 });
+    assert.deepEqual(byEvent[bare].body.input, { vendor_id: "43", cost: null, version: 2 }, "a missing path is null");
+  });
+
+  it("the */2 cron trigger runs workflow_runner", async () => {
+    await workflow("notify");
+    await subscribe("*", "notify");
+    const id = await emit("order.placed");
+    const worker = await mesh.mf.getWorker(EVENTS);
+    const other = await worker.scheduled({ cron: "*/15 * * * *", scheduledTime: new Date() });
+    assert.equal(other.outcome, "ok");
+    assert.equal(hooks.calls.length, 0, "*/15 is the anomaly detector, not the workflow runner");
+    const result = await worker.scheduled({ cron: "*/2 * * * *", scheduledTime: new Date() });
+    assert.equal(result.outcome, "ok");
+    assertStartedExactlyOnce([key(id, "notify")]);
+    assert.equal(await cursorOf(), id);
+    assert.equal((await rows("SELECT * FROM cron_locks")).length, 0);
+  });
+});
+
+describe("errors", () => {
+  it("invalid subscriptions and workflows: 400 naming the field, nothing stored", async () => {
+    const cases = [
+      [{ event_type_glob: "Price.*", workflow_type: "x" }, "event_type_glob"],
+      [{ workflow_type: "x" }, "event_type_glob"],
+      [{ event_type_glob: "price.*", workflow_type: "X Y" }, "workflow_type"],
+      [{ event_type_glob: "price.*" }, "workflow_type"],
+      [{ event_type_glob: "price.*", workflow_type: "x", filter_expr: "payload.a >" }, "filter_expr"],
+      [{ event_type_glob: "price.*", workflow_type: "x", filter_expr: "((((a)" }, "filter_expr"],
+      [{ event_type_glob: "price.*", workflow_type: "x", filter_expr: 5 }, "filter_expr"],
+      [{ event_type_glob: "price.*", workflow_type: "x", input_mapper: { a: "entity_id" } }, "input_mapper"],
+      [{ event_type_glob: "price.*", workflow_type: "x", input_mapper: "nope" }, "input_mapper"],
+      [{ event_type_glob: "price.*", workflow_type: "x", enabled: "no" }, "enabled"],
+    ];
+    for (const [body, field] of cases) {
+      const error = await errorOf(await admin("POST", "/admin/subscriptions", body), 400, "invalid_request");
+      assert.equal(error.field, field, JSON.stringify(body));
+      assert.ok(error.message.includes(field), `${field}: ${error.message}`);
+    }
+    assert.equal((await rows("SELECT * FROM event_subscriptions")).length, 0);
+
+    for (const [target, field] of [
+      [{ webhook: "ftp://x" }, "target.webhook"],
+      [{ webhook: "http://example.com/hook" }, "target.webhook"],
+      [{ service: "leads" }, "target.service"],
+      [{ service: "LEADS_SERVICE", path: "start" }, "target.path"],
+      [{}, "target"],
+    ]) {
+      const error = await errorOf(await admin("PUT", "/admin/workflows/x", { target }), 400, "invalid_request");
+      assert.equal(error.field, field, JSON.stringify(target));
+    }
+    assert.equal((await rows("SELECT * FROM workflow_definitions")).length, 0);
+
+    await errorOf(await admin("POST", "/admin/subscriptions", "{"), 400, "invalid_json");
+    await errorOf(
+      await mesh.fetch("events", "/admin/subscriptions", { method: "POST", headers: JSON_TYPE, body: "{}" }),
+      401, "unauthorized");
+    await errorOf(await mesh.fetch("events", "/admin/events/drain", { method: "POST" }), 401, "unauthorized");
+    await errorOf(await mesh.fetch("events", "/admin/quarantine"), 401, "unauthorized");
+  });
+
+  it("invalid events: 400 naming the field, 413 over 64 KiB, 415 wrong type, 401 without credentials", async () => {
+    const base = { event_type: "price.changed", entity_ref: "item:1" };
+    const cases = [
+      [{ entity_ref: "item:1" }, "event_type"],
+      [{ ...base, event_type: "Price.Changed" }, "event_type"],
+      [{ ...base, event_type: "price" }, "event_type"],
+      [{ ...base, entity_ref: "item" }, "entity_ref"],
+      [{ ...base, payload: [] }, "payload"],
+      [{ ...base, payload: "x" }, "payload"],
+      [{ ...base, event_id: "not-a-ulid" }, "event_id"],
+      [{ ...base, occurred_at: "yesterday" }, "occurred_at"],
+      [{ ...base, sequence_no: "x" }, "sequence_no"],
+    ];
+    for (const [body, field] of cases) {
+      const error = await errorOf(await post(body), 400, "invalid_event");
+      assert.equal(error.field, field, JSON.stringify(body));
+    }
+    const big = await errorOf(await post({ ...base, payload: { blob: "x".repeat(65 * 1024) } }), 413, "payload_too_large");
+    assert.equal(big.field, "payload");
+    const huge = await post({ ...base, payload: { blob: "x".repeat(300 * 1024) } });
+    assert.equal(huge.status, 413, "a body far over the limit is refused before parsing");
+    assert.ok((await huge.json()).error.code);
+    await errorOf(await post("{\"event_type\":"), 400, "invalid_json");
+    await errorOf(await post(base, { ...mesh.tenantHeaders("bakery"), "content-type": "text/plain" }), 415, "unsupported_media_type");
+    await errorOf(await post(base, JSON_TYPE), 401, "unauthenticated_tenant");
+    await errorOf(await post(base, { ...mesh.tenantHeaders("bakery", { token: "wrong-token-0000000000" }), ...JSON_TYPE }),
+      401, "unauthenticated_tenant");
+    await errorOf(await post(base, { authorization: "Bearer wrong", ...JSON_TYPE }), 401, "unauthenticated_tenant");
+
+    const schema = { type: "object", required: ["amount"], properties: { amount: { type: "number" } } };
+    await jsonOf(await admin("PUT", "/admin/schemas/price.changed", { schema }), 200);
+    const violation = await errorOf(await post({ ...base, payload: { amount: "lots" } }), 422, "schema_violation");
+    assert.ok(violation.violations.length >= 1);
+    assert.equal((await rows("SELECT * FROM events")).length, 0, "nothing written");
+
+    const read = (q) => mesh.fetch("events", `/api/events${q}`, { headers: mesh.tenantHeaders("bakery") });
+    for (const [q, field] of [["?type=PRICE.*", "type"], ["?after=zzz", "after"], ["?limit=0", "limit"], ["?limit=501", "limit"]]) {
+      const error = await errorOf(await read(q), 400, "invalid_request");
+      assert.equal(error.field, field, q);
+    }
+  });
+});
+
+describe("queue", () => {
+  it("an event_message() sent twice through another worker's EVENTS_QUEUE lands once", async () => {
+    const eventId = ulid();
+    const message = { // shared/emit.cpp event_message()
+      event_id: eventId,
+      event_type: "lead.received",
+      entity_ref: `lead:${eventId}`,
+      payload: { channel: "form" },
+      source_system: "siteswarm-leads-service",
+      occurred_at: new Date().toISOString(),
+      tenant_id: "bakery",
+    };
+    const producer = await mesh.mf.getQueueProducer("EVENTS_QUEUE", "siteswarm-leads-service");
+    await producer.send(message);
+    await producer.send(message);
+    const sentinel = ulid(Date.now() + 1);
+    await producer.send({ ...message, event_id: sentinel, entity_ref: `lead:${sentinel}` });
+    const count = () => db.prepare("SELECT COUNT(*) AS n FROM events").first("n");
+    await waitFor(async () => (await count()) >= 2);
+    await sleep(1500); // one more max_batch_timeout: any late redelivery would have landed
+    const stored = await rows("SELECT event_id, tenant_id, source_system, event_type, payload_json FROM events ORDER BY event_id");
+    assert.equal(stored.length, 2, JSON.stringify(stored));
+    assert.deepEqual(stored[0], {
+      event_id: eventId,
+      tenant_id: "bakery",
+      source_system: "siteswarm-leads-service",
+      event_type: "lead.received",
+      payload_json: '{"channel":"form"}',
+    });
+    assert.equal(stored[1].event_id, sentinel);
+  });
+});

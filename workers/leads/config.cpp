@@ -1,0 +1,200 @@
+#include "workers/leads/config.h"
+
+#include "shared/json_util.h"
+
+namespace ss::leads {
+
+namespace {
+
+Error bad(const std::string& field, const std::string& message) {
+  Error e{ErrorCode::invalid_request, "config." + field + ": " + message};
+  e.with("field", "config." + field);
+  return e;
+}
+
+bool is_field_name(std::string_view s) {
+  if (s.empty() || s.size() > 64) return false;
+  for (char c : s) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+              c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+bool is_e164(std::string_view s) {
+  if (s.size() < 9 || s.size() > 16 || s[0] != '+' || s[1] == '0') return false;
+  for (std::size_t i = 1; i < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+  }
+  return true;
+}
+
+Result<std::vector<std::string>> string_list(const json& obj, const char* key, const std::string& field,
+                                             bool (*valid)(std::string_view), const char* what) {
+  const json* list = find_field(obj, key);
+  if (list == nullptr || !list->is_array() || list->empty() || list->size() > kMaxRecipients) {
+    return bad(field, std::string("must be a list of 1–") + std::to_string(kMaxRecipients) + " " + what);
+  }
+  std::vector<std::string> out;
+  for (const json& v : *list) {
+    if (!v.is_string() || !valid(v.get<std::string>())) return bad(field, std::string("not ") + what);
+    out.push_back(v.get<std::string>());
+  }
+  return out;
+}
+
+bool email_ok(std::string_view s) { return is_email(s); }
+
+// "forms@bakery.example" or "Bakery Forms <forms@bakery.example>" (what Resend and SendGrid accept).
+bool is_sender(std::string_view s) {
+  if (is_email(s)) return true;
+  auto open = s.rfind('<');
+  if (open == std::string_view::npos || s.empty() || s.back() != '>' || open == 0) return false;
+  std::string_view name = s.substr(0, open);
+  if (name.size() > 100 || name.find_first_of("<>\"\r\n") != std::string_view::npos) return false;
+  return is_email(s.substr(open + 1, s.size() - open - 2));
+}
+
+// A path on the client's own site ("/thanks.html"), resolved by the browser against the form's page.
+bool is_site_path(std::string_view s) {
+  return !s.empty() && s.size() <= 512 && s[0] == '/' && (s.size() == 1 || s[1] != '/') &&
+         s.find_first_of(" \\\r\n") == std::string_view::npos;
+}
+
+}  // namespace
+
+bool is_email(std::string_view s) {
+  static constexpr std::size_t kMaxEmail = 254;
+  static constexpr std::size_t kMaxLocal = 64;
+  if (s.empty() || s.size() > kMaxEmail) return false;
+  auto at = s.rfind('@');
+  if (at == std::string_view::npos || at == 0 || at > kMaxLocal || at + 1 >= s.size()) return false;
+  std::string_view domain = s.substr(at + 1);
+  auto dot = domain.rfind('.');
+  if (dot == std::string_view::npos || dot == 0 || dot + 2 > domain.size()) return false;
+  if (domain.find("..") != std::string_view::npos || domain.front() == '-') return false;
+  for (char c : s) {
+    unsigned char u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || c == '<' || c == '>' || c == '(' || c == ')' || c == ',' || c == ';' ||
+        c == '\\' || c == '"' || c == '[' || c == ']') {
+      return false;
+    }
+  }
+  return s.substr(0, at).find('@') == std::string_view::npos;
+}
+
+bool is_outbound_url(const std::string& url, bool allow_local) {
+  if (url.size() > 2048) return false;
+  if (url.rfind("https://", 0) == 0 && url.size() > 8) return true;
+  return allow_local && (url.rfind("http://127.0.0.1:", 0) == 0 || url.rfind("http://127.0.0.1/", 0) == 0 ||
+                         url.rfind("http://localhost:", 0) == 0);
+}
+
+Result<LeadsConfig> parse_config(const json& config, bool allow_local) {
+  LeadsConfig c;
+  if (!config.is_object()) return bad("", "must be an object");
+  if (const json* v = find_field(config, "storeSubmissions")) {
+    if (!v->is_boolean()) return bad("storeSubmissions", "must be true or false");
+    c.store_submissions = v->get<bool>();
+  }
+  if (const json* v = find_field(config, "honeypotField")) {
+    if (!v->is_string() || !is_field_name(v->get<std::string>())) {
+      return bad("honeypotField", "must be a field name");
+    }
+    c.honeypot_field = v->get<std::string>();
+  }
+  if (const json* v = find_field(config, "turnstile")) {
+    std::string mode = v->is_string() ? v->get<std::string>() : "";
+    if (mode != "required" && mode != "off") return bad("turnstile", R"(must be "required" or "off")");
+    c.turnstile_required = mode == "required";
+  }
+  if (const json* v = find_field(config, "rateLimit")) {
+    auto limit = get_int(*v, "limit");
+    auto period = get_int(*v, "periodSeconds");
+    if (!v->is_object() || !limit || *limit < 1 || *limit > 10000) {
+      return bad("rateLimit.limit", "must be 1–10000");
+    }
+    if (period && (*period < 1 || *period > 86400)) return bad("rateLimit.periodSeconds", "must be 1–86400");
+    c.rate_limit = static_cast<int>(*limit);
+    c.rate_period_seconds = period ? static_cast<int>(*period) : kDefaultRatePeriodSeconds;
+  }
+  if (const json* v = find_field(config, "redirectUrl"); v && !v->is_null()) {
+    if (!v->is_string() || (!is_outbound_url(v->get<std::string>(), allow_local) &&
+                            !is_site_path(v->get<std::string>()))) {
+      return bad("redirectUrl", "must be an https:// URL or a path such as /thanks.html");
+    }
+    c.redirect_url = v->get<std::string>();
+  }
+  if (const json* v = find_field(config, "fields")) {
+    if (!v->is_array() || v->size() > kMaxExtraFields) {
+      return bad("fields", "must be a list of at most " + std::to_string(kMaxExtraFields) + " names");
+    }
+    for (const json& f : *v) {
+      if (!f.is_string() || !is_field_name(f.get<std::string>())) return bad("fields", "not a field name");
+      c.extra_fields.push_back(f.get<std::string>());
+    }
+  }
+  if (const json* v = find_field(config, "defaultCountryCode")) {
+    std::string cc = v->is_string() ? v->get<std::string>() : "";
+    if (cc.empty() || cc.size() > 3 || cc.find_first_not_of("0123456789") != std::string::npos) {
+      return bad("defaultCountryCode", "must be 1–3 digits, e.g. \"1\"");
+    }
+    c.default_country_code = cc;
+  }
+  if (const json* v = find_field(config, "retentionDays"); v && !v->is_null()) {
+    auto days = get_int(config, "retentionDays");
+    if (!days || *days < 1 || *days > 3650) return bad("retentionDays", "must be 1–3650");
+    c.retention_days = static_cast<int>(*days);
+  }
+  const json* notify = find_field(config, "notify");
+  if (notify != nullptr && !notify->is_object()) return bad("notify", "must be an object");
+  if (const json* e = notify ? find_field(*notify, "email") : nullptr) {
+    EmailChannel ch;
+    ch.provider = string_or(*e, "provider", "resend");
+    if (ch.provider != "resend" && ch.provider != "sendgrid") {
+      return bad("notify.email.provider", R"(must be "resend" or "sendgrid")");
+    }
+    auto to = string_list(*e, "to", "notify.email.to", email_ok, "email addresses");
+    if (!to) return std::move(to).error();
+    ch.to = std::move(to).value();
+    ch.from = string_or(*e, "from", "");
+    if (!is_sender(ch.from)) {
+      return bad("notify.email.from", "must be an email address, optionally as Name <address>");
+    }
+    c.email = std::move(ch);
+  }
+  if (const json* s = notify ? find_field(*notify, "sms") : nullptr) {
+    SmsChannel ch;
+    auto to = string_list(*s, "to", "notify.sms.to", is_e164, "E.164 numbers");
+    if (!to) return std::move(to).error();
+    ch.to = std::move(to).value();
+    ch.from = string_or(*s, "from", "");
+    if (!ch.from.empty() && !is_e164(ch.from)) return bad("notify.sms.from", "must be an E.164 number");
+    c.sms = std::move(ch);
+  }
+  if (const json* w = notify ? find_field(*notify, "webhook") : nullptr) {
+    WebhookChannel ch;
+    ch.url = string_or(*w, "url", "");
+    ch.secret = string_or(*w, "secret", "");
+    if (!is_outbound_url(ch.url, allow_local)) return bad("notify.webhook.url", "must be an https:// URL");
+    if (ch.secret.size() < kMinWebhookSecret || ch.secret.size() > 256) {
+      return bad("notify.webhook.secret", "must be 16–256 characters");
+    }
+    c.webhook = std::move(ch);
+  }
+  return c;
+}
+
+json redact_config(json config) {
+  if (config.is_object() && config.contains("notify") && config["notify"].is_object()) {
+    json& notify = config["notify"];
+    if (notify.contains("webhook") && notify["webhook"].is_object() &&
+        notify["webhook"].contains("secret")) {
+      notify["webhook"]["secret"] = "[redacted]";
+    }
+  }
+  return config;
+}
+
+}  // namespace ss::leads

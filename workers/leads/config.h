@@ -1,0 +1,56 @@
+#pragma once
+// A tenant's leads configuration (CONTRACT.md "Tenant provisioning"): parsed from the tenant's config
+// with defaults, validated on PUT /admin/tenants/{id}, and redacted (webhook secret) in GET views.
+
+#include "shared/error.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ss::leads {
+
+inline constexpr const char* kDb = "LEADS_DB";
+inline constexpr const char* kNotifyQueue = "NOTIFY_QUEUE";
+inline constexpr int kDefaultRateLimit = 5;
+inline constexpr int kDefaultRatePeriodSeconds = 60;
+inline constexpr std::size_t kMaxExtraFields = 30;
+inline constexpr std::size_t kMaxRecipients = 10;
+inline constexpr std::size_t kMinWebhookSecret = 16;
+
+struct EmailChannel {
+  std::string provider;  // resend | sendgrid
+  std::vector<std::string> to;
+  std::string from;
+};
+struct SmsChannel {
+  std::vector<std::string> to;  // E.164
+  std::string from;             // E.164; empty: the worker's TWILIO_FROM_NUMBER
+};
+struct WebhookChannel {
+  std::string url;
+  std::string secret;
+};
+
+struct LeadsConfig {
+  bool store_submissions = true;
+  std::string honeypot_field = "company_website";
+  bool turnstile_required = true;
+  int rate_limit = kDefaultRateLimit;
+  int rate_period_seconds = kDefaultRatePeriodSeconds;
+  std::string redirect_url;
+  std::vector<std::string> extra_fields;
+  std::string default_country_code = "1";  // for national phone numbers
+  std::optional<int> retention_days;
+  std::optional<EmailChannel> email;
+  std::optional<SmsChannel> sms;
+  std::optional<WebhookChannel> webhook;
+};
+
+// allow_local: http://127.0.0.1 URLs are accepted (local development and tests only).
+Result<LeadsConfig> parse_config(const json& config, bool allow_local);
+json redact_config(json config);
+bool is_outbound_url(const std::string& url, bool allow_local);
+bool is_email(std::string_view s);
+
+}  // namespace ss::leads

@@ -1,0 +1,521 @@
+// The leads service through the native mesh: every line of the contract's leads section, the
+// notification pipeline with faults, and tenant isolation of the admin API.
+#include "shared/json_util.h"
+#include "shared/ulid.h"
+#include "tests/native/harness.h"
+#include "workers/leads/lead.h"
+
+#include <doctest/doctest.h>
+
+#include <set>
+
+using ss::json;
+using ss::native::HttpReply;
+using ss::native::Mesh;
+using ss::native::StubReply;
+
+namespace {
+
+const char* kBakeryToken = "bakery-token-0123456789";
+const char* kBakeryAdmin = "bakery-admin-0123456789";
+const char* kAutoToken = "auto-repair-token-012345";
+const char* kAutoAdmin = "auto-repair-admin-012345";
+const char* kWebhookSecret = "whsec-0123456789abcdef";
+const char* kDummyToken = "XXXX.DUMMY.TOKEN.XXXX";
+
+json bakery_config() {
+  return json{{"fields", {"preferred_date"}},
+              {"rateLimit", {{"limit", 5}, {"periodSeconds", 60}}},
+              {"redirectUrl", "https://bakery.example/thanks"},
+              {"notify",
+               {{"email", {{"provider", "resend"}, {"to", {"owner@bakery.example"}}, {"from", "forms@bakery.example"}}},
+                {"sms", {{"to", {"+15550100001"}}, {"from", "+15550100999"}}},
+                {"webhook", {{"url", "https://hooks.bakery.example/leads"}, {"secret", kWebhookSecret}}}}}};
+}
+
+struct Leads {
+  Mesh mesh;
+  std::vector<json> requests;           // every outbound fetch, parsed a little
+  std::map<std::string, int> fail_next;  // url substring -> failures left (-1: always)
+  bool siteverify_down = false;
+
+  Leads(json config = bakery_config()) {
+    mesh.set_env("leads", "TURNSTILE_SECRET_KEY", "1x0000000000000000000000000000000AA");
+    mesh.set_env("leads", "TURNSTILE_VERIFY_URL", "https://turnstile.test/siteverify");
+    mesh.set_env("leads", "RESEND_API_URL", "https://resend.test");
+    mesh.set_env("leads", "RESEND_API_KEY", "re_test_key");
+    mesh.set_env("leads", "SENDGRID_API_URL", "https://sendgrid.test");
+    mesh.set_env("leads", "SENDGRID_API_KEY", "SG.test");
+    mesh.set_env("leads", "TWILIO_API_URL", "https://twilio.test");
+    mesh.set_env("leads", "TWILIO_ACCOUNT_SID", "AC123");
+    mesh.set_env("leads", "TWILIO_AUTH_TOKEN", "twilio-secret");
+    mesh.set_env("leads", "NOTIFY_BACKOFF_SECONDS", "0");
+    mesh.provision("bakery", kBakeryToken, kBakeryAdmin, config, "leads");
+    mesh.provision("auto-repair", kAutoToken, kAutoAdmin, json{{"turnstile", "off"}}, "leads");
+    mesh.fetch_stub = [this](const json& req) { return answer(req); };
+  }
+
+  StubReply answer(const json& req) {
+    std::string url = req["url"];
+    requests.push_back(req);
+    StubReply reply;
+    for (auto& [part, left] : fail_next) {
+      if (url.find(part) != std::string::npos && left != 0) {
+        if (left > 0) --left;
+        reply.status = 500;
+        reply.body = "{}";
+        return reply;
+      }
+    }
+    if (url.find("siteverify") != std::string::npos) {
+      if (siteverify_down) {
+        reply.network_error = true;
+        return reply;
+      }
+      auto form = ss::parse_urlencoded(req["body"].get<std::string>());
+      std::map<std::string, std::string> f(form->begin(), form->end());
+      bool ok = f["secret"] == "1x0000000000000000000000000000000AA" && f["response"] == kDummyToken;
+      reply.body = ok ? R"({"success":true,"error-codes":[]})"
+                      : R"({"success":false,"error-codes":["invalid-input-response"]})";
+      return reply;
+    }
+    reply.status = url.find("twilio") != std::string::npos ? 201 : 200;
+    reply.body = R"({"id":"stub"})";
+    return reply;
+  }
+
+  std::map<std::string, std::string> headers(const std::string& type = "application/json",
+                                             const std::string& ip = "203.0.113.7") {
+    auto h = Mesh::tenant_headers("bakery", kBakeryToken);
+    h["Content-Type"] = type;
+    h["CF-Connecting-IP"] = ip;
+    return h;
+  }
+  std::map<std::string, std::string> admin(const std::string& tenant = "bakery", const char* token = kBakeryAdmin) {
+    return {{"X-SiteSwarm-Tenant-Id", tenant}, {"Authorization", std::string("Bearer ") + token}};
+  }
+  HttpReply submit(json body, std::map<std::string, std::string> h = {}) {
+    if (h.empty()) h = headers();
+    if (!body.contains("turnstileToken")) body["turnstileToken"] = kDummyToken;
+    return mesh.request("leads", "POST", "/api/leads/submit", h, body.dump());
+  }
+  json rows(const std::string& sql) { return mesh.db("LEADS_DB").rows(sql); }
+  std::vector<json> outbound(const std::string& part) {
+    std::vector<json> out;
+    for (const json& r : requests) {
+      if (r["url"].get<std::string>().find(part) != std::string::npos) out.push_back(r);
+    }
+    return out;
+  }
+  std::vector<json> events(const std::string& type) {
+    std::vector<json> out;
+    for (const json& e : mesh.queue_sent["EVENTS_QUEUE"]) {
+      if (e["event_type"] == type) out.push_back(e);
+    }
+    return out;
+  }
+  // Plays the notify queue like Cloudflare Queues would: deliver, retry what is retried, until empty.
+  void drain_notifications(int max_rounds = 20) {
+    std::vector<json> pending;
+    std::map<std::string, int> attempts;
+    int n = 0;
+    for (int round = 0; round < max_rounds; ++round) {
+      for (json& body : mesh.queue_sent["NOTIFY_QUEUE"]) {
+        pending.push_back({{"id", "m" + std::to_string(++n)}, {"body", body}, {"attempts", 1}});
+      }
+      mesh.queue_sent["NOTIFY_QUEUE"].clear();
+      if (pending.empty()) return;
+      json out = mesh.message("leads", {{"op", "queue"}, {"queue", "siteswarm-leads-notify"}, {"messages", pending}});
+      std::vector<json> next;
+      for (const json& r : out["retry"]) {
+        for (json& m : pending) {
+          if (m["id"] == r["id"]) {
+            m["attempts"] = m["attempts"].get<int>() + 1;
+            next.push_back(m);
+          }
+        }
+      }
+      pending = next;
+    }
+    FAIL("the notify queue did not drain");
+  }
+};
+
+json lead_body() {
+  return json{{"name", "Ada Baker"}, {"email", "ada@example.com"}, {"phone", "(555) 010-2000"},
+              {"message", "Two dozen croissants for Saturday?"}, {"preferred_date", "2026-12-05"}};
+}
+
+void check_error(const HttpReply& r, int status, const std::string& code) {
+  CHECK(r.status == status);
+  json b = r.body_json();
+  REQUIRE(b.is_object());
+  CHECK(b["error"]["code"] == code);
+}
+
+}  // namespace
+
+TEST_CASE("a JSON lead is verified, stored for its tenant, queued for every channel and announced") {
+  Leads l;
+  auto r = l.submit(lead_body());
+  REQUIRE(r.status == 202);
+  json b = r.body_json();
+  CHECK(b["ok"] == true);
+  std::string id = b["leadId"];
+  CHECK(ss::is_ulid(id));
+  json rows = l.rows("SELECT * FROM leads");
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0]["id"] == id);
+  CHECK(rows[0]["tenant_id"] == "bakery");
+  CHECK(rows[0]["turnstile_verified"] == 1);
+  json payload = json::parse(rows[0]["payload"].get<std::string>());
+  CHECK(payload["phone"] == "+15550102000");  // normalised to E.164
+  CHECK(payload["preferred_date"] == "2026-12-05");
+  CHECK(!payload.contains("turnstileToken"));
+  // siteverify got the secret, the token, the client IP and an idempotency key.
+  auto verify = l.outbound("siteverify");
+  REQUIRE(verify.size() == 1);
+  auto form = ss::parse_urlencoded(verify[0]["body"].get<std::string>());
+  std::map<std::string, std::string> f(form->begin(), form->end());
+  CHECK(f["response"] == kDummyToken);
+  CHECK(f["remoteip"] == "203.0.113.7");
+  CHECK(f["idempotency_key"].size() == 36);
+  CHECK(l.mesh.queue_sent["NOTIFY_QUEUE"].size() == 3);  // email, sms, webhook
+  CHECK(l.rows("SELECT * FROM lead_deliveries WHERE status = 'pending'").size() == 3);
+  auto received = l.events("lead.received");
+  REQUIRE(received.size() == 1);
+  CHECK(received[0]["tenant_id"] == "bakery");
+  CHECK(received[0]["payload"]["leadId"] == id);
+  CHECK(received[0].dump().find("ada@example.com") == std::string::npos);  // no PII in the ledger
+}
+
+TEST_CASE("urlencoded and multipart form posts work like JSON; HTML forms are redirected") {
+  Leads l;
+  auto form = l.mesh.request("leads", "POST", "/api/leads/submit", l.headers("application/x-www-form-urlencoded"),
+                             "name=Bob+B&email=bob%40example.com&cf-turnstile-response=XXXX.DUMMY.TOKEN.XXXX");
+  CHECK(form.status == 202);
+  std::string boundary = "----ssb";
+  std::string mp = "--" + boundary + "\r\nContent-Disposition: form-data; name=\"email\"\r\n\r\ncy@example.com\r\n--" +
+                   boundary + "\r\nContent-Disposition: form-data; name=\"turnstileToken\"\r\n\r\n" + kDummyToken +
+                   "\r\n--" + boundary + "--\r\n";
+  auto multi = l.mesh.request("leads", "POST", "/api/leads/submit",
+                              l.headers("multipart/form-data; boundary=" + boundary), mp);
+  CHECK(multi.status == 202);
+  auto h = l.headers("application/x-www-form-urlencoded");
+  h["Accept"] = "text/html,application/xhtml+xml";
+  auto html = l.mesh.request("leads", "POST", "/api/leads", h,
+                             "email=dee%40example.com&cf-turnstile-response=XXXX.DUMMY.TOKEN.XXXX");
+  CHECK(html.status == 303);
+  CHECK(html.header("location") == "https://bakery.example/thanks");
+  CHECK(l.rows("SELECT * FROM leads").size() == 3);
+}
+
+TEST_CASE("bad input gets the contract's errors and stores nothing") {
+  Leads l;
+  auto big = l.submit(json{{"email", "a@example.com"}, {"message", std::string(40 * 1024, 'x')}});
+  check_error(big, 413, "payload_too_large");
+  check_error(l.mesh.request("leads", "POST", "/api/leads/submit", l.headers("text/plain"), "email=a@b.co"), 415,
+              "unsupported_media_type");
+  check_error(l.mesh.request("leads", "POST", "/api/leads/submit", l.headers(), "{\"email\":"), 400, "invalid_json");
+  auto missing = l.submit(json{{"name", "No Contact"}});
+  check_error(missing, 400, "invalid_lead");
+  CHECK(missing.body_json()["error"]["fields"].contains("email"));
+  CHECK(missing.body_json()["error"]["fields"].contains("phone"));
+  auto bad = l.submit(json{{"email", "not-an-email"}, {"phone", "call me"}, {"favorite_color", "red"},
+                           {"name", json::array({1})}});
+  check_error(bad, 400, "invalid_lead");
+  auto long_name = l.submit(json{{"email", "a@example.com"}, {"name", std::string(201, 'n')}});
+  check_error(long_name, 400, "invalid_lead");
+  CHECK(long_name.body_json()["error"]["fields"].contains("name"));
+  auto extra = l.submit(json{{"email", "a@example.com"}, {"favorite_color", "red"}});
+  CHECK(extra.body_json()["error"]["fields"]["favorite_color"] == "is not a field this form accepts");
+  CHECK(l.rows("SELECT * FROM leads").empty());
+  CHECK(l.mesh.queue_sent["NOTIFY_QUEUE"].empty());
+}
+
+TEST_CASE("a filled honeypot looks like success, stores nothing and notifies nobody") {
+  Leads l;
+  auto r = l.submit(json{{"email", "bot@spam.example"}, {"company_website", "http://spam.example"}});
+  CHECK(r.status == 202);
+  CHECK(r.body_json()["ok"] == true);
+  CHECK(ss::is_ulid(r.body_json()["leadId"].get<std::string>()));
+  CHECK(l.rows("SELECT * FROM leads").empty());
+  CHECK(l.mesh.queue_sent["NOTIFY_QUEUE"].empty());
+  CHECK(l.outbound("siteverify").empty());
+  CHECK(l.events("lead.spam_absorbed").size() == 1);
+  CHECK(l.events("lead.received").empty());
+}
+
+TEST_CASE("Turnstile: failure is 403; unreachable siteverify keeps the lead, flagged") {
+  Leads l;
+  check_error(l.submit(json{{"email", "a@example.com"}, {"turnstileToken", "forged"}}), 403, "turnstile_failed");
+  auto h = l.headers();
+  auto no_token = l.mesh.request("leads", "POST", "/api/leads/submit", h, json{{"email", "a@example.com"}}.dump());
+  check_error(no_token, 403, "turnstile_failed");
+  CHECK(l.rows("SELECT * FROM leads").empty());
+  l.siteverify_down = true;
+  auto kept = l.submit(json{{"email", "a@example.com"}});
+  CHECK(kept.status == 202);
+  json rows = l.rows("SELECT turnstile_verified FROM leads");
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0]["turnstile_verified"] == 0);
+  l.siteverify_down = false;
+  l.fail_next["siteverify"] = 1;  // a 500 from siteverify is "unreachable" too
+  CHECK(l.submit(json{{"email", "b@example.com"}}).status == 202);
+  CHECK(l.rows("SELECT * FROM leads WHERE turnstile_verified = 0").size() == 2);
+}
+
+TEST_CASE("the rate limit answers 429 with Retry-After before any storage, per tenant and IP") {
+  Leads l;
+  for (int i = 0; i < 5; ++i) REQUIRE(l.submit(json{{"email", "a@example.com"}}).status == 202);
+  auto limited = l.submit(json{{"email", "a@example.com"}});
+  check_error(limited, 429, "rate_limited");
+  int retry = std::stoi(limited.header("retry-after"));
+  CHECK(retry >= 1);
+  CHECK(retry <= 60);
+  CHECK(l.rows("SELECT * FROM leads").size() == 5);
+  CHECK(l.outbound("siteverify").size() == 5);
+  // Another IP, or another tenant, has its own window; the next window is open again.
+  CHECK(l.submit(json{{"email", "a@example.com"}}, l.headers("application/json", "198.51.100.1")).status == 202);
+  l.mesh.now_ms += 61 * 1000;
+  CHECK(l.submit(json{{"email", "a@example.com"}}).status == 202);
+  CHECK(l.rows("SELECT * FROM rate_limit_windows WHERE bucket LIKE '%203.0.113.7%'").empty());  // IPs are hashed
+}
+
+TEST_CASE("an Idempotency-Key replay returns the first leadId and creates nothing") {
+  Leads l;
+  auto h = l.headers();
+  h["Idempotency-Key"] = "form-7f3a";
+  auto first = l.submit(lead_body(), h);
+  REQUIRE(first.status == 202);
+  for (int i = 0; i < 3; ++i) {
+    auto again = l.submit(lead_body(), h);
+    CHECK(again.status == 202);
+    CHECK(again.body_json()["leadId"] == first.body_json()["leadId"]);
+  }
+  CHECK(l.rows("SELECT * FROM leads").size() == 1);
+  CHECK(l.mesh.queue_sent["NOTIFY_QUEUE"].size() == 3);
+  CHECK(l.outbound("siteverify").size() == 1);
+  l.mesh.now_ms += 25LL * 60 * 60 * 1000;  // after 24 h the key is free again
+  auto later = l.submit(lead_body(), h);
+  CHECK(later.status == 202);
+  CHECK(later.body_json()["leadId"] != first.body_json()["leadId"]);
+}
+
+TEST_CASE("storeSubmissions:false delivers without storing") {
+  json config = bakery_config();
+  config["storeSubmissions"] = false;
+  Leads l(config);
+  auto r = l.submit(lead_body());
+  REQUIRE(r.status == 202);
+  CHECK(l.rows("SELECT * FROM leads").empty());
+  l.drain_notifications();
+  CHECK(l.outbound("resend.test/emails").size() == 1);
+  CHECK(l.outbound("hooks.bakery.example").size() == 1);
+  json sent = json::parse(l.outbound("hooks.bakery.example")[0]["body"].get<std::string>());
+  CHECK(sent["lead"]["email"] == "ada@example.com");
+  CHECK(l.rows("SELECT * FROM lead_deliveries WHERE status = 'delivered'").size() == 3);
+}
+
+TEST_CASE("notifications use each provider's real request format and a verifiable signature") {
+  Leads l;
+  std::string id = l.submit(lead_body()).body_json()["leadId"];
+  l.drain_notifications();
+  auto resend = l.outbound("resend.test/emails");
+  REQUIRE(resend.size() == 1);
+  CHECK(resend[0]["headers"]["authorization"] == "Bearer re_test_key");
+  json email = json::parse(resend[0]["body"].get<std::string>());
+  CHECK(email["to"] == json::array({"owner@bakery.example"}));
+  CHECK(email["from"] == "forms@bakery.example");
+  CHECK(email["reply_to"] == "ada@example.com");
+  CHECK(email["text"].get<std::string>().find("croissants") != std::string::npos);
+  auto twilio = l.outbound("twilio.test/2010-04-01/Accounts/AC123/Messages.json");
+  REQUIRE(twilio.size() == 1);
+  CHECK(twilio[0]["headers"]["authorization"] == "Basic " + std::string("QUMxMjM6dHdpbGlvLXNlY3JldA=="));
+  auto sms = ss::parse_urlencoded(twilio[0]["body"].get<std::string>());
+  std::map<std::string, std::string> s(sms->begin(), sms->end());
+  CHECK(s["To"] == "+15550100001");
+  CHECK(s["From"] == "+15550100999");
+  auto hook = l.outbound("hooks.bakery.example");
+  REQUIRE(hook.size() == 1);
+  std::string signature = hook[0]["headers"]["x-siteswarm-signature"];
+  auto comma = signature.find(",v1=");
+  REQUIRE(signature.rfind("t=", 0) == 0);
+  REQUIRE(comma != std::string::npos);
+  std::string t = signature.substr(2, comma - 2);
+  std::string body = hook[0]["body"];
+  CHECK(signature.substr(comma + 4) == ss::native::hmac_sha256_hex(kWebhookSecret, t + "." + body));
+  CHECK(json::parse(body)["leadId"] == id);
+  CHECK(l.events("lead.delivered").size() == 3);
+}
+
+TEST_CASE("a webhook that fails twice then succeeds is delivered once with 3 attempts recorded") {
+  Leads l;
+  l.fail_next["hooks.bakery.example"] = 2;
+  std::string id = l.submit(lead_body()).body_json()["leadId"];
+  l.drain_notifications();
+  CHECK(l.outbound("hooks.bakery.example").size() == 3);
+  json d = l.rows("SELECT * FROM lead_deliveries WHERE channel = 'webhook'");
+  REQUIRE(d.size() == 1);
+  CHECK(d[0]["status"] == "delivered");
+  CHECK(d[0]["attempts"] == 3);
+  CHECK(l.rows("SELECT * FROM delivery_attempts WHERE delivery_id = '" + d[0]["id"].get<std::string>() + "'").size() == 3);
+  auto view = l.mesh.request("leads", "GET", "/api/leads/" + id, l.admin()).body_json();
+  bool found = false;
+  for (const json& del : view["deliveries"]) {
+    if (del["channel"] != "webhook") continue;
+    found = true;
+    CHECK(del["history"].size() == 3);
+    CHECK(del["history"][0]["ok"] == false);
+    CHECK(del["history"][2]["ok"] == true);
+  }
+  CHECK(found);
+}
+
+TEST_CASE("a webhook that always fails is dead-lettered and visible; other channels still deliver") {
+  Leads l;
+  l.fail_next["hooks.bakery.example"] = -1;
+  l.fail_next["resend.test"] = -1;  // Resend down as well
+  l.submit(lead_body());
+  l.drain_notifications();
+  CHECK(l.outbound("hooks.bakery.example").size() == 5);
+  auto dead = l.mesh.request("leads", "GET", "/api/leads/deliveries?status=dead", l.admin());
+  REQUIRE(dead.status == 200);
+  CHECK(dead.body_json()["deliveries"].size() == 2);
+  CHECK(l.rows("SELECT * FROM lead_deliveries WHERE channel = 'sms' AND status = 'delivered'").size() == 1);
+  CHECK(l.events("lead.delivery_failed").size() == 2);
+  CHECK(l.events("lead.delivered").size() == 1);
+  // A redelivered message of a dead-lettered delivery sends nothing again.
+  std::size_t before = l.requests.size();
+  json msg = {{"deliveryId", dead.body_json()["deliveries"][0]["id"]}, {"tenantId", "bakery"}, {"provider", "webhook"}};
+  json out = l.mesh.message("leads", {{"op", "queue"}, {"messages", {{{"id", "x"}, {"body", msg}}}}});
+  CHECK(out["ack"] == json::array({"x"}));
+  CHECK(l.requests.size() == before);
+}
+
+TEST_CASE("tenant isolation: a tenant id without its token is 401, and admin calls never cross tenants") {
+  Leads l;
+  auto spoof = l.mesh.request("leads", "POST", "/api/leads/submit",
+                              {{"X-SiteSwarm-Tenant-Id", "bakery"}, {"Content-Type", "application/json"}},
+                              json{{"email", "a@example.com"}}.dump());
+  check_error(spoof, 401, "unauthenticated_tenant");
+  auto wrong = l.mesh.request("leads", "POST", "/api/leads/submit",
+                              {{"X-SiteSwarm-Tenant-Id", "bakery"}, {"X-SiteSwarm-Tenant-Token", kAutoToken},
+                               {"Content-Type", "application/json"}},
+                              json{{"email", "a@example.com"}}.dump());
+  check_error(wrong, 401, "unauthenticated_tenant");
+  CHECK(l.rows("SELECT * FROM leads").empty());
+
+  std::string id = l.submit(lead_body()).body_json()["leadId"];
+  auto a = l.admin("auto-repair", kAutoAdmin);
+  CHECK(l.mesh.request("leads", "GET", "/api/leads", a).body_json()["leads"].empty());
+  check_error(l.mesh.request("leads", "GET", "/api/leads/" + id, a), 404, "not_found");
+  check_error(l.mesh.request("leads", "DELETE", "/api/leads/" + id, a), 404, "not_found");
+  std::string csv = l.mesh.request("leads", "GET", "/api/leads/export.csv", a).body;
+  CHECK(csv.find(id) == std::string::npos);
+  CHECK(l.rows("SELECT * FROM leads").size() == 1);
+  check_error(l.mesh.request("leads", "GET", "/api/leads", {{"X-SiteSwarm-Tenant-Id", "bakery"}}), 401, "unauthorized");
+  check_error(l.mesh.request("leads", "GET", "/api/leads", l.admin("bakery", kBakeryToken)), 401, "unauthorized");
+}
+
+TEST_CASE("tenant admin: newest first with cursors, one lead with history, erasure") {
+  Leads l;
+  l.mesh.set_env("leads", "TURNSTILE_SECRET_KEY", "");  // verification skipped: flagged, still kept
+  std::vector<std::string> ids;
+  for (int i = 0; i < 5; ++i) {
+    ids.push_back(l.submit(json{{"email", "p" + std::to_string(i) + "@example.com"}},
+                           l.headers("application/json", "192.0.2." + std::to_string(i)))
+                      .body_json()["leadId"]);
+    l.mesh.now_ms += 1000;
+  }
+  auto page1 = l.mesh.request("leads", "GET", "/api/leads?limit=2", l.admin()).body_json();
+  REQUIRE(page1["leads"].size() == 2);
+  CHECK(page1["leads"][0]["id"] == ids[4]);
+  CHECK(page1["leads"][1]["id"] == ids[3]);
+  auto page2 = l.mesh.request("leads", "GET", "/api/leads?limit=2&cursor=" + page1["nextCursor"].get<std::string>(),
+                              l.admin()).body_json();
+  CHECK(page2["leads"][0]["id"] == ids[2]);
+  auto page3 = l.mesh.request("leads", "GET", "/api/leads?limit=2&cursor=" + page2["nextCursor"].get<std::string>(),
+                              l.admin()).body_json();
+  CHECK(page3["leads"].size() == 1);
+  CHECK(page3["nextCursor"].is_null());
+  CHECK(l.mesh.request("leads", "GET", "/api/leads?limit=0", l.admin()).status == 400);
+  CHECK(l.mesh.request("leads", "GET", "/api/leads?cursor=zzz", l.admin()).status == 400);
+
+  auto one = l.mesh.request("leads", "GET", "/api/leads/" + ids[0], l.admin());
+  REQUIRE(one.status == 200);
+  CHECK(one.body_json()["fields"]["email"] == "p0@example.com");
+  CHECK(one.body_json()["deliveries"].size() == 3);
+  auto erased = l.mesh.request("leads", "DELETE", "/api/leads/" + ids[0], l.admin());
+  CHECK(erased.status == 204);
+  CHECK(erased.body.empty());
+  check_error(l.mesh.request("leads", "GET", "/api/leads/" + ids[0], l.admin()), 404, "not_found");
+  check_error(l.mesh.request("leads", "DELETE", "/api/leads/" + ids[0], l.admin()), 404, "not_found");
+  CHECK(l.rows("SELECT * FROM leads WHERE payload LIKE '%p0@example.com%'").empty());
+  // Its pending notifications are cancelled, not sent after the erasure.
+  CHECK(l.rows("SELECT * FROM lead_deliveries WHERE lead_id = '" + ids[0] + "' AND status = 'cancelled'").size() == 3);
+}
+
+TEST_CASE("CSV export quotes per RFC 4180 and defuses spreadsheet formulas") {
+  Leads l;
+  l.submit(json{{"name", "=HYPERLINK(\"http://evil\")"}, {"email", "q@example.com"},
+                {"message", "line one\nline \"two\", with comma"}, {"preferred_date", "@SUM(A1)"}});
+  auto r = l.mesh.request("leads", "GET", "/api/leads/export.csv", l.admin());
+  REQUIRE(r.status == 200);
+  CHECK(r.header("content-type").rfind("text/csv", 0) == 0);
+  CHECK(r.header("content-disposition").find("attachment") != std::string::npos);
+  CHECK(r.body.rfind("id,created_at,turnstile_verified,name,email,phone,message,preferred_date\r\n", 0) == 0);
+  CHECK(r.body.find("\"'=HYPERLINK(\"\"http://evil\"\")\"") != std::string::npos);
+  CHECK(r.body.find("\"line one\nline \"\"two\"\", with comma\"") != std::string::npos);
+  CHECK(r.body.find("\"'@SUM(A1)\"") != std::string::npos);
+}
+
+TEST_CASE("tenant config is validated on provisioning and the webhook secret is never shown") {
+  Leads l;
+  auto op = std::map<std::string, std::string>{{"Authorization", std::string("Bearer ") + Mesh::kAdminToken},
+                                               {"Content-Type", "application/json"}};
+  auto bad = l.mesh.request("leads", "PUT", "/admin/tenants/bakery", op,
+                            json{{"config", {{"turnstile", "maybe"}}}}.dump());
+  CHECK(bad.status == 400);
+  CHECK(bad.body_json()["error"]["field"] == "config.turnstile");
+  auto bad_hook = l.mesh.request("leads", "PUT", "/admin/tenants/bakery", op,
+                                 json{{"config", {{"notify", {{"webhook", {{"url", "http://10.0.0.1/x"}, {"secret", kWebhookSecret}}}}}}}}.dump());
+  CHECK(bad_hook.status == 400);
+  json site = bakery_config();
+  site["redirectUrl"] = "/thanks.html";
+  site["notify"]["email"]["from"] = "Crumb & Crust <forms@bakery.example>";
+  CHECK(l.mesh.request("leads", "PUT", "/admin/tenants/bakery", op, json{{"config", site}}.dump()).status == 200);
+  site["redirectUrl"] = "//evil.example/";
+  CHECK(l.mesh.request("leads", "PUT", "/admin/tenants/bakery", op, json{{"config", site}}.dump()).status == 400);
+  auto got = l.mesh.request("leads", "GET", "/admin/tenants/bakery", op);
+  CHECK(got.status == 200);
+  CHECK(got.body.find(kWebhookSecret) == std::string::npos);
+  CHECK(got.body_json()["config"]["notify"]["webhook"]["secret"] == "[redacted]");
+}
+
+TEST_CASE("the retention job removes leads older than the tenant's retentionDays") {
+  json config = bakery_config();
+  config["retentionDays"] = 30;
+  Leads l(config);
+  l.submit(json{{"email", "old@example.com"}});
+  l.mesh.now_ms += 31LL * 24 * 60 * 60 * 1000;
+  l.submit(json{{"email", "new@example.com"}});
+  json out = l.mesh.message("leads", {{"op", "scheduled"}, {"cron", "0 3 * * *"}});
+  CHECK(out["ok"] == true);
+  json rows = l.rows("SELECT payload FROM leads");
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0]["payload"].get<std::string>().find("new@example.com") != std::string::npos);
+}
+
+TEST_CASE("phone numbers normalise to E.164") {
+  using ss::leads::normalize_phone;
+  CHECK(normalize_phone("(555) 010-2000", "1") == "+15550102000");
+  CHECK(normalize_phone("1-555-010-2000", "1") == "+15550102000");
+  CHECK(normalize_phone("+44 20 7946 0018", "1") == "+442079460018");
+  CHECK(normalize_phone("020 7946 0018", "44") == "+442079460018");
+  CHECK(normalize_phone("0044 20 7946 0018", "1") == "+442079460018");
+  CHECK_FALSE(normalize_phone("555-0100", "1").has_value());
+  CHECK_FALSE(normalize_phone("call me", "1").has_value());
+  CHECK_FALSE(normalize_phone("+1 555 010 2000 ext 5", "1").has_value());
+  CHECK_FALSE(normalize_phone("+123456789012345678", "1").has_value());
+}

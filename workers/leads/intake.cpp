@@ -1,0 +1,218 @@
+// POST /api/leads/submit (and /api/leads): the contract's order of checks, one step per function.
+//   tenant auth → size/type → rate limit → honeypot → validation → Turnstile → store → enqueue
+#include "workers/leads/intake.h"
+
+#include "shared/bytes.h"
+#include "shared/effects.h"
+#include "shared/emit.h"
+#include "shared/json_util.h"
+#include "shared/rfc3339.h"
+#include "shared/tenant.h"
+#include "workers/leads/config.h"
+#include "workers/leads/lead.h"
+#include "workers/leads/notify.h"
+
+namespace ss::leads {
+
+namespace {
+
+inline constexpr std::size_t kMaxIdempotencyKey = 200;
+inline constexpr std::int64_t kIdempotencyWindowMs = 24LL * 60 * 60 * 1000;
+inline constexpr const char* kDefaultSiteverifyUrl =
+    "https://challenges.cloudflare.com/turnstile/v0/siteverify";
+inline constexpr int kSiteverifyTimeoutMs = 5000;
+
+bool allow_local(const Context& ctx) { return ctx.env("ALLOW_LOCAL_OUTBOUND") == "1"; }
+
+// A fixed window per tenant + client IP, counted in D1. The IP is hashed before it is stored.
+Task<Status> check_rate_limit(Context& ctx, const std::string& tenant, const std::string& ip,
+                              const LeadsConfig& config) {
+  std::int64_t period_ms = static_cast<std::int64_t>(config.rate_period_seconds) * 1000;
+  std::int64_t window = ctx.now_ms() / period_ms;
+  std::int64_t window_end = (window + 1) * period_ms;
+  std::string ip_key = "leads-rate:" + (ip.empty() ? std::string("unknown") : ip);  // g++-12: hoisted
+  auto ip_hash = co_await sha256(std::move(ip_key));
+  if (!ip_hash) {
+    ctx.log("rate limit skipped: " + ip_hash.error().message);
+    co_return Unit{};
+  }
+  json params = json::array({tenant + "|" + ip_hash->substr(0, 32) + "|" + std::to_string(window),
+                             window_end});
+  auto hits = co_await D1(kDb).first(
+      "INSERT INTO rate_limit_windows (bucket, hits, expires_at_ms) VALUES (?1, 1, ?2) "
+      "ON CONFLICT (bucket) DO UPDATE SET hits = hits + 1 RETURNING hits",
+      params);
+  if (!hits) {
+    // Availability over strictness: a lead is worth more than a perfect counter.
+    ctx.log("rate limit skipped: " + hits.error().message);
+    co_return Unit{};
+  }
+  const json* row = row_of(*hits);
+  if (row != nullptr && int_or(*row, "hits", 0) > config.rate_limit) {
+    Error e{ErrorCode::rate_limited, "too many submissions; try again later"};
+    e.retry_after = static_cast<int>((window_end - ctx.now_ms() + 999) / 1000);
+    co_return e;
+  }
+  co_return Unit{};
+}
+
+Task<Result<std::string>> uuid_v4(Context& ctx) {
+  SS_CO_TRY(std::string bytes, co_await ctx.random_bytes(16));
+  bytes[6] = static_cast<char>((bytes[6] & 0x0F) | 0x40);
+  bytes[8] = static_cast<char>((bytes[8] & 0x3F) | 0x80);
+  std::string hex = hex_encode(bytes);
+  co_return hex.substr(0, 8) + "-" + hex.substr(8, 4) + "-" + hex.substr(12, 4) + "-" +
+      hex.substr(16, 4) + "-" + hex.substr(20);
+}
+
+enum class Verdict { passed, failed, unreachable };
+
+// Turnstile siteverify with the secret, the token, the client IP and an idempotency key.
+Task<Result<Verdict>> verify_turnstile(Context& ctx, const std::string& token, const std::string& ip) {
+  if (token.empty()) co_return Error{ErrorCode::turnstile_failed, "the Turnstile token is missing"};
+  std::string secret = ctx.env("TURNSTILE_SECRET_KEY");
+  if (secret.empty()) {
+    ctx.log("turnstile: TURNSTILE_SECRET_KEY is not set; lead kept unverified");
+    co_return Verdict::unreachable;
+  }
+  SS_CO_TRY(std::string idempotency, co_await uuid_v4(ctx));
+  std::vector<std::pair<std::string, std::string>> form = {
+      {"secret", secret}, {"response", token}, {"idempotency_key", idempotency}};
+  if (!ip.empty()) form.emplace_back("remoteip", ip);
+  HttpCall call;
+  call.method = "POST";
+  std::string url = ctx.env("TURNSTILE_VERIFY_URL");
+  call.url = url.empty() ? kDefaultSiteverifyUrl : url;
+  call.headers = {{"content-type", "application/x-www-form-urlencoded"}};
+  call.body = encode_urlencoded(form);
+  call.timeout_ms = kSiteverifyTimeoutMs;
+  auto reply = co_await fetch(call);
+  if (!reply) {
+    ctx.log("turnstile: siteverify unreachable (" + reply.error().cause + "); lead kept unverified");
+    co_return Verdict::unreachable;
+  }
+  int status = static_cast<int>(int_or(*reply, "status", 0));
+  auto body = parse_json(string_or(*reply, "body", ""));
+  if (status != 200 || !body || !get_bool(*body, "success").has_value()) {
+    ctx.log("turnstile: siteverify answered " + std::to_string(status) + "; lead kept unverified");
+    co_return Verdict::unreachable;
+  }
+  if (get_bool(*body, "success").value_or(false)) co_return Verdict::passed;
+  const json* codes = find_field(*body, "error-codes");
+  std::string why = codes && codes->is_array() && !codes->empty() && (*codes)[0].is_string()
+                        ? (*codes)[0].get<std::string>()
+                        : "rejected";
+  if (why == "internal-error") co_return Verdict::unreachable;
+  co_return Error{ErrorCode::turnstile_failed, "Turnstile verification failed: " + why};
+}
+
+Task<Result<std::string>> find_replay(const std::string& tenant, const std::string& key,
+                                      std::int64_t now_ms) {
+  json params = json::array({tenant, key, now_ms - kIdempotencyWindowMs});
+  SS_CO_TRY(json r, co_await D1(kDb).first("SELECT lead_id FROM lead_idempotency WHERE tenant_id = ?1 "
+                                           "AND idempotency_key = ?2 AND created_at_ms > ?3",
+                                           params));
+  const json* row = row_of(r);
+  co_return row ? string_or(*row, "lead_id", "") : std::string();
+}
+
+Response accepted(const Request& req, const LeadsConfig& config, const std::string& lead_id) {
+  if (!config.redirect_url.empty() && req.header("accept").find("text/html") != std::string::npos) {
+    Response r = Response::empty(303);
+    r.set_header("location", config.redirect_url);
+    return r;
+  }
+  return Response::json_body(202, {{"ok", true}, {"leadId", lead_id}});
+}
+
+void emit_quietly(Context& ctx, Result<std::string> emitted, const char* type) {
+  if (!emitted) ctx.log(std::string(type) + " not emitted: " + emitted.error().message);
+}
+
+Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
+  SS_CO_TRY(Tenant tenant, co_await authenticate_tenant(ctx, req));
+  SS_CO_CHECK(require_body_within(req, kMaxSubmissionBody));
+  SS_CO_TRY(FormFields fields, read_submission(req));
+  auto config = parse_config(tenant.config, allow_local(ctx));
+  if (!config) {
+    ctx.log("tenant " + tenant.id + " has an invalid leads config: " + config.error().message);
+    co_return Error{ErrorCode::service_unavailable, "this form is not configured correctly"};
+  }
+  std::string ip = req.client_ip();
+  SS_CO_CHECK(co_await check_rate_limit(ctx, tenant.id, ip, *config));
+  SS_CO_TRY(Submission submission, validate_submission(fields, *config));
+
+  if (submission.honeypot) {
+    SS_CO_TRY(std::string decoy, co_await ctx.new_ulid());
+    EventDraft spam{"lead.spam_absorbed", "tenant:" + tenant.id, {{"reason", "honeypot"}}, tenant.id};
+    emit_quietly(ctx, co_await emit_event(ctx, std::move(spam)), "lead.spam_absorbed");
+    co_return accepted(req, *config, decoy);
+  }
+
+  std::string key = req.header("idempotency-key");
+  if (key.size() > kMaxIdempotencyKey) {
+    co_return Error{ErrorCode::invalid_request, "Idempotency-Key is longer than 200 characters"};
+  }
+  if (!key.empty()) {
+    SS_CO_TRY(std::string first, co_await find_replay(tenant.id, key, ctx.now_ms()));
+    if (!first.empty()) co_return accepted(req, *config, first);
+  }
+
+  bool verified = true;
+  if (config->turnstile_required) {
+    SS_CO_TRY(Verdict verdict, co_await verify_turnstile(ctx, submission.turnstile_token, ip));
+    verified = verdict == Verdict::passed;
+  }
+
+  SS_CO_TRY(std::string lead_id, co_await ctx.new_ulid());
+  std::string now = format_rfc3339_ms(ctx.now_ms());
+  SS_CO_TRY(std::vector<Delivery> deliveries, co_await plan_deliveries(ctx, tenant.id, lead_id, *config));
+
+  // One transaction: the idempotency claim, the lead and its deliveries stand or fall together. A
+  // concurrent twin with the same key makes the claim's INSERT fail, and the twin's id is answered.
+  std::vector<D1Statement> writes;
+  if (!key.empty()) {
+    writes.push_back({"DELETE FROM lead_idempotency WHERE tenant_id = ?1 AND idempotency_key = ?2 "
+                      "AND created_at_ms <= ?3",
+                      json::array({tenant.id, key, ctx.now_ms() - kIdempotencyWindowMs})});
+    writes.push_back({"INSERT INTO lead_idempotency (tenant_id, idempotency_key, lead_id, "
+                      "created_at_ms) VALUES (?1, ?2, ?3, ?4)",
+                      json::array({tenant.id, key, lead_id, ctx.now_ms()})});
+  }
+  if (config->store_submissions) {
+    writes.push_back({"INSERT INTO leads (id, tenant_id, payload, turnstile_verified, created_at) "
+                      "VALUES (?1, ?2, ?3, ?4, ?5)",
+                      json::array({lead_id, tenant.id, dump_json(submission.lead), verified ? 1 : 0, now})});
+  }
+  for (const Delivery& d : deliveries) writes.push_back(delivery_insert(d, now));
+  if (!writes.empty()) {
+    auto stored = co_await D1(kDb).batch(writes);
+    if (!stored) {
+      if (!key.empty()) {
+        auto owner = co_await find_replay(tenant.id, key, ctx.now_ms());
+        if (owner && !owner->empty()) co_return accepted(req, *config, *owner);
+      }
+      co_return Error{ErrorCode::dependency_unavailable, "the lead could not be stored; retry later"};
+    }
+  }
+  json lead_message = submission.lead;
+  SS_CO_CHECK(co_await enqueue_deliveries(ctx, deliveries, lead_message, now, config->store_submissions));
+
+  json channels = json::array();
+  for (const Delivery& d : deliveries) channels.push_back(d.channel);
+  EventDraft received{"lead.received", "lead:" + lead_id,
+                      {{"leadId", lead_id}, {"stored", config->store_submissions},
+                       {"turnstileVerified", verified}, {"channels", channels}},
+                      tenant.id};
+  received.idempotency_key = "lead.received:" + lead_id;
+  emit_quietly(ctx, co_await emit_event(ctx, std::move(received)), "lead.received");
+  co_return accepted(req, *config, lead_id);
+}
+
+}  // namespace
+
+void add_intake_routes(App& app) {
+  app.router.add("POST", "/api/leads/submit", submit).add("POST", "/api/leads", submit);
+}
+
+}  // namespace ss::leads

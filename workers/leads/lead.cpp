@@ -1,0 +1,186 @@
+#include "workers/leads/lead.h"
+
+#include "shared/json_util.h"
+
+#include <algorithm>
+#include <set>
+
+namespace ss::leads {
+
+namespace {
+
+std::string trim(std::string_view s) {
+  auto begin = s.find_first_not_of(" \t\r\n");
+  if (begin == std::string_view::npos) return "";
+  auto end = s.find_last_not_of(" \t\r\n");
+  return std::string(s.substr(begin, end - begin + 1));
+}
+
+// Counts UTF-8 code points (continuation bytes are not counted).
+std::size_t text_length(std::string_view s) {
+  return static_cast<std::size_t>(std::count_if(s.begin(), s.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  }));
+}
+
+bool has_control_chars(std::string_view s, bool allow_newlines) {
+  for (char c : s) {
+    unsigned char u = static_cast<unsigned char>(c);
+    if (u == 0x7F || (u < 0x20 && !(allow_newlines && (c == '\n' || c == '\r' || c == '\t')))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool is_turnstile_field(const std::string& name) {
+  return name == "turnstileToken" || name == "cf-turnstile-response";
+}
+
+}  // namespace
+
+Result<FormFields> read_submission(const Request& req) {
+  auto type = parse_content_type(req.header("content-type"));
+  std::string media = type ? type->media_type : "";
+  if (media == "application/json") {
+    auto parsed = parse_json_object(req.body);
+    if (!parsed) return std::move(parsed).error();
+    FormFields fields;
+    for (auto it = parsed->begin(); it != parsed->end(); ++it) {
+      const json& v = it.value();
+      if (v.is_string()) {
+        fields.emplace_back(it.key(), v.get<std::string>());
+      } else if (v.is_number() || v.is_boolean()) {
+        fields.emplace_back(it.key(), dump_json(v));
+      } else if (!v.is_null()) {
+        Error e{ErrorCode::invalid_lead, "the lead has invalid fields"};
+        e.with("fields", json{{it.key(), "must be text"}});
+        return e;
+      }
+    }
+    return fields;
+  }
+  if (media == "application/x-www-form-urlencoded") {
+    auto fields = parse_urlencoded(req.body);
+    if (!fields) return Error{ErrorCode::invalid_request, "the form body is malformed"};
+    return *fields;
+  }
+  if (media == "multipart/form-data") {
+    auto boundary = type->params.find("boundary");
+    if (boundary == type->params.end()) {
+      return Error{ErrorCode::invalid_request, "multipart body without a boundary"};
+    }
+    std::string why;
+    auto fields = parse_multipart(req.body, boundary->second, &why);
+    if (!fields) return Error{ErrorCode::invalid_request, "multipart body: " + why};
+    return *fields;
+  }
+  return Error{ErrorCode::unsupported_media_type,
+               "send application/json, application/x-www-form-urlencoded or multipart/form-data"};
+}
+
+std::optional<std::string> normalize_phone(std::string_view raw, std::string_view country_code) {
+  static constexpr std::size_t kMinDigits = 7;
+  static constexpr std::size_t kMaxDigits = 15;  // E.164
+  std::string digits;
+  bool plus = false;
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    char c = raw[i];
+    if (c >= '0' && c <= '9') {
+      digits += c;
+    } else if (c == '+' && digits.empty() && !plus) {
+      plus = true;
+    } else if (c != ' ' && c != '-' && c != '.' && c != '(' && c != ')') {
+      return std::nullopt;
+    }
+  }
+  bool international = plus;
+  if (!plus) {
+    if (digits.rfind("00", 0) == 0) {
+      digits.erase(0, 2);  // international prefix 00
+      international = true;
+    } else if (country_code == "1" && digits.size() == 11 && digits[0] == '1') {
+      // NANP with trunk prefix 1
+    } else {
+      if (!digits.empty() && digits[0] == '0') digits.erase(0, 1);  // national trunk prefix
+      digits = std::string(country_code) + digits;
+    }
+  }
+  if (digits.size() < kMinDigits + 1 || digits.size() > kMaxDigits || digits[0] == '0') return std::nullopt;
+  if (country_code == "1" && !international && digits.size() != 11) return std::nullopt;
+  return "+" + digits;
+}
+
+Result<Submission> validate_submission(const FormFields& fields, const LeadsConfig& config) {
+  Submission out;
+  json problems = json::object();
+  std::set<std::string> seen;
+  std::set<std::string> extras(config.extra_fields.begin(), config.extra_fields.end());
+
+  for (const auto& [name, raw] : fields) {
+    if (name == config.honeypot_field) {
+      if (!trim(raw).empty()) out.honeypot = true;
+      continue;
+    }
+    if (is_turnstile_field(name)) {
+      if (raw.size() > kMaxTurnstileToken) problems[name] = "is too long";
+      if (out.turnstile_token.empty()) out.turnstile_token = raw;
+      continue;
+    }
+    if (!seen.insert(name).second) {
+      problems[name] = "is sent more than once";
+      continue;
+    }
+    std::string value = trim(raw);
+    if (name == "name") {
+      if (text_length(value) > kMaxNameLength || has_control_chars(value, false)) {
+        problems["name"] = "must be at most 200 characters of text";
+      } else if (!value.empty()) {
+        out.lead["name"] = value;
+      }
+    } else if (name == "email") {
+      if (!value.empty() && !is_email(value)) {
+        problems["email"] = "is not an email address";
+      } else if (!value.empty()) {
+        out.lead["email"] = value;
+      }
+    } else if (name == "phone") {
+      if (!value.empty()) {
+        auto e164 = normalize_phone(value, config.default_country_code);
+        if (!e164) {
+          problems["phone"] = "is not a phone number (use international format, e.g. +15550109999)";
+        } else {
+          out.lead["phone"] = *e164;
+        }
+      }
+    } else if (name == "message") {
+      if (text_length(value) > kMaxMessageLength || has_control_chars(value, true)) {
+        problems["message"] = "must be at most 5000 characters of text";
+      } else if (!value.empty()) {
+        out.lead["message"] = value;
+      }
+    } else if (extras.count(name)) {
+      if (text_length(value) > kMaxExtraValueLength || has_control_chars(value, true)) {
+        problems[name] = "must be at most 1000 characters of text";
+      } else if (!value.empty()) {
+        out.lead[name] = value;
+      }
+    } else {
+      problems[name] = "is not a field this form accepts";
+    }
+  }
+  if (out.honeypot) return out;  // bots get a success, whatever else they sent
+  if (!out.lead.contains("email") && !out.lead.contains("phone") && !problems.contains("email") &&
+      !problems.contains("phone")) {
+    problems["email"] = "an email address or a phone number is required";
+    problems["phone"] = "an email address or a phone number is required";
+  }
+  if (!problems.empty()) {
+    Error e{ErrorCode::invalid_lead, "the lead has invalid fields"};
+    e.with("fields", problems);
+    return e;
+  }
+  return out;
+}
+
+}  // namespace ss::leads
