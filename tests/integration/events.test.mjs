@@ -522,6 +522,45 @@ describe("workflow_runner", () => {
   });
 });
 
+// Two ways the C++ drainer starts a workflow twice today. They run as `todo` tests (reported, not
+// failing the suite) and become ordinary tests once workers/events/drain.cpp is fixed.
+describe("known gaps", () => {
+  it("a drain that outlives its 5-minute lock shares the window with the next run", {
+    todo: "drain.cpp: no lock renewal and no re-check before each commit; done_keys are loaded once per batch",
+  }, async () => {
+    await workflow("notify");
+    await subscribe("*", "notify");
+    await emitMany(10);
+    hooks.onCall = () => sleep(300).then(() => undefined); // a slow target: 10 events take 3 s
+    const first = admin("POST", "/admin/events/drain?consumer=workflow_runner");
+    await waitFor(() => hooks.calls.length >= 2);
+    // As if 5 minutes had passed (kLockTtlMs); a batch of 500 events × starts that each may wait the
+    // 10 s fetch timeout can run far longer than that, and the */2 cron starts the next run meanwhile.
+    await db.prepare("UPDATE cron_locks SET expires_at_ms = 0").run();
+    const second = admin("POST", "/admin/events/drain?consumer=workflow_runner");
+    await Promise.all([first, second]);
+    assert.ok([...hooks.deliveries().values()].every((n) => n === 1), `deliveries: ${JSON.stringify([...hooks.deliveries()])}`);
+    assert.equal((await rows("SELECT * FROM workflow_run_log WHERE status = 'started'")).length, 10);
+  });
+
+  it("two retries of one quarantined event at once start it once", {
+    todo: "retry_quarantined() takes no lock and checks dedupe before either retry commits",
+  }, async () => {
+    await workflow("notify");
+    await subscribe("*", "notify");
+    const poison = await emit("lead.received");
+    hooks.failing.add(poison);
+    assert.equal((await drain()).quarantined, 1);
+    hooks.failing.clear();
+    hooks.calls.length = 0;
+    const retry = () => admin("POST", `/admin/quarantine/workflow_runner/${poison}/retry`);
+    const answers = await Promise.all([retry(), retry()]);
+    const bodies = await Promise.all(answers.map((r) => jsonOf(r, 200)));
+    assert.equal(bodies.reduce((n, b) => n + b.started, 0), 1, JSON.stringify(bodies));
+    assert.equal(hooks.calls.length, 1);
+  });
+});
+
 describe("errors", () => {
   it("invalid subscriptions and workflows: 400 naming the field, nothing stored", async () => {
     const cases = [
