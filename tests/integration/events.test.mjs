@@ -245,17 +245,20 @@ describe("workflow_runner", () => {
     await errorOf(await dying, 500, "internal");
     hooks.onCall = null;
 
-    // What the dead run left: 3 events committed, its lock still held.
+    // What the dead run left: 3 events committed, the 4th event's two starts claimed, its lock held.
     assert.equal(await cursorOf(), ids[2]);
-    assert.equal((await rows("SELECT * FROM event_consumer_dedupe")).length, 6);
+    assert.equal((await rows("SELECT * FROM event_consumer_dedupe WHERE status = 'started'")).length, 6);
+    assert.equal((await rows("SELECT * FROM event_consumer_dedupe WHERE status = 'claimed'")).length, 2);
     assert.equal((await rows("SELECT * FROM cron_locks WHERE name = 'drain:workflow_runner'")).length, 1);
     const blocked = await drain();
     assert.equal(blocked.locked, true, "the dead run's lock still protects the consumer");
     assert.equal(blocked.read, 0);
     assert.equal(blocked.cursor, ids[2]);
 
-    // Runbook: clear the dead run's lock (it would expire after 5 minutes), then re-run.
+    // Runbook: clear the dead run's lock and expire its claims (both would expire after 5 minutes),
+    // then re-run.
     await db.prepare("DELETE FROM cron_locks WHERE name = 'drain:workflow_runner'").run();
+    await db.prepare("UPDATE event_consumer_dedupe SET claimed_at_ms = 0 WHERE status = 'claimed'").run();
     const report = await drain();
     assert.deepEqual(report, { read: 3, started: 6, duplicates: 0, quarantined: 0, capped: 0, cursor: ids[5] });
     assert.equal((await rows("SELECT * FROM cron_locks")).length, 0, "released after the run");
@@ -522,12 +525,10 @@ describe("workflow_runner", () => {
   });
 });
 
-// Two ways the C++ drainer starts a workflow twice today. They run as `todo` tests (reported, not
-// failing the suite) and become ordinary tests once workers/events/drain.cpp is fixed.
-describe("known gaps", () => {
-  it("a drain that outlives its 5-minute lock shares the window with the next run", {
-    todo: "drain.cpp: no lock renewal and no re-check before each commit; done_keys are loaded once per batch",
-  }, async () => {
+// Overlapping runs that the lock alone cannot prevent: starts are claimed in D1 before they are sent
+// (migrations/events/0003_dedupe_claims.sql), so the second run never starts what the first claimed.
+describe("overlapping runs", () => {
+  it("a drain that outlives its 5-minute lock shares the window with the next run, no double start", async () => {
     await workflow("notify");
     await subscribe("*", "notify");
     await emitMany(10);
@@ -543,9 +544,7 @@ describe("known gaps", () => {
     assert.equal((await rows("SELECT * FROM workflow_run_log WHERE status = 'started'")).length, 10);
   });
 
-  it("two retries of one quarantined event at once start it once", {
-    todo: "retry_quarantined() takes no lock and checks dedupe before either retry commits",
-  }, async () => {
+  it("two retries of one quarantined event at once start it once", async () => {
     await workflow("notify");
     await subscribe("*", "notify");
     const poison = await emit("lead.received");

@@ -171,9 +171,7 @@ Result<json> parse_target(const Context& ctx, const json& body) {
     }
     return json{{"service", *service}, {"path", path}};
   }
-  bool https = webhook->rfind("https://", 0) == 0;
-  bool local = ctx.env("ALLOW_LOCAL_OUTBOUND") == "1" && webhook->rfind("http://127.0.0.1", 0) == 0;
-  if ((!https && !local) || webhook->size() > 2048) {
+  if (!is_outbound_url(*webhook, ctx.env("ALLOW_LOCAL_OUTBOUND") == "1")) {
     return field_error("target.webhook", "must be an https:// URL");
   }
   return json{{"webhook", *webhook}};

@@ -92,10 +92,11 @@ TEST_CASE("a drainer that dies mid-batch and is re-run starts every workflow exa
   std::vector<std::string> ids;
   for (int i = 0; i < 6; ++i) ids.push_back(l.emit("price.changed", {{"n", i}}));
 
-  // The isolate "dies" right after committing the third event: every later effect fails.
+  // The isolate "dies" right after committing the third event (each event is a claim batch and a
+  // commit batch): every later effect fails.
   int batches = 0;
   l.mesh.fail_effect = [&](const json& e) {
-    if (batches >= 3) return true;
+    if (batches >= 6) return true;
     if (e["kind"] == "d1.batch") ++batches;
     return false;
   };
@@ -124,6 +125,68 @@ TEST_CASE("a drainer that dies mid-batch and is re-run starts every workflow exa
   CHECK(start["workflow_run_id"].get<std::string>().rfind("run_", 0) == 0);
   CHECK(start["event"]["event_id"] == ids[0]);
   CHECK(start["input"] == json{{"n", 0}});
+}
+
+TEST_CASE("a start claimed by a live run is left to it and the cursor waits; a dead run's claim is taken over") {
+  Ledger l;
+  l.workflow("notify");
+  l.subscribe("*", "notify");
+  std::string stale = l.emit("order.placed");
+  std::string fresh = l.emit("order.placed");
+  auto claim = [&](const std::string& id, std::int64_t at) {
+    l.mesh.db("EVENTS_DB").execute(
+        "INSERT INTO event_consumer_dedupe (consumer, dedupe_key, event_id, created_at, status, holder, "
+        "claimed_at_ms) VALUES ('workflow_runner', ?1, ?2, 'x', 'claimed', 'other-run', ?3)",
+        json::array({"workflow_runner:" + id + ":notify", id, at}));
+  };
+  claim(stale, l.mesh.now_ms - ss::events::kLockTtlMs - 1);  // a run that died long ago
+  claim(fresh, l.mesh.now_ms);                               // a run starting it right now
+  json first = l.drain();
+  CHECK(first["read"] == 1);
+  CHECK(first["started"] == 1);
+  CHECK(first["contended"] == true);
+  CHECK(first["cursor"] == stale);  // not past the event another run is still starting
+  REQUIRE(l.calls.size() == 1);
+  CHECK(l.calls[0]["key"] == "workflow_runner:" + stale + ":notify");
+  // That run never finished: once its claim is older than the lock TTL, the next drain takes it over.
+  l.mesh.now_ms += ss::events::kLockTtlMs + 1;
+  json second = l.drain();
+  CHECK(second["read"] == 1);
+  CHECK(second["started"] == 1);
+  CHECK(second["cursor"] == fresh);
+  REQUIRE(l.calls.size() == 2);
+  CHECK(l.calls[1]["key"] == "workflow_runner:" + fresh + ":notify");
+  CHECK(l.db("SELECT * FROM event_consumer_dedupe WHERE status = 'started'").size() == 2);
+}
+
+TEST_CASE("a failed start releases its claim so a retry can start it") {
+  Ledger l;
+  l.workflow("notify");
+  l.subscribe("*", "notify");
+  std::string id = l.emit("order.placed");
+  l.failing_events.insert(id);
+  CHECK(l.drain()["quarantined"] == 1);
+  CHECK(l.db("SELECT * FROM event_consumer_dedupe").empty());
+  l.failing_events.clear();
+  CHECK(l.admin("POST", "/admin/quarantine/workflow_runner/" + id + "/retry").body_json()["started"] == 1);
+  CHECK(l.db("SELECT * FROM event_consumer_dedupe WHERE status = 'started'").size() == 1);
+}
+
+TEST_CASE("a drain stops before the subrequest budget and the next run continues at the cursor") {
+  Ledger l;
+  l.mesh.set_env("events", "DRAIN_SUBREQUEST_BUDGET", "40");
+  l.workflow("notify");
+  l.subscribe("*", "notify");
+  for (int i = 0; i < 10; ++i) l.emit("order.placed");
+  json first = l.drain();
+  CHECK(first["budget_exhausted"] == true);
+  int read = first["read"];
+  CHECK(read > 0);
+  CHECK(read < 10);
+  int total = read;
+  for (int i = 0; i < 10 && total < 10; ++i) total += l.drain()["read"].get<int>();
+  CHECK(total == 10);
+  CHECK(l.calls.size() == 10);
 }
 
 TEST_CASE("50 subscriptions on * start 8 workflows and leave one cap record") {

@@ -205,15 +205,20 @@ D1Statement quarantine_statement(const std::string& consumer, const std::string&
 struct FanoutContext {
   std::vector<Subscription> subs;
   std::map<std::string, WorkflowTarget> workflows;
-  std::set<std::string> done_keys;  // dedupe keys already recorded for this consumer
+  std::set<std::string> done_keys;  // dedupe keys already started for this consumer
+  std::string holder;               // this run's id: the owner of the claims it makes
+  std::string lock;                 // the drain lock to renew with every commit ("" for retries)
 };
 
 struct EventOutcome {
   std::vector<D1Statement> statements;
   int started = 0;
   int duplicates = 0;
+  int subrequests = 0;
   bool capped = false;
+  bool contended = false;  // another run holds a live claim on one of this event's starts
   std::string failure;  // non-empty: the event is poison for this consumer
+  std::optional<Error> error;  // D1 failed: stop here, commit nothing for this event
 };
 
 // Fans one event out: match, cap, dedupe, start concurrently, and prepare the rows to commit.
@@ -270,6 +275,61 @@ Task<EventOutcome> fan_out(Context& ctx, const std::string& consumer, const json
                             }),
              todo.end());
 
+  // Claim before starting: only the run whose claim lands starts the workflow. A stale claim (older
+  // than the lock TTL) was left by a dead run and is taken over.
+  if (!todo.empty()) {
+    std::vector<D1Statement> claims;
+    for (const Subscription* s : todo) {
+      claims.push_back(
+          {"INSERT INTO event_consumer_dedupe (consumer, dedupe_key, event_id, created_at, status, holder, "
+           "claimed_at_ms) VALUES (?1, ?2, ?3, ?4, 'claimed', ?5, ?6) ON CONFLICT (consumer, dedupe_key) "
+           "DO UPDATE SET holder = excluded.holder, claimed_at_ms = excluded.claimed_at_ms WHERE "
+           "event_consumer_dedupe.status = 'claimed' AND event_consumer_dedupe.claimed_at_ms <= ?7",
+           json::array({consumer, idempotency_key(consumer, event_id, s->workflow_type), event_id,
+                        format_rfc3339(ctx.now_ms()), fc.holder, ctx.now_ms(), ctx.now_ms() - kLockTtlMs})});
+    }
+    ++out.subrequests;
+    auto claimed = co_await D1(kDb).batch(claims);
+    if (!claimed) {
+      out.error = claimed.error();
+      co_return out;
+    }
+    std::vector<const Subscription*> mine;
+    json lost = json::array();
+    for (std::size_t i = 0; i < todo.size(); ++i) {
+      const json* meta =
+          claimed->is_array() && i < claimed->size() ? find_field((*claimed)[i], "meta") : nullptr;
+      if (meta != nullptr && int_or(*meta, "changes", 0) > 0) {
+        mine.push_back(todo[i]);
+      } else {
+        ++out.duplicates;
+        lost.push_back(idempotency_key(consumer, event_id, todo[i]->workflow_type));
+      }
+    }
+    todo = std::move(mine);
+    if (!lost.empty()) {
+      // Started by another run, or still being started by one: in the second case this run must not
+      // move the cursor past the event, or a run that died holding the claim would lose the start.
+      std::string in;
+      json params = json::array({consumer});
+      for (const json& k : lost) {
+        params.push_back(k);
+        in += (in.empty() ? "?" : ", ?") + std::to_string(params.size());
+      }
+      ++out.subrequests;
+      auto held = co_await D1(kDb).first("SELECT COUNT(*) AS n FROM event_consumer_dedupe WHERE "
+                                         "consumer = ?1 AND status = 'claimed' AND dedupe_key IN (" +
+                                             in + ")",
+                                         params);
+      if (!held) {
+        out.error = held.error();
+        co_return out;
+      }
+      const json* row = row_of(*held);
+      out.contended = row != nullptr && int_or(*row, "n", 0) > 0;
+    }
+  }
+
   std::vector<Task<StartOutcome>> starts;
   for (const Subscription* s : todo) {
     auto wf = fc.workflows.find(s->workflow_type);
@@ -281,14 +341,18 @@ Task<EventOutcome> fan_out(Context& ctx, const std::string& consumer, const json
   for (std::size_t i = 0; i < results.size(); ++i) {
     const StartOutcome& r = results[i];
     const Subscription* s = todo[i];
+    ++out.subrequests;
+    json claim = json::array({consumer, idempotency_key(consumer, event_id, s->workflow_type), fc.holder});
     if (r.started) {
       ++out.started;
-      out.statements.push_back(
-          {"INSERT OR IGNORE INTO event_consumer_dedupe (consumer, dedupe_key, event_id, created_at) "
-           "VALUES (?1, ?2, ?3, ?4)",
-           json::array({consumer, idempotency_key(consumer, event_id, s->workflow_type), event_id, now})});
-    } else if (out.failure.empty()) {
-      out.failure = s->workflow_type + ": " + r.error;
+      out.statements.push_back({"UPDATE event_consumer_dedupe SET status = 'started' WHERE consumer = ?1 "
+                                "AND dedupe_key = ?2 AND holder = ?3",
+                                claim});
+    } else {
+      out.statements.push_back({"DELETE FROM event_consumer_dedupe WHERE consumer = ?1 AND dedupe_key = ?2 "
+                                "AND holder = ?3 AND status = 'claimed'",
+                                claim});
+      if (out.failure.empty()) out.failure = s->workflow_type + ": " + r.error;
     }
     if (!r.run_id.empty()) {
       out.statements.push_back(
@@ -303,38 +367,71 @@ Task<EventOutcome> fan_out(Context& ctx, const std::string& consumer, const json
 }
 
 Task<Result<FanoutContext>> load_fanout_context(Context& ctx, const std::string& consumer,
-                                                const std::string& after, const std::string& last) {
+                                                const std::string& after, const std::string& last,
+                                                std::string holder, std::string lock) {
   FanoutContext fc;
+  fc.holder = std::move(holder);
+  fc.lock = std::move(lock);
   SS_CO_TRY(fc.subs, co_await load_subscriptions(ctx));
   SS_CO_TRY(fc.workflows, co_await load_workflows());
   json params = json::array({consumer, after, last});
   SS_CO_TRY(json keys, co_await D1(kDb).all("SELECT dedupe_key FROM event_consumer_dedupe WHERE "
-                                             "consumer = ?1 AND event_id > ?2 AND event_id <= ?3",
+                                             "consumer = ?1 AND event_id > ?2 AND event_id <= ?3 AND "
+                                             "status = 'started'",
                                              params));
   for (const json& k : rows_of(keys)) fc.done_keys.insert(string_or(k, "dedupe_key", ""));
   co_return fc;
 }
 
+int subrequest_budget(const Context& ctx) {
+  std::string v = ctx.env("DRAIN_SUBREQUEST_BUDGET");
+  if (v.empty() || v.size() > 6 || v.find_first_not_of("0123456789") != std::string::npos) {
+    return kDefaultSubrequestBudget;
+  }
+  return std::max(20, std::stoi(v));
+}
+
 Task<Status> run_workflow_batch(Context& ctx, DrainReport& report, const json& rows,
-                                const std::string& cursor) {
+                                const std::string& cursor, const std::string& holder) {
   const std::string& consumer = report.consumer;
   std::string last = string_or(rows.back(), "event_id", "");
-  SS_CO_TRY(FanoutContext fc, co_await load_fanout_context(ctx, consumer, cursor, last));
+  SS_CO_TRY(FanoutContext fc, co_await load_fanout_context(ctx, consumer, cursor, last, holder,
+                                                           lock_name(consumer)));
+  int budget = subrequest_budget(ctx);
+  int used = 4;  // kill switch, lock, cursor, batch read
   for (const json& row : rows) {
+    // Stop before an event could overrun the platform's subrequest limit; the next run continues.
+    if (used + 2 + static_cast<int>(kMaxFanout) + 3 > budget) {
+      report.budget_exhausted = true;
+      break;
+    }
     std::string event_id = string_or(row, "event_id", "");
     EventOutcome outcome = co_await fan_out(ctx, consumer, row, fc);
+    if (outcome.error) co_return std::move(*outcome.error);
     if (!outcome.failure.empty()) {
       outcome.statements.push_back(
           quarantine_statement(consumer, event_id, outcome.failure, ctx.now_ms()));
     }
-    outcome.statements.push_back(cursor_statement(consumer, event_id, ctx.now_ms(), 1));
+    if (!outcome.contended) {
+      outcome.statements.push_back(cursor_statement(consumer, event_id, ctx.now_ms(), 1));
+    }
+    outcome.statements.push_back({"UPDATE cron_locks SET expires_at_ms = ?3 WHERE name = ?1 AND holder = ?2",
+                                  json::array({fc.lock, fc.holder, ctx.now_ms() + kLockTtlMs})});
     SS_CO_TRY(json committed, co_await D1(kDb).batch(outcome.statements));
-    report.cursor = event_id;
+    used += outcome.subrequests + 1 + (outcome.capped ? 3 : 0);
     ++report.read;
     report.started += outcome.started;
     report.duplicates += outcome.duplicates;
     report.capped += outcome.capped ? 1 : 0;
     report.quarantined += outcome.failure.empty() ? 0 : 1;
+    if (outcome.contended) {
+      // The cursor stays before this event; the next run finds the other run's starts finished, or
+      // takes over their claims once they are older than the lock TTL.
+      --report.read;
+      report.contended = true;
+      break;
+    }
+    report.cursor = event_id;
   }
   co_return Unit{};
 }
@@ -446,6 +543,8 @@ json DrainReport::to_json() const {
          {"capped", capped},
          {"cursor", cursor.empty() ? json(nullptr) : json(cursor)}};
   if (locked) j["locked"] = true;
+  if (budget_exhausted) j["budget_exhausted"] = true;
+  if (contended) j["contended"] = true;
   if (killed) j["killed"] = true;
   return j;
 }
@@ -483,7 +582,7 @@ Task<Result<DrainReport>> drain_consumer(Context& ctx, const std::string& consum
     } else if (!rows_of(*batch).empty()) {
       const json& rows = rows_of(*batch);
       if (consumer == kWorkflowRunner) {
-        result = co_await run_workflow_batch(ctx, report, rows, *cursor);
+        result = co_await run_workflow_batch(ctx, report, rows, *cursor, holder);
       } else if (consumer == kTimelineIndexer) {
         result = co_await run_timeline_batch(ctx, report, rows);
       } else {
@@ -513,9 +612,11 @@ Task<Result<json>> retry_quarantined(Context& ctx, const std::string& consumer,
   if (consumer != kWorkflowRunner) {
     co_return Error{ErrorCode::conflict, "only workflow_runner quarantines events"};
   }
+  SS_CO_TRY(std::string holder, co_await ctx.new_ulid());
   SS_CO_TRY(FanoutContext fc, co_await load_fanout_context(ctx, consumer, ulid_predecessor(event_id),
-                                                           event_id));
+                                                           event_id, holder, ""));
   EventOutcome outcome = co_await fan_out(ctx, consumer, *row, fc);
+  if (outcome.error) co_return std::move(*outcome.error);
   std::string now = format_rfc3339(ctx.now_ms());
   if (outcome.failure.empty()) {
     outcome.statements.push_back({"UPDATE events_quarantine SET resolved_at = ?3 WHERE consumer = ?1 "

@@ -25,6 +25,9 @@ inline constexpr std::int64_t kRateWindowMs = 15 * 60 * 1000;
 inline constexpr int kBaselineWindows = 96;  // 24 h of 15-minute windows
 inline constexpr std::int64_t kMinAnomalyCount = 20;
 inline constexpr std::int64_t kAnomalyFactor = 3;
+// Workers Paid allows 10,000 subrequests per invocation (Free: 50); a run stops well before, and the next
+// run continues at the cursor. DRAIN_SUBREQUEST_BUDGET overrides it (e.g. 45 on the Free plan).
+inline constexpr int kDefaultSubrequestBudget = 9000;
 
 inline constexpr const char* kWorkflowRunner = "workflow_runner";
 inline constexpr const char* kTimelineIndexer = "timeline_indexer";
@@ -42,6 +45,8 @@ struct DrainReport {
   std::string cursor;
   bool locked = false;  // another run holds the lock: this one did nothing
   bool killed = false;  // a kill switch is on: nothing read, cursor unchanged
+  bool budget_exhausted = false;  // stopped early to stay under the subrequest limit
+  bool contended = false;  // stopped at an event whose start another run is still making
   json to_json() const;
 };
 

@@ -1,5 +1,6 @@
 #include "workers/leads/config.h"
 
+#include "shared/http.h"
 #include "shared/json_util.h"
 
 namespace ss::leads {
@@ -82,13 +83,6 @@ bool is_email(std::string_view s) {
     }
   }
   return s.substr(0, at).find('@') == std::string_view::npos;
-}
-
-bool is_outbound_url(const std::string& url, bool allow_local) {
-  if (url.size() > 2048) return false;
-  if (url.rfind("https://", 0) == 0 && url.size() > 8) return true;
-  return allow_local && (url.rfind("http://127.0.0.1:", 0) == 0 || url.rfind("http://127.0.0.1/", 0) == 0 ||
-                         url.rfind("http://localhost:", 0) == 0);
 }
 
 Result<LeadsConfig> parse_config(const json& config, bool allow_local) {

@@ -50,7 +50,6 @@ struct LeadsConfig {
 // allow_local: http://127.0.0.1 URLs are accepted (local development and tests only).
 Result<LeadsConfig> parse_config(const json& config, bool allow_local);
 json redact_config(json config);
-bool is_outbound_url(const std::string& url, bool allow_local);
 bool is_email(std::string_view s);
 
 }  // namespace ss::leads
