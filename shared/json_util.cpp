@@ -101,4 +101,24 @@ std::int64_t int_or(const json& object, std::string_view key, std::int64_t fallb
   return v ? *v : fallback;
 }
 
+int compare_numbers(const json& a, const json& b) {
+  if (a.is_number_integer() && b.is_number_integer()) {
+    const bool a_unsigned = a.is_number_unsigned();
+    const bool b_unsigned = b.is_number_unsigned();
+    if (!a_unsigned && !b_unsigned) {
+      const auto x = a.get<std::int64_t>();
+      const auto y = b.get<std::int64_t>();
+      return x < y ? -1 : (x > y ? 1 : 0);
+    }
+    if (!a_unsigned && a.get<std::int64_t>() < 0) return -1;
+    if (!b_unsigned && b.get<std::int64_t>() < 0) return 1;
+    const auto x = a.get<std::uint64_t>();
+    const auto y = b.get<std::uint64_t>();
+    return x < y ? -1 : (x > y ? 1 : 0);
+  }
+  const double x = a.get<double>();
+  const double y = b.get<double>();
+  return x < y ? -1 : (x > y ? 1 : 0);
+}
+
 }  // namespace ss

@@ -67,6 +67,30 @@ std::string param(const Params& params, const char* name) {
   return it == params.end() ? std::string() : it->second;
 }
 
+// Rows addressed by one key column. `table` and `column` are constants of this file, never input.
+Task<Result<json>> find_row(const char* table, const char* column, const std::string& value,
+                            const std::string& what) {
+  json p = json::array({value});
+  SS_CO_TRY(json r, co_await D1(kDb).first(std::string("SELECT * FROM ") + table + " WHERE " + column +
+                                               " = ?1",
+                                           p));
+  const json* row = row_of(r);
+  if (row == nullptr) co_return Error{ErrorCode::not_found, "no " + what + " " + value};
+  co_return *row;
+}
+
+Task<Result<Response>> delete_row(const char* table, const char* column, const std::string& value,
+                                  const std::string& what) {
+  json p = json::array({value});
+  SS_CO_TRY(json r, co_await D1(kDb).run(std::string("DELETE FROM ") + table + " WHERE " + column + " = ?1",
+                                         p));
+  const json* meta = find_field(r, "meta");
+  if (meta == nullptr || int_or(*meta, "changes", 0) == 0) {
+    co_return Error{ErrorCode::not_found, "no " + what + " " + value};
+  }
+  co_return Response::empty(204);
+}
+
 json subscription_view(const json& row) {
   auto mapper = parse_json(string_or(row, "input_mapper", ""));
   const json* filter = find_field(row, "filter_expr");
@@ -133,22 +157,15 @@ Task<Result<Response>> list_subscriptions(Context& ctx, const Request& req, cons
 
 Task<Result<Response>> get_subscription(Context& ctx, const Request& req, const Params& params) {
   SS_CO_CHECK(authenticate_operator(ctx, req));
-  json p = json::array({param(params, "id")});
-  SS_CO_TRY(json r, co_await D1(kDb).first("SELECT * FROM event_subscriptions WHERE subscription_id = ?1", p));
-  const json* row = row_of(r);
-  if (row == nullptr) co_return Error{ErrorCode::not_found, "no subscription " + param(params, "id")};
-  co_return Response::json_body(200, subscription_view(*row));
+  SS_CO_TRY(json row, co_await find_row("event_subscriptions", "subscription_id", param(params, "id"),
+                                        "subscription"));
+  co_return Response::json_body(200, subscription_view(row));
 }
 
 Task<Result<Response>> delete_subscription(Context& ctx, const Request& req, const Params& params) {
   SS_CO_CHECK(authenticate_operator(ctx, req));
-  json p = json::array({param(params, "id")});
-  SS_CO_TRY(json r, co_await D1(kDb).run("DELETE FROM event_subscriptions WHERE subscription_id = ?1", p));
-  const json* meta = find_field(r, "meta");
-  if (meta == nullptr || int_or(*meta, "changes", 0) == 0) {
-    co_return Error{ErrorCode::not_found, "no subscription " + param(params, "id")};
-  }
-  co_return Response::empty(204);
+  co_return co_await delete_row("event_subscriptions", "subscription_id", param(params, "id"),
+                                "subscription");
 }
 
 // --- workflow definitions ------------------------------------------------------------------------
@@ -214,22 +231,15 @@ Task<Result<Response>> list_workflows(Context& ctx, const Request& req, const Pa
 
 Task<Result<Response>> get_workflow(Context& ctx, const Request& req, const Params& params) {
   SS_CO_CHECK(authenticate_operator(ctx, req));
-  json p = json::array({param(params, "workflowType")});
-  SS_CO_TRY(json r, co_await D1(kDb).first("SELECT * FROM workflow_definitions WHERE workflow_type = ?1", p));
-  const json* row = row_of(r);
-  if (row == nullptr) co_return Error{ErrorCode::not_found, "no workflow " + param(params, "workflowType")};
-  co_return Response::json_body(200, workflow_view(*row));
+  SS_CO_TRY(json row, co_await find_row("workflow_definitions", "workflow_type",
+                                        param(params, "workflowType"), "workflow"));
+  co_return Response::json_body(200, workflow_view(row));
 }
 
 Task<Result<Response>> delete_workflow(Context& ctx, const Request& req, const Params& params) {
   SS_CO_CHECK(authenticate_operator(ctx, req));
-  json p = json::array({param(params, "workflowType")});
-  SS_CO_TRY(json r, co_await D1(kDb).run("DELETE FROM workflow_definitions WHERE workflow_type = ?1", p));
-  const json* meta = find_field(r, "meta");
-  if (meta == nullptr || int_or(*meta, "changes", 0) == 0) {
-    co_return Error{ErrorCode::not_found, "no workflow " + param(params, "workflowType")};
-  }
-  co_return Response::empty(204);
+  co_return co_await delete_row("workflow_definitions", "workflow_type", param(params, "workflowType"),
+                                "workflow");
 }
 
 // --- JSON Schemas per event type -----------------------------------------------------------------
@@ -266,13 +276,7 @@ Task<Result<Response>> list_schemas(Context& ctx, const Request& req, const Para
 
 Task<Result<Response>> delete_schema(Context& ctx, const Request& req, const Params& params) {
   SS_CO_CHECK(authenticate_operator(ctx, req));
-  json p = json::array({param(params, "eventType")});
-  SS_CO_TRY(json r, co_await D1(kDb).run("DELETE FROM events_schema WHERE event_type = ?1", p));
-  const json* meta = find_field(r, "meta");
-  if (meta == nullptr || int_or(*meta, "changes", 0) == 0) {
-    co_return Error{ErrorCode::not_found, "no schema for " + param(params, "eventType")};
-  }
-  co_return Response::empty(204);
+  co_return co_await delete_row("events_schema", "event_type", param(params, "eventType"), "schema for");
 }
 
 // --- kill switches -------------------------------------------------------------------------------

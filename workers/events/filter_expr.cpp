@@ -19,27 +19,6 @@ bool is_ident_start(char c) {
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_ident_char(char c) { return is_ident_start(c) || is_digit(c); }
 
-// -1, 0 or 1 for two JSON numbers; exact for any mix of signed and unsigned integers.
-int compare_numbers(const json& a, const json& b) {
-  if (a.is_number_integer() && b.is_number_integer()) {
-    const bool a_unsigned = a.is_number_unsigned();
-    const bool b_unsigned = b.is_number_unsigned();
-    if (!a_unsigned && !b_unsigned) {
-      const auto x = a.get<std::int64_t>();
-      const auto y = b.get<std::int64_t>();
-      return x < y ? -1 : (x > y ? 1 : 0);
-    }
-    if (!a_unsigned && a.get<std::int64_t>() < 0) return -1;
-    if (!b_unsigned && b.get<std::int64_t>() < 0) return 1;
-    const auto x = a.get<std::uint64_t>();
-    const auto y = b.get<std::uint64_t>();
-    return x < y ? -1 : (x > y ? 1 : 0);
-  }
-  const double x = a.get<double>();
-  const double y = b.get<double>();
-  return x < y ? -1 : (x > y ? 1 : 0);
-}
-
 // Events are parsed without a depth limit, and nlohmann's operator== recurses, so `payload.a ==
 // payload.b` on two hostile deep trees could exhaust the stack. Values nested deeper than this compare
 // unequal instead.
