@@ -275,9 +275,19 @@ TEST_CASE("the rate limit answers 429 with Retry-After before any storage, per t
   CHECK(retry <= 60);
   CHECK(l.rows("SELECT * FROM leads").size() == 5);
   CHECK(l.outbound("siteverify").size() == 5);
+  // Malformed and spam posts count as well: the limiter runs before parsing, honeypot and validation.
+  auto other_ip = l.headers("application/json", "198.51.100.9");
+  for (int i = 0; i < 5; ++i) {
+    CHECK(l.mesh.request("leads", "POST", "/api/leads/submit", other_ip, "{").status == 400);
+  }
+  check_error(l.mesh.request("leads", "POST", "/api/leads/submit", other_ip, "{"), 429, "rate_limited");
+  // The window is anchored at its first hit: 59 s later it is still closed.
+  l.mesh.now_ms += 59 * 1000;
+  check_error(l.submit(json{{"email", "a@example.com"}}), 429, "rate_limited");
+  CHECK(l.submit(json{{"email", "a@example.com"}}).header("retry-after") == "1");
+  l.mesh.now_ms += 2 * 1000;
   // Another IP, or another tenant, has its own window; the next window is open again.
   CHECK(l.submit(json{{"email", "a@example.com"}}, l.headers("application/json", "198.51.100.1")).status == 202);
-  l.mesh.now_ms += 61 * 1000;
   CHECK(l.submit(json{{"email", "a@example.com"}}).status == 202);
   CHECK(l.rows("SELECT * FROM rate_limit_windows WHERE bucket LIKE '%203.0.113.7%'").empty());  // IPs are hashed
 }

@@ -12,6 +12,8 @@
 #include "workers/leads/lead.h"
 #include "workers/leads/notify.h"
 
+#include <algorithm>
+
 namespace ss::leads {
 
 namespace {
@@ -24,23 +26,25 @@ inline constexpr int kSiteverifyTimeoutMs = 5000;
 
 bool allow_local(const Context& ctx) { return ctx.env("ALLOW_LOCAL_OUTBOUND") == "1"; }
 
-// A fixed window per tenant + client IP, counted in D1. The IP is hashed before it is stored.
+// A window per tenant + client IP, counted in D1, anchored at its first hit (so a burst cannot straddle
+// two clock-aligned windows and get twice the limit). The IP is hashed before it is stored.
 Task<Status> check_rate_limit(Context& ctx, const std::string& tenant, const std::string& ip,
                               const LeadsConfig& config) {
   std::int64_t period_ms = static_cast<std::int64_t>(config.rate_period_seconds) * 1000;
-  std::int64_t window = ctx.now_ms() / period_ms;
-  std::int64_t window_end = (window + 1) * period_ms;
   std::string ip_key = "leads-rate:" + (ip.empty() ? std::string("unknown") : ip);  // g++-12: hoisted
   auto ip_hash = co_await sha256(std::move(ip_key));
   if (!ip_hash) {
     ctx.log("rate limit skipped: " + ip_hash.error().message);
     co_return Unit{};
   }
-  json params = json::array({tenant + "|" + ip_hash->substr(0, 32) + "|" + std::to_string(window),
-                             window_end});
+  json params = json::array({tenant + "|" + ip_hash->substr(0, 32), ctx.now_ms(), ctx.now_ms() + period_ms});
   auto hits = co_await D1(kDb).first(
-      "INSERT INTO rate_limit_windows (bucket, hits, expires_at_ms) VALUES (?1, 1, ?2) "
-      "ON CONFLICT (bucket) DO UPDATE SET hits = hits + 1 RETURNING hits",
+      "INSERT INTO rate_limit_windows (bucket, hits, expires_at_ms) VALUES (?1, 1, ?3) "
+      "ON CONFLICT (bucket) DO UPDATE SET "
+      "hits = CASE WHEN rate_limit_windows.expires_at_ms <= ?2 THEN 1 ELSE rate_limit_windows.hits + 1 END, "
+      "expires_at_ms = CASE WHEN rate_limit_windows.expires_at_ms <= ?2 THEN ?3 "
+      "ELSE rate_limit_windows.expires_at_ms END "
+      "RETURNING hits, expires_at_ms",
       params);
   if (!hits) {
     // Availability over strictness: a lead is worth more than a perfect counter.
@@ -50,7 +54,8 @@ Task<Status> check_rate_limit(Context& ctx, const std::string& tenant, const std
   const json* row = row_of(*hits);
   if (row != nullptr && int_or(*row, "hits", 0) > config.rate_limit) {
     Error e{ErrorCode::rate_limited, "too many submissions; try again later"};
-    e.retry_after = static_cast<int>((window_end - ctx.now_ms() + 999) / 1000);
+    std::int64_t window_end = int_or(*row, "expires_at_ms", ctx.now_ms() + period_ms);
+    e.retry_after = static_cast<int>(std::max<std::int64_t>(1, (window_end - ctx.now_ms() + 999) / 1000));
     co_return e;
   }
   co_return Unit{};
@@ -132,7 +137,7 @@ void emit_quietly(Context& ctx, Result<std::string> emitted, const char* type) {
 Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
   SS_CO_TRY(Tenant tenant, co_await authenticate_tenant(ctx, req));
   SS_CO_CHECK(require_body_within(req, kMaxSubmissionBody));
-  SS_CO_TRY(FormFields fields, read_submission(req));
+  SS_CO_CHECK(require_submission_type(req));
   auto config = parse_config(tenant.config, allow_local(ctx));
   if (!config) {
     ctx.log("tenant " + tenant.id + " has an invalid leads config: " + config.error().message);
@@ -140,6 +145,7 @@ Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
   }
   std::string ip = req.client_ip();
   SS_CO_CHECK(co_await check_rate_limit(ctx, tenant.id, ip, *config));
+  SS_CO_TRY(FormFields fields, read_submission(req));  // malformed bodies count against the window too
   SS_CO_TRY(Submission submission, validate_submission(fields, *config));
 
   if (submission.honeypot) {

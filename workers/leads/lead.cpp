@@ -39,6 +39,16 @@ bool is_turnstile_field(const std::string& name) {
 
 }  // namespace
 
+Status require_submission_type(const Request& req) {
+  std::string media = media_type_of(req);
+  if (media == "application/json" || media == "application/x-www-form-urlencoded" ||
+      media == "multipart/form-data") {
+    return Unit{};
+  }
+  return Error{ErrorCode::unsupported_media_type,
+               "send application/json, application/x-www-form-urlencoded or multipart/form-data"};
+}
+
 Result<FormFields> read_submission(const Request& req) {
   auto type = parse_content_type(req.header("content-type"));
   std::string media = type ? type->media_type : "";

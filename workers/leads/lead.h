@@ -17,7 +17,9 @@ inline constexpr std::size_t kMaxMessageLength = 5000;
 inline constexpr std::size_t kMaxExtraValueLength = 1000;
 inline constexpr std::size_t kMaxTurnstileToken = 2048;
 
-// 415 for other content types, 400 for malformed bodies; the size is checked by the caller first.
+// 415 unless the body is JSON, urlencoded or multipart/form-data.
+Status require_submission_type(const Request& req);
+// 400 for malformed bodies (415 for other types); the size is checked by the caller first.
 Result<FormFields> read_submission(const Request& req);
 
 struct Submission {
