@@ -9,6 +9,7 @@
 // NOTIFY_BACKOFF_SECONDS=0 here, so a dead letter takes ~5 queue batches (a few seconds).
 import assert from "node:assert/strict";
 import { createHmac, timingSafeEqual } from "node:crypto";
+import { createServer as createHttpServer } from "node:http";
 import { createServer } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { FormData } from "miniflare";
@@ -341,6 +342,16 @@ describe("leads intake: refused submissions store nothing", () => {
     await nothingStored();
   });
 
+  it("a wrong method → 405 with Allow; an unknown leads route → JSON 404", async () => {
+    const res = await mesh.fetch("leads", "/api/leads/submit", { method: "PUT", headers: { ...tenantHeaders("lt-intake"),
+      ...JSON_TYPE }, body: JSON.stringify(lead()) });
+    await errorOf(res, 405, "method_not_allowed");
+    assert.match(res.headers.get("allow") ?? "", /POST/);
+    await errorOf(await mesh.fetch("leads", "/api/leads/submit/extra", { method: "POST", headers: tenantHeaders("lt-intake") }),
+      404, "not_found");
+    await nothingStored();
+  });
+
   it("an unsupported capability major version → 400 unsupported_capability_version", async () => {
     const res = await submit("lt-intake", lead(), { headers: { "X-SiteSwarm-Capability-Version": "2.0.0" } });
     await errorOf(res, 400, "unsupported_capability_version");
@@ -472,6 +483,34 @@ describe("Turnstile: siteverify unreachable (closed port)", () => {
   });
 });
 
+/** A webhook receiver that holds its first request until release(status); later ones answer 500. */
+async function holdingHook() {
+  const hook = { calls: [], open: 0 };
+  let releaseFirst;
+  const first = new Promise((resolve) => { releaseFirst = resolve; });
+  hook.release = (status) => releaseFirst(status);
+  const server = createHttpServer(async (req, res) => {
+    let body = "";
+    for await (const chunk of req) body += chunk;
+    hook.calls.push(body);
+    let status = 500;
+    if (hook.calls.length === 1) {
+      hook.open++;
+      status = await first;
+      hook.open--;
+    }
+    res.writeHead(status, JSON_TYPE);
+    res.end("{}");
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  hook.url = `http://127.0.0.1:${server.address().port}/hook`;
+  hook.close = () => new Promise((resolve) => {
+    server.closeAllConnections();
+    server.close(() => resolve());
+  });
+  return hook;
+}
+
 /** A 127.0.0.1 port with nothing listening on it. */
 async function closedPort() {
   const server = createServer();
@@ -519,12 +558,10 @@ describe("rate limit", () => {
     assert.equal(await count("SELECT COUNT(*) AS n FROM leads WHERE tenant_id = 'lt-rate'"), before);
   });
 
-  // CONTRACT: "size/type → rate limit → honeypot → validation". The core parses the body (and refuses
-  // a malformed one, or a JSON field that is not text) BEFORE the limiter (intake.cpp: read_submission
-  // precedes check_rate_limit), so malformed posts are never counted and never answered 429.
-  it("counts malformed bodies too, and answers them 429 once the window is full", {
-    todo: "leads core parses the body before the rate limit: malformed JSON is 400 invalid_json, uncounted",
-  }, async () => {
+  // CONTRACT: "size/type → rate limit → honeypot → validation": a malformed body is refused by
+  // validation, after the limiter, so it uses up the window too (fixed in 0b37e41; before, the core
+  // parsed first and a malformed post was never counted nor answered 429).
+  it("counts malformed bodies too, and answers them 429 once the window is full", async () => {
     const ip = "198.51.100.78";
     for (let i = 0; i < 5; i++) {
       await errorOf(await submit("lt-rate", "{", { as: "raw", type: "application/json", ip }), 400, "invalid_json");
@@ -880,6 +917,28 @@ describe("tenant admin API", () => {
     mesh.stubs.failNext("/webhook/lt-admin", 0);
   });
 
+  // Found by this suite and fixed: an attempt in flight when the lead is erased must not turn
+  // 'cancelled' back into 'pending' (deliver_one claims each attempt and records it only while pending).
+  it("an erasure during an in-flight delivery attempt is final: no payload is sent afterwards", async () => {
+    const held = await holdingHook();
+    try {
+      await provision("lt-erase-race", { turnstile: "off", notify: { webhook: { url: held.url, secret: secret() } } });
+      const leadId = await accepted(await submit("lt-erase-race", { email: "erase-race@example.com" }));
+      await waitFor("the first attempt to be in flight", () => held.open > 0);
+      const res = await mesh.fetch("leads", `/api/leads/${leadId}`, { method: "DELETE", headers: adminHeaders("lt-erase-race") });
+      assert.equal(res.status, 204);
+      assert.equal((await deliveriesOf(leadId))[0].status, "cancelled");
+      held.release(500); // the in-flight attempt fails after the erasure
+      await sleep(3000);
+      const [d] = await deliveriesOf(leadId);
+      assert.equal(d.status, "cancelled", `status ${d.status} after ${d.attempts} attempts`);
+      assert.equal(held.calls.length, 1, `${held.calls.length - 1} more webhook calls carried the erased lead`);
+    } finally {
+      held.release(500);
+      await held.close();
+    }
+  });
+
   it("admin calls need the tenant admin token (not the tenant token, not the operator's)", async () => {
     for (const headers of [
       { "X-SiteSwarm-Tenant-Id": "lt-admin" },
@@ -921,7 +980,7 @@ describe("tenant isolation", () => {
     for (const id of b) assert.ok(!csv.includes(id), "B's lead in A's CSV");
     assert.ok(!csv.includes("@b.example"));
     for (const id of a) assert.ok(csv.includes(id));
-    for (const id of b) {
+    for (const id of [...b, "%27%20OR%20%271%27%3D%271", b[0].toLowerCase()]) {
       await errorOf(await mesh.fetch("leads", `/api/leads/${id}`, { headers: asA }), 404, "not_found");
       await errorOf(await mesh.fetch("leads", `/api/leads/${id}`, { method: "DELETE", headers: asA }), 404, "not_found");
     }

@@ -78,22 +78,38 @@ void add_api_routes(App& app) {
   app.router.add("POST", "/api/events", post_event).add("GET", "/api/events", get_events);
 }
 
+namespace {
+// One message: append it, and say whether to ack it or retry it.
+Task<std::optional<int>> ingest_one(Context& ctx, QueueMessage m) {
+  auto event = parse_new_event(m.body);
+  if (!event) {
+    // Retrying cannot fix a malformed message; keep the evidence in the log and move on.
+    ctx.log("events queue: dropping malformed message " + m.id + ": " + event.error().message);
+    co_return std::nullopt;
+  }
+  if (auto t = get_string(m.body, "tenant_id"); t && is_valid_tenant_id(*t)) event->tenant_id = *t;
+  auto appended = co_await append_event(ctx, std::move(event).value());
+  if (appended || appended.error().code == ErrorCode::conflict) co_return std::nullopt;
+  co_return backoff_seconds(m.attempts);
+}
+}  // namespace
+
 Task<QueueOutcome> ingest_batch(Context& ctx, std::vector<QueueMessage> batch) {
-  QueueOutcome outcome;
+  // The messages of a batch are appended concurrently; event_id and idempotency constraints keep
+  // duplicates (in the batch or across deliveries) to one row.
+  std::vector<std::string> ids;
+  std::vector<Task<std::optional<int>>> work;
   for (QueueMessage& m : batch) {
-    auto event = parse_new_event(m.body);
-    if (!event) {
-      // Retrying cannot fix a malformed message; keep the evidence in the log and move on.
-      ctx.log("events queue: dropping malformed message " + m.id + ": " + event.error().message);
-      outcome.ack.push_back(m.id);
-      continue;
-    }
-    if (auto t = get_string(m.body, "tenant_id"); t && is_valid_tenant_id(*t)) event->tenant_id = *t;
-    auto appended = co_await append_event(ctx, std::move(event).value());
-    if (appended || appended.error().code == ErrorCode::conflict) {
-      outcome.ack.push_back(m.id);
+    ids.push_back(m.id);
+    work.push_back(ingest_one(ctx, std::move(m)));
+  }
+  std::vector<std::optional<int>> results = co_await when_all(std::move(work));
+  QueueOutcome outcome;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (results[i]) {
+      outcome.retry.emplace_back(ids[i], *results[i]);
     } else {
-      outcome.retry.emplace_back(m.id, backoff_seconds(m.attempts));
+      outcome.ack.push_back(ids[i]);
     }
   }
   co_return outcome;

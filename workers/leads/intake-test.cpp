@@ -466,6 +466,48 @@ TEST_CASE("tenant admin: newest first with cursors, one lead with history, erasu
   CHECK(l.rows("SELECT * FROM lead_deliveries WHERE lead_id = '" + ids[0] + "' AND status = 'cancelled'").size() == 3);
 }
 
+TEST_CASE("a lead erased while its notification is in flight is not sent again") {
+  Leads l;
+  std::string id = l.submit(lead_body()).body_json()["leadId"];
+  int hook_calls = 0;
+  l.mesh.fetch_stub = [&](const json& req) {
+    std::string url = req["url"];
+    if (url.find("hooks.bakery.example") != std::string::npos) {
+      ++hook_calls;
+      // The tenant erases the lead while the receiver is still answering (then it fails).
+      CHECK(l.mesh.request("leads", "DELETE", "/api/leads/" + id, l.admin()).status == 204);
+      StubReply failed;
+      failed.status = 500;
+      return failed;
+    }
+    return l.answer(req);
+  };
+  l.drain_notifications();
+  CHECK(hook_calls == 1);
+  json hook = l.rows("SELECT status, attempts FROM lead_deliveries WHERE channel = 'webhook'");
+  REQUIRE(hook.size() == 1);
+  CHECK(hook[0]["status"] == "cancelled");
+  CHECK(l.events("lead.delivery_failed").empty());
+  CHECK(l.mesh.request("leads", "GET", "/api/leads/deliveries?status=dead", l.admin()).body_json()["deliveries"].empty());
+}
+
+TEST_CASE("two copies of one notification message send once") {
+  Leads l;
+  l.submit(lead_body());
+  std::vector<json> copies;
+  for (const json& body : l.mesh.queue_sent["NOTIFY_QUEUE"]) {
+    if (body["channel"] == "webhook") {
+      copies.push_back({{"id", "a"}, {"body", body}, {"attempts", 1}});
+      copies.push_back({{"id", "b"}, {"body", body}, {"attempts", 1}});
+    }
+  }
+  l.mesh.queue_sent["NOTIFY_QUEUE"].clear();
+  json out = l.mesh.message("leads", {{"op", "queue"}, {"queue", "siteswarm-leads-notify"}, {"messages", copies}});
+  CHECK(out["ack"].size() == 2);
+  CHECK(l.outbound("hooks.bakery.example").size() == 1);
+  CHECK(l.rows("SELECT * FROM delivery_attempts").size() == 1);
+}
+
 TEST_CASE("CSV export quotes per RFC 4180 and defuses spreadsheet formulas") {
   Leads l;
   l.submit(json{{"name", "=HYPERLINK(\"http://evil\")"}, {"email", "q@example.com"},

@@ -180,6 +180,21 @@ Task<MessageOutcome> deliver_one(Context& ctx, QueueMessage message) {
   std::string status = string_or(*row, "status", "");
   if (status != "pending") co_return out;  // already delivered or dead-lettered: a redelivery
   int attempt = static_cast<int>(int_or(*row, "attempts", 0)) + 1;
+  // Claim the attempt before sending: two copies of one message cannot both send, and an erasure
+  // (status 'cancelled') that lands meanwhile is respected.
+  {
+    json claim = json::array({delivery_id, tenant, attempt - 1, attempt, format_rfc3339_ms(ctx.now_ms())});
+    auto claimed = co_await db.run("UPDATE lead_deliveries SET attempts = ?4, updated_at = ?5 WHERE id = ?1 "
+                                   "AND tenant_id = ?2 AND status = 'pending' AND attempts = ?3",
+                                   claim);
+    if (!claimed) {
+      out.ack = false;
+      out.retry_delay = backoff_seconds(ctx, attempt);
+      co_return out;
+    }
+    const json* meta = find_field(*claimed, "meta");
+    if (meta == nullptr || int_or(*meta, "changes", 0) == 0) co_return out;  // another copy has it
+  }
 
   const json* trow = row_of(*loaded[1]);
   auto config_doc = parse_json(trow ? string_or(*trow, "config_json", "{}") : "{}");
@@ -218,8 +233,8 @@ Task<MessageOutcome> deliver_one(Context& ctx, QueueMessage message) {
                     result.http_status ? json(result.http_status) : json(nullptr),
                     result.error.empty() ? json(nullptr) : json(result.error),
                     result.elapsed_ms >= 0 ? json(result.elapsed_ms) : json(nullptr)})},
-      {"UPDATE lead_deliveries SET attempts = ?3, status = ?4, last_error = ?5, updated_at = ?6, "
-       "delivered_at = ?7 WHERE id = ?1 AND tenant_id = ?2",
+      {"UPDATE lead_deliveries SET status = ?4, last_error = ?5, updated_at = ?6, delivered_at = ?7 "
+       "WHERE id = ?1 AND tenant_id = ?2 AND attempts = ?3 AND status = 'pending'",
        json::array({delivery_id, tenant, attempt, new_status,
                     result.error.empty() ? json(nullptr) : json(result.error), now,
                     result.ok ? json(now) : json(nullptr)})}};
@@ -229,6 +244,12 @@ Task<MessageOutcome> deliver_one(Context& ctx, QueueMessage message) {
     // twice — each request carries the delivery id for its own dedupe).
     out.ack = false;
     out.retry_delay = backoff_seconds(ctx, attempt);
+    co_return out;
+  }
+  const json* update_meta =
+      recorded->is_array() && recorded->size() == 2 ? find_field((*recorded)[1], "meta") : nullptr;
+  if (update_meta == nullptr || int_or(*update_meta, "changes", 0) == 0) {
+    ctx.log("notify: delivery " + delivery_id + " was cancelled (erased) while it was being sent");
     co_return out;
   }
   if (result.ok || dead) {

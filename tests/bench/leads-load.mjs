@@ -1,0 +1,283 @@
+// scripts/bench, the leads part: a load run of lead intake through the example site's delegated route
+// (POST /api/leads/submit on the bakery → Service Binding → leads.wasm), Turnstile on (the dummy
+// token, checked against the siteverify stub), one webhook per lead through the notify queue to the
+// stub server. It then proves the pipeline lost and doubled nothing:
+//   - every 202 leadId is stored exactly once (D1 count == accepted, no duplicate ids, same id set);
+//   - every accepted lead is delivered exactly once to the webhook (distinct X-SiteSwarm-Delivery ids
+//     == accepted, no delivery id seen twice, one delivery per leadId, every signature valid).
+// and prints p50 / p99 latency and CPU time per submission.
+//
+//   node tests/bench/leads-load.mjs [--leads 2000] [--leads-concurrency 20]
+// also imported by tests/integration/leads-load.test.mjs (a smaller run on every CI run).
+//
+// What the CPU figures are: `node` is process.cpuUsage() of this Node process, which is the load
+// generator AND Miniflare's request plumbing (dispatchFetch) AND the third-party stub server;
+// `workerd` is utime+stime from /proc/<pid>/stat of every workerd process under this one (all six
+// workers of the mesh: bakery, leads, the events ledger consuming lead.received, …). "intake" is
+// measured from the first request to the last response; "total" also covers the notify queue drain.
+import { createHmac } from "node:crypto";
+import { execFileSync } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
+process.env.WRANGLER_SEND_METRICS = "false";
+process.env.WRANGLER_HIDE_BANNER = "true";
+
+const DUMMY_TOKEN = "XXXX.DUMMY.TOKEN.XXXX";
+const HOOK_PATH = "/webhook/leads-load";
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const percentile = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))];
+
+// ---- CPU of workerd: /proc (Linux only; null elsewhere) ---------------------------------------------
+let clockTicks;
+function ticksPerSecond() {
+  if (clockTicks === undefined) {
+    try {
+      clockTicks = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
+    } catch {
+      clockTicks = 100;
+    }
+  }
+  return clockTicks;
+}
+function procStat(pid) {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const close = text.lastIndexOf(")");
+    const comm = text.slice(text.indexOf("(") + 1, close);
+    const fields = text.slice(close + 2).split(" "); // fields[0] is field 3 (state)
+    return { pid, comm, ppid: Number(fields[1]), utime: Number(fields[11]), stime: Number(fields[12]) };
+  } catch {
+    return null;
+  }
+}
+/** CPU ms used so far by every workerd process below this Node process, or null if unknown. */
+function workerdCpuMs() {
+  let entries;
+  try {
+    entries = readdirSync("/proc").filter((d) => /^\d+$/.test(d));
+  } catch {
+    return null;
+  }
+  const stats = entries.map(procStat).filter(Boolean);
+  const below = new Set([process.pid]);
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const s of stats) {
+      if (!below.has(s.pid) && below.has(s.ppid)) {
+        below.add(s.pid);
+        grew = true;
+      }
+    }
+  }
+  const workerd = stats.filter((s) => below.has(s.pid) && s.comm.startsWith("workerd"));
+  if (!workerd.length) return null;
+  return (workerd.reduce((sum, s) => sum + s.utime + s.stime, 0) * 1000) / ticksPerSecond();
+}
+const nodeCpuMs = (since) => {
+  const { user, system } = process.cpuUsage(since);
+  return (user + system) / 1000;
+};
+
+/**
+ * Runs the load and checks it. Never throws for a broken guarantee: returns `problems` (strings).
+ * @returns {Promise<object>} figures and `problems`
+ */
+export async function runLeadsLoad({ submissions = 2000, concurrency = 20, settleTimeoutMs = 240_000,
+  log = console.log } = {}) {
+  const { secret, startMesh } = await import("../integration/mesh.mjs");
+  const mesh = await startMesh();
+  const problems = [];
+  try {
+    // The bakery's leads config for the run: Turnstile required, the default rate limit (5 per 60 s
+    // per client IP: every request below has its own CF-Connecting-IP), one webhook on the stubs.
+    const hookSecret = `whsec-load-${secret()}`;
+    const put = await mesh.fetch("leads", "/admin/tenants/bakery", {
+      method: "PUT",
+      headers: mesh.operator({ "content-type": "application/json" }),
+      body: JSON.stringify({
+        ...mesh.tokens.bakery,
+        config: { turnstile: "required", notify: { webhook: { url: mesh.stubs.url + HOOK_PATH, secret: hookSecret } } },
+      }),
+    });
+    if (put.status !== 200) throw new Error(`provisioning the bakery failed: ${put.status} ${await put.text()}`);
+    await put.arrayBuffer();
+    for (const key of ["bakery", "leads"]) await (await mesh.fetch(key, "/health")).arrayBuffer(); // warm
+
+    const latencies = [];
+    const refused = new Map(); // status → count
+    const accepted = []; // leadIds in answer order
+    let next = 0;
+    const cpu0 = process.cpuUsage();
+    const workerd0 = workerdCpuMs();
+    const t0 = performance.now();
+    await Promise.all(Array.from({ length: concurrency }, async () => {
+      for (let i = next++; i < submissions; i = next++) {
+        const ip = `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
+        const started = performance.now();
+        let status = 0;
+        let body;
+        try {
+          const res = await mesh.fetch("bakery", "/api/leads/submit", {
+            method: "POST",
+            headers: { "content-type": "application/json", "CF-Connecting-IP": ip },
+            body: JSON.stringify({
+              name: `Load ${i}`,
+              email: `load-${i}@load.example`,
+              message: `Submission ${i} of the load run.`,
+              turnstileToken: DUMMY_TOKEN,
+            }),
+          });
+          status = res.status;
+          body = await res.json().catch(() => null);
+        } catch (err) {
+          body = { error: String(err?.message ?? err) };
+        }
+        latencies.push(performance.now() - started);
+        if (status === 202 && typeof body?.leadId === "string") accepted.push(body.leadId);
+        else refused.set(status, (refused.get(status) ?? 0) + 1);
+      }
+    }));
+    const intakeSeconds = (performance.now() - t0) / 1000;
+    const intakeNodeCpu = nodeCpuMs(cpu0);
+    const workerd1 = workerdCpuMs();
+
+    // Let the notify queue drain: no bakery delivery pending and one delivered per accepted lead.
+    const db = await mesh.d1("leads", "LEADS_DB");
+    const one = async (sql) => (await db.prepare(sql).first()).n;
+    const settleStarted = performance.now();
+    const deadline = Date.now() + settleTimeoutMs;
+    for (;;) {
+      const pending = await one("SELECT COUNT(*) AS n FROM lead_deliveries WHERE tenant_id = 'bakery' AND status = 'pending'");
+      const calls = mesh.stubs.find(HOOK_PATH, "POST").length;
+      if (pending === 0 && calls >= accepted.length) break;
+      if (Date.now() > deadline) {
+        problems.push(`not settled after ${settleTimeoutMs / 1000} s: ${pending} deliveries pending, ${calls} webhook calls`);
+        break;
+      }
+      await sleep(200);
+    }
+    await sleep(2500); // longer than the queue's batch timeout: a late duplicate would show up now
+    const settleSeconds = (performance.now() - settleStarted) / 1000;
+    const totalNodeCpu = nodeCpuMs(cpu0);
+    const workerd2 = workerdCpuMs();
+
+    // ---- the guarantees ----
+    const acceptedSet = new Set(accepted);
+    if (acceptedSet.size !== accepted.length) {
+      problems.push(`${accepted.length - acceptedSet.size} leadIds were answered twice`);
+    }
+    const { results: stored } = await db
+      .prepare("SELECT id, turnstile_verified FROM leads WHERE tenant_id = 'bakery' AND payload LIKE '%@load.example%'")
+      .all();
+    const storedIds = new Set(stored.map((r) => r.id));
+    if (stored.length !== accepted.length) problems.push(`D1 holds ${stored.length} leads for ${accepted.length} accepted`);
+    if (storedIds.size !== stored.length) problems.push(`${stored.length - storedIds.size} lead ids stored twice`);
+    const lost = accepted.filter((id) => !storedIds.has(id));
+    if (lost.length) problems.push(`${lost.length} accepted leads are not stored (e.g. ${lost[0]})`);
+    const extra = [...storedIds].filter((id) => !acceptedSet.has(id));
+    if (extra.length) problems.push(`${extra.length} stored leads were never answered (e.g. ${extra[0]})`);
+    const unverified = stored.filter((r) => r.turnstile_verified !== 1).length;
+    if (unverified) problems.push(`${unverified} leads stored with turnstile_verified = 0 (siteverify was up)`);
+
+    const calls = mesh.stubs.find(HOOK_PATH, "POST");
+    const byDelivery = new Map();
+    const byLead = new Map();
+    let badSignatures = 0;
+    for (const call of calls) {
+      const id = call.headers["x-siteswarm-delivery"];
+      byDelivery.set(id, (byDelivery.get(id) ?? 0) + 1);
+      let leadId;
+      try {
+        leadId = JSON.parse(call.body).leadId;
+      } catch {
+        leadId = undefined;
+      }
+      byLead.set(leadId, (byLead.get(leadId) ?? 0) + 1);
+      const m = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(call.headers["x-siteswarm-signature"] ?? "");
+      const mac = m && createHmac("sha256", hookSecret).update(`${m[1]}.${call.body}`).digest("hex");
+      if (!m || mac !== m[2]) badSignatures++;
+    }
+    const twice = [...byDelivery.values()].filter((n) => n > 1).length;
+    if (byDelivery.size !== accepted.length) {
+      problems.push(`${byDelivery.size} distinct X-SiteSwarm-Delivery ids for ${accepted.length} accepted leads`);
+    }
+    if (twice) problems.push(`${twice} delivery ids reached the webhook more than once`);
+    const undelivered = accepted.filter((id) => !byLead.has(id));
+    if (undelivered.length) problems.push(`${undelivered.length} accepted leads never reached the webhook`);
+    const leadTwice = [...byLead.values()].filter((n) => n > 1).length;
+    if (leadTwice) problems.push(`${leadTwice} leads reached the webhook more than once`);
+    if (badSignatures) problems.push(`${badSignatures} webhook calls with a bad signature`);
+    const delivered = await one("SELECT COUNT(*) AS n FROM lead_deliveries WHERE tenant_id = 'bakery' AND status = 'delivered'");
+    if (delivered !== accepted.length) problems.push(`${delivered} deliveries delivered for ${accepted.length} accepted`);
+    const retried = await one("SELECT COUNT(*) AS n FROM lead_deliveries WHERE tenant_id = 'bakery' AND attempts > 1");
+    const siteverify = mesh.stubs.find("/turnstile/v0/siteverify", "POST").length;
+
+    const n = Math.max(accepted.length, 1);
+    return {
+      submissions,
+      concurrency,
+      accepted: accepted.length,
+      refused: Object.fromEntries(refused),
+      stored: stored.length,
+      webhookCalls: calls.length,
+      distinctDeliveries: byDelivery.size,
+      retried,
+      siteverify,
+      intakeSeconds,
+      rps: submissions / intakeSeconds,
+      p50: percentile(latencies, 0.5),
+      p99: percentile(latencies, 0.99),
+      max: Math.max(...latencies),
+      settleSeconds,
+      cpu: {
+        nodeIntakeMsPerLead: intakeNodeCpu / n,
+        workerdIntakeMsPerLead: workerd0 === null || workerd1 === null ? null : (workerd1 - workerd0) / n,
+        nodeTotalMsPerLead: totalNodeCpu / n,
+        workerdTotalMsPerLead: workerd0 === null || workerd2 === null ? null : (workerd2 - workerd0) / n,
+      },
+      problems,
+    };
+  } finally {
+    await mesh.dispose();
+  }
+}
+
+/** Prints the figures of runLeadsLoad() as the bench's section. */
+export function printLeadsLoad(r, log = console.log) {
+  const ms = (x) => (x === null || x === undefined ? "n/a" : `${x.toFixed(2)} ms`);
+  const refused = Object.entries(r.refused).map(([s, n]) => `${n} × ${s}`).join(", ") || "none";
+  log(`\nLead intake under load: ${r.submissions} submissions at concurrency ${r.concurrency} through the bakery's`);
+  log("delegated route (POST /api/leads/submit → Service Binding → leads.wasm), Turnstile on (siteverify stub),");
+  log("one webhook per lead through the notify queue; local workerd (Miniflare), every worker in one process.\n");
+  const rows = [
+    ["accepted (202)", `${r.accepted} of ${r.submissions} (refused: ${refused})`],
+    ["stored in D1", `${r.stored}`],
+    ["webhook calls", `${r.webhookCalls}, ${r.distinctDeliveries} distinct delivery ids (${r.retried} retried)`],
+    ["siteverify calls", `${r.siteverify}`],
+    ["throughput", `${r.rps.toFixed(0)} submissions/s (${r.intakeSeconds.toFixed(2)} s)`],
+    ["latency p50 / p99 / max", `${ms(r.p50)} / ${ms(r.p99)} / ${ms(r.max)}`],
+    ["queue drained after", `${r.settleSeconds.toFixed(2)} s (incl. a 2.5 s watch for late duplicates)`],
+    ["CPU / lead, intake", `node ${ms(r.cpu.nodeIntakeMsPerLead)}, workerd ${ms(r.cpu.workerdIntakeMsPerLead)}`],
+    ["CPU / lead, incl. delivery", `node ${ms(r.cpu.nodeTotalMsPerLead)}, workerd ${ms(r.cpu.workerdTotalMsPerLead)}`],
+  ];
+  const width = Math.max(...rows.map(([k]) => k.length));
+  for (const [k, v] of rows) log(`${k.padEnd(width)}  ${v}`);
+  log("\nnode = process.cpuUsage() of the bench process: load generator + Miniflare's dispatch + the stub server;");
+  log("workerd = utime+stime of the workerd process(es) (/proc), i.e. all six workers, the ledger included.");
+  log("Latency includes the awaited queue sends (lead.received, notifications): Miniflare's local queue broker");
+  log("holds send() while it hands a batch to a consumer (the ledger ingests up to 100 events one by one).");
+  log(r.problems.length ? `\nPROBLEMS:\n  ${r.problems.join("\n  ")}` : "\nnone lost, none doubled: every accepted lead stored once and delivered once.");
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const option = (name, fallback) => {
+    const i = process.argv.indexOf(`--${name}`);
+    return i > 0 ? Number(process.argv[i + 1]) : fallback;
+  };
+  const result = await runLeadsLoad({ submissions: option("leads", 2000), concurrency: option("leads-concurrency", 20) });
+  printLeadsLoad(result);
+  process.exitCode = result.problems.length || result.accepted !== result.submissions ? 1 : 0;
+}
