@@ -268,7 +268,7 @@ export function printLeadsLoad(r, log = console.log) {
   log("\nnode = process.cpuUsage() of the bench process: load generator + Miniflare's dispatch + the stub server;");
   log("workerd = utime+stime of the workerd process(es) (/proc), i.e. all six workers, the ledger included.");
   log("Latency includes the awaited queue sends (lead.received, notifications): Miniflare's local queue broker");
-  log("holds send() while it hands a batch to a consumer (the ledger ingests up to 100 events one by one).");
+  log("holds send() while it hands a batch to a consumer (the ledger appends a batch of up to 100 concurrently).");
   log(r.problems.length ? `\nPROBLEMS:\n  ${r.problems.join("\n  ")}` : "\nnone lost, none doubled: every accepted lead stored once and delivered once.");
 }
 
