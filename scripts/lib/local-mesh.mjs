@@ -10,7 +10,9 @@ export const WORKERS = { bakery: { name: "siteswarm-example-bakery", port: 8787 
 // Cloudflare's always-pass Turnstile test secret; the local stub mirrors its semantics.
 export const TURNSTILE_PASS_SECRET = "1x0000000000000000000000000000000AA";
 
-const MODULE_RULES = [
+// Miniflare's default rules treat imported *.js as CommonJS (TOOLCHAIN.md §2): every user of
+// workerd in this repo loads our ES modules and the compiled cores with these rules.
+export const MODULE_RULES = [
   { type: "ESModule", include: ["**/*.js", "**/*.mjs"] },
   { type: "CompiledWasm", include: ["**/*.wasm"] },
 ];

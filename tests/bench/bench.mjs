@@ -10,6 +10,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 import { wasmImports } from "../../bindings/instance.js";
+import { MODULE_RULES } from "../../scripts/lib/local-mesh.mjs";
 
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 process.env.WRANGLER_SEND_METRICS = "false";
@@ -97,10 +98,7 @@ async function platformWorkerOptions(key) {
     modules: true,
     scriptPath: main,
     modulesRoot: ROOT,
-    modulesRules: [
-      { type: "ESModule", include: ["**/*.js"] },
-      { type: "CompiledWasm", include: ["**/*.wasm"] },
-    ],
+    modulesRules: MODULE_RULES,
   };
 }
 

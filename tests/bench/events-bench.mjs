@@ -14,6 +14,7 @@
 import { createHash } from "node:crypto";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { MODULE_RULES } from "../../scripts/lib/local-mesh.mjs";
 
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 process.env.WRANGLER_SEND_METRICS = "false";
@@ -52,10 +53,7 @@ async function eventsWorkerOptions() {
     modules: true,
     scriptPath: main,
     modulesRoot: ROOT,
-    modulesRules: [
-      { type: "ESModule", include: ["**/*.js"] },
-      { type: "CompiledWasm", include: ["**/*.wasm"] },
-    ],
+    modulesRules: MODULE_RULES,
     bindings: { ...workerOptions.bindings, PLATFORM_ADMIN_TOKEN: ADMIN_TOKEN },
     serviceBindings: { BENCH_TARGET: TARGET }, // the only workflow target of the bench
   };
