@@ -92,33 +92,39 @@ TEST_CASE("a drainer that dies mid-batch and is re-run starts every workflow exa
   std::vector<std::string> ids;
   for (int i = 0; i < 6; ++i) ids.push_back(l.emit("price.changed", {{"n", i}}));
 
-  // The isolate "dies" right after committing the third event (each event is a claim batch and a
-  // commit batch): every later effect fails.
+  // The isolate "dies" while the fourth event's commit travels (each D1 batch carries the previous
+  // event's commit and the next event's claims): events 1-3 are committed, event 4 was started and
+  // claimed but not committed. Every effect after that fails.
   int batches = 0;
+  bool dead = false;
   l.mesh.fail_effect = [&](const json& e) {
-    if (batches >= 6) return true;
-    if (e["kind"] == "d1.batch") ++batches;
-    return false;
+    if (!dead && e["kind"] == "d1.batch" && ++batches == 5) dead = true;
+    return dead;
   };
   auto died = l.admin("POST", "/admin/events/drain?consumer=workflow_runner");
   CHECK(died.status == 503);
-  CHECK(l.calls.size() == 6);  // 3 events × 2 workflows reached their targets
+  CHECK(l.calls.size() == 8);  // 4 events × 2 workflows reached their targets
   json cursor = l.db("SELECT cursor FROM event_drain_state WHERE consumer = 'workflow_runner'");
   REQUIRE(cursor.size() == 1);
   CHECK(cursor[0]["cursor"] == ids[2]);
+  CHECK(l.db("SELECT * FROM event_consumer_dedupe WHERE status = 'claimed'").size() == 2);
 
   l.mesh.fail_effect = nullptr;
-  l.mesh.now_ms += ss::events::kLockTtlMs;  // the dead run's lock expires
+  l.mesh.now_ms += ss::events::kLockTtlMs;  // the dead run's lock and claims expire
   json report = l.drain();
   CHECK(report["read"] == 3);
   CHECK(report["started"] == 6);
   CHECK(report["cursor"] == ids[5]);
   auto keys = l.keys();
-  CHECK(keys.size() == 12);
-  CHECK(std::set<std::string>(keys.begin(), keys.end()).size() == 12);  // no key twice
-  CHECK(keys.count("workflow_runner:" + ids[0] + ":notify") == 1);
+  CHECK(std::set<std::string>(keys.begin(), keys.end()).size() == 12);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    // Only the starts in flight when the run died are sent again, with the same Idempotency-Key.
+    std::size_t expected = i == 3 ? 2 : 1;
+    CHECK(keys.count("workflow_runner:" + ids[i] + ":notify") == expected);
+    CHECK(keys.count("workflow_runner:" + ids[i] + ":audit") == expected);
+  }
   CHECK(l.db("SELECT * FROM workflow_run_log WHERE status = 'started'").size() == 12);
-  CHECK(l.db("SELECT * FROM event_consumer_dedupe").size() == 12);
+  CHECK(l.db("SELECT * FROM event_consumer_dedupe WHERE status = 'started'").size() == 12);
   // The start request carries the contract's body.
   json start = l.calls[0]["body"];
   CHECK(start["workflow_type"] == "notify");
@@ -174,7 +180,7 @@ TEST_CASE("a failed start releases its claim so a retry can start it") {
 
 TEST_CASE("a drain stops before the subrequest budget and the next run continues at the cursor") {
   Ledger l;
-  l.mesh.set_env("events", "DRAIN_SUBREQUEST_BUDGET", "40");
+  l.mesh.set_env("events", "DRAIN_SUBREQUEST_BUDGET", "30");
   l.workflow("notify");
   l.subscribe("*", "notify");
   for (int i = 0; i < 10; ++i) l.emit("order.placed");

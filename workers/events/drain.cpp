@@ -222,8 +222,10 @@ struct EventOutcome {
 };
 
 // Fans one event out: match, cap, dedupe, start concurrently, and prepare the rows to commit.
+// `deferred` holds the previous event's commit: when this event needs a claim batch, the two go to D1
+// together (one round trip instead of two) and `deferred` is emptied.
 Task<EventOutcome> fan_out(Context& ctx, const std::string& consumer, const json& row,
-                           const FanoutContext& fc) {
+                           const FanoutContext& fc, std::vector<D1Statement>& deferred) {
   EventOutcome out;
   std::string event_id = string_or(row, "event_id", "");
   auto payload = parse_json(string_or(row, "payload_json", "{}"));
@@ -289,7 +291,11 @@ Task<EventOutcome> fan_out(Context& ctx, const std::string& consumer, const json
                         format_rfc3339(ctx.now_ms()), fc.holder, ctx.now_ms(), ctx.now_ms() - kLockTtlMs})});
     }
     ++out.subrequests;
-    auto claimed = co_await D1(kDb).batch(claims);
+    std::size_t offset = deferred.size();
+    std::vector<D1Statement> batch = std::move(deferred);
+    deferred.clear();
+    batch.insert(batch.end(), claims.begin(), claims.end());
+    auto claimed = co_await D1(kDb).batch(batch);
     if (!claimed) {
       out.error = claimed.error();
       co_return out;
@@ -297,8 +303,9 @@ Task<EventOutcome> fan_out(Context& ctx, const std::string& consumer, const json
     std::vector<const Subscription*> mine;
     json lost = json::array();
     for (std::size_t i = 0; i < todo.size(); ++i) {
+      std::size_t at = offset + i;
       const json* meta =
-          claimed->is_array() && i < claimed->size() ? find_field((*claimed)[i], "meta") : nullptr;
+          claimed->is_array() && at < claimed->size() ? find_field((*claimed)[at], "meta") : nullptr;
       if (meta != nullptr && int_or(*meta, "changes", 0) > 0) {
         mine.push_back(todo[i]);
       } else {
@@ -399,15 +406,28 @@ Task<Status> run_workflow_batch(Context& ctx, DrainReport& report, const json& r
                                                            lock_name(consumer)));
   int budget = subrequest_budget(ctx);
   int used = 4;  // kill switch, lock, cursor, batch read
+  // Each event's commit (dedupe, run log, quarantine, cursor, lock renewal) rides along with the next
+  // D1 batch the drain makes anyway, so a steady drain costs about one round trip per event.
+  std::vector<D1Statement> deferred;
+  DrainReport pending = report;  // what `deferred` will have committed once it is flushed
+  auto flush = [&]() -> Task<Status> {
+    if (deferred.empty()) co_return Unit{};
+    std::vector<D1Statement> batch = std::move(deferred);
+    deferred.clear();
+    SS_CO_TRY(json committed, co_await D1(kDb).batch(batch));
+    co_return Unit{};
+  };
   for (const json& row : rows) {
     // Stop before an event could overrun the platform's subrequest limit; the next run continues.
     if (used + 2 + static_cast<int>(kMaxFanout) + 3 > budget) {
-      report.budget_exhausted = true;
+      pending.budget_exhausted = true;
       break;
     }
     std::string event_id = string_or(row, "event_id", "");
-    EventOutcome outcome = co_await fan_out(ctx, consumer, row, fc);
+    bool had_deferred = !deferred.empty();
+    EventOutcome outcome = co_await fan_out(ctx, consumer, row, fc, deferred);
     if (outcome.error) co_return std::move(*outcome.error);
+    if (had_deferred && deferred.empty()) report = pending;  // the previous commit went with the claims
     if (!outcome.failure.empty()) {
       outcome.statements.push_back(
           quarantine_statement(consumer, event_id, outcome.failure, ctx.now_ms()));
@@ -417,22 +437,25 @@ Task<Status> run_workflow_batch(Context& ctx, DrainReport& report, const json& r
     }
     outcome.statements.push_back({"UPDATE cron_locks SET expires_at_ms = ?3 WHERE name = ?1 AND holder = ?2",
                                   json::array({fc.lock, fc.holder, ctx.now_ms() + kLockTtlMs})});
-    SS_CO_TRY(json committed, co_await D1(kDb).batch(outcome.statements));
-    used += outcome.subrequests + 1 + (outcome.capped ? 3 : 0);
-    ++report.read;
-    report.started += outcome.started;
-    report.duplicates += outcome.duplicates;
-    report.capped += outcome.capped ? 1 : 0;
-    report.quarantined += outcome.failure.empty() ? 0 : 1;
+    deferred.insert(deferred.end(), outcome.statements.begin(), outcome.statements.end());
+    used += outcome.subrequests + (outcome.capped ? 3 : 0);
+    ++pending.read;
+    pending.started += outcome.started;
+    pending.duplicates += outcome.duplicates;
+    pending.capped += outcome.capped ? 1 : 0;
+    pending.quarantined += outcome.failure.empty() ? 0 : 1;
     if (outcome.contended) {
       // The cursor stays before this event; the next run finds the other run's starts finished, or
       // takes over their claims once they are older than the lock TTL.
-      --report.read;
-      report.contended = true;
+      --pending.read;
+      pending.contended = true;
       break;
     }
-    report.cursor = event_id;
+    pending.cursor = event_id;
   }
+  ++used;
+  SS_CO_CHECK(co_await flush());
+  report = pending;
   co_return Unit{};
 }
 
@@ -615,7 +638,8 @@ Task<Result<json>> retry_quarantined(Context& ctx, const std::string& consumer,
   SS_CO_TRY(std::string holder, co_await ctx.new_ulid());
   SS_CO_TRY(FanoutContext fc, co_await load_fanout_context(ctx, consumer, ulid_predecessor(event_id),
                                                            event_id, holder, ""));
-  EventOutcome outcome = co_await fan_out(ctx, consumer, *row, fc);
+  std::vector<D1Statement> nothing_deferred;
+  EventOutcome outcome = co_await fan_out(ctx, consumer, *row, fc, nothing_deferred);
   if (outcome.error) co_return std::move(*outcome.error);
   std::string now = format_rfc3339(ctx.now_ms());
   if (outcome.failure.empty()) {
