@@ -235,7 +235,8 @@ function printTable(f, { emits, batch, reads, rounds }, log) {
   const header = ["ledger", "seed", "events.wasm", "plain JS"];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");
-  log(`\nThe ledger on local workerd (Miniflare; one process, one run; plain JS = tests/bench/events-js.js, same SQL):`);
+  log(`\nThe ledger on local workerd (Miniflare; one process, one run; plain JS = tests/bench/events-js.js, same SQL`);
+  log(`less the ledger's claim-before-start, fan-out cap records, schemas and quarantine):`);
   log(`emit = ${emits} sequential tenant-authenticated POST /api/events each (with idempotency_key), interleaved;`);
   log(`read = GET /api/events?limit=500, median of ${reads}; drain = one POST /admin/events/drain of ${batch} events,`);
   log(`each started on ${SUBSCRIPTIONS} subscriptions through a service binding to a JS worker answering 202 (best of ${rounds})\n`);
