@@ -55,6 +55,8 @@ export class SiteSwarmError extends Error {
   readonly code: string;
   readonly status: number;
   readonly details?: Record<string, unknown>;
+  /** Per-field problems of a validation error (`invalid_lead`), when the service sent them. */
+  readonly fields?: Record<string, string>;
   /** The error as a JSON Response in the contract's shape. */
   toResponse(headers?: HeadersInit): Response;
   /** Builds the error from a service's JSON error answer. */
@@ -69,3 +71,191 @@ export function errorResponse(
   headers?: HeadersInit,
   details?: Record<string, unknown>,
 ): Response;
+
+// ---------------------------------------------------------------------------------------------
+// The typed platform client.
+
+/** A capability the app uses, as declared in its manifest. */
+export interface CapabilityDeclaration {
+  version: string;
+}
+
+/** One opening range of a day, `HH:MM` local time; a `close` before `open` runs past midnight. */
+export interface OpeningRange {
+  open: string;
+  close: string;
+}
+
+export type Weekday = "mon" | "tue" | "wed" | "thu" | "fri" | "sat" | "sun";
+
+export interface Hours {
+  /** IANA time zone, e.g. `"America/New_York"`. */
+  timezone: string;
+  weekly: Partial<Record<Weekday, OpeningRange[]>>;
+}
+
+/** A date-range override or an emergency closure from now. */
+export interface Override {
+  id?: string;
+  from?: string;
+  to?: string;
+  closed?: boolean;
+  hours?: OpeningRange[];
+  closedNow?: boolean;
+  until?: string | null;
+  message?: string;
+  [key: string]: unknown;
+}
+
+export interface Announcement {
+  text: string;
+  level: "info" | "warning" | "emergency";
+  startsAt?: string;
+  endsAt?: string;
+  [key: string]: unknown;
+}
+
+/** The manifest's snapshot of its dynamic content (zero lockout). */
+export interface FallbackSnapshot {
+  hours?: Hours;
+  overrides?: Override[];
+  announcements?: Announcement[];
+}
+
+/** The client manifest (`swarm.config.json`). */
+export interface ClientManifest {
+  appId: string;
+  name?: string;
+  capabilities?: Record<string, CapabilityDeclaration>;
+  config?: Record<string, unknown>;
+  fallback?: FallbackSnapshot;
+  [key: string]: unknown;
+}
+
+export interface PlatformClientOptions {
+  /** The app's id (`[a-z0-9][a-z0-9-]{0,62}`); defaults to `manifest.appId`. */
+  appId?: string;
+  /** The Worker's `env`: service bindings (`LEADS_SERVICE`, …) and the tenant token secret. */
+  bindings: Record<string, unknown>;
+  /** Capability versions (sent as `X-SiteSwarm-Capability-Version`, default `"1.0.0"`) and the fallback snapshot. */
+  manifest?: ClientManifest;
+  /** Serve in-memory fakes when a binding is missing (never when it is present). Default `false`. */
+  mockFallback?: boolean;
+  /** Name of the secret binding holding the tenant token. Default `"SITESWARM_TENANT_TOKEN"`. */
+  tokenBinding?: string;
+}
+
+/** A lead: `name`, `email`, `phone`, `message`, tenant-declared extra fields, `turnstileToken`. */
+export interface Lead {
+  name?: string;
+  email?: string;
+  phone?: string;
+  message?: string;
+  turnstileToken?: string;
+  [field: string]: string | undefined;
+}
+
+export interface LeadReceipt {
+  ok: true;
+  /** ULID. */
+  leadId: string;
+}
+
+export interface NewEvent {
+  /** Dotted lower-case name, e.g. `"price.changed"`. */
+  event_type: string;
+  /** `type:id`, e.g. `"order:42"`. */
+  entity_ref: string;
+  payload: Record<string, unknown>;
+  idempotency_key?: string;
+  event_id?: string;
+  caused_by?: string;
+  workflow_run_id?: string;
+  source_system?: string;
+  occurred_at?: string;
+  sequence_no?: number;
+}
+
+export interface EmitResult {
+  event_id: string;
+  /** `true` when the idempotency key was seen before; `event_id` is then the first event's. */
+  duplicate?: true;
+}
+
+export interface LedgerEvent {
+  event_id: string;
+  tenant_id: string | null;
+  event_type: string;
+  entity_ref?: string;
+  payload: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+export interface EventQuery {
+  /** Event type, may be a glob (`lead.*`). */
+  type?: string;
+  entity?: string;
+  /** Only events after this ULID. */
+  after?: string;
+  limit?: number;
+}
+
+export interface EventPage {
+  events: LedgerEvent[];
+  next: string | null;
+}
+
+export interface Content {
+  tenantId: string;
+  version: number | string;
+  hours: Hours | null;
+  overrides: Override[];
+  announcements: Announcement[];
+  source: "kv" | "d1" | "fallback";
+}
+
+export interface OpenStatus {
+  open: boolean;
+  reason: "regular_hours" | "closed" | "override";
+  override: Override | null;
+  nextChange: string | null;
+  /** Present (`"fallback"`) when the answer was computed from the manifest's snapshot. */
+  source?: "fallback";
+}
+
+export interface Pageview {
+  url: string;
+  referrer?: string;
+  width?: number;
+}
+
+export interface PlatformClient {
+  readonly appId: string;
+  leads: {
+    /** `POST /api/leads/submit`; a repeat with the same `idempotencyKey` returns the same `leadId`. */
+    submit(lead: Lead, options?: { idempotencyKey?: string }): Promise<LeadReceipt>;
+  };
+  events: {
+    /** `POST /api/events`. */
+    emit(event: NewEvent): Promise<EmitResult>;
+    /** `GET /api/events`. */
+    list(query?: EventQuery): Promise<EventPage>;
+  };
+  cms: {
+    /** `GET /v1/content`; the manifest's snapshot when the service is missing or fails. */
+    content(): Promise<Content>;
+    /** `GET /v1/status?at=`; computed from the manifest's snapshot when the service is missing or fails. */
+    status(at?: Date | string): Promise<OpenStatus>;
+  };
+  analytics: {
+    /** `POST /beacon` `{u, r, w}`. */
+    pageview(view: Pageview): Promise<void>;
+  };
+}
+
+/**
+ * A typed client of the platform workers. Every call carries the app's three tenant headers;
+ * failures throw {@link SiteSwarmError} (`service_unavailable` 503 for a missing binding or token,
+ * `bad_response` for a non-JSON error answer, otherwise the service's own code and status).
+ */
+export function createPlatformClient(options: PlatformClientOptions): PlatformClient;

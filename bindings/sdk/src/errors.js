@@ -12,6 +12,8 @@ export class SiteSwarmError extends Error {
     this.code = code;
     this.status = status;
     if (details) this.details = details;
+    // Validation errors name the offending fields (`invalid_lead`): kept at the top level too.
+    if (details?.fields && typeof details.fields === "object") this.fields = details.fields;
   }
 
   /** The error as a JSON Response in the contract's shape. */

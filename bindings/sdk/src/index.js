@@ -7,3 +7,4 @@ export {
   tenantHeaders,
 } from "./delegate.js";
 export { errorResponse, SiteSwarmError } from "./errors.js";
+export { createPlatformClient } from "./client.js";

@@ -1,0 +1,224 @@
+// The typed platform client (CONTRACT "Client SDK"): one object per app, talking to the platform
+// workers over their Service Bindings. The three tenant headers are set here from the app's id,
+// its manifest and its secret binding; callers never write them (and cannot: nothing they pass
+// reaches the header list).
+import { CAPABILITY_VERSION_HEADER, TENANT_ID_HEADER, TENANT_TOKEN_HEADER } from "./delegate.js";
+import { SiteSwarmError } from "./errors.js";
+import { fallbackContent, fallbackStatus } from "./hours.js";
+import { createMocks } from "./mock.js";
+
+const APP_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
+const ORIGIN = "https://platform.internal";
+const DEFAULT_VERSION = "1.0.0";
+
+/** Service per client area: its binding and the manifest capability whose version it sends. */
+const SERVICES = {
+  leads: { binding: "LEADS_SERVICE", capability: "lead-capture" },
+  cms: { binding: "CMS_SERVICE", capability: "cms" },
+  analytics: { binding: "ANALYTICS_SERVICE", capability: "analytics" },
+  events: { binding: "EVENTS_SERVICE", capability: "event-ledger" },
+  monitoring: { binding: "MONITOR_SERVICE", capability: "monitoring" },
+};
+
+/**
+ * @param {import("../index.d.ts").PlatformClientOptions} options
+ * @returns {import("../index.d.ts").PlatformClient}
+ */
+export function createPlatformClient(options = {}) {
+  const { bindings = {}, manifest, mockFallback = false } = options;
+  const { tokenBinding = "SITESWARM_TENANT_TOKEN" } = options;
+  const appId = options.appId ?? manifest?.appId;
+  if (typeof appId !== "string" || !APP_ID.test(appId)) {
+    throw new TypeError("createPlatformClient(): appId must match [a-z0-9][a-z0-9-]{0,62}");
+  }
+  const snapshot = isObject(manifest?.fallback) ? manifest.fallback : undefined;
+  let mocks; // created on first use, one in-memory store per client
+  const mock = () => (mocks ??= createMocks({ appId, snapshot }));
+
+  const bindingOf = (area) => {
+    const service = bindings?.[SERVICES[area].binding];
+    return typeof service?.fetch === "function" ? service : undefined;
+  };
+
+  const versionOf = (area) => {
+    const version = manifest?.capabilities?.[SERVICES[area].capability]?.version;
+    return typeof version === "string" && version !== "" ? version : DEFAULT_VERSION;
+  };
+
+  /** One request to a platform worker; resolves to the parsed JSON body (or null when empty). */
+  async function call(area, method, path, { body, idempotencyKey, query } = {}) {
+    const service = bindingOf(area);
+    if (!service) {
+      const name = SERVICES[area].binding;
+      throw new SiteSwarmError("service_unavailable", `the ${name} service is not available`, { status: 503 });
+    }
+    const token = bindings[tokenBinding];
+    if (typeof token !== "string" || token === "") {
+      const message = `the tenant token (${tokenBinding}) is not configured`;
+      throw new SiteSwarmError("service_unavailable", message, { status: 503 });
+    }
+    const url = new URL(path, ORIGIN);
+    for (const [key, value] of Object.entries(query ?? {})) {
+      if (value !== undefined && value !== null && value !== "") url.searchParams.set(key, String(value));
+    }
+    // Built from scratch: only what the SDK itself decides goes in.
+    const headers = new Headers({ accept: "application/json" });
+    if (body !== undefined) headers.set("content-type", "application/json");
+    if (idempotencyKey !== undefined) headers.set("Idempotency-Key", String(idempotencyKey));
+    headers.set(TENANT_ID_HEADER, appId);
+    headers.set(TENANT_TOKEN_HEADER, token);
+    headers.set(CAPABILITY_VERSION_HEADER, versionOf(area));
+
+    let response;
+    try {
+      response = await service.fetch(
+        new Request(url, {
+          method,
+          headers,
+          body: body === undefined ? undefined : JSON.stringify(body),
+        }),
+      );
+    } catch {
+      const name = SERVICES[area].binding;
+      throw new SiteSwarmError("service_unavailable", `the ${name} service did not answer`, { status: 503 });
+    }
+    return readAnswer(response);
+  }
+
+  /** Uses the binding when there is one; the in-memory fake only when it is missing and allowed. */
+  const viaServiceOrMock = (area, real, fake) =>
+    bindingOf(area) || !mockFallback ? real() : fake(mock());
+
+  /** cms reads: the service, else (missing binding or service failure) the manifest's snapshot. */
+  async function cmsRead(real, fromSnapshot) {
+    if (!bindingOf("cms")) {
+      if (snapshot) return fromSnapshot();
+      if (mockFallback) return fromSnapshot();
+      return real(); // throws service_unavailable
+    }
+    try {
+      return await real();
+    } catch (err) {
+      // Zero lockout: the service itself failed (down, 5xx, garbage) and the app has a snapshot.
+      const failed = err instanceof SiteSwarmError && (err.status >= 500 || err.code === "bad_response");
+      if (snapshot && failed) return fromSnapshot();
+      throw err;
+    }
+  }
+
+  return {
+    appId,
+    leads: {
+      async submit(lead, { idempotencyKey } = {}) {
+        return viaServiceOrMock(
+          "leads",
+          async () => {
+            const answer = await call("leads", "POST", "/api/leads/submit", { body: lead ?? {}, idempotencyKey });
+            expectField(answer, "leadId", "string");
+            return { ok: true, leadId: answer.leadId };
+          },
+          (m) => m.submitLead(lead, { idempotencyKey }),
+        );
+      },
+    },
+    events: {
+      async emit(event) {
+        return viaServiceOrMock(
+          "events",
+          async () => {
+            const answer = await call("events", "POST", "/api/events", { body: event ?? {} });
+            expectField(answer, "event_id", "string");
+            return answer.duplicate === true
+              ? { event_id: answer.event_id, duplicate: true }
+              : { event_id: answer.event_id };
+          },
+          (m) => m.emitEvent(event),
+        );
+      },
+      async list({ type, entity, after, limit } = {}) {
+        return viaServiceOrMock(
+          "events",
+          async () => {
+            const answer = await call("events", "GET", "/api/events", { query: { type, entity, after, limit } });
+            if (!Array.isArray(answer?.events)) throw badResponse(200, "no events list in the answer");
+            return { events: answer.events, next: answer.next ?? null };
+          },
+          (m) => m.listEvents({ type, entity, after, limit }),
+        );
+      },
+    },
+    cms: {
+      async content() {
+        return cmsRead(
+          () => call("cms", "GET", "/v1/content"),
+          () => fallbackContent(appId, snapshot ?? {}, new Date()),
+        );
+      },
+      async status(at) {
+        const when = at === undefined ? undefined : toRfc3339(at);
+        return cmsRead(
+          () => call("cms", "GET", "/v1/status", { query: { at: when } }),
+          () => fallbackStatus(snapshot ?? {}, when ? new Date(when) : new Date()),
+        );
+      },
+    },
+    analytics: {
+      async pageview({ url, referrer = "", width } = {}) {
+        return viaServiceOrMock(
+          "analytics",
+          async () => {
+            await call("analytics", "POST", "/beacon", { body: { u: url, r: referrer ?? "", w: width } });
+          },
+          (m) => m.pageview({ url, referrer, width }),
+        );
+      },
+    },
+  };
+}
+
+/** A 2xx answer → its JSON body (null when empty); anything else → a SiteSwarmError. */
+async function readAnswer(response) {
+  const text = await response.text().catch(() => "");
+  let body;
+  let parsed = false;
+  if (text !== "") {
+    try {
+      body = JSON.parse(text);
+      parsed = true;
+    } catch {
+      // handled below
+    }
+  }
+  if (response.ok) {
+    if (text === "") return null;
+    if (!parsed) throw badResponse(response.status, "the service answered with a body that is not JSON");
+    return body;
+  }
+  const error = parsed && isObject(body?.error) ? body.error : undefined;
+  if (!error || typeof error.code !== "string") {
+    throw badResponse(response.status, `the service answered ${response.status} without a JSON error`);
+  }
+  const { code, message, ...details } = error;
+  throw new SiteSwarmError(code, typeof message === "string" ? message : code, {
+    status: response.status,
+    details: Object.keys(details).length ? details : undefined,
+  });
+}
+
+function badResponse(status, message) {
+  return new SiteSwarmError("bad_response", message, { status });
+}
+
+function expectField(answer, field, type) {
+  if (typeof answer?.[field] !== type) throw badResponse(200, `the answer has no ${field}`);
+}
+
+function toRfc3339(at) {
+  const date = at instanceof Date ? at : new Date(at);
+  if (Number.isNaN(date.getTime())) {
+    throw new SiteSwarmError("invalid_request", "at: not a valid time", { status: 400, details: { field: "at" } });
+  }
+  return date.toISOString().replace(/\.\d{3}Z$/, "Z");
+}
+
+const isObject = (v) => typeof v === "object" && v !== null && !Array.isArray(v);

@@ -1,0 +1,412 @@
+// @siteswarm/sdk createPlatformClient: against recording fake bindings in plain Node, then against
+// the real platform workers in one Miniflare.
+import assert from "node:assert/strict";
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { createPlatformClient, SiteSwarmError } from "@siteswarm/sdk";
+import { ROOT, startMesh } from "./mesh.mjs";
+
+const TOKEN = "tenant-token-0123456789abcdef";
+const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
+const bakery = JSON.parse(await readFile(path.join(ROOT, "examples/bakery/swarm.config.json"), "utf8"));
+
+/** A binding-like object recording each request and answering with `answer(request)`. */
+function recordingBinding(answer = () => Response.json({ ok: true, leadId: "01J00000000000000000000000" }, { status: 202 })) {
+  const seen = [];
+  return {
+    seen,
+    async fetch(request) {
+      assert.ok(request instanceof Request, "the binding receives a Request");
+      const body = await request.clone().text();
+      seen.push({
+        method: request.method,
+        url: request.url,
+        headers: Object.fromEntries(request.headers),
+        body,
+      });
+      return answer(request);
+    },
+  };
+}
+
+const siteswarmHeaders = (headers) =>
+  Object.entries(headers).filter(([k]) => k.startsWith("x-siteswarm-"));
+
+async function rejectsWith(promise, code, status) {
+  let caught;
+  try {
+    await promise;
+  } catch (err) {
+    caught = err;
+  }
+  assert.ok(caught instanceof SiteSwarmError, `expected SiteSwarmError, got ${caught}`);
+  assert.equal(caught.code, code);
+  if (status !== undefined) assert.equal(caught.status, status);
+  return caught;
+}
+
+describe("createPlatformClient with fake bindings", () => {
+  it("injects the three tenant headers with the manifest's capability versions", async () => {
+    const LEADS_SERVICE = recordingBinding();
+    const EVENTS_SERVICE = recordingBinding(() => Response.json({ event_id: "01J00000000000000000000001" }, { status: 201 }));
+    const ANALYTICS_SERVICE = recordingBinding(() => new Response(null, { status: 202 }));
+    const CMS_SERVICE = recordingBinding(() =>
+      Response.json({ open: true, reason: "regular_hours", override: null, nextChange: null }),
+    );
+    const client = createPlatformClient({
+      appId: "bakery",
+      manifest: bakery,
+      bindings: { LEADS_SERVICE, EVENTS_SERVICE, ANALYTICS_SERVICE, CMS_SERVICE, SITESWARM_TENANT_TOKEN: TOKEN },
+    });
+
+    assert.deepEqual(await client.leads.submit({ name: "Ada", email: "ada@example.com" }), {
+      ok: true,
+      leadId: "01J00000000000000000000000",
+    });
+    const [lead] = LEADS_SERVICE.seen;
+    assert.equal(lead.method, "POST");
+    assert.equal(new URL(lead.url).pathname, "/api/leads/submit");
+    assert.equal(lead.headers["content-type"], "application/json");
+    assert.deepEqual(JSON.parse(lead.body), { name: "Ada", email: "ada@example.com" });
+    assert.deepEqual(siteswarmHeaders(lead.headers), [
+      ["x-siteswarm-capability-version", "1.2.0"],
+      ["x-siteswarm-tenant-id", "bakery"],
+      ["x-siteswarm-tenant-token", TOKEN],
+    ]);
+    assert.equal(lead.headers["idempotency-key"], undefined);
+
+    assert.deepEqual(
+      await client.events.emit({ event_type: "order.placed", entity_ref: "order:1", payload: { n: 1 } }),
+      { event_id: "01J00000000000000000000001" },
+    );
+    assert.equal(EVENTS_SERVICE.seen[0].headers["x-siteswarm-capability-version"], "1.0.0");
+    assert.equal(EVENTS_SERVICE.seen[0].headers["x-siteswarm-tenant-token"], TOKEN);
+
+    assert.equal(await client.analytics.pageview({ url: "https://b.example/", referrer: "", width: 390 }), undefined);
+    const [beacon] = ANALYTICS_SERVICE.seen;
+    assert.equal(new URL(beacon.url).pathname, "/beacon");
+    assert.deepEqual(JSON.parse(beacon.body), { u: "https://b.example/", r: "", w: 390 });
+    assert.equal(beacon.headers["x-siteswarm-tenant-id"], "bakery");
+
+    const status = await client.cms.status(new Date("2026-05-26T14:00:00.123Z"));
+    assert.equal(status.open, true);
+    const statusUrl = new URL(CMS_SERVICE.seen[0].url);
+    assert.equal(statusUrl.pathname, "/v1/status");
+    assert.equal(statusUrl.searchParams.get("at"), "2026-05-26T14:00:00Z");
+    assert.equal(CMS_SERVICE.seen[0].method, "GET");
+  });
+
+  it("defaults the capability version to 1.0.0 and reads a custom token binding", async () => {
+    const LEADS_SERVICE = recordingBinding();
+    const client = createPlatformClient({ appId: "shop", bindings: { LEADS_SERVICE, MY_TOKEN: "t" }, tokenBinding: "MY_TOKEN" });
+    await client.leads.submit({ phone: "+15550109999" });
+    assert.deepEqual(siteswarmHeaders(LEADS_SERVICE.seen[0].headers), [
+      ["x-siteswarm-capability-version", "1.0.0"],
+      ["x-siteswarm-tenant-id", "shop"],
+      ["x-siteswarm-tenant-token", "t"],
+    ]);
+  });
+
+  it("gives callers no way to set X-SiteSwarm headers themselves", async () => {
+    const LEADS_SERVICE = recordingBinding();
+    const client = createPlatformClient({ appId: "bakery", bindings: { LEADS_SERVICE, SITESWARM_TENANT_TOKEN: TOKEN } });
+    // Header-looking lead fields and a forged-looking idempotency key stay data, never headers.
+    await client.leads.submit(
+      { email: "a@example.com", "X-SiteSwarm-Tenant-Id": "auto-repair", headers: { "X-SiteSwarm-Tenant-Token": "forged" } },
+      { idempotencyKey: "k-1", headers: { "X-SiteSwarm-Tenant-Id": "auto-repair" } },
+    );
+    const { headers } = LEADS_SERVICE.seen[0];
+    assert.deepEqual(siteswarmHeaders(headers), [
+      ["x-siteswarm-capability-version", "1.0.0"],
+      ["x-siteswarm-tenant-id", "bakery"],
+      ["x-siteswarm-tenant-token", TOKEN],
+    ]);
+    assert.equal(headers["idempotency-key"], "k-1");
+  });
+
+  it("sends the Idempotency-Key header", async () => {
+    const LEADS_SERVICE = recordingBinding();
+    const client = createPlatformClient({ appId: "bakery", bindings: { LEADS_SERVICE, SITESWARM_TENANT_TOKEN: TOKEN } });
+    await client.leads.submit({ email: "a@example.com" }, { idempotencyKey: "order-42" });
+    assert.equal(LEADS_SERVICE.seen[0].headers["idempotency-key"], "order-42");
+  });
+
+  it("maps error answers to SiteSwarmError with code, status and fields", async () => {
+    const fields = { email: "is not an email address" };
+    const LEADS_SERVICE = recordingBinding(() =>
+      Response.json({ error: { code: "invalid_lead", message: "the lead has invalid fields", fields } }, { status: 400 }),
+    );
+    const EVENTS_SERVICE = recordingBinding(() =>
+      Response.json({ error: { code: "rate_limited", message: "slow down" } }, { status: 429, headers: { "Retry-After": "3" } }),
+    );
+    const CMS_SERVICE = recordingBinding(() => new Response("<h1>Bad gateway</h1>", { status: 502 }));
+    const ANALYTICS_SERVICE = recordingBinding(() => new Response("not json", { status: 200 }));
+    const client = createPlatformClient({
+      appId: "bakery",
+      bindings: { LEADS_SERVICE, EVENTS_SERVICE, CMS_SERVICE, ANALYTICS_SERVICE, SITESWARM_TENANT_TOKEN: TOKEN },
+    });
+
+    const invalid = await rejectsWith(client.leads.submit({ email: "nope" }), "invalid_lead", 400);
+    assert.deepEqual(invalid.fields, fields);
+    assert.equal(invalid.message, "the lead has invalid fields");
+    await rejectsWith(client.events.list({ type: "lead.*" }), "rate_limited", 429);
+    const html = await rejectsWith(client.cms.content(), "bad_response", 502);
+    assert.ok(!html.message.includes(TOKEN));
+    await rejectsWith(client.analytics.pageview({ url: "https://b.example/" }), "bad_response", 200);
+  });
+
+  it("maps a thrown binding and a 401 answer", async () => {
+    const LEADS_SERVICE = { fetch: async () => { throw new Error("connection reset"); } };
+    const EVENTS_SERVICE = recordingBinding(() =>
+      Response.json({ error: { code: "unauthenticated_tenant", message: "who are you" } }, { status: 401 }),
+    );
+    const client = createPlatformClient({ appId: "bakery", bindings: { LEADS_SERVICE, EVENTS_SERVICE, SITESWARM_TENANT_TOKEN: TOKEN } });
+    await rejectsWith(client.leads.submit({ email: "a@example.com" }), "service_unavailable", 503);
+    await rejectsWith(
+      client.events.emit({ event_type: "a.b", entity_ref: "x:1", payload: {} }),
+      "unauthenticated_tenant",
+      401,
+    );
+  });
+
+  it("throws service_unavailable (503) for a missing binding or token", async () => {
+    const client = createPlatformClient({ appId: "bakery", bindings: { SITESWARM_TENANT_TOKEN: TOKEN } });
+    await rejectsWith(client.leads.submit({ email: "a@example.com" }), "service_unavailable", 503);
+    await rejectsWith(client.events.emit({ event_type: "a.b", entity_ref: "x:1", payload: {} }), "service_unavailable", 503);
+    await rejectsWith(client.events.list(), "service_unavailable", 503);
+    await rejectsWith(client.cms.content(), "service_unavailable", 503);
+    await rejectsWith(client.cms.status(), "service_unavailable", 503);
+    await rejectsWith(client.analytics.pageview({ url: "https://b.example/" }), "service_unavailable", 503);
+
+    const LEADS_SERVICE = recordingBinding();
+    const noToken = createPlatformClient({ appId: "bakery", bindings: { LEADS_SERVICE } });
+    const err = await rejectsWith(noToken.leads.submit({ email: "a@example.com" }), "service_unavailable", 503);
+    assert.match(err.message, /SITESWARM_TENANT_TOKEN/);
+    assert.equal(LEADS_SERVICE.seen.length, 0);
+  });
+
+  it("refuses an invalid appId", () => {
+    assert.throws(() => createPlatformClient({ appId: "Bad App", bindings: {} }), TypeError);
+  });
+
+  it("mockFallback serves in-memory fakes only when the binding is missing", async () => {
+    const client = createPlatformClient({ appId: "bakery", bindings: {}, mockFallback: true });
+    const receipt = await client.leads.submit({ name: "Ada", email: "ada@example.com" });
+    assert.equal(receipt.ok, true);
+    assert.match(receipt.leadId, ULID);
+    const again = await client.leads.submit({ phone: "+1 555 010 9999" }, { idempotencyKey: "k" });
+    assert.deepEqual(await client.leads.submit({ phone: "+1 555 010 9999" }, { idempotencyKey: "k" }), again);
+    assert.notEqual(again.leadId, receipt.leadId);
+
+    const missing = await rejectsWith(client.leads.submit({ name: "No contact" }), "invalid_lead", 400);
+    assert.deepEqual(Object.keys(missing.fields).sort(), ["email", "phone"]);
+    const badEmail = await rejectsWith(client.leads.submit({ email: "not-an-email" }), "invalid_lead", 400);
+    assert.deepEqual(Object.keys(badEmail.fields), ["email"]);
+
+    const first = await client.events.emit({ event_type: "order.placed", entity_ref: "order:1", payload: {}, idempotency_key: "e1" });
+    assert.match(first.event_id, ULID);
+    assert.deepEqual(
+      await client.events.emit({ event_type: "order.placed", entity_ref: "order:1", payload: {}, idempotency_key: "e1" }),
+      { event_id: first.event_id, duplicate: true },
+    );
+    await client.events.emit({ event_type: "price.changed", entity_ref: "product:7", payload: { to: 3 } });
+    await rejectsWith(client.events.emit({ event_type: "Order Placed", entity_ref: "order:1", payload: {} }), "invalid_event", 400);
+    await rejectsWith(client.events.emit({ event_type: "order", entity_ref: "order:1", payload: {} }), "invalid_event", 400);
+    await rejectsWith(client.events.emit({ event_type: "order.placed", entity_ref: "order-1", payload: {} }), "invalid_event", 400);
+    const { events, next } = await client.events.list({ type: "order.*" });
+    assert.equal(events.length, 1);
+    assert.equal(events[0].event_id, first.event_id);
+    assert.equal(events[0].tenant_id, "bakery");
+    assert.equal(next, null);
+    assert.equal((await client.events.list({ entity: "product:7" })).events.length, 1);
+
+    assert.equal(await client.analytics.pageview({ url: "https://b.example/", width: 390 }), undefined);
+    const content = await client.cms.content();
+    assert.equal(content.source, "fallback");
+    assert.deepEqual(content.announcements, []);
+
+    // A present binding is always used, even with mockFallback.
+    const LEADS_SERVICE = recordingBinding();
+    const real = createPlatformClient({
+      appId: "bakery",
+      bindings: { LEADS_SERVICE, SITESWARM_TENANT_TOKEN: TOKEN },
+      mockFallback: true,
+    });
+    assert.equal((await real.leads.submit({ email: "a@example.com" })).leadId, "01J00000000000000000000000");
+    assert.equal(LEADS_SERVICE.seen.length, 1);
+    // …and its errors are not papered over by the fakes.
+    const failing = createPlatformClient({
+      appId: "bakery",
+      bindings: { LEADS_SERVICE: recordingBinding(() => new Response("oops", { status: 500 })), SITESWARM_TENANT_TOKEN: TOKEN },
+      mockFallback: true,
+    });
+    await rejectsWith(failing.leads.submit({ email: "a@example.com" }), "bad_response", 500);
+  });
+
+  it("serves the manifest's fallback snapshot for cms when the binding is missing (zero lockout)", async () => {
+    const client = createPlatformClient({ appId: "bakery", manifest: bakery, bindings: { SITESWARM_TENANT_TOKEN: TOKEN } });
+    const content = await client.cms.content();
+    assert.equal(content.source, "fallback");
+    assert.equal(content.tenantId, "bakery");
+    assert.deepEqual(content.hours, bakery.fallback.hours);
+    assert.deepEqual(content.announcements, bakery.fallback.announcements);
+    assert.deepEqual(content.overrides, []);
+
+    // Tuesday 2026-05-26 10:00 New York (EDT, UTC-4): open 07:00–15:00.
+    const open = await client.cms.status("2026-05-26T14:00:00Z");
+    assert.deepEqual(open, {
+      open: true,
+      reason: "regular_hours",
+      override: null,
+      nextChange: "2026-05-26T19:00:00Z",
+      source: "fallback",
+    });
+    // Monday 2026-05-25 12:00 New York: closed all day, opens Tuesday 07:00 EDT.
+    const closed = await client.cms.status(new Date("2026-05-25T16:00:00Z"));
+    assert.equal(closed.open, false);
+    assert.equal(closed.reason, "closed");
+    assert.equal(closed.nextChange, "2026-05-26T11:00:00Z");
+    // January (EST, UTC-5): Tuesday 2026-01-06 07:30 local is 12:30Z.
+    assert.equal((await client.cms.status("2026-01-06T12:30:00Z")).open, true);
+    assert.equal((await client.cms.status("2026-01-06T11:30:00Z")).open, false);
+
+    // leads has no snapshot: still service_unavailable.
+    await rejectsWith(client.leads.submit({ email: "a@example.com" }), "service_unavailable", 503);
+
+    // The service failing (5xx) also falls back; a 401 does not.
+    const down = createPlatformClient({
+      appId: "bakery",
+      manifest: bakery,
+      bindings: { CMS_SERVICE: recordingBinding(() => Response.json({ error: { code: "x", message: "y" } }, { status: 503 })), SITESWARM_TENANT_TOKEN: TOKEN },
+    });
+    assert.equal((await down.cms.content()).source, "fallback");
+    const refused = createPlatformClient({
+      appId: "bakery",
+      manifest: bakery,
+      bindings: {
+        CMS_SERVICE: recordingBinding(() => Response.json({ error: { code: "unauthenticated_tenant", message: "no" } }, { status: 401 })),
+        SITESWARM_TENANT_TOKEN: TOKEN,
+      },
+    });
+    await rejectsWith(refused.cms.content(), "unauthenticated_tenant", 401);
+  });
+
+  it("applies the snapshot's date overrides and emergency closures", async () => {
+    const manifest = {
+      ...bakery,
+      fallback: {
+        ...bakery.fallback,
+        overrides: [{ from: "2026-05-26", to: "2026-05-26", closed: true, message: "Staff day" }],
+      },
+    };
+    const client = createPlatformClient({ appId: "bakery", manifest, bindings: {} });
+    const status = await client.cms.status("2026-05-26T14:00:00Z");
+    assert.equal(status.open, false);
+    assert.equal(status.reason, "override");
+    assert.equal(status.override.message, "Staff day");
+    assert.equal(status.nextChange, "2026-05-27T11:00:00Z");
+
+    const emergency = createPlatformClient({
+      appId: "bakery",
+      manifest: {
+        ...bakery,
+        fallback: { ...bakery.fallback, overrides: [{ closedNow: true, until: "2026-05-26T16:00:00Z", message: "Power cut" }] },
+      },
+      bindings: {},
+    });
+    const cut = await emergency.cms.status("2026-05-26T14:00:00Z");
+    assert.deepEqual([cut.open, cut.reason, cut.override.message, cut.nextChange], [false, "override", "Power cut", "2026-05-26T16:00:00Z"]);
+    assert.equal((await emergency.cms.status("2026-05-26T16:30:00Z")).open, true);
+  });
+});
+
+describe("createPlatformClient against the platform workers", () => {
+  const APP = "sdk-client";
+  let mesh;
+  let client;
+  const adapter = (worker) => ({
+    async fetch(request) {
+      const url = new URL(request.url);
+      const hasBody = request.method !== "GET" && request.method !== "HEAD";
+      return mesh.fetch(worker, url.pathname + url.search, {
+        method: request.method,
+        headers: Object.fromEntries(request.headers),
+        body: hasBody ? await request.text() : undefined,
+      });
+    },
+  });
+
+  before(async () => {
+    const manifest = {
+      appId: APP,
+      capabilities: { "lead-capture": { version: "1.2.0" }, "event-ledger": { version: "1.0.0" } },
+      config: { leads: { turnstile: "off", rateLimit: { limit: 50, periodSeconds: 60 } }, events: {} },
+    };
+    mesh = await startMesh({ tenants: [bakery, manifest] });
+    client = createPlatformClient({
+      appId: APP,
+      manifest,
+      bindings: {
+        LEADS_SERVICE: adapter("leads"),
+        EVENTS_SERVICE: adapter("events"),
+        SITESWARM_TENANT_TOKEN: mesh.tokens[APP].token,
+      },
+    });
+  });
+
+  after(async () => {
+    await mesh?.dispose();
+  });
+
+  it("submits a lead that lands in the tenant's D1 rows", async () => {
+    const receipt = await client.leads.submit({ name: "Ada", email: "ada@example.com", message: "Two loaves" });
+    assert.equal(receipt.ok, true);
+    assert.match(receipt.leadId, ULID);
+    const db = await mesh.d1("leads", "LEADS_DB");
+    const row = await db.prepare("SELECT * FROM leads WHERE id = ?1").bind(receipt.leadId).first();
+    assert.ok(row, "the lead is stored");
+    assert.equal(row.tenant_id, APP);
+
+    // The same idempotency key twice: one lead.
+    const once = await client.leads.submit({ email: "bob@example.com" }, { idempotencyKey: "sdk-idem-1" });
+    const twice = await client.leads.submit({ email: "bob@example.com" }, { idempotencyKey: "sdk-idem-1" });
+    assert.equal(twice.leadId, once.leadId);
+    const { n } = await db.prepare("SELECT COUNT(*) AS n FROM leads WHERE tenant_id = ?1").bind(APP).first();
+    assert.equal(n, 2);
+  });
+
+  it("throws invalid_lead with fields for an invalid lead", async () => {
+    const err = await rejectsWith(client.leads.submit({ name: "No contact" }), "invalid_lead", 400);
+    assert.ok(err.fields && typeof err.fields === "object");
+    assert.ok("email" in err.fields);
+    const bad = await rejectsWith(client.leads.submit({ email: "not-an-email" }), "invalid_lead", 400);
+    assert.ok("email" in bad.fields);
+  });
+
+  it("throws unauthenticated_tenant with a wrong token", async () => {
+    const wrong = createPlatformClient({
+      appId: APP,
+      bindings: { LEADS_SERVICE: adapter("leads"), SITESWARM_TENANT_TOKEN: "wrong-token" },
+    });
+    await rejectsWith(wrong.leads.submit({ email: "a@example.com" }), "unauthenticated_tenant", 401);
+  });
+
+  it("emits an event once for one idempotency key", async () => {
+    const event = {
+      event_type: "order.placed",
+      entity_ref: "order:sdk-1",
+      payload: { loaves: 2 },
+      idempotency_key: "sdk-client-order-1",
+    };
+    const first = await client.events.emit(event);
+    assert.match(first.event_id, ULID);
+    assert.equal(first.duplicate, undefined);
+    assert.deepEqual(await client.events.emit(event), { event_id: first.event_id, duplicate: true });
+    const { events } = await client.events.list({ entity: "order:sdk-1" });
+    assert.equal(events.length, 1);
+    assert.equal(events[0].event_id, first.event_id);
+    assert.equal(events[0].tenant_id, APP);
+    await rejectsWith(client.events.emit({ ...event, event_type: "Not Dotted", idempotency_key: undefined }), "invalid_event", 400);
+  });
+});
