@@ -1,0 +1,118 @@
+// scripts/dev as a developer runs it: every worker on its contract port on 127.0.0.1, the bakery
+// crossing Service Bindings, a lead flowing through the leads queue and the ledger's queue, and Ctrl-C
+// stopping all of it. Uses the wasm that scripts/test built just before (--skip-build).
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { after, before, describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const HOST = "http://127.0.0.1";
+const PORTS = { bakery: 8787, leads: 8788, cms: 8789, monitoring: 8790, analytics: 8791, events: 8792 };
+const ADMIN = "dev-test-operator-token";
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function poll(probe, timeoutMs, what) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value) return value;
+    } catch {
+      // not up yet
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(250);
+  }
+}
+
+const portsOpen = async () => {
+  const open = [];
+  for (const [name, port] of Object.entries(PORTS)) {
+    try {
+      await fetch(`${HOST}:${port}/health`, { signal: AbortSignal.timeout(1000) });
+      open.push(name);
+    } catch {
+      // closed
+    }
+  }
+  return open;
+};
+
+const busy = await portsOpen();
+const skip = !existsSync(`${ROOT}dist/wasm/leads.wasm`)
+  ? "run scripts/build first"
+  : busy.length > 0 && `the contract ports are in use (${busy.join(", ")}): is scripts/dev already running?`;
+
+describe("scripts/dev", { skip }, () => {
+  let dev;
+  let output = "";
+  before(async () => {
+    dev = spawn("bash", ["scripts/dev", "--skip-build"], {
+      cwd: ROOT,
+      detached: true, // its own process group, like a terminal's foreground job
+      env: { ...process.env, PLATFORM_ADMIN_TOKEN: ADMIN },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    dev.stdout.on("data", (d) => (output += d));
+    dev.stderr.on("data", (d) => (output += d));
+    await poll(() => output.includes("Press Ctrl-C to stop"), 180_000, `scripts/dev to start:\n${output}`);
+  });
+  after(async () => {
+    if (dev && dev.exitCode === null) {
+      try {
+        process.kill(-dev.pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
+  });
+
+  it("serves /health of every platform worker on its contract port", async () => {
+    const names = {
+      leads: "siteswarm-leads-service", cms: "siteswarm-cms-service",
+      monitoring: "siteswarm-synthetic-monitoring", analytics: "siteswarm-analytics-service",
+      events: "siteswarm-events-service",
+    };
+    for (const [worker, service] of Object.entries(names)) {
+      const res = await fetch(`${HOST}:${PORTS[worker]}/health`);
+      assert.equal(res.status, 200, worker);
+      const body = await res.json();
+      assert.equal(body.ok, true);
+      assert.equal(body.service, service);
+    }
+  });
+
+  it("the bakery crosses a Service Binding to every platform worker and back", async () => {
+    const body = await (await fetch(`${HOST}:${PORTS.bakery}/api/platform/health`)).json();
+    assert.equal(body.ok, true);
+    for (const binding of ["LEADS_SERVICE", "CMS_SERVICE", "MONITOR_SERVICE", "ANALYTICS_SERVICE", "EVENTS_SERVICE"]) {
+      assert.equal(body.services[binding].status, 200, binding);
+    }
+  });
+
+  it("a lead posted to the bakery is stored and reaches the ledger through the queue", async () => {
+    const res = await fetch(`${HOST}:${PORTS.bakery}/api/leads/submit`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "cf-connecting-ip": "192.0.2.44" },
+      body: JSON.stringify({ email: "dev-test@example.com", turnstileToken: "XXXX.DUMMY.TOKEN.XXXX" }),
+    });
+    assert.equal(res.status, 202, await res.clone().text());
+    const { leadId } = await res.json();
+    const events = await poll(async () => {
+      const r = await fetch(`${HOST}:${PORTS.events}/api/events?type=lead.received&limit=500&tenant=bakery`, {
+        headers: { authorization: `Bearer ${ADMIN}` },
+      });
+      const list = (await r.json()).events ?? [];
+      return list.find((e) => e.payload.leadId === leadId);
+    }, 30_000, "lead.received in the ledger");
+    assert.equal(events.tenant_id, "bakery");
+  });
+
+  it("Ctrl-C stops every process it started", async () => {
+    process.kill(-dev.pid, "SIGINT");
+    await poll(() => dev.exitCode !== null || dev.signalCode !== null, 30_000, "scripts/dev to exit");
+    await poll(async () => (await portsOpen()).length === 0, 30_000, "every port to close");
+  });
+});
