@@ -79,7 +79,8 @@ Task<Result<Response>> put_tenant(Context& ctx, const Request& req, const Params
   json config = json::object();
   if (const json* c = find_field(body, "config")) {
     if (!c->is_object()) {
-      co_return Error{ErrorCode::invalid_request, "config must be an object"}.with("field", "config");
+      co_return Error{ErrorCode::invalid_request, "config must be an object"}.with("field",
+                                                                                   "config");
     }
     config = *c;
   }

@@ -1,6 +1,7 @@
 #pragma once
-// What a worker is, as far as the hosts care: a name, a router and optional cron, queue and RPC handlers.
-// Each worker builds one App (make_<name>_app()) with the platform routes every service shares.
+// What a worker is, as far as the hosts care: a name, a router and optional cron, queue and RPC
+// handlers. Each worker builds one App (make_<name>_app()) with the platform routes every service
+// shares.
 
 #include "shared/http.h"
 #include "shared/runtime.h"
@@ -30,15 +31,16 @@ struct QueueOutcome {
 struct App {
   std::string service;  // wrangler name, e.g. "siteswarm-leads-service"
   std::string version = kPlatformVersion;
-  std::string db_binding;                 // the worker's own D1 (holds its tenants table)
-  std::optional<std::string> kv_binding;  // checked by /admin/diagnostics when present
+  std::string db_binding;                        // the worker's own D1 (holds its tenants table)
+  std::optional<std::string> kv_binding;         // checked by /admin/diagnostics when present
   std::vector<std::string> diagnostic_services;  // service bindings /admin/diagnostics calls
   // Validates the worker-specific part of a tenant's config on PUT /admin/tenants/{id}.
   std::function<Status(const Context& ctx, const json& config)> validate_tenant_config;
   // Hides the secrets a worker keeps inside tenant config (e.g. webhook signing keys) in GET views.
   std::function<json(json config)> redact_tenant_config;
 
-  // Extra fields for GET /health (e.g. the ledger's consumer lag); merged into {"ok","service","version"}.
+  // Extra fields for GET /health (e.g. the ledger's consumer lag); merged into
+  // {"ok","service","version"}.
   std::function<Task<json>(Context&)> health_details;
 
   Router router;

@@ -1,6 +1,6 @@
 #pragma once
-// Hex encoding for bytes that cross the host boundary (entropy, digests). No cryptography here: digests
-// and HMACs are computed by the host (WebCrypto / OpenSSL).
+// Hex encoding for bytes that cross the host boundary (entropy, digests). No cryptography here:
+// digests and HMACs are computed by the host (WebCrypto / OpenSSL).
 
 #include <optional>
 #include <string>

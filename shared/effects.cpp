@@ -7,13 +7,16 @@ namespace ss {
 namespace {
 json d1_request(const char* kind, const std::string& binding, std::string sql, json params) {
   if (!params.is_array()) params = json::array();
-  return json{{"kind", kind}, {"binding", binding}, {"sql", std::move(sql)}, {"params", std::move(params)}};
+  return json{
+      {"kind", kind}, {"binding", binding}, {"sql", std::move(sql)}, {"params", std::move(params)}};
 }
 
 json http_request_json(const HttpCall& call) {
   json headers = json::object();
   for (const auto& [k, v] : call.headers) headers[k] = v;
-  return json{{"method", call.method}, {"url", call.url}, {"headers", std::move(headers)},
+  return json{{"method", call.method},
+              {"url", call.url},
+              {"headers", std::move(headers)},
               {"body", call.body}};
 }
 }  // namespace
@@ -37,7 +40,10 @@ Effect Kv::get(std::string key) const {
   return Effect(json{{"kind", "kv.get"}, {"binding", binding_}, {"key", std::move(key)}});
 }
 Effect Kv::put(std::string key, std::string value, std::optional<int> ttl_seconds) const {
-  json r{{"kind", "kv.put"}, {"binding", binding_}, {"key", std::move(key)}, {"value", std::move(value)}};
+  json r{{"kind", "kv.put"},
+         {"binding", binding_},
+         {"key", std::move(key)},
+         {"value", std::move(value)}};
   if (ttl_seconds) r["ttlSeconds"] = *ttl_seconds;
   return Effect(std::move(r));
 }
@@ -53,8 +59,8 @@ Effect fetch(const HttpCall& call) {
 }
 
 Effect service_call(std::string binding, const HttpCall& call) {
-  return Effect(json{{"kind", "service"}, {"binding", std::move(binding)},
-                     {"request", http_request_json(call)}});
+  return Effect(json{
+      {"kind", "service"}, {"binding", std::move(binding)}, {"request", http_request_json(call)}});
 }
 
 Effect queue_send(std::string binding, json body, int delay_seconds) {
@@ -64,12 +70,16 @@ Effect queue_send(std::string binding, json body, int delay_seconds) {
 }
 
 Effect analytics_write(std::string binding, json blobs, json doubles, json indexes) {
-  return Effect(json{{"kind", "ae.write"}, {"binding", std::move(binding)}, {"blobs", std::move(blobs)},
-                     {"doubles", std::move(doubles)}, {"indexes", std::move(indexes)}});
+  return Effect(json{{"kind", "ae.write"},
+                     {"binding", std::move(binding)},
+                     {"blobs", std::move(blobs)},
+                     {"doubles", std::move(doubles)},
+                     {"indexes", std::move(indexes)}});
 }
 
 Effect rate_limit(std::string binding, std::string key) {
-  return Effect(json{{"kind", "ratelimit"}, {"binding", std::move(binding)}, {"key", std::move(key)}});
+  return Effect(
+      json{{"kind", "ratelimit"}, {"binding", std::move(binding)}, {"key", std::move(key)}});
 }
 
 Effect sha256_hex(std::string data) {
@@ -77,7 +87,8 @@ Effect sha256_hex(std::string data) {
 }
 
 Effect hmac_sha256_hex(std::string key, std::string data) {
-  return Effect(json{{"kind", "crypto.hmac_sha256"}, {"key", std::move(key)}, {"data", std::move(data)}});
+  return Effect(
+      json{{"kind", "crypto.hmac_sha256"}, {"key", std::move(key)}, {"data", std::move(data)}});
 }
 
 Effect sleep_ms(int ms) { return Effect(json{{"kind", "sleep"}, {"ms", ms}}); }

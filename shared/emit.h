@@ -2,9 +2,9 @@
 // emit_event(): how any platform worker writes to the event ledger.
 //
 // The ULID is made here, at the producer, and the event travels through the ledger's queue
-// (EVENTS_QUEUE → siteswarm-events), so a producer never waits on the ledger's D1 and never loses an
-// event when the ledger is slow or down: the queue retries, and the ledger dedupes by event_id, which
-// makes at-least-once delivery exactly-once in the stream.
+// (EVENTS_QUEUE → siteswarm-events), so a producer never waits on the ledger's D1 and never loses
+// an event when the ledger is slow or down: the queue retries, and the ledger dedupes by event_id,
+// which makes at-least-once delivery exactly-once in the stream.
 
 #include "shared/runtime.h"
 

@@ -14,25 +14,25 @@ namespace ss {
 
 using json = nlohmann::json;
 
-#define SS_ERROR_CODES(X)                          \
-  X(invalid_request, 400)                          \
-  X(invalid_json, 400)                             \
-  X(invalid_lead, 400)                             \
-  X(invalid_event, 400)                            \
-  X(unsupported_capability_version, 400)           \
-  X(unauthenticated_tenant, 401)                   \
-  X(unauthorized, 401)                             \
-  X(forbidden, 403)                                \
-  X(turnstile_failed, 403)                         \
-  X(not_found, 404)                                \
-  X(method_not_allowed, 405)                       \
-  X(conflict, 409)                                 \
-  X(payload_too_large, 413)                        \
-  X(unsupported_media_type, 415)                   \
-  X(schema_violation, 422)                         \
-  X(rate_limited, 429)                             \
-  X(internal, 500)                                 \
-  X(dependency_unavailable, 503)                   \
+#define SS_ERROR_CODES(X)                \
+  X(invalid_request, 400)                \
+  X(invalid_json, 400)                   \
+  X(invalid_lead, 400)                   \
+  X(invalid_event, 400)                  \
+  X(unsupported_capability_version, 400) \
+  X(unauthenticated_tenant, 401)         \
+  X(unauthorized, 401)                   \
+  X(forbidden, 403)                      \
+  X(turnstile_failed, 403)               \
+  X(not_found, 404)                      \
+  X(method_not_allowed, 405)             \
+  X(conflict, 409)                       \
+  X(payload_too_large, 413)              \
+  X(unsupported_media_type, 415)         \
+  X(schema_violation, 422)               \
+  X(rate_limited, 429)                   \
+  X(internal, 500)                       \
+  X(dependency_unavailable, 503)         \
   X(service_unavailable, 503)
 
 enum class ErrorCode {
@@ -44,15 +44,16 @@ enum class ErrorCode {
 std::string_view error_code_name(ErrorCode code);
 int error_code_status(ErrorCode code);
 
-// A failure as a value. `extra` holds contract-specific fields (e.g. "fields" for validation errors);
-// `retry_after` and `allow` become the Retry-After and Allow headers.
+// A failure as a value. `extra` holds contract-specific fields (e.g. "fields" for validation
+// errors); `retry_after` and `allow` become the Retry-After and Allow headers.
 struct Error {
   ErrorCode code = ErrorCode::internal;
   std::string message;
   json extra = json::object();
   std::optional<int> retry_after;
   std::string allow;
-  std::string cause;  // for effect failures: the host's code (network_error, timeout, …); not serialised
+  std::string
+      cause;  // for effect failures: the host's code (network_error, timeout, …); not serialised
 
   Error() = default;
   Error(ErrorCode c, std::string m) : code(c), message(std::move(m)) {}
@@ -97,19 +98,19 @@ using Status = Result<Unit>;
 #define SS_CAT_(a, b) a##b
 #define SS_CAT(a, b) SS_CAT_(a, b)
 
-// Inside a coroutine returning Task<Result<…>>: evaluate `expr` (which may contain co_await), return its
-// error if it failed, otherwise bind the value to `decl`.
+// Inside a coroutine returning Task<Result<…>>: evaluate `expr` (which may contain co_await),
+// return its error if it failed, otherwise bind the value to `decl`.
 //   SS_CO_TRY(auto rows, co_await d1.all(sql, params));
-#define SS_CO_TRY(decl, expr)                                                    \
-  auto SS_CAT(ss_try_, __LINE__) = (expr);                                       \
+#define SS_CO_TRY(decl, expr)                                                                  \
+  auto SS_CAT(ss_try_, __LINE__) = (expr);                                                     \
   if (!SS_CAT(ss_try_, __LINE__).ok()) co_return std::move(SS_CAT(ss_try_, __LINE__)).error(); \
   decl = std::move(SS_CAT(ss_try_, __LINE__)).value()
 
 // The same for a Status (no value to bind).
-#define SS_CO_CHECK(expr)                                                        \
-  do {                                                                           \
-    auto ss_check_ = (expr);                                                     \
-    if (!ss_check_.ok()) co_return std::move(ss_check_).error();                 \
+#define SS_CO_CHECK(expr)                                        \
+  do {                                                           \
+    auto ss_check_ = (expr);                                     \
+    if (!ss_check_.ok()) co_return std::move(ss_check_).error(); \
   } while (0)
 
 }  // namespace ss

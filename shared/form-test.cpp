@@ -206,7 +206,8 @@ TEST_CASE("form: parse_query") {
 }  // namespace ss
 
 TEST_CASE("encode_urlencoded round-trips through parse_urlencoded") {
-  ss::FormFields in = {{"secret", "1x00/AA+="}, {"response", "XXXX.DUMMY.TOKEN.XXXX"}, {"to", "+1 555 é&x"}};
+  ss::FormFields in = {
+      {"secret", "1x00/AA+="}, {"response", "XXXX.DUMMY.TOKEN.XXXX"}, {"to", "+1 555 é&x"}};
   std::string encoded = ss::encode_urlencoded(in);
   CHECK(encoded.find(' ') == std::string::npos);
   CHECK(encoded.find("%2B1") != std::string::npos);

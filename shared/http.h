@@ -1,6 +1,7 @@
 #pragma once
-// The HTTP model the cores see: a request and response as plain values (marshalled to and from the host
-// as JSON, see docs/abi.md), a small path router, and the guards every body-reading route applies.
+// The HTTP model the cores see: a request and response as plain values (marshalled to and from the
+// host as JSON, see docs/abi.md), a small path router, and the guards every body-reading route
+// applies.
 
 #include "shared/error.h"
 #include "shared/task.h"
@@ -19,8 +20,8 @@ class Context;
 struct Request {
   std::string method;
   std::string url;
-  std::string path;          // percent-encoded as received, without the query
-  std::string query_string;  // without '?'
+  std::string path;                            // percent-encoded as received, without the query
+  std::string query_string;                    // without '?'
   std::map<std::string, std::string> query;    // decoded, first value wins
   std::map<std::string, std::string> headers;  // lower-case names
   std::string body;
@@ -52,8 +53,8 @@ struct Response {
 using Params = std::map<std::string, std::string, std::less<>>;
 using Handler = std::function<Task<Result<Response>>(Context&, const Request&, const Params&)>;
 
-// Matches method + path pattern. A pattern is a list of literal segments and `{name}` captures; a path
-// that matches some route but not the method gives 405 with Allow; nothing matching gives 404.
+// Matches method + path pattern. A pattern is a list of literal segments and `{name}` captures; a
+// path that matches some route but not the method gives 405 with Allow; nothing matching gives 404.
 class Router {
  public:
   Router& add(std::string method, std::string pattern, Handler handler);
@@ -71,10 +72,10 @@ class Router {
 // Guards applied before a body is parsed.
 Status require_body_within(const Request& req, std::size_t limit);
 Status require_json_body(const Request& req, std::size_t limit);  // size + application/json
-std::string media_type_of(const Request& req);                   // lower-case, without parameters
+std::string media_type_of(const Request& req);                    // lower-case, without parameters
 
-// An https:// URL, or — only when allow_local (local development) — http://127.0.0.1 or localhost with
-// a port or path (so "http://127.0.0.1.evil.example" is not local).
+// An https:// URL, or — only when allow_local (local development) — http://127.0.0.1 or localhost
+// with a port or path (so "http://127.0.0.1.evil.example" is not local).
 bool is_outbound_url(std::string_view url, bool allow_local);
 
 std::vector<std::string> split_path(std::string_view path);

@@ -5,8 +5,8 @@
 namespace ss {
 
 namespace {
-// nlohmann parses iteratively, but dump(), copies and comparisons recurse: refuse deep nesting up front
-// with one linear scan rather than risk the wasm stack.
+// nlohmann parses iteratively, but dump(), copies and comparisons recurse: refuse deep nesting up
+// front with one linear scan rather than risk the wasm stack.
 bool nesting_within(std::string_view text, int limit) {
   int depth = 0;
   bool in_string = false;

@@ -1,7 +1,8 @@
 #pragma once
 // nlohmann_json helpers that never abort on untrusted input. Built with JSON_NOEXCEPTION, every
-// nlohmann "throw" is an abort() (a wasm trap), so: parse without exceptions, read fields only through
-// these accessors (they check the type first), and serialise with invalid UTF-8 replaced, never rejected.
+// nlohmann "throw" is an abort() (a wasm trap), so: parse without exceptions, read fields only
+// through these accessors (they check the type first), and serialise with invalid UTF-8 replaced,
+// never rejected.
 
 #include "shared/error.h"
 

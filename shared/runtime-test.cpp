@@ -1,4 +1,5 @@
-// The effect runtime on its own: a tiny test App, driven by the native driver with a fake performer.
+// The effect runtime on its own: a tiny test App, driven by the native driver with a fake
+// performer.
 #include "shared/runtime.h"
 
 #include "shared/app.h"
@@ -44,33 +45,37 @@ App make_test_app() {
   App app;
   app.service = "test";
   app.db_binding = "DB";
-  app.router.add("GET", "/nested", [](Context&, const Request&, const Params&) -> Task<Result<Response>> {
-    SS_CO_TRY(int v, co_await middle(5));
-    co_return Response::json_body(200, {{"value", v}});
-  });
-  app.router.add("GET", "/concurrent", [](Context&, const Request&, const Params&) -> Task<Result<Response>> {
-    g_order.clear();
-    std::vector<Task<Result<json>>> tasks;
-    tasks.push_back(sleeper(30, &g_order));
-    tasks.push_back(sleeper(5, &g_order));
-    tasks.push_back(sleeper(15, &g_order));
-    auto results = co_await when_all(std::move(tasks));
-    json values = json::array();
-    for (auto& r : results) values.push_back(r ? *r : json("error"));
-    co_return Response::json_body(200, {{"values", values}});
-  });
-  app.router.add("GET", "/fails", [](Context&, const Request&, const Params&) -> Task<Result<Response>> {
-    SS_CO_TRY(int v, co_await middle(1));
-    co_return Response::json_body(200, {{"value", v}});
-  });
-  app.router.add("GET", "/ulids", [](Context& ctx, const Request&, const Params&) -> Task<Result<Response>> {
-    json ids = json::array();
-    for (int i = 0; i < 20; ++i) {
-      SS_CO_TRY(std::string id, co_await ctx.new_ulid());
-      ids.push_back(id);
-    }
-    co_return Response::json_body(200, {{"ids", ids}});
-  });
+  app.router.add("GET", "/nested",
+                 [](Context&, const Request&, const Params&) -> Task<Result<Response>> {
+                   SS_CO_TRY(int v, co_await middle(5));
+                   co_return Response::json_body(200, {{"value", v}});
+                 });
+  app.router.add("GET", "/concurrent",
+                 [](Context&, const Request&, const Params&) -> Task<Result<Response>> {
+                   g_order.clear();
+                   std::vector<Task<Result<json>>> tasks;
+                   tasks.push_back(sleeper(30, &g_order));
+                   tasks.push_back(sleeper(5, &g_order));
+                   tasks.push_back(sleeper(15, &g_order));
+                   auto results = co_await when_all(std::move(tasks));
+                   json values = json::array();
+                   for (auto& r : results) values.push_back(r ? *r : json("error"));
+                   co_return Response::json_body(200, {{"values", values}});
+                 });
+  app.router.add("GET", "/fails",
+                 [](Context&, const Request&, const Params&) -> Task<Result<Response>> {
+                   SS_CO_TRY(int v, co_await middle(1));
+                   co_return Response::json_body(200, {{"value", v}});
+                 });
+  app.router.add("GET", "/ulids",
+                 [](Context& ctx, const Request&, const Params&) -> Task<Result<Response>> {
+                   json ids = json::array();
+                   for (int i = 0; i < 20; ++i) {
+                     SS_CO_TRY(std::string id, co_await ctx.new_ulid());
+                     ids.push_back(id);
+                   }
+                   co_return Response::json_body(200, {{"ids", ids}});
+                 });
   return app;
 }
 
@@ -80,7 +85,8 @@ json echo_row(const json& effect) {
 }
 
 json fetch_message(const std::string& path) {
-  return json{{"op", "fetch"}, {"entropy", std::string(64, 'a')},
+  return json{{"op", "fetch"},
+              {"entropy", std::string(64, 'a')},
               {"request", {{"method", "GET"}, {"url", "https://t" + path}}}};
 }
 
@@ -111,7 +117,7 @@ TEST_CASE("effects awaited together are issued together and complete in wake ord
   auto body = *parse_json(out["body"].get<std::string>());
   CHECK(body["values"] == json::array({30, 5, 15}));  // results in input order
   CHECK(g_order == std::vector<int>{5, 15, 30});      // completion in time order
-  CHECK(now == 1030);                                  // concurrent: 30 ms in all, not 50
+  CHECK(now == 1030);                                 // concurrent: 30 ms in all, not 50
 }
 
 TEST_CASE("the first batch of a when_all holds every child's effect") {
@@ -130,7 +136,9 @@ TEST_CASE("an effect error propagates as a value to a 503 JSON error") {
   Runtime rt(app);
   std::int64_t now = 0;
   json out = native::drive(rt, fetch_message("/fails"), now, [](const json& e) {
-    return json{{"id", e["id"]}, {"ok", false}, {"error", {{"code", "d1_error"}, {"message", "no such table"}}}};
+    return json{{"id", e["id"]},
+                {"ok", false},
+                {"error", {{"code", "d1_error"}, {"message", "no such table"}}}};
   });
   CHECK(out["status"] == 503);
   auto body = *parse_json(out["body"].get<std::string>());
@@ -223,6 +231,9 @@ TEST_CASE("deeply nested JSON is refused before it can exhaust the stack") {
   CHECK(r.error().code == ErrorCode::invalid_json);
   CHECK(parse_json(std::string(64, '[') + std::string(64, ']')).ok());
   CHECK(!parse_json(std::string(65, '[') + std::string(65, ']')).ok());
-  CHECK(parse_json(R"({"a":"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"["})").ok());
+  CHECK(
+      parse_json(
+          R"({"a":"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"["})")
+          .ok());
 }
 }  // namespace ss

@@ -8,7 +8,8 @@
 namespace ss {
 
 struct Runtime::Run {
-  Run(Runtime& rt, std::uint32_t run_id, const App& app, json env, std::int64_t now, std::string entropy)
+  Run(Runtime& rt, std::uint32_t run_id, const App& app, json env, std::int64_t now,
+      std::string entropy)
       : id(run_id), ctx(rt, app, std::move(env), now, std::move(entropy)) {}
 
   std::uint32_t id;
@@ -32,8 +33,9 @@ struct Runtime::UlidState {
 namespace {
 thread_local Runtime::Run* g_current_run = nullptr;
 
-// Sets the current run for the duration of one resume and restores the previous one afterwards, so a
-// host may drive another core's run from inside an effect (the native mesh does for service calls).
+// Sets the current run for the duration of one resume and restores the previous one afterwards, so
+// a host may drive another core's run from inside an effect (the native mesh does for service
+// calls).
 class CurrentRunScope {
  public:
   explicit CurrentRunScope(Runtime::Run* run) : previous_(g_current_run) { g_current_run = run; }
@@ -90,7 +92,9 @@ Task<Result<std::string>> Context::new_ulid() {
   std::array<std::uint8_t, 10> random{};
   for (std::size_t i = 0; i < random.size(); ++i) random[i] = static_cast<std::uint8_t>(bytes[i]);
   auto id = runtime_.next_ulid(now_ms_, random);
-  if (!id) co_return Error{ErrorCode::internal, "new_ulid(): the id space of this millisecond is exhausted"};
+  if (!id)
+    co_return Error{ErrorCode::internal,
+                    "new_ulid(): the id space of this millisecond is exhausted"};
   co_return *id;
 }
 

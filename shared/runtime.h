@@ -1,11 +1,11 @@
 #pragma once
 // The effect runtime: runs handler coroutines and hands every I/O step to a host as data.
 //
-// The core never performs I/O, never reads a clock and never invents randomness. A Run starts from an
-// input message (docs/abi.md); whenever its coroutines suspend on effects, the Runtime publishes those
-// effects as JSON and waits; the host performs them (concurrently), feeds the results back through
-// resume(), and the Run continues until it produces its output message. Both hosts — the JS host in
-// workerd and the native test host — drive this same class through the same messages.
+// The core never performs I/O, never reads a clock and never invents randomness. A Run starts from
+// an input message (docs/abi.md); whenever its coroutines suspend on effects, the Runtime publishes
+// those effects as JSON and waits; the host performs them (concurrently), feeds the results back
+// through resume(), and the Run continues until it produces its output message. Both hosts — the JS
+// host in workerd and the native test host — drive this same class through the same messages.
 
 #include "shared/error.h"
 #include "shared/task.h"
@@ -32,8 +32,8 @@ struct EffectSlot {
 };
 }  // namespace detail
 
-// Awaitable that publishes one effect request and yields its result (the host's error as an Error with
-// code dependency_unavailable, and the message prefixed with the effect kind).
+// Awaitable that publishes one effect request and yields its result (the host's error as an Error
+// with code dependency_unavailable, and the message prefixed with the effect kind).
 class [[nodiscard]] Effect {
  public:
   explicit Effect(json request) : request_(std::move(request)) {}
@@ -97,7 +97,8 @@ class Runtime {
   std::size_t live_runs() const { return runs_.size(); }
 
   // Monotonic ULIDs are per instance, shared by every run on it.
-  std::optional<std::string> next_ulid(std::int64_t now_ms, const std::array<std::uint8_t, 10>& random);
+  std::optional<std::string> next_ulid(std::int64_t now_ms,
+                                       const std::array<std::uint8_t, 10>& random);
 
   struct Run;
 
@@ -113,7 +114,8 @@ class Runtime {
   std::unique_ptr<UlidState> ulid_;
 };
 
-// The run whose coroutine is executing right now (set around every resume; nests for in-process calls).
+// The run whose coroutine is executing right now (set around every resume; nests for in-process
+// calls).
 Runtime::Run* current_run();
 
 }  // namespace ss

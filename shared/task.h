@@ -1,14 +1,16 @@
 #pragma once
 // Lazy coroutine tasks for request handlers.
 //
-// A Task<T> does nothing until it is awaited (or started by the Runtime). Awaiting a Task from another
-// Task runs it inline until its first real suspension (an effect), so nested helpers cost one frame each
-// and no scheduler round-trip. Frames are owned by their Task object: dropping a Run destroys its root
-// Task, which destroys every nested frame still suspended inside it (RAII all the way down).
+// A Task<T> does nothing until it is awaited (or started by the Runtime). Awaiting a Task from
+// another Task runs it inline until its first real suspension (an effect), so nested helpers cost
+// one frame each and no scheduler round-trip. Frames are owned by their Task object: dropping a Run
+// destroys its root Task, which destroys every nested frame still suspended inside it (RAII all the
+// way down).
 //
 // Two resumption strategies, chosen at compile time:
 //  - symmetric transfer (native builds, or wasm with -mtail-call): await_suspend returns a handle;
-//  - MVP wasm (no tail calls): clang-14 lowers symmetric transfer to `musttail`, which MVP wasm lacks, so
+//  - MVP wasm (no tail calls): clang-14 lowers symmetric transfer to `musttail`, which MVP wasm
+//  lacks, so
 //    we resume inline and keep the final awaiter's resume out of line (see TOOLCHAIN.md §1.1).
 
 #if __has_include(<coroutine>)
@@ -155,9 +157,9 @@ struct WhenAllCounter {
 void resume_parent_if_last(WhenAllCounter& counter) noexcept;  // task.cpp, like resume_continuation
 #endif
 
-// One driver coroutine per child of when_all: awaits the child and stores its result. The last driver to
-// finish resumes the parent from its final suspension point — never from its body, because the parent
-// destroys the drivers as soon as it continues.
+// One driver coroutine per child of when_all: awaits the child and stores its result. The last
+// driver to finish resumes the parent from its final suspension point — never from its body,
+// because the parent destroys the drivers as soon as it continues.
 struct DriverTask {
   struct promise_type;
   struct Final {
@@ -207,7 +209,8 @@ DriverTask drive_child(WhenAllState<T>* state, std::size_t index) {
 template <class T>
 class WhenAllAwaiter {
  public:
-  explicit WhenAllAwaiter(std::vector<Task<T>> children) : state_(std::make_unique<WhenAllState<T>>()) {
+  explicit WhenAllAwaiter(std::vector<Task<T>> children)
+      : state_(std::make_unique<WhenAllState<T>>()) {
     state_->children = std::move(children);
     state_->results.resize(state_->children.size());
   }
@@ -215,7 +218,8 @@ class WhenAllAwaiter {
 #if !SS_SYMMETRIC_TRANSFER
   [[gnu::noinline]]
 #endif
-  bool await_suspend(co::coroutine_handle<> parent) {
+  bool
+  await_suspend(co::coroutine_handle<> parent) {
     auto* s = state_.get();
     s->parent = parent;
     s->remaining = s->children.size() + 1;  // +1: a guard so no child resumes us before we return

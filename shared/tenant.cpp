@@ -8,7 +8,8 @@ namespace ss {
 
 namespace {
 Error unauthenticated(std::string why) {
-  return Error{ErrorCode::unauthenticated_tenant, "tenant authentication failed: " + std::move(why)};
+  return Error{ErrorCode::unauthenticated_tenant,
+               "tenant authentication failed: " + std::move(why)};
 }
 
 // Checks the capability version header, when present: "MAJOR.MINOR.PATCH" with a major we speak.
@@ -20,7 +21,8 @@ Status check_capability_version(const std::string& version) {
                  major.find_first_not_of("0123456789") == std::string::npos;
   if (!numeric || std::stoi(major) != kSupportedCapabilityMajor) {
     Error e{ErrorCode::unsupported_capability_version,
-            "capability version " + version.substr(0, 32) + " is not supported; this service speaks " +
+            "capability version " + version.substr(0, 32) +
+                " is not supported; this service speaks " +
                 std::to_string(kSupportedCapabilityMajor) + ".x"};
     return e;
   }
@@ -35,17 +37,19 @@ Task<Result<Tenant>> verify_secret(Context& ctx, const std::string& tenant_id, s
   D1 db(ctx.app().db_binding);
   std::vector<Task<Result<json>>> work;
   json params = json::array({tenant_id});
-  work.push_back(as_task(db.first(
-      "SELECT tenant_id, token_hash, admin_token_hash, config_json, enabled FROM tenants "
-      "WHERE tenant_id = ?1",
-      params)));
+  work.push_back(as_task(
+      db.first("SELECT tenant_id, token_hash, admin_token_hash, config_json, enabled FROM tenants "
+               "WHERE tenant_id = ?1",
+               params)));
   work.push_back(as_task(sha256_hex(std::move(secret))));
   std::vector<Result<json>> done = co_await when_all(std::move(work));
   if (!done[0]) co_return std::move(done[0]).error();
   if (!done[1]) co_return std::move(done[1]).error();
   const json* row = row_of(*done[0]);
-  if (row == nullptr || int_or(*row, "enabled", 0) != 1) co_return unauthenticated("unknown tenant");
-  std::string stored = string_or(*row, which == Secret::token ? "token_hash" : "admin_token_hash", "");
+  if (row == nullptr || int_or(*row, "enabled", 0) != 1)
+    co_return unauthenticated("unknown tenant");
+  std::string stored =
+      string_or(*row, which == Secret::token ? "token_hash" : "admin_token_hash", "");
   std::string presented = string_or(*done[1], "hex", "");
   if (stored.empty() || !constant_time_equal(stored, presented)) {
     co_return which == Secret::token ? unauthenticated("bad token")

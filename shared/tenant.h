@@ -1,9 +1,10 @@
 #pragma once
 // Tenant context: who is calling, proven rather than claimed.
 //
-// A tenant id header can arrive straight from the internet (route delegation forwards raw requests), so
-// it is never enough: the token must hash (SHA-256, computed by the host) to the stored digest. Services
-// keep only digests. Failures are 401 unauthenticated_tenant, decided before any tenant data is touched.
+// A tenant id header can arrive straight from the internet (route delegation forwards raw
+// requests), so it is never enough: the token must hash (SHA-256, computed by the host) to the
+// stored digest. Services keep only digests. Failures are 401 unauthenticated_tenant, decided
+// before any tenant data is touched.
 
 #include "shared/effects.h"
 #include "shared/http.h"

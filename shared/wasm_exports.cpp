@@ -35,7 +35,9 @@ SS_EXPORT(ss_data_ptr) const char* ss_data_ptr(std::uint32_t id) {
   return runtime().data(id).data();
 }
 
-SS_EXPORT(ss_data_len) std::size_t ss_data_len(std::uint32_t id) { return runtime().data(id).size(); }
+SS_EXPORT(ss_data_len) std::size_t ss_data_len(std::uint32_t id) {
+  return runtime().data(id).size();
+}
 
 SS_EXPORT(ss_resume) void ss_resume(std::uint32_t id, const char* ptr, std::size_t len) {
   runtime().resume(id, std::string_view(ptr, len));

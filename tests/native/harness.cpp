@@ -29,7 +29,8 @@ json ok_result(const json& effect, json value) {
 }
 
 json error_result(const json& effect, const std::string& code, const std::string& message) {
-  return json{{"id", effect["id"]}, {"ok", false}, {"error", {{"code", code}, {"message", message}}}};
+  return json{
+      {"id", effect["id"]}, {"ok", false}, {"error", {{"code", code}, {"message", message}}}};
 }
 
 std::string read_file(const std::filesystem::path& p) {
@@ -85,7 +86,9 @@ json drive(Runtime& runtime, json message, std::int64_t& now_ms, const Performer
 
 json HttpReply::body_json() const { return json::parse(body, nullptr, false); }
 
-std::string HttpReply::header(const std::string& name) const { return string_or(headers, name, ""); }
+std::string HttpReply::header(const std::string& name) const {
+  return string_or(headers, name, "");
+}
 
 SqliteDb::SqliteDb(const std::string& migrations_dir) {
   sqlite3_open(":memory:", &db_);
@@ -137,9 +140,15 @@ json SqliteDb::execute(const std::string& sql, const json& params) {
     for (int c = 0; c < sqlite3_column_count(stmt); ++c) {
       const char* name = sqlite3_column_name(stmt, c);
       switch (sqlite3_column_type(stmt, c)) {
-        case SQLITE_INTEGER: row[name] = sqlite3_column_int64(stmt, c); break;
-        case SQLITE_FLOAT: row[name] = sqlite3_column_double(stmt, c); break;
-        case SQLITE_NULL: row[name] = nullptr; break;
+        case SQLITE_INTEGER:
+          row[name] = sqlite3_column_int64(stmt, c);
+          break;
+        case SQLITE_FLOAT:
+          row[name] = sqlite3_column_double(stmt, c);
+          break;
+        case SQLITE_NULL:
+          row[name] = nullptr;
+          break;
         default:
           row[name] = std::string(reinterpret_cast<const char*>(sqlite3_column_text(stmt, c)),
                                   static_cast<std::size_t>(sqlite3_column_bytes(stmt, c)));
@@ -153,9 +162,10 @@ json SqliteDb::execute(const std::string& sql, const json& params) {
     return err;
   }
   sqlite3_finalize(stmt);
-  return json{{"results", std::move(rows)},
-              {"meta",
-               {{"changes", sqlite3_changes(db_)}, {"last_row_id", sqlite3_last_insert_rowid(db_)}}}};
+  return json{
+      {"results", std::move(rows)},
+      {"meta",
+       {{"changes", sqlite3_changes(db_)}, {"last_row_id", sqlite3_last_insert_rowid(db_)}}}};
 }
 
 json SqliteDb::batch(const json& statements) {
@@ -228,8 +238,8 @@ json Mesh::drive_worker(Worker& w, json message) {
                [this](const json& effect) { return perform(effect); });
 }
 
-HttpReply Mesh::request(const std::string& worker, const std::string& method, const std::string& path,
-                        const std::map<std::string, std::string>& headers,
+HttpReply Mesh::request(const std::string& worker, const std::string& method,
+                        const std::string& path, const std::map<std::string, std::string>& headers,
                         const std::string& body) {
   json h = json::object();
   for (const auto& [k, v] : headers) {
@@ -239,7 +249,9 @@ HttpReply Mesh::request(const std::string& worker, const std::string& method, co
   }
   json msg{{"op", "fetch"},
            {"request",
-            {{"method", method}, {"url", "https://" + worker + ".test" + path}, {"headers", h},
+            {{"method", method},
+             {"url", "https://" + worker + ".test" + path},
+             {"headers", h},
              {"body", body}}}};
   json out = drive_worker(*workers_.at(worker), std::move(msg));
   HttpReply reply;
@@ -262,9 +274,9 @@ void Mesh::provision(const std::string& tenant, const std::string& token,
   for (const auto& [name, w] : workers_) {
     if (!worker.empty() && name != worker) continue;
     HttpReply r = request(name, "PUT", "/admin/tenants/" + tenant,
-            {{"Authorization", std::string("Bearer ") + kAdminToken},
-             {"Content-Type", "application/json"}},
-            dump_json(body));
+                          {{"Authorization", std::string("Bearer ") + kAdminToken},
+                           {"Content-Type", "application/json"}},
+                          dump_json(body));
     if (r.status != 200 && r.status != 201) {
       std::fprintf(stderr, "provision %s on %s failed: %d %s\n", tenant.c_str(), name.c_str(),
                    r.status, r.body.c_str());
@@ -288,8 +300,9 @@ json Mesh::perform(const json& effect) {
   if (kind.rfind("d1.", 0) == 0) {
     auto db = databases_.find(binding);
     if (db == databases_.end()) return error_result(effect, "binding_missing", binding);
-    json r = kind == "d1.batch" ? db->second->batch(effect["statements"])
-                                : db->second->execute(string_or(effect, "sql", ""), effect["params"]);
+    json r = kind == "d1.batch"
+                 ? db->second->batch(effect["statements"])
+                 : db->second->execute(string_or(effect, "sql", ""), effect["params"]);
     if (r.is_object() && r.contains("error")) {
       return error_result(effect, "d1_error", string_or(r, "error", ""));
     }
@@ -322,8 +335,9 @@ json Mesh::perform(const json& effect) {
     if (target == service_bindings_.end()) return error_result(effect, "binding_missing", binding);
     json out = drive_worker(*workers_.at(target->second),
                             json{{"op", "fetch"}, {"request", effect["request"]}});
-    return ok_result(effect, json{{"status", out["status"]}, {"headers", out["headers"]},
-                                  {"body", out["body"]}});
+    return ok_result(
+        effect,
+        json{{"status", out["status"]}, {"headers", out["headers"]}, {"body", out["body"]}});
   }
   if (kind == "fetch") {
     if (!fetch_stub) return error_result(effect, "network_error", "no network in tests");
@@ -336,8 +350,10 @@ json Mesh::perform(const json& effect) {
     }
     json headers = json::object();
     for (const auto& [k, v] : reply.headers) headers[k] = v;
-    return ok_result(effect, json{{"status", reply.status}, {"headers", headers},
-                                  {"body", reply.body}, {"elapsedMs", reply.elapsed_ms}});
+    return ok_result(effect, json{{"status", reply.status},
+                                  {"headers", headers},
+                                  {"body", reply.body},
+                                  {"elapsedMs", reply.elapsed_ms}});
   }
   if (kind == "queue.send") {
     queue_sent[binding].push_back(effect["body"]);
@@ -356,11 +372,12 @@ json Mesh::perform(const json& effect) {
   }
   if (kind == "crypto.hmac_sha256") {
     return ok_result(effect, json{{"hex", hmac_sha256_hex(string_or(effect, "key", ""),
-                                                         string_or(effect, "data", ""))}});
+                                                          string_or(effect, "data", ""))}});
   }
   if (kind == "crypto.random") {
-    return ok_result(effect, json{{"hex", entropy_hex(static_cast<std::size_t>(
-                                              std::clamp<std::int64_t>(int_or(effect, "bytes", 16), 1, 1024)))}});
+    return ok_result(effect,
+                     json{{"hex", entropy_hex(static_cast<std::size_t>(std::clamp<std::int64_t>(
+                                      int_or(effect, "bytes", 16), 1, 1024)))}});
   }
   return error_result(effect, "unsupported_effect", kind);
 }

@@ -1,11 +1,11 @@
 #pragma once
 // The native host: the same C++ cores the wasm builds ship, driven in-process.
 //
-// D1 is real SQLite built from migrations/<db>/, KV is an in-memory map with TTLs on the test clock,
-// service calls run the target worker's core in the same process, outbound fetch is answered by a stub
-// the test sets, queue sends and Analytics Engine writes are recorded, and SHA-256 / HMAC / random bytes
-// come from OpenSSL (randomness is seeded by the test, so runs are reproducible). Time only moves when
-// the test moves it — or when a `sleep` effect is due, in virtual time.
+// D1 is real SQLite built from migrations/<db>/, KV is an in-memory map with TTLs on the test
+// clock, service calls run the target worker's core in the same process, outbound fetch is answered
+// by a stub the test sets, queue sends and Analytics Engine writes are recorded, and SHA-256 / HMAC
+// / random bytes come from OpenSSL (randomness is seeded by the test, so runs are reproducible).
+// Time only moves when the test moves it — or when a `sleep` effect is due, in virtual time.
 
 #include "shared/app.h"
 #include "shared/json_util.h"
@@ -22,12 +22,12 @@ struct sqlite3;
 
 namespace ss::native {
 
-// Performs one effect (everything but `sleep`, which the driver schedules in virtual time) and returns
-// the result object {"id","ok","value"|"error"}.
+// Performs one effect (everything but `sleep`, which the driver schedules in virtual time) and
+// returns the result object {"id","ok","value"|"error"}.
 using Performer = std::function<json(const json& effect)>;
 
-// Runs one message on a Runtime to completion. Effects issued together are performed together; sleeps
-// complete in wake-time order, advancing `now_ms`.
+// Runs one message on a Runtime to completion. Effects issued together are performed together;
+// sleeps complete in wake-time order, advancing `now_ms`.
 json drive(Runtime& runtime, json message, std::int64_t& now_ms, const Performer& perform);
 
 struct HttpReply {
@@ -75,8 +75,8 @@ class Mesh {
   // Outbound fetch; unset means every fetch fails with network_error.
   std::function<StubReply(const json& request)> fetch_stub;
   int rate_limit_per_key = 1000;
-  // Fault injection: an effect for which this returns true fails with code injected_fault, as if the
-  // dependency (or the whole isolate) had gone away at that point.
+  // Fault injection: an effect for which this returns true fails with code injected_fault, as if
+  // the dependency (or the whole isolate) had gone away at that point.
   std::function<bool(const json& effect)> fail_effect;
 
   void set_env(const std::string& worker, const std::string& key, const std::string& value);
@@ -86,8 +86,9 @@ class Mesh {
   json message(const std::string& worker, json message);  // scheduled / queue / rpc
 
   // Registers a tenant on one worker (or all when worker is empty) with the given secrets.
-  void provision(const std::string& tenant, const std::string& token, const std::string& admin_token,
-                 const json& config = json::object(), const std::string& worker = "");
+  void provision(const std::string& tenant, const std::string& token,
+                 const std::string& admin_token, const json& config = json::object(),
+                 const std::string& worker = "");
 
   SqliteDb& db(const std::string& binding);
   std::map<std::string, std::vector<json>> queue_sent;  // binding -> bodies
@@ -103,9 +104,9 @@ class Mesh {
   json drive_worker(Worker& w, json message);
   std::string entropy_hex(std::size_t bytes);
 
-  std::map<std::string, std::unique_ptr<Worker>> workers_;       // short name -> worker
-  std::map<std::string, std::string> service_bindings_;          // binding -> short name
-  std::map<std::string, std::unique_ptr<SqliteDb>> databases_;   // binding -> db
+  std::map<std::string, std::unique_ptr<Worker>> workers_;      // short name -> worker
+  std::map<std::string, std::string> service_bindings_;         // binding -> short name
+  std::map<std::string, std::unique_ptr<SqliteDb>> databases_;  // binding -> db
   struct KvEntry {
     std::string value;
     std::int64_t expires_at_ms;

@@ -9,7 +9,8 @@ using ss::native::Mesh;
 
 namespace {
 const std::map<std::string, std::string> kOperator = {
-    {"Authorization", std::string("Bearer ") + Mesh::kAdminToken}, {"Content-Type", "application/json"}};
+    {"Authorization", std::string("Bearer ") + Mesh::kAdminToken},
+    {"Content-Type", "application/json"}};
 const char* kWorkers[] = {"leads", "cms", "monitoring", "analytics", "events"};
 const char* kDbs[] = {"LEADS_DB", "CMS_DB", "MONITORING_DB", "ANALYTICS_DB", "EVENTS_DB"};
 
@@ -26,8 +27,10 @@ void check_error(const ss::native::HttpReply& r, int status, const std::string& 
 TEST_CASE("every worker answers /health with its wrangler name and version") {
   Mesh mesh;
   const std::map<std::string, std::string> names = {
-      {"leads", "siteswarm-leads-service"},        {"cms", "siteswarm-cms-service"},
-      {"monitoring", "siteswarm-synthetic-monitoring"}, {"analytics", "siteswarm-analytics-service"},
+      {"leads", "siteswarm-leads-service"},
+      {"cms", "siteswarm-cms-service"},
+      {"monitoring", "siteswarm-synthetic-monitoring"},
+      {"analytics", "siteswarm-analytics-service"},
       {"events", "siteswarm-events-service"}};
   for (const auto& [worker, service] : names) {
     auto r = mesh.request(worker, "GET", "/health");
@@ -41,7 +44,8 @@ TEST_CASE("every worker answers /health with its wrangler name and version") {
 
 TEST_CASE("operator provisioning: create, update, read without secrets, disable") {
   Mesh mesh;
-  json body{{"token", "bakery-token-0123456789"}, {"adminToken", "bakery-admin-0123456789"},
+  json body{{"token", "bakery-token-0123456789"},
+            {"adminToken", "bakery-admin-0123456789"},
             {"config", {{"storeSubmissions", true}}}};
   auto created = mesh.request("leads", "PUT", "/admin/tenants/bakery", kOperator, body.dump());
   CHECK(created.status == 201);
@@ -68,7 +72,8 @@ TEST_CASE("operator provisioning: create, update, read without secrets, disable"
   auto whoami = mesh.request("leads", "GET", "/v1/tenant",
                              Mesh::tenant_headers("bakery", "bakery-token-0123456789"));
   check_error(whoami, 401, "unauthenticated_tenant");
-  check_error(mesh.request("leads", "DELETE", "/admin/tenants/nobody", kOperator), 404, "not_found");
+  check_error(mesh.request("leads", "DELETE", "/admin/tenants/nobody", kOperator), 404,
+              "not_found");
 }
 
 TEST_CASE("provisioning refuses bad input with the contract's errors and writes nothing") {
@@ -76,11 +81,13 @@ TEST_CASE("provisioning refuses bad input with the contract's errors and writes 
   for (std::size_t i = 0; i < 5; ++i) {
     const std::string w = kWorkers[i];
     check_error(mesh.request(w, "PUT", "/admin/tenants/bakery", {}, "{}"), 401, "unauthorized");
-    check_error(mesh.request(w, "PUT", "/admin/tenants/bakery",
-                             {{"Authorization", "Bearer wrong"}, {"Content-Type", "application/json"}},
-                             "{}"),
-                401, "unauthorized");
-    check_error(mesh.request(w, "PUT", "/admin/tenants/Bad_Id", kOperator, "{}"), 400, "invalid_request");
+    check_error(
+        mesh.request(w, "PUT", "/admin/tenants/bakery",
+                     {{"Authorization", "Bearer wrong"}, {"Content-Type", "application/json"}},
+                     "{}"),
+        401, "unauthorized");
+    check_error(mesh.request(w, "PUT", "/admin/tenants/Bad_Id", kOperator, "{}"), 400,
+                "invalid_request");
     check_error(mesh.request(w, "PUT", "/admin/tenants/bakery", kOperator, "{not json"), 400,
                 "invalid_json");
     check_error(mesh.request(w, "PUT", "/admin/tenants/bakery",
@@ -91,9 +98,9 @@ TEST_CASE("provisioning refuses bad input with the contract's errors and writes 
     check_error(mesh.request(w, "PUT", "/admin/tenants/bakery", kOperator,
                              json{{"token", "short"}, {"adminToken", "x"}}.dump()),
                 400, "invalid_request");
-    check_error(mesh.request(w, "PUT", "/admin/tenants/bakery", kOperator,
-                             std::string(70 * 1024, ' ')),
-                413, "payload_too_large");
+    check_error(
+        mesh.request(w, "PUT", "/admin/tenants/bakery", kOperator, std::string(70 * 1024, ' ')),
+        413, "payload_too_large");
     check_error(mesh.request(w, "PUT", "/admin/tenants/bakery", kOperator, "[1]"), 400,
                 "invalid_request");
     CHECK(mesh.db(kDbs[i]).rows("SELECT * FROM tenants").empty());
@@ -114,14 +121,16 @@ TEST_CASE("tenant authentication: missing headers, unknown tenant, wrong token, 
   check_error(mesh.request("cms", "GET", "/v1/tenant",
                            Mesh::tenant_headers("auto-repair", "bakery-token-0123456789")),
               401, "unauthenticated_tenant");
-  check_error(mesh.request("cms", "GET", "/v1/tenant", Mesh::tenant_headers("bakery", "wrong-token")),
-              401, "unauthenticated_tenant");
+  check_error(
+      mesh.request("cms", "GET", "/v1/tenant", Mesh::tenant_headers("bakery", "wrong-token")), 401,
+      "unauthenticated_tenant");
   check_error(mesh.request("cms", "GET", "/v1/tenant",
                            Mesh::tenant_headers("BAKERY!", "bakery-token-0123456789")),
               401, "unauthenticated_tenant");
   auto headers = Mesh::tenant_headers("bakery", "bakery-token-0123456789");
   headers["X-SiteSwarm-Capability-Version"] = "2.0.0";
-  check_error(mesh.request("cms", "GET", "/v1/tenant", headers), 400, "unsupported_capability_version");
+  check_error(mesh.request("cms", "GET", "/v1/tenant", headers), 400,
+              "unsupported_capability_version");
   // The admin token is not a tenant token.
   check_error(mesh.request("cms", "GET", "/v1/tenant",
                            Mesh::tenant_headers("bakery", "bakery-admin-0123456789")),

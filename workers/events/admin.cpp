@@ -71,9 +71,8 @@ std::string param(const Params& params, const char* name) {
 Task<Result<json>> find_row(const char* table, const char* column, const std::string& value,
                             const std::string& what) {
   json p = json::array({value});
-  SS_CO_TRY(json r, co_await D1(kDb).first(std::string("SELECT * FROM ") + table + " WHERE " + column +
-                                               " = ?1",
-                                           p));
+  SS_CO_TRY(json r, co_await D1(kDb).first(
+                        std::string("SELECT * FROM ") + table + " WHERE " + column + " = ?1", p));
   const json* row = row_of(r);
   if (row == nullptr) co_return Error{ErrorCode::not_found, "no " + what + " " + value};
   co_return *row;
@@ -82,8 +81,8 @@ Task<Result<json>> find_row(const char* table, const char* column, const std::st
 Task<Result<Response>> delete_row(const char* table, const char* column, const std::string& value,
                                   const std::string& what) {
   json p = json::array({value});
-  SS_CO_TRY(json r, co_await D1(kDb).run(std::string("DELETE FROM ") + table + " WHERE " + column + " = ?1",
-                                         p));
+  SS_CO_TRY(json r, co_await D1(kDb).run(
+                        std::string("DELETE FROM ") + table + " WHERE " + column + " = ?1", p));
   const json* meta = find_field(r, "meta");
   if (meta == nullptr || int_or(*meta, "changes", 0) == 0) {
     co_return Error{ErrorCode::not_found, "no " + what + " " + value};
@@ -141,15 +140,21 @@ Task<Result<Response>> create_subscription(Context& ctx, const Request& req, con
                                "workflow_type, filter_expr, input_mapper, enabled, created_at) "
                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                                params));
-  json view{{"id", id}, {"event_type_glob", *glob}, {"workflow_type", *workflow},
-            {"filter_expr", filter_value}, {"input_mapper", find_field(body, "input_mapper") ? body["input_mapper"] : json(nullptr)},
-            {"enabled", enabled}, {"created_at", format_rfc3339(ctx.now_ms())}};
+  json view{
+      {"id", id},
+      {"event_type_glob", *glob},
+      {"workflow_type", *workflow},
+      {"filter_expr", filter_value},
+      {"input_mapper", find_field(body, "input_mapper") ? body["input_mapper"] : json(nullptr)},
+      {"enabled", enabled},
+      {"created_at", format_rfc3339(ctx.now_ms())}};
   co_return Response::json_body(201, view);
 }
 
 Task<Result<Response>> list_subscriptions(Context& ctx, const Request& req, const Params&) {
   SS_CO_CHECK(authenticate_operator(ctx, req));
-  SS_CO_TRY(json r, co_await D1(kDb).all("SELECT * FROM event_subscriptions ORDER BY subscription_id"));
+  SS_CO_TRY(json r,
+            co_await D1(kDb).all("SELECT * FROM event_subscriptions ORDER BY subscription_id"));
   json list = json::array();
   for (const json& row : rows_of(r)) list.push_back(subscription_view(row));
   co_return Response::json_body(200, {{"subscriptions", list}});
@@ -157,8 +162,8 @@ Task<Result<Response>> list_subscriptions(Context& ctx, const Request& req, cons
 
 Task<Result<Response>> get_subscription(Context& ctx, const Request& req, const Params& params) {
   SS_CO_CHECK(authenticate_operator(ctx, req));
-  SS_CO_TRY(json row, co_await find_row("event_subscriptions", "subscription_id", param(params, "id"),
-                                        "subscription"));
+  SS_CO_TRY(json row, co_await find_row("event_subscriptions", "subscription_id",
+                                        param(params, "id"), "subscription"));
   co_return Response::json_body(200, subscription_view(row));
 }
 
@@ -173,7 +178,8 @@ Task<Result<Response>> delete_subscription(Context& ctx, const Request& req, con
 Result<json> parse_target(const Context& ctx, const json& body) {
   const json* target = find_field(body, "target");
   if (target == nullptr || !target->is_object()) {
-    return field_error("target", R"(use {"service":"BINDING","path":"/…"} or {"webhook":"https://…"})");
+    return field_error("target",
+                       R"(use {"service":"BINDING","path":"/…"} or {"webhook":"https://…"})");
   }
   auto service = get_string(*target, "service");
   auto webhook = get_string(*target, "webhook");
@@ -197,21 +203,22 @@ Result<json> parse_target(const Context& ctx, const json& body) {
 Task<Result<Response>> put_workflow(Context& ctx, const Request& req, const Params& params) {
   SS_CO_TRY(json body, co_await operator_body(ctx, req));
   std::string type = param(params, "workflowType");
-  if (!is_workflow_type(type)) co_return field_error("workflow_type", "must match [a-z][a-z0-9_.-]{0,63}");
+  if (!is_workflow_type(type))
+    co_return field_error("workflow_type", "must match [a-z][a-z0-9_.-]{0,63}");
   SS_CO_TRY(json target, parse_target(ctx, body));
   json p = json::array({type});
   SS_CO_TRY(json existing, co_await D1(kDb).first("SELECT workflow_type FROM workflow_definitions "
-                                                   "WHERE workflow_type = ?1",
-                                                   p));
+                                                  "WHERE workflow_type = ?1",
+                                                  p));
   json upsert = json::array({type, dump_json(target), format_rfc3339(ctx.now_ms())});
   SS_CO_TRY(json r, co_await D1(kDb).run(
                         "INSERT INTO workflow_definitions (workflow_type, target_json, updated_at) "
                         "VALUES (?1, ?2, ?3) ON CONFLICT (workflow_type) DO UPDATE SET "
                         "target_json = excluded.target_json, updated_at = excluded.updated_at",
                         upsert));
-  co_return Response::json_body(row_of(existing) ? 200 : 201,
-                                {{"workflow_type", type}, {"target", target},
-                                 {"updated_at", format_rfc3339(ctx.now_ms())}});
+  co_return Response::json_body(
+      row_of(existing) ? 200 : 201,
+      {{"workflow_type", type}, {"target", target}, {"updated_at", format_rfc3339(ctx.now_ms())}});
 }
 
 json workflow_view(const json& row) {
@@ -223,7 +230,8 @@ json workflow_view(const json& row) {
 
 Task<Result<Response>> list_workflows(Context& ctx, const Request& req, const Params&) {
   SS_CO_CHECK(authenticate_operator(ctx, req));
-  SS_CO_TRY(json r, co_await D1(kDb).all("SELECT * FROM workflow_definitions ORDER BY workflow_type"));
+  SS_CO_TRY(json r,
+            co_await D1(kDb).all("SELECT * FROM workflow_definitions ORDER BY workflow_type"));
   json list = json::array();
   for (const json& row : rows_of(r)) list.push_back(workflow_view(row));
   co_return Response::json_body(200, {{"workflows", list}});
@@ -238,8 +246,8 @@ Task<Result<Response>> get_workflow(Context& ctx, const Request& req, const Para
 
 Task<Result<Response>> delete_workflow(Context& ctx, const Request& req, const Params& params) {
   SS_CO_CHECK(authenticate_operator(ctx, req));
-  co_return co_await delete_row("workflow_definitions", "workflow_type", param(params, "workflowType"),
-                                "workflow");
+  co_return co_await delete_row("workflow_definitions", "workflow_type",
+                                param(params, "workflowType"), "workflow");
 }
 
 // --- JSON Schemas per event type -----------------------------------------------------------------
@@ -253,11 +261,12 @@ Task<Result<Response>> put_schema(Context& ctx, const Request& req, const Params
   auto parsed = JsonSchema::parse(*schema);
   if (!parsed) co_return std::move(parsed).error().with("field", "schema");
   json p = json::array({type, dump_json(*schema), format_rfc3339(ctx.now_ms())});
-  SS_CO_TRY(json r, co_await D1(kDb).run(
-                        "INSERT INTO events_schema (event_type, schema_json, updated_at) VALUES (?1, "
-                        "?2, ?3) ON CONFLICT (event_type) DO UPDATE SET schema_json = "
-                        "excluded.schema_json, updated_at = excluded.updated_at",
-                        p));
+  SS_CO_TRY(json r,
+            co_await D1(kDb).run(
+                "INSERT INTO events_schema (event_type, schema_json, updated_at) VALUES (?1, "
+                "?2, ?3) ON CONFLICT (event_type) DO UPDATE SET schema_json = "
+                "excluded.schema_json, updated_at = excluded.updated_at",
+                p));
   co_return Response::json_body(200, {{"event_type", type}, {"schema", *schema}});
 }
 
@@ -276,7 +285,8 @@ Task<Result<Response>> list_schemas(Context& ctx, const Request& req, const Para
 
 Task<Result<Response>> delete_schema(Context& ctx, const Request& req, const Params& params) {
   SS_CO_CHECK(authenticate_operator(ctx, req));
-  co_return co_await delete_row("events_schema", "event_type", param(params, "eventType"), "schema for");
+  co_return co_await delete_row("events_schema", "event_type", param(params, "eventType"),
+                                "schema for");
 }
 
 // --- kill switches -------------------------------------------------------------------------------
@@ -330,9 +340,11 @@ Task<Result<Response>> replay(Context& ctx, const Request& req, const Params& pa
   std::string name = param(params, "name");
   if (!is_consumer(name)) co_return Error{ErrorCode::not_found, "no consumer " + name};
   auto from = get_string(body, "from_event_id");
-  if (!from || !is_ulid(*from)) co_return field_error("from_event_id", "must be an event_id (ULID)");
+  if (!from || !is_ulid(*from))
+    co_return field_error("from_event_id", "must be an event_id (ULID)");
   SS_CO_TRY(std::string cursor, co_await replay_consumer(ctx, name, *from));
-  co_return Response::json_body(200, {{"consumer", name}, {"from_event_id", *from},
+  co_return Response::json_body(200, {{"consumer", name},
+                                      {"from_event_id", *from},
                                       {"cursor", cursor.empty() ? json(nullptr) : json(cursor)}});
 }
 
@@ -354,12 +366,13 @@ Task<Result<Response>> list_quarantine(Context& ctx, const Request& req, const P
   json list = json::array();
   for (const json& row : rows_of(r)) {
     const json* resolved = find_field(row, "resolved_at");
-    list.push_back({{"consumer", string_or(row, "consumer", "")},
-                    {"event_id", string_or(row, "event_id", "")},
-                    {"reason", string_or(row, "reason", "")},
-                    {"attempts", int_or(row, "attempts", 0)},
-                    {"quarantined_at", string_or(row, "quarantined_at", "")},
-                    {"resolved_at", resolved && resolved->is_string() ? *resolved : json(nullptr)}});
+    list.push_back(
+        {{"consumer", string_or(row, "consumer", "")},
+         {"event_id", string_or(row, "event_id", "")},
+         {"reason", string_or(row, "reason", "")},
+         {"attempts", int_or(row, "attempts", 0)},
+         {"quarantined_at", string_or(row, "quarantined_at", "")},
+         {"resolved_at", resolved && resolved->is_string() ? *resolved : json(nullptr)}});
   }
   co_return Response::json_body(200, {{"quarantined", list}});
 }
@@ -406,9 +419,10 @@ Task<Result<Response>> entity_timeline(Context& ctx, const Request& req, const P
   q.limit = kMaxReadLimit;
   std::vector<Task<Result<json>>> work;
   json p = json::array({tenant.value_or(""), q.entity_type, q.entity_id});
-  work.push_back(as_task(D1(kDb).first("SELECT * FROM entity_timelines WHERE tenant_key = ?1 AND "
-                                       "entity_type = ?2 AND entity_id = ?3",
-                                       p)));
+  work.push_back(
+      as_task(D1(kDb).first("SELECT * FROM entity_timelines WHERE tenant_key = ?1 AND "
+                            "entity_type = ?2 AND entity_id = ?3",
+                            p)));
   work.push_back(read_events(q));
   auto done = co_await when_all(std::move(work));
   if (!done[0]) co_return std::move(done[0]).error();

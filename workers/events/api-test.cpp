@@ -1,7 +1,7 @@
 // The ledger's write and read paths through the native mesh.
 #include "shared/emit.h"
-#include "shared/ulid.h"
 #include "shared/json_util.h"
+#include "shared/ulid.h"
 #include "tests/native/harness.h"
 #include "workers/events/ledger.h"
 
@@ -20,19 +20,22 @@ struct Ledger {
     mesh.provision("bakery", kBakeryToken, "bakery-admin-0123456789", {}, "events");
     mesh.provision("auto-repair", kAutoToken, "auto-admin-0123456789", {}, "events");
   }
-  ss::native::HttpReply post(const std::string& tenant, const std::string& token, const json& body) {
+  ss::native::HttpReply post(const std::string& tenant, const std::string& token,
+                             const json& body) {
     auto h = Mesh::tenant_headers(tenant, token);
     h["Content-Type"] = "application/json";
     return mesh.request("events", "POST", "/api/events", h, body.dump());
   }
-  ss::native::HttpReply get(const std::string& tenant, const std::string& token, const std::string& q) {
+  ss::native::HttpReply get(const std::string& tenant, const std::string& token,
+                            const std::string& q) {
     return mesh.request("events", "GET", "/api/events" + q, Mesh::tenant_headers(tenant, token));
   }
   json rows() { return mesh.db("EVENTS_DB").rows("SELECT * FROM events ORDER BY event_id"); }
 };
 
 json price_event(int amount) {
-  return json{{"event_type", "price.changed"}, {"entity_ref", "item:10472"},
+  return json{{"event_type", "price.changed"},
+              {"entity_ref", "item:10472"},
               {"payload", {{"old_price", 1.42}, {"amount", amount}}}};
 }
 }  // namespace
@@ -113,7 +116,8 @@ TEST_CASE("reads filter by glob, entity and cursor") {
   auto page1 = l.get("bakery", kBakeryToken, "?limit=3").body_json();
   REQUIRE(page1["events"].size() == 3);
   REQUIRE(page1["next"].is_string());
-  auto page2 = l.get("bakery", kBakeryToken, "?limit=3&after=" + page1["next"].get<std::string>()).body_json();
+  auto page2 = l.get("bakery", kBakeryToken, "?limit=3&after=" + page1["next"].get<std::string>())
+                   .body_json();
   CHECK(page2["events"].size() == 1);
   CHECK(page2["next"].is_null());
   CHECK(page2["events"][0]["event_type"] == "pricex.y");
@@ -121,7 +125,8 @@ TEST_CASE("reads filter by glob, entity and cursor") {
 
 TEST_CASE("invalid events and queries get the contract's clear errors, nothing written") {
   Ledger l;
-  auto expect = [&](const json& body, int status, const std::string& code, const std::string& field) {
+  auto expect = [&](const json& body, int status, const std::string& code,
+                    const std::string& field) {
     auto r = l.post("bakery", kBakeryToken, body);
     CHECK(r.status == status);
     json b = r.body_json();
@@ -129,18 +134,25 @@ TEST_CASE("invalid events and queries get the contract's clear errors, nothing w
     if (!field.empty()) CHECK(b["error"]["field"] == field);
   };
   expect(json{{"entity_ref", "item:1"}}, 400, "invalid_event", "event_type");
-  expect(json{{"event_type", "Price.Changed"}, {"entity_ref", "item:1"}}, 400, "invalid_event", "event_type");
-  expect(json{{"event_type", "price"}, {"entity_ref", "item:1"}}, 400, "invalid_event", "event_type");
-  expect(json{{"event_type", "price.changed"}, {"entity_ref", "item"}}, 400, "invalid_event", "entity_ref");
-  expect(json{{"event_type", "price.changed"}, {"entity_ref", "item:1"}, {"payload", json::array()}}, 400,
-         "invalid_event", "payload");
-  expect(json{{"event_type", "price.changed"}, {"entity_ref", "item:1"}, {"event_id", "not-a-ulid"}}, 400,
-         "invalid_event", "event_id");
-  expect(json{{"event_type", "price.changed"}, {"entity_ref", "item:1"}, {"occurred_at", "yesterday"}}, 400,
-         "invalid_event", "occurred_at");
+  expect(json{{"event_type", "Price.Changed"}, {"entity_ref", "item:1"}}, 400, "invalid_event",
+         "event_type");
+  expect(json{{"event_type", "price"}, {"entity_ref", "item:1"}}, 400, "invalid_event",
+         "event_type");
+  expect(json{{"event_type", "price.changed"}, {"entity_ref", "item"}}, 400, "invalid_event",
+         "entity_ref");
+  expect(
+      json{{"event_type", "price.changed"}, {"entity_ref", "item:1"}, {"payload", json::array()}},
+      400, "invalid_event", "payload");
+  expect(
+      json{{"event_type", "price.changed"}, {"entity_ref", "item:1"}, {"event_id", "not-a-ulid"}},
+      400, "invalid_event", "event_id");
+  expect(
+      json{{"event_type", "price.changed"}, {"entity_ref", "item:1"}, {"occurred_at", "yesterday"}},
+      400, "invalid_event", "occurred_at");
   expect(json{{"event_type", "price.changed"}, {"entity_ref", "item:1"}, {"sequence_no", "x"}}, 400,
          "invalid_event", "sequence_no");
-  expect(json{{"event_type", "price.changed"}, {"entity_ref", "item:1"},
+  expect(json{{"event_type", "price.changed"},
+              {"entity_ref", "item:1"},
               {"payload", {{"blob", std::string(65 * 1024, 'x')}}}},
          413, "payload_too_large", "payload");
   auto h = Mesh::tenant_headers("bakery", kBakeryToken);
@@ -171,8 +183,9 @@ TEST_CASE("producer-supplied ULIDs: kept, deduplicated, never reused across tena
 
 TEST_CASE("the operator may post platform-wide or for a tenant, and read across tenants") {
   Ledger l;
-  auto op = std::map<std::string, std::string>{{"Authorization", std::string("Bearer ") + Mesh::kAdminToken},
-                                               {"Content-Type", "application/json"}};
+  auto op = std::map<std::string, std::string>{
+      {"Authorization", std::string("Bearer ") + Mesh::kAdminToken},
+      {"Content-Type", "application/json"}};
   json platform = price_event(1);
   CHECK(l.mesh.request("events", "POST", "/api/events", op, platform.dump()).status == 201);
   platform["tenant_id"] = "bakery";
@@ -192,11 +205,14 @@ TEST_CASE("emit_event goes through the queue; redelivery lands once") {
   draft.entity_ref = "lead:01JH0000000000000000000001";
   draft.tenant_id = "bakery";
   draft.payload = {{"channel", "form"}};
-  json body = ss::event_message(draft, "01JH0000000000000000000009", "siteswarm-leads-service", l.mesh.now_ms);
-  json batch{{"op", "queue"}, {"queue", "siteswarm-events"},
-             {"messages", {{{"id", "m1"}, {"body", body}, {"attempts", 1}},
-                           {{"id", "m2"}, {"body", body}, {"attempts", 2}},
-                           {{"id", "m3"}, {"body", {{"event_type", "nope"}}}, {"attempts", 1}}}}};
+  json body = ss::event_message(draft, "01JH0000000000000000000009", "siteswarm-leads-service",
+                                l.mesh.now_ms);
+  json batch{{"op", "queue"},
+             {"queue", "siteswarm-events"},
+             {"messages",
+              {{{"id", "m1"}, {"body", body}, {"attempts", 1}},
+               {{"id", "m2"}, {"body", body}, {"attempts", 2}},
+               {{"id", "m3"}, {"body", {{"event_type", "nope"}}}, {"attempts", 1}}}}};
   json out = l.mesh.message("events", batch);
   CHECK(out["ack"] == json::array({"m1", "m2", "m3"}));
   json rows = l.rows();

@@ -34,7 +34,8 @@ Task<Result<Response>> post_event(Context& ctx, const Request& req, const Params
     const json* t = find_field(body, "tenant_id");
     if (t != nullptr && !t->is_null()) {
       if (!t->is_string() || !is_valid_tenant_id(t->get<std::string>())) {
-        co_return Error{ErrorCode::invalid_event, "tenant_id: not a tenant id"}.with("field", "tenant_id");
+        co_return Error{ErrorCode::invalid_event, "tenant_id: not a tenant id"}.with("field",
+                                                                                     "tenant_id");
       }
       event.tenant_id = t->get<std::string>();
     }
@@ -55,7 +56,8 @@ Task<Result<Response>> get_events(Context& ctx, const Request& req, const Params
     std::string tenant = req.query_param("tenant");
     if (!tenant.empty()) {
       if (!is_valid_tenant_id(tenant)) {
-        co_return Error{ErrorCode::invalid_request, "tenant: not a tenant id"}.with("field", "tenant");
+        co_return Error{ErrorCode::invalid_request, "tenant: not a tenant id"}.with("field",
+                                                                                    "tenant");
       }
       query.tenant_id = tenant;
     }

@@ -6,7 +6,8 @@
 namespace ss::events {
 
 void add_api_routes(App& app);
-// Appends every message of a siteswarm-events batch (deduplicated by event_id); retries on D1 errors.
+// Appends every message of a siteswarm-events batch (deduplicated by event_id); retries on D1
+// errors.
 Task<QueueOutcome> ingest_batch(Context& ctx, std::vector<QueueMessage> batch);
 
 }  // namespace ss::events

@@ -1,10 +1,10 @@
 // The ledger's guarantees, played end to end through the native mesh: fan-out, its cap, dedupe,
 // quarantine, kill switches, replay, locks, timelines, anomalies, retention and lag.
+#include "workers/events/drain.h"
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
 #include "shared/ulid.h"
 #include "tests/native/harness.h"
-#include "workers/events/drain.h"
 
 #include <doctest/doctest.h>
 
@@ -28,9 +28,8 @@ struct Ledger {
     mesh.fetch_stub = [this](const json& req) {
       ss::native::StubReply reply;
       json body = json::parse(req["body"].get<std::string>(), nullptr, false);
-      calls.push_back({{"url", req["url"]},
-                       {"key", req["headers"]["idempotency-key"]},
-                       {"body", body}});
+      calls.push_back(
+          {{"url", req["url"]}, {"key", req["headers"]["idempotency-key"]}, {"body", body}});
       std::string event_id = body["event"]["event_id"];
       reply.status = failing_events.count(event_id) ? 500 : 202;
       reply.body = "{}";
@@ -39,19 +38,23 @@ struct Ledger {
   }
 
   std::map<std::string, std::string> op(bool json_body = true) {
-    std::map<std::string, std::string> h{{"Authorization", std::string("Bearer ") + Mesh::kAdminToken}};
+    std::map<std::string, std::string> h{
+        {"Authorization", std::string("Bearer ") + Mesh::kAdminToken}};
     if (json_body) h["Content-Type"] = "application/json";
     return h;
   }
-  ss::native::HttpReply admin(const std::string& method, const std::string& path, const json& body = nullptr) {
-    return mesh.request("events", method, path, op(!body.is_null()), body.is_null() ? "" : body.dump());
+  ss::native::HttpReply admin(const std::string& method, const std::string& path,
+                              const json& body = nullptr) {
+    return mesh.request("events", method, path, op(!body.is_null()),
+                        body.is_null() ? "" : body.dump());
   }
   void workflow(const std::string& type) {
     REQUIRE(admin("PUT", "/admin/workflows/" + type,
                   {{"target", {{"webhook", "http://127.0.0.1:9/hooks/" + type}}}})
                 .status == 201);
   }
-  void subscribe(const std::string& glob, const std::string& type, const json& extra = json::object()) {
+  void subscribe(const std::string& glob, const std::string& type,
+                 const json& extra = json::object()) {
     json body = extra;
     body["event_type_glob"] = glob;
     body["workflow_type"] = type;
@@ -62,8 +65,9 @@ struct Ledger {
                    const std::string& ref = "item:1") {
     auto h = Mesh::tenant_headers("bakery", kToken);
     h["Content-Type"] = "application/json";
-    auto r = mesh.request("events", "POST", "/api/events", h,
-                          json{{"event_type", type}, {"entity_ref", ref}, {"payload", payload}}.dump());
+    auto r =
+        mesh.request("events", "POST", "/api/events", h,
+                     json{{"event_type", type}, {"entity_ref", ref}, {"payload", payload}}.dump());
     REQUIRE(r.status == 201);
     mesh.now_ms += 1;
     return r.body_json()["event_id"];
@@ -133,17 +137,21 @@ TEST_CASE("a drainer that dies mid-batch and is re-run starts every workflow exa
   CHECK(start["input"] == json{{"n", 0}});
 }
 
-TEST_CASE("a start claimed by a live run is left to it and the cursor waits; a dead run's claim is taken over") {
+TEST_CASE(
+    "a start claimed by a live run is left to it and the cursor waits; a dead run's claim is taken "
+    "over") {
   Ledger l;
   l.workflow("notify");
   l.subscribe("*", "notify");
   std::string stale = l.emit("order.placed");
   std::string fresh = l.emit("order.placed");
   auto claim = [&](const std::string& id, std::int64_t at) {
-    l.mesh.db("EVENTS_DB").execute(
-        "INSERT INTO event_consumer_dedupe (consumer, dedupe_key, event_id, created_at, status, holder, "
-        "claimed_at_ms) VALUES ('workflow_runner', ?1, ?2, 'x', 'claimed', 'other-run', ?3)",
-        json::array({"workflow_runner:" + id + ":notify", id, at}));
+    l.mesh.db("EVENTS_DB")
+        .execute(
+            "INSERT INTO event_consumer_dedupe (consumer, dedupe_key, event_id, created_at, "
+            "status, holder, "
+            "claimed_at_ms) VALUES ('workflow_runner', ?1, ?2, 'x', 'claimed', 'other-run', ?3)",
+            json::array({"workflow_runner:" + id + ":notify", id, at}));
   };
   claim(stale, l.mesh.now_ms - ss::events::kLockTtlMs - 1);  // a run that died long ago
   claim(fresh, l.mesh.now_ms);                               // a run starting it right now
@@ -154,7 +162,8 @@ TEST_CASE("a start claimed by a live run is left to it and the cursor waits; a d
   CHECK(first["cursor"] == stale);  // not past the event another run is still starting
   REQUIRE(l.calls.size() == 1);
   CHECK(l.calls[0]["key"] == "workflow_runner:" + stale + ":notify");
-  // That run never finished: once its claim is older than the lock TTL, the next drain takes it over.
+  // That run never finished: once its claim is older than the lock TTL, the next drain takes it
+  // over.
   l.mesh.now_ms += ss::events::kLockTtlMs + 1;
   json second = l.drain();
   CHECK(second["read"] == 1);
@@ -174,7 +183,8 @@ TEST_CASE("a failed start releases its claim so a retry can start it") {
   CHECK(l.drain()["quarantined"] == 1);
   CHECK(l.db("SELECT * FROM event_consumer_dedupe").empty());
   l.failing_events.clear();
-  CHECK(l.admin("POST", "/admin/quarantine/workflow_runner/" + id + "/retry").body_json()["started"] == 1);
+  CHECK(l.admin("POST", "/admin/quarantine/workflow_runner/" + id + "/retry")
+            .body_json()["started"] == 1);
   CHECK(l.db("SELECT * FROM event_consumer_dedupe WHERE status = 'started'").size() == 1);
 }
 
@@ -223,7 +233,8 @@ TEST_CASE("50 subscriptions on * start 8 workflows and leave one cap record") {
   CHECK(l.db("SELECT * FROM events WHERE event_type = 'events.fanout_capped'").size() == 1);
 }
 
-TEST_CASE("a poison event is quarantined, the cursor moves past it, later events flow, retry works") {
+TEST_CASE(
+    "a poison event is quarantined, the cursor moves past it, later events flow, retry works") {
   Ledger l;
   l.workflow("notify");
   l.subscribe("*", "notify");
@@ -266,7 +277,8 @@ TEST_CASE("kill:fanout stops fan-out without losing events; switching it off dra
   CHECK(l.calls.empty());
   CHECK(l.db("SELECT * FROM events").size() == 5);  // events keep accumulating
   auto list = l.admin("GET", "/admin/kill-switches").body_json();
-  CHECK(list["kill_switches"][0] == json{{"name", "kill:fanout"}, {"enabled", true},
+  CHECK(list["kill_switches"][0] == json{{"name", "kill:fanout"},
+                                         {"enabled", true},
                                          {"updated_at", list["kill_switches"][0]["updated_at"]}});
   REQUIRE(l.admin("PUT", "/admin/kill-switches/kill:fanout", {{"enabled", false}}).status == 200);
   json report = l.drain();
@@ -292,7 +304,8 @@ TEST_CASE("replay shows a consumer the window again and dedupe prevents double s
   CHECK(report["started"] == 0);
   CHECK(l.calls.size() == 4);
   // The timeline survives a replay without double counting.
-  REQUIRE(l.admin("POST", "/admin/consumers/timeline_indexer/replay", {{"from_event_id", ids[0]}}).status == 200);
+  REQUIRE(l.admin("POST", "/admin/consumers/timeline_indexer/replay", {{"from_event_id", ids[0]}})
+              .status == 200);
   CHECK(l.drain("timeline_indexer")["read"] == 4);
   auto timeline = l.mesh.request("events", "GET", "/api/entities/item/7/timeline",
                                  Mesh::tenant_headers("bakery", kToken));
@@ -300,8 +313,11 @@ TEST_CASE("replay shows a consumer the window again and dedupe prevents double s
   CHECK(timeline.body_json()["summary"]["event_count"] == 4);
   CHECK(timeline.body_json()["summary"]["last_event_id"] == ids[3]);
   CHECK(timeline.body_json()["events"].size() == 4);
-  CHECK(l.admin("POST", "/admin/consumers/nobody/replay", {{"from_event_id", ids[0]}}).status == 404);
-  CHECK(l.admin("POST", "/admin/consumers/workflow_runner/replay", {{"from_event_id", "x"}}).status == 400);
+  CHECK(l.admin("POST", "/admin/consumers/nobody/replay", {{"from_event_id", ids[0]}}).status ==
+        404);
+  CHECK(
+      l.admin("POST", "/admin/consumers/workflow_runner/replay", {{"from_event_id", "x"}}).status ==
+      400);
 }
 
 TEST_CASE("two drains at once: the second finds the lock and does nothing") {
@@ -309,8 +325,9 @@ TEST_CASE("two drains at once: the second finds the lock and does nothing") {
   l.workflow("notify");
   l.subscribe("*", "notify");
   l.emit("order.placed");
-  l.mesh.db("EVENTS_DB").execute("INSERT INTO cron_locks VALUES ('drain:workflow_runner', 'other', ?1)",
-                                 json::array({l.mesh.now_ms + 60000}));
+  l.mesh.db("EVENTS_DB")
+      .execute("INSERT INTO cron_locks VALUES ('drain:workflow_runner', 'other', ?1)",
+               json::array({l.mesh.now_ms + 60000}));
   json report = l.drain();
   CHECK(report["locked"] == true);
   CHECK(report["read"] == 0);
@@ -324,11 +341,13 @@ TEST_CASE("globs, filters and mappers that do not match start nothing; matching 
   Ledger l;
   l.workflow("big_items");
   l.workflow("vendors");
-  l.subscribe("price.*", "big_items", {{"filter_expr", "payload.amount > 100 && entity_type == \"item\""}});
-  l.subscribe("vendor.*", "vendors", {{"input_mapper", {{"vendor_id", "$.entity_id"}, {"cost", "$.payload.cost"}}}});
-  l.emit("price.changed", {{"amount", 50}});                 // filter false
-  l.emit("price.changed", {{"amount", 500}}, "vendor:9");    // entity_type mismatch
-  l.emit("lead.received", {{"amount", 500}});                // glob mismatch
+  l.subscribe("price.*", "big_items",
+              {{"filter_expr", "payload.amount > 100 && entity_type == \"item\""}});
+  l.subscribe("vendor.*", "vendors",
+              {{"input_mapper", {{"vendor_id", "$.entity_id"}, {"cost", "$.payload.cost"}}}});
+  l.emit("price.changed", {{"amount", 50}});               // filter false
+  l.emit("price.changed", {{"amount", 500}}, "vendor:9");  // entity_type mismatch
+  l.emit("lead.received", {{"amount", 500}});              // glob mismatch
   CHECK(l.drain()["started"] == 0);
   CHECK(l.calls.empty());
   l.emit("price.changed", {{"amount", 101}});
@@ -349,10 +368,16 @@ TEST_CASE("invalid subscriptions and workflows are refused naming the field") {
   expect({{"event_type_glob", "Price.*"}, {"workflow_type", "x"}}, "event_type_glob");
   expect({{"workflow_type", "x"}}, "event_type_glob");
   expect({{"event_type_glob", "price.*"}, {"workflow_type", "X Y"}}, "workflow_type");
-  expect({{"event_type_glob", "price.*"}, {"workflow_type", "x"}, {"filter_expr", "payload.a >"}}, "filter_expr");
-  expect({{"event_type_glob", "price.*"}, {"workflow_type", "x"}, {"filter_expr", "((((a)"}}, "filter_expr");
-  expect({{"event_type_glob", "price.*"}, {"workflow_type", "x"}, {"input_mapper", {{"a", "entity_id"}}}}, "input_mapper");
-  expect({{"event_type_glob", "price.*"}, {"workflow_type", "x"}, {"input_mapper", "nope"}}, "input_mapper");
+  expect({{"event_type_glob", "price.*"}, {"workflow_type", "x"}, {"filter_expr", "payload.a >"}},
+         "filter_expr");
+  expect({{"event_type_glob", "price.*"}, {"workflow_type", "x"}, {"filter_expr", "((((a)"}},
+         "filter_expr");
+  expect({{"event_type_glob", "price.*"},
+          {"workflow_type", "x"},
+          {"input_mapper", {{"a", "entity_id"}}}},
+         "input_mapper");
+  expect({{"event_type_glob", "price.*"}, {"workflow_type", "x"}, {"input_mapper", "nope"}},
+         "input_mapper");
   expect({{"event_type_glob", "price.*"}, {"workflow_type", "x"}, {"enabled", "no"}}, "enabled");
   CHECK(l.db("SELECT * FROM event_subscriptions").empty());
   CHECK(l.admin("PUT", "/admin/workflows/x", {{"target", {{"webhook", "ftp://x"}}}}).status == 400);
@@ -372,13 +397,17 @@ TEST_CASE("invalid subscriptions and workflows are refused naming the field") {
 
 TEST_CASE("a registered JSON Schema refuses a payload that breaks it with 422") {
   Ledger l;
-  json schema{{"type", "object"}, {"required", {"amount"}}, {"properties", {{"amount", {{"type", "number"}}}}}};
+  json schema{{"type", "object"},
+              {"required", {"amount"}},
+              {"properties", {{"amount", {{"type", "number"}}}}}};
   REQUIRE(l.admin("PUT", "/admin/schemas/price.changed", {{"schema", schema}}).status == 200);
   auto h = Mesh::tenant_headers("bakery", kToken);
   h["Content-Type"] = "application/json";
   auto bad = l.mesh.request("events", "POST", "/api/events", h,
-                            json{{"event_type", "price.changed"}, {"entity_ref", "item:1"},
-                                 {"payload", {{"amount", "lots"}}}}.dump());
+                            json{{"event_type", "price.changed"},
+                                 {"entity_ref", "item:1"},
+                                 {"payload", {{"amount", "lots"}}}}
+                                .dump());
   CHECK(bad.status == 422);
   CHECK(bad.body_json()["error"]["code"] == "schema_violation");
   CHECK(bad.body_json()["error"]["violations"].size() >= 1);

@@ -45,26 +45,27 @@ std::string lock_name(const std::string& consumer) { return "drain:" + consumer;
 
 Task<Result<bool>> acquire_lock(Context& ctx, const std::string& name, const std::string& holder) {
   json params = json::array({name, holder, ctx.now_ms() + kLockTtlMs, ctx.now_ms()});
-  SS_CO_TRY(json r, co_await D1(kDb).run(
-                        "INSERT INTO cron_locks (name, holder, expires_at_ms) VALUES (?1, ?2, ?3) "
-                        "ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, "
-                        "expires_at_ms = excluded.expires_at_ms WHERE cron_locks.expires_at_ms <= ?4",
-                        params));
+  SS_CO_TRY(json r,
+            co_await D1(kDb).run(
+                "INSERT INTO cron_locks (name, holder, expires_at_ms) VALUES (?1, ?2, ?3) "
+                "ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, "
+                "expires_at_ms = excluded.expires_at_ms WHERE cron_locks.expires_at_ms <= ?4",
+                params));
   const json* meta = find_field(r, "meta");
-  co_return meta != nullptr && int_or(*meta, "changes", 0) > 0;
+  co_return meta != nullptr&& int_or(*meta, "changes", 0) > 0;
 }
 
 Task<Status> release_lock(const std::string& name, const std::string& holder) {
   json params = json::array({name, holder});
-  SS_CO_TRY(json r, co_await D1(kDb).run("DELETE FROM cron_locks WHERE name = ?1 AND holder = ?2",
-                                          params));
+  SS_CO_TRY(json r,
+            co_await D1(kDb).run("DELETE FROM cron_locks WHERE name = ?1 AND holder = ?2", params));
   co_return Unit{};
 }
 
 Task<Result<std::string>> read_cursor(const std::string& consumer) {
   json params = json::array({consumer});
-  SS_CO_TRY(json r, co_await D1(kDb).first("SELECT cursor FROM event_drain_state WHERE consumer = ?1",
-                                            params));
+  SS_CO_TRY(json r, co_await D1(kDb).first(
+                        "SELECT cursor FROM event_drain_state WHERE consumer = ?1", params));
   const json* row = row_of(r);
   co_return row ? string_or(*row, "cursor", "") : std::string();
 }
@@ -86,14 +87,15 @@ Task<Result<bool>> switch_on(const std::vector<std::string>& names) {
     placeholders += (placeholders.empty() ? "?" : ", ?") + std::to_string(params.size());
   }
   SS_CO_TRY(json r, co_await D1(kDb).first("SELECT name FROM kill_switches WHERE enabled = 1 AND "
-                                            "name IN (" + placeholders + ") LIMIT 1",
-                                            params));
+                                           "name IN (" +
+                                               placeholders + ") LIMIT 1",
+                                           params));
   co_return row_of(r) != nullptr;
 }
 
 Task<Result<std::vector<Subscription>>> load_subscriptions(Context& ctx) {
   SS_CO_TRY(json r, co_await D1(kDb).all("SELECT * FROM event_subscriptions WHERE enabled = 1 "
-                                          "ORDER BY subscription_id"));
+                                         "ORDER BY subscription_id"));
   std::vector<Subscription> subs;
   for (const json& row : rows_of(r)) {
     Subscription s;
@@ -125,7 +127,8 @@ Task<Result<std::vector<Subscription>>> load_subscriptions(Context& ctx) {
 }
 
 Task<Result<std::map<std::string, WorkflowTarget>>> load_workflows() {
-  SS_CO_TRY(json r, co_await D1(kDb).all("SELECT workflow_type, target_json FROM workflow_definitions"));
+  SS_CO_TRY(json r,
+            co_await D1(kDb).all("SELECT workflow_type, target_json FROM workflow_definitions"));
   std::map<std::string, WorkflowTarget> out;
   for (const json& row : rows_of(r)) {
     auto target = parse_json(string_or(row, "target_json", "{}"));
@@ -216,14 +219,14 @@ struct EventOutcome {
   int duplicates = 0;
   int subrequests = 0;
   bool capped = false;
-  bool contended = false;  // another run holds a live claim on one of this event's starts
-  std::string failure;  // non-empty: the event is poison for this consumer
+  bool contended = false;      // another run holds a live claim on one of this event's starts
+  std::string failure;         // non-empty: the event is poison for this consumer
   std::optional<Error> error;  // D1 failed: stop here, commit nothing for this event
 };
 
 // Fans one event out: match, cap, dedupe, start concurrently, and prepare the rows to commit.
-// `deferred` holds the previous event's commit: when this event needs a claim batch, the two go to D1
-// together (one round trip instead of two) and `deferred` is emptied.
+// `deferred` holds the previous event's commit: when this event needs a claim batch, the two go to
+// D1 together (one round trip instead of two) and `deferred` is emptied.
 Task<EventOutcome> fan_out(Context& ctx, const std::string& consumer, const json& row,
                            const FanoutContext& fc, std::vector<D1Statement>& deferred) {
   EventOutcome out;
@@ -250,9 +253,9 @@ Task<EventOutcome> fan_out(Context& ctx, const std::string& consumer, const json
       cap.entity_type = "event";
       cap.entity_id = event_id;
       cap.tenant_id = get_string(event, "tenant_id");
-      cap.payload = {{"event_id", event_id}, {"event_type", type}, {"consumer", consumer},
-                     {"matched", kMaxFanout + dropped.size()}, {"started_limit", kMaxFanout},
-                     {"dropped_subscriptions", dropped}};
+      cap.payload = {{"event_id", event_id},        {"event_type", type},
+                     {"consumer", consumer},        {"matched", kMaxFanout + dropped.size()},
+                     {"started_limit", kMaxFanout}, {"dropped_subscriptions", dropped}};
       cap.idempotency_key = "fanout_capped:" + consumer + ":" + event_id;
       cap.source_system = "siteswarm-events-service";
       auto appended = co_await append_event(ctx, std::move(cap));
@@ -283,12 +286,15 @@ Task<EventOutcome> fan_out(Context& ctx, const std::string& consumer, const json
     std::vector<D1Statement> claims;
     for (const Subscription* s : todo) {
       claims.push_back(
-          {"INSERT INTO event_consumer_dedupe (consumer, dedupe_key, event_id, created_at, status, holder, "
-           "claimed_at_ms) VALUES (?1, ?2, ?3, ?4, 'claimed', ?5, ?6) ON CONFLICT (consumer, dedupe_key) "
+          {"INSERT INTO event_consumer_dedupe (consumer, dedupe_key, event_id, created_at, status, "
+           "holder, "
+           "claimed_at_ms) VALUES (?1, ?2, ?3, ?4, 'claimed', ?5, ?6) ON CONFLICT (consumer, "
+           "dedupe_key) "
            "DO UPDATE SET holder = excluded.holder, claimed_at_ms = excluded.claimed_at_ms WHERE "
            "event_consumer_dedupe.status = 'claimed' AND event_consumer_dedupe.claimed_at_ms <= ?7",
            json::array({consumer, idempotency_key(consumer, event_id, s->workflow_type), event_id,
-                        format_rfc3339(ctx.now_ms()), fc.holder, ctx.now_ms(), ctx.now_ms() - kLockTtlMs})});
+                        format_rfc3339(ctx.now_ms()), fc.holder, ctx.now_ms(),
+                        ctx.now_ms() - kLockTtlMs})});
     }
     ++out.subrequests;
     std::size_t offset = deferred.size();
@@ -304,8 +310,9 @@ Task<EventOutcome> fan_out(Context& ctx, const std::string& consumer, const json
     json lost = json::array();
     for (std::size_t i = 0; i < todo.size(); ++i) {
       std::size_t at = offset + i;
-      const json* meta =
-          claimed->is_array() && at < claimed->size() ? find_field((*claimed)[at], "meta") : nullptr;
+      const json* meta = claimed->is_array() && at < claimed->size()
+                             ? find_field((*claimed)[at], "meta")
+                             : nullptr;
       if (meta != nullptr && int_or(*meta, "changes", 0) > 0) {
         mine.push_back(todo[i]);
       } else {
@@ -324,10 +331,11 @@ Task<EventOutcome> fan_out(Context& ctx, const std::string& consumer, const json
         in += (in.empty() ? "?" : ", ?") + std::to_string(params.size());
       }
       ++out.subrequests;
-      auto held = co_await D1(kDb).first("SELECT COUNT(*) AS n FROM event_consumer_dedupe WHERE "
-                                         "consumer = ?1 AND status = 'claimed' AND dedupe_key IN (" +
-                                             in + ")",
-                                         params);
+      auto held = co_await D1(kDb).first(
+          "SELECT COUNT(*) AS n FROM event_consumer_dedupe WHERE "
+          "consumer = ?1 AND status = 'claimed' AND dedupe_key IN (" +
+              in + ")",
+          params);
       if (!held) {
         out.error = held.error();
         co_return out;
@@ -340,8 +348,8 @@ Task<EventOutcome> fan_out(Context& ctx, const std::string& consumer, const json
   std::vector<Task<StartOutcome>> starts;
   for (const Subscription* s : todo) {
     auto wf = fc.workflows.find(s->workflow_type);
-    starts.push_back(start_workflow(ctx, consumer, event, s,
-                                    wf == fc.workflows.end() ? nullptr : &wf->second));
+    starts.push_back(
+        start_workflow(ctx, consumer, event, s, wf == fc.workflows.end() ? nullptr : &wf->second));
   }
   std::vector<StartOutcome> results = co_await when_all(std::move(starts));
   std::string now = format_rfc3339(ctx.now_ms());
@@ -349,22 +357,27 @@ Task<EventOutcome> fan_out(Context& ctx, const std::string& consumer, const json
     const StartOutcome& r = results[i];
     const Subscription* s = todo[i];
     ++out.subrequests;
-    json claim = json::array({consumer, idempotency_key(consumer, event_id, s->workflow_type), fc.holder});
+    json claim =
+        json::array({consumer, idempotency_key(consumer, event_id, s->workflow_type), fc.holder});
     if (r.started) {
       ++out.started;
-      out.statements.push_back({"UPDATE event_consumer_dedupe SET status = 'started' WHERE consumer = ?1 "
-                                "AND dedupe_key = ?2 AND holder = ?3",
-                                claim});
+      out.statements.push_back(
+          {"UPDATE event_consumer_dedupe SET status = 'started' WHERE consumer = ?1 "
+           "AND dedupe_key = ?2 AND holder = ?3",
+           claim});
     } else {
-      out.statements.push_back({"DELETE FROM event_consumer_dedupe WHERE consumer = ?1 AND dedupe_key = ?2 "
-                                "AND holder = ?3 AND status = 'claimed'",
-                                claim});
+      out.statements.push_back(
+          {"DELETE FROM event_consumer_dedupe WHERE consumer = ?1 AND dedupe_key = ?2 "
+           "AND holder = ?3 AND status = 'claimed'",
+           claim});
       if (out.failure.empty()) out.failure = s->workflow_type + ": " + r.error;
     }
     if (!r.run_id.empty()) {
       out.statements.push_back(
-          {"INSERT OR IGNORE INTO workflow_run_log (workflow_run_id, consumer, workflow_type, event_id, "
-           "subscription_id, status, http_status, started_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+          {"INSERT OR IGNORE INTO workflow_run_log (workflow_run_id, consumer, workflow_type, "
+           "event_id, "
+           "subscription_id, status, http_status, started_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
+           "?8)",
            json::array({r.run_id, consumer, s->workflow_type, event_id, s->id,
                         r.started ? "started" : "failed",
                         r.http_status ? json(r.http_status) : json(nullptr), now})});
@@ -382,10 +395,11 @@ Task<Result<FanoutContext>> load_fanout_context(Context& ctx, const std::string&
   SS_CO_TRY(fc.subs, co_await load_subscriptions(ctx));
   SS_CO_TRY(fc.workflows, co_await load_workflows());
   json params = json::array({consumer, after, last});
-  SS_CO_TRY(json keys, co_await D1(kDb).all("SELECT dedupe_key FROM event_consumer_dedupe WHERE "
-                                             "consumer = ?1 AND event_id > ?2 AND event_id <= ?3 AND "
-                                             "status = 'started'",
-                                             params));
+  SS_CO_TRY(json keys,
+            co_await D1(kDb).all("SELECT dedupe_key FROM event_consumer_dedupe WHERE "
+                                 "consumer = ?1 AND event_id > ?2 AND event_id <= ?3 AND "
+                                 "status = 'started'",
+                                 params));
   for (const json& k : rows_of(keys)) fc.done_keys.insert(string_or(k, "dedupe_key", ""));
   co_return fc;
 }
@@ -402,12 +416,12 @@ Task<Status> run_workflow_batch(Context& ctx, DrainReport& report, const json& r
                                 const std::string& cursor, const std::string& holder) {
   const std::string& consumer = report.consumer;
   std::string last = string_or(rows.back(), "event_id", "");
-  SS_CO_TRY(FanoutContext fc, co_await load_fanout_context(ctx, consumer, cursor, last, holder,
-                                                           lock_name(consumer)));
+  SS_CO_TRY(FanoutContext fc,
+            co_await load_fanout_context(ctx, consumer, cursor, last, holder, lock_name(consumer)));
   int budget = subrequest_budget(ctx);
   int used = 4;  // kill switch, lock, cursor, batch read
-  // Each event's commit (dedupe, run log, quarantine, cursor, lock renewal) rides along with the next
-  // D1 batch the drain makes anyway, so a steady drain costs about one round trip per event.
+  // Each event's commit (dedupe, run log, quarantine, cursor, lock renewal) rides along with the
+  // next D1 batch the drain makes anyway, so a steady drain costs about one round trip per event.
   std::vector<D1Statement> deferred;
   DrainReport pending = report;  // what `deferred` will have committed once it is flushed
   auto flush = [&]() -> Task<Status> {
@@ -427,7 +441,8 @@ Task<Status> run_workflow_batch(Context& ctx, DrainReport& report, const json& r
     bool had_deferred = !deferred.empty();
     EventOutcome outcome = co_await fan_out(ctx, consumer, row, fc, deferred);
     if (outcome.error) co_return std::move(*outcome.error);
-    if (had_deferred && deferred.empty()) report = pending;  // the previous commit went with the claims
+    if (had_deferred && deferred.empty())
+      report = pending;  // the previous commit went with the claims
     if (!outcome.failure.empty()) {
       outcome.statements.push_back(
           quarantine_statement(consumer, event_id, outcome.failure, ctx.now_ms()));
@@ -435,8 +450,9 @@ Task<Status> run_workflow_batch(Context& ctx, DrainReport& report, const json& r
     if (!outcome.contended) {
       outcome.statements.push_back(cursor_statement(consumer, event_id, ctx.now_ms(), 1));
     }
-    outcome.statements.push_back({"UPDATE cron_locks SET expires_at_ms = ?3 WHERE name = ?1 AND holder = ?2",
-                                  json::array({fc.lock, fc.holder, ctx.now_ms() + kLockTtlMs})});
+    outcome.statements.push_back(
+        {"UPDATE cron_locks SET expires_at_ms = ?3 WHERE name = ?1 AND holder = ?2",
+         json::array({fc.lock, fc.holder, ctx.now_ms() + kLockTtlMs})});
     deferred.insert(deferred.end(), outcome.statements.begin(), outcome.statements.end());
     used += outcome.subrequests + (outcome.capped ? 3 : 0);
     ++pending.read;
@@ -476,8 +492,8 @@ Task<Status> run_timeline_batch(Context& ctx, DrainReport& report, const json& r
                       string_or(row, "event_type", ""), string_or(row, "occurred_at", "")})});
   }
   std::string last = string_or(rows.back(), "event_id", "");
-  statements.push_back(cursor_statement(report.consumer, last, ctx.now_ms(),
-                                        static_cast<int>(rows.size())));
+  statements.push_back(
+      cursor_statement(report.consumer, last, ctx.now_ms(), static_cast<int>(rows.size())));
   SS_CO_TRY(json committed, co_await D1(kDb).batch(statements));
   report.read = static_cast<int>(rows.size());
   report.cursor = last;
@@ -505,8 +521,8 @@ Task<Status> run_anomaly_batch(Context& ctx, DrainReport& report, const json& ro
          json::array({type, at - at % kRateWindowMs, event_id})});
   }
   std::string last = string_or(rows.back(), "event_id", "");
-  statements.push_back(cursor_statement(report.consumer, last, ctx.now_ms(),
-                                        static_cast<int>(rows.size())));
+  statements.push_back(
+      cursor_statement(report.consumer, last, ctx.now_ms(), static_cast<int>(rows.size())));
   SS_CO_TRY(json committed, co_await D1(kDb).batch(statements));
   report.read = static_cast<int>(rows.size());
   report.cursor = last;
@@ -532,8 +548,10 @@ Task<Status> run_anomaly_batch(Context& ctx, DrainReport& report, const json& ro
     alert.event_type = "anomaly.detected";
     alert.entity_type = "event_type";
     alert.entity_id = type;
-    alert.payload = {{"event_type", type}, {"window_start", format_rfc3339(window)},
-                     {"count", current}, {"baseline_per_window", baseline},
+    alert.payload = {{"event_type", type},
+                     {"window_start", format_rfc3339(window)},
+                     {"count", current},
+                     {"baseline_per_window", baseline},
                      {"window_minutes", kRateWindowMs / 60000}};
     alert.idempotency_key = "anomaly:" + type + ":" + std::to_string(window);
     alert.source_system = "siteswarm-events-service";
@@ -597,9 +615,10 @@ Task<Result<DrainReport>> drain_consumer(Context& ctx, const std::string& consum
   } else {
     report.cursor = *cursor;
     json params = json::array({*cursor, kDrainBatchSize});
-    auto batch = co_await D1(kDb).all("SELECT * FROM events WHERE event_id > ?1 ORDER BY event_id "
-                                      "LIMIT ?2",
-                                      params);
+    auto batch = co_await D1(kDb).all(
+        "SELECT * FROM events WHERE event_id > ?1 ORDER BY event_id "
+        "LIMIT ?2",
+        params);
     if (!batch) {
       result = batch.error();
     } else if (!rows_of(*batch).empty()) {
@@ -622,32 +641,37 @@ Task<Result<DrainReport>> drain_consumer(Context& ctx, const std::string& consum
 Task<Result<json>> retry_quarantined(Context& ctx, const std::string& consumer,
                                      const std::string& event_id) {
   json params = json::array({consumer, event_id});
-  SS_CO_TRY(json q, co_await D1(kDb).first("SELECT * FROM events_quarantine WHERE consumer = ?1 AND "
-                                            "event_id = ?2",
-                                            params));
+  SS_CO_TRY(json q,
+            co_await D1(kDb).first("SELECT * FROM events_quarantine WHERE consumer = ?1 AND "
+                                   "event_id = ?2",
+                                   params));
   if (row_of(q) == nullptr) {
-    co_return Error{ErrorCode::not_found, "event " + event_id + " is not quarantined for " + consumer};
+    co_return Error{ErrorCode::not_found,
+                    "event " + event_id + " is not quarantined for " + consumer};
   }
   json event_params = json::array({event_id});
-  SS_CO_TRY(json found, co_await D1(kDb).first("SELECT * FROM events WHERE event_id = ?1", event_params));
+  SS_CO_TRY(json found,
+            co_await D1(kDb).first("SELECT * FROM events WHERE event_id = ?1", event_params));
   const json* row = row_of(found);
   if (row == nullptr) co_return Error{ErrorCode::not_found, "no event " + event_id};
   if (consumer != kWorkflowRunner) {
     co_return Error{ErrorCode::conflict, "only workflow_runner quarantines events"};
   }
   SS_CO_TRY(std::string holder, co_await ctx.new_ulid());
-  SS_CO_TRY(FanoutContext fc, co_await load_fanout_context(ctx, consumer, ulid_predecessor(event_id),
-                                                           event_id, holder, ""));
+  SS_CO_TRY(FanoutContext fc, co_await load_fanout_context(
+                                  ctx, consumer, ulid_predecessor(event_id), event_id, holder, ""));
   std::vector<D1Statement> nothing_deferred;
   EventOutcome outcome = co_await fan_out(ctx, consumer, *row, fc, nothing_deferred);
   if (outcome.error) co_return std::move(*outcome.error);
   std::string now = format_rfc3339(ctx.now_ms());
   if (outcome.failure.empty()) {
-    outcome.statements.push_back({"UPDATE events_quarantine SET resolved_at = ?3 WHERE consumer = ?1 "
-                                  "AND event_id = ?2",
-                                  json::array({consumer, event_id, now})});
+    outcome.statements.push_back(
+        {"UPDATE events_quarantine SET resolved_at = ?3 WHERE consumer = ?1 "
+         "AND event_id = ?2",
+         json::array({consumer, event_id, now})});
   } else {
-    outcome.statements.push_back(quarantine_statement(consumer, event_id, outcome.failure, ctx.now_ms()));
+    outcome.statements.push_back(
+        quarantine_statement(consumer, event_id, outcome.failure, ctx.now_ms()));
   }
   SS_CO_TRY(json committed, co_await D1(kDb).batch(outcome.statements));
   co_return json{{"consumer", consumer},
@@ -688,9 +712,10 @@ Task<json> consumer_health(Context& ctx) {
     auto cursor = co_await read_cursor(name);
     if (!cursor) co_return json{{"consumers", nullptr}, {"degraded", true}};
     json params = json::array({*cursor});
-    auto next = co_await D1(kDb).first("SELECT event_id FROM events WHERE event_id > ?1 ORDER BY "
-                                       "event_id LIMIT 1",
-                                       params);
+    auto next = co_await D1(kDb).first(
+        "SELECT event_id FROM events WHERE event_id > ?1 ORDER BY "
+        "event_id LIMIT 1",
+        params);
     if (!next) co_return json{{"consumers", nullptr}, {"degraded", true}};
     std::int64_t lag_ms = 0;
     if (const json* row = row_of(*next)) {
@@ -719,11 +744,12 @@ Task<Result<json>> apply_retention(Context& ctx, int days) {
   if (cutoff_ms <= 0) co_return json{{"redacted", 0}};
   std::string cutoff = encode_ulid(cutoff_ms, UlidRandom{});
   json params = json::array({cutoff, kRetentionBatch});
-  SS_CO_TRY(json r, co_await D1(kDb).all(
-                        "SELECT event_id, tenant_id, event_type, recorded_at FROM events WHERE "
-                        "event_id < ?1 AND redacted_at IS NULL AND event_type != 'events.tombstoned' "
-                        "ORDER BY event_id LIMIT ?2",
-                        params));
+  SS_CO_TRY(json r,
+            co_await D1(kDb).all(
+                "SELECT event_id, tenant_id, event_type, recorded_at FROM events WHERE "
+                "event_id < ?1 AND redacted_at IS NULL AND event_type != 'events.tombstoned' "
+                "ORDER BY event_id LIMIT ?2",
+                params));
   const json& rows = rows_of(r);
   if (rows.empty()) co_return json{{"redacted", 0}};
 
@@ -754,8 +780,11 @@ Task<Result<json>> apply_retention(Context& ctx, int days) {
     if (!tenant.empty()) tomb.tenant_id = tenant;
     json summary = json::array();
     for (auto& [key, g] : groups) {
-      summary.push_back({{"day", key.first}, {"event_type", key.second}, {"count", g.count},
-                         {"first_event_id", g.first}, {"last_event_id", g.last}});
+      summary.push_back({{"day", key.first},
+                         {"event_type", key.second},
+                         {"count", g.count},
+                         {"first_event_id", g.first},
+                         {"last_event_id", g.last}});
     }
     tomb.payload = {{"reason", "retention"}, {"retention_days", days}, {"summary", summary}};
     tomb.idempotency_key = "retention:" + first + ":" + last;
@@ -768,11 +797,13 @@ Task<Result<json>> apply_retention(Context& ctx, int days) {
            "ON CONFLICT (day, tenant_key, event_type) DO UPDATE SET event_count = event_count + "
            "excluded.event_count, last_event_id = excluded.last_event_id, "
            "tombstone_event_id = excluded.tombstone_event_id",
-           json::array({key.first, tenant, key.second, g.count, g.first, g.last, appended.event_id})});
+           json::array(
+               {key.first, tenant, key.second, g.count, g.first, g.last, appended.event_id})});
     }
   }
   statements.push_back(
-      {"UPDATE events SET payload_json = '{\"_redacted\":true}', redacted_at = ?3 WHERE event_id >= ?1 "
+      {"UPDATE events SET payload_json = '{\"_redacted\":true}', redacted_at = ?3 WHERE event_id "
+       ">= ?1 "
        "AND event_id <= ?2 AND redacted_at IS NULL AND event_type != 'events.tombstoned'",
        json::array({first, last, now})});
   SS_CO_TRY(json committed, co_await D1(kDb).batch(statements));

@@ -101,7 +101,7 @@ TEST_CASE("filter_expr: missing paths are null") {
   CHECK_FALSE(eval("payload.nope == 0"));
   CHECK_FALSE(eval("payload.nope < 1"));
   CHECK_FALSE(eval("payload.nope >= 1"));
-  CHECK_FALSE(eval("entity_id.x"));      // walking into a string
+  CHECK_FALSE(eval("entity_id.x"));       // walking into a string
   CHECK_FALSE(eval("payload.amount.x"));  // walking into a number
   CHECK(eval("!payload.nope"));
 }
@@ -228,7 +228,8 @@ TEST_CASE("filter_expr: invalid input gives clear errors") {
   CHECK(parse_error("matchesAll(event_type)") ==
         "filter_expr: unknown function 'matchesAll' at offset 0");
   CHECK(parse_error("a && foo (b)") == "filter_expr: unknown function 'foo' at offset 5");
-  CHECK(parse_error("a ==") == "filter_expr: expected a value, found end of expression at offset 4");
+  CHECK(parse_error("a ==") ==
+        "filter_expr: expected a value, found end of expression at offset 4");
   CHECK(parse_error("a = 1") ==
         "filter_expr: expected '==' (a single '=' is not an operator) at offset 2");
   CHECK(parse_error("a == b == c") ==

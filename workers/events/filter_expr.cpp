@@ -13,15 +13,13 @@ const json kNullValue = nullptr;
 const json kTrueValue = true;
 const json kFalseValue = false;
 
-bool is_ident_start(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-}
+bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_ident_char(char c) { return is_ident_start(c) || is_digit(c); }
 
 // Events are parsed without a depth limit, and nlohmann's operator== recurses, so `payload.a ==
-// payload.b` on two hostile deep trees could exhaust the stack. Values nested deeper than this compare
-// unequal instead.
+// payload.b` on two hostile deep trees could exhaust the stack. Values nested deeper than this
+// compare unequal instead.
 constexpr std::size_t kMaxEqualityDepth = 64;
 
 // JSON equality: numbers by value (1 == 1.0), everything else by type and content.
@@ -101,8 +99,8 @@ class FilterParser {
   }
 
   void skip_ws() {
-    while (pos_ < text_.size() &&
-           (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n' || text_[pos_] == '\r')) {
+    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' ||
+                                   text_[pos_] == '\n' || text_[pos_] == '\r')) {
       ++pos_;
     }
   }
@@ -186,13 +184,20 @@ class FilterParser {
 
   // Reads a comparison operator if one is next; `!` alone and `=` alone are not operators.
   bool read_compare_op(CompareOp& op) {
-    if (consume("==")) op = CompareOp::eq;
-    else if (consume("!=")) op = CompareOp::ne;
-    else if (consume("<=")) op = CompareOp::le;
-    else if (consume(">=")) op = CompareOp::ge;
-    else if (consume("<")) op = CompareOp::lt;
-    else if (consume(">")) op = CompareOp::gt;
-    else return false;
+    if (consume("=="))
+      op = CompareOp::eq;
+    else if (consume("!="))
+      op = CompareOp::ne;
+    else if (consume("<="))
+      op = CompareOp::le;
+    else if (consume(">="))
+      op = CompareOp::ge;
+    else if (consume("<"))
+      op = CompareOp::lt;
+    else if (consume(">"))
+      op = CompareOp::gt;
+    else
+      return false;
     return true;
   }
 
@@ -217,7 +222,8 @@ class FilterParser {
       node.children = {static_cast<std::uint16_t>(left), static_cast<std::uint16_t>(right)};
       return add_node(std::move(node), out);
     }
-    if (peek() == '=') return failed_at("expected '==' (a single '=' is not an operator)", op_offset);
+    if (peek() == '=')
+      return failed_at("expected '==' (a single '=' is not an operator)", op_offset);
     if (peek_ident() == "in") {
       pos_ += 2;
       Node node;
@@ -331,10 +337,14 @@ class FilterParser {
   bool parse_call(std::string_view name, std::size_t paren, std::size_t& out) {
     const std::size_t name_offset = pos_;
     Node node;
-    if (name == "exists") node.kind = NodeKind::exists;
-    else if (name == "startsWith") node.kind = NodeKind::starts_with;
-    else if (name == "contains") node.kind = NodeKind::contains;
-    else return failed_at("unknown function '" + std::string(name) + "'", name_offset);
+    if (name == "exists")
+      node.kind = NodeKind::exists;
+    else if (name == "startsWith")
+      node.kind = NodeKind::starts_with;
+    else if (name == "contains")
+      node.kind = NodeKind::contains;
+    else
+      return failed_at("unknown function '" + std::string(name) + "'", name_offset);
     pos_ = paren + 1;
     if (!enter()) return false;
     const bool ok = parse_call_args(node);
@@ -400,10 +410,14 @@ class FilterParser {
       }
       if (c == '\\') {
         const char e = peek(1);
-        if (e == '"' || e == '\\') value.push_back(e);
-        else if (e == 'n') value.push_back('\n');
-        else if (e == '\0' && pos_ + 1 >= text_.size()) return failed_at("unterminated string", start);
-        else return failed("unsupported escape (only \\\" \\\\ \\n)");
+        if (e == '"' || e == '\\')
+          value.push_back(e);
+        else if (e == 'n')
+          value.push_back('\n');
+        else if (e == '\0' && pos_ + 1 >= text_.size())
+          return failed_at("unterminated string", start);
+        else
+          return failed("unsupported escape (only \\\" \\\\ \\n)");
         pos_ += 2;
         continue;
       }
@@ -520,18 +534,22 @@ bool FilterExpr::eval_bool(std::size_t index, const json& event) const {
       if (a.is_number() && b.is_number()) {
         order = compare_numbers(a, b);
       } else if (a.is_string() && b.is_string()) {
-        const int c =
-            a.get_ref<const std::string&>().compare(b.get_ref<const std::string&>());
+        const int c = a.get_ref<const std::string&>().compare(b.get_ref<const std::string&>());
         order = c < 0 ? -1 : (c > 0 ? 1 : 0);
       } else {
         return false;
       }
       switch (node.op) {
-        case CompareOp::lt: return order < 0;
-        case CompareOp::le: return order <= 0;
-        case CompareOp::gt: return order > 0;
-        case CompareOp::ge: return order >= 0;
-        default: return false;
+        case CompareOp::lt:
+          return order < 0;
+        case CompareOp::le:
+          return order <= 0;
+        case CompareOp::gt:
+          return order > 0;
+        case CompareOp::ge:
+          return order >= 0;
+        default:
+          return false;
       }
     }
     case NodeKind::in_list: {
@@ -561,8 +579,8 @@ bool FilterExpr::eval_bool(std::size_t index, const json& event) const {
         return false;
       }
       if (haystack.is_string() && needle.is_string()) {
-        return haystack.get_ref<const std::string&>().find(
-                   needle.get_ref<const std::string&>()) != std::string::npos;
+        return haystack.get_ref<const std::string&>().find(needle.get_ref<const std::string&>()) !=
+               std::string::npos;
       }
       return false;
     }

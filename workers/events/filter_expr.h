@@ -1,8 +1,8 @@
 #pragma once
-// Subscription filters of the event ledger. A subscription stores its filter as text; the ledger parses it
-// once when the subscription is registered (so a bad filter is a 400, not a silent non-delivery) and
-// evaluates the parsed form against every event it fans out. Evaluation never fails: a type mismatch or a
-// missing field simply makes the comparison false.
+// Subscription filters of the event ledger. A subscription stores its filter as text; the ledger
+// parses it once when the subscription is registered (so a bad filter is a 400, not a silent
+// non-delivery) and evaluates the parsed form against every event it fans out. Evaluation never
+// fails: a type mismatch or a missing field simply makes the comparison false.
 //
 // Filter language
 // ---------------
@@ -24,17 +24,19 @@
 //   literal  := number | string | "true" | "false" | "null"
 //   path     := ident ( "." ( ident | digits ) )*        ident := [A-Za-z_][A-Za-z0-9_]*
 //
-// - Numbers follow JSON syntax (`150`, `-2`, `0.5`, `1e3`); strings are double-quoted with the escapes
+// - Numbers follow JSON syntax (`150`, `-2`, `0.5`, `1e3`); strings are double-quoted with the
+// escapes
 //   \" \\ and \n only.
-// - A path walks object keys from the event (`payload.customer.id`); a digits segment indexes an array
+// - A path walks object keys from the event (`payload.customer.id`); a digits segment indexes an
+// array
 //   (`payload.tags.0`). A missing path evaluates to null.
 // - `==` is JSON equality (1 == 1.0, "a" != 1, null == missing path); `!=` is its negation.
-//   `<` `<=` `>` `>=` compare numbers numerically and strings bytewise (lexicographically); between any
-//   other pair of types they are false.
+//   `<` `<=` `>` `>=` compare numbers numerically and strings bytewise (lexicographically); between
+//   any other pair of types they are false.
 // - `x in ["item","vendor"]` is true when x == one of the literals.
 // - `exists(p)` is true when the path is present in the event, even if its value is null.
-//   `startsWith(s, prefix)` needs two strings. `contains(a, x)` is array membership when a is an array and
-//   substring search when both are strings. Any other types give false.
+//   `startsWith(s, prefix)` needs two strings. `contains(a, x)` is array membership when a is an
+//   array and substring search when both are strings. Any other types give false.
 // - Precedence, highest first: `!`, comparisons / `in`, `&&`, `||`. Comparisons do not chain
 //   (`a == b == c` is an error); parenthesise instead. Note `!a == b` means `(!a) == b`.
 // - Where a condition is expected, a value counts as true unless it is null, false, 0 or "".

@@ -111,8 +111,10 @@ TEST_CASE("input_mapper: invalid mappers") {
   CHECK(parse_error({{"x", "$.a[-1]"}}).find("array index") != std::string::npos);
   CHECK(parse_error({{"x", "$.a[1234567890]"}}) ==
         R"(input_mapper: "x": array index too large at offset 3)");
-  CHECK(parse_error({{"x", "$..a"}}) == R"(input_mapper: "x": expected a name after '.' at offset 2)");
-  CHECK(parse_error({{"x", "$.a."}}) == R"(input_mapper: "x": expected a name after '.' at offset 4)");
+  CHECK(parse_error({{"x", "$..a"}}) ==
+        R"(input_mapper: "x": expected a name after '.' at offset 2)");
+  CHECK(parse_error({{"x", "$.a."}}) ==
+        R"(input_mapper: "x": expected a name after '.' at offset 4)");
   CHECK(parse_error({{"x", "$a"}}) == R"(input_mapper: "x": expected '.' or '[' at offset 1)");
   CHECK(parse_error({{"x", "$.a b"}}) == R"(input_mapper: "x": expected '.' or '[' at offset 3)");
   CHECK(parse_error({{"x", "$.*"}}).find("expected a name") != std::string::npos);
@@ -138,7 +140,8 @@ TEST_CASE("input_mapper: limits") {
   std::string path = "$.";
   path += std::string(kMaxMapperPathLength - 2, 'a');
   CHECK(InputMapper::parse({{"x", path}}).ok());
-  CHECK(parse_error({{"x", path + "a"}}) == R"(input_mapper: "x": path longer than 256 characters)");
+  CHECK(parse_error({{"x", path + "a"}}) ==
+        R"(input_mapper: "x": path longer than 256 characters)");
 
   // Nesting: 8 levels of objects are fine, 9 are not.
   json deep = "$.entity_id";
@@ -158,7 +161,8 @@ TEST_CASE("input_mapper: limits") {
 }
 
 TEST_CASE("input_mapper: hostile events") {
-  // A value nested far deeper than any sane event maps to null rather than being copied recursively.
+  // A value nested far deeper than any sane event maps to null rather than being copied
+  // recursively.
   json deep = json::array();
   for (int i = 0; i < 10000; ++i) {
     json outer = json::array();
@@ -168,9 +172,9 @@ TEST_CASE("input_mapper: hostile events") {
   json event = json::object();
   event["payload"]["deep"] = std::move(deep);
   event["entity_id"] = "e";
-  const json out = apply({{"deep", "$.payload.deep"}, {"inner", "$.payload.deep[0][0][0]"},
-                          {"id", "$.entity_id"}},
-                         event);
+  const json out = apply(
+      {{"deep", "$.payload.deep"}, {"inner", "$.payload.deep[0][0][0]"}, {"id", "$.entity_id"}},
+      event);
   CHECK(out["deep"].is_null());
   CHECK(out["inner"].is_null());
   CHECK(out["id"] == "e");

@@ -19,8 +19,8 @@ bool is_name_char(char c) {
 }
 
 Error mapper_error(const std::string& key, std::string_view what) {
-  // Keys come from the request: quote them through the JSON serialiser so the message stays readable
-  // (and valid UTF-8) whatever they contain.
+  // Keys come from the request: quote them through the JSON serialiser so the message stays
+  // readable (and valid UTF-8) whatever they contain.
   return Error{ErrorCode::invalid_request,
                "input_mapper: " + dump_json(json(key)) + ": " + std::string(what)};
 }
@@ -35,8 +35,9 @@ bool depth_within(const json& value, std::size_t limit) {
   return true;
 }
 
-// nlohmann copies recursively, so copying a hostile, deeply nested part of an event could exhaust the
-// stack. Such a value maps to null instead. (Ingest should refuse events this deep in the first place.)
+// nlohmann copies recursively, so copying a hostile, deeply nested part of an event could exhaust
+// the stack. Such a value maps to null instead. (Ingest should refuse events this deep in the first
+// place.)
 constexpr std::size_t kMaxCopyDepth = 64;
 
 }  // namespace
@@ -73,8 +74,8 @@ Status InputMapper::parse_object(const json& mapper, const std::string& prefix, 
     } else if (value.is_string()) {
       const std::string& path = value.get_ref<const std::string&>();
       if (path.size() > kMaxMapperPathLength) {
-        return mapper_error(name, "path longer than " + std::to_string(kMaxMapperPathLength) +
-                                      " characters");
+        return mapper_error(
+            name, "path longer than " + std::to_string(kMaxMapperPathLength) + " characters");
       }
       if (path.empty() || path[0] != '$') {
         return mapper_error(name, "expected a path starting with $");
@@ -87,8 +88,8 @@ Status InputMapper::parse_object(const json& mapper, const std::string& prefix, 
           std::size_t end = pos + 1;
           while (end < path.size() && is_name_char(path[end])) ++end;
           if (end == pos + 1) {
-            return mapper_error(name, "expected a name after '.' at offset " +
-                                          std::to_string(pos + 1));
+            return mapper_error(name,
+                                "expected a name after '.' at offset " + std::to_string(pos + 1));
           }
           step.key = path.substr(pos + 1, end - pos - 1);
           pos = end;
@@ -96,8 +97,8 @@ Status InputMapper::parse_object(const json& mapper, const std::string& prefix, 
           std::size_t end = pos + 1;
           while (end < path.size() && is_digit(path[end])) ++end;
           if (end == pos + 1 || end >= path.size() || path[end] != ']') {
-            return mapper_error(name, "expected an array index like [0] at offset " +
-                                          std::to_string(pos));
+            return mapper_error(
+                name, "expected an array index like [0] at offset " + std::to_string(pos));
           }
           if (end - pos - 1 > kMaxIndexDigits) {
             return mapper_error(name, "array index too large at offset " + std::to_string(pos));
@@ -142,7 +143,7 @@ json InputMapper::apply_fields(const std::vector<Field>& fields, const json& eve
         for (const Step& step : field.path) {
           if (step.is_index) {
             current = current->is_array() && step.index < current->size() ? &(*current)[step.index]
-                                                                           : nullptr;
+                                                                          : nullptr;
           } else if (current->is_object()) {
             auto it = current->find(step.key);
             current = it != current->end() ? &*it : nullptr;

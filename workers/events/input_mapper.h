@@ -1,16 +1,16 @@
 #pragma once
-// Builds a workflow's input from the event that triggered it. A subscription stores a mapper, a JSON
-// object that looks like the input it produces: string values are JSON paths into the event, everything
-// else is copied as is. The mapper is checked once when the subscription is registered, so applying it
-// to an event cannot fail; a path the event lacks yields null.
+// Builds a workflow's input from the event that triggered it. A subscription stores a mapper, a
+// JSON object that looks like the input it produces: string values are JSON paths into the event,
+// everything else is copied as is. The mapper is checked once when the subscription is registered,
+// so applying it to an event cannot fail; a path the event lacks yields null.
 //
 //   {"vendor": {"id": "$.entity_id"}, "amount": "$.payload.amount",
 //    "first_sku": "$.payload.items[0].sku", "event": "$", "source": 1, "tags": ["x"]}
 //
 // Path syntax: `$` (the whole event) followed by any number of `.name` (name := [A-Za-z0-9_-]+) and
-// `[index]` (decimal digits) steps. No wildcards, no `..`, no quoted names. Nested objects in the mapper
-// are mapped recursively; arrays and other non-string values are literals (strings inside an array are
-// not paths).
+// `[index]` (decimal digits) steps. No wildcards, no `..`, no quoted names. Nested objects in the
+// mapper are mapped recursively; arrays and other non-string values are literals (strings inside an
+// array are not paths).
 
 #include "shared/error.h"
 
@@ -27,8 +27,8 @@ inline constexpr std::size_t kMaxMapperDepth = 8;         // the mapper object i
 class InputMapper {
  public:
   // `mapper` must be an object; every string value must be a valid path. Errors are invalid_request
-  // with messages like `input_mapper: "vendor_id": expected a path starting with $` (nested keys are
-  // joined with '.').
+  // with messages like `input_mapper: "vendor_id": expected a path starting with $` (nested keys
+  // are joined with '.').
   static Result<InputMapper> parse(const json& mapper);
 
   // The mapped input object. Never fails: missing paths (and indices past the end) give null.

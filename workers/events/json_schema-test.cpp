@@ -62,7 +62,8 @@ TEST_CASE("json_schema: type") {
         R"({"message":"expected object","path":""})");
   CHECK(only_violation(R"({"type":"boolean"})", "0") ==
         R"({"message":"expected boolean","path":""})");
-  CHECK(only_violation(R"({"type":"null"})", "false") == R"({"message":"expected null","path":""})");
+  CHECK(only_violation(R"({"type":"null"})", "false") ==
+        R"({"message":"expected null","path":""})");
   CHECK(valid(R"({"type":["string","null"]})", "null"));
   CHECK(valid(R"({"type":["string","null"]})", R"("x")"));
   CHECK(only_violation(R"({"type":["null","string"]})", "1") ==
@@ -108,7 +109,8 @@ TEST_CASE("json_schema: additionalProperties") {
   CHECK(only_violation(closed, R"({"a":1,"b":2})") ==
         R"({"message":"is not an allowed property","path":"/b"})");
   CHECK(valid(R"({"properties":{"a":{}},"additionalProperties":true})", R"({"b":2})"));
-  const char* typed = R"({"properties":{"a":{"type":"string"}},"additionalProperties":{"type":"integer"}})";
+  const char* typed =
+      R"({"properties":{"a":{"type":"string"}},"additionalProperties":{"type":"integer"}})";
   CHECK(valid(typed, R"({"a":"x","b":2,"c":3})"));
   CHECK(only_violation(typed, R"({"a":"x","b":"2"})") ==
         R"({"message":"expected integer","path":"/b"})");
@@ -116,7 +118,8 @@ TEST_CASE("json_schema: additionalProperties") {
 }
 
 TEST_CASE("json_schema: items, minItems, maxItems") {
-  const char* schema = R"({"type":"array","items":{"type":"object","properties":{"sku":{"type":"string"}}},
+  const char* schema =
+      R"({"type":"array","items":{"type":"object","properties":{"sku":{"type":"string"}}},
                            "minItems":1,"maxItems":3})";
   CHECK(valid(schema, R"([{"sku":"a"},{"sku":"b"}])"));
   CHECK(only_violation(schema, "[]") == R"({"message":"expected at least 1 items","path":""})");
@@ -170,8 +173,8 @@ TEST_CASE("json_schema: numeric bounds") {
 
 TEST_CASE("json_schema: string lengths count code points") {
   CHECK(valid(R"({"minLength":2,"maxLength":2})", R"("ab")"));
-  CHECK(valid(R"({"maxLength":2})", R"("éü")"));      // 4 bytes, 2 code points
-  CHECK(valid(R"({"maxLength":1})", R"("🍞")"));       // 4 bytes, 1 code point
+  CHECK(valid(R"({"maxLength":2})", R"("éü")"));  // 4 bytes, 2 code points
+  CHECK(valid(R"({"maxLength":1})", R"("🍞")"));   // 4 bytes, 1 code point
   CHECK(only_violation(R"({"maxLength":2})", R"("abc")") ==
         R"({"message":"expected at most 2 characters","path":""})");
   CHECK(only_violation(R"({"minLength":3})", R"("éü")") ==
@@ -187,7 +190,8 @@ TEST_CASE("json_schema: at most 10 violations") {
   auto v = compile(schema).validate(instance);
   CHECK(v.size() == kMaxSchemaViolations);
   CHECK(v[0]["path"] == "/k100");
-  auto items = compile(R"({"items":{"type":"string"},"minItems":100})").validate(json(std::vector<int>(30, 1)));
+  auto items = compile(R"({"items":{"type":"string"},"minItems":100})")
+                   .validate(json(std::vector<int>(30, 1)));
   CHECK(items.size() == kMaxSchemaViolations);
   CHECK(items[0]["message"] == "expected at least 100 items");
 }
@@ -198,7 +202,8 @@ TEST_CASE("json_schema: bad schemas") {
         "json_schema: /type: expected a type name or a non-empty array of type names");
   CHECK(schema_error(json::parse(R"({"type":[]})")).find("/type:") != std::string::npos);
   CHECK(schema_error(json::parse(R"({"type":["string",1]})")).find("/type:") != std::string::npos);
-  CHECK(schema_error(json::parse(R"({"type":"int"})")) == R"(json_schema: /type: unknown type "int")");
+  CHECK(schema_error(json::parse(R"({"type":"int"})")) ==
+        R"(json_schema: /type: unknown type "int")");
   CHECK(schema_error(json::parse(R"({"type":["null","float"]})")) ==
         R"(json_schema: /type: unknown type "float")");
   CHECK(schema_error(json::parse(R"({"properties":[]})")) ==
@@ -218,7 +223,8 @@ TEST_CASE("json_schema: bad schemas") {
   CHECK(schema_error(json::parse(R"({"items":{"type":{}}})")).find("/items/type:") !=
         std::string::npos);
   CHECK(schema_error(json::parse(R"({"enum":"a"})")) == "json_schema: /enum: expected an array");
-  CHECK(schema_error(json::parse(R"({"minimum":"1"})")) == "json_schema: /minimum: expected a number");
+  CHECK(schema_error(json::parse(R"({"minimum":"1"})")) ==
+        "json_schema: /minimum: expected a number");
   CHECK(schema_error(json::parse(R"({"exclusiveMinimum":true})")) ==
         "json_schema: /exclusiveMinimum: expected a number");
   CHECK(schema_error(json::parse(R"({"maximum":null})")).find("/maximum") != std::string::npos);

@@ -83,9 +83,12 @@ std::string pointer_token(std::string_view key) {
   std::string out;
   out.reserve(key.size());
   for (char c : key) {
-    if (c == '~') out += "~0";
-    else if (c == '/') out += "~1";
-    else out.push_back(c);
+    if (c == '~')
+      out += "~0";
+    else if (c == '/')
+      out += "~1";
+    else
+      out.push_back(c);
   }
   return out;
 }
@@ -132,8 +135,8 @@ class SchemaCompiler {
     if (const json* properties = find_field(schema, "properties")) {
       if (!properties->is_object()) return fail(pointer + "/properties", "expected an object");
       for (auto it = properties->begin(); it != properties->end(); ++it) {
-        auto child = compile(it.value(), pointer + "/properties/" + pointer_token(it.key()),
-                             depth + 1);
+        auto child =
+            compile(it.value(), pointer + "/properties/" + pointer_token(it.key()), depth + 1);
         if (!child.ok()) return std::move(child).error();
         node.properties.emplace_back(it.key(), *child);
       }
@@ -178,19 +181,18 @@ class SchemaCompiler {
       }
       node.const_value = *value;
     }
-    for (auto [keyword, slot] : {std::pair{"minimum", &node.minimum},
-                                 std::pair{"maximum", &node.maximum},
-                                 std::pair{"exclusiveMinimum", &node.exclusive_minimum},
-                                 std::pair{"exclusiveMaximum", &node.exclusive_maximum}}) {
+    for (auto [keyword, slot] :
+         {std::pair{"minimum", &node.minimum}, std::pair{"maximum", &node.maximum},
+          std::pair{"exclusiveMinimum", &node.exclusive_minimum},
+          std::pair{"exclusiveMaximum", &node.exclusive_maximum}}) {
       if (const json* bound = find_field(schema, keyword)) {
         if (!bound->is_number()) return fail(pointer + "/" + keyword, "expected a number");
         *slot = *bound;
       }
     }
-    for (auto [keyword, slot] : {std::pair{"minLength", &node.min_length},
-                                 std::pair{"maxLength", &node.max_length},
-                                 std::pair{"minItems", &node.min_items},
-                                 std::pair{"maxItems", &node.max_items}}) {
+    for (auto [keyword, slot] :
+         {std::pair{"minLength", &node.min_length}, std::pair{"maxLength", &node.max_length},
+          std::pair{"minItems", &node.min_items}, std::pair{"maxItems", &node.max_items}}) {
       if (const json* count = find_field(schema, keyword)) {
         auto value = non_negative_integer(*count);
         if (!value) return fail(pointer + "/" + keyword, "expected a non-negative integer");
@@ -225,7 +227,8 @@ class SchemaCompiler {
   }
 
   static Status compile_type(const json& type, const std::string& pointer, JsonSchema::Node& node) {
-    constexpr std::string_view kExpected = "expected a type name or a non-empty array of type names";
+    constexpr std::string_view kExpected =
+        "expected a type name or a non-empty array of type names";
     if (type.is_string()) {
       const std::uint8_t bit = type_bit(type.get_ref<const std::string&>());
       if (bit == 0) return fail(pointer, "unknown type " + quoted(type, "name"));
@@ -324,8 +327,9 @@ class SchemaValidator {
     }
     for (auto it = instance.begin(); it != instance.end() && !full(); ++it) {
       const std::string& key = it.key();
-      auto found = std::lower_bound(node.properties.begin(), node.properties.end(), key,
-                                    [](const auto& p, const std::string& k) { return p.first < k; });
+      auto found =
+          std::lower_bound(node.properties.begin(), node.properties.end(), key,
+                           [](const auto& p, const std::string& k) { return p.first < k; });
       const bool declared = found != node.properties.end() && found->first == key;
       const std::size_t saved = path.size();
       path += "/" + pointer_token(key);
@@ -355,12 +359,12 @@ Result<JsonSchema> JsonSchema::parse(const json& schema) {
 std::vector<json> JsonSchema::validate(const json& instance) const {
   std::vector<json> violations;
   if (nodes_.empty()) return violations;
-  // Everything below recurses over the instance (and nlohmann's operator== for enum/const does too), so
-  // bound the instance first.
+  // Everything below recurses over the instance (and nlohmann's operator== for enum/const does
+  // too), so bound the instance first.
   if (!depth_within(instance, kMaxSchemaDepth)) {
-    violations.push_back(json{
-        {"path", ""},
-        {"message", "nested deeper than " + std::to_string(kMaxSchemaDepth) + " levels"}});
+    violations.push_back(
+        json{{"path", ""},
+             {"message", "nested deeper than " + std::to_string(kMaxSchemaDepth) + " levels"}});
     return violations;
   }
   std::string path;

@@ -1,7 +1,8 @@
 #pragma once
-// Payload schemas registered per event type. A producer registers a schema once; the ledger validates
-// every payload of that type against it and answers 422 with the violations. The schema is compiled
-// when registered, so a malformed schema is refused up front (400) and validation itself cannot fail.
+// Payload schemas registered per event type. A producer registers a schema once; the ledger
+// validates every payload of that type against it and answers 422 with the violations. The schema
+// is compiled when registered, so a malformed schema is refused up front (400) and validation
+// itself cannot fail.
 //
 // Supported keywords (a JSON Schema subset; any other keyword is ignored):
 //   type                 "object" | "array" | "string" | "number" | "integer" | "boolean" | "null",
@@ -13,8 +14,8 @@
 //   enum                 array of values; const: any value (JSON equality, 1 == 1.0)
 //   minimum, maximum, exclusiveMinimum, exclusiveMaximum   numbers (the draft-6+ numeric form)
 //   minLength, maxLength (UTF-8 code points), minItems, maxItems   non-negative integers
-// A schema is an object or a boolean (true accepts everything, false nothing). Keywords that constrain a
-// type only apply to instances of that type (minimum ignores strings, and so on).
+// A schema is an object or a boolean (true accepts everything, false nothing). Keywords that
+// constrain a type only apply to instances of that type (minimum ignores strings, and so on).
 //
 // Violations are {"path": <JSON Pointer into the instance, "" for the root>, "message": <text>}, in
 // document order, at most kMaxSchemaViolations.
@@ -48,8 +49,8 @@ class JsonSchema {
   friend class SchemaValidator;
 
   struct Node {
-    bool reject_all = false;     // the `false` schema
-    std::uint8_t type_mask = 0;  // 0: any type
+    bool reject_all = false;                                      // the `false` schema
+    std::uint8_t type_mask = 0;                                   // 0: any type
     std::vector<std::pair<std::string, std::size_t>> properties;  // sorted by key
     std::vector<std::string> required;
     bool additional_allowed = true;

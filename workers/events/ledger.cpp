@@ -25,7 +25,8 @@ Result<std::string> optional_text(const json& body, const char* field, std::size
   if (v == nullptr || v->is_null()) return std::string();
   if (!v->is_string()) return invalid(field, "must be a string");
   std::string s = v->get<std::string>();
-  if (s.size() > max) return invalid(field, "is longer than " + std::to_string(max) + " characters");
+  if (s.size() > max)
+    return invalid(field, "is longer than " + std::to_string(max) + " characters");
   return s;
 }
 
@@ -75,7 +76,8 @@ Result<NewEvent> parse_new_event(const json& body) {
     if (!is_name_char(c)) return invalid("entity_ref", "the type must be lower case [a-z0-9_]");
   }
   for (char c : e.entity_id) {
-    if (static_cast<unsigned char>(c) < 0x20) return invalid("entity_ref", "the id has control characters");
+    if (static_cast<unsigned char>(c) < 0x20)
+      return invalid("entity_ref", "the id has control characters");
   }
 
   if (const json* payload = find_field(body, "payload"); payload && !payload->is_null()) {
@@ -154,16 +156,18 @@ Task<Result<Appended>> append_event(Context& ctx, NewEvent event) {
       db.first("SELECT schema_json FROM events_schema WHERE event_type = ?1", schema_params)));
   if (!event.idempotency_key.empty()) {
     json params = json::array({tenant_key, event.idempotency_key});
-    lookups.push_back(as_task(db.first("SELECT event_id FROM events WHERE COALESCE(tenant_id, '') "
-                                       "= ?1 AND idempotency_key = ?2",
-                                       params)));
+    lookups.push_back(
+        as_task(db.first("SELECT event_id FROM events WHERE COALESCE(tenant_id, '') "
+                         "= ?1 AND idempotency_key = ?2",
+                         params)));
   }
   std::vector<Result<json>> found = co_await when_all(std::move(lookups));
   for (auto& f : found) {
     if (!f) co_return std::move(f).error();
   }
   if (found.size() > 1) {
-    if (const json* row = row_of(*found[1])) co_return Appended{string_or(*row, "event_id", ""), true};
+    if (const json* row = row_of(*found[1]))
+      co_return Appended{string_or(*row, "event_id", ""), true};
   }
   if (const json* row = row_of(*found[0])) {
     auto doc = parse_json(string_or(*row, "schema_json", "{}"));
@@ -191,14 +195,16 @@ Task<Result<Appended>> append_event(Context& ctx, NewEvent event) {
                              text_or_null(event.workflow_run_id), text_or_null(event.source_system),
                              event.occurred_at.empty() ? now : event.occurred_at, now,
                              event.sequence_no ? json(*event.sequence_no) : json(nullptr)});
-  SS_CO_TRY(json inserted,
-            co_await db.run("INSERT OR IGNORE INTO events (event_id, tenant_id, event_type, "
-                            "entity_type, entity_id, payload_json, idempotency_key, caused_by, "
-                            "workflow_run_id, source_system, occurred_at, recorded_at, sequence_no) "
-                            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-                            params));
+  SS_CO_TRY(
+      json inserted,
+      co_await db.run("INSERT OR IGNORE INTO events (event_id, tenant_id, event_type, "
+                      "entity_type, entity_id, payload_json, idempotency_key, caused_by, "
+                      "workflow_run_id, source_system, occurred_at, recorded_at, sequence_no) "
+                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                      params));
   const json* meta = find_field(inserted, "meta");
-  if (meta != nullptr && int_or(*meta, "changes", 0) == 1) co_return Appended{event.event_id, false};
+  if (meta != nullptr && int_or(*meta, "changes", 0) == 1)
+    co_return Appended{event.event_id, false};
 
   // Lost a race, or a redelivery: find the event that is already there.
   json lookup = json::array({event.event_id, tenant_key, text_or_null(event.idempotency_key)});
@@ -208,7 +214,8 @@ Task<Result<Appended>> append_event(Context& ctx, NewEvent event) {
                               "idempotency_key = ?3) ORDER BY event_id = ?1 LIMIT 1",
                               lookup));
   const json* row = row_of(existing);
-  if (row == nullptr) co_return Error{ErrorCode::internal, "append_event(): insert ignored, no row"};
+  if (row == nullptr)
+    co_return Error{ErrorCode::internal, "append_event(): insert ignored, no row"};
   if (string_or(*row, "tenant_key", "") != tenant_key) {
     co_return Error{ErrorCode::conflict, "event_id is already used"}.with("field", "event_id");
   }
@@ -247,12 +254,14 @@ Result<ReadQuery> parse_read_query(const Request& req) {
     q.entity_type = entity.substr(0, colon);
     if (colon != std::string::npos) q.entity_id = entity.substr(colon + 1);
     if (q.entity_type.empty() || entity.size() > kMaxRefLength) {
-      return Error{ErrorCode::invalid_request, "entity: use type or type:id"}.with("field", "entity");
+      return Error{ErrorCode::invalid_request, "entity: use type or type:id"}.with("field",
+                                                                                   "entity");
     }
   }
   q.after = req.query_param("after");
   if (!q.after.empty() && !is_ulid(q.after)) {
-    return Error{ErrorCode::invalid_request, "after: must be an event_id (ULID)"}.with("field", "after");
+    return Error{ErrorCode::invalid_request, "after: must be an event_id (ULID)"}.with("field",
+                                                                                       "after");
   }
   std::string limit = req.query_param("limit");
   if (!limit.empty()) {

@@ -1,6 +1,7 @@
 #pragma once
-// The ledger's write and read paths: validating a new event, appending it exactly once (by event_id and
-// by idempotency key), and reading the stream back with globs, entity filters and a ULID cursor.
+// The ledger's write and read paths: validating a new event, appending it exactly once (by event_id
+// and by idempotency key), and reading the stream back with globs, entity filters and a ULID
+// cursor.
 
 #include "shared/effects.h"
 #include "shared/http.h"
@@ -39,12 +40,13 @@ struct Appended {
 };
 
 bool is_event_type(std::string_view s);
-// Validates a POST /api/events body or a queue message; errors are 400 invalid_event naming the field,
-// or 413 for an oversize payload. The tenant is set by the caller, never read from the body here.
+// Validates a POST /api/events body or a queue message; errors are 400 invalid_event naming the
+// field, or 413 for an oversize payload. The tenant is set by the caller, never read from the body
+// here.
 Result<NewEvent> parse_new_event(const json& body);
 
-// Appends once: a repeated idempotency key (per tenant) or event_id returns the first event instead.
-// A payload that breaks the JSON Schema registered for its type is 422 schema_violation.
+// Appends once: a repeated idempotency key (per tenant) or event_id returns the first event
+// instead. A payload that breaks the JSON Schema registered for its type is 422 schema_violation.
 Task<Result<Appended>> append_event(Context& ctx, NewEvent event);
 
 // The API view of a stored row (payload parsed back to JSON).

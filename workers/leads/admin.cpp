@@ -1,6 +1,6 @@
 // Tenant admin API (tenant id header + tenant admin token): list, read with delivery history, CSV
-// export, GDPR erasure, dead letters; and the retention job. Every query is scoped by tenant_id, and a
-// foreign id is a 404.
+// export, GDPR erasure, dead letters; and the retention job. Every query is scoped by tenant_id,
+// and a foreign id is a 404.
 #include "workers/leads/admin.h"
 
 #include "shared/json_util.h"
@@ -67,7 +67,8 @@ Task<Result<Response>> list_leads(Context& ctx, const Request& req, const Params
   SS_CO_TRY(int limit, page_size(req));
   std::string cursor = req.query_param("cursor");
   if (!cursor.empty() && !is_ulid(cursor)) {
-    co_return Error{ErrorCode::invalid_request, "cursor: not a cursor from this API"}.with("field", "cursor");
+    co_return Error{ErrorCode::invalid_request, "cursor: not a cursor from this API"}.with(
+        "field", "cursor");
   }
   json params = json::array({tenant.id, cursor, limit});
   SS_CO_TRY(json r, co_await D1(kDb).all("SELECT * FROM leads WHERE tenant_id = ?1 AND (?2 = '' OR "
@@ -85,9 +86,10 @@ Task<Result<Response>> get_lead(Context& ctx, const Request& req, const Params& 
   json p = json::array({tenant.id, id});
   std::vector<Task<Result<json>>> work;
   work.push_back(as_task(D1(kDb).first("SELECT * FROM leads WHERE tenant_id = ?1 AND id = ?2", p)));
-  work.push_back(as_task(D1(kDb).all("SELECT * FROM lead_deliveries WHERE tenant_id = ?1 AND "
-                                     "lead_id = ?2 ORDER BY id",
-                                     p)));
+  work.push_back(
+      as_task(D1(kDb).all("SELECT * FROM lead_deliveries WHERE tenant_id = ?1 AND "
+                          "lead_id = ?2 ORDER BY id",
+                          p)));
   auto done = co_await when_all(std::move(work));
   for (auto& d : done) {
     if (!d) co_return std::move(d).error();
@@ -108,9 +110,10 @@ Task<Result<Response>> get_lead(Context& ctx, const Request& req, const Params& 
       ap.push_back(d);
       in += (in.empty() ? "?" : ", ?") + std::to_string(ap.size());
     }
-    SS_CO_TRY(json attempts, co_await D1(kDb).all("SELECT * FROM delivery_attempts WHERE delivery_id IN (" +
-                                                  in + ") ORDER BY delivery_id, attempt",
-                                                  ap));
+    SS_CO_TRY(json attempts,
+              co_await D1(kDb).all("SELECT * FROM delivery_attempts WHERE delivery_id IN (" + in +
+                                       ") ORDER BY delivery_id, attempt",
+                                   ap));
     for (json& d : deliveries) {
       json list = json::array();
       for (const json& a : rows_of(attempts)) {
@@ -134,8 +137,8 @@ Task<Result<Response>> get_lead(Context& ctx, const Request& req, const Params& 
 // RFC 4180 quoting; a cell that a spreadsheet would run as a formula gets a leading apostrophe.
 std::string csv_cell(const std::string& value) {
   std::string v = value;
-  if (!v.empty() && (v[0] == '=' || v[0] == '+' || v[0] == '-' || v[0] == '@' || v[0] == '\t' ||
-                     v[0] == '\r')) {
+  if (!v.empty() &&
+      (v[0] == '=' || v[0] == '+' || v[0] == '-' || v[0] == '@' || v[0] == '\t' || v[0] == '\r')) {
     v.insert(v.begin(), '\'');
   }
   bool quote = v.find_first_of(",\"\r\n") != std::string::npos || v != value;
@@ -151,9 +154,10 @@ std::string csv_cell(const std::string& value) {
 Task<Result<Response>> export_csv(Context& ctx, const Request& req, const Params&) {
   SS_CO_TRY(Tenant tenant, co_await authenticate_tenant_admin(ctx, req));
   json params = json::array({tenant.id, kMaxExportRows});
-  SS_CO_TRY(json r, co_await D1(kDb).all("SELECT * FROM leads WHERE tenant_id = ?1 ORDER BY id DESC "
-                                         "LIMIT ?2",
-                                         params));
+  SS_CO_TRY(json r,
+            co_await D1(kDb).all("SELECT * FROM leads WHERE tenant_id = ?1 ORDER BY id DESC "
+                                 "LIMIT ?2",
+                                 params));
   std::vector<std::string> columns = {"name", "email", "phone", "message"};
   auto config = parse_config(tenant.config, true);
   if (config) {
@@ -164,8 +168,8 @@ Task<Result<Response>> export_csv(Context& ctx, const Request& req, const Params
   out += "\r\n";
   for (const json& row : rows_of(r)) {
     auto payload = parse_json(string_or(row, "payload", "{}"));
-    out += csv_cell(string_or(row, "id", "")) + "," + csv_cell(string_or(row, "created_at", "")) + "," +
-           std::to_string(int_or(row, "turnstile_verified", 0));
+    out += csv_cell(string_or(row, "id", "")) + "," + csv_cell(string_or(row, "created_at", "")) +
+           "," + std::to_string(int_or(row, "turnstile_verified", 0));
     for (const auto& c : columns) out += "," + csv_cell(payload ? string_or(*payload, c, "") : "");
     out += "\r\n";
   }
@@ -186,8 +190,10 @@ Task<Result<Response>> erase_lead(Context& ctx, const Request& req, const Params
        "'cancelled' ELSE status END WHERE tenant_id = ?1 AND lead_id = ?2",
        p}};
   SS_CO_TRY(json results, co_await D1(kDb).batch(writes));
-  const json* meta = results.is_array() && !results.empty() ? find_field(results[0], "meta") : nullptr;
-  if (meta == nullptr || int_or(*meta, "changes", 0) == 0) co_return Error{ErrorCode::not_found, "no lead " + id};
+  const json* meta =
+      results.is_array() && !results.empty() ? find_field(results[0], "meta") : nullptr;
+  if (meta == nullptr || int_or(*meta, "changes", 0) == 0)
+    co_return Error{ErrorCode::not_found, "no lead " + id};
   ctx.log("lead erased for tenant " + tenant.id);
   co_return Response::empty(204);
 }
@@ -198,7 +204,8 @@ Task<Result<Response>> dead_letters(Context& ctx, const Request& req, const Para
   std::string status = req.query_param("status");
   if (status.empty()) status = "dead";
   if (status != "dead" && status != "pending" && status != "delivered" && status != "cancelled") {
-    co_return Error{ErrorCode::invalid_request, "status: dead, pending, delivered or cancelled"}.with("field", "status");
+    co_return Error{ErrorCode::invalid_request, "status: dead, pending, delivered or cancelled"}
+        .with("field", "status");
   }
   json p = json::array({tenant.id, status, limit});
   SS_CO_TRY(json r, co_await D1(kDb).all("SELECT * FROM lead_deliveries WHERE tenant_id = ?1 AND "
@@ -225,7 +232,8 @@ Task<Status> enforce_retention(Context& ctx) {
     auto doc = parse_json(string_or(t, "config_json", "{}"));
     auto config = doc ? parse_config(*doc, true) : Result<LeadsConfig>(doc.error());
     if (!config || !config->retention_days) continue;
-    std::int64_t cutoff_ms = ctx.now_ms() - static_cast<std::int64_t>(*config->retention_days) * kMsPerDay;
+    std::int64_t cutoff_ms =
+        ctx.now_ms() - static_cast<std::int64_t>(*config->retention_days) * kMsPerDay;
     std::string cutoff = encode_ulid(cutoff_ms, UlidRandom{});
     json p = json::array({string_or(t, "tenant_id", ""), cutoff});
     std::vector<D1Statement> writes = {
@@ -243,8 +251,8 @@ Task<Status> enforce_retention(Context& ctx) {
     }
   }
   json expired = json::array({ctx.now_ms()});
-  SS_CO_TRY(json cleaned, co_await D1(kDb).run("DELETE FROM rate_limit_windows WHERE expires_at_ms < ?1",
-                                               expired));
+  SS_CO_TRY(json cleaned, co_await D1(kDb).run(
+                              "DELETE FROM rate_limit_windows WHERE expires_at_ms < ?1", expired));
   co_return Unit{};
 }
 

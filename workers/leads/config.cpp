@@ -16,8 +16,8 @@ Error bad(const std::string& field, const std::string& message) {
 bool is_field_name(std::string_view s) {
   if (s.empty() || s.size() > 64) return false;
   for (char c : s) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-              c == '-';
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-';
     if (!ok) return false;
   }
   return true;
@@ -31,15 +31,18 @@ bool is_e164(std::string_view s) {
   return true;
 }
 
-Result<std::vector<std::string>> string_list(const json& obj, const char* key, const std::string& field,
+Result<std::vector<std::string>> string_list(const json& obj, const char* key,
+                                             const std::string& field,
                                              bool (*valid)(std::string_view), const char* what) {
   const json* list = find_field(obj, key);
   if (list == nullptr || !list->is_array() || list->empty() || list->size() > kMaxRecipients) {
-    return bad(field, std::string("must be a list of 1–") + std::to_string(kMaxRecipients) + " " + what);
+    return bad(field,
+               std::string("must be a list of 1–") + std::to_string(kMaxRecipients) + " " + what);
   }
   std::vector<std::string> out;
   for (const json& v : *list) {
-    if (!v.is_string() || !valid(v.get<std::string>())) return bad(field, std::string("not ") + what);
+    if (!v.is_string() || !valid(v.get<std::string>()))
+      return bad(field, std::string("not ") + what);
     out.push_back(v.get<std::string>());
   }
   return out;
@@ -47,7 +50,8 @@ Result<std::vector<std::string>> string_list(const json& obj, const char* key, c
 
 bool email_ok(std::string_view s) { return is_email(s); }
 
-// "forms@bakery.example" or "Bakery Forms <forms@bakery.example>" (what Resend and SendGrid accept).
+// "forms@bakery.example" or "Bakery Forms <forms@bakery.example>" (what Resend and SendGrid
+// accept).
 bool is_sender(std::string_view s) {
   if (is_email(s)) return true;
   auto open = s.rfind('<');
@@ -57,7 +61,8 @@ bool is_sender(std::string_view s) {
   return is_email(s.substr(open + 1, s.size() - open - 2));
 }
 
-// A path on the client's own site ("/thanks.html"), resolved by the browser against the form's page.
+// A path on the client's own site ("/thanks.html"), resolved by the browser against the form's
+// page.
 bool is_site_path(std::string_view s) {
   return !s.empty() && s.size() <= 512 && s[0] == '/' && (s.size() == 1 || s[1] != '/') &&
          s.find_first_of(" \\\r\n") == std::string_view::npos;
@@ -100,7 +105,8 @@ Result<LeadsConfig> parse_config(const json& config, bool allow_local) {
   }
   if (const json* v = find_field(config, "turnstile")) {
     std::string mode = v->is_string() ? v->get<std::string>() : "";
-    if (mode != "required" && mode != "off") return bad("turnstile", R"(must be "required" or "off")");
+    if (mode != "required" && mode != "off")
+      return bad("turnstile", R"(must be "required" or "off")");
     c.turnstile_required = mode == "required";
   }
   if (const json* v = find_field(config, "rateLimit")) {
@@ -109,7 +115,8 @@ Result<LeadsConfig> parse_config(const json& config, bool allow_local) {
     if (!v->is_object() || !limit || *limit < 1 || *limit > 10000) {
       return bad("rateLimit.limit", "must be 1–10000");
     }
-    if (period && (*period < 1 || *period > 86400)) return bad("rateLimit.periodSeconds", "must be 1–86400");
+    if (period && (*period < 1 || *period > 86400))
+      return bad("rateLimit.periodSeconds", "must be 1–86400");
     c.rate_limit = static_cast<int>(*limit);
     c.rate_period_seconds = period ? static_cast<int>(*period) : kDefaultRatePeriodSeconds;
   }
@@ -122,10 +129,12 @@ Result<LeadsConfig> parse_config(const json& config, bool allow_local) {
   }
   if (const json* v = find_field(config, "fields")) {
     if (!v->is_array() || v->size() > kMaxExtraFields) {
-      return bad("fields", "must be a list of at most " + std::to_string(kMaxExtraFields) + " names");
+      return bad("fields",
+                 "must be a list of at most " + std::to_string(kMaxExtraFields) + " names");
     }
     for (const json& f : *v) {
-      if (!f.is_string() || !is_field_name(f.get<std::string>())) return bad("fields", "not a field name");
+      if (!f.is_string() || !is_field_name(f.get<std::string>()))
+        return bad("fields", "not a field name");
       c.extra_fields.push_back(f.get<std::string>());
     }
   }
@@ -164,14 +173,16 @@ Result<LeadsConfig> parse_config(const json& config, bool allow_local) {
     if (!to) return std::move(to).error();
     ch.to = std::move(to).value();
     ch.from = string_or(*s, "from", "");
-    if (!ch.from.empty() && !is_e164(ch.from)) return bad("notify.sms.from", "must be an E.164 number");
+    if (!ch.from.empty() && !is_e164(ch.from))
+      return bad("notify.sms.from", "must be an E.164 number");
     c.sms = std::move(ch);
   }
   if (const json* w = notify ? find_field(*notify, "webhook") : nullptr) {
     WebhookChannel ch;
     ch.url = string_or(*w, "url", "");
     ch.secret = string_or(*w, "secret", "");
-    if (!is_outbound_url(ch.url, allow_local)) return bad("notify.webhook.url", "must be an https:// URL");
+    if (!is_outbound_url(ch.url, allow_local))
+      return bad("notify.webhook.url", "must be an https:// URL");
     if (ch.secret.size() < kMinWebhookSecret || ch.secret.size() > 256) {
       return bad("notify.webhook.secret", "must be 16–256 characters");
     }

@@ -1,6 +1,7 @@
 #pragma once
-// A tenant's leads configuration (CONTRACT.md "Tenant provisioning"): parsed from the tenant's config
-// with defaults, validated on PUT /admin/tenants/{id}, and redacted (webhook secret) in GET views.
+// A tenant's leads configuration (CONTRACT.md "Tenant provisioning"): parsed from the tenant's
+// config with defaults, validated on PUT /admin/tenants/{id}, and redacted (webhook secret) in GET
+// views.
 
 #include "shared/error.h"
 

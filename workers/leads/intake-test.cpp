@@ -24,18 +24,22 @@ const char* kWebhookSecret = "whsec-0123456789abcdef";
 const char* kDummyToken = "XXXX.DUMMY.TOKEN.XXXX";
 
 json bakery_config() {
-  return json{{"fields", {"preferred_date"}},
-              {"rateLimit", {{"limit", 5}, {"periodSeconds", 60}}},
-              {"redirectUrl", "https://bakery.example/thanks"},
-              {"notify",
-               {{"email", {{"provider", "resend"}, {"to", {"owner@bakery.example"}}, {"from", "forms@bakery.example"}}},
-                {"sms", {{"to", {"+15550100001"}}, {"from", "+15550100999"}}},
-                {"webhook", {{"url", "https://hooks.bakery.example/leads"}, {"secret", kWebhookSecret}}}}}};
+  return json{
+      {"fields", {"preferred_date"}},
+      {"rateLimit", {{"limit", 5}, {"periodSeconds", 60}}},
+      {"redirectUrl", "https://bakery.example/thanks"},
+      {"notify",
+       {{"email",
+         {{"provider", "resend"},
+          {"to", {"owner@bakery.example"}},
+          {"from", "forms@bakery.example"}}},
+        {"sms", {{"to", {"+15550100001"}}, {"from", "+15550100999"}}},
+        {"webhook", {{"url", "https://hooks.bakery.example/leads"}, {"secret", kWebhookSecret}}}}}};
 }
 
 struct Leads {
   Mesh mesh;
-  std::vector<json> requests;           // every outbound fetch, parsed a little
+  std::vector<json> requests;            // every outbound fetch, parsed a little
   std::map<std::string, int> fail_next;  // url substring -> failures left (-1: always)
   bool siteverify_down = false;
 
@@ -74,7 +78,8 @@ struct Leads {
       }
       auto form = ss::parse_urlencoded(req["body"].get<std::string>());
       std::map<std::string, std::string> f(form->begin(), form->end());
-      bool ok = f["secret"] == "1x0000000000000000000000000000000AA" && f["response"] == kDummyToken;
+      bool ok =
+          f["secret"] == "1x0000000000000000000000000000000AA" && f["response"] == kDummyToken;
       reply.body = ok ? R"({"success":true,"error-codes":[]})"
                       : R"({"success":false,"error-codes":["invalid-input-response"]})";
       return reply;
@@ -91,7 +96,8 @@ struct Leads {
     h["CF-Connecting-IP"] = ip;
     return h;
   }
-  std::map<std::string, std::string> admin(const std::string& tenant = "bakery", const char* token = kBakeryAdmin) {
+  std::map<std::string, std::string> admin(const std::string& tenant = "bakery",
+                                           const char* token = kBakeryAdmin) {
     return {{"X-SiteSwarm-Tenant-Id", tenant}, {"Authorization", std::string("Bearer ") + token}};
   }
   HttpReply submit(json body, std::map<std::string, std::string> h = {}) {
@@ -114,7 +120,8 @@ struct Leads {
     }
     return out;
   }
-  // Plays the notify queue like Cloudflare Queues would: deliver, retry what is retried, until empty.
+  // Plays the notify queue like Cloudflare Queues would: deliver, retry what is retried, until
+  // empty.
   void drain_notifications(int max_rounds = 20) {
     std::vector<json> pending;
     std::map<std::string, int> attempts;
@@ -125,7 +132,8 @@ struct Leads {
       }
       mesh.queue_sent["NOTIFY_QUEUE"].clear();
       if (pending.empty()) return;
-      json out = mesh.message("leads", {{"op", "queue"}, {"queue", "siteswarm-leads-notify"}, {"messages", pending}});
+      json out = mesh.message(
+          "leads", {{"op", "queue"}, {"queue", "siteswarm-leads-notify"}, {"messages", pending}});
       std::vector<json> next;
       for (const json& r : out["retry"]) {
         for (json& m : pending) {
@@ -142,8 +150,11 @@ struct Leads {
 };
 
 json lead_body() {
-  return json{{"name", "Ada Baker"}, {"email", "ada@example.com"}, {"phone", "(555) 010-2000"},
-              {"message", "Two dozen croissants for Saturday?"}, {"preferred_date", "2026-12-05"}};
+  return json{{"name", "Ada Baker"},
+              {"email", "ada@example.com"},
+              {"phone", "(555) 010-2000"},
+              {"message", "Two dozen croissants for Saturday?"},
+              {"preferred_date", "2026-12-05"}};
 }
 
 void check_error(const HttpReply& r, int status, const std::string& code) {
@@ -155,7 +166,8 @@ void check_error(const HttpReply& r, int status, const std::string& code) {
 
 }  // namespace
 
-TEST_CASE("a JSON lead is verified, stored for its tenant, queued for every channel and announced") {
+TEST_CASE(
+    "a JSON lead is verified, stored for its tenant, queued for every channel and announced") {
   Leads l;
   auto r = l.submit(lead_body());
   REQUIRE(r.status == 202);
@@ -191,13 +203,16 @@ TEST_CASE("a JSON lead is verified, stored for its tenant, queued for every chan
 
 TEST_CASE("urlencoded and multipart form posts work like JSON; HTML forms are redirected") {
   Leads l;
-  auto form = l.mesh.request("leads", "POST", "/api/leads/submit", l.headers("application/x-www-form-urlencoded"),
-                             "name=Bob+B&email=bob%40example.com&cf-turnstile-response=XXXX.DUMMY.TOKEN.XXXX");
+  auto form = l.mesh.request(
+      "leads", "POST", "/api/leads/submit", l.headers("application/x-www-form-urlencoded"),
+      "name=Bob+B&email=bob%40example.com&cf-turnstile-response=XXXX.DUMMY.TOKEN.XXXX");
   CHECK(form.status == 202);
   std::string boundary = "----ssb";
-  std::string mp = "--" + boundary + "\r\nContent-Disposition: form-data; name=\"email\"\r\n\r\ncy@example.com\r\n--" +
-                   boundary + "\r\nContent-Disposition: form-data; name=\"turnstileToken\"\r\n\r\n" + kDummyToken +
-                   "\r\n--" + boundary + "--\r\n";
+  std::string mp =
+      "--" + boundary +
+      "\r\nContent-Disposition: form-data; name=\"email\"\r\n\r\ncy@example.com\r\n--" + boundary +
+      "\r\nContent-Disposition: form-data; name=\"turnstileToken\"\r\n\r\n" + kDummyToken +
+      "\r\n--" + boundary + "--\r\n";
   auto multi = l.mesh.request("leads", "POST", "/api/leads/submit",
                               l.headers("multipart/form-data; boundary=" + boundary), mp);
   CHECK(multi.status == 202);
@@ -214,28 +229,34 @@ TEST_CASE("bad input gets the contract's errors and stores nothing") {
   Leads l;
   auto big = l.submit(json{{"email", "a@example.com"}, {"message", std::string(40 * 1024, 'x')}});
   check_error(big, 413, "payload_too_large");
-  check_error(l.mesh.request("leads", "POST", "/api/leads/submit", l.headers("text/plain"), "email=a@b.co"), 415,
-              "unsupported_media_type");
-  check_error(l.mesh.request("leads", "POST", "/api/leads/submit", l.headers(), "{\"email\":"), 400, "invalid_json");
+  check_error(
+      l.mesh.request("leads", "POST", "/api/leads/submit", l.headers("text/plain"), "email=a@b.co"),
+      415, "unsupported_media_type");
+  check_error(l.mesh.request("leads", "POST", "/api/leads/submit", l.headers(), "{\"email\":"), 400,
+              "invalid_json");
   auto missing = l.submit(json{{"name", "No Contact"}});
   check_error(missing, 400, "invalid_lead");
   CHECK(missing.body_json()["error"]["fields"].contains("email"));
   CHECK(missing.body_json()["error"]["fields"].contains("phone"));
-  auto bad = l.submit(json{{"email", "not-an-email"}, {"phone", "call me"}, {"favorite_color", "red"},
+  auto bad = l.submit(json{{"email", "not-an-email"},
+                           {"phone", "call me"},
+                           {"favorite_color", "red"},
                            {"name", json::array({1})}});
   check_error(bad, 400, "invalid_lead");
   auto long_name = l.submit(json{{"email", "a@example.com"}, {"name", std::string(201, 'n')}});
   check_error(long_name, 400, "invalid_lead");
   CHECK(long_name.body_json()["error"]["fields"].contains("name"));
   auto extra = l.submit(json{{"email", "a@example.com"}, {"favorite_color", "red"}});
-  CHECK(extra.body_json()["error"]["fields"]["favorite_color"] == "is not a field this form accepts");
+  CHECK(extra.body_json()["error"]["fields"]["favorite_color"] ==
+        "is not a field this form accepts");
   CHECK(l.rows("SELECT * FROM leads").empty());
   CHECK(l.mesh.queue_sent["NOTIFY_QUEUE"].empty());
 }
 
 TEST_CASE("a filled honeypot looks like success, stores nothing and notifies nobody") {
   Leads l;
-  auto r = l.submit(json{{"email", "bot@spam.example"}, {"company_website", "http://spam.example"}});
+  auto r =
+      l.submit(json{{"email", "bot@spam.example"}, {"company_website", "http://spam.example"}});
   CHECK(r.status == 202);
   CHECK(r.body_json()["ok"] == true);
   CHECK(ss::is_ulid(r.body_json()["leadId"].get<std::string>()));
@@ -248,9 +269,11 @@ TEST_CASE("a filled honeypot looks like success, stores nothing and notifies nob
 
 TEST_CASE("Turnstile: failure is 403; unreachable siteverify keeps the lead, flagged") {
   Leads l;
-  check_error(l.submit(json{{"email", "a@example.com"}, {"turnstileToken", "forged"}}), 403, "turnstile_failed");
+  check_error(l.submit(json{{"email", "a@example.com"}, {"turnstileToken", "forged"}}), 403,
+              "turnstile_failed");
   auto h = l.headers();
-  auto no_token = l.mesh.request("leads", "POST", "/api/leads/submit", h, json{{"email", "a@example.com"}}.dump());
+  auto no_token = l.mesh.request("leads", "POST", "/api/leads/submit", h,
+                                 json{{"email", "a@example.com"}}.dump());
   check_error(no_token, 403, "turnstile_failed");
   CHECK(l.rows("SELECT * FROM leads").empty());
   l.siteverify_down = true;
@@ -275,21 +298,25 @@ TEST_CASE("the rate limit answers 429 with Retry-After before any storage, per t
   CHECK(retry <= 60);
   CHECK(l.rows("SELECT * FROM leads").size() == 5);
   CHECK(l.outbound("siteverify").size() == 5);
-  // Malformed and spam posts count as well: the limiter runs before parsing, honeypot and validation.
+  // Malformed and spam posts count as well: the limiter runs before parsing, honeypot and
+  // validation.
   auto other_ip = l.headers("application/json", "198.51.100.9");
   for (int i = 0; i < 5; ++i) {
     CHECK(l.mesh.request("leads", "POST", "/api/leads/submit", other_ip, "{").status == 400);
   }
-  check_error(l.mesh.request("leads", "POST", "/api/leads/submit", other_ip, "{"), 429, "rate_limited");
+  check_error(l.mesh.request("leads", "POST", "/api/leads/submit", other_ip, "{"), 429,
+              "rate_limited");
   // The window is anchored at its first hit: 59 s later it is still closed.
   l.mesh.now_ms += 59 * 1000;
   check_error(l.submit(json{{"email", "a@example.com"}}), 429, "rate_limited");
   CHECK(l.submit(json{{"email", "a@example.com"}}).header("retry-after") == "1");
   l.mesh.now_ms += 2 * 1000;
   // Another IP, or another tenant, has its own window; the next window is open again.
-  CHECK(l.submit(json{{"email", "a@example.com"}}, l.headers("application/json", "198.51.100.1")).status == 202);
+  CHECK(l.submit(json{{"email", "a@example.com"}}, l.headers("application/json", "198.51.100.1"))
+            .status == 202);
   CHECK(l.submit(json{{"email", "a@example.com"}}).status == 202);
-  CHECK(l.rows("SELECT * FROM rate_limit_windows WHERE bucket LIKE '%203.0.113.7%'").empty());  // IPs are hashed
+  CHECK(l.rows("SELECT * FROM rate_limit_windows WHERE bucket LIKE '%203.0.113.7%'")
+            .empty());  // IPs are hashed
 }
 
 TEST_CASE("an Idempotency-Key replay returns the first leadId and creates nothing") {
@@ -341,7 +368,8 @@ TEST_CASE("notifications use each provider's real request format and a verifiabl
   CHECK(email["text"].get<std::string>().find("croissants") != std::string::npos);
   auto twilio = l.outbound("twilio.test/2010-04-01/Accounts/AC123/Messages.json");
   REQUIRE(twilio.size() == 1);
-  CHECK(twilio[0]["headers"]["authorization"] == "Basic " + std::string("QUMxMjM6dHdpbGlvLXNlY3JldA=="));
+  CHECK(twilio[0]["headers"]["authorization"] ==
+        "Basic " + std::string("QUMxMjM6dHdpbGlvLXNlY3JldA=="));
   auto sms = ss::parse_urlencoded(twilio[0]["body"].get<std::string>());
   std::map<std::string, std::string> s(sms->begin(), sms->end());
   CHECK(s["To"] == "+15550100001");
@@ -369,7 +397,9 @@ TEST_CASE("a webhook that fails twice then succeeds is delivered once with 3 att
   REQUIRE(d.size() == 1);
   CHECK(d[0]["status"] == "delivered");
   CHECK(d[0]["attempts"] == 3);
-  CHECK(l.rows("SELECT * FROM delivery_attempts WHERE delivery_id = '" + d[0]["id"].get<std::string>() + "'").size() == 3);
+  CHECK(l.rows("SELECT * FROM delivery_attempts WHERE delivery_id = '" +
+               d[0]["id"].get<std::string>() + "'")
+            .size() == 3);
   auto view = l.mesh.request("leads", "GET", "/api/leads/" + id, l.admin()).body_json();
   bool found = false;
   for (const json& del : view["deliveries"]) {
@@ -382,7 +412,8 @@ TEST_CASE("a webhook that fails twice then succeeds is delivered once with 3 att
   CHECK(found);
 }
 
-TEST_CASE("a webhook that always fails is dead-lettered and visible; other channels still deliver") {
+TEST_CASE(
+    "a webhook that always fails is dead-lettered and visible; other channels still deliver") {
   Leads l;
   l.fail_next["hooks.bakery.example"] = -1;
   l.fail_next["resend.test"] = -1;  // Resend down as well
@@ -392,25 +423,32 @@ TEST_CASE("a webhook that always fails is dead-lettered and visible; other chann
   auto dead = l.mesh.request("leads", "GET", "/api/leads/deliveries?status=dead", l.admin());
   REQUIRE(dead.status == 200);
   CHECK(dead.body_json()["deliveries"].size() == 2);
-  CHECK(l.rows("SELECT * FROM lead_deliveries WHERE channel = 'sms' AND status = 'delivered'").size() == 1);
+  CHECK(l.rows("SELECT * FROM lead_deliveries WHERE channel = 'sms' AND status = 'delivered'")
+            .size() == 1);
   CHECK(l.events("lead.delivery_failed").size() == 2);
   CHECK(l.events("lead.delivered").size() == 1);
   // A redelivered message of a dead-lettered delivery sends nothing again.
   std::size_t before = l.requests.size();
-  json msg = {{"deliveryId", dead.body_json()["deliveries"][0]["id"]}, {"tenantId", "bakery"}, {"provider", "webhook"}};
-  json out = l.mesh.message("leads", {{"op", "queue"}, {"messages", {{{"id", "x"}, {"body", msg}}}}});
+  json msg = {{"deliveryId", dead.body_json()["deliveries"][0]["id"]},
+              {"tenantId", "bakery"},
+              {"provider", "webhook"}};
+  json out =
+      l.mesh.message("leads", {{"op", "queue"}, {"messages", {{{"id", "x"}, {"body", msg}}}}});
   CHECK(out["ack"] == json::array({"x"}));
   CHECK(l.requests.size() == before);
 }
 
-TEST_CASE("tenant isolation: a tenant id without its token is 401, and admin calls never cross tenants") {
+TEST_CASE(
+    "tenant isolation: a tenant id without its token is 401, and admin calls never cross tenants") {
   Leads l;
-  auto spoof = l.mesh.request("leads", "POST", "/api/leads/submit",
-                              {{"X-SiteSwarm-Tenant-Id", "bakery"}, {"Content-Type", "application/json"}},
-                              json{{"email", "a@example.com"}}.dump());
+  auto spoof =
+      l.mesh.request("leads", "POST", "/api/leads/submit",
+                     {{"X-SiteSwarm-Tenant-Id", "bakery"}, {"Content-Type", "application/json"}},
+                     json{{"email", "a@example.com"}}.dump());
   check_error(spoof, 401, "unauthenticated_tenant");
   auto wrong = l.mesh.request("leads", "POST", "/api/leads/submit",
-                              {{"X-SiteSwarm-Tenant-Id", "bakery"}, {"X-SiteSwarm-Tenant-Token", kAutoToken},
+                              {{"X-SiteSwarm-Tenant-Id", "bakery"},
+                               {"X-SiteSwarm-Tenant-Token", kAutoToken},
                                {"Content-Type", "application/json"}},
                               json{{"email", "a@example.com"}}.dump());
   check_error(wrong, 401, "unauthenticated_tenant");
@@ -424,8 +462,10 @@ TEST_CASE("tenant isolation: a tenant id without its token is 401, and admin cal
   std::string csv = l.mesh.request("leads", "GET", "/api/leads/export.csv", a).body;
   CHECK(csv.find(id) == std::string::npos);
   CHECK(l.rows("SELECT * FROM leads").size() == 1);
-  check_error(l.mesh.request("leads", "GET", "/api/leads", {{"X-SiteSwarm-Tenant-Id", "bakery"}}), 401, "unauthorized");
-  check_error(l.mesh.request("leads", "GET", "/api/leads", l.admin("bakery", kBakeryToken)), 401, "unauthorized");
+  check_error(l.mesh.request("leads", "GET", "/api/leads", {{"X-SiteSwarm-Tenant-Id", "bakery"}}),
+              401, "unauthorized");
+  check_error(l.mesh.request("leads", "GET", "/api/leads", l.admin("bakery", kBakeryToken)), 401,
+              "unauthorized");
 }
 
 TEST_CASE("tenant admin: newest first with cursors, one lead with history, erasure") {
@@ -442,11 +482,17 @@ TEST_CASE("tenant admin: newest first with cursors, one lead with history, erasu
   REQUIRE(page1["leads"].size() == 2);
   CHECK(page1["leads"][0]["id"] == ids[4]);
   CHECK(page1["leads"][1]["id"] == ids[3]);
-  auto page2 = l.mesh.request("leads", "GET", "/api/leads?limit=2&cursor=" + page1["nextCursor"].get<std::string>(),
-                              l.admin()).body_json();
+  auto page2 =
+      l.mesh
+          .request("leads", "GET",
+                   "/api/leads?limit=2&cursor=" + page1["nextCursor"].get<std::string>(), l.admin())
+          .body_json();
   CHECK(page2["leads"][0]["id"] == ids[2]);
-  auto page3 = l.mesh.request("leads", "GET", "/api/leads?limit=2&cursor=" + page2["nextCursor"].get<std::string>(),
-                              l.admin()).body_json();
+  auto page3 =
+      l.mesh
+          .request("leads", "GET",
+                   "/api/leads?limit=2&cursor=" + page2["nextCursor"].get<std::string>(), l.admin())
+          .body_json();
   CHECK(page3["leads"].size() == 1);
   CHECK(page3["nextCursor"].is_null());
   CHECK(l.mesh.request("leads", "GET", "/api/leads?limit=0", l.admin()).status == 400);
@@ -460,10 +506,13 @@ TEST_CASE("tenant admin: newest first with cursors, one lead with history, erasu
   CHECK(erased.status == 204);
   CHECK(erased.body.empty());
   check_error(l.mesh.request("leads", "GET", "/api/leads/" + ids[0], l.admin()), 404, "not_found");
-  check_error(l.mesh.request("leads", "DELETE", "/api/leads/" + ids[0], l.admin()), 404, "not_found");
+  check_error(l.mesh.request("leads", "DELETE", "/api/leads/" + ids[0], l.admin()), 404,
+              "not_found");
   CHECK(l.rows("SELECT * FROM leads WHERE payload LIKE '%p0@example.com%'").empty());
   // Its pending notifications are cancelled, not sent after the erasure.
-  CHECK(l.rows("SELECT * FROM lead_deliveries WHERE lead_id = '" + ids[0] + "' AND status = 'cancelled'").size() == 3);
+  CHECK(l.rows("SELECT * FROM lead_deliveries WHERE lead_id = '" + ids[0] +
+               "' AND status = 'cancelled'")
+            .size() == 3);
 }
 
 TEST_CASE("a lead erased while its notification is in flight is not sent again") {
@@ -488,7 +537,9 @@ TEST_CASE("a lead erased while its notification is in flight is not sent again")
   REQUIRE(hook.size() == 1);
   CHECK(hook[0]["status"] == "cancelled");
   CHECK(l.events("lead.delivery_failed").empty());
-  CHECK(l.mesh.request("leads", "GET", "/api/leads/deliveries?status=dead", l.admin()).body_json()["deliveries"].empty());
+  CHECK(l.mesh.request("leads", "GET", "/api/leads/deliveries?status=dead", l.admin())
+            .body_json()["deliveries"]
+            .empty());
 }
 
 TEST_CASE("two copies of one notification message send once") {
@@ -502,7 +553,8 @@ TEST_CASE("two copies of one notification message send once") {
     }
   }
   l.mesh.queue_sent["NOTIFY_QUEUE"].clear();
-  json out = l.mesh.message("leads", {{"op", "queue"}, {"queue", "siteswarm-leads-notify"}, {"messages", copies}});
+  json out = l.mesh.message(
+      "leads", {{"op", "queue"}, {"queue", "siteswarm-leads-notify"}, {"messages", copies}});
   CHECK(out["ack"].size() == 2);
   CHECK(l.outbound("hooks.bakery.example").size() == 1);
   CHECK(l.rows("SELECT * FROM delivery_attempts").size() == 1);
@@ -510,13 +562,16 @@ TEST_CASE("two copies of one notification message send once") {
 
 TEST_CASE("CSV export quotes per RFC 4180 and defuses spreadsheet formulas") {
   Leads l;
-  l.submit(json{{"name", "=HYPERLINK(\"http://evil\")"}, {"email", "q@example.com"},
-                {"message", "line one\nline \"two\", with comma"}, {"preferred_date", "@SUM(A1)"}});
+  l.submit(json{{"name", "=HYPERLINK(\"http://evil\")"},
+                {"email", "q@example.com"},
+                {"message", "line one\nline \"two\", with comma"},
+                {"preferred_date", "@SUM(A1)"}});
   auto r = l.mesh.request("leads", "GET", "/api/leads/export.csv", l.admin());
   REQUIRE(r.status == 200);
   CHECK(r.header("content-type").rfind("text/csv", 0) == 0);
   CHECK(r.header("content-disposition").find("attachment") != std::string::npos);
-  CHECK(r.body.rfind("id,created_at,turnstile_verified,name,email,phone,message,preferred_date\r\n", 0) == 0);
+  CHECK(r.body.rfind("id,created_at,turnstile_verified,name,email,phone,message,preferred_date\r\n",
+                     0) == 0);
   CHECK(r.body.find("\"'=HYPERLINK(\"\"http://evil\"\")\"") != std::string::npos);
   CHECK(r.body.find("\"line one\nline \"\"two\"\", with comma\"") != std::string::npos);
   CHECK(r.body.find("\"'@SUM(A1)\"") != std::string::npos);
@@ -524,21 +579,28 @@ TEST_CASE("CSV export quotes per RFC 4180 and defuses spreadsheet formulas") {
 
 TEST_CASE("tenant config is validated on provisioning and the webhook secret is never shown") {
   Leads l;
-  auto op = std::map<std::string, std::string>{{"Authorization", std::string("Bearer ") + Mesh::kAdminToken},
-                                               {"Content-Type", "application/json"}};
+  auto op = std::map<std::string, std::string>{
+      {"Authorization", std::string("Bearer ") + Mesh::kAdminToken},
+      {"Content-Type", "application/json"}};
   auto bad = l.mesh.request("leads", "PUT", "/admin/tenants/bakery", op,
                             json{{"config", {{"turnstile", "maybe"}}}}.dump());
   CHECK(bad.status == 400);
   CHECK(bad.body_json()["error"]["field"] == "config.turnstile");
-  auto bad_hook = l.mesh.request("leads", "PUT", "/admin/tenants/bakery", op,
-                                 json{{"config", {{"notify", {{"webhook", {{"url", "http://10.0.0.1/x"}, {"secret", kWebhookSecret}}}}}}}}.dump());
+  auto bad_hook = l.mesh.request(
+      "leads", "PUT", "/admin/tenants/bakery", op,
+      json{
+          {"config",
+           {{"notify", {{"webhook", {{"url", "http://10.0.0.1/x"}, {"secret", kWebhookSecret}}}}}}}}
+          .dump());
   CHECK(bad_hook.status == 400);
   json site = bakery_config();
   site["redirectUrl"] = "/thanks.html";
   site["notify"]["email"]["from"] = "Crumb & Crust <forms@bakery.example>";
-  CHECK(l.mesh.request("leads", "PUT", "/admin/tenants/bakery", op, json{{"config", site}}.dump()).status == 200);
+  CHECK(l.mesh.request("leads", "PUT", "/admin/tenants/bakery", op, json{{"config", site}}.dump())
+            .status == 200);
   site["redirectUrl"] = "//evil.example/";
-  CHECK(l.mesh.request("leads", "PUT", "/admin/tenants/bakery", op, json{{"config", site}}.dump()).status == 400);
+  CHECK(l.mesh.request("leads", "PUT", "/admin/tenants/bakery", op, json{{"config", site}}.dump())
+            .status == 400);
   auto got = l.mesh.request("leads", "GET", "/admin/tenants/bakery", op);
   CHECK(got.status == 200);
   CHECK(got.body.find(kWebhookSecret) == std::string::npos);

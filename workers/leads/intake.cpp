@@ -26,22 +26,26 @@ inline constexpr int kSiteverifyTimeoutMs = 5000;
 
 bool allow_local(const Context& ctx) { return ctx.env("ALLOW_LOCAL_OUTBOUND") == "1"; }
 
-// A window per tenant + client IP, counted in D1, anchored at its first hit (so a burst cannot straddle
-// two clock-aligned windows and get twice the limit). The IP is hashed before it is stored.
+// A window per tenant + client IP, counted in D1, anchored at its first hit (so a burst cannot
+// straddle two clock-aligned windows and get twice the limit). The IP is hashed before it is
+// stored.
 Task<Status> check_rate_limit(Context& ctx, const std::string& tenant, const std::string& ip,
                               const LeadsConfig& config) {
   std::int64_t period_ms = static_cast<std::int64_t>(config.rate_period_seconds) * 1000;
-  std::string ip_key = "leads-rate:" + (ip.empty() ? std::string("unknown") : ip);  // g++-12: hoisted
+  std::string ip_key =
+      "leads-rate:" + (ip.empty() ? std::string("unknown") : ip);  // g++-12: hoisted
   auto ip_hash = co_await sha256(std::move(ip_key));
   if (!ip_hash) {
     ctx.log("rate limit skipped: " + ip_hash.error().message);
     co_return Unit{};
   }
-  json params = json::array({tenant + "|" + ip_hash->substr(0, 32), ctx.now_ms(), ctx.now_ms() + period_ms});
+  json params =
+      json::array({tenant + "|" + ip_hash->substr(0, 32), ctx.now_ms(), ctx.now_ms() + period_ms});
   auto hits = co_await D1(kDb).first(
       "INSERT INTO rate_limit_windows (bucket, hits, expires_at_ms) VALUES (?1, 1, ?3) "
       "ON CONFLICT (bucket) DO UPDATE SET "
-      "hits = CASE WHEN rate_limit_windows.expires_at_ms <= ?2 THEN 1 ELSE rate_limit_windows.hits + 1 END, "
+      "hits = CASE WHEN rate_limit_windows.expires_at_ms <= ?2 THEN 1 ELSE rate_limit_windows.hits "
+      "+ 1 END, "
       "expires_at_ms = CASE WHEN rate_limit_windows.expires_at_ms <= ?2 THEN ?3 "
       "ELSE rate_limit_windows.expires_at_ms END "
       "RETURNING hits, expires_at_ms",
@@ -55,7 +59,8 @@ Task<Status> check_rate_limit(Context& ctx, const std::string& tenant, const std
   if (row != nullptr && int_or(*row, "hits", 0) > config.rate_limit) {
     Error e{ErrorCode::rate_limited, "too many submissions; try again later"};
     std::int64_t window_end = int_or(*row, "expires_at_ms", ctx.now_ms() + period_ms);
-    e.retry_after = static_cast<int>(std::max<std::int64_t>(1, (window_end - ctx.now_ms() + 999) / 1000));
+    e.retry_after =
+        static_cast<int>(std::max<std::int64_t>(1, (window_end - ctx.now_ms() + 999) / 1000));
     co_return e;
   }
   co_return Unit{};
@@ -73,7 +78,8 @@ Task<Result<std::string>> uuid_v4(Context& ctx) {
 enum class Verdict { passed, failed, unreachable };
 
 // Turnstile siteverify with the secret, the token, the client IP and an idempotency key.
-Task<Result<Verdict>> verify_turnstile(Context& ctx, const std::string& token, const std::string& ip) {
+Task<Result<Verdict>> verify_turnstile(Context& ctx, const std::string& token,
+                                       const std::string& ip) {
   if (token.empty()) co_return Error{ErrorCode::turnstile_failed, "the Turnstile token is missing"};
   std::string secret = ctx.env("TURNSTILE_SECRET_KEY");
   if (secret.empty()) {
@@ -93,7 +99,8 @@ Task<Result<Verdict>> verify_turnstile(Context& ctx, const std::string& token, c
   call.timeout_ms = kSiteverifyTimeoutMs;
   auto reply = co_await fetch(call);
   if (!reply) {
-    ctx.log("turnstile: siteverify unreachable (" + reply.error().cause + "); lead kept unverified");
+    ctx.log("turnstile: siteverify unreachable (" + reply.error().cause +
+            "); lead kept unverified");
     co_return Verdict::unreachable;
   }
   int status = static_cast<int>(int_or(*reply, "status", 0));
@@ -114,9 +121,10 @@ Task<Result<Verdict>> verify_turnstile(Context& ctx, const std::string& token, c
 Task<Result<std::string>> find_replay(const std::string& tenant, const std::string& key,
                                       std::int64_t now_ms) {
   json params = json::array({tenant, key, now_ms - kIdempotencyWindowMs});
-  SS_CO_TRY(json r, co_await D1(kDb).first("SELECT lead_id FROM lead_idempotency WHERE tenant_id = ?1 "
-                                           "AND idempotency_key = ?2 AND created_at_ms > ?3",
-                                           params));
+  SS_CO_TRY(json r,
+            co_await D1(kDb).first("SELECT lead_id FROM lead_idempotency WHERE tenant_id = ?1 "
+                                   "AND idempotency_key = ?2 AND created_at_ms > ?3",
+                                   params));
   const json* row = row_of(r);
   co_return row ? string_or(*row, "lead_id", "") : std::string();
 }
@@ -145,12 +153,14 @@ Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
   }
   std::string ip = req.client_ip();
   SS_CO_CHECK(co_await check_rate_limit(ctx, tenant.id, ip, *config));
-  SS_CO_TRY(FormFields fields, read_submission(req));  // malformed bodies count against the window too
+  SS_CO_TRY(FormFields fields,
+            read_submission(req));  // malformed bodies count against the window too
   SS_CO_TRY(Submission submission, validate_submission(fields, *config));
 
   if (submission.honeypot) {
     SS_CO_TRY(std::string decoy, co_await ctx.new_ulid());
-    EventDraft spam{"lead.spam_absorbed", "tenant:" + tenant.id, {{"reason", "honeypot"}}, tenant.id};
+    EventDraft spam{
+        "lead.spam_absorbed", "tenant:" + tenant.id, {{"reason", "honeypot"}}, tenant.id};
     emit_quietly(ctx, co_await emit_event(ctx, std::move(spam)), "lead.spam_absorbed");
     co_return accepted(req, *config, decoy);
   }
@@ -172,23 +182,27 @@ Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
 
   SS_CO_TRY(std::string lead_id, co_await ctx.new_ulid());
   std::string now = format_rfc3339_ms(ctx.now_ms());
-  SS_CO_TRY(std::vector<Delivery> deliveries, co_await plan_deliveries(ctx, tenant.id, lead_id, *config));
+  SS_CO_TRY(std::vector<Delivery> deliveries,
+            co_await plan_deliveries(ctx, tenant.id, lead_id, *config));
 
   // One transaction: the idempotency claim, the lead and its deliveries stand or fall together. A
   // concurrent twin with the same key makes the claim's INSERT fail, and the twin's id is answered.
   std::vector<D1Statement> writes;
   if (!key.empty()) {
-    writes.push_back({"DELETE FROM lead_idempotency WHERE tenant_id = ?1 AND idempotency_key = ?2 "
-                      "AND created_at_ms <= ?3",
-                      json::array({tenant.id, key, ctx.now_ms() - kIdempotencyWindowMs})});
-    writes.push_back({"INSERT INTO lead_idempotency (tenant_id, idempotency_key, lead_id, "
-                      "created_at_ms) VALUES (?1, ?2, ?3, ?4)",
-                      json::array({tenant.id, key, lead_id, ctx.now_ms()})});
+    writes.push_back(
+        {"DELETE FROM lead_idempotency WHERE tenant_id = ?1 AND idempotency_key = ?2 "
+         "AND created_at_ms <= ?3",
+         json::array({tenant.id, key, ctx.now_ms() - kIdempotencyWindowMs})});
+    writes.push_back(
+        {"INSERT INTO lead_idempotency (tenant_id, idempotency_key, lead_id, "
+         "created_at_ms) VALUES (?1, ?2, ?3, ?4)",
+         json::array({tenant.id, key, lead_id, ctx.now_ms()})});
   }
   if (config->store_submissions) {
-    writes.push_back({"INSERT INTO leads (id, tenant_id, payload, turnstile_verified, created_at) "
-                      "VALUES (?1, ?2, ?3, ?4, ?5)",
-                      json::array({lead_id, tenant.id, dump_json(submission.lead), verified ? 1 : 0, now})});
+    writes.push_back(
+        {"INSERT INTO leads (id, tenant_id, payload, turnstile_verified, created_at) "
+         "VALUES (?1, ?2, ?3, ?4, ?5)",
+         json::array({lead_id, tenant.id, dump_json(submission.lead), verified ? 1 : 0, now})});
   }
   for (const Delivery& d : deliveries) writes.push_back(delivery_insert(d, now));
   if (!writes.empty()) {
@@ -198,17 +212,22 @@ Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
         auto owner = co_await find_replay(tenant.id, key, ctx.now_ms());
         if (owner && !owner->empty()) co_return accepted(req, *config, *owner);
       }
-      co_return Error{ErrorCode::dependency_unavailable, "the lead could not be stored; retry later"};
+      co_return Error{ErrorCode::dependency_unavailable,
+                      "the lead could not be stored; retry later"};
     }
   }
   json lead_message = submission.lead;
-  SS_CO_CHECK(co_await enqueue_deliveries(ctx, deliveries, lead_message, now, config->store_submissions));
+  SS_CO_CHECK(
+      co_await enqueue_deliveries(ctx, deliveries, lead_message, now, config->store_submissions));
 
   json channels = json::array();
   for (const Delivery& d : deliveries) channels.push_back(d.channel);
-  EventDraft received{"lead.received", "lead:" + lead_id,
-                      {{"leadId", lead_id}, {"stored", config->store_submissions},
-                       {"turnstileVerified", verified}, {"channels", channels}},
+  EventDraft received{"lead.received",
+                      "lead:" + lead_id,
+                      {{"leadId", lead_id},
+                       {"stored", config->store_submissions},
+                       {"turnstileVerified", verified},
+                       {"channels", channels}},
                       tenant.id};
   received.idempotency_key = "lead.received:" + lead_id;
   emit_quietly(ctx, co_await emit_event(ctx, std::move(received)), "lead.received");

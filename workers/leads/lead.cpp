@@ -18,9 +18,8 @@ std::string trim(std::string_view s) {
 
 // Counts UTF-8 code points (continuation bytes are not counted).
 std::size_t text_length(std::string_view s) {
-  return static_cast<std::size_t>(std::count_if(s.begin(), s.end(), [](char c) {
-    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-  }));
+  return static_cast<std::size_t>(std::count_if(
+      s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }
 
 bool has_control_chars(std::string_view s, bool allow_newlines) {
@@ -116,7 +115,8 @@ std::optional<std::string> normalize_phone(std::string_view raw, std::string_vie
       digits = std::string(country_code) + digits;
     }
   }
-  if (digits.size() < kMinDigits + 1 || digits.size() > kMaxDigits || digits[0] == '0') return std::nullopt;
+  if (digits.size() < kMinDigits + 1 || digits.size() > kMaxDigits || digits[0] == '0')
+    return std::nullopt;
   if (country_code == "1" && !international && digits.size() != 11) return std::nullopt;
   return "+" + digits;
 }

@@ -1,6 +1,7 @@
 #pragma once
-// Reading and validating one submission: JSON, urlencoded or multipart (text fields only) bodies become
-// a flat field list; the honeypot is checked; fields are validated and normalised (phone to E.164).
+// Reading and validating one submission: JSON, urlencoded or multipart (text fields only) bodies
+// become a flat field list; the honeypot is checked; fields are validated and normalised (phone to
+// E.164).
 
 #include "shared/form.h"
 #include "shared/http.h"

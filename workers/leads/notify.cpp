@@ -41,8 +41,9 @@ std::string subject_for(const json& lead) {
 }
 
 json queue_body(const Delivery& d, const json& lead, const std::string& submitted_at) {
-  return json{{"deliveryId", d.id},   {"tenantId", d.tenant_id}, {"leadId", d.lead_id},
-              {"channel", d.channel}, {"provider", d.provider},  {"recipient", d.recipient},
+  return json{{"deliveryId", d.id},          {"tenantId", d.tenant_id},
+              {"leadId", d.lead_id},         {"channel", d.channel},
+              {"provider", d.provider},      {"recipient", d.recipient},
               {"submittedAt", submitted_at}, {"lead", lead}};
 }
 
@@ -70,16 +71,19 @@ Task<Result<HttpCall>> provider_request(Context& ctx, const json& msg, const Lea
     std::string reply_to = string_or(lead, "email", "");
     if (provider == "resend") {
       std::string key = ctx.env("RESEND_API_KEY");
-      if (key.empty()) co_return Error{ErrorCode::dependency_unavailable, "RESEND_API_KEY is not set"};
+      if (key.empty())
+        co_return Error{ErrorCode::dependency_unavailable, "RESEND_API_KEY is not set"};
       call.url = base_url(ctx, "RESEND_API_URL", "https://api.resend.com") + "/emails";
       call.headers = {{"authorization", "Bearer " + key}, {"content-type", "application/json"}};
-      json body{{"from", email.from}, {"to", email.to}, {"subject", subject_for(lead)}, {"text", text}};
+      json body{
+          {"from", email.from}, {"to", email.to}, {"subject", subject_for(lead)}, {"text", text}};
       if (!reply_to.empty()) body["reply_to"] = reply_to;
       call.headers["idempotency-key"] = string_or(msg, "deliveryId", "");
       call.body = dump_json(body);
     } else {
       std::string key = ctx.env("SENDGRID_API_KEY");
-      if (key.empty()) co_return Error{ErrorCode::dependency_unavailable, "SENDGRID_API_KEY is not set"};
+      if (key.empty())
+        co_return Error{ErrorCode::dependency_unavailable, "SENDGRID_API_KEY is not set"};
       call.url = base_url(ctx, "SENDGRID_API_URL", "https://api.sendgrid.com") + "/v3/mail/send";
       call.headers = {{"authorization", "Bearer " + key}, {"content-type", "application/json"}};
       json to = json::array();
@@ -99,11 +103,12 @@ Task<Result<HttpCall>> provider_request(Context& ctx, const json& msg, const Lea
     std::string token = ctx.env("TWILIO_AUTH_TOKEN");
     std::string from = config.sms->from.empty() ? ctx.env("TWILIO_FROM_NUMBER") : config.sms->from;
     if (sid.empty() || token.empty() || from.empty()) {
-      co_return Error{ErrorCode::dependency_unavailable, "Twilio credentials or From number are not set"};
+      co_return Error{ErrorCode::dependency_unavailable,
+                      "Twilio credentials or From number are not set"};
     }
     static constexpr std::size_t kMaxSmsBody = 320;
-    call.url = base_url(ctx, "TWILIO_API_URL", "https://api.twilio.com") + "/2010-04-01/Accounts/" + sid +
-               "/Messages.json";
+    call.url = base_url(ctx, "TWILIO_API_URL", "https://api.twilio.com") + "/2010-04-01/Accounts/" +
+               sid + "/Messages.json";
     call.headers = {{"authorization", "Basic " + base64_encode(sid + ":" + token)},
                     {"content-type", "application/x-www-form-urlencoded"}};
     call.body = encode_urlencoded({{"To", string_or(msg, "recipient", "")},
@@ -112,7 +117,8 @@ Task<Result<HttpCall>> provider_request(Context& ctx, const json& msg, const Lea
     co_return call;
   }
   if (provider == "webhook") {
-    if (!config.webhook) co_return Error{ErrorCode::conflict, "the webhook is no longer configured"};
+    if (!config.webhook)
+      co_return Error{ErrorCode::conflict, "the webhook is no longer configured"};
     json body{{"event", "lead.received"},
               {"deliveryId", string_or(msg, "deliveryId", "")},
               {"tenantId", tenant},
@@ -162,10 +168,12 @@ Task<MessageOutcome> deliver_one(Context& ctx, QueueMessage message) {
   std::vector<Task<Result<json>>> loads;
   json dparams = json::array({delivery_id, tenant});
   json tparams = json::array({tenant});
-  loads.push_back(as_task(db.first("SELECT status, attempts FROM lead_deliveries WHERE id = ?1 AND "
-                                   "tenant_id = ?2",
-                                   dparams)));
-  loads.push_back(as_task(db.first("SELECT config_json FROM tenants WHERE tenant_id = ?1", tparams)));
+  loads.push_back(
+      as_task(db.first("SELECT status, attempts FROM lead_deliveries WHERE id = ?1 AND "
+                       "tenant_id = ?2",
+                       dparams)));
+  loads.push_back(
+      as_task(db.first("SELECT config_json FROM tenants WHERE tenant_id = ?1", tparams)));
   auto loaded = co_await when_all(std::move(loads));
   if (!loaded[0] || !loaded[1]) {
     out.ack = false;
@@ -183,10 +191,12 @@ Task<MessageOutcome> deliver_one(Context& ctx, QueueMessage message) {
   // Claim the attempt before sending: two copies of one message cannot both send, and an erasure
   // (status 'cancelled') that lands meanwhile is respected.
   {
-    json claim = json::array({delivery_id, tenant, attempt - 1, attempt, format_rfc3339_ms(ctx.now_ms())});
-    auto claimed = co_await db.run("UPDATE lead_deliveries SET attempts = ?4, updated_at = ?5 WHERE id = ?1 "
-                                   "AND tenant_id = ?2 AND status = 'pending' AND attempts = ?3",
-                                   claim);
+    json claim =
+        json::array({delivery_id, tenant, attempt - 1, attempt, format_rfc3339_ms(ctx.now_ms())});
+    auto claimed = co_await db.run(
+        "UPDATE lead_deliveries SET attempts = ?4, updated_at = ?5 WHERE id = ?1 "
+        "AND tenant_id = ?2 AND status = 'pending' AND attempts = ?3",
+        claim);
     if (!claimed) {
       out.ack = false;
       out.retry_delay = backoff_seconds(ctx, attempt);
@@ -227,13 +237,15 @@ Task<MessageOutcome> deliver_one(Context& ctx, QueueMessage message) {
   std::string new_status = result.ok ? "delivered" : dead ? "dead" : "pending";
   std::string now = format_rfc3339_ms(ctx.now_ms());
   std::vector<D1Statement> writes = {
-      {"INSERT OR REPLACE INTO delivery_attempts (delivery_id, attempt, attempted_at, ok, http_status, "
+      {"INSERT OR REPLACE INTO delivery_attempts (delivery_id, attempt, attempted_at, ok, "
+       "http_status, "
        "error, elapsed_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
        json::array({delivery_id, attempt, now, result.ok ? 1 : 0,
                     result.http_status ? json(result.http_status) : json(nullptr),
                     result.error.empty() ? json(nullptr) : json(result.error),
                     result.elapsed_ms >= 0 ? json(result.elapsed_ms) : json(nullptr)})},
-      {"UPDATE lead_deliveries SET status = ?4, last_error = ?5, updated_at = ?6, delivered_at = ?7 "
+      {"UPDATE lead_deliveries SET status = ?4, last_error = ?5, updated_at = ?6, delivered_at = "
+       "?7 "
        "WHERE id = ?1 AND tenant_id = ?2 AND attempts = ?3 AND status = 'pending'",
        json::array({delivery_id, tenant, attempt, new_status,
                     result.error.empty() ? json(nullptr) : json(result.error), now,
@@ -255,8 +267,10 @@ Task<MessageOutcome> deliver_one(Context& ctx, QueueMessage message) {
   if (result.ok || dead) {
     EventDraft event{result.ok ? "lead.delivered" : "lead.delivery_failed",
                      "lead:" + string_or(msg, "leadId", ""),
-                     {{"leadId", string_or(msg, "leadId", "")}, {"deliveryId", delivery_id},
-                      {"channel", string_or(msg, "channel", "")}, {"provider", string_or(msg, "provider", "")},
+                     {{"leadId", string_or(msg, "leadId", "")},
+                      {"deliveryId", delivery_id},
+                      {"channel", string_or(msg, "channel", "")},
+                      {"provider", string_or(msg, "provider", "")},
                       {"attempts", attempt}},
                      tenant};
     if (dead) event.payload["error"] = result.error;
@@ -292,14 +306,15 @@ Task<Result<std::vector<Delivery>>> plan_deliveries(Context& ctx, const std::str
 }
 
 D1Statement delivery_insert(const Delivery& d, const std::string& now) {
-  return D1Statement{"INSERT INTO lead_deliveries (id, tenant_id, lead_id, channel, provider, status, "
-                     "attempts, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, 'pending', 0, ?6, ?6)",
-                     json::array({d.id, d.tenant_id, d.lead_id, d.channel,
-                                  d.provider + (d.recipient.empty() ? "" : ":" + d.recipient), now})};
+  return D1Statement{
+      "INSERT INTO lead_deliveries (id, tenant_id, lead_id, channel, provider, status, "
+      "attempts, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, 'pending', 0, ?6, ?6)",
+      json::array({d.id, d.tenant_id, d.lead_id, d.channel,
+                   d.provider + (d.recipient.empty() ? "" : ":" + d.recipient), now})};
 }
 
-Task<Status> enqueue_deliveries(Context& ctx, const std::vector<Delivery>& deliveries, const json& lead,
-                                const std::string& submitted_at, bool stored) {
+Task<Status> enqueue_deliveries(Context& ctx, const std::vector<Delivery>& deliveries,
+                                const json& lead, const std::string& submitted_at, bool stored) {
   std::vector<Task<Result<json>>> sends;
   for (const Delivery& d : deliveries) {
     sends.push_back(as_task(queue_send(kNotifyQueue, queue_body(d, lead, submitted_at))));
@@ -308,7 +323,8 @@ Task<Status> enqueue_deliveries(Context& ctx, const std::vector<Delivery>& deliv
   for (auto& r : results) {
     if (r) continue;
     if (!stored) {
-      co_return Error{ErrorCode::dependency_unavailable, "notifications could not be queued; retry later"};
+      co_return Error{ErrorCode::dependency_unavailable,
+                      "notifications could not be queued; retry later"};
     }
     ctx.log("notify: enqueue failed (" + r.error().message + "); the sweeper will retry");
   }
@@ -334,16 +350,18 @@ Task<Status> sweep_unsent(Context& ctx) {
   static constexpr int kSweepBatch = 100;
   std::string cutoff = format_rfc3339_ms(ctx.now_ms() - kSweepAfterMs);
   json params = json::array({cutoff, kSweepBatch});
-  SS_CO_TRY(json r, co_await D1(kDb).all(
-                        "SELECT d.*, l.payload, l.created_at AS submitted_at FROM lead_deliveries d "
-                        "JOIN leads l ON l.id = d.lead_id AND l.tenant_id = d.tenant_id "
-                        "WHERE d.status = 'pending' AND d.attempts = 0 AND d.created_at < ?1 "
-                        "ORDER BY d.created_at LIMIT ?2",
-                        params));
+  SS_CO_TRY(json r,
+            co_await D1(kDb).all(
+                "SELECT d.*, l.payload, l.created_at AS submitted_at FROM lead_deliveries d "
+                "JOIN leads l ON l.id = d.lead_id AND l.tenant_id = d.tenant_id "
+                "WHERE d.status = 'pending' AND d.attempts = 0 AND d.created_at < ?1 "
+                "ORDER BY d.created_at LIMIT ?2",
+                params));
   int requeued = 0;
   for (const json& row : rows_of(r)) {
-    Delivery d{string_or(row, "id", ""), string_or(row, "tenant_id", ""), string_or(row, "lead_id", ""),
-               string_or(row, "channel", ""), string_or(row, "provider", ""), ""};
+    Delivery d{string_or(row, "id", ""),       string_or(row, "tenant_id", ""),
+               string_or(row, "lead_id", ""),  string_or(row, "channel", ""),
+               string_or(row, "provider", ""), ""};
     auto colon = d.provider.find(':');
     if (colon != std::string::npos) {
       d.recipient = d.provider.substr(colon + 1);
@@ -356,9 +374,10 @@ Task<Status> sweep_unsent(Context& ctx) {
     if (sent) {
       ++requeued;
       json touch = json::array({d.id, format_rfc3339_ms(ctx.now_ms())});
-      auto touched = co_await D1(kDb).run("UPDATE lead_deliveries SET updated_at = ?2, created_at = ?2 "
-                                          "WHERE id = ?1",
-                                          touch);
+      auto touched = co_await D1(kDb).run(
+          "UPDATE lead_deliveries SET updated_at = ?2, created_at = ?2 "
+          "WHERE id = ?1",
+          touch);
       if (!touched) ctx.log("sweeper: could not touch " + d.id);
     }
   }
