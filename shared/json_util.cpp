@@ -101,6 +101,15 @@ std::int64_t int_or(const json& object, std::string_view key, std::int64_t fallb
   return v ? *v : fallback;
 }
 
+bool depth_within(const json& value, std::size_t limit) {
+  if (!value.is_structured()) return true;
+  if (limit == 0) return false;
+  for (const json& child : value) {
+    if (!depth_within(child, limit - 1)) return false;
+  }
+  return true;
+}
+
 int compare_numbers(const json& a, const json& b) {
   if (a.is_number_integer() && b.is_number_integer()) {
     const bool a_unsigned = a.is_number_unsigned();

@@ -32,6 +32,9 @@ std::optional<bool> get_bool(const json& object, std::string_view key);
 std::string string_or(const json& object, std::string_view key, std::string_view fallback);
 std::int64_t int_or(const json& object, std::string_view key, std::int64_t fallback);
 
+// True when `value` nests at most `limit` levels of arrays/objects; the walk stops past the limit.
+bool depth_within(const json& value, std::size_t limit);
+
 // -1, 0 or 1 for two JSON numbers (both must be numbers); exact for any mix of signed and unsigned
 // 64-bit integers, doubles otherwise.
 int compare_numbers(const json& a, const json& b);

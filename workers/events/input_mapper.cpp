@@ -25,16 +25,6 @@ Error mapper_error(const std::string& key, std::string_view what) {
                "input_mapper: " + dump_json(json(key)) + ": " + std::string(what)};
 }
 
-// Depth of a literal value, stopping as soon as it exceeds `limit` (so the walk is bounded too).
-bool depth_within(const json& value, std::size_t limit) {
-  if (!value.is_structured()) return true;
-  if (limit == 0) return false;
-  for (const json& child : value) {
-    if (!depth_within(child, limit - 1)) return false;
-  }
-  return true;
-}
-
 // nlohmann copies recursively, so copying a hostile, deeply nested part of an event could exhaust
 // the stack. Such a value maps to null instead. (Ingest should refuse events this deep in the first
 // place.)

@@ -68,16 +68,6 @@ std::string type_list(std::uint8_t mask) {
   return out;
 }
 
-// True when `value` has at most `limit` levels of arrays/objects; the walk stops past the limit.
-bool depth_within(const json& value, std::size_t limit) {
-  if (!value.is_structured()) return true;
-  if (limit == 0) return false;
-  for (const json& child : value) {
-    if (!depth_within(child, limit - 1)) return false;
-  }
-  return true;
-}
-
 // RFC 6901 escaping of one reference token.
 std::string pointer_token(std::string_view key) {
   std::string out;
