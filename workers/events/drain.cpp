@@ -475,6 +475,18 @@ Task<Status> run_workflow_batch(Context& ctx, DrainReport& report, const json& r
   co_return Unit{};
 }
 
+// The aggregate consumers commit a whole batch at once: their rows plus the cursor past the batch.
+Task<Status> commit_aggregates(Context& ctx, DrainReport& report, const json& rows,
+                               std::vector<D1Statement> statements) {
+  std::string last = string_or(rows.back(), "event_id", "");
+  statements.push_back(
+      cursor_statement(report.consumer, last, ctx.now_ms(), static_cast<int>(rows.size())));
+  SS_CO_TRY(json committed, co_await D1(kDb).batch(statements));
+  report.read = static_cast<int>(rows.size());
+  report.cursor = last;
+  co_return Unit{};
+}
+
 Task<Status> run_timeline_batch(Context& ctx, DrainReport& report, const json& rows) {
   std::vector<D1Statement> statements;
   for (const json& row : rows) {
@@ -491,13 +503,7 @@ Task<Status> run_timeline_batch(Context& ctx, DrainReport& report, const json& r
                       string_or(row, "entity_type", ""), string_or(row, "entity_id", ""), event_id,
                       string_or(row, "event_type", ""), string_or(row, "occurred_at", "")})});
   }
-  std::string last = string_or(rows.back(), "event_id", "");
-  statements.push_back(
-      cursor_statement(report.consumer, last, ctx.now_ms(), static_cast<int>(rows.size())));
-  SS_CO_TRY(json committed, co_await D1(kDb).batch(statements));
-  report.read = static_cast<int>(rows.size());
-  report.cursor = last;
-  co_return Unit{};
+  co_return co_await commit_aggregates(ctx, report, rows, std::move(statements));
 }
 
 bool counts_for_rates(const std::string& type) {
@@ -520,12 +526,7 @@ Task<Status> run_anomaly_batch(Context& ctx, DrainReport& report, const json& ro
          "WHERE excluded.last_event_id > event_type_rates.last_event_id",
          json::array({type, at - at % kRateWindowMs, event_id})});
   }
-  std::string last = string_or(rows.back(), "event_id", "");
-  statements.push_back(
-      cursor_statement(report.consumer, last, ctx.now_ms(), static_cast<int>(rows.size())));
-  SS_CO_TRY(json committed, co_await D1(kDb).batch(statements));
-  report.read = static_cast<int>(rows.size());
-  report.cursor = last;
+  SS_CO_CHECK(co_await commit_aggregates(ctx, report, rows, std::move(statements)));
 
   // Compare each type's current window with its trailing 24 h average.
   std::int64_t window = ctx.now_ms() - ctx.now_ms() % kRateWindowMs;
