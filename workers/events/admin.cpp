@@ -78,6 +78,16 @@ Task<Result<json>> find_row(const char* table, const char* column, const std::st
   co_return *row;
 }
 
+// Every row of an operator table, ordered by its key, through `view`, as {"<name>": [...]}.
+Task<Result<Response>> list_rows(const char* table, const char* order_by, const char* name,
+                                 json (*view)(const json&)) {
+  SS_CO_TRY(json r,
+            co_await D1(kDb).all(std::string("SELECT * FROM ") + table + " ORDER BY " + order_by));
+  json list = json::array();
+  for (const json& row : rows_of(r)) list.push_back(view(row));
+  co_return Response::json_body(200, {{name, list}});
+}
+
 Task<Result<Response>> delete_row(const char* table, const char* column, const std::string& value,
                                   const std::string& what) {
   json p = json::array({value});
@@ -153,11 +163,8 @@ Task<Result<Response>> create_subscription(Context& ctx, const Request& req, con
 
 Task<Result<Response>> list_subscriptions(Context& ctx, const Request& req, const Params&) {
   SS_CO_CHECK(authenticate_operator(ctx, req));
-  SS_CO_TRY(json r,
-            co_await D1(kDb).all("SELECT * FROM event_subscriptions ORDER BY subscription_id"));
-  json list = json::array();
-  for (const json& row : rows_of(r)) list.push_back(subscription_view(row));
-  co_return Response::json_body(200, {{"subscriptions", list}});
+  co_return co_await list_rows("event_subscriptions", "subscription_id", "subscriptions",
+                               subscription_view);
 }
 
 Task<Result<Response>> get_subscription(Context& ctx, const Request& req, const Params& params) {
@@ -230,11 +237,7 @@ json workflow_view(const json& row) {
 
 Task<Result<Response>> list_workflows(Context& ctx, const Request& req, const Params&) {
   SS_CO_CHECK(authenticate_operator(ctx, req));
-  SS_CO_TRY(json r,
-            co_await D1(kDb).all("SELECT * FROM workflow_definitions ORDER BY workflow_type"));
-  json list = json::array();
-  for (const json& row : rows_of(r)) list.push_back(workflow_view(row));
-  co_return Response::json_body(200, {{"workflows", list}});
+  co_return co_await list_rows("workflow_definitions", "workflow_type", "workflows", workflow_view);
 }
 
 Task<Result<Response>> get_workflow(Context& ctx, const Request& req, const Params& params) {
