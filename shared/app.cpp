@@ -4,6 +4,7 @@
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
 #include "shared/tenant.h"
+#include "shared/tenant_store.h"
 
 namespace ss {
 
@@ -32,15 +33,14 @@ Task<Result<Response>> whoami(Context& ctx, const Request& req, const Params&) {
       200, {{"tenantId", tenant.id}, {"capabilityVersion", tenant.capability_version}});
 }
 
-json tenant_view(const App& app, const json& row) {
-  auto parsed = parse_json(string_or(row, "config_json", "{}"));
-  json config = parsed ? *parsed : json::object();
+json tenant_view(const App& app, const TenantRow& row) {
+  json config = row.config;
   if (app.redact_tenant_config) config = app.redact_tenant_config(std::move(config));
-  return json{{"tenantId", string_or(row, "tenant_id", "")},
-              {"enabled", int_or(row, "enabled", 0) == 1},
+  return json{{"tenantId", row.tenant_id},
+              {"enabled", row.enabled},
               {"config", config},
-              {"createdAt", string_or(row, "created_at", "")},
-              {"updatedAt", string_or(row, "updated_at", "")}};
+              {"createdAt", row.created_at},
+              {"updatedAt", row.updated_at}};
 }
 
 Result<std::string> tenant_id_param(const Params& params) {
@@ -86,41 +86,31 @@ Task<Result<Response>> put_tenant(Context& ctx, const Request& req, const Params
   }
   if (ctx.app().validate_tenant_config) SS_CO_CHECK(ctx.app().validate_tenant_config(ctx, config));
 
-  D1 db(ctx.app().db_binding);
-  json id_param = json::array({id});
-  SS_CO_TRY(json existing, co_await db.first("SELECT token_hash, admin_token_hash FROM tenants "
-                                             "WHERE tenant_id = ?1",
-                                             id_param));
-  const json* row = row_of(existing);
-  bool created = row == nullptr;
+  TenantStore store(ctx.app().db_binding);
+  SS_CO_TRY(std::optional<TenantRow> existing, co_await store.find(id));
+  bool created = !existing.has_value();
   if (created && (!token || !admin_token)) {
     co_return Error{ErrorCode::invalid_request, "a new tenant needs token and adminToken"}.with(
         "field", !token ? "token" : "adminToken");
   }
   // Hash whichever secrets were sent, concurrently; keep the stored digest for the others.
-  std::vector<Task<Result<std::string>>> hashes;
-  if (token) hashes.push_back(sha256(*token));
-  if (admin_token) hashes.push_back(sha256(*admin_token));
-  std::vector<Result<std::string>> digests = co_await when_all(std::move(hashes));
-  for (auto& d : digests) {
-    if (!d) co_return std::move(d).error();
+  std::string token_hash = existing ? existing->token_hash : "";
+  std::string admin_hash = existing ? existing->admin_token_hash : "";
+  if (token && admin_token) {
+    auto [t, a] = co_await when_all(sha256_hex(*token), sha256_hex(*admin_token));
+    if (!t) co_return std::move(t).error();
+    if (!a) co_return std::move(a).error();
+    token_hash = *t;
+    admin_hash = *a;
+  } else if (token || admin_token) {
+    SS_CO_TRY(std::string digest, co_await sha256_hex(token ? *token : *admin_token));
+    (token ? token_hash : admin_hash) = std::move(digest);
   }
-  std::size_t next = 0;
-  std::string token_hash = token ? *digests[next++] : string_or(*row, "token_hash", "");
-  std::string admin_hash = admin_token ? *digests[next++] : string_or(*row, "admin_token_hash", "");
 
   std::string now = format_rfc3339(ctx.now_ms());
-  json upsert_params = json::array({id, token_hash, admin_hash, dump_json(config), now});
-  SS_CO_TRY(json ignored,
-            co_await db.run("INSERT INTO tenants (tenant_id, token_hash, admin_token_hash, "
-                            "config_json, enabled, created_at, updated_at) "
-                            "VALUES (?1, ?2, ?3, ?4, 1, ?5, ?5) "
-                            "ON CONFLICT (tenant_id) DO UPDATE SET token_hash = ?2, "
-                            "admin_token_hash = ?3, config_json = ?4, enabled = 1, updated_at = ?5",
-                            upsert_params));
-  SS_CO_TRY(json stored, co_await db.first("SELECT * FROM tenants WHERE tenant_id = ?1", id_param));
-  const json* saved = row_of(stored);
-  if (saved == nullptr) co_return Error{ErrorCode::internal, "put_tenant(): the row vanished"};
+  SS_CO_CHECK(co_await store.upsert(id, token_hash, admin_hash, config, now));
+  SS_CO_TRY(std::optional<TenantRow> saved, co_await store.find(id));
+  if (!saved) co_return Error{ErrorCode::internal, "put_tenant(): the row vanished"};
   ctx.log("tenant " + id + (created ? " created" : " updated"));
   co_return Response::json_body(created ? 201 : 200, tenant_view(ctx.app(), *saved));
 }
@@ -128,36 +118,26 @@ Task<Result<Response>> put_tenant(Context& ctx, const Request& req, const Params
 Task<Result<Response>> get_tenant(Context& ctx, const Request& req, const Params& params) {
   SS_CO_CHECK(authenticate_operator(ctx, req));
   SS_CO_TRY(std::string id, tenant_id_param(params));
-  json id_param = json::array({id});
-  SS_CO_TRY(json found, co_await D1(ctx.app().db_binding)
-                            .first("SELECT * FROM tenants WHERE tenant_id = ?1", id_param));
-  const json* row = row_of(found);
-  if (row == nullptr) co_return Error{ErrorCode::not_found, "no tenant " + id};
+  SS_CO_TRY(std::optional<TenantRow> row, co_await TenantStore(ctx.app().db_binding).find(id));
+  if (!row) co_return Error{ErrorCode::not_found, "no tenant " + id};
   co_return Response::json_body(200, tenant_view(ctx.app(), *row));
 }
 
 Task<Result<Response>> delete_tenant(Context& ctx, const Request& req, const Params& params) {
   SS_CO_CHECK(authenticate_operator(ctx, req));
   SS_CO_TRY(std::string id, tenant_id_param(params));
-  json update_params = json::array({id, format_rfc3339(ctx.now_ms())});
-  SS_CO_TRY(json result, co_await D1(ctx.app().db_binding)
-                             .run("UPDATE tenants SET enabled = 0, updated_at = ?2 "
-                                  "WHERE tenant_id = ?1",
-                                  update_params));
-  const json* meta = find_field(result, "meta");
-  if (meta == nullptr || int_or(*meta, "changes", 0) == 0) {
-    co_return Error{ErrorCode::not_found, "no tenant " + id};
-  }
+  SS_CO_TRY(bool disabled,
+            co_await TenantStore(ctx.app().db_binding).disable(id, format_rfc3339(ctx.now_ms())));
+  if (!disabled) co_return Error{ErrorCode::not_found, "no tenant " + id};
   ctx.log("tenant " + id + " disabled");
   co_return Response::json_body(200, {{"tenantId", id}, {"enabled", false}});
 }
 
 // One dependency check as a task, so all of them run concurrently.
 Task<json> check_d1(const std::string& binding) {
-  auto r = co_await D1(binding).first("SELECT COUNT(*) AS n FROM tenants");
-  if (!r) co_return json{{"ok", false}, {"error", r.error().message}};
-  const json* row = row_of(*r);
-  co_return json{{"ok", true}, {"tenants", row ? int_or(*row, "n", 0) : 0}};
+  auto n = co_await TenantStore(binding).count();
+  if (!n) co_return json{{"ok", false}, {"error", n.error().message}};
+  co_return json{{"ok", true}, {"tenants", *n}};
 }
 
 Task<json> check_kv(const std::string& binding, std::string marker) {
@@ -167,8 +147,7 @@ Task<json> check_kv(const std::string& binding, std::string marker) {
   if (!put) co_return json{{"ok", false}, {"error", put.error().message}};
   auto got = co_await kv.get(kKey);
   if (!got) co_return json{{"ok", false}, {"error", got.error().message}};
-  bool round_trip = string_or(*got, "value", "") == marker;
-  co_return json{{"ok", round_trip}};
+  co_return json{{"ok", *got == marker}};
 }
 
 Task<json> check_service(std::string binding) {
@@ -176,9 +155,8 @@ Task<json> check_service(std::string binding) {
   call.url = "https://" + binding + ".internal/health";
   auto r = co_await service_call(binding, call);
   if (!r) co_return json{{"ok", false}, {"error", r.error().message}};
-  int status = static_cast<int>(int_or(*r, "status", 0));
-  auto body = parse_json(string_or(*r, "body", ""));
-  json out{{"ok", status == 200}, {"status", status}};
+  auto body = parse_json(r->body);
+  json out{{"ok", r->status == 200}, {"status", r->status}};
   if (body) out["service"] = string_or(*body, "service", "");
   co_return out;
 }

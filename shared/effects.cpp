@@ -5,10 +5,18 @@
 namespace ss {
 
 namespace {
-json d1_request(const char* kind, const std::string& binding, std::string sql, json params) {
+
+Error malformed(std::string_view effect, std::string_view why) {
+  return Error{ErrorCode::internal,
+               std::string(effect) + "(): the host answered " + std::string(why)};
+}
+
+json d1_request(const char* kind, const std::string& binding, std::string_view sql, json params) {
   if (!params.is_array()) params = json::array();
-  return json{
-      {"kind", kind}, {"binding", binding}, {"sql", std::move(sql)}, {"params", std::move(params)}};
+  return json{{"kind", kind},
+              {"binding", binding},
+              {"sql", std::string(sql)},
+              {"params", std::move(params)}};
 }
 
 json http_request_json(const HttpCall& call) {
@@ -19,86 +27,294 @@ json http_request_json(const HttpCall& call) {
               {"headers", std::move(headers)},
               {"body", call.body}};
 }
+
+D1Meta decode_meta(const json& value) {
+  D1Meta meta;
+  const json* m = find_field(value, "meta");
+  if (m == nullptr) return meta;
+  meta.changes = int_or(*m, "changes", 0);
+  meta.last_row_id = int_or(*m, "last_row_id", 0);
+  meta.rows_read = int_or(*m, "rows_read", 0);
+  meta.rows_written = int_or(*m, "rows_written", 0);
+  return meta;
+}
+
+// {"results":[…],"meta":{…}} (all, run, each batch entry) → D1Result.
+Result<D1Result> decode_d1_all(json&& value) {
+  if (!value.is_object()) return malformed("d1", "a non-object");
+  D1Result out;
+  out.meta = decode_meta(value);
+  if (json* rows = value.contains("results") ? &value["results"] : nullptr) {
+    if (!rows->is_array()) return malformed("d1", "results that are not an array");
+    out.rows = std::move(*rows);
+  }
+  return out;
+}
+
+// {"row":{…}|null} → D1Result of zero or one row.
+Result<D1Result> decode_d1_first(json&& value) {
+  if (!value.is_object()) return malformed("d1.first", "a non-object");
+  D1Result out;
+  if (value.contains("row") && value["row"].is_object())
+    out.rows.push_back(std::move(value["row"]));
+  return out;
+}
+
+Result<std::vector<D1Result>> decode_d1_batch(json&& value) {
+  if (!value.is_array()) return malformed("d1.batch", "a non-array");
+  std::vector<D1Result> out;
+  out.reserve(value.size());
+  for (json& entry : value) {
+    Result<D1Result> r = decode_d1_all(std::move(entry));
+    if (!r.ok()) return std::move(r).error();
+    out.push_back(std::move(r).value());
+  }
+  return out;
+}
+
+Result<Unit> decode_unit(json&&) { return Unit{}; }
+
+Result<std::optional<std::string>> decode_kv_value(json&& value) {
+  const json* v = find_field(value, "value");
+  if (v == nullptr || v->is_null()) return std::optional<std::string>{};
+  if (!v->is_string()) return malformed("kv.get", "a non-string value");
+  return std::optional<std::string>{v->get<std::string>()};
+}
+
+Result<FetchReply> decode_reply(json&& value) {
+  auto status = get_int(value, "status");
+  if (!status) return malformed("fetch", "no status");
+  FetchReply reply;
+  reply.status = static_cast<int>(*status);
+  if (const json* h = find_field(value, "headers"); h && h->is_object()) {
+    for (const auto& [k, v] : h->items()) {
+      if (v.is_string()) reply.headers[k] = v.get<std::string>();
+    }
+  }
+  if (value.contains("body") && value["body"].is_string()) {
+    reply.body = std::move(value["body"].get_ref<std::string&>());
+  }
+  reply.elapsed_ms = int_or(value, "elapsedMs", 0);
+  return reply;
+}
+
+Result<bool> decode_success(json&& value) {
+  auto ok = get_bool(value, "success");
+  if (!ok) return malformed("ratelimit", "no success flag");
+  return *ok;
+}
+
+Result<std::string> decode_hex(json&& value) {
+  auto hex = get_string(value, "hex");
+  if (!hex || hex->size() != 64) return malformed("crypto", "a malformed digest");
+  return *hex;
+}
+
 }  // namespace
 
-Effect D1::all(std::string sql, json params) const {
-  return Effect(d1_request("d1.all", binding_, std::move(sql), std::move(params)));
+// ---- RowReader
+// -----------------------------------------------------------------------------------
+
+void RowReader::corrupt(std::string_view column, std::string_view why) {
+  if (!status_.ok()) return;  // report the first problem only
+  Error e{ErrorCode::corrupt_row,
+          "decode_row(): column " + std::string(column) + " " + std::string(why)};
+  e.with("column", std::string(column));
+  status_ = std::move(e);
 }
-Effect D1::first(std::string sql, json params) const {
-  return Effect(d1_request("d1.first", binding_, std::move(sql), std::move(params)));
+
+const json* RowReader::column(std::string_view name, bool allow_null) {
+  const json* v = find_field(row_, name);
+  if (v == nullptr) {
+    corrupt(name, "is missing");
+    return nullptr;
+  }
+  if (v->is_null()) {
+    if (!allow_null) corrupt(name, "is NULL");
+    return nullptr;
+  }
+  return v;
 }
-Effect D1::run(std::string sql, json params) const {
-  return Effect(d1_request("d1.run", binding_, std::move(sql), std::move(params)));
+
+std::string RowReader::text(std::string_view name) {
+  const json* v = column(name, false);
+  if (v == nullptr) return {};
+  if (!v->is_string()) {
+    corrupt(name, "is not TEXT");
+    return {};
+  }
+  return v->get<std::string>();
 }
-Effect D1::batch(const std::vector<D1Statement>& statements) const {
+
+std::optional<std::string> RowReader::nullable_text(std::string_view name) {
+  const json* v = column(name, true);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_string()) {
+    corrupt(name, "is not TEXT");
+    return std::nullopt;
+  }
+  return v->get<std::string>();
+}
+
+std::int64_t RowReader::integer(std::string_view name) {
+  const json* v = column(name, false);
+  if (v == nullptr) return 0;
+  if (!v->is_number_integer()) {
+    // D1 hands back REAL for integers above 2^53 in some paths; accept integral reals.
+    if (v->is_number_float()) {
+      double d = v->get<double>();
+      if (d == static_cast<double>(static_cast<std::int64_t>(d)))
+        return static_cast<std::int64_t>(d);
+    }
+    corrupt(name, "is not INTEGER");
+    return 0;
+  }
+  return v->get<std::int64_t>();
+}
+
+std::optional<std::int64_t> RowReader::nullable_integer(std::string_view name) {
+  const json* v = column(name, true);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_number_integer()) {
+    corrupt(name, "is not INTEGER");
+    return std::nullopt;
+  }
+  return v->get<std::int64_t>();
+}
+
+double RowReader::real(std::string_view name) {
+  const json* v = column(name, false);
+  if (v == nullptr) return 0;
+  if (!v->is_number()) {
+    corrupt(name, "is not a number");
+    return 0;
+  }
+  return v->get<double>();
+}
+
+json RowReader::json_text(std::string_view name) {
+  std::string text_value = text(name);
+  if (!status_.ok()) return json(nullptr);
+  auto parsed = parse_json(text_value);
+  if (!parsed) {
+    corrupt(name, "is not valid JSON");
+    return json(nullptr);
+  }
+  return std::move(*parsed);
+}
+
+// ---- D1
+// ------------------------------------------------------------------------------------------
+
+EffectOf<D1Result> D1::all(std::string_view sql, json params) const {
+  return {d1_request("d1.all", binding_, sql, std::move(params)), decode_d1_all};
+}
+EffectOf<D1Result> D1::first(std::string_view sql, json params) const {
+  return {d1_request("d1.first", binding_, sql, std::move(params)), decode_d1_first};
+}
+EffectOf<D1Result> D1::run(std::string_view sql, json params) const {
+  return {d1_request("d1.run", binding_, sql, std::move(params)), decode_d1_all};
+}
+EffectOf<std::vector<D1Result>> D1::batch(const std::vector<D1Statement>& statements) const {
+  json list = json::array();
+  for (const auto& s : statements) list.push_back({{"sql", s.sql}, {"params", s.params}});
+  return {json{{"kind", "d1.batch"}, {"binding", binding_}, {"statements", std::move(list)}},
+          decode_d1_batch};
+}
+
+Effect D1::all_json(std::string_view sql, json params) const {
+  return Effect(d1_request("d1.all", binding_, sql, std::move(params)));
+}
+Effect D1::first_json(std::string_view sql, json params) const {
+  return Effect(d1_request("d1.first", binding_, sql, std::move(params)));
+}
+Effect D1::run_json(std::string_view sql, json params) const {
+  return Effect(d1_request("d1.run", binding_, sql, std::move(params)));
+}
+Effect D1::batch_json(const std::vector<D1Statement>& statements) const {
   json list = json::array();
   for (const auto& s : statements) list.push_back({{"sql", s.sql}, {"params", s.params}});
   return Effect(json{{"kind", "d1.batch"}, {"binding", binding_}, {"statements", std::move(list)}});
 }
 
-Effect Kv::get(std::string key) const {
-  return Effect(json{{"kind", "kv.get"}, {"binding", binding_}, {"key", std::move(key)}});
+// ---- KV
+// ------------------------------------------------------------------------------------------
+
+EffectOf<std::optional<std::string>> Kv::get(std::string key) const {
+  return {json{{"kind", "kv.get"}, {"binding", binding_}, {"key", std::move(key)}},
+          decode_kv_value};
 }
-Effect Kv::put(std::string key, std::string value, std::optional<int> ttl_seconds) const {
+EffectOf<Unit> Kv::put(std::string key, std::string value, std::optional<int> ttl_seconds) const {
   json r{{"kind", "kv.put"},
          {"binding", binding_},
          {"key", std::move(key)},
          {"value", std::move(value)}};
   if (ttl_seconds) r["ttlSeconds"] = *ttl_seconds;
-  return Effect(std::move(r));
+  return {std::move(r), decode_unit};
 }
-Effect Kv::remove(std::string key) const {
-  return Effect(json{{"kind", "kv.delete"}, {"binding", binding_}, {"key", std::move(key)}});
+EffectOf<Unit> Kv::remove(std::string key) const {
+  return {json{{"kind", "kv.delete"}, {"binding", binding_}, {"key", std::move(key)}}, decode_unit};
 }
 
-Effect fetch(const HttpCall& call) {
+// ---- HTTP
+// ----------------------------------------------------------------------------------------
+
+std::string FetchReply::header(std::string_view name) const {
+  std::string lower(name);
+  for (char& c : lower) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  auto it = headers.find(lower);
+  return it == headers.end() ? std::string() : it->second;
+}
+
+EffectOf<FetchReply> fetch(const HttpCall& call) {
   json r = http_request_json(call);
   r["kind"] = "fetch";
   r["timeoutMs"] = call.timeout_ms;
-  return Effect(std::move(r));
+  return {std::move(r), decode_reply};
 }
 
-Effect service_call(std::string binding, const HttpCall& call) {
-  return Effect(json{
-      {"kind", "service"}, {"binding", std::move(binding)}, {"request", http_request_json(call)}});
+EffectOf<FetchReply> service_call(std::string binding, const HttpCall& call) {
+  return {json{{"kind", "service"},
+               {"binding", std::move(binding)},
+               {"request", http_request_json(call)}},
+          decode_reply};
 }
 
-Effect queue_send(std::string binding, json body, int delay_seconds) {
+// ---- the rest
+// ------------------------------------------------------------------------------------
+
+EffectOf<Unit> queue_send(std::string binding, json body, int delay_seconds) {
   json r{{"kind", "queue.send"}, {"binding", std::move(binding)}, {"body", std::move(body)}};
   if (delay_seconds > 0) r["delaySeconds"] = delay_seconds;
-  return Effect(std::move(r));
+  return {std::move(r), decode_unit};
 }
 
-Effect analytics_write(std::string binding, json blobs, json doubles, json indexes) {
-  return Effect(json{{"kind", "ae.write"},
-                     {"binding", std::move(binding)},
-                     {"blobs", std::move(blobs)},
-                     {"doubles", std::move(doubles)},
-                     {"indexes", std::move(indexes)}});
+EffectOf<Unit> analytics_write(std::string binding, json blobs, json doubles, json indexes) {
+  return {json{{"kind", "ae.write"},
+               {"binding", std::move(binding)},
+               {"blobs", std::move(blobs)},
+               {"doubles", std::move(doubles)},
+               {"indexes", std::move(indexes)}},
+          decode_unit};
 }
 
-Effect rate_limit(std::string binding, std::string key) {
-  return Effect(
-      json{{"kind", "ratelimit"}, {"binding", std::move(binding)}, {"key", std::move(key)}});
+EffectOf<bool> rate_limit(std::string binding, std::string key) {
+  return {json{{"kind", "ratelimit"}, {"binding", std::move(binding)}, {"key", std::move(key)}},
+          decode_success};
 }
 
-Effect sha256_hex(std::string data) {
-  return Effect(json{{"kind", "crypto.sha256"}, {"data", std::move(data)}});
+EffectOf<std::string> sha256_hex(std::string data) {
+  return {json{{"kind", "crypto.sha256"}, {"data", std::move(data)}}, decode_hex};
 }
 
-Effect hmac_sha256_hex(std::string key, std::string data) {
-  return Effect(
-      json{{"kind", "crypto.hmac_sha256"}, {"key", std::move(key)}, {"data", std::move(data)}});
+EffectOf<std::string> hmac_sha256_hex(std::string key, std::string data) {
+  return {json{{"kind", "crypto.hmac_sha256"}, {"key", std::move(key)}, {"data", std::move(data)}},
+          decode_hex};
 }
 
-Effect sleep_ms(int ms) { return Effect(json{{"kind", "sleep"}, {"ms", ms}}); }
-
-Task<Result<std::string>> sha256(std::string data) {
-  SS_CO_TRY(json value, co_await sha256_hex(std::move(data)));
-  auto hex = get_string(value, "hex");
-  if (!hex || hex->size() != 64) co_return Error{ErrorCode::internal, "sha256(): malformed digest"};
-  co_return *hex;
-}
+EffectOf<Unit> sleep_ms(int ms) { return {json{{"kind", "sleep"}, {"ms", ms}}, decode_unit}; }
 
 const json& rows_of(const json& value) {
   static const json kEmpty = json::array();

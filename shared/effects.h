@@ -1,7 +1,10 @@
 #pragma once
-// Typed constructors for every effect of docs/abi.md. Each returns an awaitable yielding
-// Result<json>; the thin wrappers (D1, Kv, …) mirror workers-rs's idiomatic layer: name the binding
-// once, then call.
+// Typed effects: the idiomatic layer over the effect vocabulary of docs/abi.md.
+//
+// Every constructor here returns an awaitable that yields a typed Result — D1Result, FetchReply,
+// an optional KV value, a bool, a Unit — decoded from the host's JSON once, in this module, so
+// handlers never dig fields out of raw JSON by name (workers-rs's D1Result / results::<T>() is the
+// model). The wire format between host and core is unchanged.
 
 #include "shared/runtime.h"
 
@@ -9,9 +12,101 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ss {
+
+// An effect whose JSON value is decoded into T when it completes. A value the host sends in the
+// wrong shape is an internal error naming the effect, never a silently defaulted field.
+template <class T>
+class [[nodiscard]] EffectOf {
+ public:
+  using Decode = Result<T> (*)(json&& value);
+  EffectOf(json request, Decode decode) : effect_(std::move(request)), decode_(decode) {}
+  bool await_ready() const noexcept { return false; }
+  void await_suspend(co::coroutine_handle<> h) { effect_.await_suspend(h); }
+  Result<T> await_resume() {
+    Result<json> r = effect_.await_resume();
+    if (!r.ok()) return std::move(r).error();
+    return decode_(std::move(r).value());
+  }
+
+ private:
+  Effect effect_;
+  Decode decode_;
+};
+
+// ---- D1
+// ------------------------------------------------------------------------------------------
+
+struct D1Meta {
+  std::int64_t changes = 0;
+  std::int64_t last_row_id = 0;
+  std::int64_t rows_read = 0;
+  std::int64_t rows_written = 0;
+};
+
+// Reads the columns of one row with their types checked. The first column that is missing or of
+// the wrong type makes the whole row corrupt: status() then carries a corrupt_row error naming it.
+class RowReader {
+ public:
+  explicit RowReader(const json& row) : row_(row) {}
+  std::string text(std::string_view column);
+  std::optional<std::string> nullable_text(std::string_view column);
+  std::int64_t integer(std::string_view column);
+  std::optional<std::int64_t> nullable_integer(std::string_view column);
+  double real(std::string_view column);
+  bool flag(std::string_view column) { return integer(column) != 0; }  // SQLite has no bool
+  // A TEXT column holding JSON (e.g. payload, config_json); malformed → corrupt.
+  json json_text(std::string_view column);
+  const json& raw() const { return row_; }
+  const Status& status() const { return status_; }
+
+ private:
+  const json* column(std::string_view name, bool allow_null);
+  void corrupt(std::string_view column, std::string_view why);
+  const json& row_;
+  Status status_ = Unit{};
+};
+
+// Decodes one row into Row through `static Row Row::decode(RowReader&)`.
+template <class Row>
+Result<Row> decode_row(const json& row) {
+  RowReader reader(row);
+  Row out = Row::decode(reader);
+  if (!reader.status().ok()) return reader.status().error();
+  return out;
+}
+
+struct D1Result {
+  json rows = json::array();  // each row a JSON object, column name → value
+  D1Meta meta;
+
+  bool empty() const { return rows.empty(); }
+  std::size_t size() const { return rows.size(); }
+  const json* first() const { return rows.empty() ? nullptr : &rows[0]; }
+  // Every row decoded into Row; the first corrupt row fails the whole result.
+  template <class Row>
+  Result<std::vector<Row>> as() const {
+    std::vector<Row> out;
+    out.reserve(rows.size());
+    for (const json& r : rows) {
+      Result<Row> decoded = decode_row<Row>(r);
+      if (!decoded.ok()) return std::move(decoded).error();
+      out.push_back(std::move(decoded).value());
+    }
+    return out;
+  }
+  // The first row decoded, or nullopt when there is none.
+  template <class Row>
+  Result<std::optional<Row>> first_as() const {
+    if (rows.empty()) return std::optional<Row>{};
+    Result<Row> decoded = decode_row<Row>(rows[0]);
+    if (!decoded.ok()) return std::move(decoded).error();
+    return std::optional<Row>{std::move(decoded).value()};
+  }
+};
 
 struct D1Statement {
   std::string sql;
@@ -22,27 +117,39 @@ struct D1Statement {
 class D1 {
  public:
   explicit D1(std::string binding) : binding_(std::move(binding)) {}
-  Effect all(std::string sql, json params = json::array()) const;    // {"results":[…],"meta"}
-  Effect first(std::string sql, json params = json::array()) const;  // {"row":{…}|null}
-  Effect run(std::string sql, json params = json::array()) const;    // {"meta":{"changes",…}}
-  Effect batch(const std::vector<D1Statement>& statements) const;    // one transaction
+  EffectOf<D1Result> all(std::string_view sql, json params = json::array()) const;
+  EffectOf<D1Result> first(std::string_view sql, json params = json::array()) const;  // ≤ 1 row
+  EffectOf<D1Result> run(std::string_view sql, json params = json::array()) const;    // meta only
+  EffectOf<std::vector<D1Result>> batch(const std::vector<D1Statement>& statements) const;
   const std::string& binding() const { return binding_; }
+
+  // TODO(refactor): the untyped originals, kept only until every worker's SQL lives in its store.
+  Effect all_json(std::string_view sql, json params = json::array()) const;
+  Effect first_json(std::string_view sql, json params = json::array()) const;
+  Effect run_json(std::string_view sql, json params = json::array()) const;
+  Effect batch_json(const std::vector<D1Statement>& statements) const;
 
  private:
   std::string binding_;
 };
+
+// ---- KV
+// ------------------------------------------------------------------------------------------
 
 class Kv {
  public:
   explicit Kv(std::string binding) : binding_(std::move(binding)) {}
-  Effect get(std::string key) const;  // {"value":"…"|null}
-  Effect put(std::string key, std::string value,
-             std::optional<int> ttl_seconds = std::nullopt) const;
-  Effect remove(std::string key) const;
+  EffectOf<std::optional<std::string>> get(std::string key) const;  // nullopt: no such key
+  EffectOf<Unit> put(std::string key, std::string value,
+                     std::optional<int> ttl_seconds = std::nullopt) const;
+  EffectOf<Unit> remove(std::string key) const;
 
  private:
   std::string binding_;
 };
+
+// ---- HTTP
+// ----------------------------------------------------------------------------------------
 
 struct HttpCall {
   std::string method = "GET";
@@ -52,26 +159,39 @@ struct HttpCall {
   int timeout_ms = 10000;
 };
 
-// Outbound fetch(); the value carries "status", "headers", "body" and "elapsedMs" measured by the
-// host.
-Effect fetch(const HttpCall& call);
-// A request to another worker over a Service Binding; value {"status","headers","body"}.
-Effect service_call(std::string binding, const HttpCall& call);
-Effect queue_send(std::string binding, json body, int delay_seconds = 0);
-Effect analytics_write(std::string binding, json blobs, json doubles, json indexes);
-Effect rate_limit(std::string binding, std::string key);    // {"success":bool}
-Effect sha256_hex(std::string data);                        // {"hex"}
-Effect hmac_sha256_hex(std::string key, std::string data);  // {"hex"}
-Effect sleep_ms(int ms);
+// What an outbound fetch() or a service call answered. Header names are lower-case.
+struct FetchReply {
+  int status = 0;
+  std::map<std::string, std::string> headers;
+  std::string body;
+  std::int64_t elapsed_ms = 0;  // measured by the host (fetch only)
 
-// Runs an awaitable as a Task so it can take part in when_all().
+  bool ok() const { return status >= 200 && status < 300; }
+  std::string header(std::string_view name) const;  // "" when absent
+};
+
+// Outbound fetch(); a network error or timeout is an Error whose cause is network_error / timeout.
+EffectOf<FetchReply> fetch(const HttpCall& call);
+// A request to another worker over a Service Binding.
+EffectOf<FetchReply> service_call(std::string binding, const HttpCall& call);
+
+// ---- Queues, Analytics Engine, rate limiter, crypto, time
+// ----------------------------------------
+
+EffectOf<Unit> queue_send(std::string binding, json body, int delay_seconds = 0);
+EffectOf<Unit> analytics_write(std::string binding, json blobs, json doubles, json indexes);
+EffectOf<bool> rate_limit(std::string binding, std::string key);  // true: allowed
+EffectOf<std::string> sha256_hex(std::string data);               // 64 lower-case hex chars
+EffectOf<std::string> hmac_sha256_hex(std::string key, std::string data);
+EffectOf<Unit> sleep_ms(int ms);
+
+// Runs any awaitable as a Task so it can take part in when_all().
 template <class Awaitable>
-Task<Result<json>> as_task(Awaitable awaitable) {
+auto as_task(Awaitable awaitable) -> Task<decltype(awaitable.await_resume())> {
   co_return co_await std::move(awaitable);
 }
 
-// Convenience for the value shapes above.
-Task<Result<std::string>> sha256(std::string data);
+// TODO(refactor): helpers for the untyped D1 values above; they go with them.
 const json& rows_of(const json& d1_all_value);   // the "results" array (or an empty one)
 const json* row_of(const json& d1_first_value);  // the row, or nullptr
 

@@ -24,7 +24,7 @@ json event_message(const EventDraft& draft, const std::string& event_id, const s
 Task<Result<std::string>> emit_event(Context& ctx, EventDraft draft) {
   SS_CO_TRY(std::string id, co_await ctx.new_ulid());
   json body = event_message(draft, id, ctx.app().service, ctx.now_ms());
-  SS_CO_TRY(json sent, co_await queue_send(kEventsQueueBinding, std::move(body)));
+  SS_CO_CHECK(co_await queue_send(kEventsQueueBinding, std::move(body)));
   co_return id;
 }
 

@@ -32,6 +32,7 @@ using json = nlohmann::json;
   X(schema_violation, 422)               \
   X(rate_limited, 429)                   \
   X(internal, 500)                       \
+  X(corrupt_row, 500)                    \
   X(dependency_unavailable, 503)         \
   X(service_unavailable, 503)
 

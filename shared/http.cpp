@@ -1,5 +1,7 @@
 #include "shared/http.h"
 
+#include "shared/text.h"
+
 #include "shared/form.h"
 #include "shared/json_util.h"
 
@@ -62,6 +64,17 @@ bool Request::has_header(std::string_view lower_name) const {
 std::string Request::query_param(std::string_view name) const {
   auto it = query.find(std::string(name));
   return it == query.end() ? std::string() : it->second;
+}
+
+Result<std::int64_t> Request::int_param(std::string_view name, std::int64_t fallback,
+                                        std::int64_t min, std::int64_t max) const {
+  std::string text = query_param(name);
+  if (text.empty()) return fallback;
+  if (auto n = parse_decimal(text, min, max)) return *n;
+  std::string field(name);
+  return Error{ErrorCode::invalid_request,
+               field + ": must be " + std::to_string(min) + "–" + std::to_string(max)}
+      .with("field", field);
 }
 
 Response Response::json_body(int status, const json& body) {

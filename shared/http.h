@@ -33,6 +33,10 @@ struct Request {
   std::string header(std::string_view lower_name) const;
   bool has_header(std::string_view lower_name) const;
   std::string query_param(std::string_view name) const;
+  // An optional integer query parameter: absent → fallback; otherwise a decimal in [min, max], or
+  // 400 invalid_request naming it.
+  Result<std::int64_t> int_param(std::string_view name, std::int64_t fallback, std::int64_t min,
+                                 std::int64_t max) const;
   std::string client_ip() const { return header("cf-connecting-ip"); }
 };
 

@@ -21,8 +21,8 @@ struct FrameGuard {
 Task<Result<int>> leaf(int x) {
   FrameGuard guard;
   json params = json::array({x});
-  SS_CO_TRY(json v, co_await D1("DB").first("SELECT ?1 AS x", params));
-  co_return static_cast<int>(int_or(*row_of(v), "x", -1)) * 2;
+  SS_CO_TRY(D1Result v, co_await D1("DB").first("SELECT ?1 AS x", params));
+  co_return static_cast<int>(int_or(*v.first(), "x", -1)) * 2;
 }
 
 Task<Result<int>> middle(int x) {
@@ -34,7 +34,7 @@ Task<Result<int>> middle(int x) {
 
 Task<Result<json>> sleeper(int ms, std::vector<int>* order) {
   FrameGuard guard;
-  SS_CO_TRY(json ignored, co_await sleep_ms(ms));
+  SS_CO_CHECK(co_await sleep_ms(ms));
   order->push_back(ms);
   co_return json(ms);
 }

@@ -3,6 +3,7 @@
 #include "shared/app.h"
 #include "shared/bytes.h"
 #include "shared/json_util.h"
+#include "shared/text.h"
 #include "shared/ulid.h"
 
 namespace ss {
@@ -70,6 +71,11 @@ Context::Context(Runtime& runtime, const App& app, json env, std::int64_t now_ms
 }
 
 std::string Context::env(std::string_view name) const { return string_or(env_, name, ""); }
+
+std::int64_t Context::env_int(std::string_view name, std::int64_t fallback, std::int64_t min,
+                              std::int64_t max) const {
+  return parse_decimal(env(name), min, max).value_or(fallback);
+}
 
 Task<Result<std::string>> Context::random_bytes(std::size_t n) {
   static constexpr std::size_t kRefillBytes = 64;

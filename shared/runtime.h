@@ -57,6 +57,9 @@ class Context {
   void set_now_ms(std::int64_t now) { now_ms_ = now; }
   // A string var or secret of the worker's env ("" when absent).
   std::string env(std::string_view name) const;
+  // An integer var: fallback when absent, not a decimal, or outside [min, max].
+  std::int64_t env_int(std::string_view name, std::int64_t fallback, std::int64_t min,
+                       std::int64_t max) const;
   bool test_hooks_enabled() const { return env("SITESWARM_TEST_HOOKS") == "1"; }
 
   // A fresh, monotonic ULID (randomness from the host's entropy; more is fetched when it runs out).

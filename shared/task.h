@@ -34,6 +34,8 @@ using std::experimental::suspend_never;
 #include <cstdlib>
 #include <memory>
 #include <optional>
+#include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -242,7 +244,72 @@ class WhenAllAwaiter {
   std::unique_ptr<WhenAllState<T>> state_;  // stable address for the drivers
 };
 
+// when_all(a, b, …): one driver per awaitable, each storing its result in its own slot of a tuple.
+template <class Awaitable>
+using awaited_t = decltype(std::declval<Awaitable&>().await_resume());
+
+template <class Awaitable, class T>
+DriverTask drive_into(Awaitable awaitable, std::optional<T>* slot) {
+  slot->emplace(co_await std::move(awaitable));
+}
+
+template <class... As>
+class WhenAllTupleAwaiter {
+  struct State : WhenAllCounter {
+    std::tuple<std::optional<awaited_t<As>>...> results;
+    std::vector<co::coroutine_handle<DriverTask::promise_type>> drivers;
+    ~State() {
+      for (auto h : drivers) h.destroy();
+    }
+  };
+
+ public:
+  explicit WhenAllTupleAwaiter(As... children)
+      : children_(std::move(children)...), state_(std::make_unique<State>()) {}
+  bool await_ready() const noexcept { return false; }
+#if !SS_SYMMETRIC_TRANSFER
+  [[gnu::noinline]]
+#endif
+  bool
+  await_suspend(co::coroutine_handle<> parent) {
+    State* s = state_.get();
+    s->parent = parent;
+    s->remaining = sizeof...(As) + 1;  // +1: a guard so no child resumes us before we return
+    start(std::index_sequence_for<As...>{});
+    for (auto h : s->drivers) h.resume();
+    return --s->remaining != 0;
+  }
+  std::tuple<awaited_t<As>...> await_resume() { return take(std::index_sequence_for<As...>{}); }
+
+ private:
+  template <std::size_t... I>
+  void start(std::index_sequence<I...>) {
+    State* s = state_.get();
+    (add(drive_into(std::move(std::get<I>(children_)), &std::get<I>(s->results))), ...);
+  }
+  void add(DriverTask driver) {
+    driver.h.promise().counter = state_.get();
+    state_->drivers.push_back(driver.h);
+  }
+  template <std::size_t... I>
+  std::tuple<awaited_t<As>...> take(std::index_sequence<I...>) {
+    return std::tuple<awaited_t<As>...>(std::move(*std::get<I>(state_->results))...);
+  }
+
+  std::tuple<As...> children_;
+  std::unique_ptr<State> state_;  // stable address for the drivers
+};
+
 }  // namespace detail
+
+// Runs two or more awaitables (Tasks, effects) of any types concurrently and yields a tuple of
+// their results, in argument order: `auto [row, digest] = co_await when_all(d1.first(…),
+// sha256_hex(…));`
+template <class... As>
+requires(sizeof...(As) >=
+         2) detail::WhenAllTupleAwaiter<std::decay_t<As>...> when_all(As&&... awaitables) {
+  return detail::WhenAllTupleAwaiter<std::decay_t<As>...>(std::forward<As>(awaitables)...);
+}
 
 // Runs every task concurrently: their effects are handed to the host together, and the awaiting
 // coroutine resumes once all have finished. Results come back in the order of the input.

@@ -3,6 +3,8 @@
 #include "shared/app.h"
 #include "shared/bytes.h"
 #include "shared/json_util.h"
+#include "shared/tenant_store.h"
+#include "shared/text.h"
 
 namespace ss {
 
@@ -15,11 +17,8 @@ Error unauthenticated(std::string why) {
 // Checks the capability version header, when present: "MAJOR.MINOR.PATCH" with a major we speak.
 Status check_capability_version(const std::string& version) {
   if (version.empty()) return Unit{};
-  std::size_t dot = version.find('.');
-  std::string major = version.substr(0, dot);
-  bool numeric = !major.empty() && major.size() <= 4 &&
-                 major.find_first_not_of("0123456789") == std::string::npos;
-  if (!numeric || std::stoi(major) != kSupportedCapabilityMajor) {
+  std::string_view major = std::string_view(version).substr(0, version.find('.'));
+  if (parse_decimal(major, 0, 9999) != kSupportedCapabilityMajor) {
     Error e{ErrorCode::unsupported_capability_version,
             "capability version " + version.substr(0, 32) +
                 " is not supported; this service speaks " +
@@ -34,43 +33,28 @@ enum class Secret { token, admin_token };
 // Loads the tenant row and hashes the presented secret concurrently, then compares digests.
 Task<Result<Tenant>> verify_secret(Context& ctx, const std::string& tenant_id, std::string secret,
                                    Secret which) {
-  D1 db(ctx.app().db_binding);
-  std::vector<Task<Result<json>>> work;
-  json params = json::array({tenant_id});
-  work.push_back(as_task(
-      db.first("SELECT tenant_id, token_hash, admin_token_hash, config_json, enabled FROM tenants "
-               "WHERE tenant_id = ?1",
-               params)));
-  work.push_back(as_task(sha256_hex(std::move(secret))));
-  std::vector<Result<json>> done = co_await when_all(std::move(work));
-  if (!done[0]) co_return std::move(done[0]).error();
-  if (!done[1]) co_return std::move(done[1]).error();
-  const json* row = row_of(*done[0]);
-  if (row == nullptr || int_or(*row, "enabled", 0) != 1)
-    co_return unauthenticated("unknown tenant");
-  std::string stored =
-      string_or(*row, which == Secret::token ? "token_hash" : "admin_token_hash", "");
-  std::string presented = string_or(*done[1], "hex", "");
-  if (stored.empty() || !constant_time_equal(stored, presented)) {
+  auto [found, digest] = co_await when_all(TenantStore(ctx.app().db_binding).find(tenant_id),
+                                           sha256_hex(std::move(secret)));
+  if (!found) co_return std::move(found).error();
+  if (!digest) co_return std::move(digest).error();
+  const std::optional<TenantRow>& row = *found;
+  if (!row || !row->enabled) co_return unauthenticated("unknown tenant");
+  const std::string& stored = which == Secret::token ? row->token_hash : row->admin_token_hash;
+  if (stored.empty() || !constant_time_equal(stored, *digest)) {
     co_return which == Secret::token ? unauthenticated("bad token")
                                      : Error{ErrorCode::unauthorized, "bad tenant admin token"};
   }
   Tenant tenant;
   tenant.id = tenant_id;
-  auto config = parse_json(string_or(*row, "config_json", "{}"));
-  if (config && config->is_object()) tenant.config = std::move(*config);
+  tenant.config = row->config;
   co_return tenant;
 }
 }  // namespace
 
 bool is_valid_tenant_id(std::string_view id) {
   if (id.empty() || id.size() > kMaxTenantIdLength) return false;
-  for (std::size_t i = 0; i < id.size(); ++i) {
-    char c = id[i];
-    bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (i > 0 && c == '-');
-    if (!ok) return false;
-  }
-  return true;
+  static constexpr CharClass kTenantIdTail = CharClass(kLowerAlnum).chars("-");
+  return kLowerAlnum.contains(id[0]) && kTenantIdTail.all_of(id.substr(1));
 }
 
 std::string bearer_token(const Request& req) {

@@ -85,7 +85,7 @@ for (const build of ["wasm", "wasm-emscripten"]) {
         kinds.push(e.kind);
         if (e.kind === "d1.first") {
           assert.deepEqual(e.params, ["bakery"]);
-          return { ok: true, value: { row: { tenant_id: "bakery", token_hash: digest, admin_token_hash: "x", config_json: "{}", enabled: 1 } } };
+          return { ok: true, value: { row: { tenant_id: "bakery", token_hash: digest, admin_token_hash: "x", config_json: "{}", enabled: 1, created_at: "2026-01-01T00:00:00Z", updated_at: "2026-01-01T00:00:00Z" } } };
         }
         if (e.kind === "crypto.sha256") {
           return { ok: true, value: { hex: createHash("sha256").update(e.data).digest("hex") } };

@@ -71,7 +71,7 @@ std::string param(const Params& params, const char* name) {
 Task<Result<json>> find_row(const char* table, const char* column, const std::string& value,
                             const std::string& what) {
   json p = json::array({value});
-  SS_CO_TRY(json r, co_await D1(kDb).first(
+  SS_CO_TRY(json r, co_await D1(kDb).first_json(
                         std::string("SELECT * FROM ") + table + " WHERE " + column + " = ?1", p));
   const json* row = row_of(r);
   if (row == nullptr) co_return Error{ErrorCode::not_found, "no " + what + " " + value};
@@ -81,8 +81,8 @@ Task<Result<json>> find_row(const char* table, const char* column, const std::st
 // Every row of an operator table, ordered by its key, through `view`, as {"<name>": [...]}.
 Task<Result<Response>> list_rows(const char* table, const char* order_by, const char* name,
                                  json (*view)(const json&)) {
-  SS_CO_TRY(json r,
-            co_await D1(kDb).all(std::string("SELECT * FROM ") + table + " ORDER BY " + order_by));
+  SS_CO_TRY(json r, co_await D1(kDb).all_json(std::string("SELECT * FROM ") + table + " ORDER BY " +
+                                              order_by));
   json list = json::array();
   for (const json& row : rows_of(r)) list.push_back(view(row));
   co_return Response::json_body(200, {{name, list}});
@@ -91,7 +91,7 @@ Task<Result<Response>> list_rows(const char* table, const char* order_by, const 
 Task<Result<Response>> delete_row(const char* table, const char* column, const std::string& value,
                                   const std::string& what) {
   json p = json::array({value});
-  SS_CO_TRY(json r, co_await D1(kDb).run(
+  SS_CO_TRY(json r, co_await D1(kDb).run_json(
                         std::string("DELETE FROM ") + table + " WHERE " + column + " = ?1", p));
   const json* meta = find_field(r, "meta");
   if (meta == nullptr || int_or(*meta, "changes", 0) == 0) {
@@ -145,7 +145,7 @@ Task<Result<Response>> create_subscription(Context& ctx, const Request& req, con
   SS_CO_TRY(std::string id, co_await ctx.new_ulid());
   json params = json::array({id, *glob, *workflow, filter_value, mapper_value, enabled ? 1 : 0,
                              format_rfc3339(ctx.now_ms())});
-  SS_CO_TRY(json inserted, co_await D1(kDb).run(
+  SS_CO_TRY(json inserted, co_await D1(kDb).run_json(
                                "INSERT INTO event_subscriptions (subscription_id, event_type_glob, "
                                "workflow_type, filter_expr, input_mapper, enabled, created_at) "
                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -214,11 +214,12 @@ Task<Result<Response>> put_workflow(Context& ctx, const Request& req, const Para
     co_return field_error("workflow_type", "must match [a-z][a-z0-9_.-]{0,63}");
   SS_CO_TRY(json target, parse_target(ctx, body));
   json p = json::array({type});
-  SS_CO_TRY(json existing, co_await D1(kDb).first("SELECT workflow_type FROM workflow_definitions "
-                                                  "WHERE workflow_type = ?1",
-                                                  p));
+  SS_CO_TRY(json existing,
+            co_await D1(kDb).first_json("SELECT workflow_type FROM workflow_definitions "
+                                        "WHERE workflow_type = ?1",
+                                        p));
   json upsert = json::array({type, dump_json(target), format_rfc3339(ctx.now_ms())});
-  SS_CO_TRY(json r, co_await D1(kDb).run(
+  SS_CO_TRY(json r, co_await D1(kDb).run_json(
                         "INSERT INTO workflow_definitions (workflow_type, target_json, updated_at) "
                         "VALUES (?1, ?2, ?3) ON CONFLICT (workflow_type) DO UPDATE SET "
                         "target_json = excluded.target_json, updated_at = excluded.updated_at",
@@ -265,7 +266,7 @@ Task<Result<Response>> put_schema(Context& ctx, const Request& req, const Params
   if (!parsed) co_return std::move(parsed).error().with("field", "schema");
   json p = json::array({type, dump_json(*schema), format_rfc3339(ctx.now_ms())});
   SS_CO_TRY(json r,
-            co_await D1(kDb).run(
+            co_await D1(kDb).run_json(
                 "INSERT INTO events_schema (event_type, schema_json, updated_at) VALUES (?1, "
                 "?2, ?3) ON CONFLICT (event_type) DO UPDATE SET schema_json = "
                 "excluded.schema_json, updated_at = excluded.updated_at",
@@ -275,7 +276,7 @@ Task<Result<Response>> put_schema(Context& ctx, const Request& req, const Params
 
 Task<Result<Response>> list_schemas(Context& ctx, const Request& req, const Params&) {
   SS_CO_CHECK(authenticate_operator(ctx, req));
-  SS_CO_TRY(json r, co_await D1(kDb).all("SELECT * FROM events_schema ORDER BY event_type"));
+  SS_CO_TRY(json r, co_await D1(kDb).all_json("SELECT * FROM events_schema ORDER BY event_type"));
   json list = json::array();
   for (const json& row : rows_of(r)) {
     auto schema = parse_json(string_or(row, "schema_json", "{}"));
@@ -302,7 +303,7 @@ Task<Result<Response>> put_kill_switch(Context& ctx, const Request& req, const P
   if (!enabled) co_return field_error("enabled", "must be true or false");
   std::string now = format_rfc3339(ctx.now_ms());
   json p = json::array({name, *enabled ? 1 : 0, now});
-  SS_CO_TRY(json r, co_await D1(kDb).run(
+  SS_CO_TRY(json r, co_await D1(kDb).run_json(
                         "INSERT INTO kill_switches (name, enabled, updated_at) VALUES (?1, ?2, ?3) "
                         "ON CONFLICT (name) DO UPDATE SET enabled = excluded.enabled, "
                         "updated_at = excluded.updated_at",
@@ -313,7 +314,7 @@ Task<Result<Response>> put_kill_switch(Context& ctx, const Request& req, const P
 
 Task<Result<Response>> list_kill_switches(Context& ctx, const Request& req, const Params&) {
   SS_CO_CHECK(authenticate_operator(ctx, req));
-  SS_CO_TRY(json r, co_await D1(kDb).all("SELECT * FROM kill_switches ORDER BY name"));
+  SS_CO_TRY(json r, co_await D1(kDb).all_json("SELECT * FROM kill_switches ORDER BY name"));
   json list = json::array();
   for (const json& row : rows_of(r)) {
     list.push_back({{"name", string_or(row, "name", "")},
@@ -362,7 +363,7 @@ Task<Result<Response>> list_quarantine(Context& ctx, const Request& req, const P
   std::string consumer = req.query_param("consumer");
   bool all = req.query_param("all") == "1";
   json p = json::array({consumer, all ? 1 : 0});
-  SS_CO_TRY(json r, co_await D1(kDb).all(
+  SS_CO_TRY(json r, co_await D1(kDb).all_json(
                         "SELECT * FROM events_quarantine WHERE (?1 = '' OR consumer = ?1) AND "
                         "(?2 = 1 OR resolved_at IS NULL) ORDER BY event_id LIMIT 500",
                         p));
@@ -391,12 +392,7 @@ Task<Result<Response>> retry_quarantine(Context& ctx, const Request& req, const 
 }
 
 int retention_days(const Context& ctx) {
-  std::string v = ctx.env("EVENTS_RETENTION_DAYS");
-  if (v.empty() || v.size() > 5 || v.find_first_not_of("0123456789") != std::string::npos) {
-    return kDefaultRetentionDays;
-  }
-  int days = std::stoi(v);
-  return days > 0 ? days : kDefaultRetentionDays;
+  return static_cast<int>(ctx.env_int("EVENTS_RETENTION_DAYS", kDefaultRetentionDays, 1, 99999));
 }
 
 Task<Result<Response>> retention_now(Context& ctx, const Request& req, const Params&) {
@@ -423,9 +419,9 @@ Task<Result<Response>> entity_timeline(Context& ctx, const Request& req, const P
   std::vector<Task<Result<json>>> work;
   json p = json::array({tenant.value_or(""), q.entity_type, q.entity_id});
   work.push_back(
-      as_task(D1(kDb).first("SELECT * FROM entity_timelines WHERE tenant_key = ?1 AND "
-                            "entity_type = ?2 AND entity_id = ?3",
-                            p)));
+      as_task(D1(kDb).first_json("SELECT * FROM entity_timelines WHERE tenant_key = ?1 AND "
+                                 "entity_type = ?2 AND entity_id = ?3",
+                                 p)));
   work.push_back(read_events(q));
   auto done = co_await when_all(std::move(work));
   if (!done[0]) co_return std::move(done[0]).error();

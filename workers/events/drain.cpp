@@ -46,7 +46,7 @@ std::string lock_name(const std::string& consumer) { return "drain:" + consumer;
 Task<Result<bool>> acquire_lock(Context& ctx, const std::string& name, const std::string& holder) {
   json params = json::array({name, holder, ctx.now_ms() + kLockTtlMs, ctx.now_ms()});
   SS_CO_TRY(json r,
-            co_await D1(kDb).run(
+            co_await D1(kDb).run_json(
                 "INSERT INTO cron_locks (name, holder, expires_at_ms) VALUES (?1, ?2, ?3) "
                 "ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, "
                 "expires_at_ms = excluded.expires_at_ms WHERE cron_locks.expires_at_ms <= ?4",
@@ -57,14 +57,14 @@ Task<Result<bool>> acquire_lock(Context& ctx, const std::string& name, const std
 
 Task<Status> release_lock(const std::string& name, const std::string& holder) {
   json params = json::array({name, holder});
-  SS_CO_TRY(json r,
-            co_await D1(kDb).run("DELETE FROM cron_locks WHERE name = ?1 AND holder = ?2", params));
+  SS_CO_TRY(json r, co_await D1(kDb).run_json(
+                        "DELETE FROM cron_locks WHERE name = ?1 AND holder = ?2", params));
   co_return Unit{};
 }
 
 Task<Result<std::string>> read_cursor(const std::string& consumer) {
   json params = json::array({consumer});
-  SS_CO_TRY(json r, co_await D1(kDb).first(
+  SS_CO_TRY(json r, co_await D1(kDb).first_json(
                         "SELECT cursor FROM event_drain_state WHERE consumer = ?1", params));
   const json* row = row_of(r);
   co_return row ? string_or(*row, "cursor", "") : std::string();
@@ -86,16 +86,17 @@ Task<Result<bool>> switch_on(const std::vector<std::string>& names) {
     params.push_back(n);
     placeholders += (placeholders.empty() ? "?" : ", ?") + std::to_string(params.size());
   }
-  SS_CO_TRY(json r, co_await D1(kDb).first("SELECT name FROM kill_switches WHERE enabled = 1 AND "
-                                           "name IN (" +
-                                               placeholders + ") LIMIT 1",
-                                           params));
+  SS_CO_TRY(json r,
+            co_await D1(kDb).first_json("SELECT name FROM kill_switches WHERE enabled = 1 AND "
+                                        "name IN (" +
+                                            placeholders + ") LIMIT 1",
+                                        params));
   co_return row_of(r) != nullptr;
 }
 
 Task<Result<std::vector<Subscription>>> load_subscriptions(Context& ctx) {
-  SS_CO_TRY(json r, co_await D1(kDb).all("SELECT * FROM event_subscriptions WHERE enabled = 1 "
-                                         "ORDER BY subscription_id"));
+  SS_CO_TRY(json r, co_await D1(kDb).all_json("SELECT * FROM event_subscriptions WHERE enabled = 1 "
+                                              "ORDER BY subscription_id"));
   std::vector<Subscription> subs;
   for (const json& row : rows_of(r)) {
     Subscription s;
@@ -127,8 +128,8 @@ Task<Result<std::vector<Subscription>>> load_subscriptions(Context& ctx) {
 }
 
 Task<Result<std::map<std::string, WorkflowTarget>>> load_workflows() {
-  SS_CO_TRY(json r,
-            co_await D1(kDb).all("SELECT workflow_type, target_json FROM workflow_definitions"));
+  SS_CO_TRY(json r, co_await D1(kDb).all_json(
+                        "SELECT workflow_type, target_json FROM workflow_definitions"));
   std::map<std::string, WorkflowTarget> out;
   for (const json& row : rows_of(r)) {
     auto target = parse_json(string_or(row, "target_json", "{}"));
@@ -178,7 +179,7 @@ Task<StartOutcome> start_workflow(Context& ctx, const std::string& consumer, con
                              {"workflow_run_id", out.run_id},
                              {"event", event},
                              {"input", input}});
-  Result<json> reply = Error{ErrorCode::internal, "unreachable"};
+  Result<FetchReply> reply = Error{ErrorCode::internal, "unreachable"};
   if (!target->service.empty()) {
     call.url = "https://" + lower(target->service) + ".internal" + target->path;
     reply = co_await service_call(target->service, call);
@@ -190,7 +191,7 @@ Task<StartOutcome> start_workflow(Context& ctx, const std::string& consumer, con
     out.error = reply.error().message;
     co_return out;
   }
-  out.http_status = static_cast<int>(int_or(*reply, "status", 0));
+  out.http_status = reply->status;
   out.started = out.http_status >= 200 && out.http_status < 300;
   if (!out.started) out.error = "target answered " + std::to_string(out.http_status);
   co_return out;
@@ -301,7 +302,7 @@ Task<EventOutcome> fan_out(Context& ctx, const std::string& consumer, const json
     std::vector<D1Statement> batch = std::move(deferred);
     deferred.clear();
     batch.insert(batch.end(), claims.begin(), claims.end());
-    auto claimed = co_await D1(kDb).batch(batch);
+    auto claimed = co_await D1(kDb).batch_json(batch);
     if (!claimed) {
       out.error = claimed.error();
       co_return out;
@@ -331,7 +332,7 @@ Task<EventOutcome> fan_out(Context& ctx, const std::string& consumer, const json
         in += (in.empty() ? "?" : ", ?") + std::to_string(params.size());
       }
       ++out.subrequests;
-      auto held = co_await D1(kDb).first(
+      auto held = co_await D1(kDb).first_json(
           "SELECT COUNT(*) AS n FROM event_consumer_dedupe WHERE "
           "consumer = ?1 AND status = 'claimed' AND dedupe_key IN (" +
               in + ")",
@@ -396,20 +397,17 @@ Task<Result<FanoutContext>> load_fanout_context(Context& ctx, const std::string&
   SS_CO_TRY(fc.workflows, co_await load_workflows());
   json params = json::array({consumer, after, last});
   SS_CO_TRY(json keys,
-            co_await D1(kDb).all("SELECT dedupe_key FROM event_consumer_dedupe WHERE "
-                                 "consumer = ?1 AND event_id > ?2 AND event_id <= ?3 AND "
-                                 "status = 'started'",
-                                 params));
+            co_await D1(kDb).all_json("SELECT dedupe_key FROM event_consumer_dedupe WHERE "
+                                      "consumer = ?1 AND event_id > ?2 AND event_id <= ?3 AND "
+                                      "status = 'started'",
+                                      params));
   for (const json& k : rows_of(keys)) fc.done_keys.insert(string_or(k, "dedupe_key", ""));
   co_return fc;
 }
 
 int subrequest_budget(const Context& ctx) {
-  std::string v = ctx.env("DRAIN_SUBREQUEST_BUDGET");
-  if (v.empty() || v.size() > 6 || v.find_first_not_of("0123456789") != std::string::npos) {
-    return kDefaultSubrequestBudget;
-  }
-  return std::max(20, std::stoi(v));
+  auto budget = ctx.env_int("DRAIN_SUBREQUEST_BUDGET", kDefaultSubrequestBudget, 0, 999999);
+  return static_cast<int>(std::max<std::int64_t>(20, budget));
 }
 
 Task<Status> run_workflow_batch(Context& ctx, DrainReport& report, const json& rows,
@@ -428,7 +426,7 @@ Task<Status> run_workflow_batch(Context& ctx, DrainReport& report, const json& r
     if (deferred.empty()) co_return Unit{};
     std::vector<D1Statement> batch = std::move(deferred);
     deferred.clear();
-    SS_CO_TRY(json committed, co_await D1(kDb).batch(batch));
+    SS_CO_TRY(json committed, co_await D1(kDb).batch_json(batch));
     co_return Unit{};
   };
   for (const json& row : rows) {
@@ -481,7 +479,7 @@ Task<Status> commit_aggregates(Context& ctx, DrainReport& report, const json& ro
   std::string last = string_or(rows.back(), "event_id", "");
   statements.push_back(
       cursor_statement(report.consumer, last, ctx.now_ms(), static_cast<int>(rows.size())));
-  SS_CO_TRY(json committed, co_await D1(kDb).batch(statements));
+  SS_CO_TRY(json committed, co_await D1(kDb).batch_json(statements));
   report.read = static_cast<int>(rows.size());
   report.cursor = last;
   co_return Unit{};
@@ -532,7 +530,7 @@ Task<Status> run_anomaly_batch(Context& ctx, DrainReport& report, const json& ro
   std::int64_t window = ctx.now_ms() - ctx.now_ms() % kRateWindowMs;
   for (const std::string& type : types) {
     json params = json::array({type, window, window - kBaselineWindows * kRateWindowMs});
-    SS_CO_TRY(json r, co_await D1(kDb).first(
+    SS_CO_TRY(json r, co_await D1(kDb).first_json(
                           "SELECT SUM(CASE WHEN window_start_ms = ?2 THEN event_count ELSE 0 END) "
                           "AS current, SUM(CASE WHEN window_start_ms < ?2 THEN event_count ELSE 0 "
                           "END) AS trailing FROM event_type_rates WHERE event_type = ?1 AND "
@@ -616,7 +614,7 @@ Task<Result<DrainReport>> drain_consumer(Context& ctx, const std::string& consum
   } else {
     report.cursor = *cursor;
     json params = json::array({*cursor, kDrainBatchSize});
-    auto batch = co_await D1(kDb).all(
+    auto batch = co_await D1(kDb).all_json(
         "SELECT * FROM events WHERE event_id > ?1 ORDER BY event_id "
         "LIMIT ?2",
         params);
@@ -643,16 +641,16 @@ Task<Result<json>> retry_quarantined(Context& ctx, const std::string& consumer,
                                      const std::string& event_id) {
   json params = json::array({consumer, event_id});
   SS_CO_TRY(json q,
-            co_await D1(kDb).first("SELECT * FROM events_quarantine WHERE consumer = ?1 AND "
-                                   "event_id = ?2",
-                                   params));
+            co_await D1(kDb).first_json("SELECT * FROM events_quarantine WHERE consumer = ?1 AND "
+                                        "event_id = ?2",
+                                        params));
   if (row_of(q) == nullptr) {
     co_return Error{ErrorCode::not_found,
                     "event " + event_id + " is not quarantined for " + consumer};
   }
   json event_params = json::array({event_id});
   SS_CO_TRY(json found,
-            co_await D1(kDb).first("SELECT * FROM events WHERE event_id = ?1", event_params));
+            co_await D1(kDb).first_json("SELECT * FROM events WHERE event_id = ?1", event_params));
   const json* row = row_of(found);
   if (row == nullptr) co_return Error{ErrorCode::not_found, "no event " + event_id};
   if (consumer != kWorkflowRunner) {
@@ -674,7 +672,7 @@ Task<Result<json>> retry_quarantined(Context& ctx, const std::string& consumer,
     outcome.statements.push_back(
         quarantine_statement(consumer, event_id, outcome.failure, ctx.now_ms()));
   }
-  SS_CO_TRY(json committed, co_await D1(kDb).batch(outcome.statements));
+  SS_CO_TRY(json committed, co_await D1(kDb).batch_json(outcome.statements));
   co_return json{{"consumer", consumer},
                  {"event_id", event_id},
                  {"resolved", outcome.failure.empty()},
@@ -701,7 +699,7 @@ Task<Result<std::string>> replay_consumer(Context& ctx, const std::string& consu
                                           const std::string& from_event_id) {
   std::string cursor = ulid_predecessor(from_event_id);
   std::vector<D1Statement> statements = {cursor_statement(consumer, cursor, ctx.now_ms(), 0)};
-  SS_CO_TRY(json committed, co_await D1(kDb).batch(statements));
+  SS_CO_TRY(json committed, co_await D1(kDb).batch_json(statements));
   ctx.log("replay: " + consumer + " cursor set before " + from_event_id);
   co_return cursor;
 }
@@ -713,7 +711,7 @@ Task<json> consumer_health(Context& ctx) {
     auto cursor = co_await read_cursor(name);
     if (!cursor) co_return json{{"consumers", nullptr}, {"degraded", true}};
     json params = json::array({*cursor});
-    auto next = co_await D1(kDb).first(
+    auto next = co_await D1(kDb).first_json(
         "SELECT event_id FROM events WHERE event_id > ?1 ORDER BY "
         "event_id LIMIT 1",
         params);
@@ -729,7 +727,7 @@ Task<json> consumer_health(Context& ctx) {
                        {"lag_seconds", lag_ms / 1000},
                        {"lagging", lagging}};
   }
-  auto counts = co_await D1(kDb).first(
+  auto counts = co_await D1(kDb).first_json(
       "SELECT (SELECT COUNT(*) FROM events WHERE event_type = 'events.fanout_capped') AS capped, "
       "(SELECT COUNT(*) FROM events_quarantine WHERE resolved_at IS NULL) AS quarantined");
   const json* row = counts ? row_of(*counts) : nullptr;
@@ -746,7 +744,7 @@ Task<Result<json>> apply_retention(Context& ctx, int days) {
   std::string cutoff = encode_ulid(cutoff_ms, UlidRandom{});
   json params = json::array({cutoff, kRetentionBatch});
   SS_CO_TRY(json r,
-            co_await D1(kDb).all(
+            co_await D1(kDb).all_json(
                 "SELECT event_id, tenant_id, event_type, recorded_at FROM events WHERE "
                 "event_id < ?1 AND redacted_at IS NULL AND event_type != 'events.tombstoned' "
                 "ORDER BY event_id LIMIT ?2",
@@ -807,7 +805,7 @@ Task<Result<json>> apply_retention(Context& ctx, int days) {
        ">= ?1 "
        "AND event_id <= ?2 AND redacted_at IS NULL AND event_type != 'events.tombstoned'",
        json::array({first, last, now})});
-  SS_CO_TRY(json committed, co_await D1(kDb).batch(statements));
+  SS_CO_TRY(json committed, co_await D1(kDb).batch_json(statements));
   co_return json{{"redacted", rows.size()}, {"first_event_id", first}, {"last_event_id", last}};
 }
 

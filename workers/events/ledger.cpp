@@ -153,13 +153,13 @@ Task<Result<Appended>> append_event(Context& ctx, NewEvent event) {
   std::vector<Task<Result<json>>> lookups;
   json schema_params = json::array({event.event_type});
   lookups.push_back(as_task(
-      db.first("SELECT schema_json FROM events_schema WHERE event_type = ?1", schema_params)));
+      db.first_json("SELECT schema_json FROM events_schema WHERE event_type = ?1", schema_params)));
   if (!event.idempotency_key.empty()) {
     json params = json::array({tenant_key, event.idempotency_key});
     lookups.push_back(
-        as_task(db.first("SELECT event_id FROM events WHERE COALESCE(tenant_id, '') "
-                         "= ?1 AND idempotency_key = ?2",
-                         params)));
+        as_task(db.first_json("SELECT event_id FROM events WHERE COALESCE(tenant_id, '') "
+                              "= ?1 AND idempotency_key = ?2",
+                              params)));
   }
   std::vector<Result<json>> found = co_await when_all(std::move(lookups));
   for (auto& f : found) {
@@ -197,22 +197,22 @@ Task<Result<Appended>> append_event(Context& ctx, NewEvent event) {
                              event.sequence_no ? json(*event.sequence_no) : json(nullptr)});
   SS_CO_TRY(
       json inserted,
-      co_await db.run("INSERT OR IGNORE INTO events (event_id, tenant_id, event_type, "
-                      "entity_type, entity_id, payload_json, idempotency_key, caused_by, "
-                      "workflow_run_id, source_system, occurred_at, recorded_at, sequence_no) "
-                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-                      params));
+      co_await db.run_json("INSERT OR IGNORE INTO events (event_id, tenant_id, event_type, "
+                           "entity_type, entity_id, payload_json, idempotency_key, caused_by, "
+                           "workflow_run_id, source_system, occurred_at, recorded_at, sequence_no) "
+                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                           params));
   const json* meta = find_field(inserted, "meta");
   if (meta != nullptr && int_or(*meta, "changes", 0) == 1)
     co_return Appended{event.event_id, false};
 
   // Lost a race, or a redelivery: find the event that is already there.
   json lookup = json::array({event.event_id, tenant_key, text_or_null(event.idempotency_key)});
-  SS_CO_TRY(json existing,
-            co_await db.first("SELECT event_id, COALESCE(tenant_id, '') AS tenant_key FROM events "
-                              "WHERE event_id = ?1 OR (COALESCE(tenant_id, '') = ?2 AND "
-                              "idempotency_key = ?3) ORDER BY event_id = ?1 LIMIT 1",
-                              lookup));
+  SS_CO_TRY(json existing, co_await db.first_json(
+                               "SELECT event_id, COALESCE(tenant_id, '') AS tenant_key FROM events "
+                               "WHERE event_id = ?1 OR (COALESCE(tenant_id, '') = ?2 AND "
+                               "idempotency_key = ?3) ORDER BY event_id = ?1 LIMIT 1",
+                               lookup));
   const json* row = row_of(existing);
   if (row == nullptr)
     co_return Error{ErrorCode::internal, "append_event(): insert ignored, no row"};
@@ -263,16 +263,9 @@ Result<ReadQuery> parse_read_query(const Request& req) {
     return Error{ErrorCode::invalid_request, "after: must be an event_id (ULID)"}.with("field",
                                                                                        "after");
   }
-  std::string limit = req.query_param("limit");
-  if (!limit.empty()) {
-    bool digits = limit.size() <= 4 && limit.find_first_not_of("0123456789") == std::string::npos;
-    int n = digits ? std::stoi(limit) : 0;
-    if (n < 1 || n > kMaxReadLimit) {
-      return Error{ErrorCode::invalid_request, "limit: must be 1–" + std::to_string(kMaxReadLimit)}
-          .with("field", "limit");
-    }
-    q.limit = n;
-  }
+  auto limit = req.int_param("limit", q.limit, 1, kMaxReadLimit);
+  if (!limit) return std::move(limit).error();
+  q.limit = static_cast<int>(*limit);
   return q;
 }
 
@@ -290,7 +283,7 @@ Task<Result<json>> read_events(const ReadQuery& q) {
   if (!q.entity_type.empty()) sql += " AND entity_type = " + bind(q.entity_type);
   if (!q.entity_id.empty()) sql += " AND entity_id = " + bind(q.entity_id);
   sql += " ORDER BY event_id LIMIT " + bind(q.limit);
-  SS_CO_TRY(json result, co_await D1(kDb).all(sql, params));
+  SS_CO_TRY(json result, co_await D1(kDb).all_json(sql, params));
   json events = json::array();
   for (const json& row : rows_of(result)) events.push_back(event_view(row));
   json next = nullptr;

@@ -52,14 +52,9 @@ json delivery_view(const json& row) {
 }
 
 Result<int> page_size(const Request& req) {
-  std::string limit = req.query_param("limit");
-  if (limit.empty()) return kDefaultPage;
-  bool digits = limit.size() <= 4 && limit.find_first_not_of("0123456789") == std::string::npos;
-  int n = digits ? std::stoi(limit) : 0;
-  if (n < 1 || n > kMaxPage) {
-    return Error{ErrorCode::invalid_request, "limit: must be 1–200"}.with("field", "limit");
-  }
-  return n;
+  auto n = req.int_param("limit", kDefaultPage, 1, kMaxPage);
+  if (!n) return std::move(n).error();
+  return static_cast<int>(*n);
 }
 
 Task<Result<Response>> list_leads(Context& ctx, const Request& req, const Params&) {
@@ -71,9 +66,10 @@ Task<Result<Response>> list_leads(Context& ctx, const Request& req, const Params
         "field", "cursor");
   }
   json params = json::array({tenant.id, cursor, limit});
-  SS_CO_TRY(json r, co_await D1(kDb).all("SELECT * FROM leads WHERE tenant_id = ?1 AND (?2 = '' OR "
-                                         "id < ?2) ORDER BY id DESC LIMIT ?3",
-                                         params));
+  SS_CO_TRY(json r,
+            co_await D1(kDb).all_json("SELECT * FROM leads WHERE tenant_id = ?1 AND (?2 = '' OR "
+                                      "id < ?2) ORDER BY id DESC LIMIT ?3",
+                                      params));
   json leads = json::array();
   for (const json& row : rows_of(r)) leads.push_back(lead_view(row));
   json next = static_cast<int>(leads.size()) == limit ? leads.back()["id"] : json(nullptr);
@@ -85,11 +81,12 @@ Task<Result<Response>> get_lead(Context& ctx, const Request& req, const Params& 
   std::string id = params.find("id")->second;
   json p = json::array({tenant.id, id});
   std::vector<Task<Result<json>>> work;
-  work.push_back(as_task(D1(kDb).first("SELECT * FROM leads WHERE tenant_id = ?1 AND id = ?2", p)));
   work.push_back(
-      as_task(D1(kDb).all("SELECT * FROM lead_deliveries WHERE tenant_id = ?1 AND "
-                          "lead_id = ?2 ORDER BY id",
-                          p)));
+      as_task(D1(kDb).first_json("SELECT * FROM leads WHERE tenant_id = ?1 AND id = ?2", p)));
+  work.push_back(
+      as_task(D1(kDb).all_json("SELECT * FROM lead_deliveries WHERE tenant_id = ?1 AND "
+                               "lead_id = ?2 ORDER BY id",
+                               p)));
   auto done = co_await when_all(std::move(work));
   for (auto& d : done) {
     if (!d) co_return std::move(d).error();
@@ -111,9 +108,9 @@ Task<Result<Response>> get_lead(Context& ctx, const Request& req, const Params& 
       in += (in.empty() ? "?" : ", ?") + std::to_string(ap.size());
     }
     SS_CO_TRY(json attempts,
-              co_await D1(kDb).all("SELECT * FROM delivery_attempts WHERE delivery_id IN (" + in +
-                                       ") ORDER BY delivery_id, attempt",
-                                   ap));
+              co_await D1(kDb).all_json("SELECT * FROM delivery_attempts WHERE delivery_id IN (" +
+                                            in + ") ORDER BY delivery_id, attempt",
+                                        ap));
     for (json& d : deliveries) {
       json list = json::array();
       for (const json& a : rows_of(attempts)) {
@@ -155,9 +152,9 @@ Task<Result<Response>> export_csv(Context& ctx, const Request& req, const Params
   SS_CO_TRY(Tenant tenant, co_await authenticate_tenant_admin(ctx, req));
   json params = json::array({tenant.id, kMaxExportRows});
   SS_CO_TRY(json r,
-            co_await D1(kDb).all("SELECT * FROM leads WHERE tenant_id = ?1 ORDER BY id DESC "
-                                 "LIMIT ?2",
-                                 params));
+            co_await D1(kDb).all_json("SELECT * FROM leads WHERE tenant_id = ?1 ORDER BY id DESC "
+                                      "LIMIT ?2",
+                                      params));
   std::vector<std::string> columns = {"name", "email", "phone", "message"};
   auto config = parse_config(tenant.config, true);
   if (config) {
@@ -189,7 +186,7 @@ Task<Result<Response>> erase_lead(Context& ctx, const Request& req, const Params
       {"UPDATE lead_deliveries SET last_error = NULL, status = CASE status WHEN 'pending' THEN "
        "'cancelled' ELSE status END WHERE tenant_id = ?1 AND lead_id = ?2",
        p}};
-  SS_CO_TRY(json results, co_await D1(kDb).batch(writes));
+  SS_CO_TRY(json results, co_await D1(kDb).batch_json(writes));
   const json* meta =
       results.is_array() && !results.empty() ? find_field(results[0], "meta") : nullptr;
   if (meta == nullptr || int_or(*meta, "changes", 0) == 0)
@@ -208,9 +205,10 @@ Task<Result<Response>> dead_letters(Context& ctx, const Request& req, const Para
         .with("field", "status");
   }
   json p = json::array({tenant.id, status, limit});
-  SS_CO_TRY(json r, co_await D1(kDb).all("SELECT * FROM lead_deliveries WHERE tenant_id = ?1 AND "
-                                         "status = ?2 ORDER BY id DESC LIMIT ?3",
-                                         p));
+  SS_CO_TRY(json r,
+            co_await D1(kDb).all_json("SELECT * FROM lead_deliveries WHERE tenant_id = ?1 AND "
+                                      "status = ?2 ORDER BY id DESC LIMIT ?3",
+                                      p));
   json list = json::array();
   for (const json& row : rows_of(r)) list.push_back(delivery_view(row));
   co_return Response::json_body(200, {{"deliveries", list}});
@@ -227,7 +225,7 @@ void add_admin_routes(App& app) {
 }
 
 Task<Status> enforce_retention(Context& ctx) {
-  SS_CO_TRY(json tenants, co_await D1(kDb).all("SELECT tenant_id, config_json FROM tenants"));
+  SS_CO_TRY(json tenants, co_await D1(kDb).all_json("SELECT tenant_id, config_json FROM tenants"));
   for (const json& t : rows_of(tenants)) {
     auto doc = parse_json(string_or(t, "config_json", "{}"));
     auto config = doc ? parse_config(*doc, true) : Result<LeadsConfig>(doc.error());
@@ -243,7 +241,7 @@ Task<Status> enforce_retention(Context& ctx) {
         {"DELETE FROM lead_deliveries WHERE tenant_id = ?1 AND lead_id < ?2", p},
         {"DELETE FROM lead_idempotency WHERE tenant_id = ?1 AND lead_id < ?2", p},
         {"DELETE FROM leads WHERE tenant_id = ?1 AND id < ?2", p}};
-    SS_CO_TRY(json done, co_await D1(kDb).batch(writes));
+    SS_CO_TRY(json done, co_await D1(kDb).batch_json(writes));
     const json* meta = done.is_array() && done.size() == 4 ? find_field(done[3], "meta") : nullptr;
     if (meta && int_or(*meta, "changes", 0) > 0) {
       ctx.log("retention: " + std::to_string(int_or(*meta, "changes", 0)) + " leads of " +
@@ -251,7 +249,7 @@ Task<Status> enforce_retention(Context& ctx) {
     }
   }
   json expired = json::array({ctx.now_ms()});
-  SS_CO_TRY(json cleaned, co_await D1(kDb).run(
+  SS_CO_TRY(json cleaned, co_await D1(kDb).run_json(
                               "DELETE FROM rate_limit_windows WHERE expires_at_ms < ?1", expired));
   co_return Unit{};
 }

@@ -2,6 +2,7 @@
 
 #include "shared/http.h"
 #include "shared/json_util.h"
+#include "shared/text.h"
 
 namespace ss::leads {
 
@@ -140,7 +141,7 @@ Result<LeadsConfig> parse_config(const json& config, bool allow_local) {
   }
   if (const json* v = find_field(config, "defaultCountryCode")) {
     std::string cc = v->is_string() ? v->get<std::string>() : "";
-    if (cc.empty() || cc.size() > 3 || cc.find_first_not_of("0123456789") != std::string::npos) {
+    if (cc.empty() || cc.size() > 3 || !kDigits.all_of(cc)) {
       return bad("defaultCountryCode", "must be 1–3 digits, e.g. \"1\"");
     }
     c.default_country_code = cc;

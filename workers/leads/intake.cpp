@@ -34,14 +34,14 @@ Task<Status> check_rate_limit(Context& ctx, const std::string& tenant, const std
   std::int64_t period_ms = static_cast<std::int64_t>(config.rate_period_seconds) * 1000;
   std::string ip_key =
       "leads-rate:" + (ip.empty() ? std::string("unknown") : ip);  // g++-12: hoisted
-  auto ip_hash = co_await sha256(std::move(ip_key));
+  auto ip_hash = co_await sha256_hex(std::move(ip_key));
   if (!ip_hash) {
     ctx.log("rate limit skipped: " + ip_hash.error().message);
     co_return Unit{};
   }
   json params =
       json::array({tenant + "|" + ip_hash->substr(0, 32), ctx.now_ms(), ctx.now_ms() + period_ms});
-  auto hits = co_await D1(kDb).first(
+  auto hits = co_await D1(kDb).first_json(
       "INSERT INTO rate_limit_windows (bucket, hits, expires_at_ms) VALUES (?1, 1, ?3) "
       "ON CONFLICT (bucket) DO UPDATE SET "
       "hits = CASE WHEN rate_limit_windows.expires_at_ms <= ?2 THEN 1 ELSE rate_limit_windows.hits "
@@ -103,8 +103,8 @@ Task<Result<Verdict>> verify_turnstile(Context& ctx, const std::string& token,
             "); lead kept unverified");
     co_return Verdict::unreachable;
   }
-  int status = static_cast<int>(int_or(*reply, "status", 0));
-  auto body = parse_json(string_or(*reply, "body", ""));
+  int status = reply->status;
+  auto body = parse_json(reply->body);
   if (status != 200 || !body || !get_bool(*body, "success").has_value()) {
     ctx.log("turnstile: siteverify answered " + std::to_string(status) + "; lead kept unverified");
     co_return Verdict::unreachable;
@@ -122,9 +122,9 @@ Task<Result<std::string>> find_replay(const std::string& tenant, const std::stri
                                       std::int64_t now_ms) {
   json params = json::array({tenant, key, now_ms - kIdempotencyWindowMs});
   SS_CO_TRY(json r,
-            co_await D1(kDb).first("SELECT lead_id FROM lead_idempotency WHERE tenant_id = ?1 "
-                                   "AND idempotency_key = ?2 AND created_at_ms > ?3",
-                                   params));
+            co_await D1(kDb).first_json("SELECT lead_id FROM lead_idempotency WHERE tenant_id = ?1 "
+                                        "AND idempotency_key = ?2 AND created_at_ms > ?3",
+                                        params));
   const json* row = row_of(r);
   co_return row ? string_or(*row, "lead_id", "") : std::string();
 }
@@ -206,7 +206,7 @@ Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
   }
   for (const Delivery& d : deliveries) writes.push_back(delivery_insert(d, now));
   if (!writes.empty()) {
-    auto stored = co_await D1(kDb).batch(writes);
+    auto stored = co_await D1(kDb).batch_json(writes);
     if (!stored) {
       if (!key.empty()) {
         auto owner = co_await find_replay(tenant.id, key, ctx.now_ms());

@@ -139,12 +139,7 @@ Task<Result<HttpCall>> provider_request(Context& ctx, const json& msg, const Lea
 }
 
 int backoff_seconds(const Context& ctx, int attempt) {
-  std::string base_text = ctx.env("NOTIFY_BACKOFF_SECONDS");
-  int base = kDefaultBackoffSeconds;
-  if (!base_text.empty() && base_text.size() < 6 &&
-      base_text.find_first_not_of("0123456789") == std::string::npos) {
-    base = std::stoi(base_text);
-  }
+  auto base = ctx.env_int("NOTIFY_BACKOFF_SECONDS", kDefaultBackoffSeconds, 0, 99999);
   long long delay = static_cast<long long>(base) << std::min(attempt - 1, 16);
   return static_cast<int>(std::min<long long>(delay, kMaxBackoffSeconds));
 }
@@ -169,11 +164,11 @@ Task<MessageOutcome> deliver_one(Context& ctx, QueueMessage message) {
   json dparams = json::array({delivery_id, tenant});
   json tparams = json::array({tenant});
   loads.push_back(
-      as_task(db.first("SELECT status, attempts FROM lead_deliveries WHERE id = ?1 AND "
-                       "tenant_id = ?2",
-                       dparams)));
+      as_task(db.first_json("SELECT status, attempts FROM lead_deliveries WHERE id = ?1 AND "
+                            "tenant_id = ?2",
+                            dparams)));
   loads.push_back(
-      as_task(db.first("SELECT config_json FROM tenants WHERE tenant_id = ?1", tparams)));
+      as_task(db.first_json("SELECT config_json FROM tenants WHERE tenant_id = ?1", tparams)));
   auto loaded = co_await when_all(std::move(loads));
   if (!loaded[0] || !loaded[1]) {
     out.ack = false;
@@ -193,7 +188,7 @@ Task<MessageOutcome> deliver_one(Context& ctx, QueueMessage message) {
   {
     json claim =
         json::array({delivery_id, tenant, attempt - 1, attempt, format_rfc3339_ms(ctx.now_ms())});
-    auto claimed = co_await db.run(
+    auto claimed = co_await db.run_json(
         "UPDATE lead_deliveries SET attempts = ?4, updated_at = ?5 WHERE id = ?1 "
         "AND tenant_id = ?2 AND status = 'pending' AND attempts = ?3",
         claim);
@@ -225,8 +220,8 @@ Task<MessageOutcome> deliver_one(Context& ctx, QueueMessage message) {
       if (!reply) {
         result.error = reply.error().cause.empty() ? "network error" : reply.error().cause;
       } else {
-        result.http_status = static_cast<int>(int_or(*reply, "status", 0));
-        result.elapsed_ms = int_or(*reply, "elapsedMs", -1);
+        result.http_status = reply->status;
+        result.elapsed_ms = reply->elapsed_ms;
         result.ok = result.http_status >= 200 && result.http_status < 300;
         if (!result.ok) result.error = "HTTP " + std::to_string(result.http_status);
       }
@@ -250,7 +245,7 @@ Task<MessageOutcome> deliver_one(Context& ctx, QueueMessage message) {
        json::array({delivery_id, tenant, attempt, new_status,
                     result.error.empty() ? json(nullptr) : json(result.error), now,
                     result.ok ? json(now) : json(nullptr)})}};
-  auto recorded = co_await db.batch(writes);
+  auto recorded = co_await db.batch_json(writes);
   if (!recorded) {
     // The attempt happened but could not be recorded; retry the message (the provider may see it
     // twice — each request carries the delivery id for its own dedupe).
@@ -315,7 +310,7 @@ D1Statement delivery_insert(const Delivery& d, const std::string& now) {
 
 Task<Status> enqueue_deliveries(Context& ctx, const std::vector<Delivery>& deliveries,
                                 const json& lead, const std::string& submitted_at, bool stored) {
-  std::vector<Task<Result<json>>> sends;
+  std::vector<Task<Result<Unit>>> sends;
   for (const Delivery& d : deliveries) {
     sends.push_back(as_task(queue_send(kNotifyQueue, queue_body(d, lead, submitted_at))));
   }
@@ -351,7 +346,7 @@ Task<Status> sweep_unsent(Context& ctx) {
   std::string cutoff = format_rfc3339_ms(ctx.now_ms() - kSweepAfterMs);
   json params = json::array({cutoff, kSweepBatch});
   SS_CO_TRY(json r,
-            co_await D1(kDb).all(
+            co_await D1(kDb).all_json(
                 "SELECT d.*, l.payload, l.created_at AS submitted_at FROM lead_deliveries d "
                 "JOIN leads l ON l.id = d.lead_id AND l.tenant_id = d.tenant_id "
                 "WHERE d.status = 'pending' AND d.attempts = 0 AND d.created_at < ?1 "
@@ -374,7 +369,7 @@ Task<Status> sweep_unsent(Context& ctx) {
     if (sent) {
       ++requeued;
       json touch = json::array({d.id, format_rfc3339_ms(ctx.now_ms())});
-      auto touched = co_await D1(kDb).run(
+      auto touched = co_await D1(kDb).run_json(
           "UPDATE lead_deliveries SET updated_at = ?2, created_at = ?2 "
           "WHERE id = ?1",
           touch);
@@ -388,8 +383,8 @@ Task<Status> sweep_unsent(Context& ctx) {
 Task<Result<std::string>> webhook_signature(const std::string& secret, std::int64_t unix_seconds,
                                             const std::string& body) {
   std::string t = std::to_string(unix_seconds);
-  SS_CO_TRY(json mac, co_await hmac_sha256_hex(secret, t + "." + body));
-  co_return "t=" + t + ",v1=" + string_or(mac, "hex", "");
+  SS_CO_TRY(std::string mac, co_await hmac_sha256_hex(secret, t + "." + body));
+  co_return "t=" + t + ",v1=" + mac;
 }
 
 }  // namespace ss::leads

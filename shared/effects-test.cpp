@@ -1,0 +1,157 @@
+// The typed effect layer: D1 rows decoded into structs (corrupt rows reported, never defaulted),
+// fetch replies, KV values, and the heterogeneous when_all.
+#include "shared/effects.h"
+
+#include "shared/app.h"
+#include "shared/json_util.h"
+#include "tests/native/harness.h"
+
+#include <doctest/doctest.h>
+
+namespace ss {
+namespace {
+
+struct Item {
+  std::string id;
+  std::int64_t qty = 0;
+  std::optional<std::string> note;
+  json extra;
+  static Item decode(RowReader& r) {
+    Item i;
+    i.id = r.text("id");
+    i.qty = r.integer("qty");
+    i.note = r.nullable_text("note");
+    i.extra = r.json_text("extra");
+    return i;
+  }
+};
+
+json ok(const json& effect, json value) {
+  return json{{"id", effect["id"]}, {"ok", true}, {"value", std::move(value)}};
+}
+
+json fetch_message(const std::string& path) {
+  return json{{"op", "fetch"},
+              {"entropy", std::string(64, 'a')},
+              {"request", {{"method", "GET"}, {"url", "https://t" + path}}}};
+}
+
+App make_app() {
+  App app;
+  app.service = "typed-effects-test";
+  app.db_binding = "DB";
+  app.router.add(
+      "GET", "/items", [](Context&, const Request&, const Params&) -> Task<Result<Response>> {
+        SS_CO_TRY(D1Result r, co_await D1("DB").all("SELECT * FROM items"));
+        SS_CO_TRY(std::vector<Item> items, r.as<Item>());
+        json out = json::array();
+        for (const Item& i : items) out.push_back({i.id, i.qty, i.note ? json(*i.note) : json()});
+        co_return Response::json_body(200, {{"items", out}, {"changes", r.meta.changes}});
+      });
+  app.router.add("GET", "/pair",
+                 [](Context&, const Request&, const Params&) -> Task<Result<Response>> {
+                   HttpCall call;
+                   call.url = "https://example.com/";
+                   auto [reply, value, digest] =
+                       co_await when_all(fetch(call), Kv("KV").get("k"), sha256_hex("abc"));
+                   SS_CO_TRY(FetchReply got, std::move(reply));
+                   SS_CO_TRY(std::optional<std::string> v, std::move(value));
+                   SS_CO_TRY(std::string hex, std::move(digest));
+                   co_return Response::json_body(200, {{"status", got.status},
+                                                       {"type", got.header("Content-Type")},
+                                                       {"elapsed", got.elapsed_ms},
+                                                       {"kv", v ? json(*v) : json()},
+                                                       {"hex", hex}});
+                 });
+  return app;
+}
+
+json body_of(const json& out) { return *parse_json(out["body"].get<std::string>()); }
+
+}  // namespace
+
+TEST_CASE("D1 rows decode into structs; meta is typed") {
+  App app = make_app();
+  Runtime rt(app);
+  std::int64_t now = 0;
+  json out = native::drive(rt, fetch_message("/items"), now, [](const json& e) {
+    return ok(e, {{"results",
+                   {{{"id", "a"}, {"qty", 2}, {"note", nullptr}, {"extra", "{}"}},
+                    {{"id", "b"}, {"qty", 3}, {"note", "n"}, {"extra", "[1]"}}}},
+                  {"meta", {{"changes", 7}}}});
+  });
+  REQUIRE(out["status"] == 200);
+  json body = body_of(out);
+  CHECK(body["items"] == json::parse(R"([["a",2,null],["b",3,"n"]])"));
+  CHECK(body["changes"] == 7);
+}
+
+TEST_CASE("a corrupt row is an error naming the column, not a silent default") {
+  App app = make_app();
+  Runtime rt(app);
+  std::int64_t now = 0;
+  for (const char* bad :
+       {R"({"id":"a","qty":"2","note":null,"extra":"{}"})",
+        R"({"id":"a","note":null,"extra":"{}"})", R"({"id":null,"qty":1,"note":null,"extra":"{}"})",
+        R"({"id":"a","qty":1,"note":null,"extra":"{oops"})"}) {
+    CAPTURE(bad);
+    json row = json::parse(bad);
+    json out = native::drive(rt, fetch_message("/items"), now, [&](const json& e) {
+      return ok(e, {{"results", json::array({row})}, {"meta", json::object()}});
+    });
+    CHECK(out["status"] == 500);
+    CHECK(body_of(out)["error"]["code"] == "corrupt_row");
+  }
+}
+
+TEST_CASE("when_all(a, b, c) runs different effects together and returns a tuple") {
+  App app = make_app();
+  Runtime rt(app);
+  auto id = rt.start(dump_json(fetch_message("/pair")));
+  REQUIRE(rt.state(id) == Runtime::State::waiting);
+  json effects = json::parse(rt.data(id));
+  REQUIRE(effects.size() == 3);  // issued in one batch
+  CHECK(effects[0]["kind"] == "fetch");
+  CHECK(effects[1]["kind"] == "kv.get");
+  CHECK(effects[2]["kind"] == "crypto.sha256");
+  json results = json::array({ok(effects[2], {{"hex", std::string(64, 'f')}}),
+                              ok(effects[1], {{"value", "v"}}),
+                              ok(effects[0], {{"status", 201},
+                                              {"headers", {{"content-type", "text/plain"}}},
+                                              {"body", "x"},
+                                              {"elapsedMs", 12}})});
+  rt.resume(id, dump_json(json{{"now", 5}, {"results", results}}));
+  REQUIRE(rt.state(id) == Runtime::State::done);
+  json out = json::parse(rt.data(id));
+  json body = body_of(out);
+  CHECK(body["status"] == 201);
+  CHECK(body["type"] == "text/plain");
+  CHECK(body["elapsed"] == 12);
+  CHECK(body["kv"] == "v");
+  CHECK(body["hex"] == std::string(64, 'f'));
+  rt.drop(id);
+}
+
+TEST_CASE("a missing KV key is nullopt; a host answer in the wrong shape is an internal error") {
+  App app = make_app();
+  Runtime rt(app);
+  std::int64_t now = 0;
+  bool malformed_fetch = false;
+  auto perform = [&](const json& e) {
+    if (e["kind"] == "fetch") {
+      return malformed_fetch ? ok(e, {{"headers", json::object()}})  // no status
+                             : ok(e, {{"status", 200}, {"body", ""}});
+    }
+    if (e["kind"] == "kv.get") return ok(e, {{"value", nullptr}});
+    return ok(e, {{"hex", std::string(64, '0')}});
+  };
+  json out = native::drive(rt, fetch_message("/pair"), now, perform);
+  REQUIRE(out["status"] == 200);
+  CHECK(body_of(out)["kv"].is_null());
+  malformed_fetch = true;
+  out = native::drive(rt, fetch_message("/pair"), now, perform);
+  CHECK(out["status"] == 500);
+  CHECK(body_of(out)["error"]["code"] == "internal");
+}
+
+}  // namespace ss

@@ -1,0 +1,41 @@
+#pragma once
+// The tenants table every platform worker keeps in its own D1 (migrations/<db>/0001_tenants.sql):
+// every statement on it, as named constants behind typed functions.
+
+#include "shared/effects.h"
+
+#include <optional>
+#include <string>
+
+namespace ss {
+
+struct TenantRow {
+  std::string tenant_id;
+  std::string token_hash;
+  std::string admin_token_hash;
+  json config = json::object();
+  bool enabled = false;
+  std::string created_at;
+  std::string updated_at;
+
+  static TenantRow decode(RowReader& r);
+};
+
+class TenantStore {
+ public:
+  explicit TenantStore(std::string binding) : db_(std::move(binding)) {}
+
+  Task<Result<std::optional<TenantRow>>> find(const std::string& tenant_id) const;
+  // Inserts or updates the tenant (enabled again) with config stored as JSON text.
+  Task<Status> upsert(const std::string& tenant_id, const std::string& token_hash,
+                      const std::string& admin_token_hash, const json& config,
+                      const std::string& now) const;
+  // false when there is no such tenant.
+  Task<Result<bool>> disable(const std::string& tenant_id, const std::string& now) const;
+  Task<Result<std::int64_t>> count() const;
+
+ private:
+  D1 db_;
+};
+
+}  // namespace ss

@@ -1,0 +1,46 @@
+#pragma once
+// Small text helpers every parser of the platform shares: decimal integers through std::from_chars
+// (no locale, no exceptions, no overflow) and character classes built once, checked in O(n).
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace ss {
+
+// A plain decimal integer (ASCII digits only: no sign, space or "+") within [min, max].
+std::optional<std::int64_t> parse_decimal(std::string_view text, std::int64_t min,
+                                          std::int64_t max);
+
+// A set of bytes, built from ranges and lists: CharClass().range('a', 'z').chars("-_").
+class CharClass {
+ public:
+  constexpr CharClass() = default;
+  constexpr CharClass& range(char first, char last) {
+    for (int c = static_cast<unsigned char>(first); c <= static_cast<unsigned char>(last); ++c) {
+      bits_[static_cast<std::size_t>(c)] = true;
+    }
+    return *this;
+  }
+  constexpr CharClass& chars(std::string_view list) {
+    for (char c : list) bits_[static_cast<unsigned char>(c)] = true;
+    return *this;
+  }
+  constexpr bool contains(char c) const { return bits_[static_cast<unsigned char>(c)]; }
+  constexpr bool all_of(std::string_view s) const {
+    for (char c : s) {
+      if (!contains(c)) return false;
+    }
+    return true;
+  }
+
+ private:
+  std::array<bool, 256> bits_{};
+};
+
+inline constexpr CharClass kDigits = CharClass().range('0', '9');
+inline constexpr CharClass kLowerAlnum = CharClass().range('a', 'z').range('0', '9');
+inline constexpr CharClass kAlnum = CharClass().range('a', 'z').range('A', 'Z').range('0', '9');
+
+}  // namespace ss
