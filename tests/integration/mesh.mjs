@@ -52,8 +52,13 @@ export async function startMesh({ bindings = {}, tenants } = {}) {
   const merged = Object.fromEntries(
     Object.keys(WORKERS).map((key) => [key, { ...local[key], ...bindings[key] }]),
   );
+  // Each worker also listens on its own 127.0.0.1 port (picked by the OS), so a real browser can
+  // open its pages: mesh.url(key).
   const outbound = Object.fromEntries(
-    Object.keys(WORKERS).map((key) => [key, { outboundService: loopbackOnly }]),
+    Object.keys(WORKERS).map((key) => [
+      key,
+      { outboundService: loopbackOnly, unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }] },
+    ]),
   );
   const { workers, migrations } = await meshWorkerOptions({ bindings: merged, scratch, extra: outbound });
   workers.push(RPC_PROBE);
@@ -72,6 +77,10 @@ export async function startMesh({ bindings = {}, tenants } = {}) {
     async fetch(key, pathname, init = {}) {
       const worker = await mf.getWorker(WORKERS[key].name);
       return worker.fetch(new URL(pathname, "http://localhost").href, init);
+    },
+    /** The http://127.0.0.1:<port>/ a browser can open for one worker. */
+    async url(key) {
+      return (await mf.unsafeGetDirectURL(WORKERS[key].name)).href;
     },
     /** Calls cms over Workers RPC (binding CMS_RPC: the CmsRpc entrypoint; CMS_SERVICE: default). */
     async cmsRpc(binding, method, ...args) {
