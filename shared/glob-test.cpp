@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace ss {
 namespace {
@@ -77,6 +79,50 @@ TEST_CASE("glob: backtracking killers finish") {
   star_pattern += "b";
   CHECK_FALSE(glob_match(star_pattern, many_a));
   CHECK(glob_match(star_pattern, many_a + "b"));
+}
+
+// Issue 14 item 7: a '*' in the subject was consumed as a literal by the pattern's '*' before the
+// wildcard test, so glob_match("*", "*a") was false.
+TEST_CASE("glob: wildcard characters in the subject are plain characters") {
+  CHECK(glob_match("*", "*a"));
+  CHECK(glob_match("*", "**"));
+  CHECK(glob_match("*a", "*a"));
+  CHECK(glob_match("a*", "a*b"));
+  CHECK(glob_match("?", "*"));
+  CHECK(glob_match("*.failed", "*.failed"));
+  CHECK_FALSE(glob_match("a", "*"));
+}
+
+// Reference: the textbook recursive definition, exponential but fine on tiny inputs.
+bool reference_match(std::string_view p, std::string_view t) {
+  if (p.empty()) return t.empty();
+  if (p[0] == '*')
+    return reference_match(p.substr(1), t) || (!t.empty() && reference_match(p, t.substr(1)));
+  return !t.empty() && (p[0] == '?' || p[0] == t[0]) && reference_match(p.substr(1), t.substr(1));
+}
+
+void all_strings(const std::string& alphabet, std::size_t max_len, std::vector<std::string>& out) {
+  out = {""};
+  for (std::size_t begin = 0, len = 1; len <= max_len; ++len) {
+    std::size_t end = out.size();
+    for (std::size_t i = begin; i < end; ++i)
+      for (char c : alphabet) out.push_back(out[i] + c);
+    begin = end;
+  }
+}
+
+TEST_CASE("glob: agrees with the reference matcher on every short pattern and subject") {
+  std::vector<std::string> patterns;
+  std::vector<std::string> subjects;
+  all_strings("a*?", 4, patterns);
+  all_strings("ab*?", 4, subjects);
+  for (const std::string& p : patterns) {
+    for (const std::string& t : subjects) {
+      if (glob_match(p, t) != reference_match(p, t)) {
+        FAIL_CHECK("pattern '" << p << "' subject '" << t << "'");
+      }
+    }
+  }
 }
 
 }  // namespace

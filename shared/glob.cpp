@@ -39,12 +39,14 @@ bool glob_match(std::string_view pattern, std::string_view text) {
   std::size_t star = std::string_view::npos;  // position of the last '*' seen in pattern
   std::size_t star_text = 0;                  // text position that star currently extends to
   while (t < text.size()) {
-    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == text[t])) {
-      ++p;
-      ++t;
-    } else if (p < pattern.size() && pattern[p] == '*') {
+    // The wildcard test comes first: a '*' in the subject must not be consumed as a literal by a
+    // '*' in the pattern (that made glob_match("*", "*a") false).
+    if (p < pattern.size() && pattern[p] == '*') {
       star = p++;
       star_text = t;
+    } else if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == text[t])) {
+      ++p;
+      ++t;
     } else if (star != std::string_view::npos) {
       p = star + 1;
       t = ++star_text;

@@ -147,15 +147,6 @@ std::string percent_decode(std::string_view s) {
   return out;
 }
 
-bool is_outbound_url(std::string_view url, bool allow_local) {
-  static constexpr std::size_t kMaxUrl = 2048;
-  auto starts = [&](std::string_view p) { return url.substr(0, p.size()) == p; };
-  if (url.size() > kMaxUrl || url.find_first_of(" \r\n\\") != std::string_view::npos) return false;
-  if (starts("https://") && url.size() > 8) return true;
-  return allow_local && (starts("http://127.0.0.1:") || starts("http://127.0.0.1/") ||
-                         starts("http://localhost:") || starts("http://localhost/"));
-}
-
 std::vector<std::string> split_path(std::string_view path) {
   std::vector<std::string> out;
   std::size_t i = 0;

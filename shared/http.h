@@ -78,10 +78,6 @@ Status require_body_within(const Request& req, std::size_t limit);
 Status require_json_body(const Request& req, std::size_t limit);  // size + application/json
 std::string media_type_of(const Request& req);                    // lower-case, without parameters
 
-// An https:// URL, or — only when allow_local (local development) — http://127.0.0.1 or localhost
-// with a port or path (so "http://127.0.0.1.evil.example" is not local).
-bool is_outbound_url(std::string_view url, bool allow_local);
-
 std::vector<std::string> split_path(std::string_view path);
 std::string percent_decode(std::string_view s);
 

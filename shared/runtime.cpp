@@ -67,6 +67,7 @@ void Effect::await_suspend(co::coroutine_handle<> h) {
 Context::Context(Runtime& runtime, const App& app, json env, std::int64_t now_ms,
                  std::string entropy_hex)
     : runtime_(runtime), app_(app), env_(std::move(env)), now_ms_(now_ms) {
+  allow_local_outbound_ = this->env("ALLOW_LOCAL_OUTBOUND") == "1";
   if (auto bytes = hex_decode(entropy_hex)) entropy_ = std::move(*bytes);
 }
 

@@ -61,6 +61,9 @@ class Context {
   std::int64_t env_int(std::string_view name, std::int64_t fallback, std::int64_t min,
                        std::int64_t max) const;
   bool test_hooks_enabled() const { return env("SITESWARM_TEST_HOOKS") == "1"; }
+  // Local development (env ALLOW_LOCAL_OUTBOUND=1): the outbound-URL guard also admits the loopback
+  // hosts of the local stubs (shared/url_guard.h). Read once, when the run starts.
+  bool allow_local_outbound() const { return allow_local_outbound_; }
 
   // A fresh, monotonic ULID (randomness from the host's entropy; more is fetched when it runs out).
   Task<Result<std::string>> new_ulid();
@@ -74,6 +77,7 @@ class Context {
   Runtime& runtime_;
   const App& app_;
   json env_;
+  bool allow_local_outbound_ = false;
   std::int64_t now_ms_;
   std::string entropy_;  // raw bytes not yet used
   std::vector<std::string> logs_;

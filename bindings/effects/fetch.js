@@ -11,7 +11,14 @@ export default {
     const started = Date.now();
     const elapsed = () => Date.now() - started;
     try {
-      const response = await fetch(toRequest(effect), { signal: AbortSignal.timeout(timeoutMs) });
+      // Redirects are never followed here: a 30x is handed to the core as it is (a webhook that
+      // answers 302 has not accepted the delivery). Following it silently would let a public URL
+      // that passed the core's outbound-URL guard bounce the call to a private address
+      // (docs/security.md).
+      const response = await fetch(toRequest(effect), {
+        signal: AbortSignal.timeout(timeoutMs),
+        redirect: "manual",
+      });
       const { text, tooLarge } = await readText(response.body);
       return {
         status: response.status,

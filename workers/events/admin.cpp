@@ -8,6 +8,7 @@
 #include "shared/rfc3339.h"
 #include "shared/tenant.h"
 #include "shared/ulid.h"
+#include "shared/url_guard.h"
 #include "workers/events/drain.h"
 #include "workers/events/filter_expr.h"
 #include "workers/events/input_mapper.h"
@@ -201,10 +202,11 @@ Result<json> parse_target(const Context& ctx, const json& body) {
     }
     return json{{"service", *service}, {"path", path}};
   }
-  if (!is_outbound_url(*webhook, ctx.env("ALLOW_LOCAL_OUTBOUND") == "1")) {
-    return field_error("target.webhook", "must be an https:// URL");
+  auto url = check_outbound_url(*webhook, ctx.allow_local_outbound());
+  if (!url) {
+    return field_error("target.webhook", "must be a public https:// URL: " + url.error().message);
   }
-  return json{{"webhook", *webhook}};
+  return json{{"webhook", url->href}};  // normalised: the host judged here is the host called
 }
 
 Task<Result<Response>> put_workflow(Context& ctx, const Request& req, const Params& params) {

@@ -5,6 +5,7 @@
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
 #include "shared/ulid.h"
+#include "shared/url_guard.h"
 #include "workers/events/filter_expr.h"
 #include "workers/events/input_mapper.h"
 #include "workers/events/ledger.h"
@@ -184,7 +185,14 @@ Task<StartOutcome> start_workflow(Context& ctx, const std::string& consumer, con
     call.url = "https://" + lower(target->service) + ".internal" + target->path;
     reply = co_await service_call(target->service, call);
   } else {
-    call.url = target->webhook;
+    // Judged again right before the call: the definition may predate the guard's rules, or have
+    // been saved with ALLOW_LOCAL_OUTBOUND on.
+    auto url = check_outbound_url(target->webhook, ctx.allow_local_outbound());
+    if (!url) {
+      out.error = "webhook URL refused: " + url.error().message;
+      co_return out;
+    }
+    call.url = url->href;
     reply = co_await fetch(call);
   }
   if (!reply) {

@@ -20,7 +20,7 @@ App make_leads_app() {
   app.db_binding = "LEADS_DB";
   app.diagnostic_services = {"EVENTS_SERVICE"};
   app.validate_tenant_config = [](const Context& ctx, const json& config) -> Status {
-    auto parsed = leads::parse_config(config, ctx.env("ALLOW_LOCAL_OUTBOUND") == "1");
+    auto parsed = leads::parse_config(config, ctx.allow_local_outbound());
     if (!parsed) return parsed.error();
     return Unit{};
   };

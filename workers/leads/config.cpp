@@ -3,6 +3,7 @@
 #include "shared/http.h"
 #include "shared/json_util.h"
 #include "shared/text.h"
+#include "shared/url_guard.h"
 
 namespace ss::leads {
 
@@ -122,7 +123,9 @@ Result<LeadsConfig> parse_config(const json& config, bool allow_local) {
     c.rate_period_seconds = period ? static_cast<int>(*period) : kDefaultRatePeriodSeconds;
   }
   if (const json* v = find_field(config, "redirectUrl"); v && !v->is_null()) {
-    if (!v->is_string() || (!is_outbound_url(v->get<std::string>(), allow_local) &&
+    // A browser redirect, not a call the platform makes; it goes through the same guard all the
+    // same (no visitor is sent to a private address), and keeps its fragment.
+    if (!v->is_string() || (!check_outbound_url(v->get<std::string>(), allow_local).ok() &&
                             !is_site_path(v->get<std::string>()))) {
       return bad("redirectUrl", "must be an https:// URL or a path such as /thanks.html");
     }
@@ -180,10 +183,11 @@ Result<LeadsConfig> parse_config(const json& config, bool allow_local) {
   }
   if (const json* w = notify ? find_field(*notify, "webhook") : nullptr) {
     WebhookChannel ch;
-    ch.url = string_or(*w, "url", "");
     ch.secret = string_or(*w, "secret", "");
-    if (!is_outbound_url(ch.url, allow_local))
-      return bad("notify.webhook.url", "must be an https:// URL");
+    auto url = check_outbound_url(string_or(*w, "url", ""), allow_local);
+    if (!url)
+      return bad("notify.webhook.url", "must be a public https:// URL: " + url.error().message);
+    ch.url = url->href;  // normalised: the host judged here is the host called
     if (ch.secret.size() < kMinWebhookSecret || ch.secret.size() > 256) {
       return bad("notify.webhook.secret", "must be 16–256 characters");
     }

@@ -24,8 +24,6 @@ inline constexpr const char* kDefaultSiteverifyUrl =
     "https://challenges.cloudflare.com/turnstile/v0/siteverify";
 inline constexpr int kSiteverifyTimeoutMs = 5000;
 
-bool allow_local(const Context& ctx) { return ctx.env("ALLOW_LOCAL_OUTBOUND") == "1"; }
-
 // A window per tenant + client IP, counted in D1, anchored at its first hit (so a burst cannot
 // straddle two clock-aligned windows and get twice the limit). The IP is hashed before it is
 // stored.
@@ -146,7 +144,7 @@ Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
   SS_CO_TRY(Tenant tenant, co_await authenticate_tenant(ctx, req));
   SS_CO_CHECK(require_body_within(req, kMaxSubmissionBody));
   SS_CO_CHECK(require_submission_type(req));
-  auto config = parse_config(tenant.config, allow_local(ctx));
+  auto config = parse_config(tenant.config, ctx.allow_local_outbound());
   if (!config) {
     ctx.log("tenant " + tenant.id + " has an invalid leads config: " + config.error().message);
     co_return Error{ErrorCode::service_unavailable, "this form is not configured correctly"};

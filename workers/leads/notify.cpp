@@ -5,6 +5,7 @@
 #include "shared/form.h"
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
+#include "shared/url_guard.h"
 
 #include <algorithm>
 
@@ -125,7 +126,13 @@ Task<Result<HttpCall>> provider_request(Context& ctx, const json& msg, const Lea
               {"leadId", lead_id},
               {"submittedAt", string_or(msg, "submittedAt", "")},
               {"lead", lead}};
-    call.url = config.webhook->url;
+    // Judged again right before the call (the rules or ALLOW_LOCAL_OUTBOUND may have changed since
+    // the tenant saved the URL); a refusal is permanent: retrying cannot make it pass.
+    auto url = check_outbound_url(config.webhook->url, ctx.allow_local_outbound());
+    if (!url) {
+      co_return Error{ErrorCode::conflict, "webhook URL refused: " + url.error().message};
+    }
+    call.url = url->href;
     call.body = dump_json(body);
     SS_CO_TRY(std::string signature,
               co_await webhook_signature(config.webhook->secret, ctx.now_ms() / 1000, call.body));
@@ -203,8 +210,7 @@ Task<MessageOutcome> deliver_one(Context& ctx, QueueMessage message) {
 
   const json* trow = row_of(*loaded[1]);
   auto config_doc = parse_json(trow ? string_or(*trow, "config_json", "{}") : "{}");
-  auto config = parse_config(config_doc ? *config_doc : json::object(),
-                             ctx.env("ALLOW_LOCAL_OUTBOUND") == "1");
+  auto config = parse_config(config_doc ? *config_doc : json::object(), ctx.allow_local_outbound());
   Attempt result;
   bool permanent = false;
   if (!config) {
