@@ -188,6 +188,34 @@ TEST_CASE("a failed start releases its claim so a retry can start it") {
   CHECK(l.db("SELECT * FROM event_consumer_dedupe WHERE status = 'started'").size() == 1);
 }
 
+// Issue 14 item 2: the target is judged again right before each start, so a definition saved
+// under other rules (or with ALLOW_LOCAL_OUTBOUND on) never reaches a refused address.
+TEST_CASE("a workflow start re-checks the webhook: a refused target is never called") {
+  Ledger l;
+  l.workflow("notify");  // http://127.0.0.1:9/… — admitted in local development only
+  l.subscribe("*", "notify");
+  l.mesh.set_env("events", "ALLOW_LOCAL_OUTBOUND", "0");
+  std::string id = l.emit("order.placed");
+  CHECK(l.drain()["quarantined"] == 1);
+  CHECK(l.calls.empty());
+  json q = l.db("SELECT reason FROM events_quarantine");
+  REQUIRE(q.size() == 1);
+  CHECK(q[0]["reason"].get<std::string>().find("webhook URL refused") != std::string::npos);
+  CHECK(q[0]["reason"].get<std::string>().find("loopback") != std::string::npos);
+
+  // Written behind the API's back: a private address stays refused even in local development.
+  l.mesh.set_env("events", "ALLOW_LOCAL_OUTBOUND", "1");
+  l.mesh.db("EVENTS_DB")
+      .execute("UPDATE workflow_definitions SET target_json = ?1 WHERE workflow_type = 'notify'",
+               json::array({R"({"webhook":"http://169.254.169.254/latest"})"}));
+  CHECK(l.admin("POST", "/admin/quarantine/workflow_runner/" + id + "/retry")
+            .body_json()["started"] == 0);
+  CHECK(l.calls.empty());
+  l.emit("order.placed");
+  CHECK(l.drain()["started"] == 0);
+  CHECK(l.calls.empty());
+}
+
 TEST_CASE("a drain stops before the subrequest budget and the next run continues at the cursor") {
   Ledger l;
   l.mesh.set_env("events", "DRAIN_SUBREQUEST_BUDGET", "30");
