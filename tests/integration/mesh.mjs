@@ -137,10 +137,14 @@ const RPC_PROBE = {
   };`,
 };
 
-// Outbound fetch() of every worker: loopback (the stubs) only, never the internet.
+// Outbound fetch() of every worker: loopback (the stubs) only, never the internet. One hop each:
+// workerd applies the worker's redirect mode itself (bindings/effects/fetch.js asks for "manual"), so
+// following a 30x here would follow redirects the worker never asked for.
 async function loopbackOnly(request) {
   const { hostname } = new URL(request.url);
-  if (hostname === "127.0.0.1" || hostname === "localhost") return miniflareFetch(request);
+  if (hostname === "127.0.0.1" || hostname === "localhost") {
+    return miniflareFetch(request, { redirect: "manual" });
+  }
   return new Response(`mesh: outbound request to ${hostname} blocked in tests`, { status: 502 });
 }
 
