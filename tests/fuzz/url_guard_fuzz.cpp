@@ -6,7 +6,7 @@
 //   - outside local development an accepted URL is https;
 //   - a parsed host re-parses to itself when written back into a URL.
 // Build: cmake --preset fuzz && cmake --build --preset fuzz; run: build/fuzz/url_guard_fuzz
-// tests/fuzz/corpus/url_guard (see docs/testing.md).
+// tests/fuzz/corpus/url_guard (see docs/security.md).
 #include "shared/url_guard.h"
 
 #include <cstddef>
