@@ -11,13 +11,14 @@ import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 import { wasmImports } from "../../bindings/instance.js";
 import { MODULE_RULES } from "../../scripts/lib/local-mesh.mjs";
+import { PLATFORM_WORKERS } from "../../scripts/lib/workers.mjs";
 
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 process.env.WRANGLER_SEND_METRICS = "false";
 process.env.WRANGLER_HIDE_BANNER = "true";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const WORKERS = ["leads", "cms", "monitoring", "analytics", "events"];
+const WORKERS = Object.keys(PLATFORM_WORKERS);
 const option = (name, fallback) => {
   const i = process.argv.indexOf(`--${name}`);
   return i > 0 ? Number(process.argv[i + 1]) : fallback;
@@ -91,7 +92,7 @@ async function workerdFigures(name, options) {
 
 async function platformWorkerOptions(key) {
   const { unstable_getMiniflareWorkerOptions } = await import("wrangler");
-  const { workerOptions, main } = unstable_getMiniflareWorkerOptions(path.join(ROOT, "wrangler", `${key}.jsonc`));
+  const { workerOptions, main } = unstable_getMiniflareWorkerOptions(path.join(ROOT, PLATFORM_WORKERS[key].wrangler));
   return {
     ...workerOptions,
     serviceBindings: {},
@@ -107,7 +108,7 @@ const ms = (n) => `${n.toFixed(2)} ms`;
 
 const rows = [];
 for (const key of WORKERS) {
-  const wasm = wasmFigures(path.join(ROOT, "dist/wasm", `${key}.wasm`));
+  const wasm = wasmFigures(path.join(ROOT, "dist/wasm", PLATFORM_WORKERS[key].wasm));
   const http = await workerdFigures(key, await platformWorkerOptions(key));
   if (http.failures) console.error(`${key}: ${http.failures} non-200 answers`);
   rows.push([

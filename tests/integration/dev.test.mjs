@@ -6,10 +6,11 @@ import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
+import { PLATFORM_WORKERS, WORKERS } from "../../scripts/lib/workers.mjs";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const HOST = "http://127.0.0.1";
-const PORTS = { bakery: 8787, leads: 8788, cms: 8789, monitoring: 8790, analytics: 8791, events: 8792 };
+const PORTS = Object.fromEntries(Object.values(WORKERS).map((w) => [w.key, w.port]));
 const ADMIN = "dev-test-operator-token";
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -70,12 +71,7 @@ describe("scripts/dev", { skip }, () => {
   });
 
   it("serves /health of every platform worker on its contract port", async () => {
-    const names = {
-      leads: "siteswarm-leads-service", cms: "siteswarm-cms-service",
-      monitoring: "siteswarm-synthetic-monitoring", analytics: "siteswarm-analytics-service",
-      events: "siteswarm-events-service",
-    };
-    for (const [worker, service] of Object.entries(names)) {
+    for (const { key: worker, name: service } of Object.values(PLATFORM_WORKERS)) {
       const res = await fetch(`${HOST}:${PORTS[worker]}/health`);
       assert.equal(res.status, 200, worker);
       const body = await res.json();
@@ -87,7 +83,7 @@ describe("scripts/dev", { skip }, () => {
   it("the bakery crosses a Service Binding to every platform worker and back", async () => {
     const body = await (await fetch(`${HOST}:${PORTS.bakery}/api/platform/health`)).json();
     assert.equal(body.ok, true);
-    for (const binding of ["LEADS_SERVICE", "CMS_SERVICE", "MONITOR_SERVICE", "ANALYTICS_SERVICE", "EVENTS_SERVICE"]) {
+    for (const { serviceBinding: binding } of Object.values(PLATFORM_WORKERS)) {
       assert.equal(body.services[binding].status, 200, binding);
     }
   });

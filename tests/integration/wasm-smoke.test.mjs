@@ -6,15 +6,10 @@ import assert from "node:assert/strict";
 import { readFileSync, existsSync } from "node:fs";
 import { createHash, randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
+import { PLATFORM_WORKERS } from "../../scripts/lib/workers.mjs";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
-const WORKERS = {
-  leads: "siteswarm-leads-service",
-  cms: "siteswarm-cms-service",
-  monitoring: "siteswarm-synthetic-monitoring",
-  analytics: "siteswarm-analytics-service",
-  events: "siteswarm-events-service",
-};
+const WORKERS = Object.fromEntries(Object.values(PLATFORM_WORKERS).map((w) => [w.key, w.name]));
 
 function instantiate(path) {
   const mod = new WebAssembly.Module(readFileSync(path));
@@ -61,7 +56,7 @@ const request = (method, path, headers = {}, body = "") => ({
 
 for (const build of ["wasm", "wasm-emscripten"]) {
   for (const [worker, service] of Object.entries(WORKERS)) {
-    const path = `${root}dist/${build}/${worker}.wasm`;
+    const path = `${root}dist/${build}/${PLATFORM_WORKERS[worker].wasm}`;
     test(`${build}: ${worker} answers /health and awaits effects`, async () => {
       assert.ok(existsSync(path), `${path} is built`);
       const run = instantiate(path);
