@@ -1,5 +1,5 @@
 // The example client site: static pages, the cross-binding health demo and route delegation with
-// @siteswarm/sdk, including the tenant-spoofing cases of CONTRACT.md "Tenant context".
+// @siteswarm/sdk, including the tenant-spoofing cases of docs/contract.md "Tenant context".
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { errorOf, jsonOf, startMesh } from "./mesh.mjs";

@@ -1,4 +1,4 @@
-// The event ledger's guarantees (CONTRACT.md "events-service", docs/runbook-events.md), end to end on
+// The event ledger's guarantees (docs/contract.md "events-service", docs/runbook-events.md), end to end on
 // the real events.wasm in workerd: idempotent emit, a drainer killed mid-batch, the fan-out cap,
 // quarantine and retry, kill switches, replay, overlapping drains, globs/filters/mappers, the
 // contract's errors, ingest through the queue and the cron trigger.

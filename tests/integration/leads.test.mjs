@@ -1,4 +1,4 @@
-// The leads-service end to end on the real leads.wasm in workerd (CONTRACT.md "leads-service", "Tenant
+// The leads-service end to end on the real leads.wasm in workerd (docs/contract.md "leads-service", "Tenant
 // context", "Tenant provisioning"): every line of the contract's leads section, good and bad input,
 // each checked on the status, the JSON body and the D1 state; the notification pipeline through the
 // worker's own queue (consumed by the leads worker itself in Miniflare) against the third-party stubs,

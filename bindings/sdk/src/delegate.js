@@ -1,4 +1,4 @@
-// Route delegation (000 topology spec, "Edge Route Delegation Pattern"), made safe: whatever
+// Route delegation (docs/contract.md "Client SDK"), made safe: whatever
 // X-SiteSwarm-* headers arrive from the internet are dropped, and the app's own tenant context is
 // set from its manifest and its secret binding before the request crosses the Service Binding.
 import { errorResponse } from "./errors.js";
