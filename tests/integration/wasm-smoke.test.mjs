@@ -104,3 +104,20 @@ for (const build of ["wasm", "wasm-emscripten"]) {
     });
   }
 }
+
+// A worker declares crons in its wrangler config exactly when its core has a cron handler: a core
+// without one answers a scheduled run with `skipped`, which workerd would report as a green run.
+const { unstable_readConfig } = await import("wrangler");
+for (const w of Object.values(PLATFORM_WORKERS)) {
+  test(`wasm: ${w.key} declares a cron exactly when its core handles scheduled runs`, async () => {
+    const path = `${root}dist/wasm/${w.wasm}`;
+    assert.ok(existsSync(path), `${path} is built`);
+    const crons = unstable_readConfig({ config: `${root}${w.wrangler}` }).triggers?.crons ?? [];
+    const run = instantiate(path);
+    const down = async () => ({ ok: false, error: { code: "d1_error", message: "D1 is down" } });
+    for (const cron of crons.length ? crons : ["*/5 * * * *"]) {
+      const out = await run({ op: "scheduled", cron, scheduledTime: Date.now() }, down);
+      assert.equal(out.skipped === true, crons.length === 0, `${w.key} "${cron}": ${JSON.stringify(out)}`);
+    }
+  });
+}
