@@ -11,13 +11,7 @@
 // it answers 500 internal, and the next request builds a fresh one.
 import { perform } from "./effects/index.js";
 import { Core, CoreTrap } from "./instance.js";
-import {
-  envelope,
-  INTERNAL_ERROR,
-  internalErrorResponse,
-  requestMessage,
-  toResponse,
-} from "./messages.js";
+import { envelope, INTERNAL_ERROR, internalErrorResponse, requestMessage, toResponse } from "./messages.js";
 
 // Workers RPC needs a WorkerEntrypoint class from "cloudflare:workers", which exists only in workerd;
 // plain-Node tests of this host get null and plain handler objects.

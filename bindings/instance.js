@@ -29,7 +29,10 @@ export class Core {
     const instance =
       typeof source === "function"
         ? source()
-        : new WebAssembly.Instance(source, wasmImports(source, () => core.#exports.memory));
+        : new WebAssembly.Instance(
+            source,
+            wasmImports(source, () => core.#exports.memory),
+          );
     core.#exports = instance.exports;
     core.#call("_initialize", [], { optional: true });
     return core;

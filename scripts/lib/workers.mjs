@@ -95,7 +95,9 @@ function main(argv) {
     });
     for (const [name, value] of Object.entries(vars)) console.log(`${name}:${value}`);
   } else {
-    console.error("usage: node scripts/lib/workers.mjs shell | vars <key> [--stubs URL] [--admin-token T] [--tenant-token T]");
+    console.error(
+      "usage: node scripts/lib/workers.mjs shell | vars <key> [--stubs URL] [--admin-token T] [--tenant-token T]",
+    );
     process.exit(2);
   }
 }

@@ -69,7 +69,10 @@ describe("route delegation", () => {
       await mesh.fetch("events", "/api/events?entity=item:spoof", { headers: mesh.tenantHeaders("bakery") }),
       200,
     );
-    assert.deepEqual(asBakery.events.map((e) => e.event_id), [event_id]);
+    assert.deepEqual(
+      asBakery.events.map((e) => e.event_id),
+      [event_id],
+    );
     const asAutoRepair = await jsonOf(
       await mesh.fetch("events", "/api/events?entity=item:spoof", { headers: mesh.tenantHeaders("auto-repair") }),
       200,

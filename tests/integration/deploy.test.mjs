@@ -57,10 +57,19 @@ describe("wrangler configs", async () => {
     assert.deepEqual(bindings("monitoring"), ["EVENTS_QUEUE", "EVENTS_SERVICE", "MONITORING_DB"]);
     assert.deepEqual(bindings("analytics"), ["ANALYTICS_DB", "EVENTS_QUEUE", "EVENTS_SERVICE", "PAGEVIEWS"]);
     assert.deepEqual(bindings("events"), [
-      "ANALYTICS_SERVICE", "CMS_SERVICE", "EVENTS_DB", "EVENTS_QUEUE", "LEADS_SERVICE", "MONITOR_SERVICE",
+      "ANALYTICS_SERVICE",
+      "CMS_SERVICE",
+      "EVENTS_DB",
+      "EVENTS_QUEUE",
+      "LEADS_SERVICE",
+      "MONITOR_SERVICE",
     ]);
     assert.deepEqual(bindings("bakery"), [
-      "ANALYTICS_SERVICE", "CMS_SERVICE", "EVENTS_SERVICE", "LEADS_SERVICE", "MONITOR_SERVICE",
+      "ANALYTICS_SERVICE",
+      "CMS_SERVICE",
+      "EVENTS_SERVICE",
+      "LEADS_SERVICE",
+      "MONITOR_SERVICE",
     ]);
     // monitoring (*/5 probes) and analytics declare their crons when their cron handlers land.
     assert.deepEqual(read("monitoring").triggers.crons ?? [], []);
@@ -82,7 +91,10 @@ describe("scripts/deploy --dry-run", () => {
       assert.ok(existsSync(path.join(dir, "worker.js")), `${dir}/worker.js`);
       if (!isApp(key)) {
         const { wasm } = WORKERS[key];
-        assert.ok(readdirSync(dir).some((f) => f.endsWith(wasm)), `${wasm} bundled`);
+        assert.ok(
+          readdirSync(dir).some((f) => f.endsWith(wasm)),
+          `${wasm} bundled`,
+        );
       }
     }
   });

@@ -102,13 +102,17 @@ describe("scripts/dev", { skip }, () => {
     });
     assert.equal(res.status, 202, await res.clone().text());
     const { leadId } = await res.json();
-    const events = await poll(async () => {
-      const r = await fetch(`${HOST}:${PORTS.events}/api/events?type=lead.received&limit=500&tenant=bakery`, {
-        headers: { authorization: `Bearer ${ADMIN}` },
-      });
-      const list = (await r.json()).events ?? [];
-      return list.find((e) => e.payload.leadId === leadId);
-    }, 30_000, "lead.received in the ledger");
+    const events = await poll(
+      async () => {
+        const r = await fetch(`${HOST}:${PORTS.events}/api/events?type=lead.received&limit=500&tenant=bakery`, {
+          headers: { authorization: `Bearer ${ADMIN}` },
+        });
+        const list = (await r.json()).events ?? [];
+        return list.find((e) => e.payload.leadId === leadId);
+      },
+      30_000,
+      "lead.received in the ledger",
+    );
     assert.equal(events.tenant_id, "bakery");
   });
 

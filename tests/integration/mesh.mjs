@@ -9,12 +9,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fetch as miniflareFetch, Miniflare, Response } from "miniflare";
-import {
-  applyMigrations,
-  localBindings,
-  meshWorkerOptions,
-  WORKERS,
-} from "../../scripts/lib/local-mesh.mjs";
+import { applyMigrations, localBindings, meshWorkerOptions, WORKERS } from "../../scripts/lib/local-mesh.mjs";
 import { TENANT_MANIFESTS } from "../../scripts/lib/workers.mjs";
 import { provisionManifest } from "../../scripts/provision.mjs";
 import { startStubs } from "../stubs/stub-server.mjs";
@@ -37,9 +32,7 @@ export async function startMesh({ bindings = {}, tenants } = {}) {
   const scratch = await mkdtemp(path.join(tmpdir(), "siteswarm-mesh-"));
   const manifests =
     tenants ?? (await Promise.all(TENANT_MANIFESTS.map(async (p) => JSON.parse(await readFile(p, "utf8")))));
-  const tokens = Object.fromEntries(
-    manifests.map((m) => [m.appId, { token: secret(), adminToken: secret() }]),
-  );
+  const tokens = Object.fromEntries(manifests.map((m) => [m.appId, { token: secret(), adminToken: secret() }]));
 
   const local = localBindings({
     stubsUrl: stubs.url,
@@ -47,9 +40,7 @@ export async function startMesh({ bindings = {}, tenants } = {}) {
     tenantTokens: Object.fromEntries(Object.entries(tokens).map(([appId, t]) => [appId, t.token])),
     testHooks: true,
   });
-  const merged = Object.fromEntries(
-    Object.keys(WORKERS).map((key) => [key, { ...local[key], ...bindings[key] }]),
-  );
+  const merged = Object.fromEntries(Object.keys(WORKERS).map((key) => [key, { ...local[key], ...bindings[key] }]));
   // Each worker also listens on its own 127.0.0.1 port (picked by the OS), so a real browser can
   // open its pages: mesh.url(key).
   const outbound = Object.fromEntries(

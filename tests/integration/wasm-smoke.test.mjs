@@ -29,10 +29,13 @@ function instantiate(path) {
     ex.ss_free(ptr);
     return r;
   };
-  const data = (id) =>
-    JSON.parse(dec.decode(new Uint8Array(ex.memory.buffer, ex.ss_data_ptr(id), ex.ss_data_len(id))));
+  const data = (id) => JSON.parse(dec.decode(new Uint8Array(ex.memory.buffer, ex.ss_data_ptr(id), ex.ss_data_len(id))));
   return async function run(message, perform) {
-    const id = call(ex.ss_start, null, JSON.stringify({ now: Date.now(), entropy: randomBytes(32).toString("hex"), env: {}, ...message }));
+    const id = call(
+      ex.ss_start,
+      null,
+      JSON.stringify({ now: Date.now(), entropy: randomBytes(32).toString("hex"), env: {}, ...message }),
+    );
     assert.notEqual(id, 0);
     try {
       while (ex.ss_state(id) === 0) {
@@ -80,7 +83,20 @@ for (const build of ["wasm", "wasm-emscripten"]) {
         kinds.push(e.kind);
         if (e.kind === "d1.first") {
           assert.deepEqual(e.params, ["bakery"]);
-          return { ok: true, value: { row: { tenant_id: "bakery", token_hash: digest, admin_token_hash: "x", config_json: "{}", enabled: 1, created_at: "2026-01-01T00:00:00Z", updated_at: "2026-01-01T00:00:00Z" } } };
+          return {
+            ok: true,
+            value: {
+              row: {
+                tenant_id: "bakery",
+                token_hash: digest,
+                admin_token_hash: "x",
+                config_json: "{}",
+                enabled: 1,
+                created_at: "2026-01-01T00:00:00Z",
+                updated_at: "2026-01-01T00:00:00Z",
+              },
+            },
+          };
         }
         if (e.kind === "crypto.sha256") {
           return { ok: true, value: { hex: createHash("sha256").update(e.data).digest("hex") } };
@@ -97,7 +113,10 @@ for (const build of ["wasm", "wasm-emscripten"]) {
       assert.equal(bad.status, 401);
       assert.equal(JSON.parse(bad.body).error.code, "unauthenticated_tenant");
 
-      const down = await run(request("GET", "/v1/tenant", headers), async () => ({ ok: false, error: { code: "d1_error", message: "D1 is down" } }));
+      const down = await run(request("GET", "/v1/tenant", headers), async () => ({
+        ok: false,
+        error: { code: "d1_error", message: "D1 is down" },
+      }));
       assert.equal(down.status, 503);
       assert.equal(JSON.parse(down.body).error.code, "dependency_unavailable");
       assert.ok(!down.body.includes("D1 is down"), "host error details stay in logs");

@@ -86,8 +86,7 @@ export function createPlatformClient(options = {}) {
   }
 
   /** Uses the binding when there is one; the in-memory fake only when it is missing and allowed. */
-  const viaServiceOrMock = (area, real, fake) =>
-    bindingOf(area) || !mockFallback ? real() : fake(mock());
+  const viaServiceOrMock = (area, real, fake) => (bindingOf(area) || !mockFallback ? real() : fake(mock()));
 
   /** cms reads: the service, else (missing binding or service failure) the manifest's snapshot. */
   async function cmsRead(real, fromSnapshot) {
