@@ -60,7 +60,7 @@ export function addRpcMethods(cls, source, service, methods) {
 
 function workerHandlers(host, service) {
   return {
-    async fetch(request, env, ctx) {
+    async fetch(request, env, _ctx) {
       const out = await host.run(env, async () => ({
         ...envelope("fetch", env),
         request: await requestMessage(request),
@@ -84,7 +84,7 @@ function workerHandlers(host, service) {
       if (!out?.ok) throw new Error(`${service}: scheduled run "${controller.cron}" failed`);
     },
 
-    async queue(batch, env, ctx) {
+    async queue(batch, env, _ctx) {
       const out = await host.run(env, () => ({
         ...envelope("queue", env),
         queue: batch.queue,

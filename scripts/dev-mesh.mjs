@@ -3,7 +3,7 @@
 // scripts/dev's persisted state (.wrangler/state). Unlike one `wrangler dev` per worker, queues work
 // across workers here (wrangler 4.86 does not deliver a queue message to a consumer in another
 // `wrangler dev` process, so EVENTS_QUEUE → events only works in this mode). No live reload.
-//   node scripts/dev-mesh.mjs --tenants .wrangler/dev-tenants.json [--stubs http://127.0.0.1:8799]
+//   node scripts/dev-mesh.mjs --tenants .wrangler/dev-tenants.json [--stubs http://127.0.0.1:<stubs port>]
 import { readFile } from "node:fs/promises";
 import { Log, LogLevel, Miniflare } from "miniflare";
 import { localBindings, meshWorkerOptions, ROOT, WORKERS } from "./lib/local-mesh.mjs";
@@ -20,7 +20,7 @@ const arg = (name, fallback) => {
 };
 const tenants = JSON.parse(await readFile(arg("tenants", ".wrangler/dev-tenants.json"), "utf8"));
 const bindings = localBindings({
-  stubsUrl: arg("stubs", `http://${HOST}:8799`),
+  stubsUrl: arg("stubs", `http://${HOST}:${STUB_PORT}`),
   adminToken: process.env.PLATFORM_ADMIN_TOKEN ?? "dev-platform-admin-token",
   tenantTokens: Object.fromEntries(Object.entries(tenants).map(([appId, t]) => [appId, t.token])),
 });
@@ -50,7 +50,7 @@ const mf = new Miniflare({
 });
 await mf.ready;
 for (const [key, { name, port }] of Object.entries(WORKERS)) {
-  console.log(`${name} on http://${HOST}:${port}` + (key === entry ? " (entry)" : ""));
+  console.log(`${name} on http://${HOST}:${port}${key === entry ? " (entry)" : ""}`);
 }
 
 const stop = async () => {

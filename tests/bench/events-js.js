@@ -74,7 +74,7 @@ async function tenantOf(request, env) {
       .first(),
     sha256Hex(token),
   ]);
-  if (!row || row.enabled !== 1 || !constantTimeEqual(row.token_hash, presented)) return null;
+  if (row?.enabled !== 1 || !constantTimeEqual(row.token_hash, presented)) return null;
   const version = request.headers.get("x-siteswarm-capability-version");
   if (version && version.split(".")[0] !== "1") return null;
   return id;
@@ -190,7 +190,8 @@ function globMatch(glob, type) {
       .replace(/[.+^${}()|[\]\\]/g, "\\$&")
       .replace(/\*/g, ".*")
       .replace(/\?/g, ".");
-    globCache.set(glob, (re = new RegExp(`^${source}$`)));
+    re = new RegExp(`^${source}$`);
+    globCache.set(glob, re);
   }
   return re.test(type);
 }

@@ -85,12 +85,7 @@ const nodeCpuMs = (since) => {
  * Runs the load and checks it. Never throws for a broken guarantee: returns `problems` (strings).
  * @returns {Promise<object>} figures and `problems`
  */
-export async function runLeadsLoad({
-  submissions = 2000,
-  concurrency = 20,
-  settleTimeoutMs = 240_000,
-  log = console.log,
-} = {}) {
+export async function runLeadsLoad({ submissions = 2000, concurrency = 20, settleTimeoutMs = 240_000 } = {}) {
   const { secret, startMesh } = await import("../integration/mesh.mjs");
   const mesh = await startMesh();
   const problems = [];

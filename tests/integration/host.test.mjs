@@ -7,7 +7,6 @@ import { defineWorker } from "../../bindings/host.js";
 import { Core, wasmImports } from "../../bindings/instance.js";
 import { fakeCore, json } from "./fake-core.mjs";
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const ctx = () => ({
   waited: [],
   waitUntil(p) {
@@ -133,7 +132,10 @@ describe("effect loop", () => {
     const calls = [];
     const env = {
       CACHE: {
-        get: async (k) => (calls.push(["get", k]), "cached"),
+        get: async (k) => {
+          calls.push(["get", k]);
+          return "cached";
+        },
         put: async (k, v, o) => calls.push(["put", k, v, o]),
         delete: async (k) => calls.push(["delete", k]),
       },
@@ -529,7 +531,10 @@ function fakeD1(calls) {
     bind: (...p) => statement(sql, p),
     all: async () => ({ results: [{ sql, params }], meta: { rows_read: 1 } }),
     first: async () => ({ sql, params }),
-    run: async () => (calls.push(["run", sql]), { meta: { changes: 1, last_row_id: 7 } }),
+    run: async () => {
+      calls.push(["run", sql]);
+      return { meta: { changes: 1, last_row_id: 7 } };
+    },
   });
   return {
     prepare: (sql) => statement(sql),

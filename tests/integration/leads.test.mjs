@@ -324,13 +324,13 @@ describe("leads intake: refused submissions store nothing", () => {
     await errorOf(await submit("lt-intake", big), 413, "payload_too_large");
     // One byte over the limit, as a malformed JSON document: still 413, never 400 (not parsed).
     await errorOf(
-      await submit("lt-intake", "{" + " ".repeat(32 * KIB), { as: "raw", type: "application/json" }),
+      await submit("lt-intake", `{${" ".repeat(32 * KIB)}`, { as: "raw", type: "application/json" }),
       413,
       "payload_too_large",
     );
     // Over the host's 1 MiB read limit, urlencoded.
     await errorOf(
-      await submit("lt-intake", "message=" + "y".repeat(1100 * KIB), {
+      await submit("lt-intake", `message=${"y".repeat(1100 * KIB)}`, {
         as: "raw",
         type: "application/x-www-form-urlencoded",
       }),
@@ -339,7 +339,7 @@ describe("leads intake: refused submissions store nothing", () => {
     );
     // The limit itself is allowed: a body of exactly 32 KiB is parsed (and refused on its merits).
     const prefix = JSON.stringify({ email: "a@example.com", turnstileToken: DUMMY_TOKEN, message: "" });
-    const exact = prefix.slice(0, -2) + "z".repeat(32 * KIB - prefix.length) + '"}';
+    const exact = `${prefix.slice(0, -2) + "z".repeat(32 * KIB - prefix.length)}"}`;
     assert.equal(Buffer.byteLength(exact), 32 * KIB);
     const error = await errorOf(
       await submit("lt-intake", exact, { as: "raw", type: "application/json" }),
@@ -1299,7 +1299,7 @@ describe("notifications", () => {
         verifySignature(call.headers["x-siteswarm-signature"], call.body, "wrong-secret-0123456789").ok,
         false,
       );
-      assert.equal(verifySignature(call.headers["x-siteswarm-signature"], call.body + " ", hook.secret).ok, false);
+      assert.equal(verifySignature(call.headers["x-siteswarm-signature"], `${call.body} `, hook.secret).ok, false);
       const body = JSON.parse(call.body);
       assert.equal(body.event, "lead.received");
       assert.equal(body.leadId, leadId);

@@ -152,7 +152,7 @@ describe("tenant context", () => {
       ),
     );
     const bodies = await Promise.all(results.map((r) => jsonOf(r, 200)));
-    bodies.forEach((b, i) => assert.equal(b.tenantId, i % 2 ? "bakery" : "auto-repair"));
+    for (const [i, b] of bodies.entries()) assert.equal(b.tenantId, i % 2 ? "bakery" : "auto-repair");
   });
 });
 

@@ -15,7 +15,8 @@ function instantiate(path) {
   const mod = new WebAssembly.Module(readFileSync(path));
   const imports = {};
   for (const imp of WebAssembly.Module.imports(mod)) {
-    (imports[imp.module] ??= {})[imp.name] = () => 0;
+    imports[imp.module] ??= {};
+    imports[imp.module][imp.name] = () => 0;
   }
   const ex = new WebAssembly.Instance(mod, imports).exports;
   ex._initialize?.();

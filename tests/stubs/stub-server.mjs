@@ -102,7 +102,7 @@ async function route(record, reply) {
   if (method === "POST" && path === "/v2/enqueue") return pagerDuty(record, reply);
   if (method === "POST" && path.startsWith("/slack/")) return reply(200, "ok");
   if (path.startsWith("/probe/")) return probe(record, reply);
-  return reply(404, { error: "no stub for " + method + " " + path });
+  return reply(404, { error: `no stub for ${method} ${path}` });
 }
 
 // Probe targets for monitors: /probe/ok (an HTML page with form#contact), /probe/status/503,
@@ -111,7 +111,7 @@ async function probe({ path, query }, reply) {
   if (path === "/probe/ok") return reply(200, PROBE_PAGE, { "content-type": "text/html; charset=utf-8" });
   if (path === "/probe/missing") return reply(200, "<!doctype html><p>no form</p>", { "content-type": "text/html" });
   const status = path.match(/^\/probe\/status\/(\d{3})$/);
-  if (status) return reply(Number(status[1]), "status " + status[1]);
+  if (status) return reply(Number(status[1]), `status ${status[1]}`);
   if (path === "/probe/slow") {
     await new Promise((r) => setTimeout(r, Math.min(Number(query.ms) || 1000, 30_000)));
     return reply(200, PROBE_PAGE, { "content-type": "text/html; charset=utf-8" });
@@ -165,7 +165,7 @@ function twilioMessage(record, accountSid, reply) {
     return reply(400, { code: 21604, message: "A 'To', 'From' and 'Body' are required", status: 400 });
   }
   return reply(201, {
-    sid: "SM" + randomUUID().replaceAll("-", ""),
+    sid: `SM${randomUUID().replaceAll("-", "")}`,
     account_sid: accountSid,
     to: To,
     from: From ?? null,

@@ -6,6 +6,7 @@ import { SiteSwarmError } from "./errors.js";
 const EMAIL = /^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/;
 const PHONE = /^\+?[0-9 ().-]{6,24}$/;
 const EVENT_TYPE = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what an entity id may not hold
 const ENTITY_REF = /^[a-z0-9_]+:[^\u0000-\u001f]+$/;
 const TURNSTILE_FIELDS = new Set(["turnstileToken", "cf-turnstile-response"]);
 
