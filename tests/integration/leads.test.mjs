@@ -682,7 +682,7 @@ describe("rate limit", () => {
     assert.equal(await count("SELECT COUNT(*) AS n FROM leads WHERE tenant_id = 'lt-rate'"), before);
   });
 
-  // CONTRACT: "size/type → rate limit → honeypot → validation": a malformed body is refused by
+  // docs/contract.md: "size/type → rate limit → honeypot → validation": a malformed body is refused by
   // validation, after the limiter, so it uses up the window too (fixed in 0b37e41; before, the core
   // parsed first and a malformed post was never counted nor answered 429).
   it("counts malformed bodies too, and answers them 429 once the window is full", async () => {

@@ -22,6 +22,10 @@ export function createMocks({ appId, snapshot }) {
     events,
     pageviews,
 
+    /**
+     * @param {import("../index.d.ts").Lead} lead
+     * @param {{ idempotencyKey?: string }} [options]
+     */
     submitLead(lead, { idempotencyKey } = {}) {
       if (idempotencyKey !== undefined && leadsByKey.has(String(idempotencyKey))) {
         return { ok: true, leadId: leadsByKey.get(String(idempotencyKey)) };
@@ -86,6 +90,7 @@ export function createMocks({ appId, snapshot }) {
       return { event_id };
     },
 
+    /** @param {import("../index.d.ts").EventQuery} [query] */
     listEvents({ type, entity, after, limit } = {}) {
       const max = Math.min(Math.max(Number(limit) || 100, 1), 500);
       const typeMatch = type ? globRegExp(type) : null;
