@@ -1,5 +1,6 @@
 // The whole platform in ONE Miniflare: every worker of workers/workers.json (the platform workers and
-// the client apps), built from their wrangler configs, D1 migrated, third-party APIs pointed at the local stubs, tenants provisioned.
+// the client apps), built from their wrangler configs, D1 migrated, third-party APIs pointed at the
+// local stubs, tenants provisioned.
 //
 //   const mesh = await startMesh();
 //   const res = await mesh.fetch("leads", "/health");
