@@ -11,13 +11,7 @@
 // it answers 500 internal, and the next request builds a fresh one.
 import { perform } from "./effects/index.js";
 import { Core, CoreTrap } from "./instance.js";
-import {
-  envelope,
-  INTERNAL_ERROR,
-  internalErrorResponse,
-  requestMessage,
-  toResponse,
-} from "./messages.js";
+import { envelope, INTERNAL_ERROR, internalErrorResponse, requestMessage, toResponse } from "./messages.js";
 
 // Workers RPC needs a WorkerEntrypoint class from "cloudflare:workers", which exists only in workerd;
 // plain-Node tests of this host get null and plain handler objects.
@@ -66,7 +60,7 @@ export function addRpcMethods(cls, source, service, methods) {
 
 function workerHandlers(host, service) {
   return {
-    async fetch(request, env, ctx) {
+    async fetch(request, env, _ctx) {
       const out = await host.run(env, async () => ({
         ...envelope("fetch", env),
         request: await requestMessage(request),
@@ -90,7 +84,7 @@ function workerHandlers(host, service) {
       if (!out?.ok) throw new Error(`${service}: scheduled run "${controller.cron}" failed`);
     },
 
-    async queue(batch, env, ctx) {
+    async queue(batch, env, _ctx) {
       const out = await host.run(env, () => ({
         ...envelope("queue", env),
         queue: batch.queue,

@@ -29,7 +29,10 @@ export class Core {
     const instance =
       typeof source === "function"
         ? source()
-        : new WebAssembly.Instance(source, wasmImports(source, () => core.#exports.memory));
+        : new WebAssembly.Instance(
+            source,
+            wasmImports(source, () => core.#exports.memory),
+          );
     core.#exports = instance.exports;
     core.#call("_initialize", [], { optional: true });
     return core;
@@ -134,7 +137,7 @@ export function wasmImports(module, memory) {
       dv.setUint32(nwrittenPtr, written, true);
       return ERRNO_SUCCESS;
     },
-    fd_fdstat_get(fd, statPtr) {
+    fd_fdstat_get(_fd, statPtr) {
       const dv = view(); // a character device without seek rights: libc line-buffers stdout
       dv.setUint8(statPtr, 2);
       dv.setUint16(statPtr + 2, 0, true);

@@ -9,9 +9,7 @@ export function envelope(op, env) {
   const entropy = Array.from(crypto.getRandomValues(new Uint8Array(ENTROPY_BYTES)), (b) =>
     b.toString(16).padStart(2, "0"),
   ).join("");
-  const strings = Object.fromEntries(
-    Object.entries(env ?? {}).filter(([, value]) => typeof value === "string"),
-  );
+  const strings = Object.fromEntries(Object.entries(env ?? {}).filter(([, value]) => typeof value === "string"));
   return { op, now: Date.now(), entropy, env: strings };
 }
 

@@ -1,12 +1,13 @@
 #!/usr/bin/env node
-// `scripts/dev --one-process`: all six workers in ONE Miniflare, each on its contract port, sharing
+// scripts/dev (default mode): every worker of workers/workers.json in ONE Miniflare, each on its port, sharing
 // scripts/dev's persisted state (.wrangler/state). Unlike one `wrangler dev` per worker, queues work
 // across workers here (wrangler 4.86 does not deliver a queue message to a consumer in another
 // `wrangler dev` process, so EVENTS_QUEUE → events only works in this mode). No live reload.
-//   node scripts/dev-mesh.mjs --tenants .wrangler/dev-tenants.json [--stubs http://127.0.0.1:8799]
+//   node scripts/dev-mesh.mjs --tenants .wrangler/dev-tenants.json [--stubs http://127.0.0.1:<stubs port>]
 import { readFile } from "node:fs/promises";
 import { Log, LogLevel, Miniflare } from "miniflare";
 import { localBindings, meshWorkerOptions, ROOT, WORKERS } from "./lib/local-mesh.mjs";
+import { STUB_PORT } from "./lib/workers.mjs";
 
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 process.env.WRANGLER_SEND_METRICS = "false";
@@ -19,15 +20,15 @@ const arg = (name, fallback) => {
 };
 const tenants = JSON.parse(await readFile(arg("tenants", ".wrangler/dev-tenants.json"), "utf8"));
 const bindings = localBindings({
-  stubsUrl: arg("stubs", `http://${HOST}:8799`),
+  stubsUrl: arg("stubs", `http://${HOST}:${STUB_PORT}`),
   adminToken: process.env.PLATFORM_ADMIN_TOKEN ?? "dev-platform-admin-token",
-  tenantToken: tenants.bakery?.token,
+  tenantTokens: Object.fromEntries(Object.entries(tenants).map(([appId, t]) => [appId, t.token])),
 });
-// The bakery is the entry worker on Miniflare's own port; every platform worker gets its own socket.
+// The first worker (the first client app) is the entry on Miniflare's own port; every other worker
+// gets its own socket.
+const [entry, ...others] = Object.keys(WORKERS);
 const sockets = Object.fromEntries(
-  Object.entries(WORKERS)
-    .filter(([key]) => key !== "bakery")
-    .map(([key, { port }]) => [key, { unsafeDirectSockets: [{ host: HOST, port }] }]),
+  others.map((key) => [key, { unsafeDirectSockets: [{ host: HOST, port: WORKERS[key].port }] }]),
 );
 const { workers } = await meshWorkerOptions({
   bindings,
@@ -37,7 +38,7 @@ const { workers } = await meshWorkerOptions({
 
 const mf = new Miniflare({
   host: HOST,
-  port: WORKERS.bakery.port,
+  port: WORKERS[entry].port,
   cf: false,
   log: new Log(LogLevel.INFO),
   defaultPersistRoot: `${ROOT}/.wrangler/state/v3`, // where `wrangler d1 migrations apply --persist-to` wrote
@@ -49,7 +50,7 @@ const mf = new Miniflare({
 });
 await mf.ready;
 for (const [key, { name, port }] of Object.entries(WORKERS)) {
-  console.log(`${name} on http://${HOST}:${port}` + (key === "bakery" ? " (entry)" : ""));
+  console.log(`${name} on http://${HOST}:${port}${key === entry ? " (entry)" : ""}`);
 }
 
 const stop = async () => {

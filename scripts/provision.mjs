@@ -5,20 +5,16 @@
 //   node scripts/provision.mjs examples/bakery/swarm.config.json \
 //     [--admin-token OPERATOR] [--token TENANT_TOKEN --admin-token-tenant TENANT_ADMIN_TOKEN] [--json]
 //
-// Base URLs come from SITESWARM_{LEADS,CMS,MONITORING,ANALYTICS,EVENTS}_URL (default: the local
-// ports of scripts/dev). Missing tenant tokens are generated and printed. Also used as a module by
+// Base URLs come from SITESWARM_<KEY>_URL, one per platform worker of workers/workers.json (e.g.
+// SITESWARM_LEADS_URL; default: the local ports of scripts/dev). Missing tenant tokens are generated and printed. Also used as a module by
 // the integration tests (provisionManifest).
 import { randomBytes } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { pathToFileURL } from "node:url";
 
-export const PLATFORM_WORKERS = {
-  leads: { name: "siteswarm-leads-service", port: 8788 },
-  cms: { name: "siteswarm-cms-service", port: 8789 },
-  monitoring: { name: "siteswarm-synthetic-monitoring", port: 8790 },
-  analytics: { name: "siteswarm-analytics-service", port: 8791 },
-  events: { name: "siteswarm-events-service", port: 8792 },
-};
+import { PLATFORM_WORKERS } from "./lib/workers.mjs";
+
+export { PLATFORM_WORKERS } from "./lib/workers.mjs";
 
 export const newSecret = () => randomBytes(32).toString("hex");
 

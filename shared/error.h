@@ -53,8 +53,8 @@ struct Error {
   json extra = json::object();
   std::optional<int> retry_after;
   std::string allow;
-  std::string
-      cause;  // for effect failures: the host's code (network_error, timeout, …); not serialised
+  // For effect failures: the host's code (network_error, timeout, …); not serialised.
+  std::string cause;
 
   Error() = default;
   Error(ErrorCode c, std::string m) : code(c), message(std::move(m)) {}

@@ -10,8 +10,8 @@
 // Two resumption strategies, chosen at compile time:
 //  - symmetric transfer (native builds, or wasm with -mtail-call): await_suspend returns a handle;
 //  - MVP wasm (no tail calls): clang-14 lowers symmetric transfer to `musttail`, which MVP wasm
-//  lacks, so
-//    we resume inline and keep the final awaiter's resume out of line (see TOOLCHAIN.md §1.1).
+//    lacks, so we resume inline and keep the final awaiter's resume out of line (see
+//    docs/toolchain.md, "Coroutines on MVP wasm").
 
 #if __has_include(<coroutine>)
 #include <coroutine>

@@ -2,17 +2,16 @@
 
 const MAX_RANDOM_BYTES = 65536; // getRandomValues' own limit
 const utf8 = (text) => new TextEncoder().encode(String(text ?? ""));
-const hex = (buffer) =>
-  Array.from(new Uint8Array(buffer), (b) => b.toString(16).padStart(2, "0")).join("");
+const hex = (buffer) => Array.from(new Uint8Array(buffer), (b) => b.toString(16).padStart(2, "0")).join("");
 
 export default {
   async "crypto.sha256"(effect) {
     return { hex: hex(await crypto.subtle.digest("SHA-256", utf8(effect.data))) };
   },
   async "crypto.hmac_sha256"(effect) {
-    const key = await crypto.subtle.importKey(
-      "raw", utf8(effect.key), { name: "HMAC", hash: "SHA-256" }, false, ["sign"],
-    );
+    const key = await crypto.subtle.importKey("raw", utf8(effect.key), { name: "HMAC", hash: "SHA-256" }, false, [
+      "sign",
+    ]);
     return { hex: hex(await crypto.subtle.sign("HMAC", key, utf8(effect.data))) };
   },
   async "crypto.random"(effect) {

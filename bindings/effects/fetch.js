@@ -29,9 +29,7 @@ export default {
       };
     } catch (err) {
       const timedOut = err?.name === "TimeoutError" || err?.name === "AbortError";
-      const message = timedOut
-        ? `fetch(): no answer within ${timeoutMs} ms`
-        : `fetch(): ${err?.message ?? "failed"}`;
+      const message = timedOut ? `fetch(): no answer within ${timeoutMs} ms` : `fetch(): ${err?.message ?? "failed"}`;
       const code = timedOut ? "timeout" : "network_error";
       throw new EffectError(code, message, { elapsedMs: elapsed() });
     }

@@ -12,8 +12,15 @@ import service from "./service.js";
 import sleep from "./sleep.js";
 
 const executors = {
-  ...d1, ...kv, ...fetchEffect, ...service, ...queue, ...analyticsEngine, ...ratelimit,
-  ...cryptoEffects, ...sleep,
+  ...d1,
+  ...kv,
+  ...fetchEffect,
+  ...service,
+  ...queue,
+  ...analyticsEngine,
+  ...ratelimit,
+  ...cryptoEffects,
+  ...sleep,
 };
 
 export async function perform(effect, env) {

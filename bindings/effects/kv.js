@@ -12,9 +12,7 @@ export default {
   async "kv.put"(effect, env) {
     const value = typeof effect.value === "string" ? effect.value : JSON.stringify(effect.value);
     const options =
-      effect.ttlSeconds > 0
-        ? { expirationTtl: Math.max(KV_MIN_TTL_SECONDS, Math.ceil(effect.ttlSeconds)) }
-        : undefined;
+      effect.ttlSeconds > 0 ? { expirationTtl: Math.max(KV_MIN_TTL_SECONDS, Math.ceil(effect.ttlSeconds)) } : undefined;
     await namespace(env, effect).put(effect.key, value, options);
     return {};
   },

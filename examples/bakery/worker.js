@@ -5,13 +5,7 @@ import { delegate, errorResponse } from "@siteswarm/sdk";
 import manifest from "./swarm.config.json";
 
 const { appId, capabilities } = manifest;
-const PLATFORM_SERVICES = [
-  "LEADS_SERVICE",
-  "CMS_SERVICE",
-  "MONITOR_SERVICE",
-  "ANALYTICS_SERVICE",
-  "EVENTS_SERVICE",
-];
+const PLATFORM_SERVICES = ["LEADS_SERVICE", "CMS_SERVICE", "MONITOR_SERVICE", "ANALYTICS_SERVICE", "EVENTS_SERVICE"];
 const SERVICE = "siteswarm-example-bakery";
 const HEALTH_TIMEOUT_MS = 3000;
 

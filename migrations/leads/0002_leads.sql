@@ -1,4 +1,5 @@
--- Leads (topology spec §4.3): one row per accepted submission of a tenant that stores submissions.
+-- Leads (docs/contract.md "leads-service"): one row per accepted submission of a tenant that stores
+-- submissions.
 -- Every query is scoped by tenant_id. No IP address or user agent is stored.
 CREATE TABLE IF NOT EXISTS leads (
   id TEXT PRIMARY KEY NOT NULL,                -- ULID, also the public leadId
@@ -19,21 +20,22 @@ CREATE TABLE IF NOT EXISTS lead_idempotency (
   PRIMARY KEY (tenant_id, idempotency_key)
 );
 
--- Fixed-window rate limit per tenant + client IP (a hash of it, never the IP itself).
+-- Fixed-window rate limit per tenant + client IP (a hash of it, never the IP itself). The window
+-- starts at a bucket's first hit and ends at expires_at_ms; the next hit after that starts a new one.
 CREATE TABLE IF NOT EXISTS rate_limit_windows (
-  bucket TEXT PRIMARY KEY NOT NULL,            -- tenant|sha256(ip)|window
+  bucket TEXT PRIMARY KEY NOT NULL,            -- tenant|first 32 hex of sha256("leads-rate:" + ip)
   hits INTEGER NOT NULL,
   expires_at_ms INTEGER NOT NULL
 );
 
--- One delivery per (lead, channel); its attempts are recorded one by one.
+-- One delivery per (lead, channel), and per recipient for SMS; its attempts are recorded one by one.
 CREATE TABLE IF NOT EXISTS lead_deliveries (
   id TEXT PRIMARY KEY NOT NULL,                -- ULID
   tenant_id TEXT NOT NULL,
   lead_id TEXT NOT NULL,
   channel TEXT NOT NULL,                       -- email | sms | webhook
-  provider TEXT NOT NULL,                      -- resend | sendgrid | twilio | webhook
-  status TEXT NOT NULL,                        -- pending | delivered | dead
+  provider TEXT NOT NULL,                      -- resend | sendgrid | twilio:<E.164 recipient> | webhook
+  status TEXT NOT NULL,                        -- pending | delivered | dead | cancelled (lead erased)
   attempts INTEGER NOT NULL DEFAULT 0,
   last_error TEXT,
   created_at TEXT NOT NULL,

@@ -11,13 +11,14 @@ import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 import { wasmImports } from "../../bindings/instance.js";
 import { MODULE_RULES } from "../../scripts/lib/local-mesh.mjs";
+import { PLATFORM_WORKERS } from "../../scripts/lib/workers.mjs";
 
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 process.env.WRANGLER_SEND_METRICS = "false";
 process.env.WRANGLER_HIDE_BANNER = "true";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const WORKERS = ["leads", "cms", "monitoring", "analytics", "events"];
+const WORKERS = Object.keys(PLATFORM_WORKERS);
 const option = (name, fallback) => {
   const i = process.argv.indexOf(`--${name}`);
   return i > 0 ? Number(process.argv[i + 1]) : fallback;
@@ -39,7 +40,10 @@ function wasmFigures(file) {
     compileMs.push(performance.now() - t);
     t = performance.now();
     let instance;
-    instance = new WebAssembly.Instance(module, wasmImports(module, () => instance.exports.memory));
+    instance = new WebAssembly.Instance(
+      module,
+      wasmImports(module, () => instance.exports.memory),
+    );
     instance.exports._initialize?.();
     instantiateMs.push(performance.now() - t);
   }
@@ -91,7 +95,7 @@ async function workerdFigures(name, options) {
 
 async function platformWorkerOptions(key) {
   const { unstable_getMiniflareWorkerOptions } = await import("wrangler");
-  const { workerOptions, main } = unstable_getMiniflareWorkerOptions(path.join(ROOT, "wrangler", `${key}.jsonc`));
+  const { workerOptions, main } = unstable_getMiniflareWorkerOptions(path.join(ROOT, PLATFORM_WORKERS[key].wrangler));
   return {
     ...workerOptions,
     serviceBindings: {},
@@ -107,12 +111,19 @@ const ms = (n) => `${n.toFixed(2)} ms`;
 
 const rows = [];
 for (const key of WORKERS) {
-  const wasm = wasmFigures(path.join(ROOT, "dist/wasm", `${key}.wasm`));
+  const wasm = wasmFigures(path.join(ROOT, "dist/wasm", PLATFORM_WORKERS[key].wasm));
   const http = await workerdFigures(key, await platformWorkerOptions(key));
   if (http.failures) console.error(`${key}: ${http.failures} non-200 answers`);
   rows.push([
-    key, kib(wasm.raw), kib(wasm.gzip), ms(wasm.compileMs), ms(wasm.instantiateMs),
-    ms(http.coldMs), http.rps.toFixed(0), ms(http.p50), ms(http.p99),
+    key,
+    kib(wasm.raw),
+    kib(wasm.gzip),
+    ms(wasm.compileMs),
+    ms(wasm.instantiateMs),
+    ms(http.coldMs),
+    http.rps.toFixed(0),
+    ms(http.p50),
+    ms(http.p99),
   ]);
 }
 
@@ -122,14 +133,26 @@ const hello = await workerdFigures("hello", {
   scriptPath: path.join(ROOT, "tests/bench/hello.js"),
   compatibilityDate: "2026-04-20",
 });
-rows.unshift(["hello (plain JS)", "-", "-", "-", "-", ms(hello.coldMs), hello.rps.toFixed(0), ms(hello.p50), ms(hello.p99)]);
+rows.unshift([
+  "hello (plain JS)",
+  "-",
+  "-",
+  "-",
+  "-",
+  ms(hello.coldMs),
+  hello.rps.toFixed(0),
+  ms(hello.p50),
+  ms(hello.p99),
+]);
 
 const header = ["worker", "wasm", "gzip -9", "compile", "instantiate", "1st /health", "req/s", "p50", "p99"];
 const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
 const line = (cells) => cells.map((c, i) => String(c).padStart(widths[i])).join("  ");
 console.log(`\n/health on local workerd (Miniflare, HTTP), ${REQUESTS} requests at concurrency ${CONCURRENCY};`);
 console.log(`in Node ${process.version}: compile = first new WebAssembly.Module (V8 compiles lazily), instantiate =`);
-console.log(`median of ${INSTANTIATIONS} new WebAssembly.Instance + _initialize; 1st /health includes workerd's instantiation\n`);
+console.log(
+  `median of ${INSTANTIATIONS} new WebAssembly.Instance + _initialize; 1st /health includes workerd's instantiation\n`,
+);
 console.log(line(header));
 console.log(widths.map((w) => "-".repeat(w)).join("  "));
 for (const row of rows) console.log(line(row));

@@ -105,31 +105,54 @@ export async function runEventsBench({ emits = 300, batch = 500, reads = 10, rou
     };
 
     // The tenant: through the C++ worker's own route; for the JS worker, the same row by SQL.
-    expect("provision", await call("cpp", `/admin/tenants/${TENANT}`, {
-      method: "PUT",
-      headers: { ...operator, ...json },
-      body: JSON.stringify({ token: TENANT_TOKEN, adminToken: `${TENANT_TOKEN}-admin`, config: {} }),
-    }), 201);
+    expect(
+      "provision",
+      await call("cpp", `/admin/tenants/${TENANT}`, {
+        method: "PUT",
+        headers: { ...operator, ...json },
+        body: JSON.stringify({ token: TENANT_TOKEN, adminToken: `${TENANT_TOKEN}-admin`, config: {} }),
+      }),
+      201,
+    );
     const sha = (s) => createHash("sha256").update(s).digest("hex");
     const now = new Date().toISOString();
-    await dbs.js.prepare("INSERT INTO tenants (tenant_id, token_hash, admin_token_hash, config_json, enabled, created_at, updated_at) VALUES (?1, ?2, ?3, '{}', 1, ?4, ?4)")
-      .bind(TENANT, sha(TENANT_TOKEN), sha(`${TENANT_TOKEN}-admin`), now).run();
+    await dbs.js
+      .prepare(
+        "INSERT INTO tenants (tenant_id, token_hash, admin_token_hash, config_json, enabled, created_at, updated_at) VALUES (?1, ?2, ?3, '{}', 1, ?4, ?4)",
+      )
+      .bind(TENANT, sha(TENANT_TOKEN), sha(`${TENANT_TOKEN}-admin`), now)
+      .run();
 
     // 8 workflows on the in-mesh target, 8 subscriptions matching bench.drain.
     const target_json = { service: "BENCH_TARGET", path: "/start" };
     for (let i = 0; i < SUBSCRIPTIONS; i++) {
       const type = `bench_wf_${i}`;
-      expect("workflow", await call("cpp", `/admin/workflows/${type}`, {
-        method: "PUT", headers: { ...operator, ...json }, body: JSON.stringify({ target: target_json }),
-      }), 201);
-      expect("subscription", await call("cpp", "/admin/subscriptions", {
-        method: "POST", headers: { ...operator, ...json },
-        body: JSON.stringify({ event_type_glob: "bench.dr*", workflow_type: type }),
-      }), 201);
+      expect(
+        "workflow",
+        await call("cpp", `/admin/workflows/${type}`, {
+          method: "PUT",
+          headers: { ...operator, ...json },
+          body: JSON.stringify({ target: target_json }),
+        }),
+        201,
+      );
+      expect(
+        "subscription",
+        await call("cpp", "/admin/subscriptions", {
+          method: "POST",
+          headers: { ...operator, ...json },
+          body: JSON.stringify({ event_type_glob: "bench.dr*", workflow_type: type }),
+        }),
+        201,
+      );
       await dbs.js.batch([
-        dbs.js.prepare("INSERT INTO workflow_definitions (workflow_type, target_json, updated_at) VALUES (?1, ?2, ?3)")
+        dbs.js
+          .prepare("INSERT INTO workflow_definitions (workflow_type, target_json, updated_at) VALUES (?1, ?2, ?3)")
           .bind(type, JSON.stringify(target_json), now),
-        dbs.js.prepare("INSERT INTO event_subscriptions (subscription_id, event_type_glob, workflow_type, filter_expr, input_mapper, enabled, created_at) VALUES (?1, 'bench.dr*', ?2, NULL, NULL, 1, ?3)")
+        dbs.js
+          .prepare(
+            "INSERT INTO event_subscriptions (subscription_id, event_type_glob, workflow_type, filter_expr, input_mapper, enabled, created_at) VALUES (?1, 'bench.dr*', ?2, NULL, NULL, 1, ?3)",
+          )
           .bind(`sub_${i}`, type, now),
       ]);
     }
@@ -150,7 +173,11 @@ export async function runEventsBench({ emits = 300, batch = 500, reads = 10, rou
         idempotency_key: `${type}:${n}`,
       });
       const t = performance.now();
-      const res = await workers[impl].fetch("http://ledger/api/events", { method: "POST", headers: tenantHeaders, body });
+      const res = await workers[impl].fetch("http://ledger/api/events", {
+        method: "POST",
+        headers: tenantHeaders,
+        body,
+      });
       await res.arrayBuffer();
       const ms = performance.now() - t;
       if (res.status !== 201) throw new Error(`${impl} emit: ${res.status}`);
@@ -168,8 +195,10 @@ export async function runEventsBench({ emits = 300, batch = 500, reads = 10, rou
     const drainMs = { cpp: [], js: [] };
     for (const impl of ["cpp", "js"]) {
       const last = await dbs[impl].prepare("SELECT MAX(event_id) AS id FROM events").first("id");
-      await dbs[impl].prepare("INSERT INTO event_drain_state (consumer, cursor, events_read) VALUES ('workflow_runner', ?1, 0)")
-        .bind(last).run();
+      await dbs[impl]
+        .prepare("INSERT INTO event_drain_state (consumer, cursor, events_read) VALUES ('workflow_runner', ?1, 0)")
+        .bind(last)
+        .run();
     }
     for (let round = 0; round < rounds; round++) {
       for (const impl of round % 2 ? ["js", "cpp"] : ["cpp", "js"]) {
@@ -177,9 +206,14 @@ export async function runEventsBench({ emits = 300, batch = 500, reads = 10, rou
         while (pending.length) await Promise.all(pending.splice(0, 16).map((f) => f()));
         const before = await targetStarts();
         const t = performance.now();
-        const out = expect("drain", await call(impl, "/admin/events/drain?consumer=workflow_runner", {
-          method: "POST", headers: operator,
-        }), 200);
+        const out = expect(
+          "drain",
+          await call(impl, "/admin/events/drain?consumer=workflow_runner", {
+            method: "POST",
+            headers: operator,
+          }),
+          200,
+        );
         const ms = performance.now() - t;
         const report = out.consumers.workflow_runner;
         const starts = (await targetStarts()) - before;
@@ -239,7 +273,9 @@ function printTable(f, { emits, batch, reads, rounds }, log) {
   log(`less the ledger's claim-before-start, fan-out cap records, schemas and quarantine):`);
   log(`emit = ${emits} sequential tenant-authenticated POST /api/events each (with idempotency_key), interleaved;`);
   log(`read = GET /api/events?limit=500, median of ${reads}; drain = one POST /admin/events/drain of ${batch} events,`);
-  log(`each started on ${SUBSCRIPTIONS} subscriptions through a service binding to a JS worker answering 202 (best of ${rounds})\n`);
+  log(
+    `each started on ${SUBSCRIPTIONS} subscriptions through a service binding to a JS worker answering 202 (best of ${rounds})\n`,
+  );
   log(line(header));
   log(widths.map((w) => "-".repeat(w)).join("  "));
   for (const row of rows) log(line(row));

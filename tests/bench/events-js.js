@@ -20,8 +20,7 @@ const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 const encoder = new TextEncoder();
 
 const json = (status, body) => Response.json(body, { status });
-const error = (status, code, message, field) =>
-  json(status, { error: { code, message, ...(field && { field }) } });
+const error = (status, code, message, field) => json(status, { error: { code, message, ...(field && { field }) } });
 
 // Monotonic ULIDs (per isolate), like shared/ulid.
 let lastMs = -1;
@@ -70,10 +69,12 @@ async function tenantOf(request, env) {
   const [row, presented] = await Promise.all([
     env.EVENTS_DB.prepare(
       "SELECT tenant_id, token_hash, admin_token_hash, config_json, enabled FROM tenants WHERE tenant_id = ?1",
-    ).bind(id).first(),
+    )
+      .bind(id)
+      .first(),
     sha256Hex(token),
   ]);
-  if (!row || row.enabled !== 1 || !constantTimeEqual(row.token_hash, presented)) return null;
+  if (row?.enabled !== 1 || !constantTimeEqual(row.token_hash, presented)) return null;
   const version = request.headers.get("x-siteswarm-capability-version");
   if (version && version.split(".")[0] !== "1") return null;
   return id;
@@ -108,29 +109,45 @@ async function emit(request, env) {
     return error(400, "invalid_event", "payload: must be a JSON object", "payload");
   }
   const payloadJson = JSON.stringify(payload);
-  if (payloadJson.length > MAX_PAYLOAD) return error(413, "payload_too_large", "payload: larger than 64 KiB", "payload");
+  if (payloadJson.length > MAX_PAYLOAD)
+    return error(413, "payload_too_large", "payload: larger than 64 KiB", "payload");
 
   // The schema lookup and the idempotency lookup together (no schema is registered in the bench).
   const db = env.EVENTS_DB;
   const [, existing] = await Promise.all([
     db.prepare("SELECT schema_json FROM events_schema WHERE event_type = ?1").bind(event_type).first(),
     idempotency_key
-      ? db.prepare("SELECT event_id FROM events WHERE COALESCE(tenant_id, '') = ?1 AND idempotency_key = ?2")
-          .bind(tenant, idempotency_key).first()
+      ? db
+          .prepare("SELECT event_id FROM events WHERE COALESCE(tenant_id, '') = ?1 AND idempotency_key = ?2")
+          .bind(tenant, idempotency_key)
+          .first()
       : null,
   ]);
   if (existing) return json(200, { event_id: existing.event_id, duplicate: true });
   const eventId = ulid();
   const now = new Date().toISOString();
-  const inserted = await db.prepare(
-    "INSERT OR IGNORE INTO events (event_id, tenant_id, event_type, entity_type, entity_id, payload_json, " +
-      "idempotency_key, caused_by, workflow_run_id, source_system, occurred_at, recorded_at, sequence_no) " +
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, NULL, NULL, NULL, ?8, ?8, NULL)",
-  ).bind(eventId, tenant, event_type, entity_ref.slice(0, colon), entity_ref.slice(colon + 1), payloadJson,
-    idempotency_key ?? null, now).run();
+  const inserted = await db
+    .prepare(
+      "INSERT OR IGNORE INTO events (event_id, tenant_id, event_type, entity_type, entity_id, payload_json, " +
+        "idempotency_key, caused_by, workflow_run_id, source_system, occurred_at, recorded_at, sequence_no) " +
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, NULL, NULL, NULL, ?8, ?8, NULL)",
+    )
+    .bind(
+      eventId,
+      tenant,
+      event_type,
+      entity_ref.slice(0, colon),
+      entity_ref.slice(colon + 1),
+      payloadJson,
+      idempotency_key ?? null,
+      now,
+    )
+    .run();
   if (inserted.meta.changes !== 1) {
-    const row = await db.prepare("SELECT event_id FROM events WHERE COALESCE(tenant_id, '') = ?1 AND idempotency_key = ?2")
-      .bind(tenant, idempotency_key ?? null).first();
+    const row = await db
+      .prepare("SELECT event_id FROM events WHERE COALESCE(tenant_id, '') = ?1 AND idempotency_key = ?2")
+      .bind(tenant, idempotency_key ?? null)
+      .first();
     return json(200, { event_id: row?.event_id, duplicate: true });
   }
   return json(201, { event_id: eventId });
@@ -159,7 +176,8 @@ async function read(url, env) {
   const limit = Number(url.searchParams.get("limit") ?? 100);
   const after = url.searchParams.get("after") ?? "";
   const { results } = await env.EVENTS_DB.prepare("SELECT * FROM events WHERE event_id > ?1 ORDER BY event_id LIMIT ?2")
-    .bind(after, limit).all();
+    .bind(after, limit)
+    .all();
   const events = results.map(eventView);
   return json(200, { events, next: events.length === limit ? events.at(-1).event_id : null });
 }
@@ -168,8 +186,12 @@ const globCache = new Map();
 function globMatch(glob, type) {
   let re = globCache.get(glob);
   if (!re) {
-    const source = glob.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".");
-    globCache.set(glob, (re = new RegExp(`^${source}$`)));
+    const source = glob
+      .replace(/[.+^${}()|[\]\\]/g, "\\$&")
+      .replace(/\*/g, ".*")
+      .replace(/\?/g, ".");
+    re = new RegExp(`^${source}$`);
+    globCache.set(glob, re);
   }
   return re.test(type);
 }
@@ -179,30 +201,41 @@ function globMatch(glob, type) {
 async function drain(env) {
   const db = env.EVENTS_DB;
   const report = { read: 0, started: 0, duplicates: 0, quarantined: 0, capped: 0, cursor: null };
-  const killed = await db.prepare("SELECT name FROM kill_switches WHERE enabled = 1 AND name IN (?1, ?2) LIMIT 1")
-    .bind(`kill:${CONSUMER}`, "kill:fanout").first();
+  const killed = await db
+    .prepare("SELECT name FROM kill_switches WHERE enabled = 1 AND name IN (?1, ?2) LIMIT 1")
+    .bind(`kill:${CONSUMER}`, "kill:fanout")
+    .first();
   if (killed) return { ...report, killed: true };
   const holder = ulid();
   const lock = `drain:${CONSUMER}`;
   const now = Date.now();
-  const acquired = await db.prepare(
-    "INSERT INTO cron_locks (name, holder, expires_at_ms) VALUES (?1, ?2, ?3) ON CONFLICT (name) DO UPDATE SET " +
-      "holder = excluded.holder, expires_at_ms = excluded.expires_at_ms WHERE cron_locks.expires_at_ms <= ?4",
-  ).bind(lock, holder, now + LOCK_TTL_MS, now).run();
+  const acquired = await db
+    .prepare(
+      "INSERT INTO cron_locks (name, holder, expires_at_ms) VALUES (?1, ?2, ?3) ON CONFLICT (name) DO UPDATE SET " +
+        "holder = excluded.holder, expires_at_ms = excluded.expires_at_ms WHERE cron_locks.expires_at_ms <= ?4",
+    )
+    .bind(lock, holder, now + LOCK_TTL_MS, now)
+    .run();
   if (acquired.meta.changes === 0) return { ...report, locked: true };
   try {
     const state = await db.prepare("SELECT cursor FROM event_drain_state WHERE consumer = ?1").bind(CONSUMER).first();
     const cursor = state?.cursor ?? "";
     report.cursor = cursor || null;
-    const { results: rows } = await db.prepare("SELECT * FROM events WHERE event_id > ?1 ORDER BY event_id LIMIT ?2")
-      .bind(cursor, BATCH).all();
+    const { results: rows } = await db
+      .prepare("SELECT * FROM events WHERE event_id > ?1 ORDER BY event_id LIMIT ?2")
+      .bind(cursor, BATCH)
+      .all();
     if (rows.length === 0) return report;
     const last = rows.at(-1).event_id;
     const [subs, workflows, done] = await Promise.all([
       db.prepare("SELECT * FROM event_subscriptions WHERE enabled = 1 ORDER BY subscription_id").all(),
       db.prepare("SELECT workflow_type, target_json FROM workflow_definitions").all(),
-      db.prepare("SELECT dedupe_key FROM event_consumer_dedupe WHERE consumer = ?1 AND event_id > ?2 AND event_id <= ?3")
-        .bind(CONSUMER, cursor, last).all(),
+      db
+        .prepare(
+          "SELECT dedupe_key FROM event_consumer_dedupe WHERE consumer = ?1 AND event_id > ?2 AND event_id <= ?3",
+        )
+        .bind(CONSUMER, cursor, last)
+        .all(),
     ]);
     const targets = new Map(workflows.results.map((w) => [w.workflow_type, JSON.parse(w.target_json)]));
     const doneKeys = new Set(done.results.map((r) => r.dedupe_key));
@@ -222,43 +255,70 @@ async function drain(env) {
         todo.push({ sub, key });
       }
       const stamp = new Date().toISOString();
-      const results = await Promise.all(todo.map(async ({ sub, key }) => {
-        const runId = `run_${ulid()}`;
-        const target = targets.get(sub.workflow_type);
-        const init = {
-          method: "POST",
-          headers: { "content-type": "application/json", "idempotency-key": key },
-          body: JSON.stringify({ workflow_type: sub.workflow_type, workflow_run_id: runId, event, input: event.payload }),
-        };
-        let status = 0;
-        try {
-          const res = target.service
-            ? await env[target.service].fetch(`https://${target.service.toLowerCase()}.internal${target.path}`, init)
-            : await fetch(target.webhook, init);
-          await res.arrayBuffer();
-          status = res.status;
-        } catch {}
-        return { sub, key, runId, status, started: status >= 200 && status < 300 };
-      }));
+      const results = await Promise.all(
+        todo.map(async ({ sub, key }) => {
+          const runId = `run_${ulid()}`;
+          const target = targets.get(sub.workflow_type);
+          const init = {
+            method: "POST",
+            headers: { "content-type": "application/json", "idempotency-key": key },
+            body: JSON.stringify({
+              workflow_type: sub.workflow_type,
+              workflow_run_id: runId,
+              event,
+              input: event.payload,
+            }),
+          };
+          let status = 0;
+          try {
+            const res = target.service
+              ? await env[target.service].fetch(`https://${target.service.toLowerCase()}.internal${target.path}`, init)
+              : await fetch(target.webhook, init);
+            await res.arrayBuffer();
+            status = res.status;
+          } catch {}
+          return { sub, key, runId, status, started: status >= 200 && status < 300 };
+        }),
+      );
       const statements = [];
       for (const r of results) {
         if (r.started) {
           report.started++;
-          statements.push(db.prepare(
-            "INSERT OR IGNORE INTO event_consumer_dedupe (consumer, dedupe_key, event_id, created_at) VALUES (?1, ?2, ?3, ?4)",
-          ).bind(CONSUMER, r.key, event.event_id, stamp));
+          statements.push(
+            db
+              .prepare(
+                "INSERT OR IGNORE INTO event_consumer_dedupe (consumer, dedupe_key, event_id, created_at) VALUES (?1, ?2, ?3, ?4)",
+              )
+              .bind(CONSUMER, r.key, event.event_id, stamp),
+          );
         }
-        statements.push(db.prepare(
-          "INSERT OR IGNORE INTO workflow_run_log (workflow_run_id, consumer, workflow_type, event_id, subscription_id, " +
-            "status, http_status, started_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        ).bind(r.runId, CONSUMER, r.sub.workflow_type, event.event_id, r.sub.subscription_id,
-          r.started ? "started" : "failed", r.status || null, stamp));
+        statements.push(
+          db
+            .prepare(
+              "INSERT OR IGNORE INTO workflow_run_log (workflow_run_id, consumer, workflow_type, event_id, subscription_id, " +
+                "status, http_status, started_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )
+            .bind(
+              r.runId,
+              CONSUMER,
+              r.sub.workflow_type,
+              event.event_id,
+              r.sub.subscription_id,
+              r.started ? "started" : "failed",
+              r.status || null,
+              stamp,
+            ),
+        );
       }
-      statements.push(db.prepare(
-        "INSERT INTO event_drain_state (consumer, cursor, last_run_at, events_read) VALUES (?1, ?2, ?3, 1) " +
-          "ON CONFLICT (consumer) DO UPDATE SET cursor = excluded.cursor, last_run_at = excluded.last_run_at, " +
-          "events_read = events_read + excluded.events_read",
-      ).bind(CONSUMER, event.event_id, stamp));
+      statements.push(
+        db
+          .prepare(
+            "INSERT INTO event_drain_state (consumer, cursor, last_run_at, events_read) VALUES (?1, ?2, ?3, 1) " +
+              "ON CONFLICT (consumer) DO UPDATE SET cursor = excluded.cursor, last_run_at = excluded.last_run_at, " +
+              "events_read = events_read + excluded.events_read",
+          )
+          .bind(CONSUMER, event.event_id, stamp),
+      );
       await db.batch(statements);
       report.read++;
       report.cursor = event.event_id;

@@ -63,7 +63,7 @@ function workerdCpuMs() {
   }
   const stats = entries.map(procStat).filter(Boolean);
   const below = new Set([process.pid]);
-  for (let grew = true; grew;) {
+  for (let grew = true; grew; ) {
     grew = false;
     for (const s of stats) {
       if (!below.has(s.pid) && below.has(s.ppid)) {
@@ -85,8 +85,7 @@ const nodeCpuMs = (since) => {
  * Runs the load and checks it. Never throws for a broken guarantee: returns `problems` (strings).
  * @returns {Promise<object>} figures and `problems`
  */
-export async function runLeadsLoad({ submissions = 2000, concurrency = 20, settleTimeoutMs = 240_000,
-  log = console.log } = {}) {
+export async function runLeadsLoad({ submissions = 2000, concurrency = 20, settleTimeoutMs = 240_000 } = {}) {
   const { secret, startMesh } = await import("../integration/mesh.mjs");
   const mesh = await startMesh();
   const problems = [];
@@ -113,33 +112,35 @@ export async function runLeadsLoad({ submissions = 2000, concurrency = 20, settl
     const cpu0 = process.cpuUsage();
     const workerd0 = workerdCpuMs();
     const t0 = performance.now();
-    await Promise.all(Array.from({ length: concurrency }, async () => {
-      for (let i = next++; i < submissions; i = next++) {
-        const ip = `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
-        const started = performance.now();
-        let status = 0;
-        let body;
-        try {
-          const res = await mesh.fetch("bakery", "/api/leads/submit", {
-            method: "POST",
-            headers: { "content-type": "application/json", "CF-Connecting-IP": ip },
-            body: JSON.stringify({
-              name: `Load ${i}`,
-              email: `load-${i}@load.example`,
-              message: `Submission ${i} of the load run.`,
-              turnstileToken: DUMMY_TOKEN,
-            }),
-          });
-          status = res.status;
-          body = await res.json().catch(() => null);
-        } catch (err) {
-          body = { error: String(err?.message ?? err) };
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        for (let i = next++; i < submissions; i = next++) {
+          const ip = `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
+          const started = performance.now();
+          let status = 0;
+          let body;
+          try {
+            const res = await mesh.fetch("bakery", "/api/leads/submit", {
+              method: "POST",
+              headers: { "content-type": "application/json", "CF-Connecting-IP": ip },
+              body: JSON.stringify({
+                name: `Load ${i}`,
+                email: `load-${i}@load.example`,
+                message: `Submission ${i} of the load run.`,
+                turnstileToken: DUMMY_TOKEN,
+              }),
+            });
+            status = res.status;
+            body = await res.json().catch(() => null);
+          } catch (err) {
+            body = { error: String(err?.message ?? err) };
+          }
+          latencies.push(performance.now() - started);
+          if (status === 202 && typeof body?.leadId === "string") accepted.push(body.leadId);
+          else refused.set(status, (refused.get(status) ?? 0) + 1);
         }
-        latencies.push(performance.now() - started);
-        if (status === 202 && typeof body?.leadId === "string") accepted.push(body.leadId);
-        else refused.set(status, (refused.get(status) ?? 0) + 1);
-      }
-    }));
+      }),
+    );
     const intakeSeconds = (performance.now() - t0) / 1000;
     const intakeNodeCpu = nodeCpuMs(cpu0);
     const workerd1 = workerdCpuMs();
@@ -150,11 +151,15 @@ export async function runLeadsLoad({ submissions = 2000, concurrency = 20, settl
     const settleStarted = performance.now();
     const deadline = Date.now() + settleTimeoutMs;
     for (;;) {
-      const pending = await one("SELECT COUNT(*) AS n FROM lead_deliveries WHERE tenant_id = 'bakery' AND status = 'pending'");
+      const pending = await one(
+        "SELECT COUNT(*) AS n FROM lead_deliveries WHERE tenant_id = 'bakery' AND status = 'pending'",
+      );
       const calls = mesh.stubs.find(HOOK_PATH, "POST").length;
       if (pending === 0 && calls >= accepted.length) break;
       if (Date.now() > deadline) {
-        problems.push(`not settled after ${settleTimeoutMs / 1000} s: ${pending} deliveries pending, ${calls} webhook calls`);
+        problems.push(
+          `not settled after ${settleTimeoutMs / 1000} s: ${pending} deliveries pending, ${calls} webhook calls`,
+        );
         break;
       }
       await sleep(200);
@@ -173,7 +178,8 @@ export async function runLeadsLoad({ submissions = 2000, concurrency = 20, settl
       .prepare("SELECT id, turnstile_verified FROM leads WHERE tenant_id = 'bakery' AND payload LIKE '%@load.example%'")
       .all();
     const storedIds = new Set(stored.map((r) => r.id));
-    if (stored.length !== accepted.length) problems.push(`D1 holds ${stored.length} leads for ${accepted.length} accepted`);
+    if (stored.length !== accepted.length)
+      problems.push(`D1 holds ${stored.length} leads for ${accepted.length} accepted`);
     if (storedIds.size !== stored.length) problems.push(`${stored.length - storedIds.size} lead ids stored twice`);
     const lost = accepted.filter((id) => !storedIds.has(id));
     if (lost.length) problems.push(`${lost.length} accepted leads are not stored (e.g. ${lost[0]})`);
@@ -210,8 +216,11 @@ export async function runLeadsLoad({ submissions = 2000, concurrency = 20, settl
     const leadTwice = [...byLead.values()].filter((n) => n > 1).length;
     if (leadTwice) problems.push(`${leadTwice} leads reached the webhook more than once`);
     if (badSignatures) problems.push(`${badSignatures} webhook calls with a bad signature`);
-    const delivered = await one("SELECT COUNT(*) AS n FROM lead_deliveries WHERE tenant_id = 'bakery' AND status = 'delivered'");
-    if (delivered !== accepted.length) problems.push(`${delivered} deliveries delivered for ${accepted.length} accepted`);
+    const delivered = await one(
+      "SELECT COUNT(*) AS n FROM lead_deliveries WHERE tenant_id = 'bakery' AND status = 'delivered'",
+    );
+    if (delivered !== accepted.length)
+      problems.push(`${delivered} deliveries delivered for ${accepted.length} accepted`);
     const retried = await one("SELECT COUNT(*) AS n FROM lead_deliveries WHERE tenant_id = 'bakery' AND attempts > 1");
     const siteverify = mesh.stubs.find("/turnstile/v0/siteverify", "POST").length;
 
@@ -248,7 +257,10 @@ export async function runLeadsLoad({ submissions = 2000, concurrency = 20, settl
 /** Prints the figures of runLeadsLoad() as the bench's section. */
 export function printLeadsLoad(r, log = console.log) {
   const ms = (x) => (x === null || x === undefined ? "n/a" : `${x.toFixed(2)} ms`);
-  const refused = Object.entries(r.refused).map(([s, n]) => `${n} × ${s}`).join(", ") || "none";
+  const refused =
+    Object.entries(r.refused)
+      .map(([s, n]) => `${n} × ${s}`)
+      .join(", ") || "none";
   log(`\nLead intake under load: ${r.submissions} submissions at concurrency ${r.concurrency} through the bakery's`);
   log("delegated route (POST /api/leads/submit → Service Binding → leads.wasm), Turnstile on (siteverify stub),");
   log("one webhook per lead through the notify queue; local workerd (Miniflare), every worker in one process.\n");
@@ -269,7 +281,11 @@ export function printLeadsLoad(r, log = console.log) {
   log("workerd = utime+stime of the workerd process(es) (/proc), i.e. all six workers, the ledger included.");
   log("Latency includes the awaited queue sends (lead.received, notifications): Miniflare's local queue broker");
   log("holds send() while it hands a batch to a consumer (the ledger appends a batch of up to 100 concurrently).");
-  log(r.problems.length ? `\nPROBLEMS:\n  ${r.problems.join("\n  ")}` : "\nnone lost, none doubled: every accepted lead stored once and delivered once.");
+  log(
+    r.problems.length
+      ? `\nPROBLEMS:\n  ${r.problems.join("\n  ")}`
+      : "\nnone lost, none doubled: every accepted lead stored once and delivered once.",
+  );
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
@@ -277,7 +293,10 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     const i = process.argv.indexOf(`--${name}`);
     return i > 0 ? Number(process.argv[i + 1]) : fallback;
   };
-  const result = await runLeadsLoad({ submissions: option("leads", 2000), concurrency: option("leads-concurrency", 20) });
+  const result = await runLeadsLoad({
+    submissions: option("leads", 2000),
+    concurrency: option("leads-concurrency", 20),
+  });
   printLeadsLoad(result);
   process.exitCode = result.problems.length || result.accepted !== result.submissions ? 1 : 0;
 }

@@ -53,6 +53,7 @@ export async function screenshot(page, name) {
 
 /** What the page shows, for failure messages: its URL, title and visible text (trimmed). */
 export async function describePage(page) {
+  // biome-ignore lint/performance/useDomNodeTextContent: what is rendered visible is the point here
   const text = await page.evaluate(() => document.body?.innerText ?? "");
   return `${page.url()} "${await page.title()}"\n${text.slice(0, 2000)}`;
 }

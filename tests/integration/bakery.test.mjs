@@ -1,5 +1,5 @@
 // The example client site: static pages, the cross-binding health demo and route delegation with
-// @siteswarm/sdk, including the tenant-spoofing cases of CONTRACT.md "Tenant context".
+// @siteswarm/sdk, including the tenant-spoofing cases of docs/contract.md "Tenant context".
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { errorOf, jsonOf, startMesh } from "./mesh.mjs";
@@ -69,7 +69,10 @@ describe("route delegation", () => {
       await mesh.fetch("events", "/api/events?entity=item:spoof", { headers: mesh.tenantHeaders("bakery") }),
       200,
     );
-    assert.deepEqual(asBakery.events.map((e) => e.event_id), [event_id]);
+    assert.deepEqual(
+      asBakery.events.map((e) => e.event_id),
+      [event_id],
+    );
     const asAutoRepair = await jsonOf(
       await mesh.fetch("events", "/api/events?entity=item:spoof", { headers: mesh.tenantHeaders("auto-repair") }),
       200,

@@ -1,15 +1,22 @@
 // scripts/dev as a developer runs it: every worker on its contract port on 127.0.0.1, the bakery
 // crossing Service Bindings, a lead flowing through the leads queue and the ledger's queue, and Ctrl-C
-// stopping all of it. Uses the wasm that scripts/test built just before (--skip-build).
+// stopping all of it. Then the same from a fresh `git clone` (no node_modules): scripts/dev must
+// install what is missing (scripts/bootstrap) before it starts anything. Both use the wasm that
+// scripts/test built just before (--skip-build; the clone gets a copy of dist/wasm).
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { execFile, spawn } from "node:child_process";
+import { cpSync, existsSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { PLATFORM_WORKERS, WORKERS } from "../../scripts/lib/workers.mjs";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const HOST = "http://127.0.0.1";
-const PORTS = { bakery: 8787, leads: 8788, cms: 8789, monitoring: 8790, analytics: 8791, events: 8792 };
+const PORTS = Object.fromEntries(Object.values(WORKERS).map((w) => [w.key, w.port]));
 const ADMIN = "dev-test-operator-token";
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -70,12 +77,7 @@ describe("scripts/dev", { skip }, () => {
   });
 
   it("serves /health of every platform worker on its contract port", async () => {
-    const names = {
-      leads: "siteswarm-leads-service", cms: "siteswarm-cms-service",
-      monitoring: "siteswarm-synthetic-monitoring", analytics: "siteswarm-analytics-service",
-      events: "siteswarm-events-service",
-    };
-    for (const [worker, service] of Object.entries(names)) {
+    for (const { key: worker, name: service } of Object.values(PLATFORM_WORKERS)) {
       const res = await fetch(`${HOST}:${PORTS[worker]}/health`);
       assert.equal(res.status, 200, worker);
       const body = await res.json();
@@ -87,7 +89,7 @@ describe("scripts/dev", { skip }, () => {
   it("the bakery crosses a Service Binding to every platform worker and back", async () => {
     const body = await (await fetch(`${HOST}:${PORTS.bakery}/api/platform/health`)).json();
     assert.equal(body.ok, true);
-    for (const binding of ["LEADS_SERVICE", "CMS_SERVICE", "MONITOR_SERVICE", "ANALYTICS_SERVICE", "EVENTS_SERVICE"]) {
+    for (const { serviceBinding: binding } of Object.values(PLATFORM_WORKERS)) {
       assert.equal(body.services[binding].status, 200, binding);
     }
   });
@@ -100,14 +102,71 @@ describe("scripts/dev", { skip }, () => {
     });
     assert.equal(res.status, 202, await res.clone().text());
     const { leadId } = await res.json();
-    const events = await poll(async () => {
-      const r = await fetch(`${HOST}:${PORTS.events}/api/events?type=lead.received&limit=500&tenant=bakery`, {
-        headers: { authorization: `Bearer ${ADMIN}` },
-      });
-      const list = (await r.json()).events ?? [];
-      return list.find((e) => e.payload.leadId === leadId);
-    }, 30_000, "lead.received in the ledger");
+    const events = await poll(
+      async () => {
+        const r = await fetch(`${HOST}:${PORTS.events}/api/events?type=lead.received&limit=500&tenant=bakery`, {
+          headers: { authorization: `Bearer ${ADMIN}` },
+        });
+        const list = (await r.json()).events ?? [];
+        return list.find((e) => e.payload.leadId === leadId);
+      },
+      30_000,
+      "lead.received in the ledger",
+    );
     assert.equal(events.tenant_id, "bakery");
+  });
+
+  it("Ctrl-C stops every process it started", async () => {
+    process.kill(-dev.pid, "SIGINT");
+    await poll(() => dev.exitCode !== null || dev.signalCode !== null, 30_000, "scripts/dev to exit");
+    await poll(async () => (await portsOpen()).length === 0, 30_000, "every port to close");
+  });
+});
+
+describe("scripts/dev on a fresh clone", { skip }, () => {
+  let clone;
+  let dev;
+  let output = "";
+  before(async () => {
+    // A clone of the committed HEAD: what a new developer gets (uncommitted edits are not in it).
+    clone = await mkdtemp(path.join(tmpdir(), "siteswarm-clone-"));
+    await promisify(execFile)("git", ["clone", "--quiet", ROOT, clone]);
+    assert.ok(!existsSync(path.join(clone, "node_modules")), "a fresh clone has no node_modules");
+    cpSync(path.join(ROOT, "dist/wasm"), path.join(clone, "dist/wasm"), { recursive: true });
+    dev = spawn("bash", ["scripts/dev", "--skip-build"], {
+      cwd: clone,
+      detached: true,
+      // npm ci may take the packages from npm's cache; it still reaches the registry for what is not there.
+      env: { ...process.env, PLATFORM_ADMIN_TOKEN: ADMIN, npm_config_prefer_offline: "true" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    dev.stdout.on("data", (d) => (output += d));
+    dev.stderr.on("data", (d) => (output += d));
+    await poll(
+      () => output.includes("Press Ctrl-C to stop") || dev.exitCode !== null,
+      300_000,
+      `scripts/dev to start in the clone:\n${output}`,
+    );
+  });
+  after(async () => {
+    if (dev && dev.exitCode === null) {
+      try {
+        process.kill(-dev.pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
+    if (clone) await rm(clone, { recursive: true, force: true });
+  });
+
+  it("installs the npm packages first, then serves /health of every worker", async () => {
+    assert.equal(dev.exitCode, null, `scripts/dev exited:\n${output}`);
+    assert.match(output, /bootstrap: npm ci/);
+    assert.ok(existsSync(path.join(clone, "node_modules/wrangler/package.json")), "wrangler installed in the clone");
+    for (const { key: worker, name: service } of Object.values(PLATFORM_WORKERS)) {
+      const body = await (await fetch(`${HOST}:${PORTS[worker]}/health`)).json();
+      assert.equal(body.service, service, worker);
+    }
   });
 
   it("Ctrl-C stops every process it started", async () => {

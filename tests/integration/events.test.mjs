@@ -1,4 +1,4 @@
-// The event ledger's guarantees (CONTRACT.md "events-service", docs/runbook-events.md), end to end on
+// The event ledger's guarantees (docs/contract.md "events-service", docs/runbook-events.md), end to end on
 // the real events.wasm in workerd: idempotent emit, a drainer killed mid-batch, the fan-out cap,
 // quarantine and retry, kill switches, replay, overlapping drains, globs/filters/mappers, the
 // contract's errors, ingest through the queue and the cron trigger.
@@ -14,9 +14,19 @@ import { errorOf, jsonOf, startMesh } from "./mesh.mjs";
 
 const EVENTS = "siteswarm-events-service";
 const LEDGER_TABLES = [
-  "events", "event_subscriptions", "workflow_definitions", "event_drain_state", "event_consumer_dedupe",
-  "events_quarantine", "workflow_run_log", "cron_locks", "kill_switches", "events_schema",
-  "entity_timelines", "event_type_rates", "events_retention_summaries",
+  "events",
+  "event_subscriptions",
+  "workflow_definitions",
+  "event_drain_state",
+  "event_consumer_dedupe",
+  "events_quarantine",
+  "workflow_run_log",
+  "cron_locks",
+  "kill_switches",
+  "events_schema",
+  "entity_timelines",
+  "event_type_rates",
+  "events_retention_summaries",
 ];
 const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
@@ -81,7 +91,8 @@ async function startHooks() {
       return req.socket.destroy(); // the connection dies: the target never answered
     }
     if (status >= 200 && status < 300) {
-      if (hooks.started.has(call.key)) status = 200; // a redelivery of a start it already has
+      if (hooks.started.has(call.key))
+        status = 200; // a redelivery of a start it already has
       else hooks.started.set(call.key, call);
     }
     call.status = status;
@@ -106,7 +117,10 @@ let hooks;
 let db;
 before(async () => {
   // Bare manifests: the ledger needs its two tenants, not the other workers' per-tenant config.
-  const tenants = [{ appId: "bakery", config: {} }, { appId: "auto-repair", config: {} }];
+  const tenants = [
+    { appId: "bakery", config: {} },
+    { appId: "auto-repair", config: {} },
+  ];
   [mesh, hooks] = await Promise.all([startMesh({ tenants }), startHooks()]);
   db = await mesh.d1("events", "EVENTS_DB");
 });
@@ -154,14 +168,23 @@ async function workflow(type, target = { webhook: `${hooks.url}/hooks/${type}` }
   await jsonOf(await admin("PUT", `/admin/workflows/${type}`, { target }), 201);
 }
 async function subscribe(glob, workflowType, extra = {}) {
-  return jsonOf(await admin("POST", "/admin/subscriptions", { event_type_glob: glob, workflow_type: workflowType, ...extra }), 201);
+  return jsonOf(
+    await admin("POST", "/admin/subscriptions", { event_type_glob: glob, workflow_type: workflowType, ...extra }),
+    201,
+  );
 }
 async function drain(consumer = "workflow_runner") {
   const body = await jsonOf(await admin("POST", `/admin/events/drain?consumer=${consumer}`), 200);
   return body.consumers[consumer];
 }
 const health = async () => jsonOf(await mesh.fetch("events", "/health"), 200);
-const rows = async (sql, ...params) => (await db.prepare(sql).bind(...params).all()).results;
+const rows = async (sql, ...params) =>
+  (
+    await db
+      .prepare(sql)
+      .bind(...params)
+      .all()
+  ).results;
 const cursorOf = async (consumer = "workflow_runner") =>
   (await db.prepare("SELECT cursor FROM event_drain_state WHERE consumer = ?1").bind(consumer).first())?.cursor;
 
@@ -203,10 +226,14 @@ describe("emit", () => {
 
   it("stamps the caller's tenant and lets each tenant read only its own events", async () => {
     await emit("price.changed", { amount: 2 }, "item:10472", { tenant_id: "auto-repair" }); // ignored field
-    await post({ event_type: "price.changed", entity_ref: "item:9", payload: {} },
-      { ...mesh.tenantHeaders("auto-repair"), ...JSON_TYPE });
+    await post(
+      { event_type: "price.changed", entity_ref: "item:9", payload: {} },
+      { ...mesh.tenantHeaders("auto-repair"), ...JSON_TYPE },
+    );
     const mine = await jsonOf(
-      await mesh.fetch("events", "/api/events", { headers: mesh.tenantHeaders("bakery") }), 200);
+      await mesh.fetch("events", "/api/events", { headers: mesh.tenantHeaders("bakery") }),
+      200,
+    );
     assert.equal(mine.events.length, 1);
     assert.equal(mine.events[0].tenant_id, "bakery");
     assert.equal(mine.events[0].entity_ref, "item:10472");
@@ -273,7 +300,10 @@ describe("workflow_runner", () => {
     }
     // The ledger's own records: one dedupe row and one 'started' run per (event, workflow).
     const dedupe = await rows("SELECT dedupe_key FROM event_consumer_dedupe ORDER BY dedupe_key");
-    assert.deepEqual(dedupe.map((r) => r.dedupe_key), [...expected].sort());
+    assert.deepEqual(
+      dedupe.map((r) => r.dedupe_key),
+      [...expected].sort(),
+    );
     const runs = await rows("SELECT event_id, workflow_type FROM workflow_run_log WHERE status = 'started'");
     assert.equal(runs.length, 12);
     assert.equal(new Set(runs.map((r) => `${r.event_id}:${r.workflow_type}`)).size, 12);
@@ -305,12 +335,23 @@ describe("workflow_runner", () => {
     // As a previous run would have left it: starts recorded for the first 3 events, the cursor
     // committed after only 2 of them. Dedupe, not the cursor, must keep event 3 from starting again.
     const now = new Date().toISOString();
-    const seeded = ids.slice(0, 3).flatMap((id) => ["notify", "audit"].map((wf) =>
-      db.prepare("INSERT INTO event_consumer_dedupe (consumer, dedupe_key, event_id, created_at) VALUES ('workflow_runner', ?1, ?2, ?3)")
-        .bind(key(id, wf), id, now)));
+    const seeded = ids
+      .slice(0, 3)
+      .flatMap((id) =>
+        ["notify", "audit"].map((wf) =>
+          db
+            .prepare(
+              "INSERT INTO event_consumer_dedupe (consumer, dedupe_key, event_id, created_at) VALUES ('workflow_runner', ?1, ?2, ?3)",
+            )
+            .bind(key(id, wf), id, now),
+        ),
+      );
     await db.batch([
       ...seeded,
-      db.prepare("INSERT INTO event_drain_state (consumer, cursor, last_run_at, events_read) VALUES ('workflow_runner', ?1, ?2, 2)")
+      db
+        .prepare(
+          "INSERT INTO event_drain_state (consumer, cursor, last_run_at, events_read) VALUES ('workflow_runner', ?1, ?2, 2)",
+        )
         .bind(ids[1], now),
     ]);
 
@@ -344,7 +385,10 @@ describe("workflow_runner", () => {
     const payload = JSON.parse(caps[0].payload_json);
     assert.equal(payload.event_id, id);
     assert.equal(payload.matched, 50);
-    assert.deepEqual(payload.dropped_subscriptions, subs.slice(8).map((s) => s.id ?? s.subscription_id));
+    assert.deepEqual(
+      payload.dropped_subscriptions,
+      subs.slice(8).map((s) => s.id ?? s.subscription_id),
+    );
     assert.equal(caps[0].tenant_id, "bakery");
     const h = await health();
     assert.equal(h.ok, true);
@@ -418,7 +462,10 @@ describe("workflow_runner", () => {
     assert.equal((await rows("SELECT * FROM events")).length, 5);
     assert.equal(await cursorOf(), undefined);
     const list = await jsonOf(await admin("GET", "/admin/kill-switches"), 200);
-    assert.deepEqual(list.kill_switches.map(({ name, enabled }) => ({ name, enabled })), [{ name: "kill:fanout", enabled: true }]);
+    assert.deepEqual(
+      list.kill_switches.map(({ name, enabled }) => ({ name, enabled })),
+      [{ name: "kill:fanout", enabled: true }],
+    );
 
     await jsonOf(await admin("PUT", "/admin/kill-switches/kill:fanout", { enabled: false }), 200);
     const report = await drain();
@@ -426,7 +473,11 @@ describe("workflow_runner", () => {
     assert.equal(report.started, 5);
     assert.equal(report.cursor, ids[4]);
     assertStartedExactlyOnce(ids.map((id) => key(id, "notify")));
-    assert.deepEqual(hooks.calls.map((c) => c.body.event.event_id), ids, "in order");
+    assert.deepEqual(
+      hooks.calls.map((c) => c.body.event.event_id),
+      ids,
+      "in order",
+    );
 
     await errorOf(await admin("PUT", "/admin/kill-switches/Kill Fanout", { enabled: true }), 400, "invalid_request");
     await errorOf(await admin("PUT", "/admin/kill-switches/kill:fanout", { enabled: "yes" }), 400, "invalid_request");
@@ -441,9 +492,11 @@ describe("workflow_runner", () => {
     assert.equal(hooks.calls.length, 4);
 
     const replay = await jsonOf(
-      await admin("POST", "/admin/consumers/workflow_runner/replay", { from_event_id: ids[1] }), 200);
+      await admin("POST", "/admin/consumers/workflow_runner/replay", { from_event_id: ids[1] }),
+      200,
+    );
     assert.equal(replay.from_event_id, ids[1]);
-    assert.ok(await cursorOf() < ids[1] && await cursorOf() > ids[0], "cursor just before from_event_id");
+    assert.ok((await cursorOf()) < ids[1] && (await cursorOf()) > ids[0], "cursor just before from_event_id");
     const report = await drain();
     assert.deepEqual(report, { read: 3, started: 0, duplicates: 3, quarantined: 0, capped: 0, cursor: ids[3] });
     assert.equal(hooks.calls.length, 4, "no new call reached the target");
@@ -451,7 +504,10 @@ describe("workflow_runner", () => {
 
     await errorOf(await admin("POST", "/admin/consumers/nobody/replay", { from_event_id: ids[0] }), 404, "not_found");
     const bad = await errorOf(
-      await admin("POST", "/admin/consumers/workflow_runner/replay", { from_event_id: "x" }), 400, "invalid_request");
+      await admin("POST", "/admin/consumers/workflow_runner/replay", { from_event_id: "x" }),
+      400,
+      "invalid_request",
+    );
     assert.equal(bad.field, "from_event_id");
   });
 
@@ -468,14 +524,24 @@ describe("workflow_runner", () => {
       const locked = reports.filter((r) => r.locked);
       overlaps += locked.length;
       for (const r of locked) assert.equal(r.read, 0);
-      assert.equal(worked.reduce((n, r) => n + r.read, 0), 200, JSON.stringify(reports));
-      assert.equal(worked.reduce((n, r) => n + r.started, 0), 200);
+      assert.equal(
+        worked.reduce((n, r) => n + r.read, 0),
+        200,
+        JSON.stringify(reports),
+      );
+      assert.equal(
+        worked.reduce((n, r) => n + r.started, 0),
+        200,
+      );
       assert.equal(await cursorOf(), ids.at(-1));
     }
     t.diagnostic(`drain pairs that overlapped (one reported locked): ${overlaps}/3`);
     assert.ok(overlaps >= 1, "the two drains overlapped at least once");
     assert.equal(hooks.calls.length, 600);
-    assert.ok([...hooks.deliveries().values()].every((n) => n === 1), "no Idempotency-Key delivered twice");
+    assert.ok(
+      [...hooks.deliveries().values()].every((n) => n === 1),
+      "no Idempotency-Key delivered twice",
+    );
     assertStartedExactlyOnce(all.map((id) => key(id, "notify")));
     assert.equal((await rows("SELECT * FROM cron_locks")).length, 0);
   });
@@ -485,7 +551,9 @@ describe("workflow_runner", () => {
     await workflow("vendors");
     await workflow("leads");
     await subscribe("price.*", "big_items", { filter_expr: 'payload.amount > 100 && entity_type == "item"' });
-    await subscribe("vendor.*", "vendors", { input_mapper: { vendor_id: "$.entity_id", cost: "$.payload.cost", version: 2 } });
+    await subscribe("vendor.*", "vendors", {
+      input_mapper: { vendor_id: "$.entity_id", cost: "$.payload.cost", version: 2 },
+    });
     await subscribe("lead.?", "leads"); // ? is one character: lead.received does not match
     await subscribe("order.*", "leads", { enabled: false });
     await emit("price.changed", { amount: 50 }); // filter false
@@ -540,7 +608,10 @@ describe("overlapping runs", () => {
     await db.prepare("UPDATE cron_locks SET expires_at_ms = 0").run();
     const second = admin("POST", "/admin/events/drain?consumer=workflow_runner");
     await Promise.all([first, second]);
-    assert.ok([...hooks.deliveries().values()].every((n) => n === 1), `deliveries: ${JSON.stringify([...hooks.deliveries()])}`);
+    assert.ok(
+      [...hooks.deliveries().values()].every((n) => n === 1),
+      `deliveries: ${JSON.stringify([...hooks.deliveries()])}`,
+    );
     assert.equal((await rows("SELECT * FROM workflow_run_log WHERE status = 'started'")).length, 10);
   });
 
@@ -555,7 +626,11 @@ describe("overlapping runs", () => {
     const retry = () => admin("POST", `/admin/quarantine/workflow_runner/${poison}/retry`);
     const answers = await Promise.all([retry(), retry()]);
     const bodies = await Promise.all(answers.map((r) => jsonOf(r, 200)));
-    assert.equal(bodies.reduce((n, b) => n + b.started, 0), 1, JSON.stringify(bodies));
+    assert.equal(
+      bodies.reduce((n, b) => n + b.started, 0),
+      1,
+      JSON.stringify(bodies),
+    );
     assert.equal(hooks.calls.length, 1);
   });
 });
@@ -596,7 +671,9 @@ describe("errors", () => {
     await errorOf(await admin("POST", "/admin/subscriptions", "{"), 400, "invalid_json");
     await errorOf(
       await mesh.fetch("events", "/admin/subscriptions", { method: "POST", headers: JSON_TYPE, body: "{}" }),
-      401, "unauthorized");
+      401,
+      "unauthorized",
+    );
     await errorOf(await mesh.fetch("events", "/admin/events/drain", { method: "POST" }), 401, "unauthorized");
     await errorOf(await mesh.fetch("events", "/admin/quarantine"), 401, "unauthorized");
   });
@@ -618,16 +695,27 @@ describe("errors", () => {
       const error = await errorOf(await post(body), 400, "invalid_event");
       assert.equal(error.field, field, JSON.stringify(body));
     }
-    const big = await errorOf(await post({ ...base, payload: { blob: "x".repeat(65 * 1024) } }), 413, "payload_too_large");
+    const big = await errorOf(
+      await post({ ...base, payload: { blob: "x".repeat(65 * 1024) } }),
+      413,
+      "payload_too_large",
+    );
     assert.equal(big.field, "payload");
     const huge = await post({ ...base, payload: { blob: "x".repeat(300 * 1024) } });
     assert.equal(huge.status, 413, "a body far over the limit is refused before parsing");
     assert.ok((await huge.json()).error.code);
-    await errorOf(await post("{\"event_type\":"), 400, "invalid_json");
-    await errorOf(await post(base, { ...mesh.tenantHeaders("bakery"), "content-type": "text/plain" }), 415, "unsupported_media_type");
+    await errorOf(await post('{"event_type":'), 400, "invalid_json");
+    await errorOf(
+      await post(base, { ...mesh.tenantHeaders("bakery"), "content-type": "text/plain" }),
+      415,
+      "unsupported_media_type",
+    );
     await errorOf(await post(base, JSON_TYPE), 401, "unauthenticated_tenant");
-    await errorOf(await post(base, { ...mesh.tenantHeaders("bakery", { token: "wrong-token-0000000000" }), ...JSON_TYPE }),
-      401, "unauthenticated_tenant");
+    await errorOf(
+      await post(base, { ...mesh.tenantHeaders("bakery", { token: "wrong-token-0000000000" }), ...JSON_TYPE }),
+      401,
+      "unauthenticated_tenant",
+    );
     await errorOf(await post(base, { authorization: "Bearer wrong", ...JSON_TYPE }), 401, "unauthenticated_tenant");
 
     const schema = { type: "object", required: ["amount"], properties: { amount: { type: "number" } } };
@@ -637,7 +725,12 @@ describe("errors", () => {
     assert.equal((await rows("SELECT * FROM events")).length, 0, "nothing written");
 
     const read = (q) => mesh.fetch("events", `/api/events${q}`, { headers: mesh.tenantHeaders("bakery") });
-    for (const [q, field] of [["?type=PRICE.*", "type"], ["?after=zzz", "after"], ["?limit=0", "limit"], ["?limit=501", "limit"]]) {
+    for (const [q, field] of [
+      ["?type=PRICE.*", "type"],
+      ["?after=zzz", "after"],
+      ["?limit=0", "limit"],
+      ["?limit=501", "limit"],
+    ]) {
       const error = await errorOf(await read(q), 400, "invalid_request");
       assert.equal(error.field, field, q);
     }
@@ -647,7 +740,8 @@ describe("errors", () => {
 describe("queue", () => {
   it("an event_message() sent twice through another worker's EVENTS_QUEUE lands once", async () => {
     const eventId = ulid();
-    const message = { // shared/emit.cpp event_message()
+    const message = {
+      // shared/emit.cpp event_message()
       event_id: eventId,
       event_type: "lead.received",
       entity_ref: `lead:${eventId}`,
@@ -664,7 +758,9 @@ describe("queue", () => {
     const count = () => db.prepare("SELECT COUNT(*) AS n FROM events").first("n");
     await waitFor(async () => (await count()) >= 2);
     await sleep(1500); // one more max_batch_timeout: any late redelivery would have landed
-    const stored = await rows("SELECT event_id, tenant_id, source_system, event_type, payload_json FROM events ORDER BY event_id");
+    const stored = await rows(
+      "SELECT event_id, tenant_id, source_system, event_type, payload_json FROM events ORDER BY event_id",
+    );
     assert.equal(stored.length, 2, JSON.stringify(stored));
     assert.deepEqual(stored[0], {
       event_id: eventId,

@@ -65,9 +65,7 @@ function makeExports(handlers, stats) {
         return 0;
       }
       const key =
-        message.op === "fetch"
-          ? `${message.request.method} ${new URL(message.request.url).pathname}`
-          : message.op;
+        message.op === "fetch" ? `${message.request.method} ${new URL(message.request.url).pathname}` : message.op;
       const handler = handlers[key] ?? handlers[message.op] ?? notFound;
       const run = { gen: handler(message), state: 0, nextEffect: 1, pending: [] };
       const id = nextRun++;
@@ -94,7 +92,10 @@ function makeExports(handlers, stats) {
       stats.deliveries.push(results.map((r) => r.id));
       for (const r of results) run.results.set(r.id, r);
       if (run.waitingFor.every((e) => run.results.has(e))) {
-        step(run, run.waitingFor.map((e) => run.results.get(e)));
+        step(
+          run,
+          run.waitingFor.map((e) => run.results.get(e)),
+        );
       }
     },
     ss_drop(id) {

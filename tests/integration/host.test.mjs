@@ -7,8 +7,12 @@ import { defineWorker } from "../../bindings/host.js";
 import { Core, wasmImports } from "../../bindings/instance.js";
 import { fakeCore, json } from "./fake-core.mjs";
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const ctx = () => ({ waited: [], waitUntil(p) { this.waited.push(p); } });
+const ctx = () => ({
+  waited: [],
+  waitUntil(p) {
+    this.waited.push(p);
+  },
+});
 const get = (path, init) => new Request(`https://worker.test${path}`, init);
 
 // Captures console output per test, so traps can be checked to be logged exactly once.
@@ -128,7 +132,10 @@ describe("effect loop", () => {
     const calls = [];
     const env = {
       CACHE: {
-        get: async (k) => (calls.push(["get", k]), "cached"),
+        get: async (k) => {
+          calls.push(["get", k]);
+          return "cached";
+        },
         put: async (k, v, o) => calls.push(["put", k, v, o]),
         delete: async (k) => calls.push(["delete", k]),
       },
@@ -158,7 +165,10 @@ describe("effect loop", () => {
     });
     const res = await defineWorker(core).fetch(get("/all"), env, ctx());
     const results = await res.json();
-    assert.ok(results.every((r) => r.ok), JSON.stringify(results));
+    assert.ok(
+      results.every((r) => r.ok),
+      JSON.stringify(results),
+    );
     assert.deepEqual(
       results.map((r) => r.value),
       [
@@ -177,19 +187,29 @@ describe("effect loop", () => {
         {},
       ],
     );
-    assert.deepEqual(calls.find((c) => c[0] === "put"), ["put", "k", "v", { expirationTtl: 60 }]);
-    assert.deepEqual(calls.find((c) => c[0] === "send"), ["send", { a: 1 }, { delaySeconds: 30 }]);
-    assert.deepEqual(calls.find((c) => c[0] === "ae"), [
-      "ae",
-      { blobs: ["/"], doubles: [1], indexes: ["t"] },
-    ]);
+    assert.deepEqual(
+      calls.find((c) => c[0] === "put"),
+      ["put", "k", "v", { expirationTtl: 60 }],
+    );
+    assert.deepEqual(
+      calls.find((c) => c[0] === "send"),
+      ["send", { a: 1 }, { delaySeconds: 30 }],
+    );
+    assert.deepEqual(
+      calls.find((c) => c[0] === "ae"),
+      ["ae", { blobs: ["/"], doubles: [1], indexes: ["t"] }],
+    );
   });
 
   it("delivers results as they settle, so three sleeps of one run finish in order", async () => {
     const core = fakeCore({
       *"GET /sleeps"() {
         const started = Date.now();
-        yield [{ kind: "sleep", ms: 60 }, { kind: "sleep", ms: 20 }, { kind: "sleep", ms: 40 }];
+        yield [
+          { kind: "sleep", ms: 60 },
+          { kind: "sleep", ms: 20 },
+          { kind: "sleep", ms: 40 },
+        ];
         return json(200, { elapsed: Date.now() - started });
       },
     });
@@ -222,7 +242,12 @@ describe("effect loop", () => {
   it("turns executor failures into error values, never stacks", async () => {
     const env = {
       NOT_A_DB: "text",
-      DB: { prepare() { throw new Error("D1_ERROR: no such table: leads"); }, batch() {} },
+      DB: {
+        prepare() {
+          throw new Error("D1_ERROR: no such table: leads");
+        },
+        batch() {},
+      },
     };
     const core = fakeCore({
       *"GET /errors"() {
@@ -237,12 +262,15 @@ describe("effect loop", () => {
     });
     const res = await defineWorker(core).fetch(get("/errors"), env, ctx());
     const results = await res.json();
-    assert.deepEqual(results.map((r) => [r.ok, r.error.code]), [
-      [false, "binding_missing"],
-      [false, "binding_missing"],
-      [false, "d1_error"],
-      [false, "unsupported_effect"],
-    ]);
+    assert.deepEqual(
+      results.map((r) => [r.ok, r.error.code]),
+      [
+        [false, "binding_missing"],
+        [false, "binding_missing"],
+        [false, "d1_error"],
+        [false, "unsupported_effect"],
+      ],
+    );
     assert.match(results[2].error.message, /no such table/);
     assert.ok(results.every((r) => !/\n\s+at /.test(r.error.message)));
   });
@@ -250,11 +278,14 @@ describe("effect loop", () => {
   it("computes WebCrypto hashes and random bytes in hex", async () => {
     const core = fakeCore({
       *"GET /crypto"() {
-        return json(200, yield [
-          { kind: "crypto.sha256", data: "abc" },
-          { kind: "crypto.hmac_sha256", key: "key", data: "The quick brown fox jumps over the lazy dog" },
-          { kind: "crypto.random", bytes: 16 },
-        ]);
+        return json(
+          200,
+          yield [
+            { kind: "crypto.sha256", data: "abc" },
+            { kind: "crypto.hmac_sha256", key: "key", data: "The quick brown fox jumps over the lazy dog" },
+            { kind: "crypto.random", bytes: 16 },
+          ],
+        );
       },
     });
     const [sha, hmac, random] = await (await defineWorker(core).fetch(get("/crypto"), {}, ctx())).json();
@@ -288,11 +319,14 @@ describe("effect loop", () => {
       await new Promise((r) => closed.close(r));
       const core = fakeCore({
         *"GET /out"() {
-          return json(200, yield [
-            { kind: "fetch", url: `${base}/x`, method: "POST", headers: { Authorization: "Basic x" }, body: "hi" },
-            { kind: "fetch", url: `${base}/hang`, method: "GET", headers: {}, timeoutMs: 50 },
-            { kind: "fetch", url: deadUrl, method: "GET", headers: {} },
-          ]);
+          return json(
+            200,
+            yield [
+              { kind: "fetch", url: `${base}/x`, method: "POST", headers: { Authorization: "Basic x" }, body: "hi" },
+              { kind: "fetch", url: `${base}/hang`, method: "GET", headers: {}, timeoutMs: 50 },
+              { kind: "fetch", url: deadUrl, method: "GET", headers: {} },
+            ],
+          );
         },
       });
       const [ok, timeout, refused] = await (await defineWorker(core).fetch(get("/out"), {}, ctx())).json();
@@ -313,17 +347,30 @@ describe("effect loop", () => {
     const env = {
       EVENTS_SERVICE: {
         async fetch(request) {
-          seen = { method: request.method, url: request.url, body: await request.text(),
-                   tenant: request.headers.get("x-siteswarm-tenant-id") };
+          seen = {
+            method: request.method,
+            url: request.url,
+            body: await request.text(),
+            tenant: request.headers.get("x-siteswarm-tenant-id"),
+          };
           return Response.json({ event_id: "01J" }, { status: 201 });
         },
       },
     };
     const core = fakeCore({
       *"GET /svc"() {
-        const [r] = yield [{ kind: "service", binding: "EVENTS_SERVICE", request: {
-          method: "POST", url: "https://events/api/events",
-          headers: { "x-siteswarm-tenant-id": "bakery" }, body: "{}" } }];
+        const [r] = yield [
+          {
+            kind: "service",
+            binding: "EVENTS_SERVICE",
+            request: {
+              method: "POST",
+              url: "https://events/api/events",
+              headers: { "x-siteswarm-tenant-id": "bakery" },
+              body: "{}",
+            },
+          },
+        ];
         return json(200, r);
       },
     });
@@ -447,7 +494,10 @@ describe("instantiation of a real module", () => {
 
   it("stubs every import; stdio goes to console.error; no clock, no randomness", () => {
     let instance;
-    instance = new WebAssembly.Instance(module, wasmImports(module, () => instance.exports.memory));
+    instance = new WebAssembly.Instance(
+      module,
+      wasmImports(module, () => instance.exports.memory),
+    );
     instance.exports._initialize();
     assert.deepEqual(errors, ["hello from init"]);
     assert.equal(instance.exports.clock(), 52);
@@ -481,7 +531,10 @@ function fakeD1(calls) {
     bind: (...p) => statement(sql, p),
     all: async () => ({ results: [{ sql, params }], meta: { rows_read: 1 } }),
     first: async () => ({ sql, params }),
-    run: async () => (calls.push(["run", sql]), { meta: { changes: 1, last_row_id: 7 } }),
+    run: async () => {
+      calls.push(["run", sql]);
+      return { meta: { changes: 1, last_row_id: 7 } };
+    },
   });
   return {
     prepare: (sql) => statement(sql),

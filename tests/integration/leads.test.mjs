@@ -1,4 +1,4 @@
-// The leads-service end to end on the real leads.wasm in workerd (CONTRACT.md "leads-service", "Tenant
+// The leads-service end to end on the real leads.wasm in workerd (docs/contract.md "leads-service", "Tenant
 // context", "Tenant provisioning"): every line of the contract's leads section, good and bad input,
 // each checked on the status, the JSON body and the D1 state; the notification pipeline through the
 // worker's own queue (consumed by the leads worker itself in Miniflare) against the third-party stubs,
@@ -41,7 +41,12 @@ async function waitFor(what, probe, timeoutMs = 20_000) {
 // ---- D1 -----------------------------------------------------------------------------------------
 async function rows(sql, ...params) {
   const db = await mesh.d1("leads", "LEADS_DB");
-  return (await db.prepare(sql).bind(...params).all()).results;
+  return (
+    await db
+      .prepare(sql)
+      .bind(...params)
+      .all()
+  ).results;
 }
 const count = async (sql, ...params) => (await rows(sql, ...params))[0].n;
 const leadRows = (tenant) => rows("SELECT * FROM leads WHERE tenant_id = ?1 ORDER BY id", tenant);
@@ -57,8 +62,11 @@ async function settled(leadId, channels) {
   });
 }
 /** Waits until no delivery of any tenant is pending (so that no stub traffic is still on its way). */
-const quiet = () => waitFor("all deliveries to settle", async () =>
-  (await count("SELECT COUNT(*) AS n FROM lead_deliveries WHERE status = 'pending'")) === 0);
+const quiet = () =>
+  waitFor(
+    "all deliveries to settle",
+    async () => (await count("SELECT COUNT(*) AS n FROM lead_deliveries WHERE status = 'pending'")) === 0,
+  );
 
 /** The ledger's events about one entity (they travel through the siteswarm-events queue). */
 async function ledger(entityId) {
@@ -119,8 +127,11 @@ const lead = (extra = {}) => ({
  * `as`: "json" (object → JSON), "form" (object → urlencoded), "multipart" (object → miniflare FormData),
  * or "raw" (`body` is sent as-is with `type`).
  */
-function submit(tenant, body, { as = "json", type, headers = {}, ip = freshIp(), via = "leads",
-  path = "/api/leads/submit", auth = true } = {}) {
+function submit(
+  tenant,
+  body,
+  { as = "json", type, headers = {}, ip = freshIp(), via = "leads", path = "/api/leads/submit", auth = true } = {},
+) {
   const h = { ...(auth && tenant ? tenantHeaders(tenant) : {}), ...(ip && { "CF-Connecting-IP": ip }), ...headers };
   let payload = body;
   if (as === "json") {
@@ -162,19 +173,27 @@ before(async () => {
   // The bakery's leads config (its manifest's, plus a webhook on the stubs) under its own secrets:
   // the example site's SITESWARM_TENANT_TOKEN stays valid.
   const bakeryHook = webhook("bakery");
-  await provision("bakery", {
-    turnstile: "required",
-    rateLimit: { limit: 1000, periodSeconds: 60 },
-    redirectUrl: "/thanks.html",
-    fields: ["order_date"],
-    notify: { webhook: bakeryHook },
-  }, { webhookSecret: bakeryHook.secret });
+  await provision(
+    "bakery",
+    {
+      turnstile: "required",
+      rateLimit: { limit: 1000, periodSeconds: 60 },
+      redirectUrl: "/thanks.html",
+      fields: ["order_date"],
+      notify: { webhook: bakeryHook },
+    },
+    { webhookSecret: bakeryHook.secret },
+  );
   const intakeHook = webhook("lt-intake");
-  await provision("lt-intake", {
-    rateLimit: { limit: 1000, periodSeconds: 60 },
-    fields: ["preferred_date"],
-    notify: { webhook: intakeHook },
-  }, { webhookSecret: intakeHook.secret });
+  await provision(
+    "lt-intake",
+    {
+      rateLimit: { limit: 1000, periodSeconds: 60 },
+      fields: ["preferred_date"],
+      notify: { webhook: intakeHook },
+    },
+    { webhookSecret: intakeHook.secret },
+  );
 });
 after(() => mesh?.dispose());
 
@@ -216,9 +235,18 @@ describe("leads intake: accepted submissions", () => {
   });
 
   it("an application/x-www-form-urlencoded post (cf-turnstile-response) → 202 and one row", async () => {
-    const leadId = await accepted(await submit("lt-intake", {
-      name: "Bob B", email: "bob@example.com", message: "a & b = c", "cf-turnstile-response": DUMMY_TOKEN,
-    }, { as: "form" }));
+    const leadId = await accepted(
+      await submit(
+        "lt-intake",
+        {
+          name: "Bob B",
+          email: "bob@example.com",
+          message: "a & b = c",
+          "cf-turnstile-response": DUMMY_TOKEN,
+        },
+        { as: "form" },
+      ),
+    );
     const row = (await rows("SELECT * FROM leads WHERE id = ?1", leadId))[0];
     assert.equal(row.tenant_id, "lt-intake");
     assert.equal(row.turnstile_verified, 1);
@@ -226,13 +254,24 @@ describe("leads intake: accepted submissions", () => {
   });
 
   it("a multipart/form-data post (miniflare FormData, text fields) → 202 and one row", async () => {
-    const leadId = await accepted(await submit("lt-intake", {
-      email: "cy@example.com", phone: "+44 20 7946 0018", preferred_date: "soon", turnstileToken: DUMMY_TOKEN,
-    }, { as: "multipart" }));
+    const leadId = await accepted(
+      await submit(
+        "lt-intake",
+        {
+          email: "cy@example.com",
+          phone: "+44 20 7946 0018",
+          preferred_date: "soon",
+          turnstileToken: DUMMY_TOKEN,
+        },
+        { as: "multipart" },
+      ),
+    );
     const found = await rows("SELECT * FROM leads WHERE id = ?1", leadId);
     assert.equal(found.length, 1);
     assert.deepEqual(JSON.parse(found[0].payload), {
-      email: "cy@example.com", phone: "+442079460018", preferred_date: "soon",
+      email: "cy@example.com",
+      phone: "+442079460018",
+      preferred_date: "soon",
     });
   });
 
@@ -243,7 +282,9 @@ describe("leads intake: accepted submissions", () => {
     fd.append("turnstileToken", DUMMY_TOKEN);
     fd.append("attachment", new Blob(["%PDF-1.4"], { type: "application/pdf" }), "quote.pdf");
     const res = await mesh.fetch("leads", "/api/leads/submit", {
-      method: "POST", headers: { ...tenantHeaders("lt-intake"), "CF-Connecting-IP": freshIp() }, body: fd,
+      method: "POST",
+      headers: { ...tenantHeaders("lt-intake"), "CF-Connecting-IP": freshIp() },
+      body: fd,
     });
     await errorOf(res, 400, "invalid_request");
     assert.equal(await count("SELECT COUNT(*) AS n FROM leads"), n);
@@ -255,10 +296,17 @@ describe("leads intake: accepted submissions", () => {
   });
 
   it("either contact channel is enough: phone only, email only", async () => {
-    const byPhone = await accepted(await submit("lt-intake", { phone: "+1 555 010 3000", turnstileToken: DUMMY_TOKEN }));
-    const byEmail = await accepted(await submit("lt-intake", { email: "only@example.com", turnstileToken: DUMMY_TOKEN }));
+    const byPhone = await accepted(
+      await submit("lt-intake", { phone: "+1 555 010 3000", turnstileToken: DUMMY_TOKEN }),
+    );
+    const byEmail = await accepted(
+      await submit("lt-intake", { email: "only@example.com", turnstileToken: DUMMY_TOKEN }),
+    );
     const payloads = await rows("SELECT id, payload FROM leads WHERE id IN (?1, ?2) ORDER BY id", byPhone, byEmail);
-    assert.deepEqual(payloads.map((r) => JSON.parse(r.payload)), [{ phone: "+15550103000" }, { email: "only@example.com" }]);
+    assert.deepEqual(
+      payloads.map((r) => JSON.parse(r.payload)),
+      [{ phone: "+15550103000" }, { email: "only@example.com" }],
+    );
   });
 });
 
@@ -275,24 +323,40 @@ describe("leads intake: refused submissions store nothing", () => {
     const big = { email: "a@example.com", message: "x".repeat(32 * KIB), turnstileToken: DUMMY_TOKEN };
     await errorOf(await submit("lt-intake", big), 413, "payload_too_large");
     // One byte over the limit, as a malformed JSON document: still 413, never 400 (not parsed).
-    await errorOf(await submit("lt-intake", "{" + " ".repeat(32 * KIB), { as: "raw", type: "application/json" }),
-      413, "payload_too_large");
+    await errorOf(
+      await submit("lt-intake", `{${" ".repeat(32 * KIB)}`, { as: "raw", type: "application/json" }),
+      413,
+      "payload_too_large",
+    );
     // Over the host's 1 MiB read limit, urlencoded.
-    await errorOf(await submit("lt-intake", "message=" + "y".repeat(1100 * KIB), {
-      as: "raw", type: "application/x-www-form-urlencoded" }), 413, "payload_too_large");
+    await errorOf(
+      await submit("lt-intake", `message=${"y".repeat(1100 * KIB)}`, {
+        as: "raw",
+        type: "application/x-www-form-urlencoded",
+      }),
+      413,
+      "payload_too_large",
+    );
     // The limit itself is allowed: a body of exactly 32 KiB is parsed (and refused on its merits).
     const prefix = JSON.stringify({ email: "a@example.com", turnstileToken: DUMMY_TOKEN, message: "" });
-    const exact = prefix.slice(0, -2) + "z".repeat(32 * KIB - prefix.length) + '"}';
+    const exact = `${prefix.slice(0, -2) + "z".repeat(32 * KIB - prefix.length)}"}`;
     assert.equal(Buffer.byteLength(exact), 32 * KIB);
-    const error = await errorOf(await submit("lt-intake", exact, { as: "raw", type: "application/json" }),
-      400, "invalid_lead");
+    const error = await errorOf(
+      await submit("lt-intake", exact, { as: "raw", type: "application/json" }),
+      400,
+      "invalid_lead",
+    );
     assert.ok(error.fields.message, "the message is too long, the body is not");
     await nothingStored();
   });
 
   it("a wrong or missing content type → 415 unsupported_media_type", async () => {
     for (const type of ["text/plain", "application/xml", "text/html; charset=utf-8"]) {
-      await errorOf(await submit("lt-intake", "email=a%40example.com", { as: "raw", type }), 415, "unsupported_media_type");
+      await errorOf(
+        await submit("lt-intake", "email=a%40example.com", { as: "raw", type }),
+        415,
+        "unsupported_media_type",
+      );
     }
     await errorOf(await submit("lt-intake", "email=a%40example.com", { as: "raw" }), 415, "unsupported_media_type");
     await nothingStored();
@@ -301,35 +365,62 @@ describe("leads intake: refused submissions store nothing", () => {
   it("malformed JSON → 400 invalid_json; a JSON value that is not an object → 400", async () => {
     await errorOf(await submit("lt-intake", '{"email":', { as: "raw", type: "application/json" }), 400, "invalid_json");
     await errorOf(await submit("lt-intake", "", { as: "raw", type: "application/json" }), 400, "invalid_json");
-    const notObject = await jsonOf(await submit("lt-intake", '["a@example.com"]', { as: "raw", type: "application/json" }), 400);
+    const notObject = await jsonOf(
+      await submit("lt-intake", '["a@example.com"]', { as: "raw", type: "application/json" }),
+      400,
+    );
     assert.equal(typeof notObject.error.code, "string");
     await nothingStored();
   });
 
   it("neither email nor phone → 400 invalid_lead with fields.email and fields.phone", async () => {
-    const error = await errorOf(await submit("lt-intake", { name: "No Contact", turnstileToken: DUMMY_TOKEN }),
-      400, "invalid_lead");
+    const error = await errorOf(
+      await submit("lt-intake", { name: "No Contact", turnstileToken: DUMMY_TOKEN }),
+      400,
+      "invalid_lead",
+    );
     assert.equal(typeof error.fields.email, "string");
     assert.equal(typeof error.fields.phone, "string");
     // Blank values count as missing.
-    const blank = await errorOf(await submit("lt-intake", { email: "  ", phone: "", turnstileToken: DUMMY_TOKEN }),
-      400, "invalid_lead");
+    const blank = await errorOf(
+      await submit("lt-intake", { email: "  ", phone: "", turnstileToken: DUMMY_TOKEN }),
+      400,
+      "invalid_lead",
+    );
     assert.deepEqual(Object.keys(blank.fields).sort(), ["email", "phone"]);
     await nothingStored();
   });
 
   it("bad values and undeclared fields → 400 invalid_lead naming each field", async () => {
-    const error = await errorOf(await submit("lt-intake", {
-      email: "not-an-email", phone: "call me", name: ["a"], favorite_color: "red", turnstileToken: DUMMY_TOKEN,
-    }), 400, "invalid_lead");
+    const error = await errorOf(
+      await submit("lt-intake", {
+        email: "not-an-email",
+        phone: "call me",
+        name: ["a"],
+        favorite_color: "red",
+        turnstileToken: DUMMY_TOKEN,
+      }),
+      400,
+      "invalid_lead",
+    );
     assert.equal(typeof error.fields.name, "string");
-    const bad = await errorOf(await submit("lt-intake", {
-      email: "not-an-email", phone: "call me", favorite_color: "red", turnstileToken: DUMMY_TOKEN,
-    }), 400, "invalid_lead");
+    const bad = await errorOf(
+      await submit("lt-intake", {
+        email: "not-an-email",
+        phone: "call me",
+        favorite_color: "red",
+        turnstileToken: DUMMY_TOKEN,
+      }),
+      400,
+      "invalid_lead",
+    );
     assert.deepEqual(Object.keys(bad.fields).sort(), ["email", "favorite_color", "phone"]);
     assert.equal(bad.fields.favorite_color, "is not a field this form accepts");
-    const long = await errorOf(await submit("lt-intake", { email: "a@example.com", name: "n".repeat(201),
-      turnstileToken: DUMMY_TOKEN }), 400, "invalid_lead");
+    const long = await errorOf(
+      await submit("lt-intake", { email: "a@example.com", name: "n".repeat(201), turnstileToken: DUMMY_TOKEN }),
+      400,
+      "invalid_lead",
+    );
     assert.deepEqual(Object.keys(long.fields), ["name"]);
     // Validation comes before Turnstile: an invalid lead with a bad token is a 400, not a 403.
     await errorOf(await submit("lt-intake", { name: "x", turnstileToken: "forged" }), 400, "invalid_lead");
@@ -343,12 +434,18 @@ describe("leads intake: refused submissions store nothing", () => {
   });
 
   it("a wrong method → 405 with Allow; an unknown leads route → JSON 404", async () => {
-    const res = await mesh.fetch("leads", "/api/leads/submit", { method: "PUT", headers: { ...tenantHeaders("lt-intake"),
-      ...JSON_TYPE }, body: JSON.stringify(lead()) });
+    const res = await mesh.fetch("leads", "/api/leads/submit", {
+      method: "PUT",
+      headers: { ...tenantHeaders("lt-intake"), ...JSON_TYPE },
+      body: JSON.stringify(lead()),
+    });
     await errorOf(res, 405, "method_not_allowed");
     assert.match(res.headers.get("allow") ?? "", /POST/);
-    await errorOf(await mesh.fetch("leads", "/api/leads/submit/extra", { method: "POST", headers: tenantHeaders("lt-intake") }),
-      404, "not_found");
+    await errorOf(
+      await mesh.fetch("leads", "/api/leads/submit/extra", { method: "POST", headers: tenantHeaders("lt-intake") }),
+      404,
+      "not_found",
+    );
     await nothingStored();
   });
 
@@ -382,8 +479,11 @@ describe("honeypot", () => {
 
     const leadId = await accepted(await submit("lt-honey", lead({ website_url: "http://spam.example" })));
     // Also as a form post with a bad Turnstile token: the bot still sees a success.
-    const formRes = await submit("lt-honey", { email: "bot@spam.example", website_url: "x", "cf-turnstile-response": "forged" },
-      { as: "form" });
+    const formRes = await submit(
+      "lt-honey",
+      { email: "bot@spam.example", website_url: "x", "cf-turnstile-response": "forged" },
+      { as: "form" },
+    );
     const formLeadId = await accepted(formRes);
     assert.notEqual(formLeadId, leadId);
 
@@ -391,14 +491,22 @@ describe("honeypot", () => {
     assert.equal(await count("SELECT COUNT(*) AS n FROM leads"), leadsBefore);
     assert.equal(await count("SELECT COUNT(*) AS n FROM lead_deliveries"), deliveriesBefore);
     assert.equal(await count("SELECT COUNT(*) AS n FROM leads WHERE id IN (?1, ?2)", leadId, formLeadId), 0);
-    assert.deepEqual(mesh.stubs.requests.slice(stubTraffic).map((r) => r.path), [],
-      "no siteverify, no email, no webhook");
-    await errorOf(await mesh.fetch("leads", `/api/leads/${leadId}`, { headers: adminHeaders("lt-honey") }), 404, "not_found");
+    assert.deepEqual(
+      mesh.stubs.requests.slice(stubTraffic).map((r) => r.path),
+      [],
+      "no siteverify, no email, no webhook",
+    );
+    await errorOf(
+      await mesh.fetch("leads", `/api/leads/${leadId}`, { headers: adminHeaders("lt-honey") }),
+      404,
+      "not_found",
+    );
     // The ledger records the absorbed spam (per tenant), never a lead.received.
     const db = await mesh.d1("events", "EVENTS_DB");
     const spam = await waitFor("lead.spam_absorbed ×2", async () => {
-      const { results } = await db.prepare("SELECT * FROM events WHERE tenant_id = 'lt-honey' AND "
-        + "event_type = 'lead.spam_absorbed'").all();
+      const { results } = await db
+        .prepare("SELECT * FROM events WHERE tenant_id = 'lt-honey' AND " + "event_type = 'lead.spam_absorbed'")
+        .all();
       return results.length >= 2 ? results : null;
     });
     assert.equal(spam.length, 2);
@@ -424,7 +532,11 @@ describe("Turnstile", () => {
   it("a wrong token → 403 turnstile_failed, nothing stored; a missing token too", async () => {
     const n = await count("SELECT COUNT(*) AS n FROM leads");
     const calls = siteverifyCalls();
-    const error = await errorOf(await submit("lt-intake", lead({ turnstileToken: "forged-token" })), 403, "turnstile_failed");
+    const error = await errorOf(
+      await submit("lt-intake", lead({ turnstileToken: "forged-token" })),
+      403,
+      "turnstile_failed",
+    );
     assert.ok(!error.message.includes(TURNSTILE_PASS_SECRET), "no secret in the message");
     assert.equal(siteverifyCalls(), calls + 1, "the wrong token was checked with siteverify");
     const { turnstileToken, ...noToken } = lead();
@@ -438,19 +550,25 @@ describe("Turnstile", () => {
     const [row] = await rows("SELECT * FROM leads WHERE id = ?1", leadId);
     assert.equal(row.turnstile_verified, 0);
     assert.equal(row.tenant_id, "lt-intake");
-    const view = await jsonOf(await mesh.fetch("leads", `/api/leads/${leadId}`, { headers: adminHeaders("lt-intake") }), 200);
+    const view = await jsonOf(
+      await mesh.fetch("leads", `/api/leads/${leadId}`, { headers: adminHeaders("lt-intake") }),
+      200,
+    );
     assert.equal(view.turnstileVerified, false);
     // Back up: verified again.
     const next = await accepted(await submit("lt-intake", lead()));
     assert.equal((await rows("SELECT turnstile_verified FROM leads WHERE id = ?1", next))[0].turnstile_verified, 1);
   });
 
-  it("turnstile \"off\": no token needed and siteverify is not called", async () => {
+  it('turnstile "off": no token needed and siteverify is not called', async () => {
     await provision("lt-noturnstile", { turnstile: "off" });
     const calls = siteverifyCalls();
     const leadId = await accepted(await submit("lt-noturnstile", { email: "a@example.com" }));
     assert.equal(siteverifyCalls(), calls);
-    assert.equal(await count("SELECT COUNT(*) AS n FROM leads WHERE id = ?1 AND tenant_id = 'lt-noturnstile'", leadId), 1);
+    assert.equal(
+      await count("SELECT COUNT(*) AS n FROM leads WHERE id = ?1 AND tenant_id = 'lt-noturnstile'", leadId),
+      1,
+    );
   });
 });
 
@@ -487,7 +605,9 @@ describe("Turnstile: siteverify unreachable (closed port)", () => {
 async function holdingHook() {
   const hook = { calls: [], open: 0 };
   let releaseFirst;
-  const first = new Promise((resolve) => { releaseFirst = resolve; });
+  const first = new Promise((resolve) => {
+    releaseFirst = resolve;
+  });
   hook.release = (status) => releaseFirst(status);
   const server = createHttpServer(async (req, res) => {
     let body = "";
@@ -504,10 +624,11 @@ async function holdingHook() {
   });
   await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
   hook.url = `http://127.0.0.1:${server.address().port}/hook`;
-  hook.close = () => new Promise((resolve) => {
-    server.closeAllConnections();
-    server.close(() => resolve());
-  });
+  hook.close = () =>
+    new Promise((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
   return hook;
 }
 
@@ -533,7 +654,10 @@ describe("rate limit", () => {
     assert.match(retryAfter ?? "", /^\d+$/);
     assert.ok(Number(retryAfter) >= 1 && Number(retryAfter) <= 60, `Retry-After ${retryAfter}`);
     assert.equal(await count("SELECT COUNT(*) AS n FROM leads WHERE tenant_id = 'lt-rate'"), 5);
-    assert.equal(await count("SELECT COUNT(*) AS n FROM leads WHERE tenant_id = 'lt-rate' AND payload LIKE '%r5@%'"), 0);
+    assert.equal(
+      await count("SELECT COUNT(*) AS n FROM leads WHERE tenant_id = 'lt-rate' AND payload LIKE '%r5@%'"),
+      0,
+    );
     // Still refused on the next try; another IP has its own window, and so has another tenant.
     await errorOf(await submit("lt-rate", { email: "r6@example.com" }, { ip }), 429, "rate_limited");
     await accepted(await submit("lt-rate", { email: "other-ip@example.com" }, { ip: "198.51.100.24" }));
@@ -541,7 +665,7 @@ describe("rate limit", () => {
     assert.equal(await count("SELECT COUNT(*) AS n FROM leads WHERE tenant_id = 'lt-rate'"), 6);
     // The limiter keeps a hash of the IP, never the IP.
     assert.equal(await count("SELECT COUNT(*) AS n FROM rate_limit_windows WHERE bucket LIKE '%198.51.100.2%'"), 0);
-    assert.ok(await count("SELECT COUNT(*) AS n FROM rate_limit_windows WHERE bucket LIKE 'lt-rate|%'") >= 2);
+    assert.ok((await count("SELECT COUNT(*) AS n FROM rate_limit_windows WHERE bucket LIKE 'lt-rate|%'")) >= 2);
   });
 
   it("comes before honeypot and validation: spam and invalid posts use up the window too", async () => {
@@ -558,7 +682,7 @@ describe("rate limit", () => {
     assert.equal(await count("SELECT COUNT(*) AS n FROM leads WHERE tenant_id = 'lt-rate'"), before);
   });
 
-  // CONTRACT: "size/type → rate limit → honeypot → validation": a malformed body is refused by
+  // docs/contract.md: "size/type → rate limit → honeypot → validation": a malformed body is refused by
   // validation, after the limiter, so it uses up the window too (fixed in 0b37e41; before, the core
   // parsed first and a malformed post was never counted nor answered 429).
   it("counts malformed bodies too, and answers them 429 once the window is full", async () => {
@@ -573,10 +697,12 @@ describe("rate limit", () => {
 
 // -------------------------------------------------------------------------------------------------
 describe("Idempotency-Key", () => {
-  before(() => provision("lt-idem", {
-    rateLimit: { limit: 1000, periodSeconds: 60 },
-    notify: { webhook: webhook("lt-idem") },
-  }));
+  before(() =>
+    provision("lt-idem", {
+      rateLimit: { limit: 1000, periodSeconds: 60 },
+      notify: { webhook: webhook("lt-idem") },
+    }),
+  );
 
   it("a replay returns the same leadId and creates nothing new", async () => {
     const verifyBefore = siteverifyCalls();
@@ -587,7 +713,10 @@ describe("Idempotency-Key", () => {
       const again = await accepted(await submit("lt-idem", lead({ message: `again ${i}` }), { headers }));
       assert.equal(again, first);
     }
-    assert.deepEqual((await leadRows("lt-idem")).map((r) => r.id), [first]);
+    assert.deepEqual(
+      (await leadRows("lt-idem")).map((r) => r.id),
+      [first],
+    );
     assert.equal(siteverifyCalls(), verifyBefore + 1);
     const [delivery] = await settled(first, 1);
     assert.equal(delivery.status, "delivered");
@@ -601,25 +730,38 @@ describe("Idempotency-Key", () => {
 
   it("concurrent twins with one key: one lead, every answer names it", async () => {
     const headers = { "Idempotency-Key": "twin-key-1" };
-    const ids = await Promise.all(Array.from({ length: 6 }, () => submit("lt-idem", lead(), { headers }).then(accepted)));
+    const ids = await Promise.all(
+      Array.from({ length: 6 }, () => submit("lt-idem", lead(), { headers }).then(accepted)),
+    );
     assert.equal(new Set(ids).size, 1, `leadIds ${ids.join(",")}`);
     assert.equal(await count("SELECT COUNT(*) AS n FROM leads WHERE id = ?1", ids[0]), 1);
     assert.equal(await count("SELECT COUNT(*) AS n FROM leads WHERE tenant_id = 'lt-idem'"), 3);
-    assert.equal(await count("SELECT COUNT(*) AS n FROM lead_idempotency WHERE tenant_id = 'lt-idem' AND "
-      + "idempotency_key = 'twin-key-1'"), 1);
+    assert.equal(
+      await count(
+        "SELECT COUNT(*) AS n FROM lead_idempotency WHERE tenant_id = 'lt-idem' AND " +
+          "idempotency_key = 'twin-key-1'",
+      ),
+      1,
+    );
   });
 
   it("keys are per tenant", async () => {
     const headers = { "Idempotency-Key": "form-7f3a" }; // lt-idem's key of the first test
     const mine = await accepted(await submit("lt-intake", lead(), { headers }));
-    const theirs = (await rows("SELECT lead_id FROM lead_idempotency WHERE tenant_id = 'lt-idem' AND idempotency_key = 'form-7f3a'"))[0];
+    const theirs = (
+      await rows("SELECT lead_id FROM lead_idempotency WHERE tenant_id = 'lt-idem' AND idempotency_key = 'form-7f3a'")
+    )[0];
     assert.notEqual(mine, theirs.lead_id);
     assert.equal((await rows("SELECT tenant_id FROM leads WHERE id = ?1", mine))[0].tenant_id, "lt-intake");
   });
 
   it("a key over 200 characters → 400, nothing stored", async () => {
     const n = await count("SELECT COUNT(*) AS n FROM leads");
-    await errorOf(await submit("lt-idem", lead(), { headers: { "Idempotency-Key": "k".repeat(201) } }), 400, "invalid_request");
+    await errorOf(
+      await submit("lt-idem", lead(), { headers: { "Idempotency-Key": "k".repeat(201) } }),
+      400,
+      "invalid_request",
+    );
     assert.equal(await count("SELECT COUNT(*) AS n FROM leads"), n);
   });
 });
@@ -633,7 +775,11 @@ describe("storeSubmissions: false", () => {
       storeSubmissions: false,
       notify: {
         webhook: hook,
-        email: { provider: "sendgrid", to: ["a@lt-nostore.example", "b@lt-nostore.example"], from: "Forms <forms@lt-nostore.example>" },
+        email: {
+          provider: "sendgrid",
+          to: ["a@lt-nostore.example", "b@lt-nostore.example"],
+          from: "Forms <forms@lt-nostore.example>",
+        },
       },
     });
   });
@@ -644,8 +790,13 @@ describe("storeSubmissions: false", () => {
     assert.equal(await count("SELECT COUNT(*) AS n FROM leads WHERE tenant_id = 'lt-nostore'"), 0);
     assert.equal(await count("SELECT COUNT(*) AS n FROM leads WHERE payload LIKE '%private@example.com%'"), 0);
     const ds = await settled(leadId, 2);
-    assert.deepEqual(ds.map((d) => [d.channel, d.provider, d.status, d.attempts]),
-      [["email", "sendgrid", "delivered", 1], ["webhook", "webhook", "delivered", 1]]);
+    assert.deepEqual(
+      ds.map((d) => [d.channel, d.provider, d.status, d.attempts]),
+      [
+        ["email", "sendgrid", "delivered", 1],
+        ["webhook", "webhook", "delivered", 1],
+      ],
+    );
 
     const calls = stubCalls("/webhook/lt-nostore");
     assert.equal(calls.length, 1);
@@ -658,11 +809,18 @@ describe("storeSubmissions: false", () => {
     const mails = stubCalls("/v3/mail/send").slice(sendgridBefore);
     assert.equal(mails.length, 1);
     const mail = JSON.parse(mails[0].body);
-    assert.deepEqual(mail.personalizations[0].to, [{ email: "a@lt-nostore.example" }, { email: "b@lt-nostore.example" }]);
+    assert.deepEqual(mail.personalizations[0].to, [
+      { email: "a@lt-nostore.example" },
+      { email: "b@lt-nostore.example" },
+    ]);
     assert.equal(mail.reply_to.email, "private@example.com");
     assert.equal(mails[0].headers.authorization, "Bearer SG.local-placeholder");
     // Nothing to read back.
-    await errorOf(await mesh.fetch("leads", `/api/leads/${leadId}`, { headers: adminHeaders("lt-nostore") }), 404, "not_found");
+    await errorOf(
+      await mesh.fetch("leads", `/api/leads/${leadId}`, { headers: adminHeaders("lt-nostore") }),
+      404,
+      "not_found",
+    );
     const list = await jsonOf(await mesh.fetch("leads", "/api/leads", { headers: adminHeaders("lt-nostore") }), 200);
     assert.deepEqual(list.leads, []);
   });
@@ -673,8 +831,11 @@ describe("HTML form redirect", () => {
   before(() => provision("lt-redirect", { redirectUrl: "https://lt-redirect.example/thanks" }));
 
   it("an HTML form post (Accept: text/html) to a tenant with redirectUrl → 303 Location", async () => {
-    const res = await submit("lt-redirect", { email: "html@example.com", "cf-turnstile-response": DUMMY_TOKEN },
-      { as: "form", headers: { accept: "text/html,application/xhtml+xml,*/*;q=0.8" } });
+    const res = await submit(
+      "lt-redirect",
+      { email: "html@example.com", "cf-turnstile-response": DUMMY_TOKEN },
+      { as: "form", headers: { accept: "text/html,application/xhtml+xml,*/*;q=0.8" } },
+    );
     assert.equal(res.status, 303);
     assert.equal(res.headers.get("location"), "https://lt-redirect.example/thanks");
     await res.arrayBuffer();
@@ -685,8 +846,13 @@ describe("HTML form redirect", () => {
 
   it("the same tenant answers a fetch() client 202 JSON; a tenant without redirectUrl answers HTML forms 202", async () => {
     await accepted(await submit("lt-redirect", lead(), { headers: { accept: "application/json" } }));
-    await accepted(await submit("lt-intake", { email: "h@example.com", "cf-turnstile-response": DUMMY_TOKEN },
-      { as: "form", headers: { accept: "text/html" } }));
+    await accepted(
+      await submit(
+        "lt-intake",
+        { email: "h@example.com", "cf-turnstile-response": DUMMY_TOKEN },
+        { as: "form", headers: { accept: "text/html" } },
+      ),
+    );
     assert.equal((await leadRows("lt-redirect")).length, 2);
   });
 
@@ -720,9 +886,16 @@ describe("tenant context", () => {
     }
     assert.equal(await count("SELECT COUNT(*) AS n FROM leads WHERE tenant_id = 'auto-repair'"), autoBefore);
     assert.equal(await count("SELECT COUNT(*) AS n FROM lead_deliveries WHERE tenant_id = 'auto-repair'"), 0);
-    const asBakery = await jsonOf(await mesh.fetch("leads", `/api/leads/${ids[0]}`, { headers: adminHeaders("bakery") }), 200);
+    const asBakery = await jsonOf(
+      await mesh.fetch("leads", `/api/leads/${ids[0]}`, { headers: adminHeaders("bakery") }),
+      200,
+    );
     assert.equal(asBakery.fields.email, "spoof0@example.com");
-    await errorOf(await mesh.fetch("leads", `/api/leads/${ids[0]}`, { headers: adminHeaders("auto-repair") }), 404, "not_found");
+    await errorOf(
+      await mesh.fetch("leads", `/api/leads/${ids[0]}`, { headers: adminHeaders("auto-repair") }),
+      404,
+      "not_found",
+    );
     // The bakery's webhook got them (signed with the bakery's secret), nobody else's.
     await settled(ids[1], 1);
     const hook = stubCalls("/webhook/bakery").filter((c) => ids.includes(JSON.parse(c.body).leadId));
@@ -734,9 +907,17 @@ describe("tenant context", () => {
   });
 
   it("an HTML form through the bakery is redirected to the bakery's own thanks page", async () => {
-    const res = await submit(null, { email: "form@example.com", "cf-turnstile-response": DUMMY_TOKEN }, {
-      via: "bakery", path: "/api/leads", auth: false, as: "form", headers: { accept: "text/html" },
-    });
+    const res = await submit(
+      null,
+      { email: "form@example.com", "cf-turnstile-response": DUMMY_TOKEN },
+      {
+        via: "bakery",
+        path: "/api/leads",
+        auth: false,
+        as: "form",
+        headers: { accept: "text/html" },
+      },
+    );
     assert.equal(res.status, 303);
     assert.equal(res.headers.get("location"), "/thanks.html");
   });
@@ -765,7 +946,10 @@ describe("tenant context", () => {
     const del = await mesh.fetch("leads", "/admin/tenants/lt-disabled", { method: "DELETE", headers: mesh.operator() });
     assert.deepEqual(await jsonOf(del, 200), { tenantId: "lt-disabled", enabled: false });
     await errorOf(await submit("lt-disabled", { email: "b@example.com" }), 401, "unauthenticated_tenant");
-    assert.deepEqual((await leadRows("lt-disabled")).map((r) => r.id), [leadId]);
+    assert.deepEqual(
+      (await leadRows("lt-disabled")).map((r) => r.id),
+      [leadId],
+    );
   });
 });
 
@@ -775,13 +959,24 @@ describe("tenant provisioning (leads config keys)", () => {
     const c = { token: secret(), adminToken: secret() };
     const hook = webhook("lt-prov");
     const config = {
-      storeSubmissions: true, honeypotField: "hp", turnstile: "off", rateLimit: { limit: 7, periodSeconds: 30 },
-      redirectUrl: "/thanks.html", fields: ["vehicle"],
-      notify: { email: { provider: "resend", to: ["o@example.com"], from: "f@example.com" },
-        sms: { to: ["+15550100001"] }, webhook: hook },
+      storeSubmissions: true,
+      honeypotField: "hp",
+      turnstile: "off",
+      rateLimit: { limit: 7, periodSeconds: 30 },
+      redirectUrl: "/thanks.html",
+      fields: ["vehicle"],
+      notify: {
+        email: { provider: "resend", to: ["o@example.com"], from: "f@example.com" },
+        sms: { to: ["+15550100001"] },
+        webhook: hook,
+      },
     };
-    const put = (body) => mesh.fetch("leads", "/admin/tenants/lt-prov", {
-      method: "PUT", headers: mesh.operator(JSON_TYPE), body: JSON.stringify(body) });
+    const put = (body) =>
+      mesh.fetch("leads", "/admin/tenants/lt-prov", {
+        method: "PUT",
+        headers: mesh.operator(JSON_TYPE),
+        body: JSON.stringify(body),
+      });
     const created = await jsonOf(await put({ ...c, config }), 201);
     assert.equal(created.tenantId, "lt-prov");
     assert.equal(created.config.notify.webhook.secret, "[redacted]");
@@ -803,7 +998,10 @@ describe("tenant provisioning (leads config keys)", () => {
       [{ redirectUrl: "//evil.example/" }, "config.redirectUrl"],
       [{ notify: { webhook: { url: "http://10.0.0.1/x", secret: "0123456789abcdef" } } }, "config.notify.webhook.url"],
       [{ notify: { webhook: { url: hook.url, secret: "short" } } }, "config.notify.webhook.secret"],
-      [{ notify: { email: { provider: "mailgun", to: ["o@example.com"], from: "f@example.com" } } }, "config.notify.email.provider"],
+      [
+        { notify: { email: { provider: "mailgun", to: ["o@example.com"], from: "f@example.com" } } },
+        "config.notify.email.provider",
+      ],
       [{ notify: { sms: { to: ["555-0100"] } } }, "config.notify.sms.to"],
     ]) {
       const error = await errorOf(await put({ config: bad }), 400, "invalid_request");
@@ -811,10 +1009,15 @@ describe("tenant provisioning (leads config keys)", () => {
     }
     // Without the operator token: 401, nothing changed.
     const res = await mesh.fetch("leads", "/admin/tenants/lt-prov", {
-      method: "PUT", headers: { ...JSON_TYPE, authorization: `Bearer ${c.adminToken}` }, body: JSON.stringify({ config: {} }) });
+      method: "PUT",
+      headers: { ...JSON_TYPE, authorization: `Bearer ${c.adminToken}` },
+      body: JSON.stringify({ config: {} }),
+    });
     assert.equal(res.status, 401);
     await res.arrayBuffer();
-    const after = JSON.parse((await rows("SELECT config_json FROM tenants WHERE tenant_id = 'lt-prov'"))[0].config_json);
+    const after = JSON.parse(
+      (await rows("SELECT config_json FROM tenants WHERE tenant_id = 'lt-prov'"))[0].config_json,
+    );
     assert.equal(after.rateLimit.limit, 7);
   });
 });
@@ -823,10 +1026,18 @@ describe("tenant provisioning (leads config keys)", () => {
 describe("tenant admin API", () => {
   const ids = [];
   before(async () => {
-    await provision("lt-admin", { turnstile: "off", fields: ["preferred_date"], notify: { webhook: webhook("lt-admin") } });
+    await provision("lt-admin", {
+      turnstile: "off",
+      fields: ["preferred_date"],
+      notify: { webhook: webhook("lt-admin") },
+    });
     const bodies = [
-      { name: "=HYPERLINK(\"http://evil\")", email: "q@example.com", message: "line one\nline \"two\", with comma",
-        preferred_date: "@SUM(A1)" },
+      {
+        name: '=HYPERLINK("http://evil")',
+        email: "q@example.com",
+        message: 'line one\nline "two", with comma',
+        preferred_date: "@SUM(A1)",
+      },
       { email: "p1@example.com" },
       { email: "p2@example.com", phone: "+15550104000" },
       { email: "p3@example.com", message: "plain" },
@@ -839,9 +1050,13 @@ describe("tenant admin API", () => {
   });
 
   it("GET /api/leads: newest first, limit/cursor pages, nextCursor null at the end", async () => {
-    const get = async (q) => jsonOf(await mesh.fetch("leads", `/api/leads${q}`, { headers: adminHeaders("lt-admin") }), 200);
+    const get = async (q) =>
+      jsonOf(await mesh.fetch("leads", `/api/leads${q}`, { headers: adminHeaders("lt-admin") }), 200);
     const all = await get("");
-    assert.deepEqual(all.leads.map((l) => l.id), [...ids].reverse());
+    assert.deepEqual(
+      all.leads.map((l) => l.id),
+      [...ids].reverse(),
+    );
     assert.equal(all.nextCursor, null);
     assert.deepEqual(Object.keys(all.leads[0]).sort(), ["createdAt", "fields", "id", "turnstileVerified"]);
     assert.equal(all.leads[0].fields.email, "p4@example.com");
@@ -856,13 +1071,20 @@ describe("tenant admin API", () => {
     }
     assert.deepEqual(seen, [...ids].reverse());
     for (const q of ["?limit=0", "?limit=201", "?limit=abc", "?cursor=zzz"]) {
-      await errorOf(await mesh.fetch("leads", `/api/leads${q}`, { headers: adminHeaders("lt-admin") }), 400, "invalid_request");
+      await errorOf(
+        await mesh.fetch("leads", `/api/leads${q}`, { headers: adminHeaders("lt-admin") }),
+        400,
+        "invalid_request",
+      );
     }
   });
 
   it("GET /api/leads/{id}: the lead, its deliveries and their history", async () => {
     await settled(ids[2], 1);
-    const view = await jsonOf(await mesh.fetch("leads", `/api/leads/${ids[2]}`, { headers: adminHeaders("lt-admin") }), 200);
+    const view = await jsonOf(
+      await mesh.fetch("leads", `/api/leads/${ids[2]}`, { headers: adminHeaders("lt-admin") }),
+      200,
+    );
     assert.equal(view.id, ids[2]);
     assert.deepEqual(view.fields, { email: "p2@example.com", phone: "+15550104000" });
     assert.equal(view.deliveries.length, 1);
@@ -870,8 +1092,11 @@ describe("tenant admin API", () => {
     assert.equal(view.deliveries[0].history.length, 1);
     assert.equal(view.deliveries[0].history[0].ok, true);
     assert.equal(view.deliveries[0].history[0].httpStatus, 200);
-    await errorOf(await mesh.fetch("leads", "/api/leads/01ARZ3NDEKTSV4RRFFQ69G5FAV", { headers: adminHeaders("lt-admin") }),
-      404, "not_found");
+    await errorOf(
+      await mesh.fetch("leads", "/api/leads/01ARZ3NDEKTSV4RRFFQ69G5FAV", { headers: adminHeaders("lt-admin") }),
+      404,
+      "not_found",
+    );
   });
 
   it("GET /api/leads/export.csv: RFC 4180, one row per lead, formulas defused", async () => {
@@ -880,7 +1105,10 @@ describe("tenant admin API", () => {
     assert.match(res.headers.get("content-type"), /^text\/csv/);
     assert.match(res.headers.get("content-disposition"), /attachment/);
     const csv = await res.text();
-    assert.ok(csv.startsWith("id,created_at,turnstile_verified,name,email,phone,message,preferred_date\r\n"), csv.slice(0, 100));
+    assert.ok(
+      csv.startsWith("id,created_at,turnstile_verified,name,email,phone,message,preferred_date\r\n"),
+      csv.slice(0, 100),
+    );
     for (const id of ids) assert.equal(csv.split(id).length - 1, 1, `${id} once in the CSV`);
     assert.ok(csv.includes('"\'=HYPERLINK(""http://evil"")"'));
     assert.ok(csv.includes('"line one\nline ""two"", with comma"'));
@@ -889,17 +1117,29 @@ describe("tenant admin API", () => {
 
   it("DELETE /api/leads/{id}: 204, the payload is gone, a second erase is 404", async () => {
     await settled(ids[1], 1);
-    const res = await mesh.fetch("leads", `/api/leads/${ids[1]}`, { method: "DELETE", headers: adminHeaders("lt-admin") });
+    const res = await mesh.fetch("leads", `/api/leads/${ids[1]}`, {
+      method: "DELETE",
+      headers: adminHeaders("lt-admin"),
+    });
     assert.equal(res.status, 204);
     assert.equal(await res.text(), "");
     assert.equal(await count("SELECT COUNT(*) AS n FROM leads WHERE id = ?1", ids[1]), 0);
     assert.equal(await count("SELECT COUNT(*) AS n FROM leads WHERE payload LIKE '%p1@example.com%'"), 0);
-    await errorOf(await mesh.fetch("leads", `/api/leads/${ids[1]}`, { headers: adminHeaders("lt-admin") }), 404, "not_found");
-    await errorOf(await mesh.fetch("leads", `/api/leads/${ids[1]}`, { method: "DELETE", headers: adminHeaders("lt-admin") }),
-      404, "not_found");
+    await errorOf(
+      await mesh.fetch("leads", `/api/leads/${ids[1]}`, { headers: adminHeaders("lt-admin") }),
+      404,
+      "not_found",
+    );
+    await errorOf(
+      await mesh.fetch("leads", `/api/leads/${ids[1]}`, { method: "DELETE", headers: adminHeaders("lt-admin") }),
+      404,
+      "not_found",
+    );
     const list = await jsonOf(await mesh.fetch("leads", "/api/leads", { headers: adminHeaders("lt-admin") }), 200);
     assert.ok(!list.leads.some((l) => l.id === ids[1]));
-    const csv = await (await mesh.fetch("leads", "/api/leads/export.csv", { headers: adminHeaders("lt-admin") })).text();
+    const csv = await (
+      await mesh.fetch("leads", "/api/leads/export.csv", { headers: adminHeaders("lt-admin") })
+    ).text();
     assert.ok(!csv.includes(ids[1]) && !csv.includes("p1@example.com"));
   });
 
@@ -907,7 +1147,10 @@ describe("tenant admin API", () => {
     mesh.stubs.failNext("/webhook/lt-admin", 100, 500); // keep the delivery pending (retrying)
     const leadId = await accepted(await submit("lt-admin", { email: "erase-me@example.com" }));
     await waitFor("a first failed attempt", async () => (await deliveriesOf(leadId))[0]?.attempts >= 1);
-    const res = await mesh.fetch("leads", `/api/leads/${leadId}`, { method: "DELETE", headers: adminHeaders("lt-admin") });
+    const res = await mesh.fetch("leads", `/api/leads/${leadId}`, {
+      method: "DELETE",
+      headers: adminHeaders("lt-admin"),
+    });
     assert.equal(res.status, 204);
     const [d] = await deliveriesOf(leadId);
     assert.equal(d.status, "cancelled");
@@ -925,7 +1168,10 @@ describe("tenant admin API", () => {
       await provision("lt-erase-race", { turnstile: "off", notify: { webhook: { url: held.url, secret: secret() } } });
       const leadId = await accepted(await submit("lt-erase-race", { email: "erase-race@example.com" }));
       await waitFor("the first attempt to be in flight", () => held.open > 0);
-      const res = await mesh.fetch("leads", `/api/leads/${leadId}`, { method: "DELETE", headers: adminHeaders("lt-erase-race") });
+      const res = await mesh.fetch("leads", `/api/leads/${leadId}`, {
+        method: "DELETE",
+        headers: adminHeaders("lt-erase-race"),
+      });
       assert.equal(res.status, 204);
       assert.equal((await deliveriesOf(leadId))[0].status, "cancelled");
       held.release(500); // the in-flight attempt fails after the erasure
@@ -948,10 +1194,19 @@ describe("tenant admin API", () => {
       { authorization: `Bearer ${creds["lt-admin"].adminToken}` },
       tenantHeaders("lt-admin"),
     ]) {
-      for (const path of ["/api/leads", "/api/leads/export.csv", `/api/leads/${ids[0]}`, "/api/leads/deliveries?status=dead"]) {
+      for (const path of [
+        "/api/leads",
+        "/api/leads/export.csv",
+        `/api/leads/${ids[0]}`,
+        "/api/leads/deliveries?status=dead",
+      ]) {
         await errorOf(await mesh.fetch("leads", path, { headers }), 401, "unauthorized");
       }
-      await errorOf(await mesh.fetch("leads", `/api/leads/${ids[0]}`, { method: "DELETE", headers }), 401, "unauthorized");
+      await errorOf(
+        await mesh.fetch("leads", `/api/leads/${ids[0]}`, { method: "DELETE", headers }),
+        401,
+        "unauthorized",
+      );
     }
     assert.equal(await count("SELECT COUNT(*) AS n FROM leads WHERE id = ?1", ids[0]), 1);
   });
@@ -982,17 +1237,27 @@ describe("tenant isolation", () => {
     for (const id of a) assert.ok(csv.includes(id));
     for (const id of [...b, "%27%20OR%20%271%27%3D%271", b[0].toLowerCase()]) {
       await errorOf(await mesh.fetch("leads", `/api/leads/${id}`, { headers: asA }), 404, "not_found");
-      await errorOf(await mesh.fetch("leads", `/api/leads/${id}`, { method: "DELETE", headers: asA }), 404, "not_found");
+      await errorOf(
+        await mesh.fetch("leads", `/api/leads/${id}`, { method: "DELETE", headers: asA }),
+        404,
+        "not_found",
+      );
     }
     assert.equal(await count("SELECT COUNT(*) AS n FROM leads WHERE tenant_id = 'lt-b'"), 2);
     const asB = await jsonOf(await mesh.fetch("leads", `/api/leads/${b[0]}`, { headers: adminHeaders("lt-b") }), 200);
     assert.equal(asB.fields.email, "b0@b.example");
     // B's admin token does not open A, and A's deliveries view shows none of B's.
-    await errorOf(await mesh.fetch("leads", "/api/leads", { headers: adminHeaders("lt-a", creds["lt-b"].adminToken) }),
-      401, "unauthorized");
+    await errorOf(
+      await mesh.fetch("leads", "/api/leads", { headers: adminHeaders("lt-a", creds["lt-b"].adminToken) }),
+      401,
+      "unauthorized",
+    );
     await settled(b[1], 1);
     for (const status of ["dead", "delivered", "pending", "cancelled"]) {
-      const view = await jsonOf(await mesh.fetch("leads", `/api/leads/deliveries?status=${status}`, { headers: asA }), 200);
+      const view = await jsonOf(
+        await mesh.fetch("leads", `/api/leads/deliveries?status=${status}`, { headers: asA }),
+        200,
+      );
       assert.deepEqual(view.deliveries, [], status);
     }
   });
@@ -1014,7 +1279,14 @@ describe("notifications", () => {
     const calls = stubCalls("/webhook/lt-retry");
     assert.equal(calls.length, 3);
     const attempts = await attemptsOf(delivery.id);
-    assert.deepEqual(attempts.map((x) => [x.attempt, x.ok, x.http_status]), [[1, 0, 500], [2, 0, 500], [3, 1, 200]]);
+    assert.deepEqual(
+      attempts.map((x) => [x.attempt, x.ok, x.http_status]),
+      [
+        [1, 0, 500],
+        [2, 0, 500],
+        [3, 1, 200],
+      ],
+    );
 
     const now = Math.floor(Date.now() / 1000);
     for (const call of calls) {
@@ -1023,8 +1295,11 @@ describe("notifications", () => {
       const { ok, t } = verifySignature(call.headers["x-siteswarm-signature"], call.body, hook.secret);
       assert.ok(ok, "v1 = HMAC-SHA256(secret, t.body)");
       assert.ok(Math.abs(now - t) < 300, `t=${t} is now`);
-      assert.equal(verifySignature(call.headers["x-siteswarm-signature"], call.body, "wrong-secret-0123456789").ok, false);
-      assert.equal(verifySignature(call.headers["x-siteswarm-signature"], call.body + " ", hook.secret).ok, false);
+      assert.equal(
+        verifySignature(call.headers["x-siteswarm-signature"], call.body, "wrong-secret-0123456789").ok,
+        false,
+      );
+      assert.equal(verifySignature(call.headers["x-siteswarm-signature"], `${call.body} `, hook.secret).ok, false);
       const body = JSON.parse(call.body);
       assert.equal(body.event, "lead.received");
       assert.equal(body.leadId, leadId);
@@ -1032,9 +1307,18 @@ describe("notifications", () => {
       assert.equal(body.tenantId, "lt-retry");
       assert.equal(body.lead.email, "ada@example.com");
     }
-    const view = await jsonOf(await mesh.fetch("leads", `/api/leads/${leadId}`, { headers: adminHeaders("lt-retry") }), 200);
-    assert.deepEqual(view.deliveries[0].history.map((h) => [h.attempt, h.ok, h.httpStatus]),
-      [[1, false, 500], [2, false, 500], [3, true, 200]]);
+    const view = await jsonOf(
+      await mesh.fetch("leads", `/api/leads/${leadId}`, { headers: adminHeaders("lt-retry") }),
+      200,
+    );
+    assert.deepEqual(
+      view.deliveries[0].history.map((h) => [h.attempt, h.ok, h.httpStatus]),
+      [
+        [1, false, 500],
+        [2, false, 500],
+        [3, true, 200],
+      ],
+    );
     const [event] = await waitForEvent(leadId, "lead.delivered");
     assert.equal(event.payload.attempts, 3);
     assert.equal(event.payload.deliveryId, delivery.id);
@@ -1055,8 +1339,10 @@ describe("notifications", () => {
       assert.equal(attempts.length, MAX_ATTEMPTS);
       assert.ok(attempts.every((x) => x.ok === 0 && x.http_status === 500));
 
-      const dead = await jsonOf(await mesh.fetch("leads", "/api/leads/deliveries?status=dead",
-        { headers: adminHeaders("lt-dead") }), 200);
+      const dead = await jsonOf(
+        await mesh.fetch("leads", "/api/leads/deliveries?status=dead", { headers: adminHeaders("lt-dead") }),
+        200,
+      );
       assert.equal(dead.deliveries.length, 1);
       const [d] = dead.deliveries;
       assert.equal(d.id, delivery.id);
@@ -1068,16 +1354,29 @@ describe("notifications", () => {
       assert.equal(d.lastError, "HTTP 500");
       assert.equal(d.deliveredAt, null);
       // Dead is the default view; other statuses are filters; nonsense is 400.
-      const byDefault = await jsonOf(await mesh.fetch("leads", "/api/leads/deliveries", { headers: adminHeaders("lt-dead") }), 200);
-      assert.deepEqual(byDefault.deliveries.map((x) => x.id), [delivery.id]);
-      const delivered = await jsonOf(await mesh.fetch("leads", "/api/leads/deliveries?status=delivered",
-        { headers: adminHeaders("lt-dead") }), 200);
+      const byDefault = await jsonOf(
+        await mesh.fetch("leads", "/api/leads/deliveries", { headers: adminHeaders("lt-dead") }),
+        200,
+      );
+      assert.deepEqual(
+        byDefault.deliveries.map((x) => x.id),
+        [delivery.id],
+      );
+      const delivered = await jsonOf(
+        await mesh.fetch("leads", "/api/leads/deliveries?status=delivered", { headers: adminHeaders("lt-dead") }),
+        200,
+      );
       assert.deepEqual(delivered.deliveries, []);
-      await errorOf(await mesh.fetch("leads", "/api/leads/deliveries?status=lost", { headers: adminHeaders("lt-dead") }),
-        400, "invalid_request");
+      await errorOf(
+        await mesh.fetch("leads", "/api/leads/deliveries?status=lost", { headers: adminHeaders("lt-dead") }),
+        400,
+        "invalid_request",
+      );
       // Not visible to another tenant.
-      const other = await jsonOf(await mesh.fetch("leads", "/api/leads/deliveries?status=dead",
-        { headers: adminHeaders("lt-intake") }), 200);
+      const other = await jsonOf(
+        await mesh.fetch("leads", "/api/leads/deliveries?status=dead", { headers: adminHeaders("lt-intake") }),
+        200,
+      );
       assert.ok(!other.deliveries.some((x) => x.id === delivery.id));
       // The lead itself is still there, and the ledger says the delivery failed.
       assert.equal(await count("SELECT COUNT(*) AS n FROM leads WHERE id = ?1", leadId), 1);
@@ -1106,12 +1405,15 @@ describe("notifications", () => {
     try {
       const leadId = await accepted(await submit("lt-channels", lead({ message: "Brake check, please." })));
       const ds = await settled(leadId, 4);
-      assert.deepEqual(ds.map((d) => [d.channel, d.provider, d.status]), [
-        ["email", "resend", "dead"],
-        ["sms", "twilio:+15550100001", "delivered"],
-        ["sms", "twilio:+15550100002", "delivered"],
-        ["webhook", "webhook", "delivered"],
-      ]);
+      assert.deepEqual(
+        ds.map((d) => [d.channel, d.provider, d.status]),
+        [
+          ["email", "resend", "dead"],
+          ["sms", "twilio:+15550100001", "delivered"],
+          ["sms", "twilio:+15550100002", "delivered"],
+          ["webhook", "webhook", "delivered"],
+        ],
+      );
       assert.equal(ds[0].attempts, MAX_ATTEMPTS);
       assert.equal(ds[0].last_error, "HTTP 503");
       assert.ok(ds.slice(1).every((d) => d.attempts === 1));
@@ -1131,13 +1433,23 @@ describe("notifications", () => {
       assert.equal(hooks.length, 1);
       assert.ok(verifySignature(hooks[0].headers["x-siteswarm-signature"], hooks[0].body, hook.secret).ok);
 
-      const dead = await jsonOf(await mesh.fetch("leads", "/api/leads/deliveries?status=dead",
-        { headers: adminHeaders("lt-channels") }), 200);
-      assert.deepEqual(dead.deliveries.map((d) => [d.channel, d.provider, d.leadId]), [["email", "resend", leadId]]);
-      const delivered = await jsonOf(await mesh.fetch("leads", "/api/leads/deliveries?status=delivered",
-        { headers: adminHeaders("lt-channels") }), 200);
-      assert.deepEqual(delivered.deliveries.map((d) => d.recipient ?? d.channel).sort(),
-        ["+15550100001", "+15550100002", "webhook"]);
+      const dead = await jsonOf(
+        await mesh.fetch("leads", "/api/leads/deliveries?status=dead", { headers: adminHeaders("lt-channels") }),
+        200,
+      );
+      assert.deepEqual(
+        dead.deliveries.map((d) => [d.channel, d.provider, d.leadId]),
+        [["email", "resend", leadId]],
+      );
+      const delivered = await jsonOf(
+        await mesh.fetch("leads", "/api/leads/deliveries?status=delivered", { headers: adminHeaders("lt-channels") }),
+        200,
+      );
+      assert.deepEqual(delivered.deliveries.map((d) => d.recipient ?? d.channel).sort(), [
+        "+15550100001",
+        "+15550100002",
+        "webhook",
+      ]);
       await waitForEvent(leadId, "lead.delivered", 3);
       const failed = await waitForEvent(leadId, "lead.delivery_failed");
       assert.equal(failed[0].payload.channel, "email");
@@ -1147,7 +1459,10 @@ describe("notifications", () => {
     // Resend back up: the next lead's email goes out once, in Resend's format.
     const leadId = await accepted(await submit("lt-channels", lead({ email: "next@example.com" })));
     const ds = await settled(leadId, 4);
-    assert.ok(ds.every((d) => d.status === "delivered"), JSON.stringify(ds));
+    assert.ok(
+      ds.every((d) => d.status === "delivered"),
+      JSON.stringify(ds),
+    );
     const mail = stubCalls("/emails").at(-1);
     assert.equal(mail.headers.authorization, "Bearer re_local_placeholder");
     assert.equal(mail.headers["idempotency-key"], ds[0].id);

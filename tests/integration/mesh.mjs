@@ -1,5 +1,6 @@
-// The whole platform in ONE Miniflare: the five platform workers and the bakery, built from their
-// wrangler configs, D1 migrated, third-party APIs pointed at the local stubs, tenants provisioned.
+// The whole platform in ONE Miniflare: every worker of workers/workers.json (the platform workers and
+// the client apps), built from their wrangler configs, D1 migrated, third-party APIs pointed at the
+// local stubs, tenants provisioned.
 //
 //   const mesh = await startMesh();
 //   const res = await mesh.fetch("leads", "/health");
@@ -9,17 +10,12 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fetch as miniflareFetch, Miniflare, Response } from "miniflare";
-import {
-  applyMigrations,
-  localBindings,
-  meshWorkerOptions,
-  ROOT,
-  WORKERS,
-} from "../../scripts/lib/local-mesh.mjs";
+import { applyMigrations, localBindings, meshWorkerOptions, WORKERS } from "../../scripts/lib/local-mesh.mjs";
+import { TENANT_MANIFESTS } from "../../scripts/lib/workers.mjs";
 import { provisionManifest } from "../../scripts/provision.mjs";
 import { startStubs } from "../stubs/stub-server.mjs";
 
-// No request to the internet from any test (TOOLCHAIN §7).
+// No request to the internet from any test (docs/toolchain.md, offline).
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 process.env.WRANGLER_SEND_METRICS = "false";
 process.env.WRANGLER_HIDE_BANNER = "true";
@@ -30,28 +26,22 @@ export const secret = () => randomBytes(24).toString("hex");
 
 /**
  * @param options.bindings extra bindings per worker key, e.g. `{ leads: { TURNSTILE_SECRET_KEY } }`
- * @param options.tenants manifests to provision (default: examples/bakery and examples/auto-repair)
+ * @param options.tenants manifests to provision (default: the tenants of workers/workers.json)
  */
 export async function startMesh({ bindings = {}, tenants } = {}) {
   const stubs = await startStubs();
   const scratch = await mkdtemp(path.join(tmpdir(), "siteswarm-mesh-"));
-  const manifests = tenants ?? [
-    JSON.parse(await readFile(path.join(ROOT, "examples/bakery/swarm.config.json"), "utf8")),
-    JSON.parse(await readFile(path.join(ROOT, "examples/auto-repair/swarm.config.json"), "utf8")),
-  ];
-  const tokens = Object.fromEntries(
-    manifests.map((m) => [m.appId, { token: secret(), adminToken: secret() }]),
-  );
+  const manifests =
+    tenants ?? (await Promise.all(TENANT_MANIFESTS.map(async (p) => JSON.parse(await readFile(p, "utf8")))));
+  const tokens = Object.fromEntries(manifests.map((m) => [m.appId, { token: secret(), adminToken: secret() }]));
 
   const local = localBindings({
     stubsUrl: stubs.url,
     adminToken: ADMIN_TOKEN,
-    tenantToken: tokens.bakery?.token,
+    tenantTokens: Object.fromEntries(Object.entries(tokens).map(([appId, t]) => [appId, t.token])),
     testHooks: true,
   });
-  const merged = Object.fromEntries(
-    Object.keys(WORKERS).map((key) => [key, { ...local[key], ...bindings[key] }]),
-  );
+  const merged = Object.fromEntries(Object.keys(WORKERS).map((key) => [key, { ...local[key], ...bindings[key] }]));
   // Each worker also listens on its own 127.0.0.1 port (picked by the OS), so a real browser can
   // open its pages: mesh.url(key).
   const outbound = Object.fromEntries(

@@ -12,7 +12,9 @@ const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
 const bakery = JSON.parse(await readFile(path.join(ROOT, "examples/bakery/swarm.config.json"), "utf8"));
 
 /** A binding-like object recording each request and answering with `answer(request)`. */
-function recordingBinding(answer = () => Response.json({ ok: true, leadId: "01J00000000000000000000000" }, { status: 202 })) {
+function recordingBinding(
+  answer = () => Response.json({ ok: true, leadId: "01J00000000000000000000000" }, { status: 202 }),
+) {
   const seen = [];
   return {
     seen,
@@ -30,8 +32,7 @@ function recordingBinding(answer = () => Response.json({ ok: true, leadId: "01J0
   };
 }
 
-const siteswarmHeaders = (headers) =>
-  Object.entries(headers).filter(([k]) => k.startsWith("x-siteswarm-"));
+const siteswarmHeaders = (headers) => Object.entries(headers).filter(([k]) => k.startsWith("x-siteswarm-"));
 
 async function rejectsWith(promise, code, status) {
   let caught;
@@ -49,7 +50,9 @@ async function rejectsWith(promise, code, status) {
 describe("createPlatformClient with fake bindings", () => {
   it("injects the three tenant headers with the manifest's capability versions", async () => {
     const LEADS_SERVICE = recordingBinding();
-    const EVENTS_SERVICE = recordingBinding(() => Response.json({ event_id: "01J00000000000000000000001" }, { status: 201 }));
+    const EVENTS_SERVICE = recordingBinding(() =>
+      Response.json({ event_id: "01J00000000000000000000001" }, { status: 201 }),
+    );
     const ANALYTICS_SERVICE = recordingBinding(() => new Response(null, { status: 202 }));
     const CMS_SERVICE = recordingBinding(() =>
       Response.json({ open: true, reason: "regular_hours", override: null, nextChange: null }),
@@ -99,7 +102,11 @@ describe("createPlatformClient with fake bindings", () => {
 
   it("defaults the capability version to 1.0.0 and reads a custom token binding", async () => {
     const LEADS_SERVICE = recordingBinding();
-    const client = createPlatformClient({ appId: "shop", bindings: { LEADS_SERVICE, MY_TOKEN: "t" }, tokenBinding: "MY_TOKEN" });
+    const client = createPlatformClient({
+      appId: "shop",
+      bindings: { LEADS_SERVICE, MY_TOKEN: "t" },
+      tokenBinding: "MY_TOKEN",
+    });
     await client.leads.submit({ phone: "+15550109999" });
     assert.deepEqual(siteswarmHeaders(LEADS_SERVICE.seen[0].headers), [
       ["x-siteswarm-capability-version", "1.0.0"],
@@ -110,10 +117,17 @@ describe("createPlatformClient with fake bindings", () => {
 
   it("gives callers no way to set X-SiteSwarm headers themselves", async () => {
     const LEADS_SERVICE = recordingBinding();
-    const client = createPlatformClient({ appId: "bakery", bindings: { LEADS_SERVICE, SITESWARM_TENANT_TOKEN: TOKEN } });
+    const client = createPlatformClient({
+      appId: "bakery",
+      bindings: { LEADS_SERVICE, SITESWARM_TENANT_TOKEN: TOKEN },
+    });
     // Header-looking lead fields and a forged-looking idempotency key stay data, never headers.
     await client.leads.submit(
-      { email: "a@example.com", "X-SiteSwarm-Tenant-Id": "auto-repair", headers: { "X-SiteSwarm-Tenant-Token": "forged" } },
+      {
+        email: "a@example.com",
+        "X-SiteSwarm-Tenant-Id": "auto-repair",
+        headers: { "X-SiteSwarm-Tenant-Token": "forged" },
+      },
       { idempotencyKey: "k-1", headers: { "X-SiteSwarm-Tenant-Id": "auto-repair" } },
     );
     const { headers } = LEADS_SERVICE.seen[0];
@@ -127,7 +141,10 @@ describe("createPlatformClient with fake bindings", () => {
 
   it("sends the Idempotency-Key header", async () => {
     const LEADS_SERVICE = recordingBinding();
-    const client = createPlatformClient({ appId: "bakery", bindings: { LEADS_SERVICE, SITESWARM_TENANT_TOKEN: TOKEN } });
+    const client = createPlatformClient({
+      appId: "bakery",
+      bindings: { LEADS_SERVICE, SITESWARM_TENANT_TOKEN: TOKEN },
+    });
     await client.leads.submit({ email: "a@example.com" }, { idempotencyKey: "order-42" });
     assert.equal(LEADS_SERVICE.seen[0].headers["idempotency-key"], "order-42");
   });
@@ -135,10 +152,16 @@ describe("createPlatformClient with fake bindings", () => {
   it("maps error answers to SiteSwarmError with code, status and fields", async () => {
     const fields = { email: "is not an email address" };
     const LEADS_SERVICE = recordingBinding(() =>
-      Response.json({ error: { code: "invalid_lead", message: "the lead has invalid fields", fields } }, { status: 400 }),
+      Response.json(
+        { error: { code: "invalid_lead", message: "the lead has invalid fields", fields } },
+        { status: 400 },
+      ),
     );
     const EVENTS_SERVICE = recordingBinding(() =>
-      Response.json({ error: { code: "rate_limited", message: "slow down" } }, { status: 429, headers: { "Retry-After": "3" } }),
+      Response.json(
+        { error: { code: "rate_limited", message: "slow down" } },
+        { status: 429, headers: { "Retry-After": "3" } },
+      ),
     );
     const CMS_SERVICE = recordingBinding(() => new Response("<h1>Bad gateway</h1>", { status: 502 }));
     const ANALYTICS_SERVICE = recordingBinding(() => new Response("not json", { status: 200 }));
@@ -157,11 +180,18 @@ describe("createPlatformClient with fake bindings", () => {
   });
 
   it("maps a thrown binding and a 401 answer", async () => {
-    const LEADS_SERVICE = { fetch: async () => { throw new Error("connection reset"); } };
+    const LEADS_SERVICE = {
+      fetch: async () => {
+        throw new Error("connection reset");
+      },
+    };
     const EVENTS_SERVICE = recordingBinding(() =>
       Response.json({ error: { code: "unauthenticated_tenant", message: "who are you" } }, { status: 401 }),
     );
-    const client = createPlatformClient({ appId: "bakery", bindings: { LEADS_SERVICE, EVENTS_SERVICE, SITESWARM_TENANT_TOKEN: TOKEN } });
+    const client = createPlatformClient({
+      appId: "bakery",
+      bindings: { LEADS_SERVICE, EVENTS_SERVICE, SITESWARM_TENANT_TOKEN: TOKEN },
+    });
     await rejectsWith(client.leads.submit({ email: "a@example.com" }), "service_unavailable", 503);
     await rejectsWith(
       client.events.emit({ event_type: "a.b", entity_ref: "x:1", payload: {} }),
@@ -173,7 +203,11 @@ describe("createPlatformClient with fake bindings", () => {
   it("throws service_unavailable (503) for a missing binding or token", async () => {
     const client = createPlatformClient({ appId: "bakery", bindings: { SITESWARM_TENANT_TOKEN: TOKEN } });
     await rejectsWith(client.leads.submit({ email: "a@example.com" }), "service_unavailable", 503);
-    await rejectsWith(client.events.emit({ event_type: "a.b", entity_ref: "x:1", payload: {} }), "service_unavailable", 503);
+    await rejectsWith(
+      client.events.emit({ event_type: "a.b", entity_ref: "x:1", payload: {} }),
+      "service_unavailable",
+      503,
+    );
     await rejectsWith(client.events.list(), "service_unavailable", 503);
     await rejectsWith(client.cms.content(), "service_unavailable", 503);
     await rejectsWith(client.cms.status(), "service_unavailable", 503);
@@ -204,16 +238,38 @@ describe("createPlatformClient with fake bindings", () => {
     const badEmail = await rejectsWith(client.leads.submit({ email: "not-an-email" }), "invalid_lead", 400);
     assert.deepEqual(Object.keys(badEmail.fields), ["email"]);
 
-    const first = await client.events.emit({ event_type: "order.placed", entity_ref: "order:1", payload: {}, idempotency_key: "e1" });
+    const first = await client.events.emit({
+      event_type: "order.placed",
+      entity_ref: "order:1",
+      payload: {},
+      idempotency_key: "e1",
+    });
     assert.match(first.event_id, ULID);
     assert.deepEqual(
-      await client.events.emit({ event_type: "order.placed", entity_ref: "order:1", payload: {}, idempotency_key: "e1" }),
+      await client.events.emit({
+        event_type: "order.placed",
+        entity_ref: "order:1",
+        payload: {},
+        idempotency_key: "e1",
+      }),
       { event_id: first.event_id, duplicate: true },
     );
     await client.events.emit({ event_type: "price.changed", entity_ref: "product:7", payload: { to: 3 } });
-    await rejectsWith(client.events.emit({ event_type: "Order Placed", entity_ref: "order:1", payload: {} }), "invalid_event", 400);
-    await rejectsWith(client.events.emit({ event_type: "order", entity_ref: "order:1", payload: {} }), "invalid_event", 400);
-    await rejectsWith(client.events.emit({ event_type: "order.placed", entity_ref: "order-1", payload: {} }), "invalid_event", 400);
+    await rejectsWith(
+      client.events.emit({ event_type: "Order Placed", entity_ref: "order:1", payload: {} }),
+      "invalid_event",
+      400,
+    );
+    await rejectsWith(
+      client.events.emit({ event_type: "order", entity_ref: "order:1", payload: {} }),
+      "invalid_event",
+      400,
+    );
+    await rejectsWith(
+      client.events.emit({ event_type: "order.placed", entity_ref: "order-1", payload: {} }),
+      "invalid_event",
+      400,
+    );
     const { events, next } = await client.events.list({ type: "order.*" });
     assert.equal(events.length, 1);
     assert.equal(events[0].event_id, first.event_id);
@@ -238,14 +294,21 @@ describe("createPlatformClient with fake bindings", () => {
     // …and its errors are not papered over by the fakes.
     const failing = createPlatformClient({
       appId: "bakery",
-      bindings: { LEADS_SERVICE: recordingBinding(() => new Response("oops", { status: 500 })), SITESWARM_TENANT_TOKEN: TOKEN },
+      bindings: {
+        LEADS_SERVICE: recordingBinding(() => new Response("oops", { status: 500 })),
+        SITESWARM_TENANT_TOKEN: TOKEN,
+      },
       mockFallback: true,
     });
     await rejectsWith(failing.leads.submit({ email: "a@example.com" }), "bad_response", 500);
   });
 
   it("serves the manifest's fallback snapshot for cms when the binding is missing (zero lockout)", async () => {
-    const client = createPlatformClient({ appId: "bakery", manifest: bakery, bindings: { SITESWARM_TENANT_TOKEN: TOKEN } });
+    const client = createPlatformClient({
+      appId: "bakery",
+      manifest: bakery,
+      bindings: { SITESWARM_TENANT_TOKEN: TOKEN },
+    });
     const content = await client.cms.content();
     assert.equal(content.source, "fallback");
     assert.equal(content.tenantId, "bakery");
@@ -278,14 +341,19 @@ describe("createPlatformClient with fake bindings", () => {
     const down = createPlatformClient({
       appId: "bakery",
       manifest: bakery,
-      bindings: { CMS_SERVICE: recordingBinding(() => Response.json({ error: { code: "x", message: "y" } }, { status: 503 })), SITESWARM_TENANT_TOKEN: TOKEN },
+      bindings: {
+        CMS_SERVICE: recordingBinding(() => Response.json({ error: { code: "x", message: "y" } }, { status: 503 })),
+        SITESWARM_TENANT_TOKEN: TOKEN,
+      },
     });
     assert.equal((await down.cms.content()).source, "fallback");
     const refused = createPlatformClient({
       appId: "bakery",
       manifest: bakery,
       bindings: {
-        CMS_SERVICE: recordingBinding(() => Response.json({ error: { code: "unauthenticated_tenant", message: "no" } }, { status: 401 })),
+        CMS_SERVICE: recordingBinding(() =>
+          Response.json({ error: { code: "unauthenticated_tenant", message: "no" } }, { status: 401 }),
+        ),
         SITESWARM_TENANT_TOKEN: TOKEN,
       },
     });
@@ -311,12 +379,18 @@ describe("createPlatformClient with fake bindings", () => {
       appId: "bakery",
       manifest: {
         ...bakery,
-        fallback: { ...bakery.fallback, overrides: [{ closedNow: true, until: "2026-05-26T16:00:00Z", message: "Power cut" }] },
+        fallback: {
+          ...bakery.fallback,
+          overrides: [{ closedNow: true, until: "2026-05-26T16:00:00Z", message: "Power cut" }],
+        },
       },
       bindings: {},
     });
     const cut = await emergency.cms.status("2026-05-26T14:00:00Z");
-    assert.deepEqual([cut.open, cut.reason, cut.override.message, cut.nextChange], [false, "override", "Power cut", "2026-05-26T16:00:00Z"]);
+    assert.deepEqual(
+      [cut.open, cut.reason, cut.override.message, cut.nextChange],
+      [false, "override", "Power cut", "2026-05-26T16:00:00Z"],
+    );
     assert.equal((await emergency.cms.status("2026-05-26T16:30:00Z")).open, true);
   });
 });
@@ -407,6 +481,10 @@ describe("createPlatformClient against the platform workers", () => {
     assert.equal(events.length, 1);
     assert.equal(events[0].event_id, first.event_id);
     assert.equal(events[0].tenant_id, APP);
-    await rejectsWith(client.events.emit({ ...event, event_type: "Not Dotted", idempotency_key: undefined }), "invalid_event", 400);
+    await rejectsWith(
+      client.events.emit({ ...event, event_type: "Not Dotted", idempotency_key: undefined }),
+      "invalid_event",
+      400,
+    );
   });
 });

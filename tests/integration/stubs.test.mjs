@@ -9,8 +9,7 @@ before(async () => {
 });
 after(() => stubs.close());
 
-const post = (path, body, headers = {}) =>
-  fetch(`${stubs.url}${path}`, { method: "POST", body, headers });
+const post = (path, body, headers = {}) => fetch(`${stubs.url}${path}`, { method: "POST", body, headers });
 const form = (fields) => new URLSearchParams(fields).toString();
 const FORM = { "content-type": "application/x-www-form-urlencoded" };
 const JSON_TYPE = { "content-type": "application/json" };
@@ -62,7 +61,9 @@ describe("stubs", () => {
     stubs.failNext("/webhook/", 2, 503);
     const statuses = [];
     for (let i = 0; i < 3; i++) {
-      statuses.push((await post("/webhook/x", `{"n":${i}}`, { ...JSON_TYPE, "x-siteswarm-signature": "t=1,v1=ab" })).status);
+      statuses.push(
+        (await post("/webhook/x", `{"n":${i}}`, { ...JSON_TYPE, "x-siteswarm-signature": "t=1,v1=ab" })).status,
+      );
     }
     assert.deepEqual(statuses, [503, 503, 200]);
     const seen = stubs.find("/webhook/", "POST");

@@ -6,21 +6,17 @@ import assert from "node:assert/strict";
 import { readFileSync, existsSync } from "node:fs";
 import { createHash, randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
+import { PLATFORM_WORKERS } from "../../scripts/lib/workers.mjs";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
-const WORKERS = {
-  leads: "siteswarm-leads-service",
-  cms: "siteswarm-cms-service",
-  monitoring: "siteswarm-synthetic-monitoring",
-  analytics: "siteswarm-analytics-service",
-  events: "siteswarm-events-service",
-};
+const WORKERS = Object.fromEntries(Object.values(PLATFORM_WORKERS).map((w) => [w.key, w.name]));
 
 function instantiate(path) {
   const mod = new WebAssembly.Module(readFileSync(path));
   const imports = {};
   for (const imp of WebAssembly.Module.imports(mod)) {
-    (imports[imp.module] ??= {})[imp.name] = () => 0;
+    imports[imp.module] ??= {};
+    imports[imp.module][imp.name] = () => 0;
   }
   const ex = new WebAssembly.Instance(mod, imports).exports;
   ex._initialize?.();
@@ -34,10 +30,13 @@ function instantiate(path) {
     ex.ss_free(ptr);
     return r;
   };
-  const data = (id) =>
-    JSON.parse(dec.decode(new Uint8Array(ex.memory.buffer, ex.ss_data_ptr(id), ex.ss_data_len(id))));
+  const data = (id) => JSON.parse(dec.decode(new Uint8Array(ex.memory.buffer, ex.ss_data_ptr(id), ex.ss_data_len(id))));
   return async function run(message, perform) {
-    const id = call(ex.ss_start, null, JSON.stringify({ now: Date.now(), entropy: randomBytes(32).toString("hex"), env: {}, ...message }));
+    const id = call(
+      ex.ss_start,
+      null,
+      JSON.stringify({ now: Date.now(), entropy: randomBytes(32).toString("hex"), env: {}, ...message }),
+    );
     assert.notEqual(id, 0);
     try {
       while (ex.ss_state(id) === 0) {
@@ -61,7 +60,7 @@ const request = (method, path, headers = {}, body = "") => ({
 
 for (const build of ["wasm", "wasm-emscripten"]) {
   for (const [worker, service] of Object.entries(WORKERS)) {
-    const path = `${root}dist/${build}/${worker}.wasm`;
+    const path = `${root}dist/${build}/${PLATFORM_WORKERS[worker].wasm}`;
     test(`${build}: ${worker} answers /health and awaits effects`, async () => {
       assert.ok(existsSync(path), `${path} is built`);
       const run = instantiate(path);
@@ -85,7 +84,20 @@ for (const build of ["wasm", "wasm-emscripten"]) {
         kinds.push(e.kind);
         if (e.kind === "d1.first") {
           assert.deepEqual(e.params, ["bakery"]);
-          return { ok: true, value: { row: { tenant_id: "bakery", token_hash: digest, admin_token_hash: "x", config_json: "{}", enabled: 1, created_at: "2026-01-01T00:00:00Z", updated_at: "2026-01-01T00:00:00Z" } } };
+          return {
+            ok: true,
+            value: {
+              row: {
+                tenant_id: "bakery",
+                token_hash: digest,
+                admin_token_hash: "x",
+                config_json: "{}",
+                enabled: 1,
+                created_at: "2026-01-01T00:00:00Z",
+                updated_at: "2026-01-01T00:00:00Z",
+              },
+            },
+          };
         }
         if (e.kind === "crypto.sha256") {
           return { ok: true, value: { hex: createHash("sha256").update(e.data).digest("hex") } };
@@ -102,10 +114,30 @@ for (const build of ["wasm", "wasm-emscripten"]) {
       assert.equal(bad.status, 401);
       assert.equal(JSON.parse(bad.body).error.code, "unauthenticated_tenant");
 
-      const down = await run(request("GET", "/v1/tenant", headers), async () => ({ ok: false, error: { code: "d1_error", message: "D1 is down" } }));
+      const down = await run(request("GET", "/v1/tenant", headers), async () => ({
+        ok: false,
+        error: { code: "d1_error", message: "D1 is down" },
+      }));
       assert.equal(down.status, 503);
       assert.equal(JSON.parse(down.body).error.code, "dependency_unavailable");
       assert.ok(!down.body.includes("D1 is down"), "host error details stay in logs");
     });
   }
+}
+
+// A worker declares crons in its wrangler config exactly when its core has a cron handler: a core
+// without one answers a scheduled run with `skipped`, which workerd would report as a green run.
+const { unstable_readConfig } = await import("wrangler");
+for (const w of Object.values(PLATFORM_WORKERS)) {
+  test(`wasm: ${w.key} declares a cron exactly when its core handles scheduled runs`, async () => {
+    const path = `${root}dist/wasm/${w.wasm}`;
+    assert.ok(existsSync(path), `${path} is built`);
+    const crons = unstable_readConfig({ config: `${root}${w.wrangler}` }).triggers?.crons ?? [];
+    const run = instantiate(path);
+    const down = async () => ({ ok: false, error: { code: "d1_error", message: "D1 is down" } });
+    for (const cron of crons.length ? crons : ["*/5 * * * *"]) {
+      const out = await run({ op: "scheduled", cron, scheduledTime: Date.now() }, down);
+      assert.equal(out.skipped === true, crons.length === 0, `${w.key} "${cron}": ${JSON.stringify(out)}`);
+    }
+  });
 }

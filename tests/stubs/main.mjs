@@ -4,7 +4,7 @@
 import { startStubs } from "./stub-server.mjs";
 
 const index = process.argv.indexOf("--port");
-const port = Number(index > 0 ? process.argv[index + 1] : process.env.STUB_PORT ?? 8799);
+const port = Number(index > 0 ? process.argv[index + 1] : (process.env.STUB_PORT ?? 8799));
 const stubs = await startStubs({ port });
 console.log(`stubs listening on ${stubs.url}`);
 const stop = async () => {

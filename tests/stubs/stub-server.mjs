@@ -9,7 +9,7 @@ import { createServer } from "node:http";
 // Cloudflare's official Turnstile test secrets (developers.cloudflare.com/turnstile/troubleshooting/testing).
 const DUMMY_TOKEN = "XXXX.DUMMY.TOKEN.XXXX";
 const TURNSTILE_SECRETS = {
-  "1x0000000000000000000000000000000AA": (token) => token === DUMMY_TOKEN ? [] : ["invalid-input-response"],
+  "1x0000000000000000000000000000000AA": (token) => (token === DUMMY_TOKEN ? [] : ["invalid-input-response"]),
   "2x0000000000000000000000000000000AA": () => ["invalid-input-response"],
   "3x0000000000000000000000000000000AA": () => ["timeout-or-duplicate"],
 };
@@ -32,8 +32,14 @@ export async function startStubs({ port = 0 } = {}) {
     for await (const chunk of req) chunks.push(chunk);
     const url = new URL(req.url, "http://127.0.0.1");
     const body = Buffer.concat(chunks).toString("utf8");
-    const record = { method: req.method, path: url.pathname, query: Object.fromEntries(url.searchParams),
-                     headers: { ...req.headers }, body, at: Date.now() };
+    const record = {
+      method: req.method,
+      path: url.pathname,
+      query: Object.fromEntries(url.searchParams),
+      headers: { ...req.headers },
+      body,
+      at: Date.now(),
+    };
     const reply = (status, payload, headers = {}) => {
       const text = typeof payload === "string" ? payload : JSON.stringify(payload);
       const type = typeof payload === "string" ? "text/plain; charset=utf-8" : "application/json";
@@ -67,8 +73,7 @@ export async function startStubs({ port = 0 } = {}) {
     port: actualPort,
     requests,
     /** Recorded requests whose path starts with `prefix` (and whose method matches, if given). */
-    find: (prefix, method) =>
-      requests.filter((r) => r.path.startsWith(prefix) && (!method || r.method === method)),
+    find: (prefix, method) => requests.filter((r) => r.path.startsWith(prefix) && (!method || r.method === method)),
     /** The next `count` requests to paths starting with `prefix` answer `status`. */
     failNext(prefix, count = 1, status = 500) {
       failures.set(prefix, { remaining: count, status });
@@ -97,7 +102,7 @@ async function route(record, reply) {
   if (method === "POST" && path === "/v2/enqueue") return pagerDuty(record, reply);
   if (method === "POST" && path.startsWith("/slack/")) return reply(200, "ok");
   if (path.startsWith("/probe/")) return probe(record, reply);
-  return reply(404, { error: "no stub for " + method + " " + path });
+  return reply(404, { error: `no stub for ${method} ${path}` });
 }
 
 // Probe targets for monitors: /probe/ok (an HTML page with form#contact), /probe/status/503,
@@ -106,7 +111,7 @@ async function probe({ path, query }, reply) {
   if (path === "/probe/ok") return reply(200, PROBE_PAGE, { "content-type": "text/html; charset=utf-8" });
   if (path === "/probe/missing") return reply(200, "<!doctype html><p>no form</p>", { "content-type": "text/html" });
   const status = path.match(/^\/probe\/status\/(\d{3})$/);
-  if (status) return reply(Number(status[1]), "status " + status[1]);
+  if (status) return reply(Number(status[1]), `status ${status[1]}`);
   if (path === "/probe/slow") {
     await new Promise((r) => setTimeout(r, Math.min(Number(query.ms) || 1000, 30_000)));
     return reply(200, PROBE_PAGE, { "content-type": "text/html; charset=utf-8" });
@@ -160,7 +165,7 @@ function twilioMessage(record, accountSid, reply) {
     return reply(400, { code: 21604, message: "A 'To', 'From' and 'Body' are required", status: 400 });
   }
   return reply(201, {
-    sid: "SM" + randomUUID().replaceAll("-", ""),
+    sid: `SM${randomUUID().replaceAll("-", "")}`,
     account_sid: accountSid,
     to: To,
     from: From ?? null,

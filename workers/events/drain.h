@@ -1,8 +1,7 @@
 #pragma once
 // The ledger's consumers. Each drains the stream with its own cursor:
 //
-//   lock → read `event_id > cursor ORDER BY event_id LIMIT 500` → process → commit (cursor
-//   included)
+//   lock → read `event_id > cursor ORDER BY event_id LIMIT 500` → process → commit (with cursor)
 //
 // workflow_runner fans each event out to at most kMaxFanout matching subscriptions (a cap hit is
 // recorded as an events.fanout_capped event), checks per-consumer dedupe before starting a
@@ -28,8 +27,7 @@ inline constexpr int kBaselineWindows = 96;  // 24 h of 15-minute windows
 inline constexpr std::int64_t kMinAnomalyCount = 20;
 inline constexpr std::int64_t kAnomalyFactor = 3;
 // Workers Paid allows 10,000 subrequests per invocation (Free: 50); a run stops well before, and
-// the next run continues at the cursor. DRAIN_SUBREQUEST_BUDGET overrides it (e.g. 45 on the Free
-// plan).
+// the next run continues at the cursor. DRAIN_SUBREQUEST_BUDGET overrides it (45 on Free plans).
 inline constexpr int kDefaultSubrequestBudget = 9000;
 
 inline constexpr const char* kWorkflowRunner = "workflow_runner";

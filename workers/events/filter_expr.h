@@ -25,11 +25,9 @@
 //   path     := ident ( "." ( ident | digits ) )*        ident := [A-Za-z_][A-Za-z0-9_]*
 //
 // - Numbers follow JSON syntax (`150`, `-2`, `0.5`, `1e3`); strings are double-quoted with the
-// escapes
-//   \" \\ and \n only.
+//   escapes \" \\ and \n only.
 // - A path walks object keys from the event (`payload.customer.id`); a digits segment indexes an
-// array
-//   (`payload.tags.0`). A missing path evaluates to null.
+//   array (`payload.tags.0`). A missing path evaluates to null.
 // - `==` is JSON equality (1 == 1.0, "a" != 1, null == missing path); `!=` is its negation.
 //   `<` `<=` `>` `>=` compare numbers numerically and strings bytewise (lexicographically); between
 //   any other pair of types they are false.

@@ -1,5 +1,5 @@
 #pragma once
-// A tenant's leads configuration (CONTRACT.md "Tenant provisioning"): parsed from the tenant's
+// A tenant's leads configuration (docs/contract.md "Tenant provisioning"): parsed from the tenant's
 // config with defaults, validated on PUT /admin/tenants/{id}, and redacted (webhook secret) in GET
 // views.
 

@@ -1,4 +1,4 @@
-// The typed platform client (CONTRACT "Client SDK"): one object per app, talking to the platform
+// The typed platform client (docs/contract.md "Client SDK"): one object per app, talking to the platform
 // workers over their Service Bindings. The three tenant headers are set here from the app's id,
 // its manifest and its secret binding; callers never write them (and cannot: nothing they pass
 // reaches the header list).
@@ -21,7 +21,7 @@ const SERVICES = {
 };
 
 /**
- * @param {import("../index.d.ts").PlatformClientOptions} options
+ * @param {Partial<import("../index.d.ts").PlatformClientOptions>} [options] checked here at run time
  * @returns {import("../index.d.ts").PlatformClient}
  */
 export function createPlatformClient(options = {}) {
@@ -36,7 +36,9 @@ export function createPlatformClient(options = {}) {
   const mock = () => (mocks ??= createMocks({ appId, snapshot }));
 
   const bindingOf = (area) => {
-    const service = bindings?.[SERVICES[area].binding];
+    const service = /** @type {import("../index.d.ts").ServiceBinding | undefined} */ (
+      bindings?.[SERVICES[area].binding]
+    );
     return typeof service?.fetch === "function" ? service : undefined;
   };
 
@@ -45,7 +47,13 @@ export function createPlatformClient(options = {}) {
     return typeof version === "string" && version !== "" ? version : DEFAULT_VERSION;
   };
 
-  /** One request to a platform worker; resolves to the parsed JSON body (or null when empty). */
+  /**
+   * One request to a platform worker; resolves to the parsed JSON body (or null when empty).
+   * @param {keyof typeof SERVICES} area
+   * @param {string} method
+   * @param {string} path
+   * @param {{ body?: unknown, idempotencyKey?: string, query?: Record<string, unknown> }} [init]
+   */
   async function call(area, method, path, { body, idempotencyKey, query } = {}) {
     const service = bindingOf(area);
     if (!service) {
@@ -86,8 +94,7 @@ export function createPlatformClient(options = {}) {
   }
 
   /** Uses the binding when there is one; the in-memory fake only when it is missing and allowed. */
-  const viaServiceOrMock = (area, real, fake) =>
-    bindingOf(area) || !mockFallback ? real() : fake(mock());
+  const viaServiceOrMock = (area, real, fake) => (bindingOf(area) || !mockFallback ? real() : fake(mock()));
 
   /** cms reads: the service, else (missing binding or service failure) the manifest's snapshot. */
   async function cmsRead(real, fromSnapshot) {
@@ -163,6 +170,7 @@ export function createPlatformClient(options = {}) {
       },
     },
     analytics: {
+      /** @param {Partial<import("../index.d.ts").Pageview>} [view] */
       async pageview({ url, referrer = "", width } = {}) {
         return viaServiceOrMock(
           "analytics",

@@ -1,4 +1,4 @@
-// Route delegation (000 topology spec, "Edge Route Delegation Pattern"), made safe: whatever
+// Route delegation (docs/contract.md "Client SDK"), made safe: whatever
 // X-SiteSwarm-* headers arrive from the internet are dropped, and the app's own tenant context is
 // set from its manifest and its secret binding before the request crosses the Service Binding.
 import { errorResponse } from "./errors.js";
@@ -14,7 +14,7 @@ const APP_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
  * @param {Request} request the incoming (public) request
  * @param {Record<string, unknown>} env the worker's env
  * @param {string} bindingName e.g. "LEADS_SERVICE"
- * @param {import("../index.d.ts").DelegateOptions} options
+ * @param {Partial<import("../index.d.ts").DelegateOptions>} [options] appId is checked at run time
  * @returns {Promise<Response>}
  */
 export async function delegate(request, env, bindingName, options = {}) {
@@ -24,7 +24,7 @@ export async function delegate(request, env, bindingName, options = {}) {
     throw new TypeError("delegate(): appId must match [a-z0-9][a-z0-9-]{0,62}");
   }
 
-  const service = env?.[bindingName];
+  const service = /** @type {import("../index.d.ts").ServiceBinding | undefined} */ (env?.[bindingName]);
   if (typeof service?.fetch !== "function") {
     return errorResponse(503, "service_unavailable", `the ${bindingName} service is not available`);
   }
@@ -40,16 +40,16 @@ export async function delegate(request, env, bindingName, options = {}) {
     url.pathname = url.pathname.slice(stripPrefix.length) || "/";
   }
   const hasBody = request.body !== null && request.method !== "GET" && request.method !== "HEAD";
-  return service.fetch(
-    new Request(url, {
-      method: request.method,
-      headers,
-      body: hasBody ? request.body : undefined,
-      redirect: "manual",
-      cf: request.cf, // country, colo, … reach the platform worker (analytics needs them)
-      ...(hasBody && { duplex: "half" }), // Node's fetch wants it for a streamed body
-    }),
-  );
+  /** @type {RequestInit & { cf?: unknown, duplex?: "half" }} workerd's `cf` and Node's `duplex` */
+  const init = {
+    method: request.method,
+    headers,
+    body: hasBody ? request.body : undefined,
+    redirect: "manual",
+    cf: /** @type {Request & { cf?: unknown }} */ (request).cf, // country, colo, … (analytics needs them)
+    ...(hasBody && { duplex: "half" }), // Node's fetch wants it for a streamed body
+  };
+  return service.fetch(new Request(url, init));
 }
 
 /** A copy of `incoming` without any X-SiteSwarm-* header, plus the app's own three. */

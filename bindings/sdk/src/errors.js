@@ -1,6 +1,9 @@
 // The contract's error shape as a value: `{"error":{"code","message"}}` with an HTTP status.
 
 export class SiteSwarmError extends Error {
+  /** @type {"SiteSwarmError"} */
+  name = "SiteSwarmError";
+
   /**
    * @param {string} code snake_case code from the contract, e.g. "unauthenticated_tenant"
    * @param {string} message human text
@@ -8,12 +11,13 @@ export class SiteSwarmError extends Error {
    */
   constructor(code, message, { status = 500, details } = {}) {
     super(message);
-    this.name = "SiteSwarmError";
     this.code = code;
     this.status = status;
     if (details) this.details = details;
     // Validation errors name the offending fields (`invalid_lead`): kept at the top level too.
-    if (details?.fields && typeof details.fields === "object") this.fields = details.fields;
+    if (details?.fields && typeof details.fields === "object") {
+      this.fields = /** @type {Record<string, string>} */ (details.fields);
+    }
   }
 
   /** The error as a JSON Response in the contract's shape. */
@@ -39,6 +43,14 @@ export class SiteSwarmError extends Error {
   }
 }
 
+/**
+ * A JSON error Response in the contract's shape.
+ * @param {number} status
+ * @param {string} code
+ * @param {string} message
+ * @param {HeadersInit} [headers]
+ * @param {Record<string, unknown>} [details]
+ */
 export function errorResponse(status, code, message, headers = {}, details = undefined) {
   return new Response(JSON.stringify({ error: { code, message, ...details } }), {
     status,

@@ -40,7 +40,9 @@ export function fallbackStatus(snapshot, at) {
 
 function stateAt(hours, overrides, zone, at) {
   const emergency = overrides.find(
-    (o) => o?.closedNow === true && (o.until == null || Date.parse(o.until) > at.getTime()) &&
+    (o) =>
+      o?.closedNow === true &&
+      (o.until == null || Date.parse(o.until) > at.getTime()) &&
       (o.from == null || !/T/.test(o.from) || Date.parse(o.from) <= at.getTime()),
   );
   if (emergency) return { open: false, reason: "override", override: emergency };
@@ -91,7 +93,10 @@ function toMinutes(hhmm) {
 
 function dateOverride(overrides, date) {
   return overrides.find(
-    (o) => o?.closedNow !== true && typeof o?.from === "string" && o.from.slice(0, 10) <= date &&
+    (o) =>
+      o?.closedNow !== true &&
+      typeof o?.from === "string" &&
+      o.from.slice(0, 10) <= date &&
       (typeof o.to === "string" ? o.to.slice(0, 10) : o.from.slice(0, 10)) >= date,
   );
 }

@@ -6,6 +6,7 @@ import { SiteSwarmError } from "./errors.js";
 const EMAIL = /^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/;
 const PHONE = /^\+?[0-9 ().-]{6,24}$/;
 const EVENT_TYPE = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what an entity id may not hold
 const ENTITY_REF = /^[a-z0-9_]+:[^\u0000-\u001f]+$/;
 const TURNSTILE_FIELDS = new Set(["turnstileToken", "cf-turnstile-response"]);
 
@@ -21,6 +22,10 @@ export function createMocks({ appId, snapshot }) {
     events,
     pageviews,
 
+    /**
+     * @param {import("../index.d.ts").Lead} lead
+     * @param {{ idempotencyKey?: string }} [options]
+     */
     submitLead(lead, { idempotencyKey } = {}) {
       if (idempotencyKey !== undefined && leadsByKey.has(String(idempotencyKey))) {
         return { ok: true, leadId: leadsByKey.get(String(idempotencyKey)) };
@@ -85,6 +90,7 @@ export function createMocks({ appId, snapshot }) {
       return { event_id };
     },
 
+    /** @param {import("../index.d.ts").EventQuery} [query] */
     listEvents({ type, entity, after, limit } = {}) {
       const max = Math.min(Math.max(Number(limit) || 100, 1), 500);
       const typeMatch = type ? globRegExp(type) : null;

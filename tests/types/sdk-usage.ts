@@ -1,0 +1,81 @@
+// The SDK as client apps, examples/bakery/worker.js and tests/integration/sdk*.test.mjs use it, typed
+// against bindings/sdk/index.d.ts (what an app author's editor sees). `tsc --noEmit` in scripts/test;
+// never run. A call the types refuse here is a call the examples and tests make: the .d.ts is wrong.
+import {
+  CAPABILITY_VERSION_HEADER,
+  type ClientManifest,
+  type Content,
+  createPlatformClient,
+  delegate,
+  type EmitResult,
+  type EventPage,
+  errorResponse,
+  type LeadReceipt,
+  type OpenStatus,
+  SiteSwarmError,
+  TENANT_ID_HEADER,
+  TENANT_TOKEN_HEADER,
+  tenantHeaders,
+} from "@siteswarm/sdk";
+import bakery from "../../examples/bakery/swarm.config.json";
+
+declare const env: Record<string, unknown>;
+declare const binding: { fetch(request: Request): Promise<Response> };
+
+export async function usage(): Promise<void> {
+  // A JSON import widens literals ("info" → string), so the manifest is asserted, not inferred.
+  const manifest = bakery as ClientManifest;
+  const version: string | undefined = manifest.capabilities?.["lead-capture"]?.version;
+
+  // Route delegation, as the bakery does it.
+  const res: Response = await delegate(new Request("https://b.example/api/leads"), env, "LEADS_SERVICE", {
+    appId: manifest.appId,
+    capabilityVersion: version,
+  });
+  await delegate(new Request("https://b.example/_sa/beacon"), { ANALYTICS_SERVICE: binding }, "ANALYTICS_SERVICE", {
+    appId: "bakery",
+    stripPrefix: "/_sa",
+    tokenBinding: "SITESWARM_TENANT_TOKEN",
+  });
+  const headers: Headers = tenantHeaders(res.headers, { appId: "bakery", token: "t", capabilityVersion: "1.0.0" });
+  headers.get(TENANT_ID_HEADER) ?? headers.get(TENANT_TOKEN_HEADER) ?? headers.get(CAPABILITY_VERSION_HEADER);
+  const notFound: Response = errorResponse(404, "not_found", "no such page");
+  errorResponse(429, "rate_limited", "slow down", { "Retry-After": "30" }, { retryAfter: 30 });
+
+  // The typed client, as tests/integration/sdk-client.test.mjs drives it.
+  const client = createPlatformClient({ appId: "bakery", manifest, bindings: { LEADS_SERVICE: binding, ...env } });
+  const mock = createPlatformClient({ bindings: {}, manifest, mockFallback: true, tokenBinding: "TOKEN" });
+  const appId: string = client.appId;
+  const receipt: LeadReceipt = await client.leads.submit({ name: "Ada", email: "ada@example.com", message: "Hi" });
+  const leadId: string = receipt.leadId;
+  await client.leads.submit({ phone: "+1 555 010 9999", company: "x" }, { idempotencyKey: "k" });
+  const emitted: EmitResult = await client.events.emit({
+    event_type: "order.placed",
+    entity_ref: "order:1",
+    payload: { n: 1 },
+    idempotency_key: "order-1",
+  });
+  const duplicate: boolean = emitted.duplicate === true;
+  const page: EventPage = await mock.events.list({ type: "order.*", limit: 10 });
+  for (const event of page.events) event.tenant_id?.toUpperCase() ?? event.event_type;
+  await client.events.list();
+  const content: Content = await client.cms.content();
+  const source: "kv" | "d1" | "fallback" = content.source;
+  const status: OpenStatus = await client.cms.status(new Date());
+  await client.cms.status("2026-05-26T14:00:00Z");
+  const open: boolean = status.open;
+  await client.analytics.pageview({ url: "https://b.example/", referrer: "", width: 390 });
+
+  try {
+    await client.leads.submit({ email: "nope" });
+  } catch (err) {
+    if (err instanceof SiteSwarmError) {
+      const fields: Record<string, string> | undefined = err.fields;
+      const shaped: Response = err.toResponse({ "cache-control": "no-store" });
+      [err.code, err.status, err.message, err.details, fields, shaped];
+    }
+  }
+  const fromAnswer: SiteSwarmError = await SiteSwarmError.fromResponse(notFound);
+  new SiteSwarmError("invalid_lead", "bad", { status: 400, details: { fields: { email: "invalid" } } });
+  [appId, leadId, duplicate, source, open, fromAnswer];
+}
