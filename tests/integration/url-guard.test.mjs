@@ -33,9 +33,19 @@ function nodeParse(url) {
 describe("the guard's table against Node's WHATWG URL", () => {
   it("has the URLs of issue 14 item 2 and more than 100 cases", () => {
     const urls = new Set(TABLE.map((c) => c.url));
-    for (const u of ["https://2130706433/", "http://0x7f.0.0.1/", "http://017700000001/", "http://127.1/",
-      "http://[::1]/", "http://[::ffff:127.0.0.1]/", "http://169.254.169.254/latest/meta-data/",
-      "http://localhost/", "http://0.0.0.0/", "http://evil@127.0.0.1/", "http://127.0.0.1:80@evil.example/"]) {
+    for (const u of [
+      "https://2130706433/",
+      "http://0x7f.0.0.1/",
+      "http://017700000001/",
+      "http://127.1/",
+      "http://[::1]/",
+      "http://[::ffff:127.0.0.1]/",
+      "http://169.254.169.254/latest/meta-data/",
+      "http://localhost/",
+      "http://0.0.0.0/",
+      "http://evil@127.0.0.1/",
+      "http://127.0.0.1:80@evil.example/",
+    ]) {
       assert.ok(urls.has(u), u);
     }
     assert.ok(TABLE.length > 100);
@@ -92,14 +102,20 @@ describe("configuration with ALLOW_LOCAL_OUTBOUND off", () => {
       assert.equal(error.field, "config.notify.webhook.url", url);
     }
     const rows = await (await mesh.d1("leads", "LEADS_DB"))
-      .prepare("SELECT COUNT(*) AS n FROM tenants WHERE tenant_id = 'ug-tenant'").all();
+      .prepare("SELECT COUNT(*) AS n FROM tenants WHERE tenant_id = 'ug-tenant'")
+      .all();
     assert.equal(rows.results[0].n, 0, "nothing stored");
   });
 
   it("leads: the message says why (loopback, metadata, userinfo)", async () => {
     const why = async (url) =>
-      (await errorOf(await putTenant({ notify: { webhook: { url, secret: "0123456789abcdef" } } }), 400,
-        "invalid_request")).message;
+      (
+        await errorOf(
+          await putTenant({ notify: { webhook: { url, secret: "0123456789abcdef" } } }),
+          400,
+          "invalid_request",
+        )
+      ).message;
     assert.match(await why("http://127.1/"), /127\.0\.0\.1 is a loopback address/);
     assert.match(await why("https://169.254.169.254/"), /cloud metadata/);
     assert.match(await why("https://evil@example.com/"), /user name or password/);
@@ -107,7 +123,10 @@ describe("configuration with ALLOW_LOCAL_OUTBOUND off", () => {
   });
 
   it("leads: a public https webhook is accepted and stored normalised", async () => {
-    const res = await putTenant({ turnstile: "off", notify: { webhook: { url: "https://Hooks.Example.com/x", secret: "0123456789abcdef" } } });
+    const res = await putTenant({
+      turnstile: "off",
+      notify: { webhook: { url: "https://Hooks.Example.com/x", secret: "0123456789abcdef" } },
+    });
     const body = await jsonOf(res, 201);
     assert.equal(body.tenantId, "ug-tenant");
   });
@@ -144,25 +163,42 @@ describe("redirects are not followed (ALLOW_LOCAL_OUTBOUND on)", () => {
   it("a lead's webhook answering 302 is a failed attempt; the Location is never fetched", async () => {
     const token = secret();
     const hook = `http://127.0.0.1:${redirector.address().port}/hook`;
-    await jsonOf(await mesh.fetch("leads", "/admin/tenants/ug-redirect", {
-      method: "PUT",
-      headers: mesh.operator(JSON_TYPE),
-      body: JSON.stringify({ token, adminToken: secret(),
-        config: { turnstile: "off", notify: { webhook: { url: hook, secret: "0123456789abcdef" } } } }),
-    }), 201);
+    await jsonOf(
+      await mesh.fetch("leads", "/admin/tenants/ug-redirect", {
+        method: "PUT",
+        headers: mesh.operator(JSON_TYPE),
+        body: JSON.stringify({
+          token,
+          adminToken: secret(),
+          config: { turnstile: "off", notify: { webhook: { url: hook, secret: "0123456789abcdef" } } },
+        }),
+      }),
+      201,
+    );
     const res = await mesh.fetch("leads", "/api/leads/submit", {
       method: "POST",
-      headers: { "X-SiteSwarm-Tenant-Id": "ug-redirect", "X-SiteSwarm-Tenant-Token": token,
-        "X-SiteSwarm-Capability-Version": "1.2.0", "CF-Connecting-IP": "203.0.113.9", ...JSON_TYPE },
+      headers: {
+        "X-SiteSwarm-Tenant-Id": "ug-redirect",
+        "X-SiteSwarm-Tenant-Token": token,
+        "X-SiteSwarm-Capability-Version": "1.2.0",
+        "CF-Connecting-IP": "203.0.113.9",
+        ...JSON_TYPE,
+      },
       body: JSON.stringify({ name: "Ada", email: "ada@example.com" }),
     });
     const { leadId } = await jsonOf(res, 202);
     const db = await mesh.d1("leads", "LEADS_DB");
     let attempts = [];
     for (let i = 0; i < 400 && attempts.length === 0; i++) {
-      attempts = (await db.prepare(
-        "SELECT a.* FROM delivery_attempts a JOIN lead_deliveries d ON d.id = a.delivery_id " +
-        "WHERE d.lead_id = ?1 AND d.channel = 'webhook' ORDER BY a.attempt").bind(leadId).all()).results;
+      attempts = (
+        await db
+          .prepare(
+            "SELECT a.* FROM delivery_attempts a JOIN lead_deliveries d ON d.id = a.delivery_id " +
+              "WHERE d.lead_id = ?1 AND d.channel = 'webhook' ORDER BY a.attempt",
+          )
+          .bind(leadId)
+          .all()
+      ).results;
       if (attempts.length === 0) await sleep(50);
     }
     assert.ok(attempts.length >= 1, "the webhook was attempted");
