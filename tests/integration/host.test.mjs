@@ -204,19 +204,18 @@ describe("effect loop", () => {
   it("delivers results as they settle, so three sleeps of one run finish in order", async () => {
     const core = fakeCore({
       *"GET /sleeps"() {
-        const started = Date.now();
         yield [
           { kind: "sleep", ms: 60 },
           { kind: "sleep", ms: 20 },
           { kind: "sleep", ms: 40 },
         ];
-        return json(200, { elapsed: Date.now() - started });
+        return json(200, {});
       },
     });
     const res = await defineWorker(core).fetch(get("/sleeps"), {}, ctx());
-    const { elapsed } = await res.json();
+    assert.equal(res.status, 200);
+    // Delivered one by one in wake order (20, 40, 60 ms): they ran concurrently, not in sequence.
     assert.deepEqual(core.stats.deliveries, [[2], [3], [1]]);
-    assert.ok(elapsed < 110, `ran concurrently (${elapsed} ms)`);
   });
 
   it("interleaves concurrent runs on one instance", async () => {
