@@ -68,49 +68,16 @@ std::string param(const Params& params, const char* name) {
   return it == params.end() ? std::string() : it->second;
 }
 
-// Rows addressed by one key column. `table` and `column` are constants of this file, never input.
-Task<Result<json>> find_row(const char* table, const char* column, const std::string& value,
-                            const std::string& what) {
-  json p = json::array({value});
-  SS_CO_TRY(json r, co_await D1(kDb).first_json(
-                        std::string("SELECT * FROM ") + table + " WHERE " + column + " = ?1", p));
-  const json* row = row_of(r);
-  if (row == nullptr) co_return Error{ErrorCode::not_found, "no " + what + " " + value};
-  co_return *row;
+Error no_such(const std::string& what, const std::string& value) {
+  return Error{ErrorCode::not_found, "no " + what + " " + value};
 }
 
-// Every row of an operator table, ordered by its key, through `view`, as {"<name>": [...]}.
-Task<Result<Response>> list_rows(const char* table, const char* order_by, const char* name,
-                                 json (*view)(const json&)) {
-  SS_CO_TRY(json r, co_await D1(kDb).all_json(std::string("SELECT * FROM ") + table + " ORDER BY " +
-                                              order_by));
+// Every row of an operator list, through its view, as {"<name>": [...]}.
+template <class Row>
+Response list_response(const char* name, const std::vector<Row>& rows) {
   json list = json::array();
-  for (const json& row : rows_of(r)) list.push_back(view(row));
-  co_return Response::json_body(200, {{name, list}});
-}
-
-Task<Result<Response>> delete_row(const char* table, const char* column, const std::string& value,
-                                  const std::string& what) {
-  json p = json::array({value});
-  SS_CO_TRY(json r, co_await D1(kDb).run_json(
-                        std::string("DELETE FROM ") + table + " WHERE " + column + " = ?1", p));
-  const json* meta = find_field(r, "meta");
-  if (meta == nullptr || int_or(*meta, "changes", 0) == 0) {
-    co_return Error{ErrorCode::not_found, "no " + what + " " + value};
-  }
-  co_return Response::empty(204);
-}
-
-json subscription_view(const json& row) {
-  auto mapper = parse_json(string_or(row, "input_mapper", ""));
-  const json* filter = find_field(row, "filter_expr");
-  return json{{"id", string_or(row, "subscription_id", "")},
-              {"event_type_glob", string_or(row, "event_type_glob", "")},
-              {"workflow_type", string_or(row, "workflow_type", "")},
-              {"filter_expr", filter && filter->is_string() ? *filter : json(nullptr)},
-              {"input_mapper", mapper ? *mapper : json(nullptr)},
-              {"enabled", int_or(row, "enabled", 0) == 1},
-              {"created_at", string_or(row, "created_at", "")}};
+  for (const Row& row : rows) list.push_back(row.view());
+  return Response::json_body(200, {{name, list}});
 }
 
 // --- subscriptions -------------------------------------------------------------------------------
@@ -144,13 +111,15 @@ Task<Result<Response>> create_subscription(Context& ctx, const Request& req, con
     enabled = e->get<bool>();
   }
   SS_CO_TRY(std::string id, co_await ctx.new_ulid());
-  json params = json::array({id, *glob, *workflow, filter_value, mapper_value, enabled ? 1 : 0,
-                             format_rfc3339(ctx.now_ms())});
-  SS_CO_TRY(json inserted, co_await D1(kDb).run_json(
-                               "INSERT INTO event_subscriptions (subscription_id, event_type_glob, "
-                               "workflow_type, filter_expr, input_mapper, enabled, created_at) "
-                               "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                               params));
+  SubscriptionRow row;
+  row.subscription_id = id;
+  row.event_type_glob = *glob;
+  row.workflow_type = *workflow;
+  if (filter_value.is_string()) row.filter_expr = filter_value.get<std::string>();
+  if (mapper_value.is_string()) row.input_mapper = mapper_value.get<std::string>();
+  row.enabled = enabled;
+  row.created_at = format_rfc3339(ctx.now_ms());
+  SS_CO_CHECK(co_await ConfigStore::insert_subscription(row));
   json view{
       {"id", id},
       {"event_type_glob", *glob},
@@ -164,21 +133,24 @@ Task<Result<Response>> create_subscription(Context& ctx, const Request& req, con
 
 Task<Result<Response>> list_subscriptions(Context& ctx, const Request& req, const Params&) {
   SS_CO_CHECK(authenticate_operator(ctx, req));
-  co_return co_await list_rows("event_subscriptions", "subscription_id", "subscriptions",
-                               subscription_view);
+  SS_CO_TRY(std::vector<SubscriptionRow> rows, co_await ConfigStore::subscriptions());
+  co_return list_response("subscriptions", rows);
 }
 
 Task<Result<Response>> get_subscription(Context& ctx, const Request& req, const Params& params) {
   SS_CO_CHECK(authenticate_operator(ctx, req));
-  SS_CO_TRY(json row, co_await find_row("event_subscriptions", "subscription_id",
-                                        param(params, "id"), "subscription"));
-  co_return Response::json_body(200, subscription_view(row));
+  std::string id = param(params, "id");
+  SS_CO_TRY(std::optional<SubscriptionRow> row, co_await ConfigStore::subscription(id));
+  if (!row) co_return no_such("subscription", id);
+  co_return Response::json_body(200, row->view());
 }
 
 Task<Result<Response>> delete_subscription(Context& ctx, const Request& req, const Params& params) {
   SS_CO_CHECK(authenticate_operator(ctx, req));
-  co_return co_await delete_row("event_subscriptions", "subscription_id", param(params, "id"),
-                                "subscription");
+  std::string id = param(params, "id");
+  SS_CO_TRY(bool deleted, co_await ConfigStore::delete_subscription(id));
+  if (!deleted) co_return no_such("subscription", id);
+  co_return Response::empty(204);
 }
 
 // --- workflow definitions ------------------------------------------------------------------------
@@ -215,45 +187,33 @@ Task<Result<Response>> put_workflow(Context& ctx, const Request& req, const Para
   if (!is_workflow_type(type))
     co_return field_error("workflow_type", "must match [a-z][a-z0-9_.-]{0,63}");
   SS_CO_TRY(json target, parse_target(ctx, body));
-  json p = json::array({type});
-  SS_CO_TRY(json existing,
-            co_await D1(kDb).first_json("SELECT workflow_type FROM workflow_definitions "
-                                        "WHERE workflow_type = ?1",
-                                        p));
-  json upsert = json::array({type, dump_json(target), format_rfc3339(ctx.now_ms())});
-  SS_CO_TRY(json r, co_await D1(kDb).run_json(
-                        "INSERT INTO workflow_definitions (workflow_type, target_json, updated_at) "
-                        "VALUES (?1, ?2, ?3) ON CONFLICT (workflow_type) DO UPDATE SET "
-                        "target_json = excluded.target_json, updated_at = excluded.updated_at",
-                        upsert));
+  SS_CO_TRY(bool created, co_await ConfigStore::upsert_workflow(type, dump_json(target),
+                                                                format_rfc3339(ctx.now_ms())));
   co_return Response::json_body(
-      row_of(existing) ? 200 : 201,
+      created ? 201 : 200,
       {{"workflow_type", type}, {"target", target}, {"updated_at", format_rfc3339(ctx.now_ms())}});
-}
-
-json workflow_view(const json& row) {
-  auto target = parse_json(string_or(row, "target_json", "{}"));
-  return json{{"workflow_type", string_or(row, "workflow_type", "")},
-              {"target", target ? *target : json::object()},
-              {"updated_at", string_or(row, "updated_at", "")}};
 }
 
 Task<Result<Response>> list_workflows(Context& ctx, const Request& req, const Params&) {
   SS_CO_CHECK(authenticate_operator(ctx, req));
-  co_return co_await list_rows("workflow_definitions", "workflow_type", "workflows", workflow_view);
+  SS_CO_TRY(std::vector<WorkflowRow> rows, co_await ConfigStore::workflows());
+  co_return list_response("workflows", rows);
 }
 
 Task<Result<Response>> get_workflow(Context& ctx, const Request& req, const Params& params) {
   SS_CO_CHECK(authenticate_operator(ctx, req));
-  SS_CO_TRY(json row, co_await find_row("workflow_definitions", "workflow_type",
-                                        param(params, "workflowType"), "workflow"));
-  co_return Response::json_body(200, workflow_view(row));
+  std::string type = param(params, "workflowType");
+  SS_CO_TRY(std::optional<WorkflowRow> row, co_await ConfigStore::workflow(type));
+  if (!row) co_return no_such("workflow", type);
+  co_return Response::json_body(200, row->view());
 }
 
 Task<Result<Response>> delete_workflow(Context& ctx, const Request& req, const Params& params) {
   SS_CO_CHECK(authenticate_operator(ctx, req));
-  co_return co_await delete_row("workflow_definitions", "workflow_type",
-                                param(params, "workflowType"), "workflow");
+  std::string type = param(params, "workflowType");
+  SS_CO_TRY(bool deleted, co_await ConfigStore::delete_workflow(type));
+  if (!deleted) co_return no_such("workflow", type);
+  co_return Response::empty(204);
 }
 
 // --- JSON Schemas per event type -----------------------------------------------------------------
@@ -266,33 +226,23 @@ Task<Result<Response>> put_schema(Context& ctx, const Request& req, const Params
   if (schema == nullptr) co_return field_error("schema", "is required");
   auto parsed = JsonSchema::parse(*schema);
   if (!parsed) co_return std::move(parsed).error().with("field", "schema");
-  json p = json::array({type, dump_json(*schema), format_rfc3339(ctx.now_ms())});
-  SS_CO_TRY(json r,
-            co_await D1(kDb).run_json(
-                "INSERT INTO events_schema (event_type, schema_json, updated_at) VALUES (?1, "
-                "?2, ?3) ON CONFLICT (event_type) DO UPDATE SET schema_json = "
-                "excluded.schema_json, updated_at = excluded.updated_at",
-                p));
+  SS_CO_CHECK(
+      co_await ConfigStore::upsert_schema(type, dump_json(*schema), format_rfc3339(ctx.now_ms())));
   co_return Response::json_body(200, {{"event_type", type}, {"schema", *schema}});
 }
 
 Task<Result<Response>> list_schemas(Context& ctx, const Request& req, const Params&) {
   SS_CO_CHECK(authenticate_operator(ctx, req));
-  SS_CO_TRY(json r, co_await D1(kDb).all_json("SELECT * FROM events_schema ORDER BY event_type"));
-  json list = json::array();
-  for (const json& row : rows_of(r)) {
-    auto schema = parse_json(string_or(row, "schema_json", "{}"));
-    list.push_back({{"event_type", string_or(row, "event_type", "")},
-                    {"schema", schema ? *schema : json::object()},
-                    {"updated_at", string_or(row, "updated_at", "")}});
-  }
-  co_return Response::json_body(200, {{"schemas", list}});
+  SS_CO_TRY(std::vector<SchemaRow> rows, co_await ConfigStore::schemas());
+  co_return list_response("schemas", rows);
 }
 
 Task<Result<Response>> delete_schema(Context& ctx, const Request& req, const Params& params) {
   SS_CO_CHECK(authenticate_operator(ctx, req));
-  co_return co_await delete_row("events_schema", "event_type", param(params, "eventType"),
-                                "schema for");
+  std::string type = param(params, "eventType");
+  SS_CO_TRY(bool deleted, co_await ConfigStore::delete_schema(type));
+  if (!deleted) co_return no_such("schema for", type);
+  co_return Response::empty(204);
 }
 
 // --- kill switches -------------------------------------------------------------------------------
@@ -304,26 +254,15 @@ Task<Result<Response>> put_kill_switch(Context& ctx, const Request& req, const P
   auto enabled = get_bool(body, "enabled");
   if (!enabled) co_return field_error("enabled", "must be true or false");
   std::string now = format_rfc3339(ctx.now_ms());
-  json p = json::array({name, *enabled ? 1 : 0, now});
-  SS_CO_TRY(json r, co_await D1(kDb).run_json(
-                        "INSERT INTO kill_switches (name, enabled, updated_at) VALUES (?1, ?2, ?3) "
-                        "ON CONFLICT (name) DO UPDATE SET enabled = excluded.enabled, "
-                        "updated_at = excluded.updated_at",
-                        p));
+  SS_CO_CHECK(co_await ConfigStore::put_kill_switch(name, *enabled, now));
   ctx.log("kill switch " + name + (*enabled ? " on" : " off"));
   co_return Response::json_body(200, {{"name", name}, {"enabled", *enabled}, {"updated_at", now}});
 }
 
 Task<Result<Response>> list_kill_switches(Context& ctx, const Request& req, const Params&) {
   SS_CO_CHECK(authenticate_operator(ctx, req));
-  SS_CO_TRY(json r, co_await D1(kDb).all_json("SELECT * FROM kill_switches ORDER BY name"));
-  json list = json::array();
-  for (const json& row : rows_of(r)) {
-    list.push_back({{"name", string_or(row, "name", "")},
-                    {"enabled", int_or(row, "enabled", 0) == 1},
-                    {"updated_at", string_or(row, "updated_at", "")}});
-  }
-  co_return Response::json_body(200, {{"kill_switches", list}});
+  SS_CO_TRY(std::vector<KillSwitchRow> rows, co_await ConfigStore::kill_switches());
+  co_return list_response("kill_switches", rows);
 }
 
 // --- drains, replay, quarantine, retention -------------------------------------------------------
@@ -364,23 +303,8 @@ Task<Result<Response>> list_quarantine(Context& ctx, const Request& req, const P
   SS_CO_CHECK(authenticate_operator(ctx, req));
   std::string consumer = req.query_param("consumer");
   bool all = req.query_param("all") == "1";
-  json p = json::array({consumer, all ? 1 : 0});
-  SS_CO_TRY(json r, co_await D1(kDb).all_json(
-                        "SELECT * FROM events_quarantine WHERE (?1 = '' OR consumer = ?1) AND "
-                        "(?2 = 1 OR resolved_at IS NULL) ORDER BY event_id LIMIT 500",
-                        p));
-  json list = json::array();
-  for (const json& row : rows_of(r)) {
-    const json* resolved = find_field(row, "resolved_at");
-    list.push_back(
-        {{"consumer", string_or(row, "consumer", "")},
-         {"event_id", string_or(row, "event_id", "")},
-         {"reason", string_or(row, "reason", "")},
-         {"attempts", int_or(row, "attempts", 0)},
-         {"quarantined_at", string_or(row, "quarantined_at", "")},
-         {"resolved_at", resolved && resolved->is_string() ? *resolved : json(nullptr)}});
-  }
-  co_return Response::json_body(200, {{"quarantined", list}});
+  SS_CO_TRY(std::vector<QuarantineRow> rows, co_await Quarantine::list(consumer, all));
+  co_return list_response("quarantined", rows);
 }
 
 Task<Result<Response>> retry_quarantine(Context& ctx, const Request& req, const Params& params) {
@@ -418,26 +342,12 @@ Task<Result<Response>> entity_timeline(Context& ctx, const Request& req, const P
   q.after = req.query_param("after");
   if (!q.after.empty() && !is_ulid(q.after)) co_return field_error("after", "must be an event_id");
   q.limit = kMaxReadLimit;
-  std::vector<Task<Result<json>>> work;
-  json p = json::array({tenant.value_or(""), q.entity_type, q.entity_id});
-  work.push_back(
-      as_task(D1(kDb).first_json("SELECT * FROM entity_timelines WHERE tenant_key = ?1 AND "
-                                 "entity_type = ?2 AND entity_id = ?3",
-                                 p)));
-  work.push_back(read_events(q));
-  auto done = co_await when_all(std::move(work));
-  if (!done[0]) co_return std::move(done[0]).error();
-  if (!done[1]) co_return std::move(done[1]).error();
-  const json* row = row_of(*done[0]);
-  json summary = nullptr;
-  if (row != nullptr) {
-    summary = {{"event_count", int_or(*row, "event_count", 0)},
-               {"first_event_id", string_or(*row, "first_event_id", "")},
-               {"last_event_id", string_or(*row, "last_event_id", "")},
-               {"last_event_type", string_or(*row, "last_event_type", "")},
-               {"last_occurred_at", string_or(*row, "last_occurred_at", "")}};
-  }
-  json out = *done[1];
+  auto [timeline, page] = co_await when_all(
+      AggregateStore::timeline(tenant.value_or(""), q.entity_type, q.entity_id), read_events(q));
+  if (!timeline) co_return std::move(timeline).error();
+  if (!page) co_return std::move(page).error();
+  json summary = *timeline ? (*timeline)->view() : json(nullptr);
+  json out = std::move(page).value();
   out["entity_ref"] = q.entity_type + ":" + q.entity_id;
   out["summary"] = summary;
   co_return Response::json_body(200, out);

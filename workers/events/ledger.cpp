@@ -30,7 +30,9 @@ Result<std::string> optional_text(const json& body, const char* field, std::size
   return s;
 }
 
-json text_or_null(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
+std::optional<std::string> optional_of(const std::string& s) {
+  return s.empty() ? std::nullopt : std::optional<std::string>(s);
+}
 
 }  // namespace
 
@@ -118,59 +120,22 @@ Result<NewEvent> parse_new_event(const json& body) {
   return e;
 }
 
-json event_view(const json& row) {
-  auto payload = parse_json(string_or(row, "payload_json", "{}"));
-  const json* seq = find_field(row, "sequence_no");
-  const json* tenant = find_field(row, "tenant_id");
-  auto nullable = [&](const char* key) {
-    const json* v = find_field(row, key);
-    return v && v->is_string() ? *v : json(nullptr);
-  };
-  std::string type = string_or(row, "entity_type", "");
-  std::string id = string_or(row, "entity_id", "");
-  return json{{"event_id", string_or(row, "event_id", "")},
-              {"tenant_id", tenant && tenant->is_string() ? *tenant : json(nullptr)},
-              {"event_type", string_or(row, "event_type", "")},
-              {"entity_type", type},
-              {"entity_id", id},
-              {"entity_ref", type + ":" + id},
-              {"payload", payload ? *payload : json::object()},
-              {"idempotency_key", nullable("idempotency_key")},
-              {"caused_by", nullable("caused_by")},
-              {"workflow_run_id", nullable("workflow_run_id")},
-              {"source_system", nullable("source_system")},
-              {"occurred_at", string_or(row, "occurred_at", "")},
-              {"recorded_at", string_or(row, "recorded_at", "")},
-              {"sequence_no", seq && seq->is_number_integer() ? *seq : json(nullptr)}};
-}
-
 Task<Result<Appended>> append_event(Context& ctx, NewEvent event) {
-  D1 db(kDb);
-  json tenant = event.tenant_id ? json(*event.tenant_id) : json(nullptr);
   std::string tenant_key = event.tenant_id.value_or("");
 
   // The schema lookup and the idempotency lookup go out together.
-  std::vector<Task<Result<json>>> lookups;
-  json schema_params = json::array({event.event_type});
-  lookups.push_back(as_task(
-      db.first_json("SELECT schema_json FROM events_schema WHERE event_type = ?1", schema_params)));
-  if (!event.idempotency_key.empty()) {
-    json params = json::array({tenant_key, event.idempotency_key});
-    lookups.push_back(
-        as_task(db.first_json("SELECT event_id FROM events WHERE COALESCE(tenant_id, '') "
-                              "= ?1 AND idempotency_key = ?2",
-                              params)));
-  }
-  std::vector<Result<json>> found = co_await when_all(std::move(lookups));
-  for (auto& f : found) {
-    if (!f) co_return std::move(f).error();
-  }
-  if (found.size() > 1) {
-    if (const json* row = row_of(*found[1]))
-      co_return Appended{string_or(*row, "event_id", ""), true};
-  }
-  if (const json* row = row_of(*found[0])) {
-    auto doc = parse_json(string_or(*row, "schema_json", "{}"));
+  using Found = Result<std::optional<std::string>>;
+  auto no_key = []() -> Task<Found> { co_return std::optional<std::string>{}; };
+  auto [schema_text, by_key] =
+      co_await when_all(EventStore::schema_for(event.event_type),
+                        event.idempotency_key.empty()
+                            ? no_key()
+                            : EventStore::find_by_idempotency(tenant_key, event.idempotency_key));
+  if (!schema_text) co_return std::move(schema_text).error();
+  if (!by_key) co_return std::move(by_key).error();
+  if (*by_key) co_return Appended{**by_key, true};
+  if (*schema_text) {
+    auto doc = parse_json(**schema_text);
     auto schema = doc ? JsonSchema::parse(*doc) : Result<JsonSchema>(doc.error());
     if (schema) {
       std::vector<json> violations = schema->validate(event.payload);
@@ -189,37 +154,31 @@ Task<Result<Appended>> append_event(Context& ctx, NewEvent event) {
     event.event_id = std::move(id);
   }
   std::string now = format_rfc3339_ms(ctx.now_ms());
-  json params = json::array({event.event_id, tenant, event.event_type, event.entity_type,
-                             event.entity_id, dump_json(event.payload),
-                             text_or_null(event.idempotency_key), text_or_null(event.caused_by),
-                             text_or_null(event.workflow_run_id), text_or_null(event.source_system),
-                             event.occurred_at.empty() ? now : event.occurred_at, now,
-                             event.sequence_no ? json(*event.sequence_no) : json(nullptr)});
-  SS_CO_TRY(
-      json inserted,
-      co_await db.run_json("INSERT OR IGNORE INTO events (event_id, tenant_id, event_type, "
-                           "entity_type, entity_id, payload_json, idempotency_key, caused_by, "
-                           "workflow_run_id, source_system, occurred_at, recorded_at, sequence_no) "
-                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-                           params));
-  const json* meta = find_field(inserted, "meta");
-  if (meta != nullptr && int_or(*meta, "changes", 0) == 1)
-    co_return Appended{event.event_id, false};
+  EventInsert row;
+  row.event_id = event.event_id;
+  row.tenant_id = event.tenant_id;
+  row.event_type = event.event_type;
+  row.entity_type = event.entity_type;
+  row.entity_id = event.entity_id;
+  row.payload_json = dump_json(event.payload);
+  row.idempotency_key = optional_of(event.idempotency_key);
+  row.caused_by = optional_of(event.caused_by);
+  row.workflow_run_id = optional_of(event.workflow_run_id);
+  row.source_system = optional_of(event.source_system);
+  row.occurred_at = event.occurred_at.empty() ? now : event.occurred_at;
+  row.recorded_at = now;
+  row.sequence_no = event.sequence_no;
+  SS_CO_TRY(bool inserted, co_await EventStore::insert(row));
+  if (inserted) co_return Appended{event.event_id, false};
 
   // Lost a race, or a redelivery: find the event that is already there.
-  json lookup = json::array({event.event_id, tenant_key, text_or_null(event.idempotency_key)});
-  SS_CO_TRY(json existing, co_await db.first_json(
-                               "SELECT event_id, COALESCE(tenant_id, '') AS tenant_key FROM events "
-                               "WHERE event_id = ?1 OR (COALESCE(tenant_id, '') = ?2 AND "
-                               "idempotency_key = ?3) ORDER BY event_id = ?1 LIMIT 1",
-                               lookup));
-  const json* row = row_of(existing);
-  if (row == nullptr)
-    co_return Error{ErrorCode::internal, "append_event(): insert ignored, no row"};
-  if (string_or(*row, "tenant_key", "") != tenant_key) {
+  SS_CO_TRY(std::optional<ExistingEvent> existing,
+            co_await EventStore::find_existing(event.event_id, tenant_key, row.idempotency_key));
+  if (!existing) co_return Error{ErrorCode::internal, "append_event(): insert ignored, no row"};
+  if (existing->tenant_key != tenant_key) {
     co_return Error{ErrorCode::conflict, "event_id is already used"}.with("field", "event_id");
   }
-  co_return Appended{string_or(*row, "event_id", ""), true};
+  co_return Appended{existing->event_id, true};
 }
 
 std::string glob_to_like(std::string_view glob) {
@@ -270,22 +229,16 @@ Result<ReadQuery> parse_read_query(const Request& req) {
 }
 
 Task<Result<json>> read_events(const ReadQuery& q) {
-  std::string sql = "SELECT * FROM events WHERE event_id > ?1";
-  json params = json::array({q.after});
-  auto bind = [&](json value) {
-    params.push_back(std::move(value));
-    return "?" + std::to_string(params.size());
-  };
-  if (q.tenant_id) sql += " AND tenant_id = " + bind(*q.tenant_id);
-  if (!q.type_glob.empty() && q.type_glob != "*") {
-    sql += " AND event_type LIKE " + bind(glob_to_like(q.type_glob)) + " ESCAPE '\\'";
-  }
-  if (!q.entity_type.empty()) sql += " AND entity_type = " + bind(q.entity_type);
-  if (!q.entity_id.empty()) sql += " AND entity_id = " + bind(q.entity_id);
-  sql += " ORDER BY event_id LIMIT " + bind(q.limit);
-  SS_CO_TRY(json result, co_await D1(kDb).all_json(sql, params));
+  EventFilter filter;
+  filter.tenant_id = q.tenant_id;
+  if (!q.type_glob.empty() && q.type_glob != "*") filter.type_like = glob_to_like(q.type_glob);
+  filter.entity_type = q.entity_type;
+  filter.entity_id = q.entity_id;
+  filter.after = q.after;
+  filter.limit = q.limit;
+  SS_CO_TRY(std::vector<EventRow> rows, co_await EventStore::read(filter));
   json events = json::array();
-  for (const json& row : rows_of(result)) events.push_back(event_view(row));
+  for (const EventRow& row : rows) events.push_back(row.view());
   json next = nullptr;
   if (static_cast<int>(events.size()) == q.limit) next = events.back()["event_id"];
   co_return json{{"events", std::move(events)}, {"next", std::move(next)}};

@@ -5,13 +5,13 @@
 
 #include "shared/effects.h"
 #include "shared/http.h"
+#include "workers/events/store.h"
 
 #include <optional>
 #include <string>
 
 namespace ss::events {
 
-inline constexpr const char* kDb = "EVENTS_DB";
 inline constexpr std::size_t kMaxPayloadBytes = 64 * 1024;
 inline constexpr std::size_t kMaxEventBody = kMaxPayloadBytes + 16 * 1024;
 inline constexpr std::size_t kMaxEventTypeLength = 128;
@@ -48,9 +48,6 @@ Result<NewEvent> parse_new_event(const json& body);
 // Appends once: a repeated idempotency key (per tenant) or event_id returns the first event
 // instead. A payload that breaks the JSON Schema registered for its type is 422 schema_violation.
 Task<Result<Appended>> append_event(Context& ctx, NewEvent event);
-
-// The API view of a stored row (payload parsed back to JSON).
-json event_view(const json& row);
 
 struct ReadQuery {
   std::optional<std::string> tenant_id;  // nullopt: every tenant (operator only)

@@ -1,0 +1,56 @@
+#pragma once
+// Consumers, their cursors and locks: what one drain run reports, the lock that keeps two runs of a
+// consumer apart, replay (moving a cursor back) and lag (/health).
+
+#include "shared/app.h"
+#include "workers/events/store.h"
+
+#include <string>
+#include <vector>
+
+namespace ss::events {
+
+inline constexpr int kDrainBatchSize = 500;
+inline constexpr std::int64_t kLockTtlMs = 5 * 60 * 1000;
+inline constexpr std::int64_t kLagAlertMs = 60 * 60 * 1000;
+
+inline constexpr const char* kWorkflowRunner = "workflow_runner";
+inline constexpr const char* kTimelineIndexer = "timeline_indexer";
+inline constexpr const char* kAnomalyDetector = "anomaly_detector";
+const std::vector<std::string>& consumer_names();
+bool is_consumer(std::string_view name);
+
+struct DrainReport {
+  std::string consumer;
+  int read = 0;
+  int started = 0;
+  int duplicates = 0;
+  int quarantined = 0;
+  int capped = 0;
+  std::string cursor;
+  bool locked = false;            // another run holds the lock: this one did nothing
+  bool killed = false;            // a kill switch is on: nothing read, cursor unchanged
+  bool budget_exhausted = false;  // stopped early to stay under the subrequest limit
+  bool contended = false;         // stopped at an event whose start another run is still making
+  json to_json() const;
+};
+
+// The name of a consumer's drain lock in cron_locks.
+std::string lock_name(const std::string& consumer);
+
+// The aggregate consumers commit a whole batch at once: their rows plus the cursor past the batch.
+Task<Status> commit_with_cursor(Context& ctx, DrainReport& report,
+                                const std::vector<EventRow>& rows,
+                                std::vector<D1Statement> statements);
+
+// Sets a consumer's cursor so that it reads from_event_id (inclusive) again.
+Task<Result<std::string>> replay_consumer(Context& ctx, const std::string& consumer,
+                                          const std::string& from_event_id);
+
+// {"consumers":{name:{"cursor","lag_seconds","lagging"}},"fanout_capped":n,"quarantined":n}
+Task<json> consumer_health(Context& ctx);
+
+// The largest 26-character Crockford string below `ulid` ("" for the smallest).
+std::string ulid_predecessor(const std::string& ulid);
+
+}  // namespace ss::events

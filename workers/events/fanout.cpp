@@ -1,0 +1,64 @@
+#include "workers/events/fanout.h"
+
+#include "shared/glob.h"
+
+namespace ss::events {
+
+Result<Subscription> Subscription::compile(const SubscriptionRow& row) {
+  Subscription s;
+  s.id = row.subscription_id;
+  s.glob = row.event_type_glob;
+  s.workflow_type = row.workflow_type;
+  if (row.filter_expr && !row.filter_expr->empty()) {
+    auto parsed = FilterExpr::parse(*row.filter_expr);
+    if (!parsed) return std::move(parsed).error();
+    s.filter = std::move(parsed).value();
+  }
+  if (row.input_mapper && !row.input_mapper->empty()) {
+    auto doc = parse_json(*row.input_mapper);
+    if (!doc) return std::move(doc).error();
+    auto parsed = InputMapper::parse(*doc);
+    if (!parsed) return std::move(parsed).error();
+    s.mapper = std::move(parsed).value();
+  }
+  return s;
+}
+
+std::string idempotency_key(const std::string& consumer, const std::string& event_id,
+                            const std::string& workflow_type) {
+  return consumer + ":" + event_id + ":" + workflow_type;
+}
+
+FanoutPlan plan_fanout(const std::string& consumer, const json& event,
+                       const std::vector<Subscription>& subscriptions,
+                       const std::set<std::string>& seen) {
+  FanoutPlan plan;
+  std::string type = string_or(event, "event_type", "");
+  std::string event_id = string_or(event, "event_id", "");
+  std::vector<const Subscription*> matched;
+  for (const Subscription& s : subscriptions) {
+    if (glob_match(s.glob, type) && (!s.filter || s.filter->matches(event))) matched.push_back(&s);
+  }
+  plan.matched = matched.size();
+  if (matched.size() > kMaxFanout) {
+    for (std::size_t i = kMaxFanout; i < matched.size(); ++i)
+      plan.dropped.push_back(matched[i]->id);
+    matched.resize(kMaxFanout);
+  }
+  std::set<std::string> workflows;  // two subscriptions naming one workflow start it once
+  for (const Subscription* s : matched) {
+    std::string key = idempotency_key(consumer, event_id, s->workflow_type);
+    if (seen.count(key) != 0) {
+      ++plan.duplicates;
+      continue;
+    }
+    if (!workflows.insert(s->workflow_type).second) {
+      ++plan.duplicates;
+      continue;
+    }
+    plan.start.push_back(FanoutDecision{s, std::move(key)});
+  }
+  return plan;
+}
+
+}  // namespace ss::events

@@ -1,0 +1,62 @@
+#include "workers/events/retention.h"
+
+#include "shared/rfc3339.h"
+#include "shared/ulid.h"
+#include "workers/events/ledger.h"
+
+#include <map>
+
+namespace ss::events {
+
+Task<Result<json>> apply_retention(Context& ctx, int days) {
+  std::int64_t cutoff_ms = ctx.now_ms() - static_cast<std::int64_t>(days) * kMsPerDay;
+  if (cutoff_ms <= 0) co_return json{{"redacted", 0}};
+  std::string cutoff = encode_ulid(cutoff_ms, UlidRandom{});
+  SS_CO_TRY(std::vector<AgedEvent> rows, co_await EventStore::aged(cutoff, kRetentionBatch));
+  if (rows.empty()) co_return json{{"redacted", 0}};
+
+  // One tombstone per tenant, and a summary row per (day, tenant, type).
+  struct Group {
+    std::int64_t count = 0;
+    std::string first, last;
+  };
+  std::map<std::string, std::map<std::pair<std::string, std::string>, Group>> by_tenant;
+  for (const AgedEvent& row : rows) {
+    std::string day = row.recorded_at.substr(0, 10);
+    Group& g = by_tenant[row.tenant_id.value_or("")][{day, row.event_type}];
+    if (g.count++ == 0) g.first = row.event_id;
+    g.last = row.event_id;
+  }
+  const std::string& first = rows.front().event_id;
+  const std::string& last = rows.back().event_id;
+  std::string now = format_rfc3339(ctx.now_ms());
+  std::vector<D1Statement> statements;
+  for (auto& [tenant, groups] : by_tenant) {
+    NewEvent tomb;
+    tomb.event_type = "events.tombstoned";
+    tomb.entity_type = "retention";
+    tomb.entity_id = first + ".." + last;
+    if (!tenant.empty()) tomb.tenant_id = tenant;
+    json summary = json::array();
+    for (auto& [key, g] : groups) {
+      summary.push_back({{"day", key.first},
+                         {"event_type", key.second},
+                         {"count", g.count},
+                         {"first_event_id", g.first},
+                         {"last_event_id", g.last}});
+    }
+    tomb.payload = {{"reason", "retention"}, {"retention_days", days}, {"summary", summary}};
+    tomb.idempotency_key = "retention:" + first + ":" + last;
+    tomb.source_system = "siteswarm-events-service";
+    SS_CO_TRY(Appended appended, co_await append_event(ctx, std::move(tomb)));
+    for (auto& [key, g] : groups) {
+      statements.push_back(AggregateStore::retention_summary_statement(
+          key.first, tenant, key.second, g.count, g.first, g.last, appended.event_id));
+    }
+  }
+  statements.push_back(EventStore::redact_statement(first, last, now));
+  SS_CO_CHECK(co_await commit(statements));
+  co_return json{{"redacted", rows.size()}, {"first_event_id", first}, {"last_event_id", last}};
+}
+
+}  // namespace ss::events

@@ -1,0 +1,794 @@
+#include "workers/events/store.h"
+
+#include "shared/json_util.h"
+
+namespace ss::events {
+
+namespace {
+
+// ---- events
+
+constexpr std::string_view kSchemaFor = R"sql(
+SELECT schema_json FROM events_schema WHERE event_type = ?1
+)sql";
+
+constexpr std::string_view kFindByIdempotency = R"sql(
+SELECT event_id FROM events WHERE COALESCE(tenant_id, '') = ?1 AND idempotency_key = ?2
+)sql";
+
+constexpr std::string_view kInsertEvent = R"sql(
+INSERT OR IGNORE INTO events (event_id, tenant_id, event_type, entity_type, entity_id,
+                              payload_json, idempotency_key, caused_by, workflow_run_id,
+                              source_system, occurred_at, recorded_at, sequence_no)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+)sql";
+
+// Ascending on (event_id = ?1): a row holding the idempotency key comes before one that only
+// holds the event_id.
+constexpr std::string_view kFindExisting = R"sql(
+SELECT event_id, COALESCE(tenant_id, '') AS tenant_key FROM events
+WHERE event_id = ?1 OR (COALESCE(tenant_id, '') = ?2 AND idempotency_key = ?3)
+ORDER BY event_id = ?1 LIMIT 1
+)sql";
+
+constexpr std::string_view kFindEvent = R"sql(
+SELECT * FROM events WHERE event_id = ?1
+)sql";
+
+// Every filter is optional: an empty (or NULL tenant) parameter disables it.
+constexpr std::string_view kReadEvents = R"sql(
+SELECT * FROM events
+WHERE event_id > ?1
+  AND (?2 IS NULL OR tenant_id = ?2)
+  AND (?3 = '' OR event_type LIKE ?3 ESCAPE '\')
+  AND (?4 = '' OR entity_type = ?4)
+  AND (?5 = '' OR entity_id = ?5)
+ORDER BY event_id LIMIT ?6
+)sql";
+
+constexpr std::string_view kEventsAfterCursor = R"sql(
+SELECT * FROM events WHERE event_id > ?1 ORDER BY event_id LIMIT ?2
+)sql";
+
+constexpr std::string_view kNextAfterCursor = R"sql(
+SELECT event_id FROM events WHERE event_id > ?1 ORDER BY event_id LIMIT 1
+)sql";
+
+constexpr std::string_view kAgedEvents = R"sql(
+SELECT event_id, tenant_id, event_type, recorded_at FROM events
+WHERE event_id < ?1 AND redacted_at IS NULL AND event_type != 'events.tombstoned'
+ORDER BY event_id LIMIT ?2
+)sql";
+
+constexpr std::string_view kRedactEvents = R"sql(
+UPDATE events SET payload_json = '{"_redacted":true}', redacted_at = ?3
+WHERE event_id >= ?1 AND event_id <= ?2 AND redacted_at IS NULL
+  AND event_type != 'events.tombstoned'
+)sql";
+
+// ---- drain state
+
+constexpr std::string_view kClaimLock = R"sql(
+INSERT INTO cron_locks (name, holder, expires_at_ms) VALUES (?1, ?2, ?3)
+ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at_ms = excluded.expires_at_ms
+WHERE cron_locks.expires_at_ms <= ?4
+)sql";
+
+constexpr std::string_view kReleaseLock = R"sql(
+DELETE FROM cron_locks WHERE name = ?1 AND holder = ?2
+)sql";
+
+constexpr std::string_view kRenewLock = R"sql(
+UPDATE cron_locks SET expires_at_ms = ?3 WHERE name = ?1 AND holder = ?2
+)sql";
+
+constexpr std::string_view kReadCursor = R"sql(
+SELECT cursor FROM event_drain_state WHERE consumer = ?1
+)sql";
+
+constexpr std::string_view kAdvanceCursor = R"sql(
+INSERT INTO event_drain_state (consumer, cursor, last_run_at, events_read) VALUES (?1, ?2, ?3, ?4)
+ON CONFLICT (consumer) DO UPDATE SET cursor = excluded.cursor, last_run_at = excluded.last_run_at,
+                                     events_read = events_read + excluded.events_read
+)sql";
+
+// ?1 is a JSON array of switch names.
+constexpr std::string_view kAnySwitchOn = R"sql(
+SELECT name FROM kill_switches
+WHERE enabled = 1 AND name IN (SELECT value FROM json_each(?1)) LIMIT 1
+)sql";
+
+// ---- dedupe, run log, quarantine
+
+constexpr std::string_view kStartedKeys = R"sql(
+SELECT dedupe_key FROM event_consumer_dedupe
+WHERE consumer = ?1 AND event_id > ?2 AND event_id <= ?3 AND status = 'started'
+)sql";
+
+constexpr std::string_view kClaimStart = R"sql(
+INSERT INTO event_consumer_dedupe (consumer, dedupe_key, event_id, created_at, status, holder,
+                                   claimed_at_ms)
+VALUES (?1, ?2, ?3, ?4, 'claimed', ?5, ?6)
+ON CONFLICT (consumer, dedupe_key) DO UPDATE SET holder = excluded.holder,
+                                                 claimed_at_ms = excluded.claimed_at_ms
+WHERE event_consumer_dedupe.status = 'claimed' AND event_consumer_dedupe.claimed_at_ms <= ?7
+)sql";
+
+constexpr std::string_view kMarkStarted = R"sql(
+UPDATE event_consumer_dedupe SET status = 'started'
+WHERE consumer = ?1 AND dedupe_key = ?2 AND holder = ?3
+)sql";
+
+constexpr std::string_view kUnclaim = R"sql(
+DELETE FROM event_consumer_dedupe
+WHERE consumer = ?1 AND dedupe_key = ?2 AND holder = ?3 AND status = 'claimed'
+)sql";
+
+// ?2 is a JSON array of dedupe keys.
+constexpr std::string_view kLiveClaims = R"sql(
+SELECT COUNT(*) AS n FROM event_consumer_dedupe
+WHERE consumer = ?1 AND status = 'claimed' AND dedupe_key IN (SELECT value FROM json_each(?2))
+)sql";
+
+constexpr std::string_view kLogRun = R"sql(
+INSERT OR IGNORE INTO workflow_run_log (workflow_run_id, consumer, workflow_type, event_id,
+                                        subscription_id, status, http_status, started_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+)sql";
+
+constexpr std::string_view kQuarantine = R"sql(
+INSERT INTO events_quarantine (consumer, event_id, reason, attempts, quarantined_at)
+VALUES (?1, ?2, ?3, 1, ?4)
+ON CONFLICT (consumer, event_id) DO UPDATE SET reason = excluded.reason, attempts = attempts + 1,
+                                               resolved_at = NULL
+)sql";
+
+constexpr std::string_view kResolveQuarantine = R"sql(
+UPDATE events_quarantine SET resolved_at = ?3 WHERE consumer = ?1 AND event_id = ?2
+)sql";
+
+constexpr std::string_view kFindQuarantine = R"sql(
+SELECT * FROM events_quarantine WHERE consumer = ?1 AND event_id = ?2
+)sql";
+
+constexpr std::string_view kListQuarantine = R"sql(
+SELECT * FROM events_quarantine
+WHERE (?1 = '' OR consumer = ?1) AND (?2 = 1 OR resolved_at IS NULL)
+ORDER BY event_id LIMIT 500
+)sql";
+
+// ---- configuration
+
+constexpr std::string_view kInsertSubscription = R"sql(
+INSERT INTO event_subscriptions (subscription_id, event_type_glob, workflow_type, filter_expr,
+                                 input_mapper, enabled, created_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+)sql";
+
+constexpr std::string_view kSubscriptions = R"sql(
+SELECT * FROM event_subscriptions ORDER BY subscription_id
+)sql";
+
+constexpr std::string_view kEnabledSubscriptions = R"sql(
+SELECT * FROM event_subscriptions WHERE enabled = 1 ORDER BY subscription_id
+)sql";
+
+constexpr std::string_view kFindSubscription = R"sql(
+SELECT * FROM event_subscriptions WHERE subscription_id = ?1
+)sql";
+
+constexpr std::string_view kDeleteSubscription = R"sql(
+DELETE FROM event_subscriptions WHERE subscription_id = ?1
+)sql";
+
+constexpr std::string_view kWorkflowExists = R"sql(
+SELECT workflow_type FROM workflow_definitions WHERE workflow_type = ?1
+)sql";
+
+constexpr std::string_view kUpsertWorkflow = R"sql(
+INSERT INTO workflow_definitions (workflow_type, target_json, updated_at) VALUES (?1, ?2, ?3)
+ON CONFLICT (workflow_type) DO UPDATE SET target_json = excluded.target_json,
+                                          updated_at = excluded.updated_at
+)sql";
+
+constexpr std::string_view kWorkflows = R"sql(
+SELECT * FROM workflow_definitions ORDER BY workflow_type
+)sql";
+
+constexpr std::string_view kFindWorkflow = R"sql(
+SELECT * FROM workflow_definitions WHERE workflow_type = ?1
+)sql";
+
+constexpr std::string_view kDeleteWorkflow = R"sql(
+DELETE FROM workflow_definitions WHERE workflow_type = ?1
+)sql";
+
+constexpr std::string_view kUpsertSchema = R"sql(
+INSERT INTO events_schema (event_type, schema_json, updated_at) VALUES (?1, ?2, ?3)
+ON CONFLICT (event_type) DO UPDATE SET schema_json = excluded.schema_json,
+                                       updated_at = excluded.updated_at
+)sql";
+
+constexpr std::string_view kSchemas = R"sql(
+SELECT * FROM events_schema ORDER BY event_type
+)sql";
+
+constexpr std::string_view kDeleteSchema = R"sql(
+DELETE FROM events_schema WHERE event_type = ?1
+)sql";
+
+constexpr std::string_view kPutKillSwitch = R"sql(
+INSERT INTO kill_switches (name, enabled, updated_at) VALUES (?1, ?2, ?3)
+ON CONFLICT (name) DO UPDATE SET enabled = excluded.enabled, updated_at = excluded.updated_at
+)sql";
+
+constexpr std::string_view kKillSwitches = R"sql(
+SELECT * FROM kill_switches ORDER BY name
+)sql";
+
+// ---- aggregates
+
+constexpr std::string_view kTimelineUpsert = R"sql(
+INSERT INTO entity_timelines (tenant_key, entity_type, entity_id, event_count, first_event_id,
+                              last_event_id, last_event_type, last_occurred_at)
+VALUES (?1, ?2, ?3, 1, ?4, ?4, ?5, ?6)
+ON CONFLICT (tenant_key, entity_type, entity_id) DO UPDATE SET
+  event_count = event_count + 1, last_event_id = excluded.last_event_id,
+  last_event_type = excluded.last_event_type, last_occurred_at = excluded.last_occurred_at
+WHERE excluded.last_event_id > entity_timelines.last_event_id
+)sql";
+
+constexpr std::string_view kFindTimeline = R"sql(
+SELECT * FROM entity_timelines WHERE tenant_key = ?1 AND entity_type = ?2 AND entity_id = ?3
+)sql";
+
+constexpr std::string_view kRateUpsert = R"sql(
+INSERT INTO event_type_rates (event_type, window_start_ms, event_count, last_event_id)
+VALUES (?1, ?2, 1, ?3)
+ON CONFLICT (event_type, window_start_ms) DO UPDATE SET event_count = event_count + 1,
+                                                        last_event_id = excluded.last_event_id
+WHERE excluded.last_event_id > event_type_rates.last_event_id
+)sql";
+
+constexpr std::string_view kRateSums = R"sql(
+SELECT COALESCE(SUM(CASE WHEN window_start_ms = ?2 THEN event_count ELSE 0 END), 0) AS current,
+       COALESCE(SUM(CASE WHEN window_start_ms < ?2 THEN event_count ELSE 0 END), 0) AS trailing
+FROM event_type_rates WHERE event_type = ?1 AND window_start_ms >= ?3
+)sql";
+
+constexpr std::string_view kRetentionSummary = R"sql(
+INSERT INTO events_retention_summaries (day, tenant_key, event_type, event_count, first_event_id,
+                                        last_event_id, tombstone_event_id)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+ON CONFLICT (day, tenant_key, event_type) DO UPDATE SET
+  event_count = event_count + excluded.event_count, last_event_id = excluded.last_event_id,
+  tombstone_event_id = excluded.tombstone_event_id
+)sql";
+
+constexpr std::string_view kLedgerCounts = R"sql(
+SELECT (SELECT COUNT(*) FROM events WHERE event_type = 'events.fanout_capped') AS capped,
+       (SELECT COUNT(*) FROM events_quarantine WHERE resolved_at IS NULL) AS quarantined
+)sql";
+
+json text_or_null(const std::optional<std::string>& s) { return s ? json(*s) : json(nullptr); }
+
+struct CountRow {
+  std::int64_t n = 0;
+  static CountRow decode(RowReader& r) { return CountRow{r.integer("n")}; }
+};
+
+struct EventIdRow {
+  std::string event_id;
+  static EventIdRow decode(RowReader& r) { return EventIdRow{r.text("event_id")}; }
+};
+
+struct SchemaTextRow {
+  std::string schema_json;
+  static SchemaTextRow decode(RowReader& r) { return SchemaTextRow{r.text("schema_json")}; }
+};
+
+struct CursorRow {
+  std::string cursor;
+  static CursorRow decode(RowReader& r) { return CursorRow{r.text("cursor")}; }
+};
+
+struct KeyRow {
+  std::string dedupe_key;
+  static KeyRow decode(RowReader& r) { return KeyRow{r.text("dedupe_key")}; }
+};
+
+D1 db() { return D1(kDb); }
+
+Task<Result<std::optional<std::string>>> first_event_id(std::string_view sql, json params) {
+  SS_CO_TRY(D1Result r, co_await db().first(sql, std::move(params)));
+  SS_CO_TRY(std::optional<EventIdRow> row, r.first_as<EventIdRow>());
+  if (!row) co_return std::optional<std::string>{};
+  co_return std::optional<std::string>{std::move(row->event_id)};
+}
+
+template <class Row>
+Task<Result<std::vector<Row>>> all_rows(std::string_view sql, json params = json::array()) {
+  SS_CO_TRY(D1Result r, co_await db().all(sql, std::move(params)));
+  co_return r.as<Row>();
+}
+
+template <class Row>
+Task<Result<std::optional<Row>>> first_row(std::string_view sql, json params) {
+  SS_CO_TRY(D1Result r, co_await db().first(sql, std::move(params)));
+  co_return r.first_as<Row>();
+}
+
+Task<Status> execute(std::string_view sql, json params) {
+  SS_CO_TRY(D1Result ignored, co_await db().run(sql, std::move(params)));
+  co_return Unit{};
+}
+
+Task<Result<std::int64_t>> changes(std::string_view sql, json params) {
+  SS_CO_TRY(D1Result r, co_await db().run(sql, std::move(params)));
+  co_return r.meta.changes;
+}
+
+}  // namespace
+
+// ---- rows
+
+EventRow EventRow::decode(RowReader& r) {
+  EventRow e;
+  e.event_id = r.text("event_id");
+  e.tenant_id = r.nullable_text("tenant_id");
+  e.event_type = r.text("event_type");
+  e.entity_type = r.text("entity_type");
+  e.entity_id = r.text("entity_id");
+  e.payload_json = r.text("payload_json");
+  e.idempotency_key = r.nullable_text("idempotency_key");
+  e.caused_by = r.nullable_text("caused_by");
+  e.workflow_run_id = r.nullable_text("workflow_run_id");
+  e.source_system = r.nullable_text("source_system");
+  e.occurred_at = r.text("occurred_at");
+  e.recorded_at = r.text("recorded_at");
+  e.sequence_no = r.nullable_integer("sequence_no");
+  return e;
+}
+
+json EventRow::view() const {
+  auto payload = parse_json(payload_json);
+  return json{{"event_id", event_id},
+              {"tenant_id", text_or_null(tenant_id)},
+              {"event_type", event_type},
+              {"entity_type", entity_type},
+              {"entity_id", entity_id},
+              {"entity_ref", entity_type + ":" + entity_id},
+              {"payload", payload ? *payload : json::object()},
+              {"idempotency_key", text_or_null(idempotency_key)},
+              {"caused_by", text_or_null(caused_by)},
+              {"workflow_run_id", text_or_null(workflow_run_id)},
+              {"source_system", text_or_null(source_system)},
+              {"occurred_at", occurred_at},
+              {"recorded_at", recorded_at},
+              {"sequence_no", sequence_no ? json(*sequence_no) : json(nullptr)}};
+}
+
+ExistingEvent ExistingEvent::decode(RowReader& r) {
+  return ExistingEvent{r.text("event_id"), r.text("tenant_key")};
+}
+
+AgedEvent AgedEvent::decode(RowReader& r) {
+  AgedEvent e;
+  e.event_id = r.text("event_id");
+  e.tenant_id = r.nullable_text("tenant_id");
+  e.event_type = r.text("event_type");
+  e.recorded_at = r.text("recorded_at");
+  return e;
+}
+
+QuarantineRow QuarantineRow::decode(RowReader& r) {
+  QuarantineRow q;
+  q.consumer = r.text("consumer");
+  q.event_id = r.text("event_id");
+  q.reason = r.text("reason");
+  q.attempts = r.integer("attempts");
+  q.quarantined_at = r.text("quarantined_at");
+  q.resolved_at = r.nullable_text("resolved_at");
+  return q;
+}
+
+json QuarantineRow::view() const {
+  return json{{"consumer", consumer},
+              {"event_id", event_id},
+              {"reason", reason},
+              {"attempts", attempts},
+              {"quarantined_at", quarantined_at},
+              {"resolved_at", text_or_null(resolved_at)}};
+}
+
+SubscriptionRow SubscriptionRow::decode(RowReader& r) {
+  SubscriptionRow s;
+  s.subscription_id = r.text("subscription_id");
+  s.event_type_glob = r.text("event_type_glob");
+  s.workflow_type = r.text("workflow_type");
+  s.filter_expr = r.nullable_text("filter_expr");
+  s.input_mapper = r.nullable_text("input_mapper");
+  s.enabled = r.flag("enabled");
+  s.created_at = r.text("created_at");
+  return s;
+}
+
+json SubscriptionRow::view() const {
+  auto mapper = input_mapper ? parse_json(*input_mapper) : Result<json>(json(nullptr));
+  return json{{"id", subscription_id},
+              {"event_type_glob", event_type_glob},
+              {"workflow_type", workflow_type},
+              {"filter_expr", text_or_null(filter_expr)},
+              {"input_mapper", mapper ? *mapper : json(nullptr)},
+              {"enabled", enabled},
+              {"created_at", created_at}};
+}
+
+WorkflowRow WorkflowRow::decode(RowReader& r) {
+  return WorkflowRow{r.text("workflow_type"), r.text("target_json"), r.text("updated_at")};
+}
+
+json WorkflowRow::view() const {
+  auto target = parse_json(target_json);
+  return json{{"workflow_type", workflow_type},
+              {"target", target ? *target : json::object()},
+              {"updated_at", updated_at}};
+}
+
+SchemaRow SchemaRow::decode(RowReader& r) {
+  return SchemaRow{r.text("event_type"), r.text("schema_json"), r.text("updated_at")};
+}
+
+json SchemaRow::view() const {
+  auto schema = parse_json(schema_json);
+  return json{{"event_type", event_type},
+              {"schema", schema ? *schema : json::object()},
+              {"updated_at", updated_at}};
+}
+
+KillSwitchRow KillSwitchRow::decode(RowReader& r) {
+  KillSwitchRow k;
+  k.name = r.text("name");
+  k.enabled = r.flag("enabled");
+  k.updated_at = r.text("updated_at");
+  return k;
+}
+
+json KillSwitchRow::view() const {
+  return json{{"name", name}, {"enabled", enabled}, {"updated_at", updated_at}};
+}
+
+TimelineRow TimelineRow::decode(RowReader& r) {
+  TimelineRow t;
+  t.event_count = r.integer("event_count");
+  t.first_event_id = r.text("first_event_id");
+  t.last_event_id = r.text("last_event_id");
+  t.last_event_type = r.text("last_event_type");
+  t.last_occurred_at = r.text("last_occurred_at");
+  return t;
+}
+
+json TimelineRow::view() const {
+  return json{{"event_count", event_count},
+              {"first_event_id", first_event_id},
+              {"last_event_id", last_event_id},
+              {"last_event_type", last_event_type},
+              {"last_occurred_at", last_occurred_at}};
+}
+
+RateSums RateSums::decode(RowReader& r) {
+  return RateSums{r.integer("current"), r.integer("trailing")};
+}
+
+LedgerCounts LedgerCounts::decode(RowReader& r) {
+  return LedgerCounts{r.integer("capped"), r.integer("quarantined")};
+}
+
+// ---- EventStore
+
+Task<Result<std::optional<std::string>>> EventStore::schema_for(const std::string& event_type) {
+  json params = json::array({event_type});
+  SS_CO_TRY(std::optional<SchemaTextRow> row,
+            co_await first_row<SchemaTextRow>(kSchemaFor, params));
+  if (!row) co_return std::optional<std::string>{};
+  co_return std::optional<std::string>{std::move(row->schema_json)};
+}
+
+Task<Result<std::optional<std::string>>> EventStore::find_by_idempotency(
+    const std::string& tenant_key, const std::string& key) {
+  json params = json::array({tenant_key, key});
+  co_return co_await first_event_id(kFindByIdempotency, params);
+}
+
+Task<Result<bool>> EventStore::insert(const EventInsert& e) {
+  json params =
+      json::array({e.event_id, text_or_null(e.tenant_id), e.event_type, e.entity_type, e.entity_id,
+                   e.payload_json, text_or_null(e.idempotency_key), text_or_null(e.caused_by),
+                   text_or_null(e.workflow_run_id), text_or_null(e.source_system), e.occurred_at,
+                   e.recorded_at, e.sequence_no ? json(*e.sequence_no) : json(nullptr)});
+  SS_CO_TRY(std::int64_t n, co_await changes(kInsertEvent, params));
+  co_return n == 1;
+}
+
+Task<Result<std::optional<ExistingEvent>>> EventStore::find_existing(
+    const std::string& event_id, const std::string& tenant_key,
+    const std::optional<std::string>& idempotency_key) {
+  json params = json::array({event_id, tenant_key, text_or_null(idempotency_key)});
+  co_return co_await first_row<ExistingEvent>(kFindExisting, params);
+}
+
+Task<Result<std::optional<EventRow>>> EventStore::find(const std::string& event_id) {
+  json params = json::array({event_id});
+  co_return co_await first_row<EventRow>(kFindEvent, params);
+}
+
+Task<Result<std::vector<EventRow>>> EventStore::read(const EventFilter& f) {
+  json params = json::array(
+      {f.after, text_or_null(f.tenant_id), f.type_like, f.entity_type, f.entity_id, f.limit});
+  co_return co_await all_rows<EventRow>(kReadEvents, params);
+}
+
+Task<Result<std::vector<EventRow>>> EventStore::after_cursor(const std::string& cursor, int limit) {
+  json params = json::array({cursor, limit});
+  co_return co_await all_rows<EventRow>(kEventsAfterCursor, params);
+}
+
+Task<Result<std::optional<std::string>>> EventStore::next_after(const std::string& cursor) {
+  json params = json::array({cursor});
+  co_return co_await first_event_id(kNextAfterCursor, params);
+}
+
+Task<Result<std::vector<AgedEvent>>> EventStore::aged(const std::string& cutoff_id, int limit) {
+  json params = json::array({cutoff_id, limit});
+  co_return co_await all_rows<AgedEvent>(kAgedEvents, params);
+}
+
+D1Statement EventStore::redact_statement(const std::string& first_id, const std::string& last_id,
+                                         const std::string& now) {
+  return D1Statement{std::string(kRedactEvents), json::array({first_id, last_id, now})};
+}
+
+// ---- DrainState
+
+Task<Result<bool>> DrainState::claim(const std::string& lock, const std::string& holder,
+                                     std::int64_t now_ms, std::int64_t ttl_ms) {
+  json params = json::array({lock, holder, now_ms + ttl_ms, now_ms});
+  SS_CO_TRY(std::int64_t n, co_await changes(kClaimLock, params));
+  co_return n > 0;
+}
+
+Task<Status> DrainState::release(const std::string& lock, const std::string& holder) {
+  json params = json::array({lock, holder});
+  co_return co_await execute(kReleaseLock, params);
+}
+
+D1Statement DrainState::renew_statement(const std::string& lock, const std::string& holder,
+                                        std::int64_t expires_at_ms) {
+  return D1Statement{std::string(kRenewLock), json::array({lock, holder, expires_at_ms})};
+}
+
+Task<Result<std::string>> DrainState::cursor(const std::string& consumer) {
+  json params = json::array({consumer});
+  SS_CO_TRY(std::optional<CursorRow> row, co_await first_row<CursorRow>(kReadCursor, params));
+  co_return row ? row->cursor : std::string();
+}
+
+D1Statement DrainState::advance_statement(const std::string& consumer, const std::string& cursor,
+                                          const std::string& now, int read) {
+  return D1Statement{std::string(kAdvanceCursor), json::array({consumer, cursor, now, read})};
+}
+
+Task<Result<bool>> DrainState::any_switch_on(const std::vector<std::string>& names) {
+  json list = json::array();
+  for (const auto& n : names) list.push_back(n);
+  json params = json::array({dump_json(list)});
+  SS_CO_TRY(D1Result r, co_await db().first(kAnySwitchOn, params));
+  co_return !r.empty();
+}
+
+// ---- Dedupe
+
+Task<Result<std::vector<std::string>>> Dedupe::started_keys(const std::string& consumer,
+                                                            const std::string& after,
+                                                            const std::string& last) {
+  json params = json::array({consumer, after, last});
+  SS_CO_TRY(std::vector<KeyRow> rows, co_await all_rows<KeyRow>(kStartedKeys, params));
+  std::vector<std::string> keys;
+  keys.reserve(rows.size());
+  for (KeyRow& k : rows) keys.push_back(std::move(k.dedupe_key));
+  co_return keys;
+}
+
+D1Statement Dedupe::claim_statement(const std::string& consumer, const std::string& key,
+                                    const std::string& event_id, const std::string& now,
+                                    const std::string& holder, std::int64_t now_ms,
+                                    std::int64_t stale_before_ms) {
+  return D1Statement{std::string(kClaimStart),
+                     json::array({consumer, key, event_id, now, holder, now_ms, stale_before_ms})};
+}
+
+D1Statement Dedupe::started_statement(const std::string& consumer, const std::string& key,
+                                      const std::string& holder) {
+  return D1Statement{std::string(kMarkStarted), json::array({consumer, key, holder})};
+}
+
+D1Statement Dedupe::unclaim_statement(const std::string& consumer, const std::string& key,
+                                      const std::string& holder) {
+  return D1Statement{std::string(kUnclaim), json::array({consumer, key, holder})};
+}
+
+Task<Result<std::int64_t>> Dedupe::live_claims(const std::string& consumer,
+                                               const std::vector<std::string>& keys) {
+  json list = json::array();
+  for (const auto& k : keys) list.push_back(k);
+  json params = json::array({consumer, dump_json(list)});
+  SS_CO_TRY(std::optional<CountRow> row, co_await first_row<CountRow>(kLiveClaims, params));
+  co_return row ? row->n : 0;
+}
+
+D1Statement Dedupe::run_log_statement(const std::string& run_id, const std::string& consumer,
+                                      const std::string& workflow_type, const std::string& event_id,
+                                      const std::string& subscription_id, bool started,
+                                      int http_status, const std::string& now) {
+  return D1Statement{std::string(kLogRun),
+                     json::array({run_id, consumer, workflow_type, event_id, subscription_id,
+                                  started ? "started" : "failed",
+                                  http_status ? json(http_status) : json(nullptr), now})};
+}
+
+// ---- Quarantine
+
+D1Statement Quarantine::put_statement(const std::string& consumer, const std::string& event_id,
+                                      const std::string& reason, const std::string& now) {
+  static constexpr std::size_t kMaxReason = 500;
+  return D1Statement{std::string(kQuarantine),
+                     json::array({consumer, event_id, reason.substr(0, kMaxReason), now})};
+}
+
+D1Statement Quarantine::resolve_statement(const std::string& consumer, const std::string& event_id,
+                                          const std::string& now) {
+  return D1Statement{std::string(kResolveQuarantine), json::array({consumer, event_id, now})};
+}
+
+Task<Result<std::optional<QuarantineRow>>> Quarantine::find(const std::string& consumer,
+                                                            const std::string& event_id) {
+  json params = json::array({consumer, event_id});
+  co_return co_await first_row<QuarantineRow>(kFindQuarantine, params);
+}
+
+Task<Result<std::vector<QuarantineRow>>> Quarantine::list(const std::string& consumer, bool all) {
+  json params = json::array({consumer, all ? 1 : 0});
+  co_return co_await all_rows<QuarantineRow>(kListQuarantine, params);
+}
+
+// ---- ConfigStore
+
+Task<Status> ConfigStore::insert_subscription(const SubscriptionRow& s) {
+  json params = json::array({s.subscription_id, s.event_type_glob, s.workflow_type,
+                             text_or_null(s.filter_expr), text_or_null(s.input_mapper),
+                             s.enabled ? 1 : 0, s.created_at});
+  co_return co_await execute(kInsertSubscription, params);
+}
+
+Task<Result<std::vector<SubscriptionRow>>> ConfigStore::subscriptions() {
+  co_return co_await all_rows<SubscriptionRow>(kSubscriptions);
+}
+
+Task<Result<std::vector<SubscriptionRow>>> ConfigStore::enabled_subscriptions() {
+  co_return co_await all_rows<SubscriptionRow>(kEnabledSubscriptions);
+}
+
+Task<Result<std::optional<SubscriptionRow>>> ConfigStore::subscription(const std::string& id) {
+  json params = json::array({id});
+  co_return co_await first_row<SubscriptionRow>(kFindSubscription, params);
+}
+
+Task<Result<bool>> ConfigStore::delete_subscription(const std::string& id) {
+  json params = json::array({id});
+  SS_CO_TRY(std::int64_t n, co_await changes(kDeleteSubscription, params));
+  co_return n > 0;
+}
+
+Task<Result<bool>> ConfigStore::upsert_workflow(const std::string& type,
+                                                const std::string& target_json,
+                                                const std::string& now) {
+  json exists_params = json::array({type});
+  SS_CO_TRY(D1Result existing, co_await db().first(kWorkflowExists, exists_params));
+  json params = json::array({type, target_json, now});
+  SS_CO_CHECK(co_await execute(kUpsertWorkflow, params));
+  co_return existing.empty();
+}
+
+Task<Result<std::vector<WorkflowRow>>> ConfigStore::workflows() {
+  co_return co_await all_rows<WorkflowRow>(kWorkflows);
+}
+
+Task<Result<std::optional<WorkflowRow>>> ConfigStore::workflow(const std::string& type) {
+  json params = json::array({type});
+  co_return co_await first_row<WorkflowRow>(kFindWorkflow, params);
+}
+
+Task<Result<bool>> ConfigStore::delete_workflow(const std::string& type) {
+  json params = json::array({type});
+  SS_CO_TRY(std::int64_t n, co_await changes(kDeleteWorkflow, params));
+  co_return n > 0;
+}
+
+Task<Status> ConfigStore::upsert_schema(const std::string& type, const std::string& schema_json,
+                                        const std::string& now) {
+  json params = json::array({type, schema_json, now});
+  co_return co_await execute(kUpsertSchema, params);
+}
+
+Task<Result<std::vector<SchemaRow>>> ConfigStore::schemas() {
+  co_return co_await all_rows<SchemaRow>(kSchemas);
+}
+
+Task<Result<bool>> ConfigStore::delete_schema(const std::string& type) {
+  json params = json::array({type});
+  SS_CO_TRY(std::int64_t n, co_await changes(kDeleteSchema, params));
+  co_return n > 0;
+}
+
+Task<Status> ConfigStore::put_kill_switch(const std::string& name, bool enabled,
+                                          const std::string& now) {
+  json params = json::array({name, enabled ? 1 : 0, now});
+  co_return co_await execute(kPutKillSwitch, params);
+}
+
+Task<Result<std::vector<KillSwitchRow>>> ConfigStore::kill_switches() {
+  co_return co_await all_rows<KillSwitchRow>(kKillSwitches);
+}
+
+// ---- AggregateStore
+
+D1Statement AggregateStore::timeline_statement(const EventRow& e) {
+  return D1Statement{std::string(kTimelineUpsert),
+                     json::array({e.tenant_key(), e.entity_type, e.entity_id, e.event_id,
+                                  e.event_type, e.occurred_at})};
+}
+
+Task<Result<std::optional<TimelineRow>>> AggregateStore::timeline(const std::string& tenant_key,
+                                                                  const std::string& entity_type,
+                                                                  const std::string& entity_id) {
+  json params = json::array({tenant_key, entity_type, entity_id});
+  co_return co_await first_row<TimelineRow>(kFindTimeline, params);
+}
+
+D1Statement AggregateStore::rate_statement(const std::string& event_type,
+                                           std::int64_t window_start_ms,
+                                           const std::string& event_id) {
+  return D1Statement{std::string(kRateUpsert),
+                     json::array({event_type, window_start_ms, event_id})};
+}
+
+Task<Result<RateSums>> AggregateStore::rate_sums(const std::string& event_type,
+                                                 std::int64_t window_start_ms,
+                                                 std::int64_t baseline_from_ms) {
+  json params = json::array({event_type, window_start_ms, baseline_from_ms});
+  SS_CO_TRY(std::optional<RateSums> row, co_await first_row<RateSums>(kRateSums, params));
+  co_return row.value_or(RateSums{});
+}
+
+D1Statement AggregateStore::retention_summary_statement(
+    const std::string& day, const std::string& tenant_key, const std::string& event_type,
+    std::int64_t count, const std::string& first_id, const std::string& last_id,
+    const std::string& tombstone_id) {
+  return D1Statement{
+      std::string(kRetentionSummary),
+      json::array({day, tenant_key, event_type, count, first_id, last_id, tombstone_id})};
+}
+
+Task<Result<LedgerCounts>> AggregateStore::counts() {
+  SS_CO_TRY(std::optional<LedgerCounts> row,
+            co_await first_row<LedgerCounts>(kLedgerCounts, json::array()));
+  co_return row.value_or(LedgerCounts{});
+}
+
+Task<Status> commit(const std::vector<D1Statement>& statements) {
+  if (statements.empty()) co_return Unit{};
+  SS_CO_TRY(std::vector<D1Result> ignored, co_await db().batch(statements));
+  co_return Unit{};
+}
+
+}  // namespace ss::events

@@ -1,0 +1,293 @@
+#pragma once
+// Every SQL statement of the ledger (migrations/events/), as named constants in store.cpp behind
+// the typed functions below. Handlers, drainers and consumers never build SQL: they call these, and
+// get rows back as structs decoded once (a row of the wrong shape is a corrupt_row error).
+//
+// Functions named *_statement return a D1Statement to be committed in a batch with others (a
+// drain's commit: dedupe, run log, quarantine, cursor and lock renewal travel together).
+
+#include "shared/effects.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ss::events {
+
+inline constexpr const char* kDb = "EVENTS_DB";
+
+// ---- events -------------------------------------------------------------------------------------
+
+// One row of `events`. The payload stays JSON text: a consumer that cannot parse it quarantines
+// the event rather than failing the whole read.
+struct EventRow {
+  std::string event_id;
+  std::optional<std::string> tenant_id;
+  std::string event_type;
+  std::string entity_type;
+  std::string entity_id;
+  std::string payload_json;
+  std::optional<std::string> idempotency_key;
+  std::optional<std::string> caused_by;
+  std::optional<std::string> workflow_run_id;
+  std::optional<std::string> source_system;
+  std::string occurred_at;
+  std::string recorded_at;
+  std::optional<std::int64_t> sequence_no;
+
+  std::string tenant_key() const { return tenant_id.value_or(""); }
+  // The API view (payload parsed back to JSON; an unreadable payload shows as {}).
+  json view() const;
+  static EventRow decode(RowReader& r);
+};
+
+// What an INSERT of a new event binds; nullopt fields are stored as NULL.
+struct EventInsert {
+  std::string event_id;
+  std::optional<std::string> tenant_id;
+  std::string event_type;
+  std::string entity_type;
+  std::string entity_id;
+  std::string payload_json;
+  std::optional<std::string> idempotency_key;
+  std::optional<std::string> caused_by;
+  std::optional<std::string> workflow_run_id;
+  std::optional<std::string> source_system;
+  std::string occurred_at;
+  std::string recorded_at;
+  std::optional<std::int64_t> sequence_no;
+};
+
+// An existing event found after an ignored insert: which one, and under which tenant.
+struct ExistingEvent {
+  std::string event_id;
+  std::string tenant_key;
+  static ExistingEvent decode(RowReader& r);
+};
+
+// GET /api/events: every filter optional ("" / nullopt = no filter).
+struct EventFilter {
+  std::optional<std::string> tenant_id;  // nullopt: every tenant
+  std::string type_like;                 // a LIKE pattern (escape '\'), "" for any type
+  std::string entity_type;
+  std::string entity_id;
+  std::string after;  // event_id cursor, exclusive
+  int limit = 100;
+};
+
+// Retention's view of an old event.
+struct AgedEvent {
+  std::string event_id;
+  std::optional<std::string> tenant_id;
+  std::string event_type;
+  std::string recorded_at;
+  static AgedEvent decode(RowReader& r);
+};
+
+class EventStore {
+ public:
+  // The JSON Schema text registered for a type, if any.
+  static Task<Result<std::optional<std::string>>> schema_for(const std::string& event_type);
+  // The event already holding (tenant, idempotency key), if any.
+  static Task<Result<std::optional<std::string>>> find_by_idempotency(const std::string& tenant_key,
+                                                                      const std::string& key);
+  // true when the row was written; false when a constraint (event_id, idempotency) ignored it.
+  static Task<Result<bool>> insert(const EventInsert& event);
+  // After an ignored insert: the event holding that id, else that (tenant, idempotency key).
+  static Task<Result<std::optional<ExistingEvent>>> find_existing(
+      const std::string& event_id, const std::string& tenant_key,
+      const std::optional<std::string>& idempotency_key);
+  static Task<Result<std::optional<EventRow>>> find(const std::string& event_id);
+  static Task<Result<std::vector<EventRow>>> read(const EventFilter& filter);
+  // A drain batch: the events after `cursor`, in cursor order.
+  static Task<Result<std::vector<EventRow>>> after_cursor(const std::string& cursor, int limit);
+  // The oldest event a consumer at `cursor` has not read yet (its lag).
+  static Task<Result<std::optional<std::string>>> next_after(const std::string& cursor);
+  // Retention: the oldest events recorded before `cutoff_id` whose payload is still there.
+  static Task<Result<std::vector<AgedEvent>>> aged(const std::string& cutoff_id, int limit);
+  static D1Statement redact_statement(const std::string& first_id, const std::string& last_id,
+                                      const std::string& now);
+};
+
+// ---- drain state: cursors, locks, kill switches -------------------------------------------------
+
+class DrainState {
+ public:
+  // Takes the named lock for `holder` unless a live one exists; true when taken.
+  static Task<Result<bool>> claim(const std::string& lock, const std::string& holder,
+                                  std::int64_t now_ms, std::int64_t ttl_ms);
+  static Task<Status> release(const std::string& lock, const std::string& holder);
+  static D1Statement renew_statement(const std::string& lock, const std::string& holder,
+                                     std::int64_t expires_at_ms);
+  // The consumer's cursor ("" before its first event).
+  static Task<Result<std::string>> cursor(const std::string& consumer);
+  static D1Statement advance_statement(const std::string& consumer, const std::string& cursor,
+                                       const std::string& now, int read);
+  // true when any of the named kill switches is on.
+  static Task<Result<bool>> any_switch_on(const std::vector<std::string>& names);
+};
+
+// ---- workflow_runner: dedupe claims, run log, quarantine ----------------------------------------
+
+struct QuarantineRow {
+  std::string consumer;
+  std::string event_id;
+  std::string reason;
+  std::int64_t attempts = 0;
+  std::string quarantined_at;
+  std::optional<std::string> resolved_at;
+  json view() const;
+  static QuarantineRow decode(RowReader& r);
+};
+
+class Dedupe {
+ public:
+  // Dedupe keys of starts already confirmed for events in (after, last].
+  static Task<Result<std::vector<std::string>>> started_keys(const std::string& consumer,
+                                                             const std::string& after,
+                                                             const std::string& last);
+  // Claims a start for `holder`, or takes over a claim made at or before `stale_before_ms`.
+  static D1Statement claim_statement(const std::string& consumer, const std::string& key,
+                                     const std::string& event_id, const std::string& now,
+                                     const std::string& holder, std::int64_t now_ms,
+                                     std::int64_t stale_before_ms);
+  static D1Statement started_statement(const std::string& consumer, const std::string& key,
+                                       const std::string& holder);
+  static D1Statement unclaim_statement(const std::string& consumer, const std::string& key,
+                                       const std::string& holder);
+  // How many of `keys` are still claimed (not started) by some run.
+  static Task<Result<std::int64_t>> live_claims(const std::string& consumer,
+                                                const std::vector<std::string>& keys);
+  static D1Statement run_log_statement(const std::string& run_id, const std::string& consumer,
+                                       const std::string& workflow_type,
+                                       const std::string& event_id,
+                                       const std::string& subscription_id, bool started,
+                                       int http_status, const std::string& now);
+};
+
+class Quarantine {
+ public:
+  static D1Statement put_statement(const std::string& consumer, const std::string& event_id,
+                                   const std::string& reason, const std::string& now);
+  static D1Statement resolve_statement(const std::string& consumer, const std::string& event_id,
+                                       const std::string& now);
+  static Task<Result<std::optional<QuarantineRow>>> find(const std::string& consumer,
+                                                         const std::string& event_id);
+  // consumer "" = every consumer; `all` includes resolved rows.
+  static Task<Result<std::vector<QuarantineRow>>> list(const std::string& consumer, bool all);
+};
+
+// ---- configuration: subscriptions, workflow definitions, schemas, kill switches -----------------
+
+struct SubscriptionRow {
+  std::string subscription_id;
+  std::string event_type_glob;
+  std::string workflow_type;
+  std::optional<std::string> filter_expr;
+  std::optional<std::string> input_mapper;  // JSON text
+  bool enabled = false;
+  std::string created_at;
+  json view() const;
+  static SubscriptionRow decode(RowReader& r);
+};
+
+struct WorkflowRow {
+  std::string workflow_type;
+  std::string target_json;
+  std::string updated_at;
+  json view() const;
+  static WorkflowRow decode(RowReader& r);
+};
+
+struct SchemaRow {
+  std::string event_type;
+  std::string schema_json;
+  std::string updated_at;
+  json view() const;
+  static SchemaRow decode(RowReader& r);
+};
+
+struct KillSwitchRow {
+  std::string name;
+  bool enabled = false;
+  std::string updated_at;
+  json view() const;
+  static KillSwitchRow decode(RowReader& r);
+};
+
+class ConfigStore {
+ public:
+  static Task<Status> insert_subscription(const SubscriptionRow& row);
+  static Task<Result<std::vector<SubscriptionRow>>> subscriptions();
+  static Task<Result<std::vector<SubscriptionRow>>> enabled_subscriptions();
+  static Task<Result<std::optional<SubscriptionRow>>> subscription(const std::string& id);
+  static Task<Result<bool>> delete_subscription(const std::string& id);  // false: no such row
+
+  // true when the type was new.
+  static Task<Result<bool>> upsert_workflow(const std::string& type, const std::string& target_json,
+                                            const std::string& now);
+  static Task<Result<std::vector<WorkflowRow>>> workflows();
+  static Task<Result<std::optional<WorkflowRow>>> workflow(const std::string& type);
+  static Task<Result<bool>> delete_workflow(const std::string& type);
+
+  static Task<Status> upsert_schema(const std::string& type, const std::string& schema_json,
+                                    const std::string& now);
+  static Task<Result<std::vector<SchemaRow>>> schemas();
+  static Task<Result<bool>> delete_schema(const std::string& type);
+
+  static Task<Status> put_kill_switch(const std::string& name, bool enabled,
+                                      const std::string& now);
+  static Task<Result<std::vector<KillSwitchRow>>> kill_switches();
+};
+
+// ---- aggregates: timelines, rates, retention summaries, health counts ---------------------------
+
+struct TimelineRow {
+  std::int64_t event_count = 0;
+  std::string first_event_id;
+  std::string last_event_id;
+  std::string last_event_type;
+  std::string last_occurred_at;
+  json view() const;
+  static TimelineRow decode(RowReader& r);
+};
+
+struct RateSums {
+  std::int64_t current = 0;
+  std::int64_t trailing = 0;
+  static RateSums decode(RowReader& r);
+};
+
+struct LedgerCounts {
+  std::int64_t capped = 0;
+  std::int64_t quarantined = 0;
+  static LedgerCounts decode(RowReader& r);
+};
+
+class AggregateStore {
+ public:
+  // Counts `event` into its entity's summary unless the summary already holds a newer event.
+  static D1Statement timeline_statement(const EventRow& event);
+  static Task<Result<std::optional<TimelineRow>>> timeline(const std::string& tenant_key,
+                                                           const std::string& entity_type,
+                                                           const std::string& entity_id);
+  static D1Statement rate_statement(const std::string& event_type, std::int64_t window_start_ms,
+                                    const std::string& event_id);
+  // The count in `window_start_ms` and the sum of the windows in [baseline_from_ms, window).
+  static Task<Result<RateSums>> rate_sums(const std::string& event_type,
+                                          std::int64_t window_start_ms,
+                                          std::int64_t baseline_from_ms);
+  static D1Statement retention_summary_statement(const std::string& day,
+                                                 const std::string& tenant_key,
+                                                 const std::string& event_type, std::int64_t count,
+                                                 const std::string& first_id,
+                                                 const std::string& last_id,
+                                                 const std::string& tombstone_id);
+  // Cap records and open quarantine rows, for /health.
+  static Task<Result<LedgerCounts>> counts();
+};
+
+// Commits statements in one D1 batch (all or nothing).
+Task<Status> commit(const std::vector<D1Statement>& statements);
+
+}  // namespace ss::events

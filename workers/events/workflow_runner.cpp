@@ -1,0 +1,351 @@
+#include "workers/events/workflow_runner.h"
+
+#include "shared/effects.h"
+#include "shared/json_util.h"
+#include "shared/rfc3339.h"
+#include "shared/url_guard.h"
+#include "workers/events/ledger.h"
+
+#include <algorithm>
+#include <map>
+
+namespace ss::events {
+
+namespace {
+
+struct WorkflowTarget {
+  std::string service;  // binding name, or ""
+  std::string path;
+  std::string webhook;
+};
+
+struct StartOutcome {
+  bool started = false;
+  std::string run_id;
+  int http_status = 0;
+  std::string error;
+};
+
+struct FanoutContext {
+  std::vector<Subscription> subs;
+  std::map<std::string, WorkflowTarget> workflows;
+  std::set<std::string> done_keys;  // dedupe keys already started for this consumer
+  std::string holder;               // this run's id: the owner of the claims it makes
+  std::string lock;                 // the drain lock to renew with every commit ("" for retries)
+};
+
+struct EventOutcome {
+  std::vector<D1Statement> statements;
+  int started = 0;
+  int duplicates = 0;
+  int subrequests = 0;
+  bool capped = false;
+  bool contended = false;      // another run holds a live claim on one of this event's starts
+  std::string failure;         // non-empty: the event is poison for this consumer
+  std::optional<Error> error;  // D1 failed: stop here, commit nothing for this event
+};
+
+Task<Result<std::vector<Subscription>>> load_subscriptions(Context& ctx) {
+  SS_CO_TRY(std::vector<SubscriptionRow> rows, co_await ConfigStore::enabled_subscriptions());
+  std::vector<Subscription> subs;
+  for (const SubscriptionRow& row : rows) {
+    auto compiled = Subscription::compile(row);
+    if (!compiled) {
+      ctx.log("subscription " + row.subscription_id + " skipped: " + compiled.error().message);
+      continue;
+    }
+    subs.push_back(std::move(compiled).value());
+  }
+  co_return subs;
+}
+
+Task<Result<std::map<std::string, WorkflowTarget>>> load_workflows() {
+  SS_CO_TRY(std::vector<WorkflowRow> rows, co_await ConfigStore::workflows());
+  std::map<std::string, WorkflowTarget> out;
+  for (const WorkflowRow& row : rows) {
+    auto target = parse_json(row.target_json);
+    if (!target) continue;
+    WorkflowTarget t;
+    t.service = string_or(*target, "service", "");
+    t.path = string_or(*target, "path", "/");
+    t.webhook = string_or(*target, "webhook", "");
+    out[row.workflow_type] = t;
+  }
+  co_return out;
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+// One POST to the workflow's target; a 2xx answer counts as started.
+Task<StartOutcome> start_workflow(Context& ctx, const std::string& key, const json& event,
+                                  json input, const Subscription* sub,
+                                  const WorkflowTarget* target) {
+  StartOutcome out;
+  auto id = co_await ctx.new_ulid();
+  if (!id) {
+    out.error = id.error().message;
+    co_return out;
+  }
+  out.run_id = "run_" + *id;
+  if (target == nullptr) {
+    out.error = "no workflow definition for " + sub->workflow_type;
+    co_return out;
+  }
+  HttpCall call;
+  call.method = "POST";
+  call.headers = {{"content-type", "application/json"}, {"idempotency-key", key}};
+  call.body = dump_json(json{{"workflow_type", sub->workflow_type},
+                             {"workflow_run_id", out.run_id},
+                             {"event", event},
+                             {"input", std::move(input)}});
+  Result<FetchReply> reply = Error{ErrorCode::internal, "unreachable"};
+  if (!target->service.empty()) {
+    call.url = "https://" + lower(target->service) + ".internal" + target->path;
+    reply = co_await service_call(target->service, call);
+  } else {
+    // Judged again right before the call: the definition may predate the guard's rules, or have
+    // been saved with ALLOW_LOCAL_OUTBOUND on.
+    auto url = check_outbound_url(target->webhook, ctx.allow_local_outbound());
+    if (!url) {
+      out.error = "webhook URL refused: " + url.error().message;
+      co_return out;
+    }
+    call.url = url->href;
+    reply = co_await fetch(call);
+  }
+  if (!reply) {
+    out.error = reply.error().message;
+    co_return out;
+  }
+  out.http_status = reply->status;
+  out.started = reply->ok();
+  if (!out.started) out.error = "target answered " + std::to_string(out.http_status);
+  co_return out;
+}
+
+// Appends the events.fanout_capped record of a cap hit (once per consumer and event).
+Task<Unit> record_cap(Context& ctx, const std::string& consumer, const EventRow& row,
+                      const FanoutPlan& plan) {
+  NewEvent cap;
+  cap.event_type = "events.fanout_capped";
+  cap.entity_type = "event";
+  cap.entity_id = row.event_id;
+  cap.tenant_id = row.tenant_id;
+  json dropped = json::array();
+  for (const std::string& id : plan.dropped) dropped.push_back(id);
+  cap.payload = {{"event_id", row.event_id},    {"event_type", row.event_type},
+                 {"consumer", consumer},        {"matched", plan.matched},
+                 {"started_limit", kMaxFanout}, {"dropped_subscriptions", dropped}};
+  cap.idempotency_key = "fanout_capped:" + consumer + ":" + row.event_id;
+  cap.source_system = "siteswarm-events-service";
+  auto appended = co_await append_event(ctx, std::move(cap));
+  if (!appended) ctx.log("fanout cap record failed: " + appended.error().message);
+  co_return Unit{};
+}
+
+// Carries out the plan for one event: record a cap hit, claim, start concurrently, and prepare the
+// rows to commit. `deferred` holds the previous event's commit: when this event needs a claim
+// batch, the two go to D1 together (one round trip instead of two) and `deferred` is emptied.
+Task<EventOutcome> fan_out(Context& ctx, const std::string& consumer, const EventRow& row,
+                           const FanoutContext& fc, std::vector<D1Statement>& deferred) {
+  EventOutcome out;
+  auto payload = parse_json(row.payload_json);
+  if (!payload || !payload->is_object()) {
+    out.failure = "payload is not a JSON object";
+    co_return out;
+  }
+  json event = row.view();
+  FanoutPlan plan = plan_fanout(consumer, event, fc.subs, fc.done_keys);
+  out.duplicates = plan.duplicates;
+  if (plan.capped()) {
+    out.capped = true;
+    if (row.event_type != "events.fanout_capped") co_await record_cap(ctx, consumer, row, plan);
+  }
+  std::vector<FanoutDecision> todo = std::move(plan.start);
+
+  // Claim before starting: only the run whose claim lands starts the workflow. A stale claim (older
+  // than the lock TTL) was left by a dead run and is taken over.
+  if (!todo.empty()) {
+    std::string now = format_rfc3339(ctx.now_ms());
+    std::size_t offset = deferred.size();
+    std::vector<D1Statement> batch = std::move(deferred);
+    deferred.clear();
+    for (const FanoutDecision& d : todo) {
+      batch.push_back(Dedupe::claim_statement(consumer, d.key, row.event_id, now, fc.holder,
+                                              ctx.now_ms(), ctx.now_ms() - kLockTtlMs));
+    }
+    ++out.subrequests;
+    auto claimed = co_await D1(kDb).batch(batch);
+    if (!claimed) {
+      out.error = claimed.error();
+      co_return out;
+    }
+    std::vector<FanoutDecision> mine;
+    std::vector<std::string> lost;
+    for (std::size_t i = 0; i < todo.size(); ++i) {
+      std::size_t at = offset + i;
+      if (at < claimed->size() && (*claimed)[at].meta.changes > 0) {
+        mine.push_back(std::move(todo[i]));
+      } else {
+        ++out.duplicates;
+        lost.push_back(todo[i].key);
+      }
+    }
+    todo = std::move(mine);
+    if (!lost.empty()) {
+      // Started by another run, or still being started by one: in the second case this run must not
+      // move the cursor past the event, or a run that died holding the claim would lose the start.
+      ++out.subrequests;
+      auto held = co_await Dedupe::live_claims(consumer, lost);
+      if (!held) {
+        out.error = held.error();
+        co_return out;
+      }
+      out.contended = *held > 0;
+    }
+  }
+
+  std::vector<Task<StartOutcome>> starts;
+  for (const FanoutDecision& d : todo) {
+    const Subscription* s = d.subscription;
+    auto wf = fc.workflows.find(s->workflow_type);
+    json input = s->mapper ? s->mapper->apply(event) : *payload;
+    starts.push_back(start_workflow(ctx, d.key, event, std::move(input), s,
+                                    wf == fc.workflows.end() ? nullptr : &wf->second));
+  }
+  std::vector<StartOutcome> results = co_await when_all(std::move(starts));
+  std::string now = format_rfc3339(ctx.now_ms());
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const StartOutcome& r = results[i];
+    const FanoutDecision& d = todo[i];
+    ++out.subrequests;
+    if (r.started) {
+      ++out.started;
+      out.statements.push_back(Dedupe::started_statement(consumer, d.key, fc.holder));
+    } else {
+      out.statements.push_back(Dedupe::unclaim_statement(consumer, d.key, fc.holder));
+      if (out.failure.empty()) out.failure = d.subscription->workflow_type + ": " + r.error;
+    }
+    if (!r.run_id.empty()) {
+      out.statements.push_back(
+          Dedupe::run_log_statement(r.run_id, consumer, d.subscription->workflow_type, row.event_id,
+                                    d.subscription->id, r.started, r.http_status, now));
+    }
+  }
+  co_return out;
+}
+
+Task<Result<FanoutContext>> load_fanout_context(Context& ctx, const std::string& consumer,
+                                                const std::string& after, const std::string& last,
+                                                std::string holder, std::string lock) {
+  FanoutContext fc;
+  fc.holder = std::move(holder);
+  fc.lock = std::move(lock);
+  SS_CO_TRY(fc.subs, co_await load_subscriptions(ctx));
+  SS_CO_TRY(fc.workflows, co_await load_workflows());
+  SS_CO_TRY(std::vector<std::string> keys, co_await Dedupe::started_keys(consumer, after, last));
+  fc.done_keys.insert(keys.begin(), keys.end());
+  co_return fc;
+}
+
+int subrequest_budget(const Context& ctx) {
+  auto budget = ctx.env_int("DRAIN_SUBREQUEST_BUDGET", kDefaultSubrequestBudget, 0, 999999);
+  return static_cast<int>(std::max<std::int64_t>(20, budget));
+}
+
+}  // namespace
+
+Task<Status> run_workflow_batch(Context& ctx, DrainReport& report,
+                                const std::vector<EventRow>& rows, const std::string& cursor,
+                                const std::string& holder) {
+  const std::string& consumer = report.consumer;
+  const std::string& last = rows.back().event_id;
+  SS_CO_TRY(FanoutContext fc,
+            co_await load_fanout_context(ctx, consumer, cursor, last, holder, lock_name(consumer)));
+  int budget = subrequest_budget(ctx);
+  int used = 4;  // kill switch, lock, cursor, batch read
+  // Each event's commit (dedupe, run log, quarantine, cursor, lock renewal) rides along with the
+  // next D1 batch the drain makes anyway, so a steady drain costs about one round trip per event.
+  std::vector<D1Statement> deferred;
+  DrainReport pending = report;  // what `deferred` will have committed once it is flushed
+  for (const EventRow& row : rows) {
+    // Stop before an event could overrun the platform's subrequest limit; the next run continues.
+    if (used + 2 + static_cast<int>(kMaxFanout) + 3 > budget) {
+      pending.budget_exhausted = true;
+      break;
+    }
+    bool had_deferred = !deferred.empty();
+    EventOutcome outcome = co_await fan_out(ctx, consumer, row, fc, deferred);
+    if (outcome.error) co_return std::move(*outcome.error);
+    if (had_deferred && deferred.empty()) report = pending;  // the previous commit went with claims
+    std::string now = format_rfc3339(ctx.now_ms());
+    if (!outcome.failure.empty()) {
+      outcome.statements.push_back(
+          Quarantine::put_statement(consumer, row.event_id, outcome.failure, now));
+    }
+    if (!outcome.contended) {
+      outcome.statements.push_back(DrainState::advance_statement(consumer, row.event_id, now, 1));
+    }
+    outcome.statements.push_back(
+        DrainState::renew_statement(fc.lock, fc.holder, ctx.now_ms() + kLockTtlMs));
+    deferred.insert(deferred.end(), outcome.statements.begin(), outcome.statements.end());
+    used += outcome.subrequests + (outcome.capped ? 3 : 0);
+    ++pending.read;
+    pending.started += outcome.started;
+    pending.duplicates += outcome.duplicates;
+    pending.capped += outcome.capped ? 1 : 0;
+    pending.quarantined += outcome.failure.empty() ? 0 : 1;
+    if (outcome.contended) {
+      // The cursor stays before this event; the next run finds the other run's starts finished, or
+      // takes over their claims once they are older than the lock TTL.
+      --pending.read;
+      pending.contended = true;
+      break;
+    }
+    pending.cursor = row.event_id;
+  }
+  SS_CO_CHECK(co_await commit(deferred));
+  report = pending;
+  co_return Unit{};
+}
+
+Task<Result<json>> retry_quarantined(Context& ctx, const std::string& consumer,
+                                     const std::string& event_id) {
+  SS_CO_TRY(std::optional<QuarantineRow> quarantined,
+            co_await Quarantine::find(consumer, event_id));
+  if (!quarantined) {
+    co_return Error{ErrorCode::not_found,
+                    "event " + event_id + " is not quarantined for " + consumer};
+  }
+  SS_CO_TRY(std::optional<EventRow> row, co_await EventStore::find(event_id));
+  if (!row) co_return Error{ErrorCode::not_found, "no event " + event_id};
+  if (consumer != kWorkflowRunner) {
+    co_return Error{ErrorCode::conflict, "only workflow_runner quarantines events"};
+  }
+  SS_CO_TRY(std::string holder, co_await ctx.new_ulid());
+  SS_CO_TRY(FanoutContext fc, co_await load_fanout_context(
+                                  ctx, consumer, ulid_predecessor(event_id), event_id, holder, ""));
+  std::vector<D1Statement> nothing_deferred;
+  EventOutcome outcome = co_await fan_out(ctx, consumer, *row, fc, nothing_deferred);
+  if (outcome.error) co_return std::move(*outcome.error);
+  std::string now = format_rfc3339(ctx.now_ms());
+  if (outcome.failure.empty()) {
+    outcome.statements.push_back(Quarantine::resolve_statement(consumer, event_id, now));
+  } else {
+    outcome.statements.push_back(
+        Quarantine::put_statement(consumer, event_id, outcome.failure, now));
+  }
+  SS_CO_CHECK(co_await commit(outcome.statements));
+  co_return json{{"consumer", consumer},
+                 {"event_id", event_id},
+                 {"resolved", outcome.failure.empty()},
+                 {"started", outcome.started},
+                 {"duplicates", outcome.duplicates},
+                 {"reason", outcome.failure.empty() ? json(nullptr) : json(outcome.failure)}};
+}
+
+}  // namespace ss::events
