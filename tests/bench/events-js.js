@@ -218,27 +218,29 @@ async function drain(env) {
     .run();
   if (acquired.meta.changes === 0) return { ...report, locked: true };
   try {
-    const state = await db.prepare("SELECT cursor FROM event_drain_state WHERE consumer = ?1").bind(CONSUMER).first();
-    const cursor = state?.cursor ?? "";
-    report.cursor = cursor || null;
+    // Insertion order (events.seq), like drain.cpp: never the producer-minted event_id.
+    const state = await db
+      .prepare("SELECT cursor, cursor_seq FROM event_drain_state WHERE consumer = ?1")
+      .bind(CONSUMER)
+      .first();
+    const cursorSeq = state?.cursor_seq ?? 0;
+    report.cursor = state?.cursor || null;
     const { results: rows } = await db
-      .prepare("SELECT * FROM events WHERE event_id > ?1 ORDER BY event_id LIMIT ?2")
-      .bind(cursor, BATCH)
+      .prepare("SELECT * FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2")
+      .bind(cursorSeq, BATCH)
       .all();
     if (rows.length === 0) return report;
-    const last = rows.at(-1).event_id;
+    const last = rows.at(-1).seq;
     const [subs, workflows, done] = await Promise.all([
       db.prepare("SELECT * FROM event_subscriptions WHERE enabled = 1 ORDER BY subscription_id").all(),
       db.prepare("SELECT workflow_type, target_json FROM workflow_definitions").all(),
       db
-        .prepare(
-          "SELECT dedupe_key FROM event_consumer_dedupe WHERE consumer = ?1 AND event_id > ?2 AND event_id <= ?3",
-        )
-        .bind(CONSUMER, cursor, last)
+        .prepare("SELECT seq, dedupe_key FROM event_consumer_dedupe WHERE consumer = ?1 AND seq > ?2 AND seq <= ?3")
+        .bind(CONSUMER, cursorSeq, last)
         .all(),
     ]);
     const targets = new Map(workflows.results.map((w) => [w.workflow_type, JSON.parse(w.target_json)]));
-    const doneKeys = new Set(done.results.map((r) => r.dedupe_key));
+    const doneKeys = new Set(done.results.map((r) => `${r.seq}/${r.dedupe_key}`));
     for (const row of rows) {
       const event = eventView(row);
       const matched = subs.results.filter((s) => globMatch(s.event_type_glob, event.event_type));
@@ -247,7 +249,7 @@ async function drain(env) {
       const todo = [];
       for (const sub of matched.slice(0, 8)) {
         const key = `${CONSUMER}:${event.event_id}:${sub.workflow_type}`;
-        if (doneKeys.has(key) || seen.has(sub.workflow_type)) {
+        if (doneKeys.has(`${row.seq}/${key}`) || seen.has(sub.workflow_type)) {
           report.duplicates++;
           continue;
         }
@@ -287,9 +289,10 @@ async function drain(env) {
           statements.push(
             db
               .prepare(
-                "INSERT OR IGNORE INTO event_consumer_dedupe (consumer, dedupe_key, event_id, created_at) VALUES (?1, ?2, ?3, ?4)",
+                "INSERT OR IGNORE INTO event_consumer_dedupe (consumer, seq, dedupe_key, event_id, created_at) " +
+                  "VALUES (?1, ?5, ?2, ?3, ?4)",
               )
-              .bind(CONSUMER, r.key, event.event_id, stamp),
+              .bind(CONSUMER, r.key, event.event_id, stamp, row.seq),
           );
         }
         statements.push(
@@ -313,11 +316,12 @@ async function drain(env) {
       statements.push(
         db
           .prepare(
-            "INSERT INTO event_drain_state (consumer, cursor, last_run_at, events_read) VALUES (?1, ?2, ?3, 1) " +
-              "ON CONFLICT (consumer) DO UPDATE SET cursor = excluded.cursor, last_run_at = excluded.last_run_at, " +
+            "INSERT INTO event_drain_state (consumer, cursor, cursor_seq, last_run_at, events_read) " +
+              "VALUES (?1, ?2, ?4, ?3, 1) ON CONFLICT (consumer) DO UPDATE SET cursor = excluded.cursor, " +
+              "cursor_seq = excluded.cursor_seq, last_run_at = excluded.last_run_at, " +
               "events_read = events_read + excluded.events_read",
           )
-          .bind(CONSUMER, event.event_id, stamp),
+          .bind(CONSUMER, event.event_id, stamp, row.seq),
       );
       await db.batch(statements);
       report.read++;

@@ -341,7 +341,8 @@ describe("workflow_runner", () => {
         ["notify", "audit"].map((wf) =>
           db
             .prepare(
-              "INSERT INTO event_consumer_dedupe (consumer, dedupe_key, event_id, created_at) VALUES ('workflow_runner', ?1, ?2, ?3)",
+              "INSERT INTO event_consumer_dedupe (consumer, seq, dedupe_key, event_id, created_at) " +
+                "SELECT 'workflow_runner', seq, ?1, ?2, ?3 FROM events WHERE event_id = ?2",
             )
             .bind(key(id, wf), id, now),
         ),
@@ -350,7 +351,8 @@ describe("workflow_runner", () => {
       ...seeded,
       db
         .prepare(
-          "INSERT INTO event_drain_state (consumer, cursor, last_run_at, events_read) VALUES ('workflow_runner', ?1, ?2, 2)",
+          "INSERT INTO event_drain_state (consumer, cursor_seq, cursor, last_run_at, events_read) " +
+            "SELECT 'workflow_runner', seq, ?1, ?2, 2 FROM events WHERE event_id = ?1",
         )
         .bind(ids[1], now),
     ]);
@@ -496,7 +498,8 @@ describe("workflow_runner", () => {
       200,
     );
     assert.equal(replay.from_event_id, ids[1]);
-    assert.ok((await cursorOf()) < ids[1] && (await cursorOf()) > ids[0], "cursor just before from_event_id");
+    assert.equal(replay.cursor, ids[0], "the event inserted just before from_event_id");
+    assert.equal(await cursorOf(), ids[0]);
     const report = await drain();
     assert.deepEqual(report, { read: 3, started: 0, duplicates: 3, quarantined: 0, capped: 0, cursor: ids[3] });
     assert.equal(hooks.calls.length, 4, "no new call reached the target");
@@ -734,6 +737,68 @@ describe("errors", () => {
       const error = await errorOf(await read(q), 400, "invalid_request");
       assert.equal(error.field, field, q);
     }
+  });
+});
+
+describe("insertion order (the ledger's own sequence, not producer ids)", () => {
+  const FAR_FUTURE = "7ZZZZZZZZZZZZZZZZZZZZZZZZZ";
+  async function enqueue(eventId, tenantId = "bakery") {
+    const producer = await mesh.mf.getQueueProducer("EVENTS_QUEUE", "siteswarm-leads-service");
+    await producer.send({
+      event_id: eventId,
+      event_type: "order.placed",
+      entity_ref: "order:9",
+      payload: {},
+      tenant_id: tenantId,
+    });
+    await waitFor(async () => (await rows("SELECT seq FROM events WHERE event_id = ?1", eventId)).length === 1);
+  }
+
+  // Before: POST accepted it, and it moved every cursor past all later events of every tenant.
+  it("a far-future event_id is 400 on POST, accepted from the queue, and another tenant's later event is still drained and started", async () => {
+    await workflow("notify");
+    await subscribe("*", "notify");
+    const refused = await errorOf(
+      await post({ event_type: "order.placed", entity_ref: "order:1", event_id: FAR_FUTURE }),
+      400,
+      "invalid_event",
+    );
+    assert.equal(refused.field, "event_id");
+    await enqueue(FAR_FUTURE);
+    assert.deepEqual(await drain(), {
+      read: 1,
+      started: 1,
+      duplicates: 0,
+      quarantined: 0,
+      capped: 0,
+      cursor: FAR_FUTURE,
+    });
+    const later = (
+      await jsonOf(
+        await post(
+          { event_type: "order.placed", entity_ref: "order:2" },
+          { ...mesh.tenantHeaders("auto-repair"), ...JSON_TYPE },
+        ),
+        201,
+      )
+    ).event_id;
+    assert.ok(later < FAR_FUTURE);
+    assert.deepEqual(await drain(), { read: 1, started: 1, duplicates: 0, quarantined: 0, capped: 0, cursor: later });
+    assertStartedExactlyOnce([key(FAR_FUTURE, "notify"), key(later, "notify")]);
+    assert.equal(hooks.started.get(key(later, "notify")).body.event.tenant_id, "auto-repair");
+  });
+
+  // Before: the cursor had passed the late event's id, so it was skipped for good.
+  it("an event ingested after the cursor passed its timestamp is still drained", async () => {
+    await workflow("notify");
+    await subscribe("*", "notify");
+    const minted = ulid(Date.now() - 10 * 60 * 1000); // a producer's id, delayed in the queue
+    const fresh = await emit("order.placed");
+    assert.equal((await drain()).cursor, fresh);
+    await enqueue(minted);
+    assert.deepEqual(await drain(), { read: 1, started: 1, duplicates: 0, quarantined: 0, capped: 0, cursor: minted });
+    assertStartedExactlyOnce([key(fresh, "notify"), key(minted, "notify")]);
+    assert.equal((await drain()).read, 0);
   });
 });
 

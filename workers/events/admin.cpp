@@ -287,10 +287,12 @@ Task<Result<Response>> replay(Context& ctx, const Request& req, const Params& pa
   auto from = get_string(body, "from_event_id");
   if (!from || !is_ulid(*from))
     co_return field_error("from_event_id", "must be an event_id (ULID)");
-  SS_CO_TRY(std::string cursor, co_await replay_consumer(ctx, name, *from));
-  co_return Response::json_body(200, {{"consumer", name},
-                                      {"from_event_id", *from},
-                                      {"cursor", cursor.empty() ? json(nullptr) : json(cursor)}});
+  SS_CO_TRY(Cursor cursor, co_await replay_consumer(ctx, name, *from));
+  co_return Response::json_body(
+      200, {{"consumer", name},
+            {"from_event_id", *from},
+            {"cursor", cursor.event_id.empty() ? json(nullptr) : json(cursor.event_id)},
+            {"cursor_seq", cursor.seq}});
 }
 
 Task<Result<Response>> list_consumers(Context& ctx, const Request& req, const Params&) {

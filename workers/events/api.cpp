@@ -30,6 +30,7 @@ Task<Result<Response>> post_event(Context& ctx, const Request& req, const Params
   SS_CO_CHECK(require_json_body(req, kMaxEventBody));
   SS_CO_TRY(json body, parse_json_object(req.body));
   SS_CO_TRY(NewEvent event, parse_new_event(body));
+  if (!event.event_id.empty()) SS_CO_CHECK(check_producer_event_id(event.event_id, ctx.now_ms()));
   if (caller.is_operator) {
     const json* t = find_field(body, "tenant_id");
     if (t != nullptr && !t->is_null()) {
@@ -91,7 +92,7 @@ Task<std::optional<int>> ingest_one(Context& ctx, QueueMessage m) {
   }
   if (auto t = get_string(m.body, "tenant_id"); t && is_valid_tenant_id(*t)) event->tenant_id = *t;
   auto appended = co_await append_event(ctx, std::move(event).value());
-  if (appended || appended.error().code == ErrorCode::conflict) co_return std::nullopt;
+  if (appended) co_return std::nullopt;
   co_return backoff_seconds(m.attempts);
 }
 }  // namespace

@@ -1,16 +1,10 @@
 #include "workers/events/cursor.h"
 
 #include "shared/rfc3339.h"
-#include "shared/ulid.h"
 
 #include <algorithm>
-#include <cstring>
 
 namespace ss::events {
-
-namespace {
-constexpr const char* kCrockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
-}  // namespace
 
 const std::vector<std::string>& consumer_names() {
   static const std::vector<std::string> kNames = {kWorkflowRunner, kTimelineIndexer,
@@ -44,36 +38,30 @@ std::string lock_name(const std::string& consumer) { return "drain:" + consumer;
 Task<Status> commit_with_cursor(Context& ctx, DrainReport& report,
                                 const std::vector<EventRow>& rows,
                                 std::vector<D1Statement> statements) {
-  const std::string& last = rows.back().event_id;
+  Cursor last{rows.back().seq, rows.back().event_id};
   statements.push_back(DrainState::advance_statement(
       report.consumer, last, format_rfc3339(ctx.now_ms()), static_cast<int>(rows.size())));
   SS_CO_CHECK(co_await commit(statements));
   report.read = static_cast<int>(rows.size());
-  report.cursor = last;
+  report.cursor = last.event_id;
   co_return Unit{};
 }
 
-std::string ulid_predecessor(const std::string& ulid) {
-  std::string s = ulid;
-  for (std::size_t i = s.size(); i-- > 0;) {
-    const char* pos = std::strchr(kCrockford, s[i]);
-    if (pos == nullptr) return "";
-    if (*pos != '0') {
-      s[i] = kCrockford[pos - kCrockford - 1];
-      return s;
-    }
-    s[i] = 'Z';
+Task<Result<Cursor>> replay_consumer(Context& ctx, const std::string& consumer,
+                                     const std::string& from_event_id) {
+  SS_CO_TRY(std::optional<std::int64_t> seq, co_await EventStore::first_seq_of(from_event_id));
+  if (!seq) {
+    co_return Error{ErrorCode::not_found, "no event " + from_event_id}.with("field",
+                                                                            "from_event_id");
   }
-  return "";  // all zeros: nothing is smaller
-}
-
-Task<Result<std::string>> replay_consumer(Context& ctx, const std::string& consumer,
-                                          const std::string& from_event_id) {
-  std::string cursor = ulid_predecessor(from_event_id);
+  Cursor cursor;
+  cursor.seq = *seq - 1;
+  SS_CO_TRY(cursor.event_id, co_await EventStore::event_id_before(*seq));
   std::vector<D1Statement> statements = {
       DrainState::advance_statement(consumer, cursor, format_rfc3339(ctx.now_ms()), 0)};
   SS_CO_CHECK(co_await commit(statements));
-  ctx.log("replay: " + consumer + " cursor set before " + from_event_id);
+  ctx.log("replay: " + consumer + " cursor set before " + from_event_id + " (seq " +
+          std::to_string(*seq) + ")");
   co_return cursor;
 }
 
@@ -83,18 +71,19 @@ Task<json> consumer_health(Context& ctx) {
   for (const std::string& name : consumer_names()) {
     auto cursor = co_await DrainState::cursor(name);
     if (!cursor) co_return json{{"consumers", nullptr}, {"degraded", true}};
-    auto next = co_await EventStore::next_after(*cursor);
+    auto next = co_await EventStore::next_recorded_at(cursor->seq);
     if (!next) co_return json{{"consumers", nullptr}, {"degraded", true}};
     std::int64_t lag_ms = 0;
     if (*next) {
-      auto t = ulid_time_ms(**next);
+      auto t = parse_rfc3339(**next);
       if (t) lag_ms = std::max<std::int64_t>(0, ctx.now_ms() - *t);
     }
     bool lagging = lag_ms > kLagAlertMs;
     any_lagging = any_lagging || lagging;
-    consumers[name] = {{"cursor", cursor->empty() ? json(nullptr) : json(*cursor)},
-                       {"lag_seconds", lag_ms / 1000},
-                       {"lagging", lagging}};
+    consumers[name] = {
+        {"cursor", cursor->event_id.empty() ? json(nullptr) : json(cursor->event_id)},
+        {"lag_seconds", lag_ms / 1000},
+        {"lagging", lagging}};
   }
   auto counts = co_await AggregateStore::counts();
   LedgerCounts c = counts ? *counts : LedgerCounts{};

@@ -27,7 +27,7 @@ struct DrainReport {
   int duplicates = 0;
   int quarantined = 0;
   int capped = 0;
-  std::string cursor;
+  std::string cursor;             // event_id of the last event processed ("" before the first)
   bool locked = false;            // another run holds the lock: this one did nothing
   bool killed = false;            // a kill switch is on: nothing read, cursor unchanged
   bool budget_exhausted = false;  // stopped early to stay under the subrequest limit
@@ -43,14 +43,13 @@ Task<Status> commit_with_cursor(Context& ctx, DrainReport& report,
                                 const std::vector<EventRow>& rows,
                                 std::vector<D1Statement> statements);
 
-// Sets a consumer's cursor so that it reads from_event_id (inclusive) again.
-Task<Result<std::string>> replay_consumer(Context& ctx, const std::string& consumer,
-                                          const std::string& from_event_id);
+// Sets a consumer's cursor just before the first insertion of from_event_id, so that it reads that
+// event and everything inserted after it again. An event_id the ledger does not hold is 404.
+Task<Result<Cursor>> replay_consumer(Context& ctx, const std::string& consumer,
+                                     const std::string& from_event_id);
 
 // {"consumers":{name:{"cursor","lag_seconds","lagging"}},"fanout_capped":n,"quarantined":n}
+// Lag is measured from when the oldest unread event was recorded by the ledger.
 Task<json> consumer_health(Context& ctx);
-
-// The largest 26-character Crockford string below `ulid` ("" for the smallest).
-std::string ulid_predecessor(const std::string& ulid);
 
 }  // namespace ss::events

@@ -10,7 +10,8 @@ Task<Result<DrainReport>> drain_consumer(Context& ctx, const std::string& consum
   SS_CO_TRY(bool killed, co_await DrainState::any_switch_on(switches));
   if (killed) {
     report.killed = true;
-    SS_CO_TRY(report.cursor, co_await DrainState::cursor(consumer));
+    SS_CO_TRY(Cursor cursor, co_await DrainState::cursor(consumer));
+    report.cursor = cursor.event_id;
     co_return report;
   }
   SS_CO_TRY(std::string holder, co_await ctx.new_ulid());
@@ -18,7 +19,8 @@ Task<Result<DrainReport>> drain_consumer(Context& ctx, const std::string& consum
             co_await DrainState::claim(lock_name(consumer), holder, ctx.now_ms(), kLockTtlMs));
   if (!acquired) {
     report.locked = true;
-    SS_CO_TRY(report.cursor, co_await DrainState::cursor(consumer));
+    SS_CO_TRY(Cursor cursor, co_await DrainState::cursor(consumer));
+    report.cursor = cursor.event_id;
     co_return report;
   }
   Status result = Unit{};
@@ -26,8 +28,8 @@ Task<Result<DrainReport>> drain_consumer(Context& ctx, const std::string& consum
   if (!cursor) {
     result = cursor.error();
   } else {
-    report.cursor = *cursor;
-    auto batch = co_await EventStore::after_cursor(*cursor, kDrainBatchSize);
+    report.cursor = cursor->event_id;
+    auto batch = co_await EventStore::after_cursor(cursor->seq, kDrainBatchSize);
     if (!batch) {
       result = batch.error();
     } else if (!batch->empty()) {

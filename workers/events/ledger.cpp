@@ -172,13 +172,25 @@ Task<Result<Appended>> append_event(Context& ctx, NewEvent event) {
   if (inserted) co_return Appended{event.event_id, false};
 
   // Lost a race, or a redelivery: find the event that is already there.
-  SS_CO_TRY(std::optional<ExistingEvent> existing,
+  // Only this tenant's events are looked at: event_id is unique per tenant, so another tenant's
+  // event with the same id is a different event (and its existence is not revealed).
+  SS_CO_TRY(std::optional<std::string> existing,
             co_await EventStore::find_existing(event.event_id, tenant_key, row.idempotency_key));
   if (!existing) co_return Error{ErrorCode::internal, "append_event(): insert ignored, no row"};
-  if (existing->tenant_key != tenant_key) {
-    co_return Error{ErrorCode::conflict, "event_id is already used"}.with("field", "event_id");
+  co_return Appended{*existing, true};
+}
+
+Status check_producer_event_id(const std::string& event_id, std::int64_t now_ms) {
+  auto minted = ulid_time_ms(event_id);
+  if (!minted) {
+    return invalid("event_id", "must be a ULID (26 characters, Crockford base32, upper case)");
   }
-  co_return Appended{existing->event_id, true};
+  if (*minted > now_ms + kMaxEventIdSkewMs) {
+    return invalid("event_id", "its timestamp is more than " +
+                                   std::to_string(kMaxEventIdSkewMs / 60000) +
+                                   " minutes in the future");
+  }
+  return Unit{};
 }
 
 std::string glob_to_like(std::string_view glob) {

@@ -18,6 +18,10 @@ inline constexpr std::size_t kMaxEventTypeLength = 128;
 inline constexpr std::size_t kMaxRefLength = 200;
 inline constexpr int kDefaultReadLimit = 100;
 inline constexpr int kMaxReadLimit = 500;
+// How far ahead of the ledger's clock a producer's event_id may be (clock skew between producers
+// and the ledger). The drain order never depends on it: drainers follow the ledger's own insertion
+// sequence.
+inline constexpr std::int64_t kMaxEventIdSkewMs = 5 * 60 * 1000;
 
 struct NewEvent {
   std::string event_id;  // empty: the ledger makes one
@@ -45,8 +49,14 @@ bool is_event_type(std::string_view s);
 // here.
 Result<NewEvent> parse_new_event(const json& body);
 
-// Appends once: a repeated idempotency key (per tenant) or event_id returns the first event
-// instead. A payload that breaks the JSON Schema registered for its type is 422 schema_violation.
+// POST /api/events only: a producer's event_id must be a ULID whose timestamp is at most
+// kMaxEventIdSkewMs ahead of now, else 400 invalid_event naming event_id. The queue path does not
+// check it: a message delayed or retried there is accepted whatever its id says, never dropped.
+Status check_producer_event_id(const std::string& event_id, std::int64_t now_ms);
+
+// Appends once: a repeated idempotency key or event_id (both per tenant) returns the first event
+// instead; another tenant's event with the same event_id is a different event. A payload that
+// breaks the JSON Schema registered for its type is 422 schema_violation.
 Task<Result<Appended>> append_event(Context& ctx, NewEvent event);
 
 struct ReadQuery {

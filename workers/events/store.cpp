@@ -23,16 +23,25 @@ INSERT OR IGNORE INTO events (event_id, tenant_id, event_type, entity_type, enti
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
 )sql";
 
+// Only the caller's tenant: another tenant's event with the same id is a different event.
 // Ascending on (event_id = ?1): a row holding the idempotency key comes before one that only
 // holds the event_id.
 constexpr std::string_view kFindExisting = R"sql(
-SELECT event_id, COALESCE(tenant_id, '') AS tenant_key FROM events
-WHERE event_id = ?1 OR (COALESCE(tenant_id, '') = ?2 AND idempotency_key = ?3)
+SELECT event_id FROM events
+WHERE COALESCE(tenant_id, '') = ?2 AND (event_id = ?1 OR idempotency_key = ?3)
 ORDER BY event_id = ?1 LIMIT 1
 )sql";
 
-constexpr std::string_view kFindEvent = R"sql(
-SELECT * FROM events WHERE event_id = ?1
+constexpr std::string_view kEventAt = R"sql(
+SELECT * FROM events WHERE seq = ?1
+)sql";
+
+constexpr std::string_view kFirstSeqOf = R"sql(
+SELECT seq FROM events WHERE event_id = ?1 ORDER BY seq LIMIT 1
+)sql";
+
+constexpr std::string_view kEventIdBefore = R"sql(
+SELECT event_id FROM events WHERE seq < ?1 ORDER BY seq DESC LIMIT 1
 )sql";
 
 // Every filter is optional: an empty (or NULL tenant) parameter disables it.
@@ -46,12 +55,13 @@ WHERE event_id > ?1
 ORDER BY event_id LIMIT ?6
 )sql";
 
+// Insertion order, never event_id order: producers mint event_ids, and can be late or wrong.
 constexpr std::string_view kEventsAfterCursor = R"sql(
-SELECT * FROM events WHERE event_id > ?1 ORDER BY event_id LIMIT ?2
+SELECT * FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2
 )sql";
 
-constexpr std::string_view kNextAfterCursor = R"sql(
-SELECT event_id FROM events WHERE event_id > ?1 ORDER BY event_id LIMIT 1
+constexpr std::string_view kNextRecordedAt = R"sql(
+SELECT recorded_at FROM events WHERE seq > ?1 ORDER BY seq LIMIT 1
 )sql";
 
 constexpr std::string_view kAgedEvents = R"sql(
@@ -83,12 +93,14 @@ UPDATE cron_locks SET expires_at_ms = ?3 WHERE name = ?1 AND holder = ?2
 )sql";
 
 constexpr std::string_view kReadCursor = R"sql(
-SELECT cursor FROM event_drain_state WHERE consumer = ?1
+SELECT cursor_seq, cursor FROM event_drain_state WHERE consumer = ?1
 )sql";
 
 constexpr std::string_view kAdvanceCursor = R"sql(
-INSERT INTO event_drain_state (consumer, cursor, last_run_at, events_read) VALUES (?1, ?2, ?3, ?4)
-ON CONFLICT (consumer) DO UPDATE SET cursor = excluded.cursor, last_run_at = excluded.last_run_at,
+INSERT INTO event_drain_state (consumer, cursor_seq, cursor, last_run_at, events_read)
+VALUES (?1, ?2, ?3, ?4, ?5)
+ON CONFLICT (consumer) DO UPDATE SET cursor_seq = excluded.cursor_seq, cursor = excluded.cursor,
+                                     last_run_at = excluded.last_run_at,
                                      events_read = events_read + excluded.events_read
 )sql";
 
@@ -101,33 +113,34 @@ WHERE enabled = 1 AND name IN (SELECT value FROM json_each(?1)) LIMIT 1
 // ---- dedupe, run log, quarantine
 
 constexpr std::string_view kStartedKeys = R"sql(
-SELECT dedupe_key FROM event_consumer_dedupe
-WHERE consumer = ?1 AND event_id > ?2 AND event_id <= ?3 AND status = 'started'
+SELECT seq, dedupe_key FROM event_consumer_dedupe
+WHERE consumer = ?1 AND seq > ?2 AND seq <= ?3 AND status = 'started'
 )sql";
 
 constexpr std::string_view kClaimStart = R"sql(
-INSERT INTO event_consumer_dedupe (consumer, dedupe_key, event_id, created_at, status, holder,
+INSERT INTO event_consumer_dedupe (consumer, seq, dedupe_key, event_id, created_at, status, holder,
                                    claimed_at_ms)
-VALUES (?1, ?2, ?3, ?4, 'claimed', ?5, ?6)
-ON CONFLICT (consumer, dedupe_key) DO UPDATE SET holder = excluded.holder,
-                                                 claimed_at_ms = excluded.claimed_at_ms
+VALUES (?1, ?8, ?2, ?3, ?4, 'claimed', ?5, ?6)
+ON CONFLICT (consumer, seq, dedupe_key) DO UPDATE SET holder = excluded.holder,
+                                                      claimed_at_ms = excluded.claimed_at_ms
 WHERE event_consumer_dedupe.status = 'claimed' AND event_consumer_dedupe.claimed_at_ms <= ?7
 )sql";
 
 constexpr std::string_view kMarkStarted = R"sql(
 UPDATE event_consumer_dedupe SET status = 'started'
-WHERE consumer = ?1 AND dedupe_key = ?2 AND holder = ?3
+WHERE consumer = ?1 AND seq = ?4 AND dedupe_key = ?2 AND holder = ?3
 )sql";
 
 constexpr std::string_view kUnclaim = R"sql(
 DELETE FROM event_consumer_dedupe
-WHERE consumer = ?1 AND dedupe_key = ?2 AND holder = ?3 AND status = 'claimed'
+WHERE consumer = ?1 AND seq = ?4 AND dedupe_key = ?2 AND holder = ?3 AND status = 'claimed'
 )sql";
 
-// ?2 is a JSON array of dedupe keys.
+// ?3 is a JSON array of dedupe keys.
 constexpr std::string_view kLiveClaims = R"sql(
 SELECT COUNT(*) AS n FROM event_consumer_dedupe
-WHERE consumer = ?1 AND status = 'claimed' AND dedupe_key IN (SELECT value FROM json_each(?2))
+WHERE consumer = ?1 AND seq = ?2 AND status = 'claimed'
+  AND dedupe_key IN (SELECT value FROM json_each(?3))
 )sql";
 
 constexpr std::string_view kLogRun = R"sql(
@@ -137,24 +150,25 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
 )sql";
 
 constexpr std::string_view kQuarantine = R"sql(
-INSERT INTO events_quarantine (consumer, event_id, reason, attempts, quarantined_at)
-VALUES (?1, ?2, ?3, 1, ?4)
-ON CONFLICT (consumer, event_id) DO UPDATE SET reason = excluded.reason, attempts = attempts + 1,
-                                               resolved_at = NULL
+INSERT INTO events_quarantine (consumer, seq, event_id, reason, attempts, quarantined_at)
+VALUES (?1, ?5, ?2, ?3, 1, ?4)
+ON CONFLICT (consumer, seq) DO UPDATE SET reason = excluded.reason, attempts = attempts + 1,
+                                          resolved_at = NULL
 )sql";
 
 constexpr std::string_view kResolveQuarantine = R"sql(
-UPDATE events_quarantine SET resolved_at = ?3 WHERE consumer = ?1 AND event_id = ?2
+UPDATE events_quarantine SET resolved_at = ?3 WHERE consumer = ?1 AND seq = ?2
 )sql";
 
 constexpr std::string_view kFindQuarantine = R"sql(
 SELECT * FROM events_quarantine WHERE consumer = ?1 AND event_id = ?2
+ORDER BY resolved_at IS NOT NULL, seq LIMIT 1
 )sql";
 
 constexpr std::string_view kListQuarantine = R"sql(
 SELECT * FROM events_quarantine
 WHERE (?1 = '' OR consumer = ?1) AND (?2 = 1 OR resolved_at IS NULL)
-ORDER BY event_id LIMIT 500
+ORDER BY seq LIMIT 500
 )sql";
 
 // ---- configuration
@@ -287,14 +301,20 @@ struct SchemaTextRow {
   static SchemaTextRow decode(RowReader& r) { return SchemaTextRow{r.text("schema_json")}; }
 };
 
-struct CursorRow {
-  std::string cursor;
-  static CursorRow decode(RowReader& r) { return CursorRow{r.text("cursor")}; }
+struct KeyRow {
+  std::int64_t seq = 0;
+  std::string dedupe_key;
+  static KeyRow decode(RowReader& r) { return KeyRow{r.integer("seq"), r.text("dedupe_key")}; }
 };
 
-struct KeyRow {
-  std::string dedupe_key;
-  static KeyRow decode(RowReader& r) { return KeyRow{r.text("dedupe_key")}; }
+struct SeqRow {
+  std::int64_t seq = 0;
+  static SeqRow decode(RowReader& r) { return SeqRow{r.integer("seq")}; }
+};
+
+struct RecordedAtRow {
+  std::string recorded_at;
+  static RecordedAtRow decode(RowReader& r) { return RecordedAtRow{r.text("recorded_at")}; }
 };
 
 D1 db() { return D1(kDb); }
@@ -334,6 +354,7 @@ Task<Result<std::int64_t>> changes(std::string_view sql, json params) {
 
 EventRow EventRow::decode(RowReader& r) {
   EventRow e;
+  e.seq = r.integer("seq");
   e.event_id = r.text("event_id");
   e.tenant_id = r.nullable_text("tenant_id");
   e.event_type = r.text("event_type");
@@ -368,8 +389,11 @@ json EventRow::view() const {
               {"sequence_no", sequence_no ? json(*sequence_no) : json(nullptr)}};
 }
 
-ExistingEvent ExistingEvent::decode(RowReader& r) {
-  return ExistingEvent{r.text("event_id"), r.text("tenant_key")};
+Cursor Cursor::decode(RowReader& r) {
+  Cursor c;
+  c.seq = r.integer("cursor_seq");
+  c.event_id = r.text("cursor");
+  return c;
 }
 
 AgedEvent AgedEvent::decode(RowReader& r) {
@@ -384,6 +408,7 @@ AgedEvent AgedEvent::decode(RowReader& r) {
 QuarantineRow QuarantineRow::decode(RowReader& r) {
   QuarantineRow q;
   q.consumer = r.text("consumer");
+  q.seq = r.integer("seq");
   q.event_id = r.text("event_id");
   q.reason = r.text("reason");
   q.attempts = r.integer("attempts");
@@ -510,16 +535,29 @@ Task<Result<bool>> EventStore::insert(const EventInsert& e) {
   co_return n == 1;
 }
 
-Task<Result<std::optional<ExistingEvent>>> EventStore::find_existing(
+Task<Result<std::optional<std::string>>> EventStore::find_existing(
     const std::string& event_id, const std::string& tenant_key,
     const std::optional<std::string>& idempotency_key) {
   json params = json::array({event_id, tenant_key, text_or_null(idempotency_key)});
-  co_return co_await first_row<ExistingEvent>(kFindExisting, params);
+  co_return co_await first_event_id(kFindExisting, params);
 }
 
-Task<Result<std::optional<EventRow>>> EventStore::find(const std::string& event_id) {
+Task<Result<std::optional<EventRow>>> EventStore::at(std::int64_t seq) {
+  json params = json::array({seq});
+  co_return co_await first_row<EventRow>(kEventAt, params);
+}
+
+Task<Result<std::optional<std::int64_t>>> EventStore::first_seq_of(const std::string& event_id) {
   json params = json::array({event_id});
-  co_return co_await first_row<EventRow>(kFindEvent, params);
+  SS_CO_TRY(std::optional<SeqRow> row, co_await first_row<SeqRow>(kFirstSeqOf, params));
+  if (!row) co_return std::optional<std::int64_t>{};
+  co_return std::optional<std::int64_t>{row->seq};
+}
+
+Task<Result<std::string>> EventStore::event_id_before(std::int64_t seq) {
+  json params = json::array({seq});
+  SS_CO_TRY(std::optional<std::string> id, co_await first_event_id(kEventIdBefore, params));
+  co_return id.value_or("");
 }
 
 Task<Result<std::vector<EventRow>>> EventStore::read(const EventFilter& f) {
@@ -528,14 +566,17 @@ Task<Result<std::vector<EventRow>>> EventStore::read(const EventFilter& f) {
   co_return co_await all_rows<EventRow>(kReadEvents, params);
 }
 
-Task<Result<std::vector<EventRow>>> EventStore::after_cursor(const std::string& cursor, int limit) {
-  json params = json::array({cursor, limit});
+Task<Result<std::vector<EventRow>>> EventStore::after_cursor(std::int64_t cursor_seq, int limit) {
+  json params = json::array({cursor_seq, limit});
   co_return co_await all_rows<EventRow>(kEventsAfterCursor, params);
 }
 
-Task<Result<std::optional<std::string>>> EventStore::next_after(const std::string& cursor) {
-  json params = json::array({cursor});
-  co_return co_await first_event_id(kNextAfterCursor, params);
+Task<Result<std::optional<std::string>>> EventStore::next_recorded_at(std::int64_t cursor_seq) {
+  json params = json::array({cursor_seq});
+  SS_CO_TRY(std::optional<RecordedAtRow> row,
+            co_await first_row<RecordedAtRow>(kNextRecordedAt, params));
+  if (!row) co_return std::optional<std::string>{};
+  co_return std::optional<std::string>{std::move(row->recorded_at)};
 }
 
 Task<Result<std::vector<AgedEvent>>> EventStore::aged(const std::string& cutoff_id, int limit) {
@@ -567,15 +608,16 @@ D1Statement DrainState::renew_statement(const std::string& lock, const std::stri
   return D1Statement{std::string(kRenewLock), json::array({lock, holder, expires_at_ms})};
 }
 
-Task<Result<std::string>> DrainState::cursor(const std::string& consumer) {
+Task<Result<Cursor>> DrainState::cursor(const std::string& consumer) {
   json params = json::array({consumer});
-  SS_CO_TRY(std::optional<CursorRow> row, co_await first_row<CursorRow>(kReadCursor, params));
-  co_return row ? row->cursor : std::string();
+  SS_CO_TRY(std::optional<Cursor> row, co_await first_row<Cursor>(kReadCursor, params));
+  co_return row.value_or(Cursor{});
 }
 
-D1Statement DrainState::advance_statement(const std::string& consumer, const std::string& cursor,
+D1Statement DrainState::advance_statement(const std::string& consumer, const Cursor& cursor,
                                           const std::string& now, int read) {
-  return D1Statement{std::string(kAdvanceCursor), json::array({consumer, cursor, now, read})};
+  return D1Statement{std::string(kAdvanceCursor),
+                     json::array({consumer, cursor.seq, cursor.event_id, now, read})};
 }
 
 Task<Result<bool>> DrainState::any_switch_on(const std::vector<std::string>& names) {
@@ -588,40 +630,39 @@ Task<Result<bool>> DrainState::any_switch_on(const std::vector<std::string>& nam
 
 // ---- Dedupe
 
-Task<Result<std::vector<std::string>>> Dedupe::started_keys(const std::string& consumer,
-                                                            const std::string& after,
-                                                            const std::string& last) {
+Task<Result<std::vector<std::pair<std::int64_t, std::string>>>> Dedupe::started_keys(
+    const std::string& consumer, std::int64_t after, std::int64_t last) {
   json params = json::array({consumer, after, last});
   SS_CO_TRY(std::vector<KeyRow> rows, co_await all_rows<KeyRow>(kStartedKeys, params));
-  std::vector<std::string> keys;
+  std::vector<std::pair<std::int64_t, std::string>> keys;
   keys.reserve(rows.size());
-  for (KeyRow& k : rows) keys.push_back(std::move(k.dedupe_key));
+  for (KeyRow& k : rows) keys.emplace_back(k.seq, std::move(k.dedupe_key));
   co_return keys;
 }
 
-D1Statement Dedupe::claim_statement(const std::string& consumer, const std::string& key,
-                                    const std::string& event_id, const std::string& now,
-                                    const std::string& holder, std::int64_t now_ms,
-                                    std::int64_t stale_before_ms) {
-  return D1Statement{std::string(kClaimStart),
-                     json::array({consumer, key, event_id, now, holder, now_ms, stale_before_ms})};
+D1Statement Dedupe::claim_statement(const std::string& consumer, std::int64_t seq,
+                                    const std::string& key, const std::string& event_id,
+                                    const std::string& now, const std::string& holder,
+                                    std::int64_t now_ms, std::int64_t stale_before_ms) {
+  return D1Statement{std::string(kClaimStart), json::array({consumer, key, event_id, now, holder,
+                                                            now_ms, stale_before_ms, seq})};
 }
 
-D1Statement Dedupe::started_statement(const std::string& consumer, const std::string& key,
-                                      const std::string& holder) {
-  return D1Statement{std::string(kMarkStarted), json::array({consumer, key, holder})};
+D1Statement Dedupe::started_statement(const std::string& consumer, std::int64_t seq,
+                                      const std::string& key, const std::string& holder) {
+  return D1Statement{std::string(kMarkStarted), json::array({consumer, key, holder, seq})};
 }
 
-D1Statement Dedupe::unclaim_statement(const std::string& consumer, const std::string& key,
-                                      const std::string& holder) {
-  return D1Statement{std::string(kUnclaim), json::array({consumer, key, holder})};
+D1Statement Dedupe::unclaim_statement(const std::string& consumer, std::int64_t seq,
+                                      const std::string& key, const std::string& holder) {
+  return D1Statement{std::string(kUnclaim), json::array({consumer, key, holder, seq})};
 }
 
-Task<Result<std::int64_t>> Dedupe::live_claims(const std::string& consumer,
+Task<Result<std::int64_t>> Dedupe::live_claims(const std::string& consumer, std::int64_t seq,
                                                const std::vector<std::string>& keys) {
   json list = json::array();
   for (const auto& k : keys) list.push_back(k);
-  json params = json::array({consumer, dump_json(list)});
+  json params = json::array({consumer, seq, dump_json(list)});
   SS_CO_TRY(std::optional<CountRow> row, co_await first_row<CountRow>(kLiveClaims, params));
   co_return row ? row->n : 0;
 }
@@ -638,16 +679,17 @@ D1Statement Dedupe::run_log_statement(const std::string& run_id, const std::stri
 
 // ---- Quarantine
 
-D1Statement Quarantine::put_statement(const std::string& consumer, const std::string& event_id,
-                                      const std::string& reason, const std::string& now) {
+D1Statement Quarantine::put_statement(const std::string& consumer, std::int64_t seq,
+                                      const std::string& event_id, const std::string& reason,
+                                      const std::string& now) {
   static constexpr std::size_t kMaxReason = 500;
   return D1Statement{std::string(kQuarantine),
-                     json::array({consumer, event_id, reason.substr(0, kMaxReason), now})};
+                     json::array({consumer, event_id, reason.substr(0, kMaxReason), now, seq})};
 }
 
-D1Statement Quarantine::resolve_statement(const std::string& consumer, const std::string& event_id,
+D1Statement Quarantine::resolve_statement(const std::string& consumer, std::int64_t seq,
                                           const std::string& now) {
-  return D1Statement{std::string(kResolveQuarantine), json::array({consumer, event_id, now})};
+  return D1Statement{std::string(kResolveQuarantine), json::array({consumer, seq, now})};
 }
 
 Task<Result<std::optional<QuarantineRow>>> Quarantine::find(const std::string& consumer,

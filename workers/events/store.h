@@ -21,7 +21,8 @@ inline constexpr const char* kDb = "EVENTS_DB";
 // One row of `events`. The payload stays JSON text: a consumer that cannot parse it quarantines
 // the event rather than failing the whole read.
 struct EventRow {
-  std::string event_id;
+  std::int64_t seq = 0;  // the ledger's insertion order (the drain cursor), never the producer's
+  std::string event_id;  // identity and dedupe key, unique per tenant
   std::optional<std::string> tenant_id;
   std::string event_type;
   std::string entity_type;
@@ -58,13 +59,6 @@ struct EventInsert {
   std::optional<std::int64_t> sequence_no;
 };
 
-// An existing event found after an ignored insert: which one, and under which tenant.
-struct ExistingEvent {
-  std::string event_id;
-  std::string tenant_key;
-  static ExistingEvent decode(RowReader& r);
-};
-
 // GET /api/events: every filter optional ("" / nullopt = no filter).
 struct EventFilter {
   std::optional<std::string> tenant_id;  // nullopt: every tenant
@@ -93,16 +87,21 @@ class EventStore {
                                                                       const std::string& key);
   // true when the row was written; false when a constraint (event_id, idempotency) ignored it.
   static Task<Result<bool>> insert(const EventInsert& event);
-  // After an ignored insert: the event holding that id, else that (tenant, idempotency key).
-  static Task<Result<std::optional<ExistingEvent>>> find_existing(
+  // After an ignored insert: the tenant's event holding that (tenant, idempotency key), else the
+  // one holding that (tenant, event_id). Another tenant's events are never looked at.
+  static Task<Result<std::optional<std::string>>> find_existing(
       const std::string& event_id, const std::string& tenant_key,
       const std::optional<std::string>& idempotency_key);
-  static Task<Result<std::optional<EventRow>>> find(const std::string& event_id);
+  static Task<Result<std::optional<EventRow>>> at(std::int64_t seq);
+  // The first insertion of an event_id (in any tenant), for replay; nullopt when unknown.
+  static Task<Result<std::optional<std::int64_t>>> first_seq_of(const std::string& event_id);
+  // The event_id just before `seq` in insertion order ("" when none), for replay's cursor.
+  static Task<Result<std::string>> event_id_before(std::int64_t seq);
   static Task<Result<std::vector<EventRow>>> read(const EventFilter& filter);
-  // A drain batch: the events after `cursor`, in cursor order.
-  static Task<Result<std::vector<EventRow>>> after_cursor(const std::string& cursor, int limit);
-  // The oldest event a consumer at `cursor` has not read yet (its lag).
-  static Task<Result<std::optional<std::string>>> next_after(const std::string& cursor);
+  // A drain batch: the events inserted after `cursor_seq`, in insertion order.
+  static Task<Result<std::vector<EventRow>>> after_cursor(std::int64_t cursor_seq, int limit);
+  // When the oldest event a consumer at `cursor_seq` has not read yet was recorded (its lag).
+  static Task<Result<std::optional<std::string>>> next_recorded_at(std::int64_t cursor_seq);
   // Retention: the oldest events recorded before `cutoff_id` whose payload is still there.
   static Task<Result<std::vector<AgedEvent>>> aged(const std::string& cutoff_id, int limit);
   static D1Statement redact_statement(const std::string& first_id, const std::string& last_id,
@@ -110,6 +109,14 @@ class EventStore {
 };
 
 // ---- drain state: cursors, locks, kill switches -------------------------------------------------
+
+// Where a consumer stands: the last seq it has fully processed, and that event's id (what drain
+// reports show; "" before the first event).
+struct Cursor {
+  std::int64_t seq = 0;
+  std::string event_id;
+  static Cursor decode(RowReader& r);
+};
 
 class DrainState {
  public:
@@ -119,9 +126,9 @@ class DrainState {
   static Task<Status> release(const std::string& lock, const std::string& holder);
   static D1Statement renew_statement(const std::string& lock, const std::string& holder,
                                      std::int64_t expires_at_ms);
-  // The consumer's cursor ("" before its first event).
-  static Task<Result<std::string>> cursor(const std::string& consumer);
-  static D1Statement advance_statement(const std::string& consumer, const std::string& cursor,
+  // The consumer's cursor (seq 0 before its first event).
+  static Task<Result<Cursor>> cursor(const std::string& consumer);
+  static D1Statement advance_statement(const std::string& consumer, const Cursor& cursor,
                                        const std::string& now, int read);
   // true when any of the named kill switches is on.
   static Task<Result<bool>> any_switch_on(const std::vector<std::string>& names);
@@ -131,6 +138,7 @@ class DrainState {
 
 struct QuarantineRow {
   std::string consumer;
+  std::int64_t seq = 0;
   std::string event_id;
   std::string reason;
   std::int64_t attempts = 0;
@@ -142,21 +150,21 @@ struct QuarantineRow {
 
 class Dedupe {
  public:
-  // Dedupe keys of starts already confirmed for events in (after, last].
-  static Task<Result<std::vector<std::string>>> started_keys(const std::string& consumer,
-                                                             const std::string& after,
-                                                             const std::string& last);
+  // Starts already confirmed for the events with seq in (after, last]: (seq, dedupe key) pairs.
+  // Rows name their event by seq: an event_id alone may be another tenant's event too.
+  static Task<Result<std::vector<std::pair<std::int64_t, std::string>>>> started_keys(
+      const std::string& consumer, std::int64_t after, std::int64_t last);
   // Claims a start for `holder`, or takes over a claim made at or before `stale_before_ms`.
-  static D1Statement claim_statement(const std::string& consumer, const std::string& key,
-                                     const std::string& event_id, const std::string& now,
-                                     const std::string& holder, std::int64_t now_ms,
-                                     std::int64_t stale_before_ms);
-  static D1Statement started_statement(const std::string& consumer, const std::string& key,
-                                       const std::string& holder);
-  static D1Statement unclaim_statement(const std::string& consumer, const std::string& key,
-                                       const std::string& holder);
-  // How many of `keys` are still claimed (not started) by some run.
-  static Task<Result<std::int64_t>> live_claims(const std::string& consumer,
+  static D1Statement claim_statement(const std::string& consumer, std::int64_t seq,
+                                     const std::string& key, const std::string& event_id,
+                                     const std::string& now, const std::string& holder,
+                                     std::int64_t now_ms, std::int64_t stale_before_ms);
+  static D1Statement started_statement(const std::string& consumer, std::int64_t seq,
+                                       const std::string& key, const std::string& holder);
+  static D1Statement unclaim_statement(const std::string& consumer, std::int64_t seq,
+                                       const std::string& key, const std::string& holder);
+  // How many of the event's `keys` are still claimed (not started) by some run.
+  static Task<Result<std::int64_t>> live_claims(const std::string& consumer, std::int64_t seq,
                                                 const std::vector<std::string>& keys);
   static D1Statement run_log_statement(const std::string& run_id, const std::string& consumer,
                                        const std::string& workflow_type,
@@ -167,10 +175,13 @@ class Dedupe {
 
 class Quarantine {
  public:
-  static D1Statement put_statement(const std::string& consumer, const std::string& event_id,
-                                   const std::string& reason, const std::string& now);
-  static D1Statement resolve_statement(const std::string& consumer, const std::string& event_id,
+  static D1Statement put_statement(const std::string& consumer, std::int64_t seq,
+                                   const std::string& event_id, const std::string& reason,
+                                   const std::string& now);
+  static D1Statement resolve_statement(const std::string& consumer, std::int64_t seq,
                                        const std::string& now);
+  // The consumer's quarantine row for that event_id (an open one first, when two tenants' events
+  // share the id).
   static Task<Result<std::optional<QuarantineRow>>> find(const std::string& consumer,
                                                          const std::string& event_id);
   // consumer "" = every consumer; `all` includes resolved rows.

@@ -29,9 +29,10 @@ struct StartOutcome {
 struct FanoutContext {
   std::vector<Subscription> subs;
   std::map<std::string, WorkflowTarget> workflows;
-  std::set<std::string> done_keys;  // dedupe keys already started for this consumer
-  std::string holder;               // this run's id: the owner of the claims it makes
-  std::string lock;                 // the drain lock to renew with every commit ("" for retries)
+  // Dedupe keys already started for this consumer, per event (seq).
+  std::map<std::int64_t, std::set<std::string>> done_keys;
+  std::string holder;  // this run's id: the owner of the claims it makes
+  std::string lock;    // the drain lock to renew with every commit ("" for retries)
 };
 
 struct EventOutcome {
@@ -159,7 +160,10 @@ Task<EventOutcome> fan_out(Context& ctx, const std::string& consumer, const Even
     co_return out;
   }
   json event = row.view();
-  FanoutPlan plan = plan_fanout(consumer, event, fc.subs, fc.done_keys);
+  static const std::set<std::string> kNone;
+  auto done = fc.done_keys.find(row.seq);
+  FanoutPlan plan =
+      plan_fanout(consumer, event, fc.subs, done == fc.done_keys.end() ? kNone : done->second);
   out.duplicates = plan.duplicates;
   if (plan.capped()) {
     out.capped = true;
@@ -175,8 +179,8 @@ Task<EventOutcome> fan_out(Context& ctx, const std::string& consumer, const Even
     std::vector<D1Statement> batch = std::move(deferred);
     deferred.clear();
     for (const FanoutDecision& d : todo) {
-      batch.push_back(Dedupe::claim_statement(consumer, d.key, row.event_id, now, fc.holder,
-                                              ctx.now_ms(), ctx.now_ms() - kLockTtlMs));
+      batch.push_back(Dedupe::claim_statement(consumer, row.seq, d.key, row.event_id, now,
+                                              fc.holder, ctx.now_ms(), ctx.now_ms() - kLockTtlMs));
     }
     ++out.subrequests;
     auto claimed = co_await D1(kDb).batch(batch);
@@ -200,7 +204,7 @@ Task<EventOutcome> fan_out(Context& ctx, const std::string& consumer, const Even
       // Started by another run, or still being started by one: in the second case this run must not
       // move the cursor past the event, or a run that died holding the claim would lose the start.
       ++out.subrequests;
-      auto held = co_await Dedupe::live_claims(consumer, lost);
+      auto held = co_await Dedupe::live_claims(consumer, row.seq, lost);
       if (!held) {
         out.error = held.error();
         co_return out;
@@ -225,9 +229,9 @@ Task<EventOutcome> fan_out(Context& ctx, const std::string& consumer, const Even
     ++out.subrequests;
     if (r.started) {
       ++out.started;
-      out.statements.push_back(Dedupe::started_statement(consumer, d.key, fc.holder));
+      out.statements.push_back(Dedupe::started_statement(consumer, row.seq, d.key, fc.holder));
     } else {
-      out.statements.push_back(Dedupe::unclaim_statement(consumer, d.key, fc.holder));
+      out.statements.push_back(Dedupe::unclaim_statement(consumer, row.seq, d.key, fc.holder));
       if (out.failure.empty()) out.failure = d.subscription->workflow_type + ": " + r.error;
     }
     if (!r.run_id.empty()) {
@@ -239,16 +243,17 @@ Task<EventOutcome> fan_out(Context& ctx, const std::string& consumer, const Even
   co_return out;
 }
 
+// Everything fan-out needs for the events with seq in (after, last].
 Task<Result<FanoutContext>> load_fanout_context(Context& ctx, const std::string& consumer,
-                                                const std::string& after, const std::string& last,
+                                                std::int64_t after, std::int64_t last,
                                                 std::string holder, std::string lock) {
   FanoutContext fc;
   fc.holder = std::move(holder);
   fc.lock = std::move(lock);
   SS_CO_TRY(fc.subs, co_await load_subscriptions(ctx));
   SS_CO_TRY(fc.workflows, co_await load_workflows());
-  SS_CO_TRY(std::vector<std::string> keys, co_await Dedupe::started_keys(consumer, after, last));
-  fc.done_keys.insert(keys.begin(), keys.end());
+  SS_CO_TRY(auto keys, co_await Dedupe::started_keys(consumer, after, last));
+  for (auto& [seq, key] : keys) fc.done_keys[seq].insert(std::move(key));
   co_return fc;
 }
 
@@ -260,12 +265,12 @@ int subrequest_budget(const Context& ctx) {
 }  // namespace
 
 Task<Status> run_workflow_batch(Context& ctx, DrainReport& report,
-                                const std::vector<EventRow>& rows, const std::string& cursor,
+                                const std::vector<EventRow>& rows, const Cursor& cursor,
                                 const std::string& holder) {
   const std::string& consumer = report.consumer;
-  const std::string& last = rows.back().event_id;
   SS_CO_TRY(FanoutContext fc,
-            co_await load_fanout_context(ctx, consumer, cursor, last, holder, lock_name(consumer)));
+            co_await load_fanout_context(ctx, consumer, cursor.seq, rows.back().seq, holder,
+                                         lock_name(consumer)));
   int budget = subrequest_budget(ctx);
   int used = 4;  // kill switch, lock, cursor, batch read
   // Each event's commit (dedupe, run log, quarantine, cursor, lock renewal) rides along with the
@@ -285,10 +290,11 @@ Task<Status> run_workflow_batch(Context& ctx, DrainReport& report,
     std::string now = format_rfc3339(ctx.now_ms());
     if (!outcome.failure.empty()) {
       outcome.statements.push_back(
-          Quarantine::put_statement(consumer, row.event_id, outcome.failure, now));
+          Quarantine::put_statement(consumer, row.seq, row.event_id, outcome.failure, now));
     }
     if (!outcome.contended) {
-      outcome.statements.push_back(DrainState::advance_statement(consumer, row.event_id, now, 1));
+      outcome.statements.push_back(
+          DrainState::advance_statement(consumer, Cursor{row.seq, row.event_id}, now, 1));
     }
     outcome.statements.push_back(
         DrainState::renew_statement(fc.lock, fc.holder, ctx.now_ms() + kLockTtlMs));
@@ -321,23 +327,23 @@ Task<Result<json>> retry_quarantined(Context& ctx, const std::string& consumer,
     co_return Error{ErrorCode::not_found,
                     "event " + event_id + " is not quarantined for " + consumer};
   }
-  SS_CO_TRY(std::optional<EventRow> row, co_await EventStore::find(event_id));
+  SS_CO_TRY(std::optional<EventRow> row, co_await EventStore::at(quarantined->seq));
   if (!row) co_return Error{ErrorCode::not_found, "no event " + event_id};
   if (consumer != kWorkflowRunner) {
     co_return Error{ErrorCode::conflict, "only workflow_runner quarantines events"};
   }
   SS_CO_TRY(std::string holder, co_await ctx.new_ulid());
-  SS_CO_TRY(FanoutContext fc, co_await load_fanout_context(
-                                  ctx, consumer, ulid_predecessor(event_id), event_id, holder, ""));
+  SS_CO_TRY(FanoutContext fc,
+            co_await load_fanout_context(ctx, consumer, row->seq - 1, row->seq, holder, ""));
   std::vector<D1Statement> nothing_deferred;
   EventOutcome outcome = co_await fan_out(ctx, consumer, *row, fc, nothing_deferred);
   if (outcome.error) co_return std::move(*outcome.error);
   std::string now = format_rfc3339(ctx.now_ms());
   if (outcome.failure.empty()) {
-    outcome.statements.push_back(Quarantine::resolve_statement(consumer, event_id, now));
+    outcome.statements.push_back(Quarantine::resolve_statement(consumer, row->seq, now));
   } else {
     outcome.statements.push_back(
-        Quarantine::put_statement(consumer, event_id, outcome.failure, now));
+        Quarantine::put_statement(consumer, row->seq, event_id, outcome.failure, now));
   }
   SS_CO_CHECK(co_await commit(outcome.statements));
   co_return json{{"consumer", consumer},

@@ -16,7 +16,7 @@ inline constexpr int kDefaultSubrequestBudget = 9000;
 
 // One batch of events read after `cursor` by the run holding the drain lock as `holder`.
 Task<Status> run_workflow_batch(Context& ctx, DrainReport& report,
-                                const std::vector<EventRow>& rows, const std::string& cursor,
+                                const std::vector<EventRow>& rows, const Cursor& cursor,
                                 const std::string& holder);
 
 // Re-runs one quarantined event for workflow_runner; dedupe keeps already-started workflows from
