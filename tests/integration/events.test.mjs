@@ -177,7 +177,8 @@ async function drain(consumer = "workflow_runner") {
   const body = await jsonOf(await admin("POST", `/admin/events/drain?consumer=${consumer}`), 200);
   return body.consumers[consumer];
 }
-const health = async () => jsonOf(await mesh.fetch("events", "/health"), 200);
+// The consumers' details on /health are the operator's (the public part is a coarse status).
+const health = async () => jsonOf(await mesh.fetch("events", "/health", { headers: mesh.operator() }), 200);
 const rows = async (sql, ...params) =>
   (
     await db
@@ -799,6 +800,45 @@ describe("insertion order (the ledger's own sequence, not producer ids)", () => 
     assert.deepEqual(await drain(), { read: 1, started: 1, duplicates: 0, quarantined: 0, capped: 0, cursor: minted });
     assertStartedExactlyOnce([key(fresh, "notify"), key(minted, "notify")]);
     assert.equal((await drain()).read, 0);
+  });
+});
+
+describe("no leaks", () => {
+  // Before: every consumer's cursor, lag and the quarantine counts, to anyone, at 7 D1 queries.
+  it("public /health is {ok, service, version, status}; the consumers' details need the operator token", async () => {
+    await emit("order.placed");
+    const pub = await jsonOf(await mesh.fetch("events", "/health"), 200);
+    assert.deepEqual(Object.keys(pub).sort(), ["ok", "service", "status", "version"]);
+    assert.equal(pub.ok, true);
+    assert.equal(pub.service, EVENTS);
+    assert.equal(pub.status, "ok");
+    const details = await health();
+    assert.equal(details.status, "ok");
+    assert.equal(details.consumers.workflow_runner.lagging, false);
+    assert.equal(details.quarantined, 0);
+  });
+
+  // Before: 409 "event_id is already used" told auto-repair that some tenant holds the id.
+  it("an event_id another tenant holds is simply a different event (201), never a 409", async () => {
+    const id = ulid();
+    await jsonOf(await post({ event_type: "order.placed", entity_ref: "order:1", event_id: id }), 201);
+    const other = await jsonOf(
+      await post(
+        { event_type: "order.placed", entity_ref: "order:2", event_id: id },
+        { ...mesh.tenantHeaders("auto-repair"), ...JSON_TYPE },
+      ),
+      201,
+    );
+    assert.deepEqual(other, { event_id: id });
+    assert.equal((await rows("SELECT * FROM events WHERE event_id = ?1", id)).length, 2);
+    const mine = await jsonOf(
+      await mesh.fetch("events", "/api/events", { headers: mesh.tenantHeaders("auto-repair") }),
+      200,
+    );
+    assert.deepEqual(
+      mine.events.map((e) => e.entity_ref),
+      ["order:2"],
+    );
   });
 });
 

@@ -329,6 +329,23 @@ Task<Result<Response>> retention_now(Context& ctx, const Request& req, const Par
   co_return Response::json_body(200, result);
 }
 
+// --- health --------------------------------------------------------------------------------------
+
+// GET /health: {"ok","service","version","status"} for anyone (status: ok | lagging | degraded);
+// the consumers' cursors, lag, cap and quarantine counts only with the operator token. One D1
+// query per hit whoever asks, so an unauthenticated caller cannot buy more than that.
+Task<Result<Response>> health(Context& ctx, const Request& req, const Params&) {
+  json details = co_await consumer_health(ctx);
+  json body{{"ok", true},
+            {"service", ctx.app().service},
+            {"version", ctx.app().version},
+            {"status", details["status"]}};
+  if (!bearer_token(req).empty() && authenticate_operator(ctx, req).ok()) {
+    for (auto it = details.begin(); it != details.end(); ++it) body[it.key()] = it.value();
+  }
+  co_return Response::json_body(200, body);
+}
+
 // --- tenant timelines ----------------------------------------------------------------------------
 
 Task<Result<Response>> entity_timeline(Context& ctx, const Request& req, const Params& params) {
@@ -356,6 +373,8 @@ Task<Result<Response>> entity_timeline(Context& ctx, const Request& req, const P
 }
 
 }  // namespace
+
+void add_health_route(App& app) { app.router.add("GET", "/health", health); }
 
 void add_admin_routes(App& app) {
   app.router.add("POST", "/admin/subscriptions", create_subscription)

@@ -6,6 +6,9 @@
 namespace ss::events {
 
 void add_admin_routes(App& app);
+// The ledger's own GET /health (public status, operator details). Added before the platform
+// routes, so it answers /health instead of the generic one.
+void add_health_route(App& app);
 // */2 → workflow_runner, */15 → anomaly_detector, hourly → timeline_indexer + retention.
 Task<Status> run_cron(Context& ctx, const std::string& cron);
 

@@ -3,6 +3,7 @@
 #include "shared/json_util.h"
 #include "shared/ulid.h"
 #include "tests/native/harness.h"
+#include "workers/events/json_schema.h"
 #include "workers/events/ledger.h"
 
 #include <doctest/doctest.h>
@@ -242,4 +243,33 @@ TEST_CASE("an event_id another tenant already used is a different event: no 409,
   CHECK(again.status == 200);
   CHECK(again.body_json()["duplicate"] == true);
   CHECK(l.rows().size() == 2);
+}
+
+TEST_CASE("a 20,001-item payload against an enum schema at the cap is answered 201 or 422") {
+  Ledger l;
+  json values = json::array();
+  for (std::size_t i = 0; i < ss::events::kMaxEnumValues; ++i) values.push_back(i);
+  auto op = std::map<std::string, std::string>{
+      {"Authorization", std::string("Bearer ") + Mesh::kAdminToken},
+      {"Content-Type", "application/json"}};
+  json schema{{"schema",
+               {{"type", "object"},
+                {"properties", {{"codes", {{"type", "array"}, {"items", {{"enum", values}}}}}}}}}};
+  REQUIRE(l.mesh.request("events", "PUT", "/admin/schemas/bulk.coded", op, schema.dump()).status ==
+          200);
+  json codes = json::array();
+  for (int i = 0; i < 20001; ++i) codes.push_back(i % 10);
+  json body{
+      {"event_type", "bulk.coded"}, {"entity_ref", "batch:1"}, {"payload", {{"codes", codes}}}};
+  CHECK(l.post("bakery", kBakeryToken, body).status == 201);
+  body["payload"]["codes"][20000] = 9999;
+  auto refused = l.post("bakery", kBakeryToken, body);
+  CHECK(refused.status == 422);
+  CHECK(refused.body_json()["error"]["violations"][0]["path"] == "/codes/20000");
+  // One value over the cap is refused when the schema is registered.
+  values.push_back(ss::events::kMaxEnumValues);
+  schema["schema"]["properties"]["codes"]["items"]["enum"] = values;
+  auto over = l.mesh.request("events", "PUT", "/admin/schemas/bulk.coded", op, schema.dump());
+  CHECK(over.status == 400);
+  CHECK(over.body_json()["error"]["field"] == "schema");
 }

@@ -10,10 +10,10 @@ App make_events_app() {
   App app;
   app.service = "siteswarm-events-service";
   app.db_binding = "EVENTS_DB";
+  events::add_health_route(app);  // first: it takes /health from the platform routes
   add_platform_routes(app);
   events::add_api_routes(app);
   events::add_admin_routes(app);
-  app.health_details = [](Context& ctx) { return events::consumer_health(ctx); };
   app.scheduled = [](Context& ctx, const std::string& cron) { return events::run_cron(ctx, cron); };
   app.queue = [](Context& ctx, const std::string&, std::vector<QueueMessage> batch) {
     return events::ingest_batch(ctx, std::move(batch));

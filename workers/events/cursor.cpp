@@ -66,31 +66,34 @@ Task<Result<Cursor>> replay_consumer(Context& ctx, const std::string& consumer,
 }
 
 Task<json> consumer_health(Context& ctx) {
+  auto rows = co_await AggregateStore::health(consumer_names());
+  if (!rows) {
+    ctx.log("health: " + rows.error().message);
+    co_return json{{"status", "degraded"}};
+  }
   json consumers = json::object();
   bool any_lagging = false;
-  for (const std::string& name : consumer_names()) {
-    auto cursor = co_await DrainState::cursor(name);
-    if (!cursor) co_return json{{"consumers", nullptr}, {"degraded", true}};
-    auto next = co_await EventStore::next_recorded_at(cursor->seq);
-    if (!next) co_return json{{"consumers", nullptr}, {"degraded", true}};
+  std::int64_t capped = 0;
+  std::int64_t quarantined = 0;
+  for (const ConsumerHealthRow& row : *rows) {
     std::int64_t lag_ms = 0;
-    if (*next) {
-      auto t = parse_rfc3339(**next);
+    if (row.oldest_unread) {
+      auto t = parse_rfc3339(*row.oldest_unread);
       if (t) lag_ms = std::max<std::int64_t>(0, ctx.now_ms() - *t);
     }
     bool lagging = lag_ms > kLagAlertMs;
     any_lagging = any_lagging || lagging;
-    consumers[name] = {
-        {"cursor", cursor->event_id.empty() ? json(nullptr) : json(cursor->event_id)},
-        {"lag_seconds", lag_ms / 1000},
-        {"lagging", lagging}};
+    consumers[row.consumer] = {{"cursor", row.cursor.empty() ? json(nullptr) : json(row.cursor)},
+                               {"lag_seconds", lag_ms / 1000},
+                               {"lagging", lagging}};
+    capped = row.capped;
+    quarantined = row.quarantined;
   }
-  auto counts = co_await AggregateStore::counts();
-  LedgerCounts c = counts ? *counts : LedgerCounts{};
-  co_return json{{"consumers", consumers},
+  co_return json{{"status", any_lagging ? "lagging" : "ok"},
+                 {"consumers", consumers},
                  {"lagging", any_lagging},
-                 {"fanout_capped", c.capped},
-                 {"quarantined", c.quarantined}};
+                 {"fanout_capped", capped},
+                 {"quarantined", quarantined}};
 }
 
 }  // namespace ss::events

@@ -48,8 +48,10 @@ Task<Status> commit_with_cursor(Context& ctx, DrainReport& report,
 Task<Result<Cursor>> replay_consumer(Context& ctx, const std::string& consumer,
                                      const std::string& from_event_id);
 
-// {"consumers":{name:{"cursor","lag_seconds","lagging"}},"fanout_capped":n,"quarantined":n}
-// Lag is measured from when the oldest unread event was recorded by the ledger.
+// {"status","consumers":{name:{"cursor","lag_seconds","lagging"}},"lagging","fanout_capped",
+// "quarantined"} from one D1 query. status is "ok", "lagging" (a consumer's oldest unread event was
+// recorded over kLagAlertMs ago) or "degraded" (D1 failed; the other fields are then absent). Lag
+// is measured from when the ledger recorded the event, never from its producer-minted id.
 Task<json> consumer_health(Context& ctx);
 
 }  // namespace ss::events

@@ -251,7 +251,7 @@ TEST_CASE("50 subscriptions on * start 8 workflows and leave one cap record") {
   CHECK(payload["event_id"] == id);
   CHECK(payload["matched"] == 50);
   CHECK(payload["dropped_subscriptions"].size() == 42);
-  auto health = l.mesh.request("events", "GET", "/health").body_json();
+  auto health = l.mesh.request("events", "GET", "/health", l.op(false)).body_json();
   CHECK(health["ok"] == true);
   CHECK(health["fanout_capped"] == 1);
   // The cap record itself fans out (capped again) without recording a cap of the cap.
@@ -279,7 +279,7 @@ TEST_CASE(
   REQUIRE(q["quarantined"].size() == 1);
   CHECK(q["quarantined"][0]["event_id"] == poison);
   CHECK(q["quarantined"][0]["reason"].get<std::string>().find("500") != std::string::npos);
-  CHECK(l.mesh.request("events", "GET", "/health").body_json()["quarantined"] == 1);
+  CHECK(l.mesh.request("events", "GET", "/health", l.op(false)).body_json()["quarantined"] == 1);
 
   l.failing_events.clear();
   auto retried = l.admin("POST", "/admin/quarantine/workflow_runner/" + poison + "/retry");
@@ -483,13 +483,13 @@ TEST_CASE("/health shows each consumer's lag and flags one over an hour") {
   Ledger l;
   l.emit("order.placed");
   l.mesh.now_ms += 2 * 60 * 60 * 1000;
-  json health = l.mesh.request("events", "GET", "/health").body_json();
+  json health = l.mesh.request("events", "GET", "/health", l.op(false)).body_json();
   CHECK(health["service"] == "siteswarm-events-service");
   CHECK(health["consumers"]["workflow_runner"]["lagging"] == true);
   CHECK(health["consumers"]["workflow_runner"]["lag_seconds"].get<int>() >= 7200);
   CHECK(health["lagging"] == true);
   l.drain();
-  health = l.mesh.request("events", "GET", "/health").body_json();
+  health = l.mesh.request("events", "GET", "/health", l.op(false)).body_json();
   CHECK(health["consumers"]["workflow_runner"]["lagging"] == false);
   CHECK(health["consumers"]["timeline_indexer"]["lagging"] == true);
 }
@@ -505,4 +505,39 @@ TEST_CASE("cron triggers run the right consumer") {
   out = l.mesh.message("events", {{"op", "scheduled"}, {"cron", "0 * * * *"}});
   CHECK(out["ok"] == true);
   CHECK(l.db("SELECT * FROM entity_timelines").size() == 1);
+}
+
+TEST_CASE(
+    "/health: public {ok, service, version, status}; details with the operator token; one "
+    "D1 query") {
+  // Before: anyone saw every consumer's cursor and the quarantine counts, at 7 D1 queries a hit.
+  Ledger l;
+  l.emit("order.placed");
+  int d1 = 0;
+  l.mesh.fail_effect = [&](const json& e) {
+    if (e["kind"].get<std::string>().rfind("d1.", 0) == 0) ++d1;
+    return false;
+  };
+  json pub = l.mesh.request("events", "GET", "/health").body_json();
+  CHECK(pub == json{{"ok", true},
+                    {"service", "siteswarm-events-service"},
+                    {"version", pub["version"]},
+                    {"status", "ok"}});
+  CHECK(d1 == 1);
+  d1 = 0;
+  json full = l.mesh.request("events", "GET", "/health", l.op(false)).body_json();
+  CHECK(d1 == 1);
+  CHECK(full["status"] == "ok");
+  CHECK(full["consumers"]["workflow_runner"]["lagging"] == false);
+  CHECK(full["quarantined"] == 0);
+  // A wrong token is the public view, not an error.
+  auto wrong = l.mesh.request("events", "GET", "/health", {{"Authorization", "Bearer nope"}});
+  CHECK(wrong.status == 200);
+  CHECK_FALSE(wrong.body_json().contains("consumers"));
+  l.mesh.now_ms += 2 * 60 * 60 * 1000;
+  CHECK(l.mesh.request("events", "GET", "/health").body_json()["status"] == "lagging");
+  l.mesh.fail_effect = [](const json& e) { return e["kind"] == "d1.all"; };
+  json down = l.mesh.request("events", "GET", "/health").body_json();
+  CHECK(down["ok"] == true);
+  CHECK(down["status"] == "degraded");
 }

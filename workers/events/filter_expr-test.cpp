@@ -317,5 +317,21 @@ TEST_CASE("filter_expr: hostile events do not break evaluation") {
   CHECK_FALSE(eval(R"(entity_type == "item")", bad));
 }
 
+TEST_CASE("contains() searches strings in linear time and agrees with std::string::find") {
+  for (const char* h : {"", "a", "abc", "abcabcabd", "aaaaaaaab", "mississippi"}) {
+    for (const char* n : {"", "a", "b", "abd", "aab", "issip", "ssippi", "abcabd", "x"}) {
+      CHECK_MESSAGE(contains_substring(h, n) == (std::string(h).find(n) != std::string::npos), h,
+                    " / ", n);
+    }
+  }
+  // The worst case of a naive search: 60 KB of 'a' against "a…ab". Answered, never timed.
+  json event = sample_event();
+  event["payload"]["text"] = std::string(60 * 1024, 'a');
+  event["payload"]["needle"] = std::string(30 * 1024, 'a') + "b";
+  CHECK_FALSE(eval("contains(payload.text, payload.needle)", event));
+  event["payload"]["text"] = event["payload"]["text"].get<std::string>() + "b";
+  CHECK(eval("contains(payload.text, payload.needle)", event));
+}
+
 }  // namespace
 }  // namespace ss::events

@@ -46,6 +46,29 @@ bool json_equal(const json& a, const json& b, std::size_t depth = 0) {
   return a == b;  // null, boolean, string, binary: flat
 }
 
+}  // namespace
+
+bool contains_substring(std::string_view haystack, std::string_view needle) {
+  // Knuth-Morris-Pratt: O(haystack + needle) time whatever the input (std::string::find is
+  // O(haystack * needle) on inputs like "aaa…ab" in "aaaa…", which a tenant controls).
+  if (needle.empty()) return true;
+  if (needle.size() > haystack.size()) return false;
+  std::vector<std::size_t> border(needle.size(), 0);  // longest proper border of needle[0..i]
+  for (std::size_t i = 1, k = 0; i < needle.size(); ++i) {
+    while (k > 0 && needle[i] != needle[k]) k = border[k - 1];
+    if (needle[i] == needle[k]) ++k;
+    border[i] = k;
+  }
+  for (std::size_t i = 0, k = 0; i < haystack.size(); ++i) {
+    while (k > 0 && haystack[i] != needle[k]) k = border[k - 1];
+    if (haystack[i] == needle[k]) ++k;
+    if (k == needle.size()) return true;
+  }
+  return false;
+}
+
+namespace {
+
 bool truthy(const json& v) {
   if (v.is_null()) return false;
   if (v.is_boolean()) return v.get<bool>();
@@ -579,8 +602,8 @@ bool FilterExpr::eval_bool(std::size_t index, const json& event) const {
         return false;
       }
       if (haystack.is_string() && needle.is_string()) {
-        return haystack.get_ref<const std::string&>().find(needle.get_ref<const std::string&>()) !=
-               std::string::npos;
+        return contains_substring(haystack.get_ref<const std::string&>(),
+                                  needle.get_ref<const std::string&>());
       }
       return false;
     }

@@ -56,6 +56,9 @@ inline constexpr std::size_t kMaxFilterLength = 1024;
 inline constexpr std::size_t kMaxFilterDepth = 32;
 inline constexpr std::size_t kMaxFilterNodes = 256;
 
+// Substring search in linear time (Knuth-Morris-Pratt), for contains() on strings.
+bool contains_substring(std::string_view haystack, std::string_view needle);
+
 // A parsed filter: immutable, cheap to evaluate many times, copyable.
 class FilterExpr {
  public:

@@ -276,5 +276,28 @@ TEST_CASE("json_schema: depth limits") {
   CHECK(compile(R"({"enum":[[[1]]]})").validate(hostile).size() == 1);
 }
 
+TEST_CASE("json_schema: enum is a hashed set, capped at kMaxEnumValues") {
+  json big = json::array();
+  for (std::size_t i = 0; i <= kMaxEnumValues; ++i) big.push_back(i);
+  CHECK(schema_error(json{{"enum", big}}).find("/enum") != std::string::npos);
+  big.erase(big.size() - 1);
+  auto schema = JsonSchema::parse(json{{"type", "array"}, {"items", {{"enum", big}}}});
+  REQUIRE(schema.ok());
+  // Every number representation of one value is the same enum member; other types are not.
+  CHECK(schema->validate(json::parse("[0, 1.0, -0.0, 4095, 4095.0]")).empty());
+  CHECK(schema->validate(json::parse(R"(["1"])")).size() == 1);
+  CHECK(schema->validate(json::parse("[1.5]")).size() == 1);
+  CHECK(schema->validate(json::parse("[4096]")).size() == 1);
+  // Objects and arrays compare by value, keys in any order.
+  auto objects = JsonSchema::parse(json::parse(R"({"enum":[{"a":1,"b":[1,"x"]},[null,true]]})"));
+  REQUIRE(objects.ok());
+  CHECK(objects->validate(json::parse(R"({"b":[1.0,"x"],"a":1})")).empty());
+  CHECK(objects->validate(json::parse("[null,true]")).empty());
+  CHECK(objects->validate(json::parse(R"({"a":1,"b":[1,"y"]})")).size() == 1);
+  CHECK(objects->validate(json::parse("[true,null]")).size() == 1);
+  CHECK(canonical_key(json::parse(R"("a1:")")) != canonical_key(json::parse(R"(["a"])")));
+  CHECK(canonical_key(json(9007199254740993LL)) != canonical_key(json(9007199254740992.0)));
+}
+
 }  // namespace
 }  // namespace ss::events

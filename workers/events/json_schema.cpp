@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string_view>
 
 namespace ss::events {
@@ -163,7 +164,12 @@ class SchemaCompiler {
       if (!depth_within(*values, kMaxSchemaDepth)) {
         return fail(pointer + "/enum", "nested deeper than " + std::to_string(kMaxSchemaDepth));
       }
+      if (values->size() > kMaxEnumValues) {
+        return fail(pointer + "/enum",
+                    "has more than " + std::to_string(kMaxEnumValues) + " values");
+      }
       node.enum_values = *values;
+      for (const json& v : *values) node.enum_keys.insert(canonical_key(v));
     }
     if (const json* value = find_field(schema, "const")) {
       if (!depth_within(*value, kMaxSchemaDepth)) {
@@ -252,10 +258,8 @@ class SchemaValidator {
     if (node.type_mask != 0 && !has_type(instance, node.type_mask)) {
       return add(path, "expected " + type_list(node.type_mask));
     }
-    if (node.enum_values) {
-      const bool found = std::any_of(node.enum_values->begin(), node.enum_values->end(),
-                                     [&](const json& v) { return v == instance; });
-      if (!found) add(path, "expected one of " + quoted(*node.enum_values, "the enum values"));
+    if (node.enum_values && node.enum_keys.count(canonical_key(instance)) == 0) {
+      add(path, "expected one of " + quoted(*node.enum_values, "the enum values"));
     }
     if (node.const_value && !(*node.const_value == instance)) {
       add(path, "expected " + quoted(*node.const_value, "the const value"));
@@ -337,6 +341,69 @@ class SchemaValidator {
   const std::vector<JsonSchema::Node>& nodes_;
   std::vector<json>& out_;
 };
+
+namespace {
+
+// Integral numbers (1, 1.0, -0.0) print as their exact integer; others as the shortest text that
+// round-trips the double. Length prefixes keep strings, arrays and objects unambiguous.
+void append_canonical(const json& v, std::string& out) {
+  switch (v.type()) {
+    case json::value_t::null:
+      out += 'n';
+      return;
+    case json::value_t::boolean:
+      out += v.get<bool>() ? 't' : 'f';
+      return;
+    case json::value_t::number_integer:
+      out += '#' + std::to_string(v.get<std::int64_t>()) + ';';
+      return;
+    case json::value_t::number_unsigned:
+      out += '#' + std::to_string(v.get<std::uint64_t>()) + ';';
+      return;
+    case json::value_t::number_float: {
+      constexpr double kTwo63 = 9223372036854775808.0;
+      const double d = v.get<double>();
+      if (std::isfinite(d) && std::floor(d) == d && d >= -kTwo63 && d < 2 * kTwo63) {
+        out += '#';
+        out += d < kTwo63 ? std::to_string(static_cast<std::int64_t>(d))
+                          : std::to_string(static_cast<std::uint64_t>(d));
+        out += ';';
+        return;
+      }
+      char buffer[40];
+      std::snprintf(buffer, sizeof buffer, "#%.17g;", d);
+      out += buffer;
+      return;
+    }
+    case json::value_t::string: {
+      const auto& s = v.get_ref<const std::string&>();
+      out += 's' + std::to_string(s.size()) + ':' + s;
+      return;
+    }
+    case json::value_t::array:
+      out += '[' + std::to_string(v.size()) + ':';
+      for (const json& item : v) append_canonical(item, out);
+      return;
+    case json::value_t::object:
+      out += '{' + std::to_string(v.size()) + ':';
+      for (auto it = v.begin(); it != v.end(); ++it) {  // keys come sorted
+        out += std::to_string(it.key().size()) + ':' + it.key();
+        append_canonical(it.value(), out);
+      }
+      return;
+    default:
+      out += '?';  // binary / discarded: never produced by the JSON parser
+      return;
+  }
+}
+
+}  // namespace
+
+std::string canonical_key(const json& value) {
+  std::string out;
+  append_canonical(value, out);
+  return out;
+}
 
 Result<JsonSchema> JsonSchema::parse(const json& schema) {
   JsonSchema result;

@@ -11,7 +11,9 @@
 //   required             array of strings
 //   additionalProperties boolean or schema (applies to keys not listed in "properties")
 //   items                schema applied to every element (the tuple form is refused)
-//   enum                 array of values; const: any value (JSON equality, 1 == 1.0)
+//   enum                 array of at most kMaxEnumValues values; const: any value (JSON equality,
+//                        numbers by exact value: 1 == 1.0). An enum is hashed once when the schema
+//                        is compiled, so checking a value costs its size, not the enum's.
 //   minimum, maximum, exclusiveMinimum, exclusiveMaximum   numbers (the draft-6+ numeric form)
 //   minLength, maxLength (UTF-8 code points), minItems, maxItems   non-negative integers
 // A schema is an object or a boolean (true accepts everything, false nothing). Keywords that
@@ -26,6 +28,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -33,6 +36,10 @@ namespace ss::events {
 
 inline constexpr std::size_t kMaxSchemaDepth = 32;  // nested schemas, and nesting of the instance
 inline constexpr std::size_t kMaxSchemaViolations = 10;
+// A longer enum is refused when the schema is registered (400). With the hashed set, a payload's
+// check costs O(its own size) whatever the enum size; the cap bounds the memory a schema holds and
+// the one-off cost of compiling it.
+inline constexpr std::size_t kMaxEnumValues = 4096;
 
 class JsonSchema {
  public:
@@ -56,7 +63,8 @@ class JsonSchema {
     bool additional_allowed = true;
     std::optional<std::size_t> additional_schema;
     std::optional<std::size_t> items;
-    std::optional<json> enum_values;  // an array
+    std::optional<json> enum_values;            // an array (quoted in violation messages)
+    std::unordered_set<std::string> enum_keys;  // canonical_key() of each enum value
     std::optional<json> const_value;
     std::optional<json> minimum, maximum, exclusive_minimum, exclusive_maximum;  // numbers
     std::optional<std::uint64_t> min_length, max_length, min_items, max_items;
@@ -64,5 +72,10 @@ class JsonSchema {
 
   std::vector<Node> nodes_;  // nodes_[0] is the root
 };
+
+// A text that two JSON values share exactly when they are equal in the sense above (objects by
+// their keys and values, numbers by exact value whatever their representation). `value` must be
+// nested at most kMaxSchemaDepth deep.
+std::string canonical_key(const json& value);
 
 }  // namespace ss::events

@@ -60,10 +60,6 @@ constexpr std::string_view kEventsAfterCursor = R"sql(
 SELECT * FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2
 )sql";
 
-constexpr std::string_view kNextRecordedAt = R"sql(
-SELECT recorded_at FROM events WHERE seq > ?1 ORDER BY seq LIMIT 1
-)sql";
-
 constexpr std::string_view kAgedEvents = R"sql(
 SELECT event_id, tenant_id, event_type, recorded_at FROM events
 WHERE event_id < ?1 AND redacted_at IS NULL AND event_type != 'events.tombstoned'
@@ -279,9 +275,16 @@ ON CONFLICT (day, tenant_key, event_type) DO UPDATE SET
   tombstone_event_id = excluded.tombstone_event_id
 )sql";
 
-constexpr std::string_view kLedgerCounts = R"sql(
-SELECT (SELECT COUNT(*) FROM events WHERE event_type = 'events.fanout_capped') AS capped,
+// ?1 is a JSON array of consumer names. The two counts are uncorrelated subqueries: SQLite
+// evaluates each once for the whole statement.
+constexpr std::string_view kHealth = R"sql(
+WITH c (consumer) AS (SELECT value FROM json_each(?1))
+SELECT c.consumer AS consumer, COALESCE(d.cursor, '') AS cursor,
+       (SELECT e.recorded_at FROM events e WHERE e.seq > COALESCE(d.cursor_seq, 0)
+        ORDER BY e.seq LIMIT 1) AS oldest_unread,
+       (SELECT COUNT(*) FROM events WHERE event_type = 'events.fanout_capped') AS capped,
        (SELECT COUNT(*) FROM events_quarantine WHERE resolved_at IS NULL) AS quarantined
+FROM c LEFT JOIN event_drain_state d ON d.consumer = c.consumer
 )sql";
 
 json text_or_null(const std::optional<std::string>& s) { return s ? json(*s) : json(nullptr); }
@@ -310,11 +313,6 @@ struct KeyRow {
 struct SeqRow {
   std::int64_t seq = 0;
   static SeqRow decode(RowReader& r) { return SeqRow{r.integer("seq")}; }
-};
-
-struct RecordedAtRow {
-  std::string recorded_at;
-  static RecordedAtRow decode(RowReader& r) { return RecordedAtRow{r.text("recorded_at")}; }
 };
 
 D1 db() { return D1(kDb); }
@@ -505,8 +503,14 @@ RateSums RateSums::decode(RowReader& r) {
   return RateSums{r.integer("current"), r.integer("trailing")};
 }
 
-LedgerCounts LedgerCounts::decode(RowReader& r) {
-  return LedgerCounts{r.integer("capped"), r.integer("quarantined")};
+ConsumerHealthRow ConsumerHealthRow::decode(RowReader& r) {
+  ConsumerHealthRow h;
+  h.consumer = r.text("consumer");
+  h.cursor = r.text("cursor");
+  h.oldest_unread = r.nullable_text("oldest_unread");
+  h.capped = r.integer("capped");
+  h.quarantined = r.integer("quarantined");
+  return h;
 }
 
 // ---- EventStore
@@ -569,14 +573,6 @@ Task<Result<std::vector<EventRow>>> EventStore::read(const EventFilter& f) {
 Task<Result<std::vector<EventRow>>> EventStore::after_cursor(std::int64_t cursor_seq, int limit) {
   json params = json::array({cursor_seq, limit});
   co_return co_await all_rows<EventRow>(kEventsAfterCursor, params);
-}
-
-Task<Result<std::optional<std::string>>> EventStore::next_recorded_at(std::int64_t cursor_seq) {
-  json params = json::array({cursor_seq});
-  SS_CO_TRY(std::optional<RecordedAtRow> row,
-            co_await first_row<RecordedAtRow>(kNextRecordedAt, params));
-  if (!row) co_return std::optional<std::string>{};
-  co_return std::optional<std::string>{std::move(row->recorded_at)};
 }
 
 Task<Result<std::vector<AgedEvent>>> EventStore::aged(const std::string& cutoff_id, int limit) {
@@ -821,10 +817,12 @@ D1Statement AggregateStore::retention_summary_statement(
       json::array({day, tenant_key, event_type, count, first_id, last_id, tombstone_id})};
 }
 
-Task<Result<LedgerCounts>> AggregateStore::counts() {
-  SS_CO_TRY(std::optional<LedgerCounts> row,
-            co_await first_row<LedgerCounts>(kLedgerCounts, json::array()));
-  co_return row.value_or(LedgerCounts{});
+Task<Result<std::vector<ConsumerHealthRow>>> AggregateStore::health(
+    const std::vector<std::string>& consumers) {
+  json names = json::array();
+  for (const auto& c : consumers) names.push_back(c);
+  json params = json::array({dump_json(names)});
+  co_return co_await all_rows<ConsumerHealthRow>(kHealth, params);
 }
 
 Task<Status> commit(const std::vector<D1Statement>& statements) {

@@ -100,8 +100,6 @@ class EventStore {
   static Task<Result<std::vector<EventRow>>> read(const EventFilter& filter);
   // A drain batch: the events inserted after `cursor_seq`, in insertion order.
   static Task<Result<std::vector<EventRow>>> after_cursor(std::int64_t cursor_seq, int limit);
-  // When the oldest event a consumer at `cursor_seq` has not read yet was recorded (its lag).
-  static Task<Result<std::optional<std::string>>> next_recorded_at(std::int64_t cursor_seq);
   // Retention: the oldest events recorded before `cutoff_id` whose payload is still there.
   static Task<Result<std::vector<AgedEvent>>> aged(const std::string& cutoff_id, int limit);
   static D1Statement redact_statement(const std::string& first_id, const std::string& last_id,
@@ -269,10 +267,14 @@ struct RateSums {
   static RateSums decode(RowReader& r);
 };
 
-struct LedgerCounts {
-  std::int64_t capped = 0;
-  std::int64_t quarantined = 0;
-  static LedgerCounts decode(RowReader& r);
+// One consumer's line of the health snapshot; the ledger-wide counts repeat on every line.
+struct ConsumerHealthRow {
+  std::string consumer;
+  std::string cursor;                        // event_id at the cursor ("" before the first)
+  std::optional<std::string> oldest_unread;  // recorded_at of the first event after the cursor
+  std::int64_t capped = 0;                   // events.fanout_capped records
+  std::int64_t quarantined = 0;              // open quarantine rows
+  static ConsumerHealthRow decode(RowReader& r);
 };
 
 class AggregateStore {
@@ -294,8 +296,10 @@ class AggregateStore {
                                                  const std::string& first_id,
                                                  const std::string& last_id,
                                                  const std::string& tombstone_id);
-  // Cap records and open quarantine rows, for /health.
-  static Task<Result<LedgerCounts>> counts();
+  // Everything /health reports, in one D1 query: per consumer its cursor and oldest unread
+  // event, plus cap records and open quarantine rows.
+  static Task<Result<std::vector<ConsumerHealthRow>>> health(
+      const std::vector<std::string>& consumers);
 };
 
 // Commits statements in one D1 batch (all or nothing).
