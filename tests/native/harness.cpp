@@ -255,6 +255,7 @@ HttpReply Mesh::request(const std::string& worker, const std::string& method,
              {"url", "https://" + worker + ".test" + path},
              {"headers", h},
              {"body", body}}}};
+  if (!request_cf.is_null()) msg["request"]["cf"] = request_cf;
   json out = drive_worker(*workers_.at(worker), std::move(msg));
   HttpReply reply;
   reply.status = static_cast<int>(int_or(out, "status", 0));

@@ -75,6 +75,8 @@ class Mesh {
   // Outbound fetch; unset means every fetch fails with network_error.
   std::function<StubReply(const json& request)> fetch_stub;
   int rate_limit_per_key = 1000;
+  // request.cf of every following request (e.g. {"country":"DE","colo":"FRA"}); null: none.
+  json request_cf = nullptr;
   // Fault injection: an effect for which this returns true fails with code injected_fault, as if
   // the dependency (or the whole isolate) had gone away at that point.
   std::function<bool(const json& effect)> fail_effect;

@@ -1,14 +1,75 @@
-// siteswarm-analytics-service: cookie-less pageview analytics. This file wires the worker.
+// siteswarm-analytics-service: cookie-less pageview analytics. This file wires the worker; the
+// routes and the consumer live beside it (docs/analytics.md describes the whole pipeline).
 #include "shared/app.h"
+#include "shared/json_util.h"
+#include "workers/analytics/dashboard.h"
+#include "workers/analytics/intake.h"
+#include "workers/analytics/retention.h"
+#include "workers/analytics/rollup.h"
+#include "workers/analytics/stats.h"
+
+#include <memory>
 
 namespace ss {
+
+namespace {
+
+constexpr std::size_t kMaxSiteHosts = 32;
+constexpr std::size_t kMaxHostLength = 253;
+
+// Tenant config of this worker: {"hosts": ["example.com", …]} — the site's own hosts, whose
+// referrers count as direct.
+Status validate_analytics_config(const Context&, const json& config) {
+  const json* hosts = find_field(config, "hosts");
+  if (!hosts) return Unit{};
+  if (!hosts->is_array() || hosts->size() > kMaxSiteHosts) {
+    return Error{ErrorCode::invalid_request, "config.hosts: must be a list of at most 32 hosts"}
+        .with("field", "config.hosts");
+  }
+  for (const json& h : *hosts) {
+    if (!h.is_string() || h.get<std::string>().empty() ||
+        h.get<std::string>().size() > kMaxHostLength) {
+      return Error{ErrorCode::invalid_request, "config.hosts: every entry must be a host name"}
+          .with("field", "config.hosts");
+    }
+  }
+  return Unit{};
+}
+
+// A test-only way (SITESWARM_TEST_HOOKS=1) to run the hourly maintenance at a chosen instant in
+// workerd, where a cron's scheduledTime does not reach the core: X-SiteSwarm-Test-Now sets the
+// clock.
+Task<Result<Response>> test_maintenance(Context& ctx, const Request& req, const Params&) {
+  if (!ctx.test_hooks_enabled()) co_return Error{ErrorCode::not_found, "no such route"};
+  analytics::apply_test_clock(ctx, req);
+  analytics::AnalyticsStore store{std::string(analytics::kAnalyticsDb)};
+  SS_CO_CHECK(co_await analytics::run_maintenance(ctx, store));
+  SS_CO_TRY(std::vector<std::string> days, co_await store.salt_days());
+  co_return Response::json_body(200, json{{"ok", true}, {"saltDays", days}});
+}
+
+}  // namespace
 
 App make_analytics_app() {
   App app;
   app.service = "siteswarm-analytics-service";
   app.db_binding = "ANALYTICS_DB";
   app.diagnostic_services = {"EVENTS_SERVICE"};
+  app.validate_tenant_config = validate_analytics_config;
   add_platform_routes(app);
+  auto state = std::make_shared<analytics::InstanceState>();
+  analytics::add_intake_routes(app, state);
+  analytics::add_stats_routes(app);
+  analytics::add_dashboard_routes(app);
+  app.router.add("POST", "/__test/maintenance", test_maintenance);
+  app.queue = [](Context& ctx, const std::string&, std::vector<QueueMessage> batch) {
+    return analytics::consume_batch(
+        ctx, analytics::AnalyticsStore(std::string(analytics::kAnalyticsDb)), std::move(batch));
+  };
+  app.scheduled = [](Context& ctx, const std::string&) -> Task<Status> {
+    return analytics::run_maintenance(
+        ctx, analytics::AnalyticsStore(std::string(analytics::kAnalyticsDb)));
+  };
   return app;
 }
 

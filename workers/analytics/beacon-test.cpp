@@ -1,0 +1,54 @@
+// Beacon parsing and the dimensions of a page view (pure functions).
+#include "workers/analytics/beacon.h"
+
+#include <doctest/doctest.h>
+
+using namespace ss::analytics;
+
+TEST_CASE("analytics beacon: URL parts") {
+  auto p = split_url("HTTPS://User:pw@WWW.Example.COM:8443/a/b?x=1&y=2#frag");
+  REQUIRE(p);
+  CHECK(p->scheme == "https");
+  CHECK(p->host == "www.example.com");
+  CHECK(p->path == "/a/b");
+  CHECK(p->query == "x=1&y=2");
+  CHECK(split_url("https://example.com")->path == "/");
+  CHECK(split_url("https://[::1]:8787/x")->host == "[::1]");
+  CHECK_FALSE(split_url("/relative"));
+  CHECK_FALSE(split_url("https:///nohost"));
+}
+
+TEST_CASE("analytics beacon: path without query, utm_* read, other parameters dropped") {
+  Beacon b{
+      "https://shop.example/p/1?utm_source=News+Letter&utm_medium=e%2Dmail&session=abc"
+      "&utm_campaign=x&utm_source=second#t",
+      "", std::nullopt};
+  auto d = page_dimensions(b, {});
+  CHECK(d.path == "/p/1");
+  CHECK(d.utm_source == "News Letter");
+  CHECK(d.utm_medium == "e-mail");
+  CHECK(d.utm_campaign == "x");
+  CHECK(d.referrer == std::string(kDirect));
+}
+
+TEST_CASE("analytics beacon: referrer host, own hosts are direct") {
+  auto ref = [](const std::string& r, std::vector<std::string> own = {}) {
+    return page_dimensions(Beacon{"https://www.shop.example/", r, std::nullopt}, own).referrer;
+  };
+  CHECK(ref("https://www.google.com/search?q=x") == "google.com");
+  CHECK(ref("https://shop.example/other") == std::string(kDirect));  // www. ignored
+  CHECK(ref("https://blog.shop.example/", {"Blog.Shop.Example"}) == std::string(kDirect));
+  CHECK(ref("") == std::string(kDirect));
+  CHECK(ref("not a url") == std::string(kDirect));
+  CHECK(ref("android-app://com.google.android.gm/") == "com.google.android.gm");
+}
+
+TEST_CASE("analytics beacon: body validation") {
+  CHECK(parse_beacon(R"({"u":"https://a.example/","r":"","w":1280.5})")->width == 1280);
+  CHECK(parse_beacon(R"({"u":"http://a.example/","r":null,"w":null})"));
+  CHECK(parse_beacon(R"({"u":"https://a.example/","tenant":"other"})"));
+  CHECK(parse_beacon("").error().status() == 400);
+  CHECK(parse_beacon(R"({"u":"ftp://a.example/"})").error().extra["field"] == "u");
+  CHECK(parse_beacon(R"({"u":"https://a.example/","w":1e9})").error().extra["field"] == "w");
+  CHECK(parse_beacon(R"({"u":"https://a.example/","r":[]})").error().extra["field"] == "r");
+}

@@ -1,0 +1,132 @@
+#include "workers/analytics/beacon.h"
+
+#include "shared/http.h"
+#include "shared/json_util.h"
+
+namespace ss::analytics {
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+std::string without_www(std::string host) {
+  if (host.rfind("www.", 0) == 0) host.erase(0, 4);
+  return host;
+}
+
+Error invalid_field(const std::string& field, const std::string& why) {
+  return Error{ErrorCode::invalid_request, "beacon: \"" + field + "\" " + why}.with("field", field);
+}
+
+// A decoded query value, '+' as space, cut to kMaxUtmLength bytes.
+std::string query_value(std::string_view raw) {
+  std::string spaced(raw);
+  for (char& c : spaced) {
+    if (c == '+') c = ' ';
+  }
+  std::string value = percent_decode(spaced);
+  if (value.size() > kMaxUtmLength) value.resize(kMaxUtmLength);
+  return value;
+}
+
+}  // namespace
+
+std::optional<UrlParts> split_url(std::string_view url) {
+  std::size_t colon = url.find("://");
+  if (colon == std::string_view::npos || colon == 0) return std::nullopt;
+  UrlParts parts;
+  parts.scheme = lower(url.substr(0, colon));
+  std::string_view rest = url.substr(colon + 3);
+  std::size_t authority_end = rest.find_first_of("/?#");
+  std::string_view authority = rest.substr(0, authority_end);
+  rest = authority_end == std::string_view::npos ? std::string_view() : rest.substr(authority_end);
+  if (std::size_t at = authority.rfind('@'); at != std::string_view::npos) {
+    authority = authority.substr(at + 1);
+  }
+  if (!authority.empty() && authority[0] == '[') {  // IPv6 literal
+    std::size_t close = authority.find(']');
+    if (close == std::string_view::npos) return std::nullopt;
+    authority = authority.substr(0, close + 1);
+  } else if (std::size_t port = authority.find(':'); port != std::string_view::npos) {
+    authority = authority.substr(0, port);
+  }
+  if (authority.empty()) return std::nullopt;
+  parts.host = lower(authority);
+  std::size_t fragment = rest.find('#');
+  if (fragment != std::string_view::npos) rest = rest.substr(0, fragment);
+  std::size_t question = rest.find('?');
+  parts.path = std::string(rest.substr(0, question));
+  if (question != std::string_view::npos) parts.query = std::string(rest.substr(question + 1));
+  if (parts.path.empty()) parts.path = "/";
+  return parts;
+}
+
+Result<Beacon> parse_beacon(std::string_view body) {
+  Result<json> parsed = parse_json_object(body);
+  if (!parsed) return std::move(parsed).error();
+  const json& j = *parsed;
+  Beacon beacon;
+  std::optional<std::string> url = get_string(j, "u");
+  if (!url) return invalid_field("u", "must be the page URL (a string)");
+  auto parts = split_url(*url);
+  if (!parts || (parts->scheme != "http" && parts->scheme != "https")) {
+    return invalid_field("u", "must be an absolute http(s) URL");
+  }
+  beacon.url = std::move(*url);
+  if (const json* r = find_field(j, "r"); r && !r->is_null()) {
+    if (!r->is_string()) return invalid_field("r", "must be a string");
+    beacon.referrer = r->get<std::string>();
+  }
+  if (const json* w = find_field(j, "w"); w && !w->is_null()) {
+    std::optional<double> width = get_number(j, "w");
+    if (!width || *width < 0 || *width > static_cast<double>(kMaxViewportWidth)) {
+      return invalid_field("w", "must be a number from 0 to 100000");
+    }
+    beacon.width = static_cast<std::int64_t>(*width);
+  }
+  return beacon;
+}
+
+PageDimensions page_dimensions(const Beacon& beacon, const std::vector<std::string>& own_hosts) {
+  PageDimensions d;
+  auto page = split_url(beacon.url);  // validated by parse_beacon
+  if (page) {
+    d.host = page->host;
+    d.path = page->path;
+    if (d.path.size() > kMaxPathLength) d.path.resize(kMaxPathLength);
+    // Only utm_source/medium/campaign are read from the query; every other parameter (ids, emails,
+    // tokens that sites put in URLs) is dropped, and the path is kept without any query.
+    std::string_view query = page->query;
+    while (!query.empty()) {
+      std::size_t amp = query.find('&');
+      std::string_view pair = query.substr(0, amp);
+      query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+      std::size_t eq = pair.find('=');
+      std::string_view name = pair.substr(0, eq);
+      std::string_view value =
+          eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
+      std::string* slot = name == "utm_source"     ? &d.utm_source
+                          : name == "utm_medium"   ? &d.utm_medium
+                          : name == "utm_campaign" ? &d.utm_campaign
+                                                   : nullptr;
+      if (slot && slot->empty()) *slot = query_value(value);
+    }
+  }
+  d.referrer = std::string(kDirect);
+  if (auto ref = split_url(beacon.referrer); ref && !ref->host.empty()) {
+    std::string host = without_www(ref->host);
+    bool own = host == without_www(d.host);
+    for (const std::string& h : own_hosts) own = own || host == without_www(lower(h));
+    if (host.size() > kMaxHostLength) host.resize(kMaxHostLength);
+    if (!own) d.referrer = host;
+  }
+  return d;
+}
+
+}  // namespace ss::analytics

@@ -1,0 +1,145 @@
+#include "workers/analytics/intake.h"
+
+#include "shared/effects.h"
+#include "shared/json_util.h"
+#include "shared/rfc3339.h"
+#include "shared/tenant.h"
+#include "shared/text.h"
+#include "workers/analytics/beacon.h"
+#include "workers/analytics/rollup.h"
+#include "workers/analytics/tracker.h"
+#include "workers/analytics/user_agent.h"
+
+namespace ss::analytics {
+
+namespace {
+
+constexpr std::string_view kImmutableCache = "public, max-age=31536000, immutable";
+constexpr std::string_view kShortCache = "public, max-age=3600";  // the unversioned URL
+constexpr std::size_t kMaxCfValue = 16;
+
+Task<Result<Response>> get_script(Context& ctx, const Request& req, const Params&) {
+  Response r = Response::text(200, std::string(kTrackerSource), "text/javascript; charset=utf-8");
+  // ?v=<version> is the long-cacheable URL: its content never changes. The bare URL (what a page
+  // that does not pin a version loads) is cached for an hour so a new tracker spreads quickly.
+  bool pinned = req.query_param("v") == kTrackerVersion;
+  r.set_header("cache-control", std::string(pinned ? kImmutableCache : kShortCache));
+  r.set_header("etag", "\"" + std::string(kTrackerVersion) + "\"");
+  r.set_header("x-tracker-version", std::string(kTrackerVersion));
+  r.set_header("x-content-type-options", "nosniff");
+  if (req.header("if-none-match") == "\"" + std::string(kTrackerVersion) + "\"") {
+    Response not_modified = Response::empty(304);
+    for (auto& h : r.headers) {
+      if (h.first != "content-type") not_modified.set_header(h.first, h.second);
+    }
+    co_return not_modified;
+  }
+  co_return r;
+}
+
+std::string cf_text(const json& cf, std::string_view key) {
+  std::optional<std::string> v = get_string(cf, key);
+  if (!v || v->empty()) return std::string(kUnknown);
+  if (v->size() > kMaxCfValue) v->resize(kMaxCfValue);
+  return *v;
+}
+
+std::vector<std::string> site_hosts(const json& config) {
+  std::vector<std::string> hosts;
+  if (const json* list = find_field(config, "hosts"); list && list->is_array()) {
+    for (const json& h : *list) {
+      if (h.is_string()) hosts.push_back(h.get<std::string>());
+    }
+  }
+  return hosts;
+}
+
+bool opted_out(const Request& req) {
+  return req.header("dnt") == "1" || req.header("sec-gpc") == "1";
+}
+
+// The Analytics Engine point of one hit (schema in docs/analytics.md):
+//   indexes [tenant]
+//   blobs   [kind, path, referrer, utm_source, utm_medium, utm_campaign, country, colo, device,
+//            browser, bot_reason]
+//   doubles [1 (sample count), viewport width (0 unknown), 1 if a visitor hash was made else 0]
+EffectOf<Unit> write_point(const Hit& hit, std::string_view bot_reason, std::int64_t width) {
+  auto dim = [&](const char* name) {
+    auto it = hit.dims.find(name);
+    return it == hit.dims.end() ? std::string() : it->second;
+  };
+  json blobs =
+      json::array({hit.filtered ? "filtered" : "pageview", dim("path"), dim("referrer"),
+                   dim("utm_source"), dim("utm_medium"), dim("utm_campaign"), dim("country"),
+                   dim("colo"), dim("device"), dim("browser"), std::string(bot_reason)});
+  json doubles = json::array({1, width, hit.visitor.empty() ? 0 : 1});
+  json indexes = json::array({hit.tenant});
+  return analytics_write(std::string(kPageviewsDataset), std::move(blobs), std::move(doubles),
+                         std::move(indexes));
+}
+
+Task<Result<Response>> post_beacon(Context& ctx, const Request& req, const Params&,
+                                   std::shared_ptr<InstanceState> state) {
+  apply_test_clock(ctx, req);
+  // 413 before anything is parsed or read.
+  SS_CO_CHECK(require_body_within(req, kMaxBeaconBytes));
+  SS_CO_TRY(Tenant tenant, co_await authenticate_tenant(ctx, req));
+  std::string media = media_type_of(req);
+  if (!media.empty() && media != "text/plain" && media != "application/json") {
+    co_return Error{ErrorCode::unsupported_media_type,
+                    "beacon: send text/plain or application/json"};
+  }
+  SS_CO_TRY(Beacon beacon, parse_beacon(req.body));
+
+  const std::string user_agent = req.header("user-agent");
+  const UserAgentClass ua = classify_user_agent(user_agent);
+  Hit hit;
+  hit.tenant = tenant.id;
+  hit.day = utc_day(ctx.now_ms());
+  if (ua.bot()) {
+    hit.filtered = true;
+  } else {
+    PageDimensions page = page_dimensions(beacon, site_hosts(tenant.config));
+    hit.dims = {{"path", page.path},
+                {"referrer", page.referrer},
+                {"country", cf_text(req.cf, "country")},
+                {"colo", cf_text(req.cf, "colo")},
+                {"device", std::string(ua.device)},
+                {"browser", std::string(ua.browser)}};
+    if (!page.utm_source.empty()) hit.dims["utm_source"] = page.utm_source;
+    if (!page.utm_medium.empty()) hit.dims["utm_medium"] = page.utm_medium;
+    if (!page.utm_campaign.empty()) hit.dims["utm_campaign"] = page.utm_campaign;
+    if (!opted_out(req)) {
+      AnalyticsStore store{std::string(kAnalyticsDb)};
+      SS_CO_TRY(std::string salt, co_await state->salts.salt_for(ctx, store, hit.day));
+      SS_CO_TRY(hit.visitor, co_await visitor_hash(salt, tenant.id, req.client_ip(), user_agent));
+    }
+  }
+  auto [written, queued] =
+      co_await when_all(write_point(hit, ua.bot_reason, beacon.width.value_or(0)),
+                        queue_send(std::string(kPageviewsQueue), hit.to_message()));
+  // Analytics Engine is best effort (like the binding itself); the queue feeds the D1 rollups
+  // that /v1/stats reads, so losing it is an error the caller sees.
+  if (!written) ctx.log("beacon: Analytics Engine write failed: " + written.error().message);
+  if (!queued) co_return std::move(queued).error();
+  Response r = Response::empty(202);
+  r.set_header("cache-control", "no-store");
+  co_return r;
+}
+
+}  // namespace
+
+void apply_test_clock(Context& ctx, const Request& req) {
+  if (!ctx.test_hooks_enabled()) return;
+  std::string at = req.header("x-siteswarm-test-now");
+  if (auto ms = parse_decimal(at, 0, kMaxRfc3339Ms)) ctx.set_now_ms(*ms);
+}
+
+void add_intake_routes(App& app, std::shared_ptr<InstanceState> state) {
+  app.router.add("GET", "/script.js", get_script)
+      .add("POST", "/beacon", [state](Context& ctx, const Request& req, const Params& p) {
+        return post_beacon(ctx, req, p, state);
+      });
+}
+
+}  // namespace ss::analytics

@@ -1,0 +1,131 @@
+#include "workers/analytics/stats.h"
+
+#include "shared/app.h"
+#include "shared/rfc3339.h"
+#include "shared/tenant.h"
+#include "workers/analytics/intake.h"
+#include "workers/analytics/rollup.h"
+#include "workers/analytics/visitor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace ss::analytics {
+
+namespace {
+
+Error bad_field(const std::string& field, const std::string& why) {
+  return Error{ErrorCode::invalid_request, field + ": " + why}.with("field", field);
+}
+
+Result<std::int64_t> day_param(const Request& req, const std::string& name,
+                               std::int64_t fallback_ms) {
+  std::string text = req.query_param(name);
+  if (text.empty()) return fallback_ms;
+  std::optional<std::int64_t> ms = parse_date(text);
+  if (text.size() != 10 || !ms) return bad_field(name, "must be a date YYYY-MM-DD");
+  return *ms;
+}
+
+}  // namespace
+
+Result<StatsQuery> parse_stats_query(const Request& req, std::int64_t now_ms) {
+  StatsQuery q;
+  Result<std::int64_t> to = day_param(req, "to", now_ms);
+  if (!to) return std::move(to).error();
+  Result<std::int64_t> from = day_param(req, "from", *to - (kDefaultRangeDays - 1) * kMsPerDay);
+  if (!from) return std::move(from).error();
+  if (*from > *to) return bad_field("from", "must not be after to");
+  if ((*to - *from) / kMsPerDay + 1 > kMaxRangeDays) {
+    return bad_field("from",
+                     "the range may span at most " + std::to_string(kMaxRangeDays) + " days");
+  }
+  q.from = utc_day(*from);
+  q.to = utc_day(*to);
+  std::string by = req.query_param("by");
+  if (!by.empty()) {
+    const auto& dims = dimension_names();
+    if (by != "day" && std::find(dims.begin(), dims.end(), by) == dims.end()) {
+      return bad_field("by",
+                       "must be day, path, referrer, country, device, browser, colo, "
+                       "utm_source, utm_medium or utm_campaign");
+    }
+    q.by = by;
+  }
+  Result<std::int64_t> limit = req.int_param("limit", kDefaultStatsLimit, 1, kMaxStatsLimit);
+  if (!limit) return std::move(limit).error();
+  q.limit = static_cast<int>(*limit);
+  return q;
+}
+
+Task<Result<json>> read_stats(const AnalyticsStore& store, const std::string& tenant,
+                              StatsQuery query) {
+  auto rows_task = query.by == "day"
+                       ? store.by_day(tenant, query.from, query.to)
+                       : store.by_dimension(tenant, query.by, query.from, query.to, query.limit);
+  auto [totals_r, rows_r] =
+      co_await when_all(store.totals(tenant, query.from, query.to), std::move(rows_task));
+  SS_CO_TRY(Totals totals, std::move(totals_r));
+  SS_CO_TRY(std::vector<KeyCount> rows, std::move(rows_r));
+  json out_rows = json::array();
+  if (query.by == "day") {
+    std::map<std::string, const KeyCount*> by_key;
+    for (const KeyCount& k : rows) by_key[k.key] = &k;
+    std::int64_t first = *parse_date(query.from) / kMsPerDay;
+    std::int64_t last = *parse_date(query.to) / kMsPerDay;
+    for (std::int64_t d = first; d <= last; ++d) {
+      std::string day = utc_day(d * kMsPerDay);
+      auto it = by_key.find(day);
+      out_rows.push_back({{"key", day},
+                          {"pageviews", it == by_key.end() ? 0 : it->second->pageviews},
+                          {"visitors", it == by_key.end() ? 0 : it->second->visitors}});
+    }
+  } else {
+    for (const KeyCount& k : rows) {
+      out_rows.push_back({{"key", k.key}, {"pageviews", k.pageviews}, {"visitors", k.visitors}});
+    }
+  }
+  double bounce_rate = totals.visitors > 0 ? static_cast<double>(totals.bounces) /
+                                                 static_cast<double>(totals.visitors)
+                                           : 0.0;
+  bounce_rate = std::round(bounce_rate * 10000.0) / 10000.0;
+  co_return json{{"from", query.from},
+                 {"to", query.to},
+                 {"by", query.by},
+                 {"totals",
+                  {{"pageviews", totals.pageviews},
+                   {"visitors", totals.visitors},
+                   {"bounceRate", bounce_rate},
+                   {"filtered", totals.filtered}}},
+                 {"rows", std::move(out_rows)}};
+}
+
+namespace {
+
+// Stats are the tenant's own: its tenant token (what the site's delegation sends) or its tenant
+// admin token (what an operator's dashboard sends) both prove it; the tenant id comes from them,
+// so no parameter can name another tenant.
+Task<Result<Tenant>> authenticate_reader(Context& ctx, const Request& req) {
+  if (!bearer_token(req).empty() && req.header("x-siteswarm-tenant-token").empty()) {
+    co_return co_await authenticate_tenant_admin(ctx, req);
+  }
+  co_return co_await authenticate_tenant(ctx, req);
+}
+
+Task<Result<Response>> get_stats(Context& ctx, const Request& req, const Params&) {
+  apply_test_clock(ctx, req);
+  SS_CO_TRY(Tenant tenant, co_await authenticate_reader(ctx, req));
+  SS_CO_TRY(StatsQuery query, parse_stats_query(req, ctx.now_ms()));
+  AnalyticsStore store{std::string(kAnalyticsDb)};
+  SS_CO_TRY(json body, co_await read_stats(store, tenant.id, query));
+  Response r = Response::json_body(200, body);
+  r.set_header("cache-control", "private, no-store");
+  co_return r;
+}
+
+}  // namespace
+
+void add_stats_routes(App& app) { app.router.add("GET", "/v1/stats", get_stats); }
+
+}  // namespace ss::analytics

@@ -1,0 +1,34 @@
+// The SiteSwarm pageview tracker, served as GET /script.js by siteswarm-analytics-service.
+// scripts/gen-analytics.mjs minifies this file into tracker.gen.cpp (edit here, then regenerate).
+//
+// What it does: one beacon {"u": page URL, "r": referrer, "w": viewport width} on load and on every
+// SPA navigation (history.pushState, popstate). What it never does: cookies, localStorage or
+// sessionStorage, canvas/font/plugin probing, or anything else that could identify a browser. The
+// beacon goes to "beacon" next to this script's own URL, so a site that delegates /_sa/* to the
+// service reports to /_sa/beacon on its own origin (no third-party request, no CORS).
+(function (doc, win, nav, hist) {
+  var script = doc.currentScript;
+  var endpoint = new URL("beacon", (script && script.src) || location.href).href;
+  var last;
+  function pageview() {
+    // A hash change is not a new page; only path + query count.
+    var page = location.origin + location.pathname + location.search;
+    if (page === last) return;
+    last = page;
+    var body = JSON.stringify({ u: location.href, r: doc.referrer, w: win.innerWidth });
+    // sendBeacon survives page unload and sends text/plain (no CORS preflight); it returns false
+    // when the browser refuses to queue it, and then a keepalive fetch does the same job.
+    if (!(nav.sendBeacon && nav.sendBeacon(endpoint, body))) {
+      fetch(endpoint, { method: "POST", body: body, keepalive: true, credentials: "omit" }).catch(
+        function () {},
+      );
+    }
+  }
+  var push = hist.pushState;
+  hist.pushState = function () {
+    push.apply(hist, arguments);
+    pageview();
+  };
+  win.addEventListener("popstate", pageview);
+  pageview();
+})(document, window, navigator, history);
