@@ -206,7 +206,7 @@ TEST_CASE("analytics: oversized and malformed beacons are refused and nothing is
                         {R"({"r":"https://a.example/"})", "u"},
                         {R"({"u":42})", "u"},
                         {R"({"u":"/relative"})", "u"},
-                        {R"({"u":"javascript:alert(1)"})", "u"},
+                        {R"j({"u":"javascript:alert(1)"})j", "u"},
                         {R"({"u":"https://a.example/","r":7})", "r"},
                         {R"({"u":"https://a.example/","w":"wide"})", "w"},
                         {R"({"u":"https://a.example/","w":-1})", "w"}};
