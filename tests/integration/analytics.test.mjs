@@ -164,13 +164,14 @@ describe("analytics: beacons on virtual days", () => {
       "curl/8.5.0",
       "SiteSwarm-Monitor/0.1",
       "",
-      null,
     ];
     for (const ua of bots) {
       assert.equal((await beacon({ u: "https://crumbandcrust.example/" }, { ua, at: t })).status, 202);
     }
-    const s = await statsWhen("six filtered hits", `?from=${day}&to=${day}`, (s) => s.totals.filtered === 6);
-    assert.equal(s.totals.pageviews, 0);
+    // (A request without any User-Agent header cannot be sent from here: the fetch client adds its
+    // own. The native suite covers the missing header.)
+    const s = await statsWhen("five filtered hits", `?from=${day}&to=${day}`, (s) => s.totals.filtered >= 5);
+    assert.deepEqual(s.totals, { pageviews: 0, visitors: 0, bounceRate: 0, filtered: 5 });
   });
 
   it("DNT: 1 and Sec-GPC: 1 count the pageview without a visitor", async () => {

@@ -43,7 +43,7 @@ Task<Result<Response>> test_maintenance(Context& ctx, const Request& req, const 
   if (!ctx.test_hooks_enabled()) co_return Error{ErrorCode::not_found, "no such route"};
   analytics::apply_test_clock(ctx, req);
   analytics::AnalyticsStore store{std::string(analytics::kAnalyticsDb)};
-  SS_CO_CHECK(co_await analytics::run_maintenance(ctx, store));
+  SS_CO_CHECK(co_await analytics::run_maintenance(ctx, store, ctx.now_ms()));
   SS_CO_TRY(std::vector<std::string> days, co_await store.salt_days());
   co_return Response::json_body(200, json{{"ok", true}, {"saltDays", days}});
 }
@@ -68,7 +68,7 @@ App make_analytics_app() {
   };
   app.scheduled = [](Context& ctx, const std::string&) -> Task<Status> {
     return analytics::run_maintenance(
-        ctx, analytics::AnalyticsStore(std::string(analytics::kAnalyticsDb)));
+        ctx, analytics::AnalyticsStore(std::string(analytics::kAnalyticsDb)), ctx.now_ms());
   };
   return app;
 }

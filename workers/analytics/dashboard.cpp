@@ -175,8 +175,9 @@ namespace {
 
 Task<Result<Response>> get_dashboard(Context& ctx, const Request& req, const Params&) {
   apply_test_clock(ctx, req);
+  const std::int64_t now = ctx.now_ms();  // before any effect moves the clock
   SS_CO_TRY(Tenant tenant, co_await authenticate_tenant_admin(ctx, req));
-  SS_CO_TRY(StatsQuery query, parse_stats_query(req, ctx.now_ms()));
+  SS_CO_TRY(StatsQuery query, parse_stats_query(req, now));
   AnalyticsStore store{std::string(kAnalyticsDb)};
   const std::pair<const char*, const char*> lists[] = {{"path", "Pages"},
                                                        {"referrer", "Referrers"},

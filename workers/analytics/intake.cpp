@@ -81,6 +81,8 @@ EffectOf<Unit> write_point(const Hit& hit, std::string_view bot_reason, std::int
 Task<Result<Response>> post_beacon(Context& ctx, const Request& req, const Params&,
                                    std::shared_ptr<InstanceState> state) {
   apply_test_clock(ctx, req);
+  // The day is fixed when the beacon arrives (the host moves ctx's clock after every effect).
+  const std::int64_t now = ctx.now_ms();
   // 413 before anything is parsed or read.
   SS_CO_CHECK(require_body_within(req, kMaxBeaconBytes));
   SS_CO_TRY(Tenant tenant, co_await authenticate_tenant(ctx, req));
@@ -95,7 +97,7 @@ Task<Result<Response>> post_beacon(Context& ctx, const Request& req, const Param
   const UserAgentClass ua = classify_user_agent(user_agent);
   Hit hit;
   hit.tenant = tenant.id;
-  hit.day = utc_day(ctx.now_ms());
+  hit.day = utc_day(now);
   if (ua.bot()) {
     hit.filtered = true;
   } else {

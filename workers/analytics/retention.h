@@ -14,6 +14,7 @@ inline constexpr std::int64_t kDefaultRollupRetentionDays = 730;
 inline constexpr std::int64_t kMinRollupRetentionDays = 2;
 inline constexpr std::int64_t kMaxRollupRetentionDays = 3650;
 
-Task<Status> run_maintenance(Context& ctx, AnalyticsStore store);
+// `now_ms`: the instant the job runs for (taken before any effect; the host moves ctx's clock).
+Task<Status> run_maintenance(Context& ctx, AnalyticsStore store, std::int64_t now_ms);
 
 }  // namespace ss::analytics

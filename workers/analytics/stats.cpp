@@ -115,8 +115,9 @@ Task<Result<Tenant>> authenticate_reader(Context& ctx, const Request& req) {
 
 Task<Result<Response>> get_stats(Context& ctx, const Request& req, const Params&) {
   apply_test_clock(ctx, req);
+  const std::int64_t now = ctx.now_ms();  // before any effect moves the clock
   SS_CO_TRY(Tenant tenant, co_await authenticate_reader(ctx, req));
-  SS_CO_TRY(StatsQuery query, parse_stats_query(req, ctx.now_ms()));
+  SS_CO_TRY(StatsQuery query, parse_stats_query(req, now));
   AnalyticsStore store{std::string(kAnalyticsDb)};
   SS_CO_TRY(json body, co_await read_stats(store, tenant.id, query));
   Response r = Response::json_body(200, body);

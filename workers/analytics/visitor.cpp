@@ -55,8 +55,7 @@ Task<Result<std::string>> visitor_hash(const std::string& salt_hex, const std::s
   co_return hex.substr(0, kVisitorHashHexDigits);
 }
 
-Task<Status> rotate_salts(Context& ctx, const AnalyticsStore& store) {
-  const std::int64_t now = ctx.now_ms();
+Task<Status> rotate_salts(Context& ctx, const AnalyticsStore& store, std::int64_t now) {
   SS_CO_TRY(std::string today, co_await draw_salt(ctx, store, utc_day(now)));
   SS_CO_TRY(std::string tomorrow, co_await draw_salt(ctx, store, utc_day(now, 1)));
   // Yesterday's salt stays until today ends: its day began less than 48 hours ago.

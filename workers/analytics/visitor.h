@@ -39,6 +39,6 @@ Task<Result<std::string>> visitor_hash(const std::string& salt_hex, const std::s
 
 // The hourly cron's salt work: draw today's and tomorrow's salts if missing, delete salts of days
 // before yesterday.
-Task<Status> rotate_salts(Context& ctx, const AnalyticsStore& store);
+Task<Status> rotate_salts(Context& ctx, const AnalyticsStore& store, std::int64_t now_ms);
 
 }  // namespace ss::analytics
