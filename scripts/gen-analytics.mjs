@@ -69,7 +69,7 @@ function cppString(s) {
 async function generateTracker() {
   const esbuild = await import("esbuild");
   const source = readFileSync(path.join(DIR, "tracker.js"), "utf8");
-  const minified = esbuild.transformSync(source, { minify: true, target: "es2017" }).code.trim();
+  const minified = esbuild.transformSync(source, { minify: true, target: "es2020" }).code.trim();
   const sourceHash = createHash("sha256").update(source).digest("hex");
   const version = createHash("sha256").update(minified).digest("hex").slice(0, 12);
   const chunks = minified.match(/.{1,90}/gs) ?? [];
@@ -112,7 +112,9 @@ function compilePattern(pattern) {
     }
     current[i] = { text: "", anchor: "*" };
   };
-  const flushAll = () => alternatives.forEach((_, i) => flush(i));
+  const flushAll = () => {
+    for (let i = 0; i < alternatives.length; i++) flush(i);
+  };
   const append = (s) => {
     for (const c of current) c.text += s.toLowerCase();
   };

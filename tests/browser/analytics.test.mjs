@@ -79,7 +79,11 @@ describe("analytics tracker in Chromium", () => {
     const sent = page.waitForRequest((r) => r.url().endsWith("/_sa/beacon"));
     await page.goto(await mesh.url("bakery"));
     await sent;
-    const s = await statsWhen("the filtered hit", `?from=${today}&to=${today}`, (s) => s.totals.filtered > before.totals.filtered);
+    const s = await statsWhen(
+      "the filtered hit",
+      `?from=${today}&to=${today}`,
+      (s) => s.totals.filtered > before.totals.filtered,
+    );
     assert.equal(s.totals.pageviews, before.totals.pageviews);
     await page.close();
   });

@@ -21,11 +21,24 @@ const corpus = readFileSync(path.join(ROOT, "workers/analytics/testdata/browsers
 
 // ua-parser-js names → the classifier's families (docs/analytics.md).
 const FAMILY = {
-  Chrome: "Chrome", "Chrome Mobile": "Chrome", "Chrome WebView": "Chrome", "Mobile Chrome": "Chrome",
-  Safari: "Safari", "Mobile Safari": "Safari",
-  Firefox: "Firefox", "Mobile Firefox": "Firefox",
-  Edge: "Edge", Opera: "Opera", "Opera Mobi": "Opera", "Samsung Browser": "Samsung Internet", "Samsung Internet": "Samsung Internet",
-  Yandex: "Yandex", Vivaldi: "Vivaldi", Silk: "Silk", IE: "Internet Explorer", IEMobile: "Internet Explorer",
+  Chrome: "Chrome",
+  "Chrome Mobile": "Chrome",
+  "Chrome WebView": "Chrome",
+  "Mobile Chrome": "Chrome",
+  Safari: "Safari",
+  "Mobile Safari": "Safari",
+  Firefox: "Firefox",
+  "Mobile Firefox": "Firefox",
+  Edge: "Edge",
+  Opera: "Opera",
+  "Opera Mobi": "Opera",
+  "Samsung Browser": "Samsung Internet",
+  "Samsung Internet": "Samsung Internet",
+  Yandex: "Yandex",
+  Vivaldi: "Vivaldi",
+  Silk: "Silk",
+  IE: "Internet Explorer",
+  IEMobile: "Internet Explorer",
 };
 const MIN_AGREEMENT = 0.9;
 

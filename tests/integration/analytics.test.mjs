@@ -104,20 +104,35 @@ describe("analytics: beacons through the bakery's delegation", () => {
     const otherBefore = (await stats(`?from=${today}&to=${today}`, "auto-repair")).totals.pageviews;
     const res = await mesh.fetch("bakery", "/_sa/beacon", {
       method: "POST",
-      headers: { "content-type": "text/plain;charset=UTF-8", "user-agent": IPHONE,
+      headers: {
+        "content-type": "text/plain;charset=UTF-8",
+        "user-agent": IPHONE,
         // a forged tenant context from the internet is replaced by the site's own
-        "x-siteswarm-tenant-id": "auto-repair" },
-      body: JSON.stringify({ u: "https://crumbandcrust.example/delegated?utm_source=x&secret=1", r: "", w: 390, tenant: "auto-repair" }),
+        "x-siteswarm-tenant-id": "auto-repair",
+      },
+      body: JSON.stringify({
+        u: "https://crumbandcrust.example/delegated?utm_source=x&secret=1",
+        r: "",
+        w: 390,
+        tenant: "auto-repair",
+      }),
     });
     assert.equal(res.status, 202);
     assert.equal(await res.text(), "");
-    const s = await statsWhen("the delegated pageview", `?from=${today}&to=${today}&by=path`, (s) => s.totals.pageviews > before);
+    const s = await statsWhen(
+      "the delegated pageview",
+      `?from=${today}&to=${today}&by=path`,
+      (s) => s.totals.pageviews > before,
+    );
     assert.deepEqual(
       s.rows.find((r) => r.key === "/delegated"),
       { key: "/delegated", pageviews: 1, visitors: 1 },
     );
     const countries = await stats(`?from=${today}&to=${today}&by=country`);
-    assert.ok(countries.rows.some((r) => /^[A-Z]{2}$/.test(r.key)), JSON.stringify(countries.rows));
+    assert.ok(
+      countries.rows.some((r) => /^[A-Z]{2}$/.test(r.key)),
+      JSON.stringify(countries.rows),
+    );
     const devices = await stats(`?from=${today}&to=${today}&by=device`);
     assert.ok(devices.rows.some((r) => r.key === "mobile"));
     assert.equal((await stats(`?from=${today}&to=${today}`, "auto-repair")).totals.pageviews, otherBefore);
@@ -186,7 +201,11 @@ describe("analytics: beacons on virtual days", () => {
   it("413 over 4 KiB, 400 malformed, 401 without tenant context: nothing counted", async () => {
     const t = freshDay();
     const day = utcDay(t);
-    await errorOf(await beacon({ u: `https://crumbandcrust.example/${"a".repeat(5000)}` }, { at: t }), 413, "payload_too_large");
+    await errorOf(
+      await beacon({ u: `https://crumbandcrust.example/${"a".repeat(5000)}` }, { at: t }),
+      413,
+      "payload_too_large",
+    );
     await errorOf(await beacon("{not json", { at: t }), 400, "invalid_json");
     const bad = await errorOf(await beacon({ r: "https://x.example/" }, { at: t }), 400, "invalid_request");
     assert.equal(bad.field, "u");
@@ -206,7 +225,13 @@ describe("analytics: beacons on virtual days", () => {
     const midnight = freshDay() + DAY_MS;
     const [d0, d1, d2, d3] = [-1, 0, 1, 2].map((n) => utcDay(midnight + n * DAY_MS));
     const maintenance = async (at) =>
-      jsonOf(await mesh.fetch("analytics", "/__test/maintenance", { method: "POST", headers: { "x-siteswarm-test-now": String(at) } }), 200);
+      jsonOf(
+        await mesh.fetch("analytics", "/__test/maintenance", {
+          method: "POST",
+          headers: { "x-siteswarm-test-now": String(at) },
+        }),
+        200,
+      );
     const late = await maintenance(midnight - 1000);
     assert.ok(late.saltDays.includes(d0) && late.saltDays.includes(d1), JSON.stringify(late));
     // The same person just before and just after midnight: two different visitor hashes.
@@ -214,7 +239,9 @@ describe("analytics: beacons on virtual days", () => {
     await beacon({ u: "https://crumbandcrust.example/" }, { at: midnight + 1000 });
     await statsWhen("both pageviews", `?from=${d0}&to=${d1}`, (s) => s.totals.pageviews === 2);
     const hashes = async (day) =>
-      (await allRows()).visitor_days.filter((r) => r.day === day && r.tenant_id === "bakery").map((r) => r.visitor_hash);
+      (await allRows()).visitor_days
+        .filter((r) => r.day === day && r.tenant_id === "bakery")
+        .map((r) => r.visitor_hash);
     const [h0, h1] = [await hashes(d0), await hashes(d1)];
     assert.equal(h0.length, 1);
     assert.equal(h1.length, 1);

@@ -55,7 +55,13 @@ describe("wrangler configs", async () => {
     assert.deepEqual(bindings("leads"), ["EVENTS_QUEUE", "EVENTS_SERVICE", "LEADS_DB", "NOTIFY_QUEUE"]);
     assert.deepEqual(bindings("cms"), ["CMS_CACHE", "CMS_DB", "EVENTS_QUEUE", "EVENTS_SERVICE"]);
     assert.deepEqual(bindings("monitoring"), ["EVENTS_QUEUE", "EVENTS_SERVICE", "MONITORING_DB"]);
-    assert.deepEqual(bindings("analytics"), ["ANALYTICS_DB", "EVENTS_QUEUE", "EVENTS_SERVICE", "PAGEVIEWS"]);
+    assert.deepEqual(bindings("analytics"), [
+      "ANALYTICS_DB",
+      "EVENTS_QUEUE",
+      "EVENTS_SERVICE",
+      "PAGEVIEWS",
+      "PAGEVIEWS_QUEUE",
+    ]);
     assert.deepEqual(bindings("events"), [
       "ANALYTICS_SERVICE",
       "CMS_SERVICE",
@@ -71,9 +77,10 @@ describe("wrangler configs", async () => {
       "LEADS_SERVICE",
       "MONITOR_SERVICE",
     ]);
-    // monitoring (*/5 probes) and analytics declare their crons when their cron handlers land.
+    // monitoring (*/5 probes) declares its cron when its cron handler lands.
     assert.deepEqual(read("monitoring").triggers.crons ?? [], []);
-    assert.deepEqual(read("analytics").triggers.crons ?? [], []);
+    // analytics: hourly salts and retention (docs/analytics.md).
+    assert.deepEqual(read("analytics").triggers.crons, ["0 * * * *"]);
     assert.deepEqual(read("events").triggers.crons, ["*/2 * * * *", "0 * * * *", "*/15 * * * *"]);
   });
 });

@@ -5,15 +5,15 @@
 namespace ss::analytics {
 
 const std::string_view kTrackerSource =
-    "(function(n,r,a,e){var o=n.currentScript,i=new URL(\"beacon\",o&&o.src||location.href).href,"
-    "c;function t(){var p=location.origin+location.pathname+location.search;if(p!==c){c=p;var s"
-    "=JSON.stringify({u:location.href,r:n.referrer,w:r.innerWidth});a.sendBeacon&&a.sendBeacon("
-    "i,s)||fetch(i,{method:\"POST\",body:s,keepalive:!0,credentials:\"omit\"}).catch(function(){})}"
-    "}var u=e.pushState;e.pushState=function(){u.apply(e,arguments),t()},r.addEventListener(\"po"
-    "pstate\",t),t()})(document,window,navigator,history);";
+    "((a,n,p,r)=>{var h=a.currentScript,o=new URL(\"beacon\",h?.src||location.href).href,i;functi"
+    "on t(){var e=location.origin+location.pathname+location.search;if(e!==i){i=e;var c=JSON.st"
+    "ringify({u:location.href,r:a.referrer,w:n.innerWidth});p.sendBeacon?.(o,c)||fetch(o,{metho"
+    "d:\"POST\",body:c,keepalive:!0,credentials:\"omit\"}).catch(()=>{})}}var s=r.pushState;r.pushS"
+    "tate=(...e)=>{s.apply(r,e),t()},n.addEventListener(\"popstate\",t),t()})(document,window,nav"
+    "igator,history);";
 // First 12 hex digits of the SHA-256 of kTrackerSource: the ?v= of the long-cacheable URL.
-const std::string_view kTrackerVersion = "b254d9128337";
+const std::string_view kTrackerVersion = "50b4bf988be3";
 // SHA-256 of tracker.js as it was when this file was generated (a test compares it).
-const std::string_view kTrackerSourceSha256 = "e65c5181ee42fa3094a143294badb477c62877ab6af98672949545879370b0de";
+const std::string_view kTrackerSourceSha256 = "10c16a6e36a7c1896e67051b22e34e4b232a9c42569df356ff55443aa9b553c3";
 
 }  // namespace ss::analytics

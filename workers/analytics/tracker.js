@@ -6,9 +6,9 @@
 // sessionStorage, canvas/font/plugin probing, or anything else that could identify a browser. The
 // beacon goes to "beacon" next to this script's own URL, so a site that delegates /_sa/* to the
 // service reports to /_sa/beacon on its own origin (no third-party request, no CORS).
-(function (doc, win, nav, hist) {
+((doc, win, nav, hist) => {
   var script = doc.currentScript;
-  var endpoint = new URL("beacon", (script && script.src) || location.href).href;
+  var endpoint = new URL("beacon", script?.src || location.href).href;
   var last;
   function pageview() {
     // A hash change is not a new page; only path + query count.
@@ -18,15 +18,13 @@
     var body = JSON.stringify({ u: location.href, r: doc.referrer, w: win.innerWidth });
     // sendBeacon survives page unload and sends text/plain (no CORS preflight); it returns false
     // when the browser refuses to queue it, and then a keepalive fetch does the same job.
-    if (!(nav.sendBeacon && nav.sendBeacon(endpoint, body))) {
-      fetch(endpoint, { method: "POST", body: body, keepalive: true, credentials: "omit" }).catch(
-        function () {},
-      );
+    if (!nav.sendBeacon?.(endpoint, body)) {
+      fetch(endpoint, { method: "POST", body: body, keepalive: true, credentials: "omit" }).catch(() => {});
     }
   }
   var push = hist.pushState;
-  hist.pushState = function () {
-    push.apply(hist, arguments);
+  hist.pushState = (...args) => {
+    push.apply(hist, args);
     pageview();
   };
   win.addEventListener("popstate", pageview);
