@@ -245,5 +245,4 @@ describe("cron", async () => {
     }
   }
   it.todo('monitoring probes every enabled monitor on "*/5 * * * *" (monitoring is being built; no cron yet)');
-  it.todo("analytics rolls pageviews up on its cron (analytics is being built; no cron yet)");
 });
