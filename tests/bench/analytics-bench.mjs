@@ -1,0 +1,109 @@
+// scripts/bench, the analytics part: the tracker's gzipped size, the analytics wasm's gzipped size,
+// beacon throughput through the bakery's delegated route (/_sa/beacon → analytics.wasm, AE + queue),
+// and a rollup run: N pageview messages through the queue consumer into D1, wall time until every
+// one is counted.
+//   node tests/bench/analytics-bench.mjs [--beacons 2000] [--beacon-concurrency 16] [--pageviews 200000]
+//
+// Not measured here (yet): the plain-JS beacon worker for comparison, and CPU per beacon. D1
+// statements per 1,000 pageviews follow from the design — one D1 batch of at most 4 statements per
+// message batch (the native suite asserts one batch per message batch) — and are printed as that bound.
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { gzipSync } from "node:zlib";
+import { startMesh } from "../integration/mesh.mjs";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const option = (name, fallback) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : fallback;
+};
+const BEACONS = option("beacons", 2000);
+const CONCURRENCY = option("beacon-concurrency", 16);
+const PAGEVIEWS = option("pageviews", 200_000);
+const MESSAGES_PER_SEND = 100;
+const CHROME =
+  "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const kib = (n) => `${(n / 1024).toFixed(1)} KiB`;
+
+const mesh = await startMesh();
+try {
+  const tracker = await (await mesh.fetch("bakery", "/_sa/script.js")).text();
+  const wasm = readFileSync(path.join(ROOT, "dist/wasm/analytics.wasm"));
+  console.log("\nanalytics");
+  console.log(`  tracker: ${tracker.length} B, ${gzipSync(tracker, { level: 9 }).length} B gzipped (goal < 1024)`);
+  console.log(
+    `  analytics.wasm: ${kib(wasm.length)}, ${kib(gzipSync(wasm, { level: 9 }).length)} gzipped (goal < 128 KiB)`,
+  );
+
+  // Beacons through the site's delegation, as browsers send them.
+  let next = 0;
+  let failures = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < BEACONS) {
+        const i = next++;
+        const res = await mesh.fetch("bakery", "/_sa/beacon", {
+          method: "POST",
+          headers: {
+            "content-type": "text/plain;charset=UTF-8",
+            "user-agent": CHROME,
+            "cf-connecting-ip": `198.51.100.${i % 250}`,
+          },
+          body: JSON.stringify({
+            u: `https://crumbandcrust.example/p/${i % 50}`,
+            r: "https://www.google.com/",
+            w: 1280,
+          }),
+        });
+        await res.arrayBuffer();
+        if (res.status !== 202) failures++;
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  console.log(
+    `  beacons: ${BEACONS} at concurrency ${CONCURRENCY}: ${(BEACONS / seconds).toFixed(0)}/s, ${failures} not 202`,
+  );
+
+  // The rollup: PAGEVIEWS messages on a day of their own, sent in batches, consumed by analytics.wasm.
+  const producer = await mesh.mf.getQueueProducer("PAGEVIEWS_QUEUE", "siteswarm-analytics-service");
+  const day = "2031-01-01";
+  const db = await mesh.d1("analytics", "ANALYTICS_DB");
+  const counted = async () =>
+    (await db.prepare("SELECT COALESCE(SUM(pageviews), 0) AS n FROM daily_totals WHERE day = ?1").bind(day).first()).n;
+  const rollupStart = performance.now();
+  for (let sent = 0; sent < PAGEVIEWS; sent += MESSAGES_PER_SEND) {
+    const batch = [];
+    for (let i = sent; i < Math.min(PAGEVIEWS, sent + MESSAGES_PER_SEND); i++) {
+      batch.push({
+        body: {
+          t: "bakery",
+          d: day,
+          v: (i % 5000).toString(16).padStart(16, "0"),
+          m: {
+            path: `/p/${i % 200}`,
+            referrer: "(direct)",
+            country: "DE",
+            colo: "FRA",
+            device: "desktop",
+            browser: "Chrome",
+          },
+        },
+      });
+    }
+    await producer.sendBatch(batch);
+  }
+  let n = 0;
+  const deadline = Date.now() + 30 * 60_000;
+  while ((n = await counted()) < PAGEVIEWS && Date.now() < deadline) await sleep(250);
+  const rollupSeconds = (performance.now() - rollupStart) / 1000;
+  console.log(
+    `  rollup: ${n}/${PAGEVIEWS} pageviews counted in ${rollupSeconds.toFixed(1)} s ` +
+      `(${(n / rollupSeconds).toFixed(0)}/s); D1: 1 batch of ≤ 4 statements per message batch of ≤ 100 → ≤ 40 statements per 1,000 pageviews`,
+  );
+} finally {
+  await mesh.dispose();
+}
