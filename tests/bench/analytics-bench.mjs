@@ -96,9 +96,12 @@ try {
     }
     await producer.sendBatch(batch);
   }
-  let n = 0;
   const deadline = Date.now() + 30 * 60_000;
-  while ((n = await counted()) < PAGEVIEWS && Date.now() < deadline) await sleep(250);
+  let n = await counted();
+  while (n < PAGEVIEWS && Date.now() < deadline) {
+    await sleep(250);
+    n = await counted();
+  }
   const rollupSeconds = (performance.now() - rollupStart) / 1000;
   console.log(
     `  rollup: ${n}/${PAGEVIEWS} pageviews counted in ${rollupSeconds.toFixed(1)} s ` +
