@@ -12,7 +12,7 @@ import path from "node:path";
 import { fetch as miniflareFetch, Miniflare, Response } from "miniflare";
 import { applyMigrations, localBindings, meshWorkerOptions, WORKERS } from "../../scripts/lib/local-mesh.mjs";
 import { TENANT_MANIFESTS } from "../../scripts/lib/workers.mjs";
-import { provisionManifest } from "../../scripts/provision.mjs";
+import { cmsFallbackSeeds, provisionManifest } from "../../scripts/provision.mjs";
 import { startStubs } from "../stubs/stub-server.mjs";
 
 // No request to the internet from any test (docs/toolchain.md, offline).
@@ -41,6 +41,13 @@ export async function startMesh({ bindings = {}, tenants } = {}) {
     tenantTokens: Object.fromEntries(Object.entries(tokens).map(([appId, t]) => [appId, t.token])),
     testHooks: true,
   });
+  // What a deployment bundles into cms for zero lockout (scripts/provision.mjs cmsFallbackSeeds).
+  local.cms = {
+    ...local.cms,
+    CMS_FALLBACK_SEEDS: cmsFallbackSeeds(
+      manifests.map((manifest) => ({ manifest, token: tokens[manifest.appId].token })),
+    ),
+  };
   const merged = Object.fromEntries(Object.keys(WORKERS).map((key) => [key, { ...local[key], ...bindings[key] }]));
   // Each worker also listens on its own 127.0.0.1 port (picked by the OS), so a real browser can
   // open its pages: mesh.url(key).
