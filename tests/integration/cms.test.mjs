@@ -149,7 +149,7 @@ describe("cms zero lockout (injected outages)", () => {
     assert.equal(seeded.announcements[0].text, "Fresh sourdough every morning from 7.");
     // A tenant nothing can verify: 503, never someone else's content.
     const unknown = await mesh.fetch("cms", "/v1/content", {
-      headers: { ...mesh.tenantHeaders("bakery"), "x-siteswarm-tenant-id": "nobody", "x-siteswarm-test-fault": "d1,kv" },
+      headers: { ...mesh.tenantHeaders("nobody", { token: mesh.tokens.bakery.token }), "x-siteswarm-test-fault": "d1,kv" },
     });
     await errorOf(unknown, 503, "service_unavailable");
   });
