@@ -90,12 +90,17 @@ function parsePosix(tz) {
     return sign * (Number(m[1]) * 3600 + Number(m[2] ?? 0) * 60 + Number(m[3] ?? 0));
   };
   const date = () => {
-    let rule;
-    let m;
-    if ((m = /^M(\d+)\.(\d)\.(\d)/.exec(tz.slice(i)))) rule = { kind: "M", m: +m[1], w: +m[2], d: +m[3] };
-    else if ((m = /^J(\d+)/.exec(tz.slice(i)))) rule = { kind: "J", n: +m[1] };
-    else if ((m = /^(\d+)/.exec(tz.slice(i)))) rule = { kind: "n", n: +m[1] };
-    else throw new Error(`bad date rule in ${tz}`);
+    const rest = tz.slice(i);
+    const month = /^M(\d+)\.(\d)\.(\d)/.exec(rest);
+    const julian = /^J(\d+)/.exec(rest);
+    const plain = /^(\d+)/.exec(rest);
+    const m = month ?? julian ?? plain;
+    if (!m) throw new Error(`bad date rule in ${tz}`);
+    const rule = month
+      ? { kind: "M", m: +m[1], w: +m[2], d: +m[3] }
+      : julian
+        ? { kind: "J", n: +m[1] }
+        : { kind: "n", n: +m[1] };
     i += m[0].length;
     rule.time = 7200;
     if (tz[i] === "/") {
@@ -288,7 +293,10 @@ ${wrap(nameStarts)}
 };
 
 const std::uint16_t kNameRuleSet[] = {
-${wrap(names.map(([, s]) => s), 20)}
+${wrap(
+  names.map(([, s]) => s),
+  20,
+)}
 };
 
 const std::int32_t kTransitionTimes[] = {

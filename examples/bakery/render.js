@@ -20,12 +20,12 @@ export function renderHome(html, { content, status }, now = new Date()) {
   const zone = validZone(content?.hours?.timezone) ?? "UTC";
   const source = status?.source ?? content?.source ?? "unknown";
   const announcements = (content?.announcements ?? [])
-    .map((a) => `<p class="announcement" data-level="${escape(a.level ?? "info")}">${escape(a.text)}</p>`)
+    .map((a) => `<p class="announcement" data-level="${escapeHtml(a.level ?? "info")}">${escapeHtml(a.text)}</p>`)
     .join("");
   const block =
-    `<div id="live" data-source="${escape(source)}">` +
-    `<p id="status">${escape(statusLine(status, zone, now))}</p>` +
-    `<p id="hours">${escape(todayLine(content?.hours, zone, now))}</p>` +
+    `<div id="live" data-source="${escapeHtml(source)}">` +
+    `<p id="status">${escapeHtml(statusLine(status, zone, now))}</p>` +
+    `<p id="hours">${escapeHtml(todayLine(content?.hours, zone, now))}</p>` +
     `</div>`;
   return html
     .replace(ANNOUNCEMENT_SLOT, `<div id="announcement" role="status">${announcements}</div>`)
@@ -41,7 +41,10 @@ function statusLine(status, zone, now) {
 }
 
 function todayLine(hours, zone, now) {
-  const day = new Intl.DateTimeFormat("en-US", { timeZone: zone, weekday: "short" }).format(now).slice(0, 3).toLowerCase();
+  const day = new Intl.DateTimeFormat("en-US", { timeZone: zone, weekday: "short" })
+    .format(now)
+    .slice(0, 3)
+    .toLowerCase();
   const ranges = hours?.weekly?.[DAYS.includes(day) ? day : "sun"] ?? [];
   if (!ranges.length) return "Today: closed";
   return `Today: ${ranges.map((r) => `${r.open}–${r.close}`).join(", ")}`;
@@ -65,6 +68,6 @@ function validZone(zone) {
   }
 }
 
-function escape(text) {
+function escapeHtml(text) {
   return String(text ?? "").replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }

@@ -13,7 +13,11 @@ const TOKEN = "bakery-token-0123456789";
 
 describe("bakery home page", () => {
   it("shows the manifest's snapshot when the cms worker is down", async () => {
-    const CMS_SERVICE = { fetch: async () => { throw new Error("connection refused"); } };
+    const CMS_SERVICE = {
+      fetch: async () => {
+        throw new Error("connection refused");
+      },
+    };
     const client = createPlatformClient({ manifest, bindings: { CMS_SERVICE, SITESWARM_TENANT_TOKEN: TOKEN } });
     const now = new Date("2026-06-02T12:00:00Z"); // Tuesday 08:00 in New York
     const html = renderHome(template, await loadLive(client, now), now);

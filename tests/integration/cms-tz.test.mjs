@@ -42,7 +42,10 @@ function coreZones() {
 function loadCore() {
   const mod = new WebAssembly.Module(readFileSync(WASM));
   const imports = {};
-  for (const imp of WebAssembly.Module.imports(mod)) (imports[imp.module] ??= {})[imp.name] = () => 0;
+  for (const imp of WebAssembly.Module.imports(mod)) {
+    imports[imp.module] ??= {};
+    imports[imp.module][imp.name] = () => 0;
+  }
   const ex = new WebAssembly.Instance(mod, imports).exports;
   ex._initialize?.();
   const enc = new TextEncoder();
@@ -142,7 +145,9 @@ function random(seed) {
 }
 
 const built = existsSync(WASM);
-describe("cms time zones against Intl", { skip: built ? false : "dist/wasm/cms.wasm not built (scripts/build)" }, () => {
+describe("cms time zones against Intl", {
+  skip: built ? false : "dist/wasm/cms.wasm not built (scripts/build)",
+}, () => {
   it("knows every zone Intl knows, and refuses Mars/Olympus", () => {
     const core = loadCore();
     const known = new Set(coreZones());

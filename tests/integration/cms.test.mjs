@@ -34,7 +34,14 @@ const studio = (method, path, body, { tenant = "bakery", headers = {} } = {}) =>
 describe("cms reads", () => {
   it("GET /v1/content has the contract's fields, from D1 then from KV", async () => {
     const first = await jsonOf(await read("/v1/content"), 200);
-    assert.deepEqual(Object.keys(first).sort(), ["announcements", "hours", "overrides", "source", "tenantId", "version"]);
+    assert.deepEqual(Object.keys(first).sort(), [
+      "announcements",
+      "hours",
+      "overrides",
+      "source",
+      "tenantId",
+      "version",
+    ]);
     assert.equal(first.tenantId, "bakery");
     assert.equal(first.hours.timezone, "America/New_York");
     assert.deepEqual(first.hours.weekly.tue, [{ open: "07:00", close: "15:00" }]);
@@ -58,7 +65,11 @@ describe("cms reads", () => {
   });
 
   it("a wrong token is 401 and gets no content", async () => {
-    const error = await errorOf(await read("/v1/content", { token: "wrong-token-0000000000000" }), 401, "unauthenticated_tenant");
+    const error = await errorOf(
+      await read("/v1/content", { token: "wrong-token-0000000000000" }),
+      401,
+      "unauthenticated_tenant",
+    );
     assert.equal(error.hours, undefined);
   });
 });
@@ -85,23 +96,42 @@ describe("cms Studio API", () => {
 
   it("If-Match on a stale version is 409 and changes nothing", async () => {
     const { version } = await jsonOf(await studio("GET", "/admin/v1/content"), 200);
-    const stale = await studio("POST", "/admin/v1/announcements", { text: "Stale" }, { headers: { "if-match": `"${version - 1}"` } });
+    const stale = await studio(
+      "POST",
+      "/admin/v1/announcements",
+      { text: "Stale" },
+      { headers: { "if-match": `"${version - 1}"` } },
+    );
     await errorOf(stale, 409, "conflict");
     assert.equal((await jsonOf(await studio("GET", "/admin/v1/content"), 200)).version, version);
-    const fresh = await studio("POST", "/admin/v1/announcements", { text: "Fresh", level: "warning" }, { headers: { "if-match": `"${version}"` } });
+    const fresh = await studio(
+      "POST",
+      "/admin/v1/announcements",
+      { text: "Fresh", level: "warning" },
+      { headers: { "if-match": `"${version}"` } },
+    );
     assert.equal((await jsonOf(fresh, 201)).version, version + 1);
   });
 
   it("overrides: create, see in status, delete; another tenant's id is 404", async () => {
     const created = await jsonOf(
-      await studio("POST", "/admin/v1/overrides", { from: "2026-12-24", to: "2026-12-26", closed: true, message: "Holidays" }),
+      await studio("POST", "/admin/v1/overrides", {
+        from: "2026-12-24",
+        to: "2026-12-26",
+        closed: true,
+        message: "Holidays",
+      }),
       201,
     );
     const status = await jsonOf(await read("/v1/status?at=2026-12-24T15:00:00Z"), 200);
     assert.equal(status.open, false);
     assert.equal(status.reason, "override");
     assert.equal(status.override.id, created.override.id);
-    await errorOf(await studio("DELETE", `/admin/v1/overrides/${created.override.id}`, undefined, { tenant: "auto-repair" }), 404, "not_found");
+    await errorOf(
+      await studio("DELETE", `/admin/v1/overrides/${created.override.id}`, undefined, { tenant: "auto-repair" }),
+      404,
+      "not_found",
+    );
     await jsonOf(await studio("DELETE", `/admin/v1/overrides/${created.override.id}`), 200);
     assert.equal((await jsonOf(await read("/v1/status?at=2026-12-24T15:00:00Z"), 200)).reason, "regular_hours");
   });
@@ -110,18 +140,36 @@ describe("cms Studio API", () => {
     const { version } = await jsonOf(await studio("GET", "/admin/v1/content"), 200);
     const cases = [
       ["PUT", "/admin/v1/hours", { timezone: "Mars/Olympus", weekly: {} }, "timezone"],
-      ["PUT", "/admin/v1/hours", { timezone: "UTC", weekly: { mon: [{ open: "25:00", close: "26:00" }] } }, "weekly.mon[0].open"],
+      [
+        "PUT",
+        "/admin/v1/hours",
+        { timezone: "UTC", weekly: { mon: [{ open: "25:00", close: "26:00" }] } },
+        "weekly.mon[0].open",
+      ],
       ["POST", "/admin/v1/overrides", { from: "2026-02-30", closed: true }, "from"],
       ["POST", "/admin/v1/overrides", { from: "2026-12-26", to: "2026-12-24", closed: true }, "to"],
-      ["POST", "/admin/v1/announcements", { text: "x", startsAt: "2026-07-02T00:00:00Z", endsAt: "2026-07-01T00:00:00Z" }, "endsAt"],
+      [
+        "POST",
+        "/admin/v1/announcements",
+        { text: "x", startsAt: "2026-07-02T00:00:00Z", endsAt: "2026-07-01T00:00:00Z" },
+        "endsAt",
+      ],
       ["POST", "/admin/v1/announcements", { text: "x".repeat(501) }, "text"],
     ];
     for (const [method, path, body, field] of cases) {
       const error = await errorOf(await studio(method, path, body), 400, "invalid_request");
       assert.equal(error.field, field, JSON.stringify(body).slice(0, 80));
     }
-    await errorOf(await studio("POST", "/admin/v1/announcements", { text: "x".repeat(70_000) }), 413, "payload_too_large");
-    await errorOf(await studio("PUT", "/admin/v1/hours", "timezone=UTC", { headers: { "content-type": "text/plain" } }), 415, "unsupported_media_type");
+    await errorOf(
+      await studio("POST", "/admin/v1/announcements", { text: "x".repeat(70_000) }),
+      413,
+      "payload_too_large",
+    );
+    await errorOf(
+      await studio("PUT", "/admin/v1/hours", "timezone=UTC", { headers: { "content-type": "text/plain" } }),
+      415,
+      "unsupported_media_type",
+    );
     assert.equal((await jsonOf(await studio("GET", "/admin/v1/content"), 200)).version, version);
   });
 });
@@ -137,8 +185,16 @@ describe("cms zero lockout (injected outages)", () => {
     assert.equal(both.source, "fallback");
     assert.equal(both.tenantId, "bakery");
     assert.equal((await jsonOf(await read("/v1/status", { fault: "d1,kv" }), 200)).source, "fallback");
-    await errorOf(await read("/v1/content", { fault: "d1", token: "wrong-token-0000000000000" }), 401, "unauthenticated_tenant");
-    await errorOf(await read("/v1/content", { fault: "d1,kv", token: "wrong-token-0000000000000" }), 401, "unauthenticated_tenant");
+    await errorOf(
+      await read("/v1/content", { fault: "d1", token: "wrong-token-0000000000000" }),
+      401,
+      "unauthenticated_tenant",
+    );
+    await errorOf(
+      await read("/v1/content", { fault: "d1,kv", token: "wrong-token-0000000000000" }),
+      401,
+      "unauthenticated_tenant",
+    );
   });
 
   it("a fresh instance with both down answers from the snapshot bundled into the worker", async () => {
@@ -149,7 +205,10 @@ describe("cms zero lockout (injected outages)", () => {
     assert.equal(seeded.announcements[0].text, "Fresh sourdough every morning from 7.");
     // A tenant nothing can verify: 503, never someone else's content.
     const unknown = await mesh.fetch("cms", "/v1/content", {
-      headers: { ...mesh.tenantHeaders("nobody", { token: mesh.tokens.bakery.token }), "x-siteswarm-test-fault": "d1,kv" },
+      headers: {
+        ...mesh.tenantHeaders("nobody", { token: mesh.tokens.bakery.token }),
+        "x-siteswarm-test-fault": "d1,kv",
+      },
     });
     await errorOf(unknown, 503, "service_unavailable");
   });

@@ -232,8 +232,9 @@ describe("createPlatformClient with fake bindings", () => {
       },
       async getStatus(auth, at) {
         calls.push(["getStatus", auth, at]);
-        if (at === "2026-01-01T00:00:00Z") return { ok: false, status: 401, error: { code: "unauthenticated_tenant", message: "no" } };
-        throw new Error("The RPC receiver does not implement the method \"getStatus\".");
+        if (at === "2026-01-01T00:00:00Z")
+          return { ok: false, status: 401, error: { code: "unauthenticated_tenant", message: "no" } };
+        throw new Error('The RPC receiver does not implement the method "getStatus".');
       },
     };
     const manifest = { appId: "bakery", capabilities: { cms: { version: "1.3.0" } } };

@@ -26,7 +26,10 @@ const outage = (what) =>
 
 function faultyEnv(request, env) {
   if (env?.SITESWARM_TEST_HOOKS !== "1" || !request.headers.has(FAULT_HEADER)) return null;
-  const faults = request.headers.get(FAULT_HEADER).split(",").map((f) => f.trim());
+  const faults = request.headers
+    .get(FAULT_HEADER)
+    .split(",")
+    .map((f) => f.trim());
   return {
     ...env,
     ...(faults.includes("d1") && { CMS_DB: outage("D1") }),
