@@ -26,9 +26,10 @@ export const secret = () => randomBytes(24).toString("hex");
 
 /**
  * @param options.bindings extra bindings per worker key, e.g. `{ leads: { TURNSTILE_SECRET_KEY } }`
+ * @param options.extraWorkers more Miniflare worker options (e.g. a plain-JS baseline in scripts/bench)
  * @param options.tenants manifests to provision (default: the tenants of workers/workers.json)
  */
-export async function startMesh({ bindings = {}, tenants } = {}) {
+export async function startMesh({ bindings = {}, tenants, extraWorkers = [] } = {}) {
   const stubs = await startStubs();
   const scratch = await mkdtemp(path.join(tmpdir(), "siteswarm-mesh-"));
   const manifests =
@@ -58,7 +59,7 @@ export async function startMesh({ bindings = {}, tenants } = {}) {
     ]),
   );
   const { workers, migrations } = await meshWorkerOptions({ bindings: merged, scratch, extra: outbound });
-  workers.push(RPC_PROBE);
+  workers.push(RPC_PROBE, ...extraWorkers);
   const mf = new Miniflare({ cf: false, workers });
   await mf.ready;
   for (const [name, binding, dir] of migrations) {
