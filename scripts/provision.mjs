@@ -8,7 +8,7 @@
 // Base URLs come from SITESWARM_<KEY>_URL, one per platform worker of workers/workers.json (e.g.
 // SITESWARM_LEADS_URL; default: the local ports of scripts/dev). Missing tenant tokens are generated and printed. Also used as a module by
 // the integration tests (provisionManifest).
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { pathToFileURL } from "node:url";
 
@@ -23,6 +23,25 @@ export function tenantConfigFor(manifest, worker) {
   const config = { ...(manifest.config?.[worker] ?? {}) };
   if (worker === "cms" && manifest.fallback) config.fallback = manifest.fallback;
   return config;
+}
+
+/**
+ * The cms worker's bundled fallback seeds (its CMS_FALLBACK_SEEDS variable, docs/cms.md): per
+ * tenant the SHA-256 of its token and the manifest's snapshot, so cms can still verify the tenant
+ * and answer when D1 and KV are both unreachable. Only a hash of the token is included.
+ * @param tenants `[{ manifest, token }]`
+ */
+export function cmsFallbackSeeds(tenants) {
+  const seeds = {};
+  for (const { manifest, token } of tenants) {
+    if (!manifest?.appId || typeof token !== "string" || token === "") continue;
+    seeds[manifest.appId] = {
+      tokenHash: createHash("sha256").update(token).digest("hex"),
+      timezone: manifest.config?.cms?.timezone ?? manifest.fallback?.hours?.timezone ?? "UTC",
+      content: manifest.fallback ?? {},
+    };
+  }
+  return JSON.stringify(seeds);
 }
 
 /**

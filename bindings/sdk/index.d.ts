@@ -219,8 +219,8 @@ export interface OpenStatus {
   reason: "regular_hours" | "closed" | "override";
   override: Override | null;
   nextChange: string | null;
-  /** Present (`"fallback"`) when the answer was computed from the manifest's snapshot. */
-  source?: "fallback";
+  /** Where the content came from: the cms service's KV, D1 or fallback replica, or (`"fallback"`) the manifest's snapshot. */
+  source?: "kv" | "d1" | "fallback";
 }
 
 export interface Pageview {
@@ -242,9 +242,15 @@ export interface PlatformClient {
     list(query?: EventQuery): Promise<EventPage>;
   };
   cms: {
-    /** `GET /v1/content`; the manifest's snapshot when the service is missing or fails. */
+    /**
+     * `getContent` over Workers RPC when the binding offers it, else `GET /v1/content`; the
+     * manifest's snapshot when the service is missing or fails.
+     */
     content(): Promise<Content>;
-    /** `GET /v1/status?at=`; computed from the manifest's snapshot when the service is missing or fails. */
+    /**
+     * `getStatus` over Workers RPC when the binding offers it, else `GET /v1/status?at=`; computed
+     * from the manifest's snapshot when the service is missing or fails.
+     */
     status(at?: Date | string): Promise<OpenStatus>;
   };
   analytics: {

@@ -1,7 +1,8 @@
 // The bakery's site: static pages (the ASSETS binding serves examples/bakery/public before this
 // code runs) plus a few routes delegated to the platform over Service Bindings. No secret, no
 // database and no business rule lives here; the tenant token is the SITESWARM_TENANT_TOKEN secret.
-import { delegate, errorResponse } from "@siteswarm/sdk";
+import { createPlatformClient, delegate, errorResponse } from "@siteswarm/sdk";
+import { loadLive, renderHome } from "./render.js";
 import manifest from "./swarm.config.json";
 
 const { appId, capabilities } = manifest;
@@ -23,6 +24,7 @@ export default {
     const { pathname } = new URL(request.url);
     if (pathname === "/health") return Response.json({ ok: true, service: SERVICE });
     if (pathname === "/api/platform/health") return platformHealth(env);
+    if ((pathname === "/" || pathname === "/index.html") && request.method === "GET") return home(request, env);
 
     const route = DELEGATED.find((r) => pathname === r.prefix || pathname.startsWith(`${r.prefix}/`));
     if (route) {
@@ -36,6 +38,20 @@ export default {
     return env.ASSETS ? env.ASSETS.fetch(request) : errorResponse(404, "not_found", "no such page");
   },
 };
+
+// The home page: the static template with the live hours block rendered through the SDK (the cms
+// worker over Workers RPC or fetch; the manifest's snapshot when cms is down).
+async function home(request, env) {
+  if (!env.ASSETS) return errorResponse(404, "not_found", "no such page");
+  const page = await env.ASSETS.fetch(new Request(new URL("/", request.url)));
+  if (!page.ok) return page;
+  const client = createPlatformClient({ manifest, bindings: env });
+  const now = new Date();
+  const html = renderHome(await page.text(), await loadLive(client, now), now);
+  return new Response(html, {
+    headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" },
+  });
+}
 
 // Crosses every Service Binding and back: each platform worker's /health, side by side.
 async function platformHealth(env) {

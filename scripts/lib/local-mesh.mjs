@@ -80,6 +80,8 @@ async function bundle(key, entry, outdir) {
     target: "es2022",
     conditions: ["workerd", "worker", "browser"],
     external: ["cloudflare:*"],
+    // This checkout's SDK, even when node_modules is shared with another checkout.
+    alias: { "@siteswarm/sdk": path.join(ROOT, "bindings/sdk/src/index.js") },
     logLevel: "silent",
   });
   return outfile;

@@ -12,7 +12,7 @@ import path from "node:path";
 import { fetch as miniflareFetch, Miniflare, Response } from "miniflare";
 import { applyMigrations, localBindings, meshWorkerOptions, WORKERS } from "../../scripts/lib/local-mesh.mjs";
 import { TENANT_MANIFESTS } from "../../scripts/lib/workers.mjs";
-import { provisionManifest } from "../../scripts/provision.mjs";
+import { cmsFallbackSeeds, provisionManifest } from "../../scripts/provision.mjs";
 import { startStubs } from "../stubs/stub-server.mjs";
 
 // No request to the internet from any test (docs/toolchain.md, offline).
@@ -26,9 +26,10 @@ export const secret = () => randomBytes(24).toString("hex");
 
 /**
  * @param options.bindings extra bindings per worker key, e.g. `{ leads: { TURNSTILE_SECRET_KEY } }`
+ * @param options.extraWorkers more Miniflare worker options (e.g. a plain-JS baseline in scripts/bench)
  * @param options.tenants manifests to provision (default: the tenants of workers/workers.json)
  */
-export async function startMesh({ bindings = {}, tenants } = {}) {
+export async function startMesh({ bindings = {}, tenants, extraWorkers = [] } = {}) {
   const stubs = await startStubs();
   const scratch = await mkdtemp(path.join(tmpdir(), "siteswarm-mesh-"));
   const manifests =
@@ -41,6 +42,13 @@ export async function startMesh({ bindings = {}, tenants } = {}) {
     tenantTokens: Object.fromEntries(Object.entries(tokens).map(([appId, t]) => [appId, t.token])),
     testHooks: true,
   });
+  // What a deployment bundles into cms for zero lockout (scripts/provision.mjs cmsFallbackSeeds).
+  local.cms = {
+    ...local.cms,
+    CMS_FALLBACK_SEEDS: cmsFallbackSeeds(
+      manifests.map((manifest) => ({ manifest, token: tokens[manifest.appId].token })),
+    ),
+  };
   const merged = Object.fromEntries(Object.keys(WORKERS).map((key) => [key, { ...local[key], ...bindings[key] }]));
   // Each worker also listens on its own 127.0.0.1 port (picked by the OS), so a real browser can
   // open its pages: mesh.url(key).
@@ -51,7 +59,7 @@ export async function startMesh({ bindings = {}, tenants } = {}) {
     ]),
   );
   const { workers, migrations } = await meshWorkerOptions({ bindings: merged, scratch, extra: outbound });
-  workers.push(RPC_PROBE);
+  workers.push(RPC_PROBE, ...extraWorkers);
   const mf = new Miniflare({ cf: false, workers });
   await mf.ready;
   for (const [name, binding, dir] of migrations) {

@@ -183,11 +183,7 @@ describe("traps", () => {
 });
 
 describe("Workers RPC", () => {
-  // Until cms has its content model, every RPC method answers not_found: only the refusal below
-  // could pass, so the test asks for the content too and stays a todo until cms is built.
-  it("cms exposes getContent and getStatus over RPC (CmsRpc and default entrypoints)", {
-    todo: "cms is being built: getContent/getStatus answer not_found today",
-  }, async () => {
+  it("cms exposes getContent and getStatus over RPC (CmsRpc and default entrypoints)", async () => {
     for (const [binding, method] of [
       ["CMS_RPC", "getContent"],
       ["CMS_RPC", "getStatus"],

@@ -4,7 +4,8 @@ import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { createPlatformClient, SiteSwarmError } from "@siteswarm/sdk";
+// The worktree's own SDK (node_modules may be shared with another checkout).
+import { createPlatformClient, SiteSwarmError } from "../../bindings/sdk/src/index.js";
 import { ROOT, startMesh } from "./mesh.mjs";
 
 const TOKEN = "tenant-token-0123456789abcdef";
@@ -218,6 +219,33 @@ describe("createPlatformClient with fake bindings", () => {
     const err = await rejectsWith(noToken.leads.submit({ email: "a@example.com" }), "service_unavailable", 503);
     assert.match(err.message, /SITESWARM_TENANT_TOKEN/);
     assert.equal(LEADS_SERVICE.seen.length, 0);
+  });
+
+  it("cms uses Workers RPC when the binding offers getContent/getStatus, fetch otherwise", async () => {
+    const calls = [];
+    const content = { tenantId: "bakery", version: 3, hours: null, overrides: [], announcements: [], source: "kv" };
+    const CMS_SERVICE = {
+      ...recordingBinding(() => Response.json({ ...content, source: "d1" })),
+      async getContent(auth) {
+        calls.push(["getContent", auth]);
+        return { ok: true, value: content };
+      },
+      async getStatus(auth, at) {
+        calls.push(["getStatus", auth, at]);
+        if (at === "2026-01-01T00:00:00Z")
+          return { ok: false, status: 401, error: { code: "unauthenticated_tenant", message: "no" } };
+        throw new Error('The RPC receiver does not implement the method "getStatus".');
+      },
+    };
+    const manifest = { appId: "bakery", capabilities: { cms: { version: "1.3.0" } } };
+    const client = createPlatformClient({ manifest, bindings: { CMS_SERVICE, SITESWARM_TENANT_TOKEN: TOKEN } });
+    assert.deepEqual(await client.cms.content(), content);
+    assert.deepEqual(calls[0], ["getContent", { tenantId: "bakery", token: TOKEN, capabilityVersion: "1.3.0" }]);
+    assert.equal(CMS_SERVICE.seen.length, 0, "no fetch when RPC answers");
+    await rejectsWith(client.cms.status("2026-01-01T00:00:00Z"), "unauthenticated_tenant", 401);
+    // An RPC call that throws is retried over fetch.
+    assert.equal((await client.cms.status("2026-01-02T00:00:00Z")).source, "d1");
+    assert.equal(new URL(CMS_SERVICE.seen[0].url).searchParams.get("at"), "2026-01-02T00:00:00Z");
   });
 
   it("refuses an invalid appId", () => {

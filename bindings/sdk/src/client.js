@@ -93,6 +93,40 @@ export function createPlatformClient(options = {}) {
     return readAnswer(response);
   }
 
+  /**
+   * cms over Workers RPC when the binding offers the method (a service binding to the cms worker's
+   * entrypoint), else over fetch. The RPC answer is `{ok:true,value}` or `{ok:false,status,error}`;
+   * an RPC call that throws (no such method on the target, or the call itself failed) is retried
+   * once over fetch, which has its own failure handling.
+   */
+  async function cmsCall(method, path, at) {
+    const service = bindingOf("cms");
+    const token = bindings[tokenBinding];
+    if (service && typeof service[method] === "function" && typeof token === "string" && token !== "") {
+      let out;
+      try {
+        const auth = { tenantId: appId, token, capabilityVersion: versionOf("cms") };
+        out = await (at === undefined ? service[method](auth) : service[method](auth, at));
+      } catch {
+        out = undefined;
+      }
+      if (isObject(out) && typeof out.ok === "boolean") {
+        if (out.ok) {
+          if (!isObject(out.value)) throw badResponse(200, "the RPC answer has no value");
+          return out.value;
+        }
+        const { code, message, ...details } = isObject(out.error) ? out.error : {};
+        const status = Number.isInteger(out.status) ? out.status : 500;
+        if (typeof code !== "string") throw badResponse(status, `the RPC answer failed (${status}) without a code`);
+        throw new SiteSwarmError(code, typeof message === "string" ? message : code, {
+          status,
+          details: Object.keys(details).length ? details : undefined,
+        });
+      }
+    }
+    return call("cms", "GET", path, { query: { at } });
+  }
+
   /** Uses the binding when there is one; the in-memory fake only when it is missing and allowed. */
   const viaServiceOrMock = (area, real, fake) => (bindingOf(area) || !mockFallback ? real() : fake(mock()));
 
@@ -157,14 +191,14 @@ export function createPlatformClient(options = {}) {
     cms: {
       async content() {
         return cmsRead(
-          () => call("cms", "GET", "/v1/content"),
+          () => cmsCall("getContent", "/v1/content"),
           () => fallbackContent(appId, snapshot ?? {}, new Date()),
         );
       },
       async status(at) {
         const when = at === undefined ? undefined : toRfc3339(at);
         return cmsRead(
-          () => call("cms", "GET", "/v1/status", { query: { at: when } }),
+          () => cmsCall("getStatus", "/v1/status", when),
           () => fallbackStatus(snapshot ?? {}, when ? new Date(when) : new Date()),
         );
       },

@@ -1,0 +1,109 @@
+#!/usr/bin/env node
+// scripts/bench, cms part: requests per second on local workerd (Miniflare, the whole mesh) for
+//   GET /v1/content served from KV, GET /v1/status, and a plain-JS worker that reads the same KV key
+//   and returns it (the baseline), in the same run; then the CPU time of one status computation in
+//   the cms core (dist/wasm/cms.wasm in Node, through the test hook POST /__test/zone).
+//   node tests/bench/cms-bench.mjs [--cms-requests 2000] [--concurrency 16]
+import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { startMesh } from "../integration/mesh.mjs";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const option = (name, fallback) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : fallback;
+};
+const REQUESTS = option("cms-requests", 2000);
+const CONCURRENCY = option("concurrency", 16);
+const KV_ID = "00000000-0000-4000-8000-000000000006"; // CMS_CACHE in wrangler/cms.jsonc
+
+const BASELINE = {
+  name: "cms-js-baseline",
+  modules: true,
+  compatibilityDate: "2026-04-20",
+  kvNamespaces: { CMS_CACHE: KV_ID },
+  script: `export default {
+    async fetch(request, env) {
+      const doc = await env.CMS_CACHE.get("content:v1:bakery");
+      return new Response(doc, { headers: { "content-type": "application/json" } });
+    },
+  };`,
+};
+
+async function load(fetchOnce) {
+  let next = 0;
+  let failures = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next++ < REQUESTS) {
+        const res = await fetchOnce();
+        await res.arrayBuffer();
+        if (res.status !== 200) failures++;
+      }
+    }),
+  );
+  return { rps: Math.round(REQUESTS / ((performance.now() - started) / 1000)), failures };
+}
+
+function statusCpu() {
+  const mod = new WebAssembly.Module(readFileSync(path.join(ROOT, "dist/wasm/cms.wasm")));
+  const imports = {};
+  for (const imp of WebAssembly.Module.imports(mod)) {
+    imports[imp.module] ??= {};
+    imports[imp.module][imp.name] = () => 0;
+  }
+  const ex = new WebAssembly.Instance(mod, imports).exports;
+  ex._initialize?.();
+  const manifest = JSON.parse(readFileSync(path.join(ROOT, "examples/bakery/swarm.config.json"), "utf8"));
+  const instants = Array.from({ length: 2000 }, (_, i) => Date.UTC(2026, 0, 1) / 1000 + i * 7919);
+  const body = JSON.stringify({ zone: "America/New_York", weekly: manifest.fallback.hours.weekly, instants });
+  const message = new TextEncoder().encode(
+    JSON.stringify({
+      op: "fetch",
+      now: Date.now(),
+      entropy: randomBytes(32).toString("hex"),
+      env: { SITESWARM_TEST_HOOKS: "1" },
+      request: { method: "POST", url: "https://cms.internal/__test/zone", headers: {}, body },
+    }),
+  );
+  const run = () => {
+    const ptr = ex.ss_alloc(message.length);
+    new Uint8Array(ex.memory.buffer, ptr, message.length).set(message);
+    const id = ex.ss_start(ptr, message.length);
+    ex.ss_free(ptr);
+    ex.ss_drop(id);
+  };
+  run(); // warm-up
+  const t = performance.now();
+  run();
+  return ((performance.now() - t) * 1000) / instants.length;
+}
+
+const mesh = await startMesh({ extraWorkers: [BASELINE] });
+try {
+  const headers = mesh.tenantHeaders("bakery");
+  const cms = await mesh.mf.getWorker("siteswarm-cms-service");
+  const baseline = await mesh.mf.getWorker(BASELINE.name);
+  const first = await (await cms.fetch("http://localhost/v1/content", { headers })).json(); // fills KV
+  const check = await (await cms.fetch("http://localhost/v1/content", { headers })).json();
+  if (first.tenantId !== "bakery" || check.source !== "kv")
+    throw new Error(`cms did not serve from KV: ${check.source}`);
+  const js = await load(() => baseline.fetch("http://localhost/"));
+  const content = await load(() => cms.fetch("http://localhost/v1/content", { headers }));
+  const status = await load(() => cms.fetch("http://localhost/v1/status", { headers }));
+  const ratio = (x) => (x.rps / js.rps).toFixed(2);
+  console.log(`cms bench: ${REQUESTS} requests, concurrency ${CONCURRENCY}, local workerd`);
+  console.log(`  plain-JS KV read        ${String(js.rps).padStart(6)} req/s  (failures ${js.failures})`);
+  console.log(
+    `  cms /v1/content (kv)    ${String(content.rps).padStart(6)} req/s  ${ratio(content)}× JS  (failures ${content.failures})`,
+  );
+  console.log(
+    `  cms /v1/status          ${String(status.rps).padStart(6)} req/s  ${ratio(status)}× JS  (failures ${status.failures})`,
+  );
+  console.log(`  status computation      ${statusCpu().toFixed(1)} µs CPU each (wasm in Node, incl. nextChange)`);
+} finally {
+  await mesh.dispose();
+}

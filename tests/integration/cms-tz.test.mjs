@@ -1,0 +1,199 @@
+// Every zone of the tz database in the cms core (the real dist/wasm/cms.wasm, driven in plain Node
+// through its test hook POST /__test/zone) against an independent implementation: Node's Intl
+// (ICU's own copy of the tz database). For each zone: UTC offsets and open/closed answers on a few
+// hundred instants from 2020 through 2037, and nextChange checked by scanning the week ahead.
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import { describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+const WASM = `${root}/dist/wasm/cms.wasm`;
+const FROM = Date.UTC(2020, 0, 1) / 1000;
+const TO = Date.UTC(2038, 0, 1) / 1000 - 8 * 86400; // nextChange looks up to 8 days ahead
+const SAMPLES = 200; // instants per zone for offsets and open/closed
+const SCANNED = 4; // instants per zone whose nextChange is checked by a full scan
+const SLOT = 900; // every boundary below, offset and transition is a multiple of 15 minutes
+
+// Ranges past midnight, at the hours DST changes happen, in the gaps and the repeats.
+const WEEKLY = {
+  sun: [{ open: "02:30", close: "05:00" }],
+  mon: [
+    { open: "07:00", close: "12:00" },
+    { open: "13:00", close: "19:30" },
+  ],
+  tue: [],
+  wed: [{ open: "22:00", close: "02:00" }],
+  thu: [
+    { open: "00:00", close: "01:30" },
+    { open: "09:15", close: "17:45" },
+  ],
+  fri: [{ open: "01:00", close: "03:00" }],
+  sat: [{ open: "23:30", close: "03:30" }],
+};
+
+function coreZones() {
+  const source = readFileSync(`${root}/workers/cms/tzdata.gen.cpp`, "utf8");
+  const block = source.slice(source.indexOf("kNames[] ="), source.indexOf("kNameStart"));
+  return [...block.matchAll(/"([^"\\]+)\\0"/g)].map((m) => m[1]);
+}
+
+function loadCore() {
+  const mod = new WebAssembly.Module(readFileSync(WASM));
+  const imports = {};
+  for (const imp of WebAssembly.Module.imports(mod)) {
+    imports[imp.module] ??= {};
+    imports[imp.module][imp.name] = () => 0;
+  }
+  const ex = new WebAssembly.Instance(mod, imports).exports;
+  ex._initialize?.();
+  const enc = new TextEncoder();
+  const dec = new TextDecoder();
+  return (body) => {
+    const message = JSON.stringify({
+      op: "fetch",
+      now: Date.now(),
+      entropy: randomBytes(32).toString("hex"),
+      env: { SITESWARM_TEST_HOOKS: "1" },
+      request: {
+        method: "POST",
+        url: "https://cms.internal/__test/zone",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      },
+    });
+    const bytes = enc.encode(message);
+    const ptr = ex.ss_alloc(bytes.length);
+    new Uint8Array(ex.memory.buffer, ptr, bytes.length).set(bytes);
+    const id = ex.ss_start(ptr, bytes.length);
+    ex.ss_free(ptr);
+    assert.equal(ex.ss_state(id), 1, "the zone hook performs no effects");
+    const out = JSON.parse(dec.decode(new Uint8Array(ex.memory.buffer, ex.ss_data_ptr(id), ex.ss_data_len(id))));
+    ex.ss_drop(id);
+    assert.equal(out.status, 200, out.body);
+    return JSON.parse(out.body);
+  };
+}
+
+// ---- the independent implementation -----------------------------------------------------------
+
+const formatters = new Map();
+function localParts(zone, t) {
+  let fmt = formatters.get(zone);
+  if (!fmt) {
+    fmt = new Intl.DateTimeFormat("en-US", {
+      timeZone: zone,
+      hourCycle: "h23",
+      year: "numeric",
+      month: "numeric",
+      day: "numeric",
+      hour: "numeric",
+      minute: "numeric",
+      second: "numeric",
+    });
+    formatters.set(zone, fmt);
+  }
+  const p = {};
+  for (const { type, value } of fmt.formatToParts(new Date(t * 1000))) p[type] = Number(value);
+  return p;
+}
+
+function offsetOf(zone, t) {
+  const p = localParts(zone, t);
+  return Date.UTC(p.year, p.month - 1, p.day, p.hour % 24, p.minute, p.second) / 1000 - t;
+}
+
+const DAYS = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
+const minutes = (hhmm) => Number(hhmm.slice(0, 2)) * 60 + Number(hhmm.slice(3));
+
+// The shop's wall clock decides: today's ranges, or yesterday's that run past midnight.
+function openAt(zone, t) {
+  const local = t + offsetOf(zone, t);
+  const day = Math.floor(local / 86400);
+  const minute = Math.floor((local - day * 86400) / 60);
+  const today = WEEKLY[DAYS[(((day + 4) % 7) + 7) % 7]];
+  const yesterday = WEEKLY[DAYS[(((day + 3) % 7) + 7) % 7]];
+  return (
+    today.some(({ open, close }) => {
+      const [o, c] = [minutes(open), minutes(close)];
+      return c < o ? minute >= o : minute >= o && minute < c;
+    }) ||
+    yesterday.some(({ open, close }) => {
+      const [o, c] = [minutes(open), minutes(close)];
+      return c < o && minute < c;
+    })
+  );
+}
+
+function nextChangeOf(zone, t) {
+  const state = openAt(zone, t);
+  for (let s = Math.floor(t / SLOT) * SLOT + SLOT; s <= t + 8 * 86400; s += SLOT) {
+    if (openAt(zone, s) !== state) return s;
+  }
+  return undefined;
+}
+
+function random(seed) {
+  let x = seed >>> 0 || 1;
+  return () => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return (x >>> 0) / 2 ** 32;
+  };
+}
+
+const built = existsSync(WASM);
+describe("cms time zones against Intl", {
+  skip: built ? false : "dist/wasm/cms.wasm not built (scripts/build)",
+}, () => {
+  it("knows every zone Intl knows, and refuses Mars/Olympus", () => {
+    const core = loadCore();
+    const known = new Set(coreZones());
+    const missing = Intl.supportedValuesOf("timeZone").filter((z) => !known.has(z));
+    assert.deepEqual(missing, []);
+    assert.ok(known.size > 500, `only ${known.size} zones`);
+    const out = core({ zone: "America/New_York", instants: [] });
+    assert.match(out.version, /^20\d\d[a-z]$/);
+  });
+
+  it("matches Intl for every zone: offsets, open/closed and nextChange, 2020–2037", () => {
+    const core = loadCore();
+    const mismatches = [];
+    let compared = 0;
+    let zones = 0;
+    for (const zone of coreZones()) {
+      try {
+        new Intl.DateTimeFormat("en-US", { timeZone: zone });
+      } catch {
+        mismatches.push(`${zone}: Intl does not know it`);
+        continue;
+      }
+      zones++;
+      const rand = random([...zone].reduce((h, c) => h * 31 + c.charCodeAt(0), 7));
+      const instants = [];
+      for (let i = 0; i < SAMPLES; i++) instants.push(FROM + Math.floor(rand() * (TO - FROM)));
+      const first = core({ zone, weekly: WEEKLY, instants });
+      // The instants where the core says the answer flips, and a second either side of them.
+      const edges = first.nextChange.filter((n) => n !== null && n < TO).flatMap((n) => [n - 1, n, n + 1]);
+      const all = [...instants, ...edges];
+      const out = edges.length ? core({ zone, weekly: WEEKLY, instants: all }) : first;
+      all.forEach((t, i) => {
+        compared++;
+        const offset = offsetOf(zone, t);
+        if (out.offsets[i] !== offset) mismatches.push(`${zone} @${t}: offset ${out.offsets[i]} ≠ Intl ${offset}`);
+        const open = openAt(zone, t);
+        if (out.open[i] !== open) mismatches.push(`${zone} @${t}: open ${out.open[i]} ≠ ${open}`);
+      });
+      for (let i = 0; i < SCANNED; i++) {
+        const expected = nextChangeOf(zone, instants[i]);
+        if (expected !== undefined && out.nextChange[i] !== expected) {
+          mismatches.push(`${zone} @${instants[i]}: nextChange ${out.nextChange[i]} ≠ ${expected}`);
+        }
+      }
+    }
+    assert.deepEqual(mismatches.slice(0, 20), [], `${mismatches.length} mismatches`);
+    assert.ok(zones > 500 && compared > 100_000, `${zones} zones, ${compared} instants`);
+  });
+});

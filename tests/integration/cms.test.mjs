@@ -1,0 +1,242 @@
+// The cms worker in workerd (the whole mesh): the contract's reads and Studio API, write-then-read
+// through the KV cache, If-Match, tenant isolation, bad input, zero lockout under injected D1/KV
+// outages (test hook X-SiteSwarm-Test-Fault), Workers RPC from another worker, and the bakery page.
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { errorOf, jsonOf, startMesh } from "./mesh.mjs";
+
+let mesh;
+before(async () => {
+  mesh = await startMesh();
+});
+after(() => mesh?.dispose());
+
+const read = (path, { tenant = "bakery", token, fault } = {}) =>
+  mesh.fetch("cms", path, {
+    headers: {
+      ...mesh.tenantHeaders(tenant, token ? { token } : {}),
+      ...(fault && { "x-siteswarm-test-fault": fault }),
+    },
+  });
+
+const studio = (method, path, body, { tenant = "bakery", headers = {} } = {}) =>
+  mesh.fetch("cms", path, {
+    method,
+    headers: {
+      "x-siteswarm-tenant-id": tenant,
+      authorization: `Bearer ${mesh.tokens[tenant].adminToken}`,
+      ...(body !== undefined && { "content-type": "application/json" }),
+      ...headers,
+    },
+    body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
+  });
+
+describe("cms reads", () => {
+  it("GET /v1/content has the contract's fields, from D1 then from KV", async () => {
+    const first = await jsonOf(await read("/v1/content"), 200);
+    assert.deepEqual(Object.keys(first).sort(), [
+      "announcements",
+      "hours",
+      "overrides",
+      "source",
+      "tenantId",
+      "version",
+    ]);
+    assert.equal(first.tenantId, "bakery");
+    assert.equal(first.hours.timezone, "America/New_York");
+    assert.deepEqual(first.hours.weekly.tue, [{ open: "07:00", close: "15:00" }]);
+    assert.ok(["d1", "kv"].includes(first.source));
+    const again = await jsonOf(await read("/v1/content"), 200);
+    assert.equal(again.source, "kv");
+  });
+
+  it("GET /v1/status?at= is computed in the tenant's zone", async () => {
+    // Tuesday 2026-06-02 07:00–15:00 EDT.
+    const open = await jsonOf(await read("/v1/status?at=2026-06-02T12:00:00Z"), 200);
+    assert.deepEqual(
+      { open: open.open, reason: open.reason, override: open.override, nextChange: open.nextChange },
+      { open: true, reason: "regular_hours", override: null, nextChange: "2026-06-02T19:00:00Z" },
+    );
+    const closed = await jsonOf(await read("/v1/status?at=2026-06-01T12:00:00Z"), 200);
+    assert.equal(closed.open, false);
+    assert.equal(closed.nextChange, "2026-06-02T11:00:00Z");
+    const bad = await errorOf(await read("/v1/status?at=noon"), 400, "invalid_request");
+    assert.equal(bad.field, "at");
+  });
+
+  it("a wrong token is 401 and gets no content", async () => {
+    const error = await errorOf(
+      await read("/v1/content", { token: "wrong-token-0000000000000" }),
+      401,
+      "unauthenticated_tenant",
+    );
+    assert.equal(error.hours, undefined);
+  });
+});
+
+describe("cms Studio API", () => {
+  it("a write is visible to the very next read, with the new version, and lands in history", async () => {
+    const before = await jsonOf(await studio("GET", "/admin/v1/content"), 200);
+    const put = await studio("PUT", "/admin/v1/hours", {
+      timezone: "America/New_York",
+      weekly: { ...before.hours.weekly, sun: [{ open: "09:00", close: "13:00" }] },
+    });
+    const written = await jsonOf(put, 200);
+    assert.equal(written.version, before.version + 1);
+    assert.equal(put.headers.get("etag"), `"${written.version}"`);
+    const after = await jsonOf(await read("/v1/content"), 200);
+    assert.equal(after.version, written.version);
+    assert.equal(after.source, "kv");
+    assert.deepEqual(after.hours.weekly.sun, [{ open: "09:00", close: "13:00" }]);
+    const history = await jsonOf(await studio("GET", "/admin/v1/history?limit=1"), 200);
+    assert.equal(history.versions.length, 1);
+    assert.equal(history.versions[0].version, written.version);
+    assert.equal(history.versions[0].change, "hours_changed");
+  });
+
+  it("If-Match on a stale version is 409 and changes nothing", async () => {
+    const { version } = await jsonOf(await studio("GET", "/admin/v1/content"), 200);
+    const stale = await studio(
+      "POST",
+      "/admin/v1/announcements",
+      { text: "Stale" },
+      { headers: { "if-match": `"${version - 1}"` } },
+    );
+    await errorOf(stale, 409, "conflict");
+    assert.equal((await jsonOf(await studio("GET", "/admin/v1/content"), 200)).version, version);
+    const fresh = await studio(
+      "POST",
+      "/admin/v1/announcements",
+      { text: "Fresh", level: "warning" },
+      { headers: { "if-match": `"${version}"` } },
+    );
+    assert.equal((await jsonOf(fresh, 201)).version, version + 1);
+  });
+
+  it("overrides: create, see in status, delete; another tenant's id is 404", async () => {
+    const created = await jsonOf(
+      await studio("POST", "/admin/v1/overrides", {
+        from: "2026-12-24",
+        to: "2026-12-26",
+        closed: true,
+        message: "Holidays",
+      }),
+      201,
+    );
+    const status = await jsonOf(await read("/v1/status?at=2026-12-24T15:00:00Z"), 200);
+    assert.equal(status.open, false);
+    assert.equal(status.reason, "override");
+    assert.equal(status.override.id, created.override.id);
+    await errorOf(
+      await studio("DELETE", `/admin/v1/overrides/${created.override.id}`, undefined, { tenant: "auto-repair" }),
+      404,
+      "not_found",
+    );
+    await jsonOf(await studio("DELETE", `/admin/v1/overrides/${created.override.id}`), 200);
+    assert.equal((await jsonOf(await read("/v1/status?at=2026-12-24T15:00:00Z"), 200)).reason, "regular_hours");
+  });
+
+  it("bad input is a 400 naming the field (or 413/415) and writes nothing", async () => {
+    const { version } = await jsonOf(await studio("GET", "/admin/v1/content"), 200);
+    const cases = [
+      ["PUT", "/admin/v1/hours", { timezone: "Mars/Olympus", weekly: {} }, "timezone"],
+      [
+        "PUT",
+        "/admin/v1/hours",
+        { timezone: "UTC", weekly: { mon: [{ open: "25:00", close: "26:00" }] } },
+        "weekly.mon[0].open",
+      ],
+      ["POST", "/admin/v1/overrides", { from: "2026-02-30", closed: true }, "from"],
+      ["POST", "/admin/v1/overrides", { from: "2026-12-26", to: "2026-12-24", closed: true }, "to"],
+      [
+        "POST",
+        "/admin/v1/announcements",
+        { text: "x", startsAt: "2026-07-02T00:00:00Z", endsAt: "2026-07-01T00:00:00Z" },
+        "endsAt",
+      ],
+      ["POST", "/admin/v1/announcements", { text: "x".repeat(501) }, "text"],
+    ];
+    for (const [method, path, body, field] of cases) {
+      const error = await errorOf(await studio(method, path, body), 400, "invalid_request");
+      assert.equal(error.field, field, JSON.stringify(body).slice(0, 80));
+    }
+    await errorOf(
+      await studio("POST", "/admin/v1/announcements", { text: "x".repeat(70_000) }),
+      413,
+      "payload_too_large",
+    );
+    await errorOf(
+      await studio("PUT", "/admin/v1/hours", "timezone=UTC", { headers: { "content-type": "text/plain" } }),
+      415,
+      "unsupported_media_type",
+    );
+    assert.equal((await jsonOf(await studio("GET", "/admin/v1/content"), 200)).version, version);
+  });
+});
+
+describe("cms zero lockout (injected outages)", () => {
+  it("KV down → d1, D1 down → kv, both down → fallback; tokens still checked", async () => {
+    await jsonOf(await read("/v1/content"), 200); // warm the KV document and the isolate copy
+    assert.equal((await jsonOf(await read("/v1/content", { fault: "kv" }), 200)).source, "d1");
+    assert.equal((await jsonOf(await read("/v1/status", { fault: "kv" }), 200)).source, "d1");
+    assert.equal((await jsonOf(await read("/v1/content", { fault: "d1" }), 200)).source, "kv");
+    assert.equal((await jsonOf(await read("/v1/status", { fault: "d1" }), 200)).source, "kv");
+    const both = await jsonOf(await read("/v1/content", { fault: "d1,kv" }), 200);
+    assert.equal(both.source, "fallback");
+    assert.equal(both.tenantId, "bakery");
+    assert.equal((await jsonOf(await read("/v1/status", { fault: "d1,kv" }), 200)).source, "fallback");
+    await errorOf(
+      await read("/v1/content", { fault: "d1", token: "wrong-token-0000000000000" }),
+      401,
+      "unauthenticated_tenant",
+    );
+    await errorOf(
+      await read("/v1/content", { fault: "d1,kv", token: "wrong-token-0000000000000" }),
+      401,
+      "unauthenticated_tenant",
+    );
+  });
+
+  it("a fresh instance with both down answers from the snapshot bundled into the worker", async () => {
+    await errorOf(await mesh.fetch("cms", "/__test/trap"), 500, "internal"); // the next request gets a fresh core
+    const seeded = await jsonOf(await read("/v1/content", { fault: "d1,kv" }), 200);
+    assert.equal(seeded.source, "fallback");
+    assert.equal(seeded.version, 0);
+    assert.equal(seeded.announcements[0].text, "Fresh sourdough every morning from 7.");
+    // A tenant nothing can verify: 503, never someone else's content.
+    const unknown = await mesh.fetch("cms", "/v1/content", {
+      headers: {
+        ...mesh.tenantHeaders("nobody", { token: mesh.tokens.bakery.token }),
+        "x-siteswarm-test-fault": "d1,kv",
+      },
+    });
+    await errorOf(unknown, 503, "service_unavailable");
+  });
+});
+
+describe("cms over Workers RPC and on the bakery page", () => {
+  it("getContent/getStatus through a real service binding, with tenant auth", async () => {
+    const auth = { tenantId: "bakery", token: mesh.tokens.bakery.token };
+    for (const binding of ["CMS_RPC", "CMS_SERVICE"]) {
+      const content = await mesh.cmsRpc(binding, "getContent", auth);
+      assert.equal(content.ok, true, JSON.stringify(content));
+      assert.equal(content.value.tenantId, "bakery");
+      const status = await mesh.cmsRpc(binding, "getStatus", auth, "2026-06-02T12:00:00Z");
+      assert.equal(status.ok, true, JSON.stringify(status));
+      assert.equal(status.value.nextChange, "2026-06-02T19:00:00Z");
+      const refused = await mesh.cmsRpc(binding, "getContent", { ...auth, token: "wrong-token-0000000000000" });
+      assert.deepEqual([refused.ok, refused.status, refused.error.code], [false, 401, "unauthenticated_tenant"]);
+    }
+  });
+
+  it("the bakery's home page renders open/closed, today's hours and announcements from cms", async () => {
+    const res = await mesh.fetch("bakery", "/");
+    assert.equal(res.status, 200);
+    const html = await res.text();
+    assert.match(html, /<div id="live" data-source="(kv|d1)">/);
+    assert.match(html, /<p id="status">(Open now|Closed)/);
+    assert.match(html, /<p id="hours">Today: /);
+    assert.match(html, /class="announcement" data-level="info">Fresh sourdough every morning from 7\.</);
+    assert.match(html, /<form id="contact"/);
+  });
+});

@@ -1,0 +1,447 @@
+// The cms service through the native mesh (real SQLite): the contract's reads, the Studio API with
+// versions and If-Match, bad input that writes nothing, tenant isolation, Workers RPC, and the
+// zero-lockout read path under injected D1 / KV faults.
+#include "shared/json_util.h"
+#include "tests/native/harness.h"
+#include "workers/cms/service.h"
+
+#include <doctest/doctest.h>
+
+using ss::json;
+using ss::native::HttpReply;
+using ss::native::Mesh;
+
+namespace {
+
+const char* kBakeryToken = "bakery-token-0123456789";
+const char* kBakeryAdmin = "bakery-admin-0123456789";
+const char* kAutoToken = "auto-repair-token-012345";
+const char* kAutoAdmin = "auto-repair-admin-012345";
+
+json bakery_config() {
+  return json{{"timezone", "America/New_York"},
+              {"fallback",
+               {{"hours",
+                 {{"timezone", "America/New_York"},
+                  {"weekly",
+                   {{"mon", json::array()},
+                    {"tue", {{{"open", "07:00"}, {"close", "15:00"}}}},
+                    {"sat", {{{"open", "08:00"}, {"close", "14:00"}}}}}}}},
+                {"overrides", json::array()},
+                {"announcements",
+                 {{{"text", "Fresh sourdough every morning from 7."}, {"level", "info"}}}}}}};
+}
+
+struct Cms {
+  Mesh mesh;
+  Cms() {
+    ss::cms::forget_all_remembered();
+    mesh.now_ms = 1780315200000;  // 2026-06-01T12:00:00Z, a Monday
+    mesh.provision("bakery", kBakeryToken, kBakeryAdmin, bakery_config(), "cms");
+    mesh.provision("auto-repair", kAutoToken, kAutoAdmin, json{{"timezone", "Europe/London"}},
+                   "cms");
+  }
+  ~Cms() { ss::cms::forget_all_remembered(); }
+
+  HttpReply get(const std::string& path, const std::string& tenant = "bakery",
+                const std::string& token = kBakeryToken) {
+    return mesh.request("cms", "GET", path, Mesh::tenant_headers(tenant, token));
+  }
+  std::map<std::string, std::string> admin(const std::string& tenant = "bakery",
+                                           const std::string& token = kBakeryAdmin) {
+    return {{"X-SiteSwarm-Tenant-Id", tenant},
+            {"Authorization", "Bearer " + token},
+            {"Content-Type", "application/json"}};
+  }
+  HttpReply studio(const std::string& method, const std::string& path, const json& body = json(),
+                   std::map<std::string, std::string> headers = {}) {
+    auto h = admin();
+    for (auto& [k, v] : headers) h[k] = v;
+    return mesh.request("cms", method, path, h, body.is_null() ? "" : body.dump());
+  }
+  std::int64_t version() {
+    auto r = studio("GET", "/admin/v1/content");
+    REQUIRE(r.status == 200);
+    return r.body_json()["version"].get<std::int64_t>();
+  }
+  std::vector<json> events(const std::string& type) {
+    std::vector<json> out;
+    for (const json& e : mesh.queue_sent["EVENTS_QUEUE"]) {
+      if (e["event_type"] == type) out.push_back(e);
+    }
+    return out;
+  }
+  std::int64_t rows(const std::string& table) {
+    return mesh.db("CMS_DB").rows("SELECT COUNT(*) AS n FROM " + table)[0]["n"].get<std::int64_t>();
+  }
+  void fail(bool d1, bool kv) {
+    mesh.fail_effect = [d1, kv](const json& e) {
+      std::string kind = ss::string_or(e, "kind", "");
+      return (d1 && kind.rfind("d1.", 0) == 0) || (kv && kind.rfind("kv.", 0) == 0);
+    };
+  }
+};
+
+json hours_body(const char* zone = "America/New_York") {
+  return json{{"timezone", zone},
+              {"weekly",
+               {{"mon", {{{"open", "07:00"}, {"close", "15:00"}}}},
+                {"fri", {{{"open", "22:00"}, {"close", "02:00"}}}}}}};
+}
+
+}  // namespace
+
+TEST_CASE("cms: /v1/content starts from the manifest snapshot, then KV serves it") {
+  Cms t;
+  HttpReply first = t.get("/v1/content");
+  REQUIRE(first.status == 200);
+  json body = first.body_json();
+  CHECK(body["tenantId"] == "bakery");
+  CHECK(body["version"] == 0);
+  CHECK(body["source"] == "d1");
+  CHECK(body["hours"]["timezone"] == "America/New_York");
+  CHECK(body["hours"]["weekly"]["tue"][0] == json{{"open", "07:00"}, {"close", "15:00"}});
+  CHECK(body["hours"]["weekly"]["sun"] == json::array());
+  CHECK(body["overrides"] == json::array());
+  REQUIRE(body["announcements"].size() == 1);
+  CHECK(body["announcements"][0]["text"] == "Fresh sourdough every morning from 7.");
+  for (const char* key : {"tenantId", "version", "hours", "overrides", "announcements", "source"}) {
+    CHECK(body.contains(key));
+  }
+  CHECK(t.get("/v1/content").body_json()["source"] == "kv");
+}
+
+TEST_CASE("cms: tenant authentication: missing or wrong token is 401 and reads nothing") {
+  Cms t;
+  CHECK(t.get("/v1/content", "bakery", "wrong-token-000000000000").status == 401);
+  CHECK(t.get("/v1/content", "bakery", "wrong-token-000000000000").body_json()["error"]["code"] ==
+        "unauthenticated_tenant");
+  CHECK(t.get("/v1/status", "nobody", kBakeryToken).status == 401);
+  CHECK(t.mesh.request("cms", "GET", "/v1/content").status == 401);
+  // The auto-repair token does not open the bakery.
+  CHECK(t.get("/v1/content", "bakery", kAutoToken).status == 401);
+  CHECK(t.studio("GET", "/admin/v1/content", json(), {{"Authorization", "Bearer nope"}}).status ==
+        401);
+  CHECK(t.mesh.request("cms", "GET", "/admin/v1/content", t.admin("bakery", kBakeryToken)).status ==
+        401);
+}
+
+TEST_CASE("cms: /v1/status follows the hours in the tenant's zone") {
+  Cms t;
+  // Tuesday 2026-06-02 07:00–15:00 EDT = 11:00Z–19:00Z.
+  json open = t.get("/v1/status?at=2026-06-02T12:00:00Z").body_json();
+  CHECK(open["open"] == true);
+  CHECK(open["reason"] == "regular_hours");
+  CHECK(open["override"].is_null());
+  CHECK(open["nextChange"] == "2026-06-02T19:00:00Z");
+  json closed = t.get("/v1/status?at=2026-06-02T10:00:00Z").body_json();
+  CHECK(closed["open"] == false);
+  CHECK(closed["reason"] == "closed");
+  CHECK(closed["nextChange"] == "2026-06-02T11:00:00Z");
+  // Without at: now (Monday 08:00 EDT, closed on Mondays).
+  json now = t.get("/v1/status").body_json();
+  CHECK(now["open"] == false);
+  CHECK(now["nextChange"] == "2026-06-02T11:00:00Z");
+  HttpReply bad = t.get("/v1/status?at=tomorrow");
+  CHECK(bad.status == 400);
+  CHECK(bad.body_json()["error"]["field"] == "at");
+}
+
+TEST_CASE("cms: Studio writes bump the version, refresh KV at once and emit cms.* events") {
+  Cms t;
+  CHECK(t.get("/v1/content").body_json()["source"] == "d1");  // KV now holds version 0
+  HttpReply put = t.studio("PUT", "/admin/v1/hours", hours_body());
+  REQUIRE(put.status == 200);
+  CHECK(put.body_json()["version"] == 1);
+  CHECK(put.header("etag") == "\"1\"");
+  json read = t.get("/v1/content").body_json();
+  CHECK(read["version"] == 1);
+  CHECK(read["source"] == "kv");
+  CHECK(read["hours"]["weekly"]["fri"][0]["close"] == "02:00");
+  // The seed announcement became a row, keeping its id.
+  CHECK(read["announcements"].size() == 1);
+  CHECK(t.rows("cms_announcements") == 1);
+  auto changed = t.events("cms.hours_changed");
+  REQUIRE(changed.size() == 1);
+  CHECK(changed[0]["tenant_id"] == "bakery");
+  CHECK(changed[0]["payload"]["version"] == 1);
+
+  HttpReply created = t.studio("POST", "/admin/v1/overrides",
+                               json{{"from", "2026-12-24"},
+                                    {"to", "2026-12-26"},
+                                    {"closed", true},
+                                    {"message", "Closed for the holidays"}});
+  REQUIRE(created.status == 201);
+  json o = created.body_json()["override"];
+  CHECK(o["id"].get<std::string>().size() == 26);
+  CHECK(created.body_json()["version"] == 2);
+  CHECK(t.get("/v1/content").body_json()["overrides"].size() == 1);
+  CHECK(t.events("cms.override_created").size() == 1);
+  json holiday = t.get("/v1/status?at=2026-12-25T15:00:00Z").body_json();
+  CHECK(holiday["open"] == false);
+  CHECK(holiday["reason"] == "override");
+  CHECK(holiday["override"]["message"] == "Closed for the holidays");
+
+  HttpReply removed = t.studio("DELETE", "/admin/v1/overrides/" + o["id"].get<std::string>());
+  CHECK(removed.status == 200);
+  CHECK(removed.body_json()["version"] == 3);
+  CHECK(t.get("/v1/content").body_json()["overrides"].empty());
+  CHECK(t.events("cms.override_deleted").size() == 1);
+
+  json history = t.studio("GET", "/admin/v1/history?limit=2").body_json();
+  REQUIRE(history["versions"].size() == 2);
+  CHECK(history["versions"][0]["version"] == 3);
+  CHECK(history["versions"][0]["change"] == "override_deleted");
+  CHECK(history["versions"][1]["change"] == "override_created");
+  CHECK(history["versions"][0]["actor"] == "tenant-admin");
+  CHECK(t.studio("GET", "/admin/v1/history?limit=0").status == 400);
+}
+
+TEST_CASE("cms: an emergency closure closes now until its end") {
+  Cms t;
+  // Tuesday 2026-06-02 12:00Z is inside regular hours.
+  t.mesh.now_ms = 1780401600000;
+  CHECK(t.get("/v1/status").body_json()["open"] == true);
+  HttpReply r = t.studio(
+      "POST", "/admin/v1/overrides",
+      json{{"closedNow", true}, {"until", "2026-06-02T14:00:00Z"}, {"message", "Oven broke"}});
+  REQUIRE(r.status == 201);
+  json s = t.get("/v1/status").body_json();
+  CHECK(s["open"] == false);
+  CHECK(s["reason"] == "override");
+  CHECK(s["override"]["closedNow"] == true);
+  CHECK(s["nextChange"] == "2026-06-02T14:00:00Z");
+  CHECK(t.get("/v1/status?at=2026-06-02T14:00:00Z").body_json()["open"] == true);
+  HttpReply past = t.studio("POST", "/admin/v1/overrides",
+                            json{{"closedNow", true}, {"until", "2026-06-01T00:00:00Z"}});
+  CHECK(past.status == 400);
+  CHECK(past.body_json()["error"]["field"] == "until");
+}
+
+TEST_CASE("cms: announcements: scheduled ones stay out of /v1/content until they start") {
+  Cms t;
+  HttpReply later = t.studio(
+      "POST", "/admin/v1/announcements",
+      json{{"text", "Summer menu"}, {"level", "info"}, {"startsAt", "2026-07-01T00:00:00Z"}});
+  REQUIRE(later.status == 201);
+  std::string id = later.body_json()["announcement"]["id"];
+  CHECK(t.get("/v1/content").body_json()["announcements"].size() == 1);  // the seed one only
+  CHECK(t.studio("GET", "/admin/v1/content").body_json()["announcements"].size() == 2);
+  CHECK(t.events("cms.announcement_published").size() == 1);
+  HttpReply patched = t.studio("PATCH", "/admin/v1/announcements/" + id,
+                               json{{"startsAt", nullptr}, {"level", "warning"}});
+  REQUIRE(patched.status == 200);
+  CHECK(patched.body_json()["announcement"]["level"] == "warning");
+  json content = t.get("/v1/content").body_json();
+  CHECK(content["announcements"].size() == 2);
+  CHECK(t.studio("DELETE", "/admin/v1/announcements/" + id).status == 200);
+  CHECK(t.get("/v1/content").body_json()["announcements"].size() == 1);
+  CHECK(t.studio("PATCH", "/admin/v1/announcements/" + id, json{{"text", "x"}}).status == 404);
+}
+
+TEST_CASE("cms: If-Match on a stale version is 409 and writes nothing") {
+  Cms t;
+  REQUIRE(t.studio("PUT", "/admin/v1/hours", hours_body(), {{"If-Match", "0"}}).status == 200);
+  HttpReply stale =
+      t.studio("PUT", "/admin/v1/hours", hours_body("Europe/Paris"), {{"If-Match", "\"0\""}});
+  CHECK(stale.status == 409);
+  CHECK(stale.body_json()["error"]["code"] == "conflict");
+  CHECK(t.version() == 1);
+  CHECK(t.studio("GET", "/admin/v1/content").body_json()["hours"]["timezone"] ==
+        "America/New_York");
+  CHECK(t.studio("PUT", "/admin/v1/hours", hours_body("Europe/Paris"), {{"If-Match", "\"1\""}})
+            .status == 200);
+  CHECK(t.studio("PUT", "/admin/v1/hours", hours_body(), {{"If-Match", "one"}}).status == 400);
+}
+
+TEST_CASE("cms: bad input names the field and writes nothing") {
+  Cms t;
+  struct Case {
+    const char* method;
+    const char* path;
+    json body;
+    const char* field;
+  };
+  std::string long_text(501, 'x');
+  json too_many_ranges = json::array();
+  for (int i = 0; i < 7; ++i) too_many_ranges.push_back({{"open", "07:00"}, {"close", "08:00"}});
+  std::vector<Case> cases = {
+      {"PUT", "/admin/v1/hours", hours_body("Mars/Olympus"), "timezone"},
+      {"PUT", "/admin/v1/hours",
+       json{{"timezone", "UTC"}, {"weekly", {{"mon", {{{"open", "25:00"}, {"close", "26:00"}}}}}}},
+       "weekly.mon[0].open"},
+      {"PUT", "/admin/v1/hours", json{{"timezone", "UTC"}, {"weekly", {{"mon", too_many_ranges}}}},
+       "weekly.mon"},
+      {"PUT", "/admin/v1/hours",
+       json{{"timezone", "UTC"}, {"weekly", {{"someday", json::array()}}}}, "weekly.someday"},
+      {"POST", "/admin/v1/overrides", json{{"from", "2026-02-30"}, {"closed", true}}, "from"},
+      {"POST", "/admin/v1/overrides",
+       json{{"from", "2026-12-26"}, {"to", "2026-12-24"}, {"closed", true}}, "to"},
+      {"POST", "/admin/v1/overrides", json{{"from", "2026-12-24"}}, "closed"},
+      {"POST", "/admin/v1/overrides",
+       json{{"from", "2026-12-24"}, {"closed", true}, {"message", long_text}}, "message"},
+      {"POST", "/admin/v1/announcements", json{{"text", long_text}}, "text"},
+      {"POST", "/admin/v1/announcements", json{{"text", "hi"}, {"level", "loud"}}, "level"},
+      {"POST", "/admin/v1/announcements",
+       json{{"text", "hi"},
+            {"startsAt", "2026-07-02T00:00:00Z"},
+            {"endsAt", "2026-07-01T00:00:00Z"}},
+       "endsAt"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.path);
+    CAPTURE(c.field);
+    HttpReply r = t.studio(c.method, c.path, c.body);
+    CHECK(r.status == 400);
+    CHECK(r.body_json()["error"]["code"] == "invalid_request");
+    CHECK(r.body_json()["error"]["field"] == c.field);
+    CHECK(r.body_json()["error"]["fields"].contains(c.field));
+  }
+  HttpReply big =
+      t.studio("POST", "/admin/v1/announcements", json{{"text", std::string(70000, 'x')}});
+  CHECK(big.status == 413);
+  HttpReply type =
+      t.studio("PUT", "/admin/v1/hours", hours_body(), {{"Content-Type", "text/plain"}});
+  CHECK(type.status == 415);
+  HttpReply malformed = t.mesh.request("cms", "PUT", "/admin/v1/hours", t.admin(), "{nope");
+  CHECK(malformed.status == 400);
+  CHECK(t.version() == 0);
+  CHECK(t.rows("cms_versions") == 0);
+  CHECK(t.rows("cms_state") == 0);
+  CHECK(t.mesh.queue_sent["EVENTS_QUEUE"].empty());
+}
+
+TEST_CASE("cms: too many items is 400 and the count stays") {
+  Cms t;
+  for (std::size_t i = 0; i < ss::cms::kMaxAnnouncements - 1; ++i) {  // the seed has one
+    REQUIRE(t.studio("POST", "/admin/v1/announcements", json{{"text", "n" + std::to_string(i)}})
+                .status == 201);
+  }
+  HttpReply over = t.studio("POST", "/admin/v1/announcements", json{{"text", "one too many"}});
+  CHECK(over.status == 400);
+  CHECK(over.body_json()["error"]["field"] == "announcements");
+  CHECK(t.rows("cms_announcements") == static_cast<std::int64_t>(ss::cms::kMaxAnnouncements));
+}
+
+TEST_CASE("cms: another tenant's ids are 404 and stay untouched") {
+  Cms t;
+  auto auto_admin = t.admin("auto-repair", kAutoAdmin);
+  HttpReply theirs = t.mesh.request("cms", "POST", "/admin/v1/overrides", auto_admin,
+                                    json{{"from", "2026-12-24"}, {"closed", true}}.dump());
+  REQUIRE(theirs.status == 201);
+  std::string id = theirs.body_json()["override"]["id"];
+  HttpReply note = t.mesh.request("cms", "POST", "/admin/v1/announcements", auto_admin,
+                                  json{{"text", "Tyres on sale"}}.dump());
+  std::string note_id = note.body_json()["announcement"]["id"];
+  CHECK(t.studio("DELETE", "/admin/v1/overrides/" + id).status == 404);
+  CHECK(t.studio("DELETE", "/admin/v1/announcements/" + note_id).status == 404);
+  CHECK(t.studio("PATCH", "/admin/v1/announcements/" + note_id, json{{"text", "mine"}}).status ==
+        404);
+  json auto_content =
+      t.mesh.request("cms", "GET", "/v1/content", Mesh::tenant_headers("auto-repair", kAutoToken))
+          .body_json();
+  CHECK(auto_content["overrides"].size() == 1);
+  CHECK(auto_content["announcements"][0]["text"] == "Tyres on sale");
+  CHECK(t.get("/v1/content").body_json()["overrides"].empty());
+}
+
+TEST_CASE("cms: zero lockout: KV down → d1, D1 down → kv, both down → fallback") {
+  Cms t;
+  REQUIRE(t.studio("PUT", "/admin/v1/hours", hours_body()).status == 200);
+  t.fail(false, true);
+  json from_d1 = t.get("/v1/content").body_json();
+  CHECK(from_d1["source"] == "d1");
+  CHECK(from_d1["version"] == 1);
+  CHECK(t.get("/v1/status?at=2026-06-01T12:00:00Z").body_json()["source"] == "d1");
+  t.fail(true, false);
+  HttpReply from_kv = t.get("/v1/content");
+  REQUIRE(from_kv.status == 200);
+  CHECK(from_kv.body_json()["source"] == "kv");
+  CHECK(from_kv.body_json()["version"] == 1);
+  json status = t.get("/v1/status?at=2026-06-01T12:00:00Z").body_json();
+  CHECK(status["source"] == "kv");
+  CHECK(status["open"] == true);  // Monday 08:00 EDT, 07:00–15:00
+  CHECK(t.get("/v1/content", "bakery", "wrong-token-000000000000").status == 401);
+  t.fail(true, true);
+  HttpReply fallback = t.get("/v1/content");
+  REQUIRE(fallback.status == 200);
+  CHECK(fallback.body_json()["source"] == "fallback");
+  CHECK(fallback.body_json()["version"] == 1);  // the isolate's last-known-good copy
+  CHECK(t.get("/v1/status?at=2026-06-01T12:00:00Z").body_json()["open"] == true);
+  CHECK(t.get("/v1/content", "bakery", "wrong-token-000000000000").status == 401);
+  // Nobody ever read auto-repair in this isolate and nothing is bundled: 503, not someone else's.
+  HttpReply unknown = t.get("/v1/content", "auto-repair", kAutoToken);
+  CHECK(unknown.status == 503);
+  CHECK(unknown.body_json()["error"]["code"] == "service_unavailable");
+  // Studio writes need D1.
+  CHECK(t.studio("PUT", "/admin/v1/hours", hours_body()).status == 503);
+}
+
+TEST_CASE("cms: zero lockout on a fresh isolate comes from the snapshot bundled into the worker") {
+  Cms t;
+  std::string hash = ss::native::sha256_hex(kAutoToken);
+  json seeds{{"auto-repair",
+              {{"tokenHash", hash},
+               {"timezone", "Europe/London"},
+               {"content",
+                {{"hours",
+                  {{"timezone", "Europe/London"},
+                   {"weekly", {{"mon", {{{"open", "08:00"}, {"close", "17:00"}}}}}}}},
+                 {"announcements", {{{"text", "Call ahead"}}}}}}}}};
+  t.mesh.set_env("cms", ss::cms::kSeedsVar, seeds.dump());
+  t.fail(true, true);
+  HttpReply r =
+      t.mesh.request("cms", "GET", "/v1/content", Mesh::tenant_headers("auto-repair", kAutoToken));
+  REQUIRE(r.status == 200);
+  CHECK(r.body_json()["source"] == "fallback");
+  CHECK(r.body_json()["hours"]["weekly"]["mon"][0]["open"] == "08:00");
+  CHECK(r.body_json()["announcements"][0]["text"] == "Call ahead");
+  json s = t.mesh
+               .request("cms", "GET", "/v1/status?at=2026-06-01T12:00:00Z",
+                        Mesh::tenant_headers("auto-repair", kAutoToken))
+               .body_json();
+  CHECK(s["open"] == true);  // 13:00 BST
+  CHECK(s["source"] == "fallback");
+  CHECK(
+      t.mesh.request("cms", "GET", "/v1/content", Mesh::tenant_headers("auto-repair", kBakeryToken))
+          .status == 401);
+  CHECK(t.get("/v1/content").status == 503);  // the bakery has no bundled seed here
+}
+
+TEST_CASE("cms: Workers RPC getContent/getStatus run the same handlers with tenant auth") {
+  Cms t;
+  json ok =
+      t.mesh.message("cms", json{{"op", "rpc"},
+                                 {"method", "getContent"},
+                                 {"args", {{{"tenantId", "bakery"}, {"token", kBakeryToken}}}}});
+  CHECK(ok["ok"] == true);
+  CHECK(ok["value"]["tenantId"] == "bakery");
+  CHECK(ok["value"]["source"] == "d1");
+  json status = t.mesh.message(
+      "cms",
+      json{{"op", "rpc"},
+           {"method", "getStatus"},
+           {"args", {{{"tenantId", "bakery"}, {"token", kBakeryToken}}, "2026-06-02T12:00:00Z"}}});
+  CHECK(status["ok"] == true);
+  CHECK(status["value"]["open"] == true);
+  CHECK(status["value"]["nextChange"] == "2026-06-02T19:00:00Z");
+  json wrong = t.mesh.message("cms", json{{"op", "rpc"},
+                                          {"method", "getContent"},
+                                          {"args", {{{"tenantId", "bakery"}, {"token", "nope"}}}}});
+  CHECK(wrong["ok"] == false);
+  CHECK(wrong["status"] == 401);
+  CHECK(wrong["error"]["code"] == "unauthenticated_tenant");
+}
+
+TEST_CASE("cms: provisioning refuses an unknown time zone") {
+  Cms t;
+  HttpReply r = t.mesh.request("cms", "PUT", "/admin/tenants/mars",
+                               {{"Authorization", std::string("Bearer ") + Mesh::kAdminToken},
+                                {"Content-Type", "application/json"}},
+                               json{{"token", "mars-token-0123456789"},
+                                    {"adminToken", "mars-admin-0123456789"},
+                                    {"config", {{"timezone", "Mars/Olympus"}}}}
+                                   .dump());
+  CHECK(r.status == 400);
+  CHECK(r.body_json()["error"]["field"] == "config.timezone");
+}

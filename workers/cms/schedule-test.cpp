@@ -1,0 +1,141 @@
+// Open/closed and nextChange on the tenant's wall clock, across DST changes, past midnight, date
+// overrides and emergency closures.
+#include "workers/cms/schedule.h"
+
+#include "shared/json_util.h"
+#include "shared/rfc3339.h"
+
+#include <doctest/doctest.h>
+
+using namespace ss::cms;
+using ss::json;
+
+namespace {
+
+std::int64_t at(const char* rfc3339) {
+  auto ms = ss::parse_rfc3339(rfc3339);
+  REQUIRE(ms.has_value());
+  return *ms / 1000;
+}
+
+Content content_with(const char* zone, json weekly, json overrides = json::array()) {
+  json doc{{"tenantId", "t"},
+           {"version", 1},
+           {"hours", {{"timezone", zone}, {"weekly", weekly}}},
+           {"overrides", overrides},
+           {"announcements", json::array()}};
+  auto c = content_from_json(doc);
+  REQUIRE(c.ok());
+  return std::move(c).value();
+}
+
+json status(const Content& c, const char* when) {
+  return status_json(compute_status(c, *Zone::find(c.hours.timezone), at(when)));
+}
+
+}  // namespace
+
+TEST_CASE("schedule: a shop opening at 02:30 on the spring-forward day opens at the jump") {
+  // 2026-03-08 is a Sunday; 02:00 EST jumps to 03:00 EDT at 07:00Z.
+  Content c =
+      content_with("America/New_York", {{"sun", {{{"open", "02:30"}, {"close", "05:00"}}}}});
+  json before = status(c, "2026-03-08T06:59:00Z");
+  CHECK(before["open"] == false);
+  CHECK(before["reason"] == "closed");
+  CHECK(before["nextChange"] == "2026-03-08T07:00:00Z");
+  json after = status(c, "2026-03-08T07:00:00Z");
+  CHECK(after["open"] == true);
+  CHECK(after["reason"] == "regular_hours");
+  CHECK(after["override"].is_null());
+  CHECK(after["nextChange"] == "2026-03-08T09:00:00Z");  // 05:00 EDT
+}
+
+TEST_CASE("schedule: a shift spanning the fall-back hour lasts an hour longer") {
+  // Saturday 2026-10-31 22:00 EDT (02:00Z) to Sunday 06:00 EST (11:00Z): nine hours.
+  Content c =
+      content_with("America/New_York", {{"sat", {{{"open", "22:00"}, {"close", "06:00"}}}}});
+  CHECK(status(c, "2026-11-01T01:59:00Z")["open"] == false);
+  CHECK(status(c, "2026-11-01T01:59:00Z")["nextChange"] == "2026-11-01T02:00:00Z");
+  for (const char* when : {"2026-11-01T02:00:00Z", "2026-11-01T05:30:00Z", "2026-11-01T06:30:00Z",
+                           "2026-11-01T10:59:00Z"}) {
+    CAPTURE(when);
+    json s = status(c, when);
+    CHECK(s["open"] == true);
+    CHECK(s["nextChange"] == "2026-11-01T11:00:00Z");
+  }
+  CHECK(status(c, "2026-11-01T11:00:00Z")["open"] == false);
+  CHECK(status(c, "2026-11-01T11:00:00Z")["nextChange"] ==
+        "2026-11-08T03:00:00Z");  // next Sat 22:00 EST
+}
+
+TEST_CASE("schedule: Europe/London and Australia/Lord_Howe changes move the opening instants") {
+  Content london =
+      content_with("Europe/London", {{"sun", {{{"open", "09:00"}, {"close", "17:00"}}}}});
+  CHECK(status(london, "2026-03-29T08:30:00Z")["open"] == true);   // 09:30 BST
+  CHECK(status(london, "2026-03-22T08:30:00Z")["open"] == false);  // 08:30 GMT
+  CHECK(status(london, "2026-03-22T08:30:00Z")["nextChange"] == "2026-03-22T09:00:00Z");
+  CHECK(status(london, "2026-03-28T12:00:00Z")["nextChange"] == "2026-03-29T08:00:00Z");
+
+  // Lord Howe jumps from 02:00 (+10:30) to 02:30 (+11) at 15:30Z on Saturday 2026-10-03.
+  Content howe =
+      content_with("Australia/Lord_Howe", {{"sun", {{{"open", "02:15"}, {"close", "04:00"}}}}});
+  json before = status(howe, "2026-10-03T15:00:00Z");  // 01:30 local
+  CHECK(before["open"] == false);
+  CHECK(before["nextChange"] == "2026-10-03T15:30:00Z");
+  CHECK(status(howe, "2026-10-03T15:30:00Z")["nextChange"] == "2026-10-03T17:00:00Z");  // 04:00 +11
+}
+
+TEST_CASE("schedule: a zone without DST and a range past midnight") {
+  Content c = content_with("Asia/Kolkata", {{"fri", {{{"open", "20:00"}, {"close", "02:00"}}}}});
+  // Friday 2026-05-29 20:00 IST = 14:30Z; closes Saturday 02:00 IST = 20:30Z.
+  CHECK(status(c, "2026-05-29T14:29:00Z")["nextChange"] == "2026-05-29T14:30:00Z");
+  json open = status(c, "2026-05-29T19:00:00Z");  // Saturday 00:30 IST
+  CHECK(open["open"] == true);
+  CHECK(open["nextChange"] == "2026-05-29T20:30:00Z");
+}
+
+TEST_CASE("schedule: date overrides close days or give them special hours") {
+  json weekly{{"thu", {{{"open", "07:00"}, {"close", "15:00"}}}},
+              {"fri", {{{"open", "07:00"}, {"close", "15:00"}}}},
+              {"sat", {{{"open", "07:00"}, {"close", "15:00"}}}}};
+  json overrides = json::array({{{"id", "A"},
+                                 {"from", "2026-12-24"},
+                                 {"to", "2026-12-25"},
+                                 {"closed", true},
+                                 {"message", "Holidays"}},
+                                {{"id", "B"},
+                                 {"from", "2026-12-26"},
+                                 {"hours", {{{"open", "10:00"}, {"close", "12:00"}}}}}});
+  Content c = content_with("America/New_York", weekly, overrides);
+  json closed = status(c, "2026-12-24T15:00:00Z");  // Thursday 10:00 EST
+  CHECK(closed["open"] == false);
+  CHECK(closed["reason"] == "override");
+  CHECK(closed["override"]["id"] == "A");
+  CHECK(closed["override"]["message"] == "Holidays");
+  CHECK(closed["nextChange"] == "2026-12-26T15:00:00Z");  // Saturday 10:00 special hours
+  json special = status(c, "2026-12-26T16:00:00Z");
+  CHECK(special["open"] == true);
+  CHECK(special["reason"] == "override");
+  CHECK(special["nextChange"] == "2026-12-26T17:00:00Z");
+  CHECK(status(c, "2026-12-26T13:00:00Z")["open"] == false);  // 08:00: regular hours replaced
+}
+
+TEST_CASE("schedule: an emergency closure wins until it ends; none open → nextChange null") {
+  json weekly{{"mon", {{{"open", "00:00"}, {"close", "24:00"}}}}};
+  json overrides = json::array({{{"id", "E"},
+                                 {"closedNow", true},
+                                 {"from", "2026-06-01T12:00:00Z"},
+                                 {"until", "2026-06-01T18:00:00Z"},
+                                 {"message", "Power cut"}}});
+  Content c = content_with("UTC", weekly, overrides);  // 2026-06-01 is a Monday
+  CHECK(status(c, "2026-06-01T11:00:00Z")["open"] == true);
+  CHECK(status(c, "2026-06-01T11:00:00Z")["nextChange"] == "2026-06-01T12:00:00Z");
+  json during = status(c, "2026-06-01T13:00:00Z");
+  CHECK(during["open"] == false);
+  CHECK(during["reason"] == "override");
+  CHECK(during["override"]["closedNow"] == true);
+  CHECK(during["nextChange"] == "2026-06-01T18:00:00Z");
+
+  Content never = content_with("UTC", json::object());
+  CHECK(status(never, "2026-06-01T13:00:00Z")["nextChange"].is_null());
+}

@@ -1,0 +1,120 @@
+#include "workers/cms/schedule.h"
+
+#include "shared/rfc3339.h"
+
+#include <algorithm>
+#include <set>
+
+namespace ss::cms {
+
+namespace {
+
+constexpr std::int64_t kDay = 86400;
+// nextChange is looked for a week ahead first (the usual answer), then up to kMaxScanDays.
+constexpr std::int64_t kFirstScanDays = 8;
+
+std::int64_t floor_div(std::int64_t a, std::int64_t b) { return a >= 0 ? a / b : (a - b + 1) / b; }
+
+// The date override deciding a local day: the most recently created one covering it.
+const Override* date_override(const Content& c, std::int64_t day) {
+  const Override* found = nullptr;
+  for (const Override& o : c.overrides) {
+    if (o.closed_now || day < o.from_day || day > o.to_day) continue;
+    if (found == nullptr || o.created_at > found->created_at ||
+        (o.created_at == found->created_at && o.id > found->id)) {
+      found = &o;
+    }
+  }
+  return found;
+}
+
+const DayRanges kNoRanges;
+
+const DayRanges& ranges_of(const Content& c, std::int64_t day, const Override* o) {
+  if (o != nullptr) return o->closed || !o->hours ? kNoRanges : *o->hours;
+  return c.hours.weekly[static_cast<std::size_t>(weekday_from_days(day))];
+}
+
+}  // namespace
+
+OpenState state_at(const Content& c, const Zone& zone, std::int64_t t) {
+  for (const Override& o : c.overrides) {
+    if (o.closed_now && o.starts_at <= t && (!o.until || t < *o.until)) return {false, &o};
+  }
+  std::int64_t local = zone.local_seconds(t);
+  std::int64_t day = floor_div(local, kDay);
+  int minute = static_cast<int>((local - day * kDay) / 60);
+  const Override* today = date_override(c, day);
+  if (today != nullptr && today->closed) return {false, today};
+  bool open = false;
+  for (const TimeRange& r : ranges_of(c, day, today)) {
+    open = open || (r.past_midnight() ? minute >= r.open : minute >= r.open && minute < r.close);
+  }
+  for (const TimeRange& r : ranges_of(c, day - 1, date_override(c, day - 1))) {
+    open = open || (r.past_midnight() && minute < r.close);
+  }
+  return {open, today};
+}
+
+StatusAnswer compute_status(const Content& c, const Zone& zone, std::int64_t t) {
+  StatusAnswer answer;
+  answer.state = state_at(c, zone, t);
+  // The answer can only flip at a wall-clock minute where some range (or a day) starts or ends, at
+  // a zone transition (the wall clock jumps), or where an emergency closure starts or ends.
+  std::set<int> minutes{0};
+  auto add_ranges = [&](const DayRanges& ranges) {
+    for (const TimeRange& r : ranges) {
+      minutes.insert(r.open);
+      minutes.insert(r.close % (24 * 60));
+    }
+  };
+  for (const DayRanges& day : c.hours.weekly) add_ranges(day);
+  for (const Override& o : c.overrides) {
+    if (o.hours) add_ranges(*o.hours);
+  }
+  std::int64_t scanned_to = t;
+  for (std::int64_t days : {kFirstScanDays, kMaxScanDays}) {
+    std::int64_t end = t + days * kDay;
+    std::vector<std::int64_t> candidates = zone.transitions(scanned_to, end);
+    std::set<std::int64_t> offsets{zone.offset_at(scanned_to), zone.offset_at(end)};
+    for (std::int64_t tr : candidates) {
+      offsets.insert(zone.offset_at(tr - 1));
+      offsets.insert(zone.offset_at(tr));
+    }
+    for (const Override& o : c.overrides) {
+      if (!o.closed_now) continue;
+      candidates.push_back(o.starts_at);
+      if (o.until) candidates.push_back(*o.until);
+    }
+    std::int64_t first_day = floor_div(zone.local_seconds(scanned_to), kDay) - 1;
+    std::int64_t last_day = floor_div(zone.local_seconds(end), kDay) + 1;
+    for (std::int64_t day = first_day; day <= last_day; ++day) {
+      for (int m : minutes) {
+        std::int64_t local = day * kDay + m * 60;
+        for (std::int64_t off : offsets) {
+          if (zone.offset_at(local - off) == off) candidates.push_back(local - off);
+        }
+      }
+    }
+    std::sort(candidates.begin(), candidates.end());
+    for (std::int64_t when : candidates) {
+      if (when <= scanned_to || when > end) continue;
+      if (state_at(c, zone, when).open != answer.state.open) {
+        answer.next_change = when;
+        return answer;
+      }
+    }
+    scanned_to = end;
+  }
+  return answer;
+}
+
+json status_json(const StatusAnswer& answer) {
+  return json{{"open", answer.state.open},
+              {"reason", answer.state.reason()},
+              {"override", answer.state.override ? override_json(*answer.state.override) : json()},
+              {"nextChange",
+               answer.next_change ? json(format_rfc3339(*answer.next_change * 1000)) : json()}};
+}
+
+}  // namespace ss::cms

@@ -1,0 +1,39 @@
+#pragma once
+// The cms service's routes and the pieces they share: tenant authentication that survives storage
+// outages, the KV cache document, the isolate's last-known-good copy and the bundled seeds.
+// See docs/cms.md for the read path and the zero-lockout design.
+
+#include "shared/app.h"
+#include "shared/tenant_store.h"
+#include "workers/cms/model.h"
+
+#include <optional>
+#include <string>
+
+namespace ss::cms {
+
+inline constexpr const char* kCacheBinding = "CMS_CACHE";
+// The snapshot bundled into the deployed worker: {"<tenantId>":{"tokenHash","content"}}.
+inline constexpr const char* kSeedsVar = "CMS_FALLBACK_SEEDS";
+inline constexpr std::size_t kMaxStudioBody = 64 * 1024;
+
+std::string cache_key(const std::string& tenant_id);
+// {"tokenHash","content":content_json()}: what KV and the isolate copy hold.
+json cache_document(const Content& content, const std::string& token_hash);
+// Writes the KV document; a failed put removes the key so no reader sees the old one.
+Task<Status> refresh_cache(Context& ctx, const Content& content, const std::string& token_hash);
+// The isolate's last-known-good copy (survives across requests in one isolate).
+void remember(const Content& content, const std::string& token_hash);
+void forget_all_remembered();  // tests
+
+// A tenant's version-0 content: the manifest snapshot of its config (config.fallback) in its zone.
+Content seed_content(const TenantRow& row);
+
+void add_content_routes(App& app);
+void add_studio_routes(App& app);
+// Workers RPC: getContent(auth), getStatus(auth, at?) with auth {tenantId, token,
+// capabilityVersion?}.
+Task<Result<json>> cms_rpc(Context& ctx, const std::string& method, const json& args);
+Status validate_cms_config(const Context& ctx, const json& config);
+
+}  // namespace ss::cms

@@ -1,0 +1,59 @@
+#pragma once
+// Every SQL statement of the cms worker, behind typed functions (migrations/cms/0002_content.sql).
+// Each one binds tenant_id: no statement can reach another tenant's rows.
+
+#include "shared/effects.h"
+#include "workers/cms/model.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ss::cms {
+
+struct VersionRow {
+  std::int64_t version = 0;
+  std::string changed_at;
+  std::string actor;
+  std::string change;
+  json detail = json::object();
+  static VersionRow decode(RowReader& r);
+};
+
+// One change, committed as version `version` with its history row. The statements come from the
+// *_statement() builders below.
+struct Commit {
+  std::string tenant_id;
+  std::int64_t version = 0;
+  std::string at;
+  std::string actor;
+  std::string change;  // e.g. hours_changed
+  json detail = json::object();
+  const Hours* hours = nullptr;  // the hours after the change
+  std::vector<D1Statement> statements;
+};
+
+class CmsStore {
+ public:
+  explicit CmsStore(std::string binding) : db_(std::move(binding)) {}
+
+  // The stored content; nullopt when the tenant has never been edited (the seed applies).
+  Task<Result<std::optional<Content>>> load(const std::string& tenant_id) const;
+  Task<Result<std::int64_t>> version(const std::string& tenant_id) const;
+  Task<Result<std::vector<VersionRow>>> history(const std::string& tenant_id,
+                                                std::int64_t limit) const;
+  // Fails as a whole (nothing written) when another writer committed that version first.
+  Task<Status> commit(const Commit& commit) const;
+
+  static D1Statement insert_override_statement(const std::string& tenant_id, const Override& o);
+  static D1Statement delete_override_statement(const std::string& tenant_id, const std::string& id);
+  static D1Statement upsert_announcement_statement(const std::string& tenant_id,
+                                                   const Announcement& a);
+  static D1Statement delete_announcement_statement(const std::string& tenant_id,
+                                                   const std::string& id);
+
+ private:
+  D1 db_;
+};
+
+}  // namespace ss::cms
