@@ -70,14 +70,15 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
 )sql";
 
 // One latency bucket incremented in the day's histogram (kHistogramSize zeros to start with).
+// D1 binds JavaScript numbers as REAL, so the index is cast before it becomes part of a JSON path.
 constexpr std::string_view kRollupProbe = R"sql(
 INSERT INTO probe_days (tenant_id, monitor_id, day, checks, failures, hist_json)
-VALUES (?1, ?2, ?3, 1, ?4, json_set(?5, '$[' || ?6 || ']', 1))
+VALUES (?1, ?2, ?3, 1, ?4, json_set(?5, '$[' || CAST(?6 AS INTEGER) || ']', 1))
 ON CONFLICT (tenant_id, monitor_id, day) DO UPDATE SET
   checks = checks + 1,
   failures = failures + ?4,
-  hist_json = json_set(hist_json, '$[' || ?6 || ']',
-                       COALESCE(json_extract(hist_json, '$[' || ?6 || ']'), 0) + 1)
+  hist_json = json_set(hist_json, '$[' || CAST(?6 AS INTEGER) || ']',
+                       COALESCE(json_extract(hist_json, '$[' || CAST(?6 AS INTEGER) || ']'), 0) + 1)
 )sql";
 
 // Only the claim holder of this tick writes the state.
