@@ -14,7 +14,7 @@ let origin;
 let status = 200;
 
 before(async () => {
-  origin = createServer((req, res) => {
+  origin = createServer((_req, res) => {
     res.writeHead(status, { "content-type": "text/html" });
     res.end('<!doctype html><main><form id="contact"></form></main>');
   });
@@ -45,7 +45,10 @@ async function tick(n) {
 describe("status page in Chromium", () => {
   it("shows each monitor's state and 90-day bar on a phone, without JavaScript", async () => {
     const port = origin.address().port;
-    for (const [id, path] of [["home", "/"], ["contact", "/contact"]]) {
+    for (const [id, path] of [
+      ["home", "/"],
+      ["contact", "/contact"],
+    ]) {
       const res = await mesh.fetch("monitoring", `/admin/monitors/${id}`, {
         method: "PUT",
         headers: {
@@ -68,11 +71,11 @@ describe("status page in Chromium", () => {
     const response = await page.goto(`${await mesh.url("monitoring")}status/bakery`);
     assert.equal(response.status(), 200);
     try {
-      assert.match(await page.locator("h1").innerText(), /bakery/);
-      assert.match(await page.locator(".banner").innerText(), /down/i);
+      assert.match(await page.locator("h1").textContent(), /bakery/);
+      assert.match(await page.locator(".banner").textContent(), /down/i);
       assert.equal(await page.locator("section.monitor").count(), 2);
       assert.equal(await page.locator("section.monitor").first().locator(".bar span").count(), 90);
-      assert.match(await page.locator("ul li").first().innerText(), /status_mismatch/);
+      assert.match(await page.locator("ul li").first().textContent(), /status_mismatch/);
       assert.equal(await page.locator("script").count(), 0);
       const width = await page.evaluate(() => document.documentElement.scrollWidth);
       assert.ok(width <= 390, `no horizontal scrolling on a phone (page is ${width}px wide)`);

@@ -142,10 +142,13 @@ describe("monitoring: monitors API", () => {
     const bad = await put("bad", { url: `${origin.url}/`, mustContain: ["a:hover"] });
     const error = await errorOf(bad, 400, "invalid_request");
     assert.equal(error.field, "mustContain[0]");
-    await jsonOf(await mesh.fetch("monitoring", "/admin/monitors/api-defaults", {
-      method: "DELETE",
-      headers: adminHeaders(),
-    }), 200);
+    await jsonOf(
+      await mesh.fetch("monitoring", "/admin/monitors/api-defaults", {
+        method: "DELETE",
+        headers: adminHeaders(),
+      }),
+      200,
+    );
   });
 });
 
@@ -169,8 +172,7 @@ describe("monitoring: probes in workerd", () => {
     origin.status = 200;
     origin.body = PAGE.replace('data-role="send"', "");
     await runTick("reasons");
-    assert.equal((await monitorView("reasons")).lastProbe.reason,
-      "selector_missing:main button[data-role=send]");
+    assert.equal((await monitorView("reasons")).lastProbe.reason, "selector_missing:main button[data-role=send]");
 
     origin.body = PAGE;
     origin.delayMs = 700;
@@ -248,14 +250,19 @@ describe("monitoring: incidents and alerts", () => {
     mesh.stubs.failNext("/v2/enqueue", 2);
     mesh.stubs.failNext("/slack/", 1);
     await runTick("retry");
-    const accepted = (prefix) =>
-      mesh.stubs.find(prefix).length; // failed attempts are recorded too
+    const accepted = (prefix) => mesh.stubs.find(prefix).length; // failed attempts are recorded too
     assert.equal(accepted("/v2/enqueue"), 3); // 2 failures + 1 success
     assert.equal(accepted("/slack/"), 2);
-    const alerts = await jsonOf(await mesh.fetch("monitoring", "/admin/monitors/retry/alerts", {
-      headers: adminHeaders(),
-    }), 200);
-    assert.deepEqual(alerts.alerts.map((a) => a.state), ["sent", "sent"]);
+    const alerts = await jsonOf(
+      await mesh.fetch("monitoring", "/admin/monitors/retry/alerts", {
+        headers: adminHeaders(),
+      }),
+      200,
+    );
+    assert.deepEqual(
+      alerts.alerts.map((a) => a.state),
+      ["sent", "sent"],
+    );
     assert.ok(!JSON.stringify(alerts).includes("R0UTINGKEY"));
   });
 
@@ -302,8 +309,14 @@ describe("monitoring: SSRF with local outbound off", () => {
 
   it("refuses loopback, private, link-local and obfuscated targets, naming the field", async () => {
     for (const url of [
-      "http://127.1/", "http://[::1]/", "http://169.254.169.254/", "http://0x7f000001/",
-      "http://user@10.0.0.1/", "http://127.0.0.1:8080/", "http://localhost/", "file:///etc/passwd",
+      "http://127.1/",
+      "http://[::1]/",
+      "http://169.254.169.254/",
+      "http://0x7f000001/",
+      "http://user@10.0.0.1/",
+      "http://127.0.0.1:8080/",
+      "http://localhost/",
+      "file:///etc/passwd",
     ]) {
       const res = await strict.fetch("monitoring", "/admin/monitors/ssrf", {
         method: "PUT",
