@@ -178,7 +178,8 @@ std::string render_status_html(const json& status) {
        ".bar{display:flex;gap:1px;height:28px;margin:10px 0 4px}.bar span{flex:1;"
        "border-radius:1px;background:#d1d5db}.bar .ok{background:#34a853}.bar .warn{"
        "background:#f4b400}.bar .bad{background:#d93025}.legend{display:flex;"
-       "justify-content:space-between;font-size:.8rem;color:#6b7280}"
+       "justify-content:space-between;gap:8px;font-size:.8rem;color:#6b7280}"
+       ".legend span:last-child{white-space:nowrap}"
        "ul{padding-left:1.2rem}li{margin:.3rem 0}footer{font-size:.8rem;color:#6b7280;"
        "margin:24px 0}</style></head><body><main>";
   h += "<h1>" + tenant + " status</h1>";
