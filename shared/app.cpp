@@ -109,6 +109,9 @@ Task<Result<Response>> put_tenant(Context& ctx, const Request& req, const Params
 
   std::string now = format_rfc3339(ctx.now_ms());
   SS_CO_CHECK(co_await store.upsert(id, token_hash, admin_hash, config, now));
+  if (ctx.app().apply_tenant_config) {
+    SS_CO_CHECK(co_await ctx.app().apply_tenant_config(ctx, id, config));
+  }
   SS_CO_TRY(std::optional<TenantRow> saved, co_await store.find(id));
   if (!saved) co_return Error{ErrorCode::internal, "put_tenant(): the row vanished"};
   ctx.log("tenant " + id + (created ? " created" : " updated"));

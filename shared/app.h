@@ -36,6 +36,11 @@ struct App {
   std::vector<std::string> diagnostic_services;  // service bindings /admin/diagnostics calls
   // Validates the worker-specific part of a tenant's config on PUT /admin/tenants/{id}.
   std::function<Status(const Context& ctx, const json& config)> validate_tenant_config;
+  // Runs after PUT /admin/tenants/{id} stored a validated config (e.g. monitoring creates the
+  // manifest's monitors); a failure answers the PUT with that error (the tenant row stays saved, so
+  // the push can simply be repeated).
+  std::function<Task<Status>(Context& ctx, const std::string& tenant_id, const json& config)>
+      apply_tenant_config;
   // Hides the secrets a worker keeps inside tenant config (e.g. webhook signing keys) in GET views.
   std::function<json(json config)> redact_tenant_config;
 

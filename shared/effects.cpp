@@ -291,6 +291,13 @@ EffectOf<Unit> queue_send(std::string binding, json body, int delay_seconds) {
   return {std::move(r), decode_unit};
 }
 
+EffectOf<Unit> queue_send_batch(std::string binding, std::vector<json> bodies) {
+  json messages = json::array();
+  for (json& body : bodies) messages.push_back(json{{"body", std::move(body)}});
+  json r{{"kind", "queue.sendBatch"}, {"binding", std::move(binding)}, {"messages", messages}};
+  return {std::move(r), decode_unit};
+}
+
 EffectOf<Unit> analytics_write(std::string binding, json blobs, json doubles, json indexes) {
   return {json{{"kind", "ae.write"},
                {"binding", std::move(binding)},

@@ -179,6 +179,9 @@ EffectOf<FetchReply> service_call(std::string binding, const HttpCall& call);
 // ----------------------------------------
 
 EffectOf<Unit> queue_send(std::string binding, json body, int delay_seconds = 0);
+// One sendBatch() call (at most kMaxQueueBatch messages): one subrequest, not one per message.
+inline constexpr std::size_t kMaxQueueBatch = 100;
+EffectOf<Unit> queue_send_batch(std::string binding, std::vector<json> bodies);
 EffectOf<Unit> analytics_write(std::string binding, json blobs, json doubles, json indexes);
 EffectOf<bool> rate_limit(std::string binding, std::string key);  // true: allowed
 EffectOf<std::string> sha256_hex(std::string data);               // 64 lower-case hex chars

@@ -19,6 +19,19 @@ export default {
         signal: AbortSignal.timeout(timeoutMs),
         redirect: "manual",
       });
+      if (Array.isArray(effect.selectors)) {
+        // A monitor probe: the body is streamed through HTMLRewriter (lol-html), one element
+        // handler per mustContain selector, and only which selectors matched comes back. Nothing
+        // is buffered, so a page of any size costs no memory; the timeout covers the body too.
+        const selectorsMatched = await matchSelectors(response, effect.selectors);
+        return {
+          status: response.status,
+          headers: headersObject(response.headers),
+          body: "",
+          selectorsMatched,
+          elapsedMs: elapsed(),
+        };
+      }
       const { text, tooLarge } = await readText(response.body);
       return {
         status: response.status,
@@ -35,3 +48,33 @@ export default {
     }
   },
 };
+
+/** Which of `selectors` match an element of the response's HTML (streamed, never buffered). */
+async function matchSelectors(response, selectors) {
+  if (selectors.length === 0 || !response.body) {
+    await response.body?.cancel().catch(() => {});
+    return [];
+  }
+  if (typeof HTMLRewriter !== "function") {
+    throw new EffectError("unsupported_effect", "fetch(): selectors need HTMLRewriter (workerd)");
+  }
+  const matched = new Set();
+  let rewriter = new HTMLRewriter();
+  for (const selector of selectors) {
+    rewriter = rewriter.on(selector, {
+      element() {
+        matched.add(selector);
+      },
+    });
+  }
+  const reader = rewriter.transform(response).body.getReader();
+  for (;;) {
+    const { done } = await reader.read();
+    if (done) break;
+    if (matched.size === selectors.length) {
+      await reader.cancel().catch(() => {}); // every selector seen: the rest of the page is moot
+      break;
+    }
+  }
+  return selectors.filter((s) => matched.has(s));
+}

@@ -54,7 +54,13 @@ describe("wrangler configs", async () => {
     };
     assert.deepEqual(bindings("leads"), ["EVENTS_QUEUE", "EVENTS_SERVICE", "LEADS_DB", "NOTIFY_QUEUE"]);
     assert.deepEqual(bindings("cms"), ["CMS_CACHE", "CMS_DB", "EVENTS_QUEUE", "EVENTS_SERVICE"]);
-    assert.deepEqual(bindings("monitoring"), ["EVENTS_QUEUE", "EVENTS_SERVICE", "MONITORING_DB"]);
+    assert.deepEqual(bindings("monitoring"), [
+      "EVENTS_QUEUE",
+      "EVENTS_SERVICE",
+      "MONITORING_CACHE",
+      "MONITORING_DB",
+      "MONITOR_JOBS",
+    ]);
     assert.deepEqual(bindings("analytics"), [
       "ANALYTICS_DB",
       "EVENTS_QUEUE",
@@ -77,8 +83,7 @@ describe("wrangler configs", async () => {
       "LEADS_SERVICE",
       "MONITOR_SERVICE",
     ]);
-    // monitoring (*/5 probes) declares its cron when its cron handler lands.
-    assert.deepEqual(read("monitoring").triggers.crons ?? [], []);
+    assert.deepEqual(read("monitoring").triggers.crons, ["*/5 * * * *"]);
     // analytics: hourly salts and retention (docs/analytics.md).
     assert.deepEqual(read("analytics").triggers.crons, ["0 * * * *"]);
     assert.deepEqual(read("events").triggers.crons, ["*/2 * * * *", "0 * * * *", "*/15 * * * *"]);

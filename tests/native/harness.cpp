@@ -345,6 +345,10 @@ json Mesh::perform(const json& effect) {
   if (kind == "fetch") {
     if (!fetch_stub) return error_result(effect, "network_error", "no network in tests");
     StubReply reply = fetch_stub(effect);
+    if (reply.timeout) {
+      now_ms += int_or(effect, "timeoutMs", 10000);
+      return error_result(effect, "timeout", "no answer in time");
+    }
     now_ms += reply.elapsed_ms;
     if (reply.network_error) {
       json r = error_result(effect, "network_error", "connection refused");
@@ -353,13 +357,32 @@ json Mesh::perform(const json& effect) {
     }
     json headers = json::object();
     for (const auto& [k, v] : reply.headers) headers[k] = v;
-    return ok_result(effect, json{{"status", reply.status},
-                                  {"headers", headers},
-                                  {"body", reply.body},
-                                  {"elapsedMs", reply.elapsed_ms}});
+    json value{{"status", reply.status},
+               {"headers", headers},
+               {"body", reply.body},
+               {"elapsedMs", reply.elapsed_ms}};
+    if (const json* wanted = find_field(effect, "selectors"); wanted && wanted->is_array()) {
+      value["body"] = "";  // as the JS host: the body was streamed through HTMLRewriter
+      json matched = json::array();
+      for (const json& s : *wanted) {
+        if (!reply.selectors_matched ||
+            std::find(reply.selectors_matched->begin(), reply.selectors_matched->end(),
+                      s.get<std::string>()) != reply.selectors_matched->end()) {
+          matched.push_back(s);
+        }
+      }
+      value["selectorsMatched"] = matched;
+    }
+    return ok_result(effect, value);
   }
   if (kind == "queue.send") {
     queue_sent[binding].push_back(effect["body"]);
+    return ok_result(effect, json::object());
+  }
+  if (kind == "queue.sendBatch") {
+    if (const json* list = find_field(effect, "messages"); list && list->is_array()) {
+      for (const json& m : *list) queue_sent[binding].push_back(m.value("body", json(nullptr)));
+    }
     return ok_result(effect, json::object());
   }
   if (kind == "ae.write") {

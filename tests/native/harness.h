@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -43,7 +44,11 @@ struct StubReply {
   std::map<std::string, std::string> headers;
   std::string body;
   bool network_error = false;
+  bool timeout = false;  // fails with code timeout after the effect's timeoutMs
   int elapsed_ms = 5;
+  // For a fetch with "selectors" (monitor probes): the native host does not parse HTML, so the
+  // stub says which of the requested selectors matched; unset means all of them did.
+  std::optional<std::vector<std::string>> selectors_matched;
 };
 
 class SqliteDb {

@@ -1,0 +1,329 @@
+#include "workers/monitoring/jobs.h"
+
+#include "shared/effects.h"
+#include "shared/emit.h"
+#include "shared/json_util.h"
+#include "shared/rfc3339.h"
+#include "shared/url_guard.h"
+#include "workers/monitoring/incident.h"
+#include "workers/monitoring/probe.h"
+#include "workers/monitoring/store.h"
+
+#include <algorithm>
+
+namespace ss::monitoring {
+
+namespace {
+
+json probe_job(std::int64_t tick, const std::vector<MonitorKey>& keys) {
+  json monitors = json::array();
+  for (const auto& k : keys) monitors.push_back(json::array({k.tenant_id, k.monitor_id}));
+  return json{{"type", "probe"}, {"tick", tick}, {"monitors", monitors}};
+}
+
+json alert_job(const std::string& alert_id) {
+  return json{{"type", "alert"}, {"alertId", alert_id}};
+}
+
+// Pages through every enabled monitor and enqueues them, kMaxQueueBatch messages per call.
+Task<Result<std::int64_t>> enqueue_probes(Context& ctx, std::int64_t tick) {
+  MonitorStore store;
+  MonitorKey after{"", ""};
+  std::int64_t total = 0;
+  std::vector<json> messages;
+  for (;;) {
+    SS_CO_TRY(std::vector<MonitorKey> page, co_await store.enabled_page(after, kCronPageSize));
+    for (std::size_t i = 0; i < page.size(); i += kMonitorsPerJob) {
+      std::vector<MonitorKey> chunk(
+          page.begin() + static_cast<std::ptrdiff_t>(i),
+          page.begin() + static_cast<std::ptrdiff_t>(
+                             std::min(page.size(), i + static_cast<std::size_t>(kMonitorsPerJob))));
+      messages.push_back(probe_job(tick, chunk));
+    }
+    total += static_cast<std::int64_t>(page.size());
+    bool last_page = page.size() < static_cast<std::size_t>(kCronPageSize);
+    if (!page.empty()) after = page.back();
+    while (messages.size() >= kMaxQueueBatch || (last_page && !messages.empty())) {
+      std::size_t n = std::min(messages.size(), kMaxQueueBatch);
+      std::vector<json> batch(messages.begin(), messages.begin() + static_cast<std::ptrdiff_t>(n));
+      messages.erase(messages.begin(), messages.begin() + static_cast<std::ptrdiff_t>(n));
+      SS_CO_CHECK(co_await queue_send_batch(kJobsQueueBinding, std::move(batch)));
+    }
+    if (last_page) break;
+  }
+  co_return total;
+}
+
+Task<Status> requeue_stale_alerts(Context& ctx) {
+  MonitorStore store;
+  std::string before = format_rfc3339_ms(ctx.now_ms() - kStaleAlertMs);
+  SS_CO_TRY(std::vector<AlertRow> stale, co_await store.stale_alerts(before, 100));
+  if (stale.empty()) co_return Unit{};
+  std::vector<json> jobs;
+  for (const auto& a : stale) jobs.push_back(alert_job(a.alert_id));
+  ctx.log("re-enqueueing " + std::to_string(jobs.size()) + " stale alerts");
+  SS_CO_CHECK(co_await queue_send_batch(kJobsQueueBinding, std::move(jobs)));
+  co_return Unit{};
+}
+
+Task<Status> prune_history(Context& ctx) {
+  std::int64_t raw_days = ctx.env_int("PROBE_RETENTION_DAYS", kDefaultProbeRetentionDays, 2, 90);
+  std::int64_t rollup_days = ctx.env_int("ROLLUP_RETENTION_DAYS", kDefaultRollupRetentionDays,
+                                         kMinRollupRetentionDays, 3650);
+  std::string before_day = format_rfc3339(ctx.now_ms() - rollup_days * kMsPerDay).substr(0, 10);
+  SS_CO_TRY(std::int64_t n, co_await MonitorStore().prune(ctx.now_ms() - raw_days * kMsPerDay,
+                                                          before_day, kPruneBatch));
+  if (n > 0) ctx.log("pruned " + std::to_string(n) + " probe rows");
+  co_return Unit{};
+}
+
+Task<Status> emit(Context& ctx, const std::string& type, const std::string& tenant,
+                  const std::string& monitor_id, json payload) {
+  EventDraft e;
+  e.event_type = type;
+  e.entity_ref = "monitor:" + monitor_id;
+  e.tenant_id = tenant;
+  e.payload = std::move(payload);
+  auto r = co_await emit_event(ctx, std::move(e));
+  if (!r) ctx.log(type + " not emitted: " + r.error().message);
+  co_return Unit{};
+}
+
+// Sends one alert from the outbox: claim, POST, record. The returned delay (seconds) asks the queue
+// to retry; nullopt acks the message.
+Task<Result<std::optional<int>>> deliver_alert(Context& ctx, const std::string& alert_id) {
+  MonitorStore store;
+  SS_CO_TRY(std::optional<AlertRow> row, co_await store.alert(alert_id));
+  if (!row || row->state == "sent" || row->state == "dead") co_return std::optional<int>{};
+  std::string now = format_rfc3339_ms(ctx.now_ms());
+  SS_CO_TRY(bool claimed,
+            co_await store.claim_alert(alert_id, ctx.now_ms(), ctx.now_ms() + kAlertLeaseMs, now));
+  // Someone else is sending it; if they die, the lease lapses and the cron re-enqueues it.
+  if (!claimed) co_return std::optional<int>{};
+  int attempt = row->attempts + 1;
+
+  std::string url = string_or(row->request, "url", "");
+  std::string error;
+  // The Slack URL is the tenant's: checked again right before the call (the guard may be stricter
+  // now than when the monitor was saved). PagerDuty's is the deployment's own configuration.
+  if (row->channel == "slack") {
+    auto checked = check_outbound_url(url, ctx.allow_local_outbound());
+    if (!checked)
+      error = "refused: " + checked.error().message;
+    else
+      url = checked->href;
+  }
+  if (error.empty()) {
+    HttpCall call;
+    call.method = "POST";
+    call.url = url;
+    call.headers["content-type"] = "application/json";
+    const json* body = find_field(row->request, "body");
+    call.body = dump_json(body ? *body : json::object());
+    auto reply = co_await fetch(call);
+    if (!reply)
+      error = reply.error().message;
+    else if (!reply->ok())
+      error = "HTTP " + std::to_string(reply->status);
+  }
+  now = format_rfc3339_ms(ctx.now_ms());
+  if (error.empty()) {
+    SS_CO_CHECK(co_await store.alert_sent(alert_id, now));
+    ctx.log("alert " + alert_id + " (" + row->channel + " " + row->action + ") sent");
+    co_return std::optional<int>{};
+  }
+  bool dead = attempt >= kMaxAlertAttempts;
+  SS_CO_CHECK(co_await store.alert_failed(alert_id, error, dead, now));
+  ctx.log("alert " + alert_id + " attempt " + std::to_string(attempt) + " failed: " + error +
+          (dead ? " (dead)" : ""));
+  if (dead) co_return std::optional<int>{};
+  // Exponential backoff: base, 2×, 4×… capped at an hour.
+  std::int64_t base = ctx.env_int("ALERT_BACKOFF_SECONDS", 30, 0, 3600);
+  std::int64_t delay = std::min<std::int64_t>(base << std::min(attempt - 1, 10), 3600);
+  co_return std::optional<int>{static_cast<int>(delay)};
+}
+
+Task<Status> probe_keys(Context& ctx, std::int64_t tick, std::vector<MonitorKey> keys) {
+  for (std::size_t i = 0; i < keys.size(); i += kProbeConcurrency) {
+    std::vector<Task<Result<bool>>> group;
+    for (std::size_t j = i; j < std::min(keys.size(), i + kProbeConcurrency); ++j) {
+      group.push_back(probe_monitor(ctx, keys[j].tenant_id, keys[j].monitor_id, tick));
+    }
+    std::vector<Result<bool>> results = co_await when_all(std::move(group));
+    for (std::size_t j = 0; j < results.size(); ++j) {
+      if (!results[j]) {
+        ctx.log("probe of " + keys[i + j].tenant_id + "/" + keys[i + j].monitor_id +
+                " failed: " + results[j].error().message);
+      }
+    }
+  }
+  co_return Unit{};
+}
+
+}  // namespace
+
+Task<Result<bool>> probe_monitor(Context& ctx, const std::string& tenant, const std::string& id,
+                                 std::int64_t tick) {
+  MonitorStore store;
+  MonitorKey key{tenant, id};
+  SS_CO_TRY(bool claimed,
+            co_await store.claim_probe(key, tick, ctx.now_ms(), ctx.now_ms() + kProbeLeaseMs));
+  if (!claimed) co_return false;
+  SS_CO_TRY(std::optional<MonitorRow> row, co_await store.find(tenant, id));
+  if (!row) co_return false;
+  bool allow_local = ctx.allow_local_outbound();
+  auto spec = parse_monitor(row->spec, allow_local);
+  if (!spec) {
+    // Stored before the rules got stricter: nothing is fetched; the monitor fails as blocked.
+    ctx.log("monitor " + tenant + "/" + id + " no longer valid: " + spec.error().message);
+  }
+  ProbeObservation seen;
+  if (spec) {
+    seen = co_await observe(*spec, allow_local);
+  } else {
+    seen.outcome = ProbeObservation::Outcome::ssrf_blocked;
+  }
+  MonitorSpec effective = spec ? *spec : MonitorSpec{};
+  ProbeResult result = evaluate(effective, seen);
+  std::int64_t at = ctx.now_ms();
+  bool maintenance = effective.in_maintenance(at);
+
+  MonitorState state{row->consecutive_failures, row->incident_id.has_value()};
+  Step st = step(state, result.ok, maintenance);
+  ProbeCommit commit;
+  commit.key = key;
+  commit.tick = tick;
+  commit.at_ms = at;
+  commit.result = result;
+  commit.maintenance = maintenance;
+  commit.next = st.next;
+  commit.incident_id = row->incident_id;
+
+  AlertContext ac;
+  ac.tenant_id = tenant;
+  ac.monitor_id = id;
+  ac.url = effective.url;
+  ac.source = ctx.app().service;
+  ac.reason = result.reason;
+  ac.opened_at = format_rfc3339(at);
+  if (st.transition == Transition::open) {
+    SS_CO_TRY(std::string incident_id, co_await ctx.new_ulid());
+    IncidentRow inc;
+    inc.incident_id = incident_id;
+    inc.tenant_id = tenant;
+    inc.monitor_id = id;
+    inc.opened_at = format_rfc3339(at);
+    inc.reason = result.reason;
+    inc.dedup_key = dedup_key(tenant, id, incident_id);
+    commit.opened = inc;
+    commit.incident_id = incident_id;
+    ac.incident_id = incident_id;
+  } else if (st.transition == Transition::resolve) {
+    commit.resolved_id = row->incident_id;
+    commit.incident_id = std::nullopt;
+    ac.incident_id = *row->incident_id;
+  }
+  std::string pagerduty_url = ctx.env("PAGERDUTY_EVENTS_URL");
+  if (pagerduty_url.empty()) pagerduty_url = "https://events.pagerduty.com/v2/enqueue";
+  for (AlertRequest& a : alerts_for(st.transition, effective, ac, pagerduty_url)) {
+    SS_CO_TRY(std::string alert_id, co_await ctx.new_ulid());
+    commit.alerts.emplace_back(alert_id, std::move(a));
+  }
+  Status committed = co_await store.commit_probe(commit);
+  if (!committed) {
+    Status released = co_await store.release_probe(key, tick);
+    if (!released) ctx.log("release of " + tenant + "/" + id + " failed");
+    co_return std::move(committed).error();
+  }
+
+  // After the commit: the outbox rows exist, so a lost queue message only delays an alert.
+  if (!commit.alerts.empty()) {
+    std::vector<json> jobs;
+    for (const auto& [alert_id, a] : commit.alerts) jobs.push_back(alert_job(alert_id));
+    Status sent = co_await queue_send_batch(kJobsQueueBinding, std::move(jobs));
+    if (!sent) ctx.log("alert jobs not enqueued (the cron will): " + sent.error().message);
+  }
+  json payload{{"monitorId", id}, {"url", effective.url}, {"probe", result.to_json(at)}};
+  if (!result.ok) SS_CO_CHECK(co_await emit(ctx, "monitor.probe_failed", tenant, id, payload));
+  if (st.transition == Transition::open) {
+    payload["incidentId"] = ac.incident_id;
+    payload["maintenance"] = maintenance;
+    SS_CO_CHECK(co_await emit(ctx, "monitor.incident_opened", tenant, id, payload));
+  } else if (st.transition == Transition::resolve) {
+    payload["incidentId"] = ac.incident_id;
+    SS_CO_CHECK(co_await emit(ctx, "monitor.incident_resolved", tenant, id, payload));
+  }
+  co_return true;
+}
+
+Task<Status> run_cron(Context& ctx, const std::string& cron) {
+  co_return co_await run_tick(ctx, ctx.now_ms() / kTickMs, cron);
+}
+
+Task<Status> run_tick(Context& ctx, std::int64_t tick, const std::string& cron) {
+  auto enqueued = co_await enqueue_probes(ctx, tick);
+  if (enqueued)
+    ctx.log("tick " + std::to_string(tick) + ": " + std::to_string(*enqueued) +
+            " monitors enqueued (" + cron + ")");
+  // The other chores run even when enqueueing failed; the first error is reported.
+  Status alerts = co_await requeue_stale_alerts(ctx);
+  Status pruned = co_await prune_history(ctx);
+  if (!enqueued) co_return std::move(enqueued).error();
+  if (!alerts) co_return alerts;
+  co_return pruned;
+}
+
+Task<QueueOutcome> consume(Context& ctx, std::vector<QueueMessage> batch) {
+  QueueOutcome outcome;
+  for (QueueMessage& m : batch) {
+    std::string type = string_or(m.body, "type", "");
+    if (type == "probe") {
+      std::int64_t tick = int_or(m.body, "tick", 0);
+      std::vector<MonitorKey> keys;
+      if (const json* list = find_field(m.body, "monitors"); list && list->is_array()) {
+        for (const json& k : *list) {
+          if (k.is_array() && k.size() == 2 && k[0].is_string() && k[1].is_string()) {
+            keys.push_back({k[0].get<std::string>(), k[1].get<std::string>()});
+          }
+        }
+      }
+      // Claims make redelivery harmless, and a failed probe waits for the next tick: always ack.
+      Status s = co_await probe_keys(ctx, tick, std::move(keys));
+      if (!s) ctx.log("probe job failed: " + s.error().message);
+      outcome.ack.push_back(m.id);
+    } else if (type == "alert") {
+      auto r = co_await deliver_alert(ctx, string_or(m.body, "alertId", ""));
+      if (!r) {
+        ctx.log("alert job failed: " + r.error().message);
+        outcome.retry.emplace_back(m.id, 30);
+      } else if (r->has_value()) {
+        outcome.retry.emplace_back(m.id, **r);
+      } else {
+        outcome.ack.push_back(m.id);
+      }
+    } else {
+      ctx.log("unknown job type '" + type + "' dropped");
+      outcome.ack.push_back(m.id);
+    }
+  }
+  co_return outcome;
+}
+
+namespace {
+
+// POST /__test/tick {"tick": n} (SITESWARM_TEST_HOOKS=1 only): the cron for a chosen tick, so
+// workerd tests can run several ticks within five real minutes.
+Task<Result<Response>> test_tick(Context& ctx, const Request& req, const Params&) {
+  if (!ctx.test_hooks_enabled()) co_return Error{ErrorCode::not_found, "no route for /__test/tick"};
+  SS_CO_TRY(json body, parse_json_object(req.body));
+  auto tick = get_int(body, "tick");
+  if (!tick) co_return Error{ErrorCode::invalid_request, "tick must be an integer"};
+  SS_CO_CHECK(co_await run_tick(ctx, *tick, "test"));
+  co_return Response::json_body(200, {{"ok", true}, {"tick", *tick}});
+}
+
+}  // namespace
+
+void add_test_routes(App& app) { app.router.add("POST", "/__test/tick", test_tick); }
+
+}  // namespace ss::monitoring

@@ -1,0 +1,265 @@
+#include "workers/monitoring/monitor.h"
+
+#include "shared/json_util.h"
+#include "shared/rfc3339.h"
+#include "shared/text.h"
+#include "shared/url_guard.h"
+#include "workers/monitoring/probe.h"
+#include "workers/monitoring/selector.h"
+
+#include <set>
+
+namespace ss::monitoring {
+
+namespace {
+
+// Returns the error of a Status from a function returning Result<…>.
+#define MONITOR_CHECK(expr)                                             \
+  do {                                                                  \
+    Status monitor_check_ = (expr);                                     \
+    if (!monitor_check_.ok()) return std::move(monitor_check_).error(); \
+  } while (0)
+
+Error field_error(const std::string& field, const std::string& message) {
+  return Error{ErrorCode::invalid_request, field + " " + message}.with("field", field);
+}
+
+Result<int> int_field(const json& body, const char* name, int fallback, int min, int max) {
+  const json* v = find_field(body, name);
+  if (v == nullptr || v->is_null()) return fallback;
+  if (!v->is_number_integer() || v->get<std::int64_t>() < min || v->get<std::int64_t>() > max) {
+    return field_error(
+        name, "must be an integer from " + std::to_string(min) + " to " + std::to_string(max));
+  }
+  return static_cast<int>(v->get<std::int64_t>());
+}
+
+Status parse_expect_status(const json& body, MonitorSpec& spec) {
+  const json* v = find_field(body, "expectStatus");
+  if (v == nullptr || v->is_null()) return Unit{};
+  if (v->is_number_integer()) {
+    json list = json::array({*v});
+    return parse_expect_status(json{{"expectStatus", list}}, spec);
+  }
+  if (!v->is_array() || v->empty() || v->size() > kMaxExpectStatus) {
+    return field_error("expectStatus", "must be a list of 1 to " +
+                                           std::to_string(kMaxExpectStatus) + " HTTP statuses");
+  }
+  spec.expect_status.clear();
+  for (const json& s : *v) {
+    if (!s.is_number_integer() || s.get<std::int64_t>() < 100 || s.get<std::int64_t>() > 599) {
+      return field_error("expectStatus", "must hold HTTP statuses (100–599)");
+    }
+    spec.expect_status.push_back(static_cast<int>(s.get<std::int64_t>()));
+  }
+  return Unit{};
+}
+
+Status parse_must_contain(const json& body, MonitorSpec& spec) {
+  const json* v = find_field(body, "mustContain");
+  if (v == nullptr || v->is_null()) return Unit{};
+  if (v->is_string()) {
+    json list = json::array({*v});
+    return parse_must_contain(json{{"mustContain", list}}, spec);
+  }
+  if (!v->is_array() || v->size() > kMaxSelectors) {
+    return field_error("mustContain",
+                       "must be a list of at most " + std::to_string(kMaxSelectors) + " selectors");
+  }
+  for (std::size_t i = 0; i < v->size(); ++i) {
+    const json& s = (*v)[i];
+    std::string field = "mustContain[" + std::to_string(i) + "]";
+    if (!s.is_string()) return field_error(field, "must be a CSS selector string");
+    std::string selector = s.get<std::string>();
+    // Surrounding whitespace is not part of the selector (it would show in the reason).
+    auto first = selector.find_first_not_of(" \t\n");
+    auto last = selector.find_last_not_of(" \t\n");
+    selector = first == std::string::npos ? "" : selector.substr(first, last - first + 1);
+    if (std::string why = selector_error(selector); !why.empty()) {
+      return field_error(field, "is not a supported CSS selector: it " + why);
+    }
+    spec.must_contain.push_back(std::move(selector));
+  }
+  if (!spec.must_contain.empty() && spec.method == "HEAD") {
+    return field_error("mustContain", "needs method GET (a HEAD response has no body)");
+  }
+  return Unit{};
+}
+
+Status parse_alert_channels(const json& body, MonitorSpec& spec, bool allow_local) {
+  const json* v = find_field(body, "alertChannels");
+  if (v == nullptr || v->is_null()) return Unit{};
+  if (!v->is_object()) return field_error("alertChannels", "must be an object");
+  for (const auto& [key, value] : v->items()) {
+    if (key != "pagerduty" && key != "slack") {
+      return field_error("alertChannels." + key, "is not a channel (pagerduty, slack)");
+    }
+  }
+  if (const json* pd = find_field(*v, "pagerduty"); pd && !pd->is_null()) {
+    auto key = get_string(*pd, "routingKey");
+    if (!key || key->empty() || key->size() > kMaxRoutingKeyLength ||
+        !CharClass(kAlnum).chars("-_").all_of(*key)) {
+      return field_error("alertChannels.pagerduty.routingKey",
+                         "must be a PagerDuty integration key (letters, digits, - and _)");
+    }
+    spec.pagerduty_routing_key = *key;
+  }
+  if (const json* slack = find_field(*v, "slack"); slack && !slack->is_null()) {
+    auto url = get_string(*slack, "webhookUrl");
+    if (!url) {
+      return field_error("alertChannels.slack.webhookUrl", "must be an https:// webhook URL");
+    }
+    auto checked = check_outbound_url(*url, allow_local);
+    if (!checked) {
+      Error e =
+          field_error("alertChannels.slack.webhookUrl", "is refused: " + checked.error().message);
+      e.with("reason", refusal_reason(checked.error()));
+      return e;
+    }
+    spec.slack_webhook_url = checked->href;
+  }
+  return Unit{};
+}
+
+Status parse_windows(const json& body, MonitorSpec& spec) {
+  const json* v = find_field(body, "maintenance");
+  if (v == nullptr || v->is_null()) return Unit{};
+  if (!v->is_array() || v->size() > kMaxWindows) {
+    return field_error("maintenance", "must be a list of at most " + std::to_string(kMaxWindows) +
+                                          " {start, end} windows");
+  }
+  for (std::size_t i = 0; i < v->size(); ++i) {
+    std::string field = "maintenance[" + std::to_string(i) + "]";
+    const json& w = (*v)[i];
+    if (!w.is_object()) return field_error(field, "must be an object {start, end}");
+    MaintenanceWindow window;
+    auto start = get_string(w, "start");
+    auto start_ms = start ? parse_rfc3339(*start) : std::nullopt;
+    if (!start_ms) return field_error(field + ".start", "must be an RFC 3339 date-time");
+    auto end = get_string(w, "end");
+    auto end_ms = end ? parse_rfc3339(*end) : std::nullopt;
+    if (!end_ms) return field_error(field + ".end", "must be an RFC 3339 date-time");
+    if (*end_ms <= *start_ms) return field_error(field + ".end", "must be after start");
+    window.start = *start;
+    window.end = *end;
+    window.start_ms = *start_ms;
+    window.end_ms = *end_ms;
+    spec.maintenance.push_back(std::move(window));
+  }
+  return Unit{};
+}
+
+}  // namespace
+
+bool MonitorSpec::in_maintenance(std::int64_t now_ms) const {
+  for (const auto& w : maintenance) {
+    if (now_ms >= w.start_ms && now_ms < w.end_ms) return true;
+  }
+  return false;
+}
+
+bool MonitorSpec::expects(int status) const {
+  for (int s : expect_status) {
+    if (s == status) return true;
+  }
+  return false;
+}
+
+bool is_valid_monitor_id(std::string_view id) {
+  static constexpr CharClass kTail = CharClass(kAlnum).chars("._-");
+  return !id.empty() && id.size() <= kMaxMonitorIdLength && kAlnum.contains(id[0]) &&
+         kTail.all_of(id.substr(1));
+}
+
+Result<MonitorSpec> parse_monitor(const json& body, bool allow_local) {
+  if (!body.is_object()) return Error{ErrorCode::invalid_request, "a monitor is a JSON object"};
+  MonitorSpec spec;
+  auto url = get_string(body, "url");
+  if (!url) return field_error("url", "is required (an http:// or https:// URL)");
+  auto checked = check_probe_url(*url, allow_local);
+  if (!checked) {
+    Error e = field_error("url", "is refused: " + checked.error().message);
+    e.with("reason", refusal_reason(checked.error()));
+    return e;
+  }
+  spec.url = checked->href;
+
+  if (const json* m = find_field(body, "method"); m && !m->is_null()) {
+    std::string method = m->is_string() ? m->get<std::string>() : "";
+    if (method != "GET" && method != "HEAD") return field_error("method", "must be GET or HEAD");
+    spec.method = method;
+  }
+  MONITOR_CHECK(parse_expect_status(body, spec));
+  auto max_latency = int_field(body, "maxLatencyMs", kDefaultMaxLatencyMs, 1, kMaxMaxLatencyMs);
+  if (!max_latency) return std::move(max_latency).error();
+  spec.max_latency_ms = *max_latency;
+  auto timeout = int_field(body, "timeoutMs", kDefaultTimeoutMs, kMinTimeoutMs, kMaxTimeoutMs);
+  if (!timeout) return std::move(timeout).error();
+  spec.timeout_ms = *timeout;
+  MONITOR_CHECK(parse_must_contain(body, spec));
+  if (const json* e = find_field(body, "enabled"); e && !e->is_null()) {
+    if (!e->is_boolean()) return field_error("enabled", "must be true or false");
+    spec.enabled = e->get<bool>();
+  }
+  MONITOR_CHECK(parse_alert_channels(body, spec, allow_local));
+  MONITOR_CHECK(parse_windows(body, spec));
+  return spec;
+}
+
+json monitor_json(const MonitorSpec& spec, bool redact) {
+  json channels = json::object();
+  if (spec.pagerduty_routing_key) {
+    channels["pagerduty"] = {
+        {"routingKey", redact ? std::string("…") + spec.pagerduty_routing_key->substr(
+                                                       spec.pagerduty_routing_key->size() -
+                                                       std::min<std::size_t>(
+                                                           4, spec.pagerduty_routing_key->size()))
+                              : *spec.pagerduty_routing_key}};
+  }
+  if (spec.slack_webhook_url) {
+    channels["slack"] = {
+        {"webhookUrl", redact ? std::string("(hidden)") : *spec.slack_webhook_url}};
+  }
+  json windows = json::array();
+  for (const auto& w : spec.maintenance) windows.push_back({{"start", w.start}, {"end", w.end}});
+  return json{{"url", spec.url},
+              {"method", spec.method},
+              {"expectStatus", spec.expect_status},
+              {"maxLatencyMs", spec.max_latency_ms},
+              {"timeoutMs", spec.timeout_ms},
+              {"mustContain", spec.must_contain},
+              {"enabled", spec.enabled},
+              {"alertChannels", channels},
+              {"maintenance", windows}};
+}
+
+Result<std::vector<DeclaredMonitor>> parse_declared_monitors(const json& config, bool allow_local) {
+  std::vector<DeclaredMonitor> out;
+  const json* list = find_field(config, "monitors");
+  if (list == nullptr || list->is_null()) return out;
+  if (!list->is_array() || list->size() > kMaxMonitorsPerTenant) {
+    return field_error("monitors", "must be a list of at most " +
+                                       std::to_string(kMaxMonitorsPerTenant) + " monitors");
+  }
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    std::string prefix = "monitors[" + std::to_string(i) + "]";
+    auto id = get_string((*list)[i], "id");
+    if (!id || !is_valid_monitor_id(*id)) {
+      return field_error(prefix + ".id", "must match [A-Za-z0-9][A-Za-z0-9._-]{0,63}");
+    }
+    if (!seen.insert(*id).second) return field_error(prefix + ".id", "is declared twice");
+    auto spec = parse_monitor((*list)[i], allow_local);
+    if (!spec) {
+      Error e = std::move(spec).error();
+      std::string field = prefix + "." + string_or(e.extra, "field", "");
+      e.message = prefix + "." + e.message;
+      e.with("field", field);
+      return e;
+    }
+    out.push_back({*id, std::move(spec).value()});
+  }
+  return out;
+}
+
+}  // namespace ss::monitoring

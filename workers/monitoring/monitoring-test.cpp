@@ -1,0 +1,619 @@
+// The monitoring worker through the native mesh: the monitor API, every probe failure reason, the
+// incident/alert pipeline with faults, SSRF refusals, uptime over a seeded history and the status
+// page. The origin is a fetch stub whose status, latency, matched selectors and redirects the test
+// sets; the native host does not parse HTML, so the stub declares which selectors matched.
+#include "shared/json_util.h"
+#include "tests/native/harness.h"
+#include "workers/monitoring/jobs.h"
+#include "workers/monitoring/status_page.h"
+
+#include <doctest/doctest.h>
+
+#include <optional>
+
+using ss::json;
+using ss::native::HttpReply;
+using ss::native::Mesh;
+using ss::native::StubReply;
+
+namespace {
+
+const char* kBakeryToken = "bakery-token-0123456789";
+const char* kBakeryAdmin = "bakery-admin-0123456789";
+const char* kAutoToken = "auto-repair-token-012345";
+const char* kAutoAdmin = "auto-repair-admin-012345";
+const char* kPagerDutyUrl = "https://events.pd.test/v2/enqueue";
+const char* kSlackUrl = "https://hooks.slack.test/services/T000/B000/XXXX";
+
+struct Monitoring {
+  Mesh mesh;
+  // The origin (https://site.example/...).
+  int status = 200;
+  int latency = 40;
+  bool network_error = false;
+  bool timeout = false;
+  std::optional<std::vector<std::string>> matched;  // unset: every selector matches
+  std::map<std::string, std::string> redirects;     // url -> Location
+  // The alert endpoints.
+  std::vector<json> pagerduty, slack;
+  int alert_failures = 0;  // the next n alert requests answer 500
+  std::vector<std::string> probed;
+
+  Monitoring() {
+    mesh.set_env("monitoring", "PAGERDUTY_EVENTS_URL", kPagerDutyUrl);
+    mesh.set_env("monitoring", "ALERT_BACKOFF_SECONDS", "0");
+    mesh.provision("bakery", kBakeryToken, kBakeryAdmin, json::object(), "monitoring");
+    mesh.provision("auto-repair", kAutoToken, kAutoAdmin, json::object(), "monitoring");
+    mesh.fetch_stub = [this](const json& req) { return answer(req); };
+  }
+
+  StubReply answer(const json& req) {
+    std::string url = ss::string_or(req, "url", "");
+    StubReply r;
+    if (url == kPagerDutyUrl || url == kSlackUrl) {
+      if (alert_failures > 0) {
+        --alert_failures;
+        r.status = 500;
+        return r;
+      }
+      auto body = ss::parse_json(ss::string_or(req, "body", ""));
+      (url == kPagerDutyUrl ? pagerduty : slack).push_back(body ? *body : json(nullptr));
+      r.status = url == kPagerDutyUrl ? 202 : 200;
+      return r;
+    }
+    probed.push_back(url);
+    if (auto it = redirects.find(url); it != redirects.end()) {
+      r.status = 302;
+      r.headers["location"] = it->second;
+      r.elapsed_ms = 5;
+      return r;
+    }
+    r.network_error = network_error;
+    r.timeout = timeout;
+    r.status = status;
+    r.elapsed_ms = latency;
+    r.selectors_matched = matched;
+    return r;
+  }
+
+  std::map<std::string, std::string> admin_headers(const char* tenant = "bakery",
+                                                   const char* token = kBakeryAdmin) {
+    return {{"X-SiteSwarm-Tenant-Id", tenant},
+            {"Authorization", std::string("Bearer ") + token},
+            {"Content-Type", "application/json"}};
+  }
+  HttpReply put(const std::string& id, const json& body, const char* tenant = "bakery",
+                const char* token = kBakeryAdmin) {
+    return mesh.request("monitoring", "PUT", "/admin/monitors/" + id, admin_headers(tenant, token),
+                        body.dump());
+  }
+  HttpReply admin(const std::string& method, const std::string& path) {
+    return mesh.request("monitoring", method, path, admin_headers());
+  }
+  json overview(const char* tenant = "bakery", const char* token = kBakeryToken) {
+    HttpReply r =
+        mesh.request("monitoring", "GET", "/v1/monitors", Mesh::tenant_headers(tenant, token));
+    REQUIRE(r.status == 200);
+    return r.body_json();
+  }
+  json monitor(const std::string& id) {
+    json all = overview();
+    for (const json& m : all["monitors"]) {
+      if (m["id"] == id) return m;
+    }
+    FAIL("no monitor " << id);
+    return nullptr;
+  }
+
+  // One cron tick five minutes after the last, then every queued job until the queue is empty
+  // (retries are redelivered at once: the backoff is 0 in tests).
+  void tick() {
+    mesh.now_ms += ss::monitoring::kTickMs;
+    json out = mesh.message("monitoring", json{{"op", "scheduled"}, {"cron", "*/5 * * * *"}});
+    CHECK(out["ok"] == true);
+    drain();
+  }
+  void drain() {
+    std::vector<std::pair<json, int>> pending;  // body, attempts
+    for (int round = 0; round < 50; ++round) {
+      for (json& b : mesh.queue_sent["MONITOR_JOBS"]) pending.emplace_back(std::move(b), 1);
+      mesh.queue_sent["MONITOR_JOBS"].clear();
+      if (pending.empty()) return;
+      json messages = json::array();
+      for (std::size_t i = 0; i < pending.size(); ++i) {
+        messages.push_back({{"id", "m" + std::to_string(i)},
+                            {"body", pending[i].first},
+                            {"attempts", pending[i].second}});
+      }
+      json out = mesh.message(
+          "monitoring",
+          json{{"op", "queue"}, {"queue", "siteswarm-monitoring-jobs"}, {"messages", messages}});
+      std::vector<std::pair<json, int>> again;
+      for (const json& r : out["retry"]) {
+        std::size_t i = std::stoul(r["id"].get<std::string>().substr(1));
+        again.emplace_back(pending[i].first, pending[i].second + 1);
+      }
+      pending = std::move(again);
+    }
+    FAIL("the job queue never drained");
+  }
+  std::vector<std::string> events(const std::string& type) {
+    std::vector<std::string> out;
+    for (const json& e : mesh.queue_sent["EVENTS_QUEUE"]) {
+      if (e["event_type"] == type) out.push_back(e["entity_ref"]);
+    }
+    return out;
+  }
+};
+
+json site(json extra = json::object()) {
+  json m{{"url", "https://site.example/"},
+         {"mustContain", {"form#contact"}},
+         {"alertChannels",
+          {{"pagerduty", {{"routingKey", "R0UT1NGKEY0123"}}},
+           {"slack", {{"webhookUrl", kSlackUrl}}}}}};
+  for (auto it = extra.begin(); it != extra.end(); ++it) m[it.key()] = it.value();
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("monitoring api: PUT/GET/list/DELETE with the contract's fields and defaults") {
+  Monitoring t;
+  HttpReply r = t.put("home", json{{"url", "https://site.example/"}});
+  REQUIRE(r.status == 201);
+  json m = r.body_json();
+  CHECK(m["id"] == "home");
+  CHECK(m["method"] == "GET");
+  CHECK(m["expectStatus"] == json::array({200}));
+  CHECK(m["maxLatencyMs"] == 500);
+  CHECK(m["timeoutMs"] == 10000);
+  CHECK(m["enabled"] == true);
+  CHECK(m["mustContain"] == json::array());
+  CHECK(m["maintenance"] == json::array());
+
+  json full = site(
+      {{"method", "GET"},
+       {"expectStatus", {200, 204}},
+       {"maxLatencyMs", 800},
+       {"timeoutMs", 5000},
+       {"enabled", false},
+       {"maintenance", {{{"start", "2026-01-01T00:00:00Z"}, {"end", "2026-01-01T02:00:00Z"}}}}});
+  r = t.put("home", full);
+  REQUIRE(r.status == 200);
+  r = t.admin("GET", "/admin/monitors/home");
+  REQUIRE(r.status == 200);
+  m = r.body_json();
+  CHECK(m["expectStatus"] == json::array({200, 204}));
+  CHECK(m["maxLatencyMs"] == 800);
+  CHECK(m["mustContain"] == json::array({"form#contact"}));
+  CHECK(m["enabled"] == false);
+  CHECK(m["alertChannels"]["pagerduty"]["routingKey"] == "R0UT1NGKEY0123");
+  CHECK(m["alertChannels"]["slack"]["webhookUrl"] == kSlackUrl);
+  CHECK(m["maintenance"][0]["end"] == "2026-01-01T02:00:00Z");
+
+  REQUIRE(t.put("api", json{{"url", "https://site.example/api"}, {"method", "HEAD"}}).status ==
+          201);
+  r = t.admin("GET", "/admin/monitors");
+  REQUIRE(r.status == 200);
+  CHECK(r.body_json()["monitors"].size() == 2);
+
+  CHECK(t.admin("DELETE", "/admin/monitors/api").status == 200);
+  CHECK(t.admin("GET", "/admin/monitors/api").status == 404);
+  CHECK(t.admin("DELETE", "/admin/monitors/api").status == 404);
+}
+
+TEST_CASE("monitoring api: auth, and another tenant's monitor id is a 404") {
+  Monitoring t;
+  REQUIRE(t.put("home", site()).status == 201);
+  CHECK(t.mesh.request("monitoring", "GET", "/admin/monitors/home").status == 401);
+  CHECK(t.put("home", site(), "bakery", kAutoAdmin).status == 401);
+  auto other = t.admin_headers("auto-repair", kAutoAdmin);
+  CHECK(t.mesh.request("monitoring", "GET", "/admin/monitors/home", other).status == 404);
+  CHECK(t.mesh.request("monitoring", "DELETE", "/admin/monitors/home", other).status == 404);
+  CHECK(t.mesh.request("monitoring", "GET", "/admin/monitors", other)
+            .body_json()["monitors"]
+            .empty());
+  CHECK(t.overview("auto-repair", kAutoToken)["monitors"].empty());
+  CHECK(t.mesh.request("monitoring", "GET", "/v1/monitors").status == 401);
+  // The same id in the other tenant is its own monitor.
+  CHECK(t.put("home", site(), "auto-repair", kAutoAdmin).status == 201);
+  CHECK(t.admin("GET", "/admin/monitors/home").body_json()["url"] == "https://site.example/");
+}
+
+TEST_CASE("monitoring api: validation names the field") {
+  Monitoring t;
+  struct Case {
+    json body;
+    const char* field;
+  };
+  std::vector<Case> cases{
+      {json{{"method", "GET"}}, "url"},
+      {json{{"url", "not a url"}}, "url"},
+      {json{{"url", "ftp://site.example/"}}, "url"},
+      {json{{"url", "http://127.1/"}}, "url"},
+      {json{{"url", "http://[::1]/"}}, "url"},
+      {json{{"url", "http://169.254.169.254/"}}, "url"},
+      {json{{"url", "http://0x7f000001/"}}, "url"},
+      {json{{"url", "http://user@10.0.0.1/"}}, "url"},
+      {site({{"method", "POST"}}), "method"},
+      {site({{"expectStatus", {200, 700}}}), "expectStatus"},
+      {site({{"maxLatencyMs", 0}}), "maxLatencyMs"},
+      {site({{"timeoutMs", 10}}), "timeoutMs"},
+      {site({{"mustContain", {"form#contact", "a:hover"}}}), "mustContain[1]"},
+      {site({{"mustContain", {"a, b"}}}), "mustContain[0]"},
+      {site({{"enabled", "yes"}}), "enabled"},
+      {site({{"alertChannels", {{"email", {}}}}}), "alertChannels.email"},
+      {site({{"alertChannels", {{"slack", {{"webhookUrl", "http://10.0.0.1/hook"}}}}}}),
+       "alertChannels.slack.webhookUrl"},
+      {site({{"maintenance", {{{"start", "yesterday"}, {"end", "2026-01-01T00:00:00Z"}}}}}),
+       "maintenance[0].start"},
+      {site({{"maintenance",
+              {{{"start", "2026-01-02T00:00:00Z"}, {"end", "2026-01-01T00:00:00Z"}}}}}),
+       "maintenance[0].end"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.body.dump());
+    HttpReply r = t.put("x", c.body);
+    CHECK(r.status == 400);
+    CHECK(r.body_json()["error"]["code"] == "invalid_request");
+    CHECK(r.body_json()["error"]["field"] == c.field);
+  }
+  CHECK(t.put("bad id!", site()).status == 400);
+  CHECK(t.admin("GET", "/admin/monitors").body_json()["monitors"].empty());
+}
+
+TEST_CASE(
+    "monitoring api: the manifest's monitors are created, updated and removed by provisioning") {
+  Monitoring t;
+  json config{
+      {"monitors",
+       {site({{"id", "home"}}), json{{"id", "menu"}, {"url", "https://site.example/menu"}}}}};
+  t.mesh.provision("bakery", kBakeryToken, kBakeryAdmin, config, "monitoring");
+  json list = t.admin("GET", "/admin/monitors").body_json()["monitors"];
+  REQUIRE(list.size() == 2);
+  CHECK(list[0]["source"] == "config");
+  config["monitors"] = json::array({json{{"id", "home"}, {"url", "https://site.example/v2"}}});
+  t.mesh.provision("bakery", kBakeryToken, kBakeryAdmin, config, "monitoring");
+  list = t.admin("GET", "/admin/monitors").body_json()["monitors"];
+  REQUIRE(list.size() == 1);
+  CHECK(list[0]["url"] == "https://site.example/v2");
+  // The operator's view of the tenant hides the channel secrets.
+  config["monitors"] = json::array({site({{"id", "home"}})});
+  t.mesh.provision("bakery", kBakeryToken, kBakeryAdmin, config, "monitoring");
+  HttpReply r = t.mesh.request("monitoring", "GET", "/admin/tenants/bakery",
+                               {{"Authorization", std::string("Bearer ") + Mesh::kAdminToken}});
+  CHECK(r.body.find("R0UT1NGKEY0123") == std::string::npos);
+  CHECK(r.body.find("XXXX") == std::string::npos);
+  // A bad monitor in the manifest refuses the push, naming it.
+  json bad{{"monitors", {json{{"id", "x"}, {"url", "http://10.0.0.1/"}}}}};
+  r = t.mesh.request("monitoring", "PUT", "/admin/tenants/bakery",
+                     {{"Authorization", std::string("Bearer ") + Mesh::kAdminToken},
+                      {"Content-Type", "application/json"}},
+                     json{{"config", bad}}.dump());
+  CHECK(r.status == 400);
+  CHECK(r.body_json()["error"]["field"] == "monitors[0].url");
+}
+
+TEST_CASE("monitoring probe: each failure reason reaches /v1/monitors") {
+  Monitoring t;
+  REQUIRE(t.put("home", site()).status == 201);
+  json m = t.monitor("home");
+  CHECK(m["state"] == "unknown");
+  CHECK(m["lastProbe"].is_null());
+  CHECK(m["incident"].is_null());
+
+  t.tick();
+  m = t.monitor("home");
+  CHECK(m["state"] == "up");
+  CHECK(m["url"] == "https://site.example/");
+  CHECK(m["lastProbe"]["ok"] == true);
+  CHECK(m["lastProbe"]["status"] == 200);
+  CHECK(m["lastProbe"]["latencyMs"] == 40);
+  CHECK(m["lastProbe"]["reason"].is_null());
+
+  auto reason_after = [&](auto setup) {
+    Monitoring f;
+    REQUIRE(f.put("home", site()).status == 201);
+    setup(f);
+    f.tick();
+    json p = f.monitor("home");
+    CHECK(p["state"] == "down");
+    CHECK(p["lastProbe"]["ok"] == false);
+    return p["lastProbe"];
+  };
+  CHECK(reason_after([](Monitoring& f) { f.status = 503; })["reason"] == "status_mismatch");
+  CHECK(reason_after([](Monitoring& f) { f.status = 503; })["status"] == 503);
+  CHECK(reason_after([](Monitoring& f) { f.latency = 900; })["reason"] == "too_slow");
+  CHECK(reason_after([](Monitoring& f) { f.matched = std::vector<std::string>{}; })["reason"] ==
+        "selector_missing:form#contact");
+  CHECK(reason_after([](Monitoring& f) { f.timeout = true; })["reason"] == "timeout");
+  json net = reason_after([](Monitoring& f) { f.network_error = true; });
+  CHECK(net["reason"] == "network_error");
+  CHECK(net["status"].is_null());
+  CHECK(reason_after([](Monitoring& f) {
+          f.redirects["https://site.example/"] = "http://169.254.169.254/latest/meta-data/";
+        })["reason"] == "ssrf_blocked");
+}
+
+TEST_CASE("monitoring probe: redirects are followed hop by hop, at most 5") {
+  Monitoring t;
+  REQUIRE(t.put("home", site()).status == 201);
+  t.redirects["https://site.example/"] = "/next";
+  t.redirects["https://site.example/next"] = "https://www.site.example/";
+  t.tick();
+  CHECK(t.monitor("home")["lastProbe"]["ok"] == true);
+  CHECK(t.probed == std::vector<std::string>{"https://site.example/", "https://site.example/next",
+                                             "https://www.site.example/"});
+  // A redirect loop ends after 5 hops as a status mismatch (the 302 was not expected).
+  t.redirects["https://www.site.example/"] = "https://site.example/";
+  t.probed.clear();
+  t.tick();
+  CHECK(t.probed.size() == 6);
+  CHECK(t.monitor("home")["lastProbe"]["reason"] == "status_mismatch");
+  CHECK(t.monitor("home")["lastProbe"]["status"] == 302);
+}
+
+TEST_CASE("monitoring incidents: 2 failures then a success open nothing") {
+  Monitoring t;
+  REQUIRE(t.put("home", site()).status == 201);
+  t.status = 500;
+  t.tick();
+  t.tick();
+  t.status = 200;
+  t.tick();
+  CHECK(t.monitor("home")["incident"].is_null());
+  CHECK(t.pagerduty.empty());
+  CHECK(t.slack.empty());
+  CHECK(t.events("monitor.probe_failed").size() == 2);
+  CHECK(t.events("monitor.incident_opened").empty());
+}
+
+TEST_CASE("monitoring incidents: 3 failures alert once in the real formats, a success resolves") {
+  Monitoring t;
+  REQUIRE(t.put("home", site()).status == 201);
+  t.status = 503;
+  t.tick();
+  t.tick();
+  CHECK(t.pagerduty.empty());
+  t.tick();
+  REQUIRE(t.pagerduty.size() == 1);
+  REQUIRE(t.slack.size() == 1);
+  json trigger = t.pagerduty[0];
+  CHECK(trigger["routing_key"] == "R0UT1NGKEY0123");
+  CHECK(trigger["event_action"] == "trigger");
+  CHECK(trigger["dedup_key"].is_string());
+  CHECK(trigger["payload"]["severity"] == "critical");
+  CHECK(trigger["payload"]["source"] == "siteswarm-synthetic-monitoring");
+  CHECK(trigger["payload"]["summary"].get<std::string>().find("status_mismatch") !=
+        std::string::npos);
+  CHECK(t.slack[0]["text"].get<std::string>().find("home") != std::string::npos);
+  json m = t.monitor("home");
+  CHECK(m["state"] == "down");
+  REQUIRE(m["incident"].is_object());
+  CHECK(m["incident"]["reason"] == "status_mismatch");
+  CHECK(m["incident"]["resolvedAt"].is_null());
+  CHECK(t.events("monitor.incident_opened") == std::vector<std::string>{"monitor:home"});
+
+  t.tick();
+  t.tick();  // still down: nothing more is sent
+  CHECK(t.pagerduty.size() == 1);
+  CHECK(t.slack.size() == 1);
+
+  t.status = 200;
+  t.tick();
+  REQUIRE(t.pagerduty.size() == 2);
+  REQUIRE(t.slack.size() == 2);
+  CHECK(t.pagerduty[1]["event_action"] == "resolve");
+  CHECK(t.pagerduty[1]["dedup_key"] == trigger["dedup_key"]);
+  CHECK(t.pagerduty[1]["routing_key"] == "R0UT1NGKEY0123");
+  m = t.monitor("home");
+  CHECK(m["state"] == "up");
+  CHECK(m["incident"].is_null());
+  CHECK(t.events("monitor.incident_resolved") == std::vector<std::string>{"monitor:home"});
+  t.tick();
+  CHECK(t.pagerduty.size() == 2);
+
+  // The next outage is a new incident with a new dedup_key.
+  t.status = 500;
+  t.tick();
+  t.tick();
+  t.tick();
+  REQUIRE(t.pagerduty.size() == 3);
+  CHECK(t.pagerduty[2]["dedup_key"] != trigger["dedup_key"]);
+}
+
+TEST_CASE("monitoring alerts: an endpoint down then up gets each alert exactly once") {
+  Monitoring t;
+  REQUIRE(t.put("home", site()).status == 201);
+  t.status = 503;
+  t.tick();
+  t.tick();
+  t.alert_failures = 3;  // the first three alert requests fail
+  t.tick();
+  CHECK(t.pagerduty.size() == 1);
+  CHECK(t.slack.size() == 1);
+  json alerts = t.admin("GET", "/admin/monitors/home/alerts").body_json()["alerts"];
+  REQUIRE(alerts.size() == 2);
+  for (const json& a : alerts) CHECK(a["state"] == "sent");
+  CHECK(alerts.dump().find("R0UT1NGKEY0123") == std::string::npos);  // no secret in the view
+  // Redelivering an alert job that was already sent sends nothing.
+  for (const json& a : alerts) {
+    t.mesh.queue_sent["MONITOR_JOBS"].push_back(json{{"type", "alert"}, {"alertId", a["id"]}});
+  }
+  t.drain();
+  CHECK(t.pagerduty.size() == 1);
+  CHECK(t.slack.size() == 1);
+}
+
+TEST_CASE("monitoring alerts: an endpoint that stays down leaves the alert visibly dead") {
+  Monitoring t;
+  REQUIRE(t.put("home", json{{"url", "https://site.example/"},
+                             {"alertChannels", {{"slack", {{"webhookUrl", kSlackUrl}}}}}})
+              .status == 201);
+  t.status = 503;
+  t.alert_failures = 1000;
+  t.tick();
+  t.tick();
+  t.tick();
+  json alerts = t.admin("GET", "/admin/monitors/home/alerts").body_json()["alerts"];
+  REQUIRE(alerts.size() == 1);
+  CHECK(alerts[0]["state"] == "dead");
+  CHECK(alerts[0]["attempts"] == ss::monitoring::kMaxAlertAttempts);
+  CHECK(alerts[0]["lastError"] == "HTTP 500");
+  CHECK(t.slack.empty());
+}
+
+TEST_CASE("monitoring alerts: a maintenance window records probes and alerts nothing") {
+  Monitoring t;
+  // The mesh clock starts at 2025-11-29T14:20:00Z; the window covers the next hour.
+  json windows =
+      json::array({json{{"start", "2025-11-29T14:00:00Z"}, {"end", "2025-11-29T15:00:00Z"}}});
+  REQUIRE(t.put("home", site({{"maintenance", windows}})).status == 201);
+  t.status = 503;
+  for (int i = 0; i < 5; ++i) t.tick();
+  CHECK(t.pagerduty.empty());
+  CHECK(t.slack.empty());
+  json m = t.monitor("home");
+  CHECK(m["incident"].is_null());
+  CHECK(m["state"] == "down");
+  CHECK(m["lastProbe"]["reason"] == "status_mismatch");
+  CHECK(t.events("monitor.probe_failed").size() == 5);
+  // Failures in the window do not count against uptime.
+  CHECK(m["uptime"]["24h"] == 100.0);
+}
+
+TEST_CASE("monitoring probe: each monitor is probed once per tick, however often the jobs come") {
+  Monitoring t;
+  REQUIRE(t.put("home", site()).status == 201);
+  REQUIRE(t.put("menu", json{{"url", "https://site.example/menu"}}).status == 201);
+  REQUIRE(t.put("off", json{{"url", "https://site.example/off"}, {"enabled", false}}).status ==
+          201);
+  t.mesh.now_ms += ss::monitoring::kTickMs;
+  t.mesh.message("monitoring", json{{"op", "scheduled"}, {"cron", "*/5 * * * *"}});
+  // A second cron run for the same tick, and every job delivered twice.
+  t.mesh.message("monitoring", json{{"op", "scheduled"}, {"cron", "*/5 * * * *"}});
+  auto jobs = t.mesh.queue_sent["MONITOR_JOBS"];
+  CHECK(jobs.size() == 2);
+  for (const json& j : jobs) t.mesh.queue_sent["MONITOR_JOBS"].push_back(j);
+  t.drain();
+  CHECK(t.probed.size() == 2);
+  // A probe still holding its claim (lease not run out) is not started again at the next tick.
+  t.mesh.db("MONITORING_DB")
+      .execute("UPDATE monitors SET probing_until = ?1 WHERE monitor_id = 'home'",
+               json::array({t.mesh.now_ms + 10 * 60 * 1000}));
+  t.probed.clear();
+  t.tick();
+  CHECK(t.probed == std::vector<std::string>{"https://site.example/menu"});
+}
+
+TEST_CASE("monitoring history: uptime and latency over a seeded history") {
+  Monitoring t;
+  REQUIRE(t.put("home", site()).status == 201);
+  auto& db = t.mesh.db("MONITORING_DB");
+  std::int64_t now = t.mesh.now_ms;
+  // Last 24 h: 100 probes, 4 failures, latencies 1..100 ms.
+  for (int i = 0; i < 100; ++i) {
+    db.execute(
+        "INSERT INTO probes (tenant_id, monitor_id, at_ms, ok, status, latency_ms, reason, "
+        "maintenance) VALUES ('bakery', 'home', ?1, ?2, 200, ?3, NULL, 0)",
+        json::array({now - 3600000 - i * 60000, i < 4 ? 0 : 1, i + 1}));
+  }
+  // An old probe outside the 24 h window.
+  db.execute(
+      "INSERT INTO probes (tenant_id, monitor_id, at_ms, ok, status, latency_ms, reason, "
+      "maintenance) VALUES ('bakery', 'home', ?1, 0, 500, 5000, 'status_mismatch', 0)",
+      json::array({now - 2 * 86400000LL}));
+  // Daily rollups: today 1000/10, 3 days ago 1000/0, 20 days ago 1000/990 (outside 7 d).
+  const char* kHist = "[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]";
+  db.execute("INSERT INTO probe_days VALUES ('bakery', 'home', '2025-11-29', 1000, 10, ?1)",
+             json::array({kHist}));
+  db.execute("INSERT INTO probe_days VALUES ('bakery', 'home', '2025-11-26', 1000, 0, ?1)",
+             json::array({kHist}));
+  db.execute("INSERT INTO probe_days VALUES ('bakery', 'home', '2025-11-09', 1000, 990, ?1)",
+             json::array({kHist}));
+  db.execute("INSERT INTO probe_days VALUES ('bakery', 'home', '2025-10-01', 1000, 1000, ?1)",
+             json::array({kHist}));
+  json m = t.monitor("home");
+  CHECK(m["uptime"]["24h"] == 96.0);
+  CHECK(m["uptime"]["7d"] == 99.5);
+  CHECK(m["uptime"]["30d"] == doctest::Approx(66.667));
+  CHECK(m["latencyMs"]["p50"] == 50);
+  CHECK(m["latencyMs"]["p95"] == 95);
+  // Another tenant sees none of it.
+  REQUIRE(t.put("home", site(), "auto-repair", kAutoAdmin).status == 201);
+  json other = t.overview("auto-repair", kAutoToken)["monitors"][0];
+  CHECK(other["uptime"]["24h"].is_null());
+  CHECK(other["latencyMs"]["p50"].is_null());
+}
+
+TEST_CASE("monitoring history: the cron prunes raw probes and old rollups") {
+  Monitoring t;
+  REQUIRE(t.put("home", site()).status == 201);
+  auto& db = t.mesh.db("MONITORING_DB");
+  std::int64_t now = t.mesh.now_ms;
+  db.execute(
+      "INSERT INTO probes (tenant_id, monitor_id, at_ms, ok, maintenance) VALUES "
+      "('bakery', 'home', ?1, 1, 0), ('bakery', 'home', ?2, 1, 0)",
+      json::array({now - 8 * 86400000LL, now - 86400000LL}));
+  db.execute(
+      "INSERT INTO probe_days VALUES ('bakery', 'home', '2024-01-01', 1, 0, '[]'), "
+      "('bakery', 'home', '2025-09-01', 1, 0, '[]')",
+      json::array());
+  t.tick();
+  CHECK(db.rows("SELECT COUNT(*) AS n FROM probes")[0]["n"] == 2);  // one kept + the new probe
+  CHECK(db.rows("SELECT day FROM probe_days ORDER BY day")[0]["day"] == "2025-09-01");
+}
+
+TEST_CASE("monitoring status page: HTML and JSON, public, escaped, cached") {
+  Monitoring t;
+  REQUIRE(t.put("home", site()).status == 201);
+  t.tick();
+  HttpReply r = t.mesh.request("monitoring", "GET", "/status/bakery");
+  REQUIRE(r.status == 200);
+  CHECK(r.header("content-type").find("text/html") == 0);
+  CHECK(r.header("cache-control") == "public, max-age=60");
+  CHECK(r.body.find("<script") == std::string::npos);
+  CHECK(r.body.find("viewport") != std::string::npos);
+  CHECK(r.body.find("home") != std::string::npos);
+  CHECK(r.body.find("Operational") != std::string::npos);
+
+  HttpReply j = t.mesh.request("monitoring", "GET", "/status/bakery.json");
+  REQUIRE(j.status == 200);
+  json s = j.body_json();
+  CHECK(s["state"] == "up");
+  REQUIRE(s["monitors"].size() == 1);
+  CHECK(s["monitors"][0]["days"].size() == 90);
+  CHECK(s["monitors"][0]["days"][89]["checks"] == 1);
+  CHECK_FALSE(s["monitors"][0].contains("url"));  // the public page shows no URLs
+  CHECK(j.body.find("R0UT1NGKEY0123") == std::string::npos);
+
+  // Cached for 60 s: a change in D1 shows only once the cache time has passed.
+  t.mesh.db("MONITORING_DB")
+      .execute(
+          "UPDATE monitors SET last_probe_json = json_set(last_probe_json, '$.ok', json('false'))",
+          json::array());
+  CHECK(t.mesh.request("monitoring", "GET", "/status/bakery.json").body_json()["state"] == "up");
+  t.mesh.now_ms += 61 * 1000;
+  CHECK(t.mesh.request("monitoring", "GET", "/status/bakery.json").body_json()["state"] == "down");
+  CHECK(t.mesh.request("monitoring", "GET", "/status/unknown-tenant").status == 404);
+  CHECK(t.mesh.request("monitoring", "GET", "/status/Bad..id").status == 404);
+}
+
+TEST_CASE("monitoring status page: every value is HTML-escaped") {
+  json status{{"tenantId", "bakery"},
+              {"state", "down"},
+              {"generatedAt", "2026-01-01T00:00:00Z"},
+              {"monitors",
+               {{{"id", "<script>x</script>"},
+                 {"state", "down\"><b>"},
+                 {"lastProbe", {{"at", "t"}, {"reason", "selector_missing:a[x='<i>']"}}},
+                 {"days", json::array()}}}},
+              {"incidents", {{{"monitorId", "<img>"}, {"reason", "&"}, {"openedAt", "o"}}}}};
+  std::string html = ss::monitoring::render_status_html(status);
+  CHECK(html.find("<script>") == std::string::npos);
+  CHECK(html.find("&lt;script&gt;x&lt;/script&gt;") != std::string::npos);
+  CHECK(html.find("<b>") == std::string::npos);
+  CHECK(html.find("<img>") == std::string::npos);
+  CHECK(html.find("a[x=&#39;&lt;i&gt;&#39;]") != std::string::npos);
+}

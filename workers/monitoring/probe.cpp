@@ -1,0 +1,195 @@
+#include "workers/monitoring/probe.h"
+
+#include "shared/json_util.h"
+#include "shared/rfc3339.h"
+
+#include <algorithm>
+
+namespace ss::monitoring {
+
+std::size_t latency_bucket(std::int64_t latency_ms) {
+  for (std::size_t i = 0; i < kLatencyBuckets.size(); ++i) {
+    if (latency_ms <= kLatencyBuckets[i]) return i;
+  }
+  return kLatencyBuckets.size();
+}
+
+std::optional<int> histogram_percentile(const std::vector<std::int64_t>& counts, double fraction) {
+  std::int64_t total = 0;
+  for (auto c : counts) total += std::max<std::int64_t>(c, 0);
+  if (total == 0) return std::nullopt;
+  // The smallest bucket whose cumulative count reaches ceil(fraction * total).
+  auto needed = static_cast<std::int64_t>(fraction * static_cast<double>(total) + 0.999999);
+  needed = std::clamp<std::int64_t>(needed, 1, total);
+  std::int64_t seen = 0;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    seen += std::max<std::int64_t>(counts[i], 0);
+    if (seen >= needed) return kLatencyBuckets[std::min(i, kLatencyBuckets.size() - 1)];
+  }
+  return kLatencyBuckets.back();
+}
+
+json ProbeResult::to_json(std::int64_t at_ms) const {
+  return json{{"at", format_rfc3339(at_ms)},
+              {"ok", ok},
+              {"status", status ? json(*status) : json(nullptr)},
+              {"latencyMs", latency_ms},
+              {"reason", reason.empty() ? json(nullptr) : json(reason)}};
+}
+
+ProbeResult evaluate(const MonitorSpec& spec, const ProbeObservation& seen) {
+  ProbeResult r;
+  r.latency_ms = seen.latency_ms;
+  switch (seen.outcome) {
+    case ProbeObservation::Outcome::timeout:
+      r.reason = "timeout";
+      return r;
+    case ProbeObservation::Outcome::network_error:
+      r.reason = "network_error";
+      return r;
+    case ProbeObservation::Outcome::ssrf_blocked:
+      r.reason = "ssrf_blocked";
+      return r;
+    case ProbeObservation::Outcome::response:
+      break;
+  }
+  r.status = seen.status;
+  if (!spec.expects(seen.status)) {
+    r.reason = "status_mismatch";
+  } else if (seen.latency_ms > spec.max_latency_ms) {
+    r.reason = "too_slow";
+  } else {
+    for (const auto& selector : spec.must_contain) {
+      if (!seen.selectors_matched.count(selector)) {
+        r.reason = "selector_missing:" + selector;
+        break;
+      }
+    }
+  }
+  r.ok = r.reason.empty();
+  return r;
+}
+
+Result<OutboundUrl> check_probe_url(std::string_view url, bool allow_local) {
+  auto checked = check_outbound_url(url, allow_local);
+  if (checked || refusal_reason(checked.error()) != url_refusal_name(UrlRefusal::insecure)) {
+    return checked;
+  }
+  // The guard refuses http:// only after every host rule passed, so the host is fine here.
+  auto parsed = parse_http_url(url);
+  if (!parsed) return std::move(parsed).error();
+  OutboundUrl ok;
+  ok.scheme = parsed->scheme;
+  ok.host = parsed->host;
+  ok.port = parsed->port.value_or(80);
+  ok.href = parsed->scheme + "://" + parsed->host +
+            (parsed->port ? ":" + std::to_string(*parsed->port) : "") + parsed->rest;
+  return ok;
+}
+
+bool is_redirect(int status) {
+  return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
+}
+
+std::string resolve_location(const std::string& base, const std::string& location) {
+  if (location.empty()) return "";
+  auto scheme_end = base.find("://");
+  if (scheme_end == std::string::npos) return "";
+  // Absolute: a scheme followed by ':' before any '/', '?' or '#'.
+  auto colon = location.find(':');
+  auto delim = location.find_first_of("/?#");
+  if (colon != std::string::npos && (delim == std::string::npos || colon < delim)) return location;
+  std::string scheme = base.substr(0, scheme_end);
+  if (location.rfind("//", 0) == 0) return scheme + ":" + location;
+  auto path_start = base.find('/', scheme_end + 3);
+  std::string origin = path_start == std::string::npos ? base : base.substr(0, path_start);
+  if (location[0] == '/') return origin + location;
+  std::string path = path_start == std::string::npos ? "/" : base.substr(path_start);
+  path = path.substr(0, path.find_first_of("?#"));
+  if (location[0] == '?') return origin + path + location;
+  return origin + path.substr(0, path.rfind('/') + 1) + location;
+}
+
+namespace {
+
+// The fetch effect in its probe form (docs/abi.md): with "selectors" the host streams the body
+// through HTMLRewriter, one element handler per selector, and answers which matched instead of the
+// body — nothing is buffered, whatever the page size.
+struct ProbeReply {
+  int status = 0;
+  std::string location;
+  std::int64_t elapsed_ms = 0;
+  std::vector<std::string> selectors_matched;
+};
+
+Result<ProbeReply> decode_probe_reply(json&& value) {
+  auto status = get_int(value, "status");
+  if (!status) return Error{ErrorCode::internal, "fetch(): the host answered no status"};
+  ProbeReply r;
+  r.status = static_cast<int>(*status);
+  if (const json* h = find_field(value, "headers")) r.location = string_or(*h, "location", "");
+  r.elapsed_ms = int_or(value, "elapsedMs", 0);
+  if (const json* m = find_field(value, "selectorsMatched"); m && m->is_array()) {
+    for (const json& s : *m) {
+      if (s.is_string()) r.selectors_matched.push_back(s.get<std::string>());
+    }
+  }
+  return r;
+}
+
+EffectOf<ProbeReply> probe_fetch(const HttpCall& call, const std::vector<std::string>& selectors) {
+  json headers = json::object();
+  for (const auto& [k, v] : call.headers) headers[k] = v;
+  json request{{"kind", "fetch"},
+               {"method", call.method},
+               {"url", call.url},
+               {"headers", headers},
+               {"body", ""},
+               {"timeoutMs", call.timeout_ms},
+               {"selectors", selectors}};
+  return {std::move(request), decode_probe_reply};
+}
+
+}  // namespace
+
+Task<ProbeObservation> observe(const MonitorSpec& spec, bool allow_local) {
+  ProbeObservation seen;
+  std::string url = spec.url;
+  for (int hop = 0;; ++hop) {
+    auto checked = check_probe_url(url, allow_local);
+    if (!checked) {
+      seen.outcome = ProbeObservation::Outcome::ssrf_blocked;
+      co_return seen;
+    }
+    HttpCall call;
+    call.method = spec.method;
+    call.url = checked->href;
+    call.headers["user-agent"] = "SiteSwarm-Monitor/1.0 (+https://siteswarm.dev/monitoring)";
+    call.timeout_ms =
+        static_cast<int>(std::max<std::int64_t>(spec.timeout_ms - seen.latency_ms, kMinTimeoutMs));
+    std::vector<std::string> selectors =
+        spec.method == "GET" ? spec.must_contain : std::vector<std::string>{};
+    auto reply = co_await probe_fetch(call, selectors);
+    if (!reply) {
+      // A timeout took the whole budget; a refused connection is reported with what was spent.
+      bool timed_out = reply.error().cause == "timeout";
+      if (timed_out) seen.latency_ms += call.timeout_ms;
+      seen.outcome =
+          timed_out ? ProbeObservation::Outcome::timeout : ProbeObservation::Outcome::network_error;
+      co_return seen;
+    }
+    seen.latency_ms += reply->elapsed_ms;
+    seen.status = reply->status;
+    if (is_redirect(reply->status) && !spec.expects(reply->status) && hop < kMaxRedirects) {
+      std::string next = resolve_location(checked->href, reply->location);
+      if (!next.empty()) {
+        url = std::move(next);
+        continue;
+      }
+    }
+    seen.selectors_matched.insert(reply->selectors_matched.begin(), reply->selectors_matched.end());
+    co_return seen;
+  }
+}
+
+}  // namespace ss::monitoring

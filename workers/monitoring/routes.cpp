@@ -1,0 +1,201 @@
+#include "workers/monitoring/routes.h"
+
+#include "shared/json_util.h"
+#include "shared/rfc3339.h"
+#include "shared/tenant.h"
+#include "workers/monitoring/monitor.h"
+#include "workers/monitoring/store.h"
+
+#include <cmath>
+
+namespace ss::monitoring {
+
+namespace {
+
+inline constexpr std::size_t kMaxMonitorBody = 32 * 1024;
+inline constexpr int kAlertListLimit = 50;
+
+Result<std::string> monitor_id_param(const Params& params) {
+  auto it = params.find("id");
+  if (it == params.end() || !is_valid_monitor_id(it->second)) {
+    return Error{ErrorCode::invalid_request,
+                 "monitor id must match [A-Za-z0-9][A-Za-z0-9._-]{0,63}"}
+        .with("field", "id");
+  }
+  return it->second;
+}
+
+json admin_view(const MonitorRow& row) {
+  json out{{"id", row.monitor_id}};
+  json spec = row.spec.is_object() ? row.spec : json::object();
+  for (auto it = spec.begin(); it != spec.end(); ++it) out[it.key()] = it.value();
+  out["enabled"] = row.enabled;
+  out["source"] = row.source;
+  out["createdAt"] = row.created_at;
+  out["updatedAt"] = row.updated_at;
+  return out;
+}
+
+Task<Result<Response>> put_monitor(Context& ctx, const Request& req, const Params& params) {
+  SS_CO_TRY(Tenant tenant, co_await authenticate_tenant_admin(ctx, req));
+  SS_CO_TRY(std::string id, monitor_id_param(params));
+  SS_CO_CHECK(require_json_body(req, kMaxMonitorBody));
+  SS_CO_TRY(json body, parse_json_object(req.body));
+  SS_CO_TRY(MonitorSpec spec, parse_monitor(body, ctx.allow_local_outbound()));
+  MonitorStore store;
+  SS_CO_TRY(std::optional<MonitorRow> existing, co_await store.find(tenant.id, id));
+  if (!existing) {
+    SS_CO_TRY(std::int64_t n, co_await store.count(tenant.id));
+    if (n >= static_cast<std::int64_t>(kMaxMonitorsPerTenant)) {
+      co_return Error{ErrorCode::conflict, "a tenant has at most " +
+                                               std::to_string(kMaxMonitorsPerTenant) + " monitors"};
+    }
+  }
+  std::string now = format_rfc3339(ctx.now_ms());
+  SS_CO_TRY(bool created, co_await store.upsert(tenant.id, id, monitor_json(spec, false),
+                                                spec.enabled, "api", now));
+  SS_CO_TRY(std::optional<MonitorRow> saved, co_await store.find(tenant.id, id));
+  if (!saved) co_return Error{ErrorCode::internal, "put_monitor(): the row vanished"};
+  co_return Response::json_body(created ? 201 : 200, admin_view(*saved));
+}
+
+Task<Result<Response>> get_monitor(Context& ctx, const Request& req, const Params& params) {
+  SS_CO_TRY(Tenant tenant, co_await authenticate_tenant_admin(ctx, req));
+  SS_CO_TRY(std::string id, monitor_id_param(params));
+  SS_CO_TRY(std::optional<MonitorRow> row, co_await MonitorStore().find(tenant.id, id));
+  if (!row) co_return Error{ErrorCode::not_found, "no monitor " + id};
+  co_return Response::json_body(200, admin_view(*row));
+}
+
+Task<Result<Response>> delete_monitor(Context& ctx, const Request& req, const Params& params) {
+  SS_CO_TRY(Tenant tenant, co_await authenticate_tenant_admin(ctx, req));
+  SS_CO_TRY(std::string id, monitor_id_param(params));
+  SS_CO_TRY(bool removed, co_await MonitorStore().remove(tenant.id, id));
+  if (!removed) co_return Error{ErrorCode::not_found, "no monitor " + id};
+  co_return Response::json_body(200, {{"id", id}, {"deleted", true}});
+}
+
+Task<Result<Response>> list_monitors(Context& ctx, const Request& req, const Params&) {
+  SS_CO_TRY(Tenant tenant, co_await authenticate_tenant_admin(ctx, req));
+  SS_CO_TRY(std::vector<MonitorRow> rows, co_await MonitorStore().list(tenant.id));
+  json list = json::array();
+  for (const auto& row : rows) list.push_back(admin_view(row));
+  co_return Response::json_body(200, {{"monitors", list}});
+}
+
+Task<Result<Response>> monitor_alerts(Context& ctx, const Request& req, const Params& params) {
+  SS_CO_TRY(Tenant tenant, co_await authenticate_tenant_admin(ctx, req));
+  SS_CO_TRY(std::string id, monitor_id_param(params));
+  MonitorStore store;
+  SS_CO_TRY(std::optional<MonitorRow> row, co_await store.find(tenant.id, id));
+  if (!row) co_return Error{ErrorCode::not_found, "no monitor " + id};
+  SS_CO_TRY(std::vector<AlertRow> alerts, co_await store.alerts_of(tenant.id, id, kAlertListLimit));
+  json list = json::array();
+  for (const auto& a : alerts) list.push_back(a.to_json());
+  co_return Response::json_body(200, {{"alerts", list}});
+}
+
+Task<Result<Response>> v1_monitors(Context& ctx, const Request& req, const Params&) {
+  SS_CO_TRY(Tenant tenant, co_await authenticate_tenant(ctx, req));
+  SS_CO_TRY(json overview, co_await monitors_overview(ctx, tenant.id, true));
+  co_return Response::json_body(200, overview);
+}
+
+json uptime_percent(const MonitorStats* s) {
+  if (s == nullptr || s->checks <= 0) return nullptr;
+  double up = 100.0 * static_cast<double>(s->checks - s->failures) / static_cast<double>(s->checks);
+  return std::round(up * 1000.0) / 1000.0;
+}
+
+json nullable_int(const std::optional<std::int64_t>& v) { return v ? json(*v) : json(nullptr); }
+
+}  // namespace
+
+Task<Result<json>> monitors_overview(Context& ctx, const std::string& tenant_id,
+                                     bool include_urls) {
+  MonitorStore store;
+  std::int64_t now = ctx.now_ms();
+  std::string week_start = format_rfc3339(now - 6 * kMsPerDay).substr(0, 10);
+  std::string month_start = format_rfc3339(now - 29 * kMsPerDay).substr(0, 10);
+  auto [rows, day24, week, month] = co_await when_all(
+      store.list(tenant_id), store.raw_stats(tenant_id, now - kMsPerDay),
+      store.day_stats(tenant_id, week_start), store.day_stats(tenant_id, month_start));
+  if (!rows) co_return std::move(rows).error();
+  if (!day24) co_return std::move(day24).error();
+  if (!week) co_return std::move(week).error();
+  if (!month) co_return std::move(month).error();
+  auto stat = [](const std::map<std::string, MonitorStats>& m,
+                 const std::string& id) -> const MonitorStats* {
+    auto it = m.find(id);
+    return it == m.end() ? nullptr : &it->second;
+  };
+  json list = json::array();
+  for (const MonitorRow& row : *rows) {
+    json incident = nullptr;
+    if (row.incident_id) {
+      SS_CO_TRY(std::optional<IncidentRow> inc,
+                co_await store.incident(tenant_id, *row.incident_id));
+      if (inc) incident = inc->to_json();
+    }
+    std::string state = "unknown";
+    if (row.enabled && row.last_probe.is_object()) {
+      state = get_bool(row.last_probe, "ok").value_or(false) ? "up" : "down";
+    }
+    const MonitorStats* d = stat(*day24, row.monitor_id);
+    json m{{"id", row.monitor_id},
+           {"state", state},
+           {"enabled", row.enabled},
+           {"lastProbe", row.last_probe.is_object() ? row.last_probe : json(nullptr)},
+           {"incident", incident},
+           {"uptime",
+            {{"24h", uptime_percent(d)},
+             {"7d", uptime_percent(stat(*week, row.monitor_id))},
+             {"30d", uptime_percent(stat(*month, row.monitor_id))}}},
+           {"latencyMs",
+            {{"p50", d ? nullable_int(d->p50) : json(nullptr)},
+             {"p95", d ? nullable_int(d->p95) : json(nullptr)}}}};
+    if (include_urls) m["url"] = string_or(row.spec, "url", "");
+    list.push_back(std::move(m));
+  }
+  co_return json{{"monitors", list}};
+}
+
+void add_monitor_routes(App& app) {
+  app.router.add("GET", "/admin/monitors", list_monitors)
+      .add("PUT", "/admin/monitors/{id}", put_monitor)
+      .add("GET", "/admin/monitors/{id}", get_monitor)
+      .add("DELETE", "/admin/monitors/{id}", delete_monitor)
+      .add("GET", "/admin/monitors/{id}/alerts", monitor_alerts)
+      .add("GET", "/v1/monitors", v1_monitors);
+}
+
+Status validate_tenant_config(const Context& ctx, const json& config) {
+  auto declared = parse_declared_monitors(config, ctx.allow_local_outbound());
+  if (!declared) return std::move(declared).error();
+  return Unit{};
+}
+
+Task<Status> sync_tenant_monitors(Context& ctx, const std::string& tenant_id, const json& config) {
+  SS_CO_TRY(std::vector<DeclaredMonitor> declared,
+            parse_declared_monitors(config, ctx.allow_local_outbound()));
+  co_return co_await MonitorStore().sync_config_monitors(tenant_id, declared,
+                                                         format_rfc3339(ctx.now_ms()));
+}
+
+json redact_tenant_config(json config) {
+  json* list = config.is_object() && config.contains("monitors") ? &config["monitors"] : nullptr;
+  if (list == nullptr || !list->is_array()) return config;
+  for (json& m : *list) {
+    if (!m.is_object() || !m.contains("alertChannels") || !m["alertChannels"].is_object()) continue;
+    json& channels = m["alertChannels"];
+    if (channels.contains("pagerduty") && channels["pagerduty"].is_object()) {
+      channels["pagerduty"]["routingKey"] = "(hidden)";
+    }
+    if (channels.contains("slack") && channels["slack"].is_object()) {
+      channels["slack"]["webhookUrl"] = "(hidden)";
+    }
+  }
+  return config;
+}
+
+}  // namespace ss::monitoring

@@ -1,0 +1,21 @@
+#pragma once
+// The CSS selector subset a monitor's mustContain may use: what lol-html (HTMLRewriter) matches
+// while streaming, restricted to what the contract promises — type (`form`), `#id`, `.class`,
+// `[attr]`, `[attr=value]` (value bare or quoted), `*`, compounds of those (`form#contact.big`)
+// and descendant (`main form`) or child (`main > form`) combinations. Anything else
+// (pseudo-classes,
+// `~`, `+`, attribute operators like `^=`, escapes, selector lists) is refused up front, so the
+// host never receives a selector it cannot match.
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace ss::monitoring {
+
+inline constexpr std::size_t kMaxSelectorLength = 200;
+
+// "" when `selector` is valid; otherwise why not (for the 400 message).
+std::string selector_error(std::string_view selector);
+
+}  // namespace ss::monitoring

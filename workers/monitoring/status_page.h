@@ -1,0 +1,23 @@
+#pragma once
+// Public status pages: GET /status/{tenantId} (HTML, no JavaScript, readable on a phone) and
+// GET /status/{tenantId}.json (the same data). The data is cached in KV for kStatusCacheSeconds,
+// so a traffic spike on a status page reads D1 once a minute, not once per view.
+
+#include "shared/app.h"
+
+#include <string>
+
+namespace ss::monitoring {
+
+inline constexpr const char* kCacheBinding = "MONITORING_CACHE";
+inline constexpr int kStatusCacheSeconds = 60;  // KV's minimum TTL
+inline constexpr int kStatusDays = 90;
+inline constexpr int kStatusIncidents = 20;
+
+void add_status_routes(App& app);
+
+// The page for the status data (pure, for tests): every value HTML-escaped.
+std::string render_status_html(const json& status);
+std::string html_escape(std::string_view s);
+
+}  // namespace ss::monitoring

@@ -1,0 +1,518 @@
+#include "workers/monitoring/store.h"
+
+#include "shared/json_util.h"
+#include "shared/rfc3339.h"
+
+namespace ss::monitoring {
+
+namespace {
+
+constexpr std::string_view kFindMonitor = R"sql(
+SELECT tenant_id, monitor_id, spec_json, enabled, source, created_at, updated_at,
+       consecutive_failures, probe_tick, probing_until, last_probe_json, incident_id
+FROM monitors WHERE tenant_id = ?1 AND monitor_id = ?2
+)sql";
+
+constexpr std::string_view kListMonitors = R"sql(
+SELECT tenant_id, monitor_id, spec_json, enabled, source, created_at, updated_at,
+       consecutive_failures, probe_tick, probing_until, last_probe_json, incident_id
+FROM monitors WHERE tenant_id = ?1 ORDER BY monitor_id
+)sql";
+
+constexpr std::string_view kCountMonitors = R"sql(
+SELECT COUNT(*) AS n FROM monitors WHERE tenant_id = ?1
+)sql";
+
+// The definition changes; the probe state (failures, open incident, last probe) stays.
+constexpr std::string_view kUpsertMonitor = R"sql(
+INSERT INTO monitors (tenant_id, monitor_id, spec_json, enabled, source, created_at, updated_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)
+ON CONFLICT (tenant_id, monitor_id) DO UPDATE SET spec_json = ?3, enabled = ?4, source = ?5,
+                                                  updated_at = ?6
+)sql";
+
+constexpr std::string_view kDeleteMonitor = R"sql(
+DELETE FROM monitors WHERE tenant_id = ?1 AND monitor_id = ?2
+)sql";
+constexpr std::string_view kDeleteMonitorProbes = R"sql(
+DELETE FROM probes WHERE tenant_id = ?1 AND monitor_id = ?2
+)sql";
+constexpr std::string_view kDeleteMonitorDays = R"sql(
+DELETE FROM probe_days WHERE tenant_id = ?1 AND monitor_id = ?2
+)sql";
+
+constexpr std::string_view kDeleteConfigMonitorsExcept = R"sql(
+DELETE FROM monitors
+WHERE tenant_id = ?1 AND source = 'config'
+  AND monitor_id NOT IN (SELECT value FROM json_each(?2))
+)sql";
+
+constexpr std::string_view kEnabledPage = R"sql(
+SELECT m.tenant_id, m.monitor_id FROM monitors m JOIN tenants t ON t.tenant_id = m.tenant_id
+WHERE m.enabled = 1 AND t.enabled = 1
+  AND (m.tenant_id > ?1 OR (m.tenant_id = ?1 AND m.monitor_id > ?2))
+ORDER BY m.tenant_id, m.monitor_id LIMIT ?3
+)sql";
+
+constexpr std::string_view kClaimProbe = R"sql(
+UPDATE monitors SET probe_tick = ?3, probing_until = ?5
+WHERE tenant_id = ?1 AND monitor_id = ?2 AND enabled = 1 AND probe_tick < ?3
+  AND probing_until <= ?4
+)sql";
+
+constexpr std::string_view kReleaseProbe = R"sql(
+UPDATE monitors SET probing_until = 0 WHERE tenant_id = ?1 AND monitor_id = ?2 AND probe_tick = ?3
+)sql";
+
+constexpr std::string_view kInsertProbe = R"sql(
+INSERT INTO probes (tenant_id, monitor_id, at_ms, ok, status, latency_ms, reason, maintenance)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+)sql";
+
+// One latency bucket incremented in the day's histogram (kHistogramSize zeros to start with).
+// D1 binds JavaScript numbers as REAL, so the index is cast before it becomes part of a JSON path.
+constexpr std::string_view kRollupProbe = R"sql(
+INSERT INTO probe_days (tenant_id, monitor_id, day, checks, failures, hist_json)
+VALUES (?1, ?2, ?3, 1, ?4, json_set(?5, '$[' || CAST(?6 AS INTEGER) || ']', 1))
+ON CONFLICT (tenant_id, monitor_id, day) DO UPDATE SET
+  checks = checks + 1,
+  failures = failures + ?4,
+  hist_json = json_set(hist_json, '$[' || CAST(?6 AS INTEGER) || ']',
+                       COALESCE(json_extract(hist_json, '$[' || CAST(?6 AS INTEGER) || ']'), 0) + 1)
+)sql";
+
+// Only the claim holder of this tick writes the state.
+constexpr std::string_view kUpdateMonitorState = R"sql(
+UPDATE monitors SET consecutive_failures = ?4, last_probe_json = ?5, incident_id = ?6,
+                    probing_until = 0
+WHERE tenant_id = ?1 AND monitor_id = ?2 AND probe_tick = ?3
+)sql";
+
+constexpr std::string_view kInsertIncident = R"sql(
+INSERT INTO incidents (incident_id, tenant_id, monitor_id, opened_at, reason, dedup_key)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+)sql";
+
+constexpr std::string_view kResolveIncident = R"sql(
+UPDATE incidents SET resolved_at = ?3 WHERE tenant_id = ?1 AND incident_id = ?2
+  AND resolved_at IS NULL
+)sql";
+
+constexpr std::string_view kInsertAlert = R"sql(
+INSERT OR IGNORE INTO alerts (alert_id, tenant_id, monitor_id, incident_id, channel, action,
+                              request_json, created_at, updated_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)
+)sql";
+
+constexpr std::string_view kFindIncident = R"sql(
+SELECT incident_id, tenant_id, monitor_id, opened_at, resolved_at, reason, dedup_key
+FROM incidents WHERE tenant_id = ?1 AND incident_id = ?2
+)sql";
+
+constexpr std::string_view kRecentIncidents = R"sql(
+SELECT incident_id, tenant_id, monitor_id, opened_at, resolved_at, reason, dedup_key
+FROM incidents WHERE tenant_id = ?1 AND (opened_at >= ?2 OR resolved_at IS NULL)
+ORDER BY opened_at DESC LIMIT ?3
+)sql";
+
+constexpr std::string_view kFindAlert = R"sql(
+SELECT alert_id, tenant_id, monitor_id, incident_id, channel, action, request_json, state,
+       attempts, last_error, created_at, updated_at
+FROM alerts WHERE alert_id = ?1
+)sql";
+
+// Pending, or sending with a lapsed lease (the sender died): one sender at a time.
+constexpr std::string_view kClaimAlert = R"sql(
+UPDATE alerts SET state = 'sending', lease_until = ?3, attempts = attempts + 1, updated_at = ?4
+WHERE alert_id = ?1 AND (state = 'pending' OR (state = 'sending' AND lease_until <= ?2))
+)sql";
+
+constexpr std::string_view kAlertSent = R"sql(
+UPDATE alerts SET state = 'sent', lease_until = 0, last_error = NULL, updated_at = ?2
+WHERE alert_id = ?1
+)sql";
+
+constexpr std::string_view kAlertFailed = R"sql(
+UPDATE alerts SET state = ?3, lease_until = 0, last_error = ?2, updated_at = ?4
+WHERE alert_id = ?1
+)sql";
+
+constexpr std::string_view kStaleAlerts = R"sql(
+SELECT alert_id, tenant_id, monitor_id, incident_id, channel, action, request_json, state,
+       attempts, last_error, created_at, updated_at
+FROM alerts WHERE state IN ('pending', 'sending') AND updated_at < ?1
+ORDER BY updated_at LIMIT ?2
+)sql";
+
+constexpr std::string_view kAlertsOf = R"sql(
+SELECT alert_id, tenant_id, monitor_id, incident_id, channel, action, request_json, state,
+       attempts, last_error, created_at, updated_at
+FROM alerts WHERE tenant_id = ?1 AND monitor_id = ?2 ORDER BY created_at DESC, alert_id DESC
+LIMIT ?3
+)sql";
+
+// Failures in maintenance windows do not count against uptime; p50/p95 by nearest rank.
+constexpr std::string_view kRawStats = R"sql(
+SELECT monitor_id,
+       COUNT(*) AS checks,
+       SUM(CASE WHEN ok = 0 AND maintenance = 0 THEN 1 ELSE 0 END) AS failures,
+       MAX(CASE WHEN rn = (n * 50 + 99) / 100 THEN latency_ms END) AS p50,
+       MAX(CASE WHEN rn = (n * 95 + 99) / 100 THEN latency_ms END) AS p95
+FROM (
+  SELECT monitor_id, ok, maintenance, latency_ms,
+         ROW_NUMBER() OVER (PARTITION BY monitor_id ORDER BY latency_ms) AS rn,
+         COUNT(*) OVER (PARTITION BY monitor_id) AS n
+  FROM probes WHERE tenant_id = ?1 AND at_ms >= ?2
+)
+GROUP BY monitor_id
+)sql";
+
+constexpr std::string_view kDayStats = R"sql(
+SELECT monitor_id, SUM(checks) AS checks, SUM(failures) AS failures
+FROM probe_days WHERE tenant_id = ?1 AND day >= ?2 GROUP BY monitor_id
+)sql";
+
+constexpr std::string_view kDays = R"sql(
+SELECT monitor_id, day, checks, failures, hist_json
+FROM probe_days WHERE tenant_id = ?1 AND day >= ?2 ORDER BY monitor_id, day
+)sql";
+
+constexpr std::string_view kPruneProbes = R"sql(
+DELETE FROM probes WHERE rowid IN (SELECT rowid FROM probes WHERE at_ms < ?1 LIMIT ?2)
+)sql";
+constexpr std::string_view kPruneDays = R"sql(
+DELETE FROM probe_days WHERE rowid IN (SELECT rowid FROM probe_days WHERE day < ?1 LIMIT ?2)
+)sql";
+
+json nullable(const std::optional<std::string>& s) { return s ? json(*s) : json(nullptr); }
+
+struct KeyRow {
+  MonitorKey key;
+  static KeyRow decode(RowReader& r) { return {{r.text("tenant_id"), r.text("monitor_id")}}; }
+};
+
+struct StatsRow {
+  std::string monitor_id;
+  MonitorStats stats;
+  static StatsRow decode(RowReader& r) {
+    StatsRow row;
+    row.monitor_id = r.text("monitor_id");
+    row.stats.checks = r.nullable_integer("checks").value_or(0);
+    row.stats.failures = r.nullable_integer("failures").value_or(0);
+    if (r.raw().contains("p50")) row.stats.p50 = r.nullable_integer("p50");
+    if (r.raw().contains("p95")) row.stats.p95 = r.nullable_integer("p95");
+    return row;
+  }
+};
+
+Result<std::map<std::string, MonitorStats>> stats_map(const D1Result& r) {
+  auto rows = r.as<StatsRow>();
+  if (!rows) return std::move(rows).error();
+  std::map<std::string, MonitorStats> out;
+  for (auto& row : *rows) out[row.monitor_id] = row.stats;
+  return out;
+}
+
+}  // namespace
+
+MonitorRow MonitorRow::decode(RowReader& r) {
+  MonitorRow m;
+  m.tenant_id = r.text("tenant_id");
+  m.monitor_id = r.text("monitor_id");
+  m.spec = r.json_text("spec_json");
+  m.enabled = r.flag("enabled");
+  m.source = r.text("source");
+  m.created_at = r.text("created_at");
+  m.updated_at = r.text("updated_at");
+  m.consecutive_failures = static_cast<int>(r.integer("consecutive_failures"));
+  m.probe_tick = r.integer("probe_tick");
+  m.probing_until = r.integer("probing_until");
+  auto last = r.nullable_text("last_probe_json");
+  if (last) {
+    auto parsed = parse_json(*last);
+    m.last_probe = parsed ? *parsed : json(nullptr);
+  }
+  m.incident_id = r.nullable_text("incident_id");
+  return m;
+}
+
+IncidentRow IncidentRow::decode(RowReader& r) {
+  IncidentRow i;
+  i.incident_id = r.text("incident_id");
+  i.tenant_id = r.text("tenant_id");
+  i.monitor_id = r.text("monitor_id");
+  i.opened_at = r.text("opened_at");
+  i.resolved_at = r.nullable_text("resolved_at");
+  i.reason = r.text("reason");
+  i.dedup_key = r.text("dedup_key");
+  return i;
+}
+
+json IncidentRow::to_json() const {
+  return json{{"id", incident_id},
+              {"monitorId", monitor_id},
+              {"openedAt", opened_at},
+              {"resolvedAt", nullable(resolved_at)},
+              {"reason", reason}};
+}
+
+AlertRow AlertRow::decode(RowReader& r) {
+  AlertRow a;
+  a.alert_id = r.text("alert_id");
+  a.tenant_id = r.text("tenant_id");
+  a.monitor_id = r.text("monitor_id");
+  a.incident_id = r.text("incident_id");
+  a.channel = r.text("channel");
+  a.action = r.text("action");
+  a.request = r.json_text("request_json");
+  a.state = r.text("state");
+  a.attempts = static_cast<int>(r.integer("attempts"));
+  a.last_error = r.nullable_text("last_error");
+  a.created_at = r.text("created_at");
+  a.updated_at = r.text("updated_at");
+  return a;
+}
+
+json AlertRow::to_json() const {
+  return json{{"id", alert_id},
+              {"incidentId", incident_id},
+              {"channel", channel},
+              {"action", action},
+              {"state", state},
+              {"attempts", attempts},
+              {"lastError", nullable(last_error)},
+              {"createdAt", created_at},
+              {"updatedAt", updated_at}};
+}
+
+Task<Result<std::optional<MonitorRow>>> MonitorStore::find(const std::string& tenant,
+                                                           const std::string& id) const {
+  json params = json::array({tenant, id});
+  SS_CO_TRY(D1Result r, co_await db_.first(kFindMonitor, params));
+  co_return r.first_as<MonitorRow>();
+}
+
+Task<Result<std::vector<MonitorRow>>> MonitorStore::list(const std::string& tenant) const {
+  json params = json::array({tenant});
+  SS_CO_TRY(D1Result r, co_await db_.all(kListMonitors, params));
+  co_return r.as<MonitorRow>();
+}
+
+Task<Result<std::int64_t>> MonitorStore::count(const std::string& tenant) const {
+  json params = json::array({tenant});
+  SS_CO_TRY(D1Result r, co_await db_.first(kCountMonitors, params));
+  const json* row = r.first();
+  co_return row ? int_or(*row, "n", 0) : 0;
+}
+
+Task<Result<bool>> MonitorStore::upsert(const std::string& tenant, const std::string& id,
+                                        const json& spec, bool enabled, const std::string& source,
+                                        const std::string& now) const {
+  json find_params = json::array({tenant, id});
+  SS_CO_TRY(D1Result existing, co_await db_.first(kFindMonitor, find_params));
+  json params = json::array({tenant, id, dump_json(spec), enabled ? 1 : 0, source, now});
+  SS_CO_TRY(D1Result ignored, co_await db_.run(kUpsertMonitor, params));
+  co_return existing.empty();
+}
+
+Task<Result<bool>> MonitorStore::remove(const std::string& tenant, const std::string& id) const {
+  json params = json::array({tenant, id});
+  std::vector<D1Statement> batch{{std::string(kDeleteMonitor), params},
+                                 {std::string(kDeleteMonitorProbes), params},
+                                 {std::string(kDeleteMonitorDays), params}};
+  SS_CO_TRY(std::vector<D1Result> r, co_await db_.batch(batch));
+  co_return !r.empty() && r[0].meta.changes > 0;
+}
+
+Task<Status> MonitorStore::sync_config_monitors(const std::string& tenant,
+                                                const std::vector<DeclaredMonitor>& declared,
+                                                const std::string& now) const {
+  std::vector<D1Statement> batch;
+  json ids = json::array();
+  for (const auto& d : declared) {
+    ids.push_back(d.id);
+    batch.push_back({std::string(kUpsertMonitor),
+                     json::array({tenant, d.id, dump_json(monitor_json(d.spec, false)),
+                                  d.spec.enabled ? 1 : 0, "config", now})});
+  }
+  batch.push_back(
+      {std::string(kDeleteConfigMonitorsExcept), json::array({tenant, dump_json(ids)})});
+  SS_CO_TRY(std::vector<D1Result> ignored, co_await db_.batch(batch));
+  co_return Unit{};
+}
+
+Task<Result<std::vector<MonitorKey>>> MonitorStore::enabled_page(const MonitorKey& after,
+                                                                 int limit) const {
+  json params = json::array({after.tenant_id, after.monitor_id, limit});
+  SS_CO_TRY(D1Result r, co_await db_.all(kEnabledPage, params));
+  SS_CO_TRY(std::vector<KeyRow> rows, r.as<KeyRow>());
+  std::vector<MonitorKey> out;
+  out.reserve(rows.size());
+  for (auto& row : rows) out.push_back(std::move(row.key));
+  co_return out;
+}
+
+Task<Result<bool>> MonitorStore::claim_probe(const MonitorKey& key, std::int64_t tick,
+                                             std::int64_t now_ms,
+                                             std::int64_t lease_until_ms) const {
+  json params = json::array({key.tenant_id, key.monitor_id, tick, now_ms, lease_until_ms});
+  SS_CO_TRY(D1Result r, co_await db_.run(kClaimProbe, params));
+  co_return r.meta.changes == 1;
+}
+
+Task<Status> MonitorStore::release_probe(const MonitorKey& key, std::int64_t tick) const {
+  json params = json::array({key.tenant_id, key.monitor_id, tick});
+  SS_CO_TRY(D1Result ignored, co_await db_.run(kReleaseProbe, params));
+  co_return Unit{};
+}
+
+Task<Status> MonitorStore::commit_probe(const ProbeCommit& c) const {
+  const ProbeResult& r = c.result;
+  std::vector<D1Statement> batch;
+  batch.push_back(
+      {std::string(kInsertProbe),
+       json::array({c.key.tenant_id, c.key.monitor_id, c.at_ms, r.ok ? 1 : 0,
+                    r.status ? json(*r.status) : json(nullptr), r.latency_ms,
+                    r.reason.empty() ? json(nullptr) : json(r.reason), c.maintenance ? 1 : 0})});
+  json zeros = json::array();
+  for (std::size_t i = 0; i < kHistogramSize; ++i) zeros.push_back(0);
+  std::string day = format_rfc3339(c.at_ms).substr(0, 10);
+  int failed = !r.ok && !c.maintenance ? 1 : 0;
+  batch.push_back({std::string(kRollupProbe),
+                   json::array({c.key.tenant_id, c.key.monitor_id, day, failed, dump_json(zeros),
+                                static_cast<std::int64_t>(latency_bucket(r.latency_ms))})});
+  batch.push_back({std::string(kUpdateMonitorState),
+                   json::array({c.key.tenant_id, c.key.monitor_id, c.tick,
+                                c.next.consecutive_failures, dump_json(r.to_json(c.at_ms)),
+                                c.incident_id ? json(*c.incident_id) : json(nullptr)})});
+  if (c.opened) {
+    const IncidentRow& i = *c.opened;
+    batch.push_back(
+        {std::string(kInsertIncident), json::array({i.incident_id, i.tenant_id, i.monitor_id,
+                                                    i.opened_at, i.reason, i.dedup_key})});
+  }
+  if (c.resolved_id) {
+    batch.push_back({std::string(kResolveIncident),
+                     json::array({c.key.tenant_id, *c.resolved_id, format_rfc3339(c.at_ms)})});
+  }
+  std::string now = format_rfc3339_ms(c.at_ms);
+  for (const auto& [alert_id, a] : c.alerts) {
+    std::string incident_id = c.opened ? c.opened->incident_id : c.resolved_id.value_or("");
+    json request{{"url", a.url}, {"body", a.body}};
+    batch.push_back({std::string(kInsertAlert),
+                     json::array({alert_id, c.key.tenant_id, c.key.monitor_id, incident_id,
+                                  a.channel, a.action, dump_json(request), now})});
+  }
+  SS_CO_TRY(std::vector<D1Result> ignored, co_await db_.batch(batch));
+  co_return Unit{};
+}
+
+Task<Result<std::optional<IncidentRow>>> MonitorStore::incident(
+    const std::string& tenant, const std::string& incident_id) const {
+  json params = json::array({tenant, incident_id});
+  SS_CO_TRY(D1Result r, co_await db_.first(kFindIncident, params));
+  co_return r.first_as<IncidentRow>();
+}
+
+Task<Result<std::vector<IncidentRow>>> MonitorStore::recent_incidents(const std::string& tenant,
+                                                                      const std::string& since,
+                                                                      int limit) const {
+  json params = json::array({tenant, since, limit});
+  SS_CO_TRY(D1Result r, co_await db_.all(kRecentIncidents, params));
+  co_return r.as<IncidentRow>();
+}
+
+Task<Result<std::optional<AlertRow>>> MonitorStore::alert(const std::string& alert_id) const {
+  json params = json::array({alert_id});
+  SS_CO_TRY(D1Result r, co_await db_.first(kFindAlert, params));
+  co_return r.first_as<AlertRow>();
+}
+
+Task<Result<bool>> MonitorStore::claim_alert(const std::string& alert_id, std::int64_t now_ms,
+                                             std::int64_t lease_until_ms,
+                                             const std::string& now) const {
+  json params = json::array({alert_id, now_ms, lease_until_ms, now});
+  SS_CO_TRY(D1Result r, co_await db_.run(kClaimAlert, params));
+  co_return r.meta.changes == 1;
+}
+
+Task<Status> MonitorStore::alert_sent(const std::string& alert_id, const std::string& now) const {
+  json params = json::array({alert_id, now});
+  SS_CO_TRY(D1Result ignored, co_await db_.run(kAlertSent, params));
+  co_return Unit{};
+}
+
+Task<Status> MonitorStore::alert_failed(const std::string& alert_id, const std::string& error,
+                                        bool dead, const std::string& now) const {
+  json params = json::array({alert_id, error, dead ? "dead" : "pending", now});
+  SS_CO_TRY(D1Result ignored, co_await db_.run(kAlertFailed, params));
+  co_return Unit{};
+}
+
+Task<Result<std::vector<AlertRow>>> MonitorStore::stale_alerts(const std::string& before,
+                                                               int limit) const {
+  json params = json::array({before, limit});
+  SS_CO_TRY(D1Result r, co_await db_.all(kStaleAlerts, params));
+  co_return r.as<AlertRow>();
+}
+
+Task<Result<std::vector<AlertRow>>> MonitorStore::alerts_of(const std::string& tenant,
+                                                            const std::string& id,
+                                                            int limit) const {
+  json params = json::array({tenant, id, limit});
+  SS_CO_TRY(D1Result r, co_await db_.all(kAlertsOf, params));
+  co_return r.as<AlertRow>();
+}
+
+Task<Result<std::map<std::string, MonitorStats>>> MonitorStore::raw_stats(
+    const std::string& tenant, std::int64_t since_ms) const {
+  json params = json::array({tenant, since_ms});
+  SS_CO_TRY(D1Result r, co_await db_.all(kRawStats, params));
+  co_return stats_map(r);
+}
+
+Task<Result<std::map<std::string, MonitorStats>>> MonitorStore::day_stats(
+    const std::string& tenant, const std::string& since_day) const {
+  json params = json::array({tenant, since_day});
+  SS_CO_TRY(D1Result r, co_await db_.all(kDayStats, params));
+  co_return stats_map(r);
+}
+
+Task<Result<std::vector<DayRollup>>> MonitorStore::days(const std::string& tenant,
+                                                        const std::string& since_day) const {
+  struct Row {
+    DayRollup d;
+    static Row decode(RowReader& r) {
+      Row row;
+      row.d.monitor_id = r.text("monitor_id");
+      row.d.day = r.text("day");
+      row.d.checks = r.integer("checks");
+      row.d.failures = r.integer("failures");
+      json h = r.json_text("hist_json");
+      if (h.is_array()) {
+        for (const json& v : h)
+          row.d.histogram.push_back(v.is_number_integer() ? v.get<std::int64_t>() : 0);
+      }
+      return row;
+    }
+  };
+  json params = json::array({tenant, since_day});
+  SS_CO_TRY(D1Result r, co_await db_.all(kDays, params));
+  SS_CO_TRY(std::vector<Row> rows, r.as<Row>());
+  std::vector<DayRollup> out;
+  out.reserve(rows.size());
+  for (auto& row : rows) out.push_back(std::move(row.d));
+  co_return out;
+}
+
+Task<Result<std::int64_t>> MonitorStore::prune(std::int64_t before_ms,
+                                               const std::string& before_day, int limit) const {
+  std::vector<D1Statement> batch{{std::string(kPruneProbes), json::array({before_ms, limit})},
+                                 {std::string(kPruneDays), json::array({before_day, limit})}};
+  SS_CO_TRY(std::vector<D1Result> r, co_await db_.batch(batch));
+  std::int64_t n = 0;
+  for (const auto& x : r) n += x.meta.changes;
+  co_return n;
+}
+
+}  // namespace ss::monitoring
