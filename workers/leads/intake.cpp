@@ -8,6 +8,7 @@
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
 #include "shared/tenant.h"
+#include "workers/leads/client_ip.h"
 #include "workers/leads/config.h"
 #include "workers/leads/lead.h"
 #include "workers/leads/notify.h"
@@ -25,15 +26,14 @@ inline constexpr const char* kDefaultSiteverifyUrl =
     "https://challenges.cloudflare.com/turnstile/v0/siteverify";
 inline constexpr int kSiteverifyTimeoutMs = 5000;
 
-// A window per tenant + client IP, counted in D1, anchored at its first hit (so a burst cannot
-// straddle two clock-aligned windows and get twice the limit). The IP is hashed before it is
-// stored.
+// A window per tenant + client network (IPv4 /32, IPv6 /64, or the shared no-IP window; see
+// client_ip.h), counted in D1, anchored at its first hit (so a burst cannot straddle two
+// clock-aligned windows and get twice the limit). The key is hashed before it is stored.
 Task<Status> check_rate_limit(Context& ctx, const std::string& tenant, const std::string& ip,
                               const LeadsConfig& config) {
   std::int64_t period_ms = static_cast<std::int64_t>(config.rate_period_seconds) * 1000;
-  std::string ip_key =
-      "leads-rate:" + (ip.empty() ? std::string("unknown") : ip);  // g++-12: hoisted
-  auto ip_hash = co_await sha256_hex(std::move(ip_key));
+  std::string key = "leads-rate:" + rate_limit_subject(ip);  // g++-12: hoisted
+  auto ip_hash = co_await sha256_hex(std::move(key));
   if (!ip_hash) {
     ctx.log("rate limit skipped: " + ip_hash.error().message);
     co_return Unit{};
