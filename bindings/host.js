@@ -12,6 +12,7 @@
 import { perform } from "./effects/index.js";
 import { Core, CoreTrap } from "./instance.js";
 import { envelope, INTERNAL_ERROR, internalErrorResponse, requestMessage, toResponse } from "./messages.js";
+import { noStream, ResponseStream } from "./stream.js";
 
 // Workers RPC needs a WorkerEntrypoint class from "cloudflare:workers", which exists only in workerd;
 // plain-Node tests of this host get null and plain handler objects.
@@ -60,11 +61,29 @@ export function addRpcMethods(cls, source, service, methods) {
 
 function workerHandlers(host, service) {
   return {
-    async fetch(request, env, _ctx) {
-      const out = await host.run(env, async () => ({
-        ...envelope("fetch", env),
-        request: await requestMessage(request),
-      }));
+    async fetch(request, env, ctx) {
+      const stream = new ResponseStream();
+      const run = host.run(
+        env,
+        async () => ({ ...envelope("fetch", env), request: await requestMessage(request) }),
+        stream,
+      );
+      // A streamed body (docs/abi.md "Streamed responses") is answered when the core opens it; the
+      // run goes on while the client reads.
+      const first = await Promise.race([
+        run.then((out) => ({ out })),
+        stream.opened.then((response) => ({ response })),
+      ]);
+      if (first.response) {
+        const done = run.then((out) => stream.finish(out));
+        ctx?.waitUntil?.(done);
+        return first.response;
+      }
+      const { out } = first;
+      if (out?.streamed) {
+        host.fail(new Error("the core answered streamed without opening a stream"));
+        return internalErrorResponse();
+      }
       try {
         return out ? toResponse(out) : internalErrorResponse();
       } catch (err) {
@@ -145,11 +164,14 @@ class Host {
     this.#service = service ?? "siteswarm-worker";
   }
 
-  /** Builds the message, runs it to the end; the output message, or null after logging why. */
-  async run(env, buildMessage) {
+  /**
+   * Builds the message, runs it to the end; the output message, or null after logging why. `stream`
+   * (fetch runs only) performs the `response.*` effects.
+   */
+  async run(env, buildMessage, stream = null) {
     try {
       const message = await buildMessage();
-      const out = await this.#drive(this.#instance(), message, env);
+      const out = await this.#drive(this.#instance(), message, env, stream);
       for (const line of out.logs ?? []) console.log(line);
       return out;
     } catch (err) {
@@ -176,7 +198,7 @@ class Host {
   }
 
   // The effect loop: start, then perform effects and resume with whatever has settled.
-  async #drive(core, message, env) {
+  async #drive(core, message, env, stream) {
     const id = core.start(message);
     if (id === 0) throw new Error("the core rejected the input message");
     const inFlight = new Map();
@@ -187,7 +209,10 @@ class Host {
         if (state === 1) return core.data(id);
         if (state !== 0) throw new Error(`run ${id} is unknown to the core`);
         for (const effect of core.data(id)) {
-          const done = perform(effect, env).then((result) => {
+          const performed = String(effect.kind).startsWith("response.")
+            ? (stream?.perform(effect) ?? Promise.resolve(noStream(effect)))
+            : perform(effect, env);
+          const done = performed.then((result) => {
             inFlight.delete(done);
             settled.push(result);
           });

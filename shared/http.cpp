@@ -106,6 +106,12 @@ Response Response::text(int status, std::string body, std::string content_type) 
   return r;
 }
 
+Response Response::streamed_body() {
+  Response r;
+  r.streamed = true;
+  return r;
+}
+
 Response& Response::set_header(std::string name, std::string value) {
   for (auto& [k, v] : headers) {
     if (k == name) {
@@ -118,6 +124,7 @@ Response& Response::set_header(std::string name, std::string value) {
 }
 
 json Response::to_json() const {
+  if (streamed) return json{{"streamed", true}};
   json h = json::object();
   for (const auto& [k, v] : headers) h[k] = v;
   return json{{"status", status}, {"headers", std::move(h)}, {"body", body}};

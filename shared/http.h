@@ -44,13 +44,15 @@ struct Response {
   int status = 200;
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
+  bool streamed = false;  // the body went out through response_open/write (response_stream.h)
 
   static Response json_body(int status, const json& body);
   static Response from_error(const Error& error);
   static Response empty(int status);
   static Response text(int status, std::string body, std::string content_type);
+  static Response streamed_body();  // what a handler returns after streaming its body
   Response& set_header(std::string name, std::string value);
-  json to_json() const;  // {"status","headers","body"}
+  json to_json() const;  // {"status","headers","body"}, or {"streamed":true}
 };
 
 // Route parameters captured from `{name}` segments, e.g. /admin/tenants/{id}.

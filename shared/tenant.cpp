@@ -2,6 +2,7 @@
 
 #include "shared/app.h"
 #include "shared/bytes.h"
+#include "shared/digest.h"
 #include "shared/json_util.h"
 #include "shared/tenant_store.h"
 #include "shared/text.h"
@@ -9,9 +10,18 @@
 namespace ss {
 
 namespace {
-Error unauthenticated(std::string why) {
+// One answer for every failed tenant authentication, whatever was wrong (no id, malformed id,
+// unknown or disabled tenant, no or bad token): telling them apart would let anyone enumerate
+// tenant ids.
+Error unauthenticated() {
   return Error{ErrorCode::unauthenticated_tenant,
-               "tenant authentication failed: " + std::move(why)};
+               "tenant authentication failed: send a valid X-SiteSwarm-Tenant-Id and "
+               "X-SiteSwarm-Tenant-Token"};
+}
+Error admin_unauthorized() {
+  return Error{ErrorCode::unauthorized,
+               "tenant admin authentication failed: send a valid X-SiteSwarm-Tenant-Id and "
+               "Authorization: Bearer <tenant admin token>"};
 }
 
 // Checks the capability version header, when present: "MAJOR.MINOR.PATCH" with a major we speak.
@@ -30,24 +40,22 @@ Status check_capability_version(const std::string& version) {
 
 enum class Secret { token, admin_token };
 
-// Loads the tenant row and hashes the presented secret concurrently, then compares digests.
-Task<Result<Tenant>> verify_secret(Context& ctx, const std::string& tenant_id, std::string secret,
-                                   Secret which) {
+// Loads the tenant row and hashes the presented secret concurrently, then compares digests;
+// nullopt when the tenant is unknown, disabled or the secret does not match.
+Task<Result<std::optional<Tenant>>> verify_secret(Context& ctx, const std::string& tenant_id,
+                                                  std::string secret, Secret which) {
   auto [found, digest] = co_await when_all(TenantStore(ctx.app().db_binding).find(tenant_id),
                                            sha256_hex(std::move(secret)));
   if (!found) co_return std::move(found).error();
   if (!digest) co_return std::move(digest).error();
   const std::optional<TenantRow>& row = *found;
-  if (!row || !row->enabled) co_return unauthenticated("unknown tenant");
+  if (!row || !row->enabled) co_return std::optional<Tenant>{};
   const std::string& stored = which == Secret::token ? row->token_hash : row->admin_token_hash;
-  if (stored.empty() || !constant_time_equal(stored, *digest)) {
-    co_return which == Secret::token ? unauthenticated("bad token")
-                                     : Error{ErrorCode::unauthorized, "bad tenant admin token"};
-  }
+  if (stored.empty() || !constant_time_equal(stored, *digest)) co_return std::optional<Tenant>{};
   Tenant tenant;
   tenant.id = tenant_id;
   tenant.config = row->config;
-  co_return tenant;
+  co_return std::optional<Tenant>{std::move(tenant)};
 }
 }  // namespace
 
@@ -67,10 +75,11 @@ std::string bearer_token(const Request& req) {
 Task<Result<Tenant>> authenticate_tenant(Context& ctx, const Request& req) {
   std::string id = req.header("x-siteswarm-tenant-id");
   std::string token = req.header("x-siteswarm-tenant-token");
-  if (id.empty()) co_return unauthenticated("missing X-SiteSwarm-Tenant-Id");
-  if (!is_valid_tenant_id(id)) co_return unauthenticated("malformed tenant id");
-  if (token.empty()) co_return unauthenticated("missing X-SiteSwarm-Tenant-Token");
-  SS_CO_TRY(Tenant tenant, co_await verify_secret(ctx, id, std::move(token), Secret::token));
+  if (id.empty() || !is_valid_tenant_id(id) || token.empty()) co_return unauthenticated();
+  SS_CO_TRY(std::optional<Tenant> verified,
+            co_await verify_secret(ctx, id, std::move(token), Secret::token));
+  if (!verified) co_return unauthenticated();
+  Tenant tenant = std::move(*verified);
   tenant.capability_version = req.header("x-siteswarm-capability-version");
   SS_CO_CHECK(check_capability_version(tenant.capability_version));
   co_return tenant;
@@ -79,21 +88,19 @@ Task<Result<Tenant>> authenticate_tenant(Context& ctx, const Request& req) {
 Task<Result<Tenant>> authenticate_tenant_admin(Context& ctx, const Request& req) {
   std::string id = req.header("x-siteswarm-tenant-id");
   std::string token = bearer_token(req);
-  if (id.empty() || !is_valid_tenant_id(id) || token.empty()) {
-    co_return Error{ErrorCode::unauthorized,
-                    "send X-SiteSwarm-Tenant-Id and Authorization: Bearer <tenant admin token>"};
-  }
-  auto tenant = co_await verify_secret(ctx, id, std::move(token), Secret::admin_token);
-  if (!tenant && tenant.error().code == ErrorCode::unauthenticated_tenant) {
-    co_return Error{ErrorCode::unauthorized, "unknown tenant or bad tenant admin token"};
-  }
-  co_return tenant;
+  if (id.empty() || !is_valid_tenant_id(id) || token.empty()) co_return admin_unauthorized();
+  SS_CO_TRY(std::optional<Tenant> verified,
+            co_await verify_secret(ctx, id, std::move(token), Secret::admin_token));
+  if (!verified) co_return admin_unauthorized();
+  co_return std::move(*verified);
 }
 
 Status authenticate_operator(const Context& ctx, const Request& req) {
   std::string expected = ctx.env("PLATFORM_ADMIN_TOKEN");
   std::string presented = bearer_token(req);
-  if (expected.empty() || presented.empty() || !constant_time_equal(expected, presented)) {
+  // Compared as SHA-256 digests: fixed length, no early exit on a length or byte mismatch, so
+  // timing says nothing about the token.
+  if (expected.empty() || presented.empty() || !digest_equal(expected, presented)) {
     return Error{ErrorCode::unauthorized, "operator endpoint: send Authorization: Bearer <token>"};
   }
   return Unit{};

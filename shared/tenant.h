@@ -4,7 +4,7 @@
 // A tenant id header can arrive straight from the internet (route delegation forwards raw
 // requests), so it is never enough: the token must hash (SHA-256, computed by the host) to the
 // stored digest. Services keep only digests. Failures are 401 unauthenticated_tenant, decided
-// before any tenant data is touched.
+// before any tenant data is touched, with one message whatever was wrong (no enumeration).
 
 #include "shared/effects.h"
 #include "shared/http.h"

@@ -20,10 +20,11 @@ CREATE TABLE IF NOT EXISTS lead_idempotency (
   PRIMARY KEY (tenant_id, idempotency_key)
 );
 
--- Fixed-window rate limit per tenant + client IP (a hash of it, never the IP itself). The window
--- starts at a bucket's first hit and ends at expires_at_ms; the next hit after that starts a new one.
+-- Fixed-window rate limit per tenant + client network (IPv4 /32, IPv6 /64; a hash, never the IP).
+-- The window starts at a bucket's first hit and ends at expires_at_ms; the next hit after that
+-- starts a new one.
 CREATE TABLE IF NOT EXISTS rate_limit_windows (
-  bucket TEXT PRIMARY KEY NOT NULL,            -- tenant|first 32 hex of sha256("leads-rate:" + ip)
+  bucket TEXT PRIMARY KEY NOT NULL,            -- tenant|first 32 hex of sha256("leads-rate:" + network)
   hits INTEGER NOT NULL,
   expires_at_ms INTEGER NOT NULL
 );

@@ -557,3 +557,106 @@ function fakeBatch(ids) {
   };
   return { batch, outcome };
 }
+
+describe("streamed responses (response.open / response.write)", () => {
+  const open = { kind: "response.open", status: 200, headers: { "content-type": "text/csv" } };
+  const write = (chunk) => ({ kind: "response.write", chunk });
+
+  it("answers at response.open and feeds each chunk only as fast as the client reads", async () => {
+    const written = [];
+    const core = fakeCore({
+      *"GET /export"() {
+        yield [open];
+        for (const part of ["a,b\r\n", "1,2\r\n", "3,4\r\n"]) {
+          const [r] = yield [write(part)];
+          assert.equal(r.ok, true);
+          written.push(part);
+        }
+        return { streamed: true };
+      },
+    });
+    const c = ctx();
+    const res = await defineWorker(core, { service: "svc" }).fetch(get("/export"), {}, c);
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get("content-type"), "text/csv");
+    // Nothing read yet: the first chunk is queued, the core waits on that write.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.deepEqual(written, []);
+    const reader = res.body.getReader();
+    const decoder = new TextDecoder();
+    let text = "";
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value);
+    }
+    assert.equal(text, "a,b\r\n1,2\r\n3,4\r\n");
+    assert.equal(written.length, 3);
+    assert.equal(c.waited.length, 1);
+    await c.waited[0];
+  });
+
+  it("aborts the body when the run fails after the stream opened", async () => {
+    const core = fakeCore({
+      *"GET /export"() {
+        yield [open];
+        yield [write("a,b\r\n")];
+        return json(503, { error: { code: "dependency_unavailable", message: "d1 down" } });
+      },
+    });
+    const res = await defineWorker(core, { service: "svc" }).fetch(get("/export"), {}, ctx());
+    assert.equal(res.status, 200);
+    await assert.rejects(res.text());
+  });
+
+  it("a client that cancels makes the next write fail with stream_closed", async () => {
+    let failure;
+    const core = fakeCore({
+      *"GET /export"() {
+        yield [open];
+        for (let i = 0; ; i++) {
+          const [r] = yield [write(`${i}\r\n`)];
+          if (!r.ok) {
+            failure = r.error;
+            return json(499, {});
+          }
+        }
+      },
+    });
+    const c = ctx();
+    const res = await defineWorker(core, { service: "svc" }).fetch(get("/export"), {}, c);
+    const reader = res.body.getReader();
+    await reader.read();
+    await reader.cancel();
+    await c.waited[0];
+    assert.equal(failure.code, "stream_closed");
+  });
+
+  it("response.* outside a fetch run is unsupported; streamed without a stream is a 500", async () => {
+    let seen;
+    const core = fakeCore({
+      *queue(message) {
+        [seen] = yield [open];
+        return { ack: message.messages.map((m) => m.id), retry: [] };
+      },
+      *"GET /odd"() {
+        return { streamed: true };
+      },
+    });
+    const worker = defineWorker(core, { service: "svc" });
+    const acked = [];
+    await worker.queue(
+      {
+        queue: "q",
+        messages: [{ id: "m1", body: {}, attempts: 1, timestamp: 0, ack: () => acked.push("m1"), retry() {} }],
+      },
+      {},
+      ctx(),
+    );
+    assert.equal(seen.ok, false);
+    assert.equal(seen.error.code, "unsupported_effect");
+    assert.deepEqual(acked, ["m1"]);
+    const res = await worker.fetch(get("/odd"), {}, ctx());
+    assert.equal(res.status, 500);
+  });
+});

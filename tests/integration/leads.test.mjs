@@ -668,6 +668,19 @@ describe("rate limit", () => {
     assert.ok((await count("SELECT COUNT(*) AS n FROM rate_limit_windows WHERE bucket LIKE 'lt-rate|%'")) >= 2);
   });
 
+  it("keys IPv6 clients by /64: two addresses of one /64 share a window, the next /64 has its own", async () => {
+    for (let i = 1; i <= 5; i++) {
+      await accepted(await submit("lt-rate", { email: `v6-${i}@example.com` }, { ip: `2001:db8:77:1::${i}` }));
+    }
+    await errorOf(
+      await submit("lt-rate", { email: "v6-6@example.com" }, { ip: "2001:db8:77:1:ffff::9" }),
+      429,
+      "rate_limited",
+    );
+    await accepted(await submit("lt-rate", { email: "v6-other@example.com" }, { ip: "2001:db8:77:2::1" }));
+    assert.equal(await count("SELECT COUNT(*) AS n FROM rate_limit_windows WHERE bucket LIKE '%2001%'"), 0);
+  });
+
   it("comes before honeypot and validation: spam and invalid posts use up the window too", async () => {
     const ip = "198.51.100.77";
     await errorOf(await submit("lt-rate", { name: "no contact" }, { ip }), 400, "invalid_lead");
@@ -1471,5 +1484,55 @@ describe("notifications", () => {
     assert.equal(body.from, "Forms <forms@lt-channels.example>");
     assert.equal(body.reply_to, "next@example.com");
     assert.match(body.text, new RegExp(leadId));
+  });
+});
+
+// -------------------------------------------------------------------------------------------------
+describe('CSV export streams (docs/leads.md "CSV export")', () => {
+  const LEADS = 2_000; // ten pages of 200; the native suite exports 50,000
+  before(async () => {
+    await provision("lt-export", { turnstile: "off" });
+    // Seeded straight into D1: the intake is tested elsewhere; ULID-shaped ids in creation order.
+    const db = await mesh.d1("leads", "LEADS_DB");
+    await db
+      .prepare(
+        `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
+       INSERT INTO leads (id, tenant_id, payload, turnstile_verified, created_at)
+       SELECT printf('01KC%022d', i), 'lt-export', json_object('email', 'x' || i || '@example.com'), 1,
+              '2025-11-29T14:20:00.000Z' FROM n`,
+      )
+      .bind(LEADS)
+      .run();
+  });
+
+  it("every lead once, newest first, as a streamed body", async () => {
+    const res = await mesh.fetch("leads", "/api/leads/export.csv", { headers: adminHeaders("lt-export") });
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get("content-type"), /^text\/csv/);
+    assert.equal(res.headers.get("content-length"), null, "a streamed body has no length up front");
+    let chunks = 0;
+    let csv = "";
+    const decoder = new TextDecoder();
+    for await (const chunk of res.body) {
+      chunks++;
+      csv += decoder.decode(chunk, { stream: true });
+    }
+    const lines = csv.split("\r\n").filter(Boolean);
+    assert.equal(lines[0], "id,created_at,turnstile_verified,name,email,phone,message");
+    const ids = lines.slice(1).map((l) => l.split(",")[0]);
+    assert.equal(ids.length, LEADS);
+    assert.equal(new Set(ids).size, LEADS, "each lead once");
+    assert.deepEqual(ids, [...ids].sort().reverse(), "newest first");
+    assert.ok(chunks >= 1);
+  });
+
+  it("HEAD answers the headers only", async () => {
+    const res = await mesh.fetch("leads", "/api/leads/export.csv", {
+      method: "HEAD",
+      headers: adminHeaders("lt-export"),
+    });
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get("content-type"), /^text\/csv/);
+    assert.equal(await res.text(), "");
   });
 });

@@ -240,6 +240,13 @@ json Mesh::drive_worker(Worker& w, json message) {
                [this](const json& effect) { return perform(effect); });
 }
 
+json Mesh::drive_fetch(Worker& w, json message, Stream& stream) {
+  streams_.push_back(&stream);
+  json out = drive_worker(w, std::move(message));
+  streams_.pop_back();
+  return out;
+}
+
 HttpReply Mesh::request(const std::string& worker, const std::string& method,
                         const std::string& path, const std::map<std::string, std::string>& headers,
                         const std::string& body) {
@@ -256,8 +263,18 @@ HttpReply Mesh::request(const std::string& worker, const std::string& method,
              {"headers", h},
              {"body", body}}}};
   if (!request_cf.is_null()) msg["request"]["cf"] = request_cf;
-  json out = drive_worker(*workers_.at(worker), std::move(msg));
+  Stream stream;
+  json out = drive_fetch(*workers_.at(worker), std::move(msg), stream);
   HttpReply reply;
+  if (stream.open) {
+    reply.streamed = true;
+    reply.aborted = !out.is_object() || !out.value("streamed", false);
+    reply.status = stream.status;
+    reply.headers = stream.headers;
+    for (const std::string& c : stream.chunks) reply.body += c;
+    reply.chunks = std::move(stream.chunks);
+    return reply;
+  }
   reply.status = static_cast<int>(int_or(out, "status", 0));
   if (out.contains("headers")) reply.headers = out["headers"];
   reply.body = string_or(out, "body", "");
@@ -309,6 +326,11 @@ json Mesh::perform(const json& effect) {
     if (r.is_object() && r.contains("error")) {
       return error_result(effect, "d1_error", string_or(r, "error", ""));
     }
+    if (r.is_array()) {
+      for (const json& one : r) max_d1_rows = std::max(max_d1_rows, one["results"].size());
+    } else {
+      max_d1_rows = std::max(max_d1_rows, r["results"].size());
+    }
     if (kind == "d1.first") {
       const json& rows = r["results"];
       return ok_result(effect, json{{"row", rows.empty() ? json(nullptr) : rows[0]}});
@@ -316,6 +338,7 @@ json Mesh::perform(const json& effect) {
     if (kind == "d1.run") return ok_result(effect, json{{"meta", r["meta"]}});
     return ok_result(effect, r);
   }
+  if (kind.rfind("response.", 0) == 0) return perform_stream(effect);
   if (kind == "kv.get") {
     auto it = kv_.find(binding + "/" + string_or(effect, "key", ""));
     if (it == kv_.end() || (it->second.expires_at_ms && it->second.expires_at_ms <= now_ms)) {
@@ -336,8 +359,19 @@ json Mesh::perform(const json& effect) {
   if (kind == "service") {
     auto target = service_bindings_.find(binding);
     if (target == service_bindings_.end()) return error_result(effect, "binding_missing", binding);
-    json out = drive_worker(*workers_.at(target->second),
-                            json{{"op", "fetch"}, {"request", effect["request"]}});
+    Stream stream;
+    json out = drive_fetch(*workers_.at(target->second),
+                           json{{"op", "fetch"}, {"request", effect["request"]}}, stream);
+    if (stream.open) {
+      // The caller reads the whole body; a body cut by a failure is a failed call.
+      if (!out.is_object() || !out.value("streamed", false)) {
+        return error_result(effect, "network_error", "the streamed body was cut");
+      }
+      std::string body;
+      for (const std::string& c : stream.chunks) body += c;
+      return ok_result(
+          effect, json{{"status", stream.status}, {"headers", stream.headers}, {"body", body}});
+    }
     return ok_result(
         effect,
         json{{"status", out["status"]}, {"headers", out["headers"]}, {"body", out["body"]}});
@@ -404,6 +438,30 @@ json Mesh::perform(const json& effect) {
     return ok_result(effect,
                      json{{"hex", entropy_hex(static_cast<std::size_t>(std::clamp<std::int64_t>(
                                       int_or(effect, "bytes", 16), 1, 1024)))}});
+  }
+  return error_result(effect, "unsupported_effect", kind);
+}
+
+// response.open / response.write of the innermost fetch run (docs/abi.md "Streamed responses").
+json Mesh::perform_stream(const json& effect) {
+  std::string kind = string_or(effect, "kind", "");
+  if (streams_.empty()) return error_result(effect, "unsupported_effect", kind);
+  Stream& s = *streams_.back();
+  if (kind == "response.open") {
+    if (s.open) return error_result(effect, "stream_state", "the response is already open");
+    s.open = true;
+    s.status = static_cast<int>(int_or(effect, "status", 0));
+    if (effect.contains("headers")) s.headers = effect["headers"];
+    return ok_result(effect, json::object());
+  }
+  if (kind == "response.write") {
+    if (!s.open) return error_result(effect, "stream_state", "write before response.open");
+    if (stream_reader_leaves_after >= 0 &&
+        s.chunks.size() >= static_cast<std::size_t>(stream_reader_leaves_after)) {
+      return error_result(effect, "stream_closed", "the client closed the response");
+    }
+    s.chunks.push_back(string_or(effect, "chunk", ""));
+    return ok_result(effect, json::object());
   }
   return error_result(effect, "unsupported_effect", kind);
 }

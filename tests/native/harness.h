@@ -35,6 +35,10 @@ struct HttpReply {
   int status = 0;
   json headers = json::object();
   std::string body;
+  // A streamed response (response.open/write): body is every chunk joined, chunks each write.
+  bool streamed = false;
+  bool aborted = false;  // the run failed after the stream opened: the client saw a cut body
+  std::vector<std::string> chunks;
   json body_json() const;  // discarded json when the body is not JSON
   std::string header(const std::string& name) const;
 };
@@ -85,6 +89,10 @@ class Mesh {
   // Fault injection: an effect for which this returns true fails with code injected_fault, as if
   // the dependency (or the whole isolate) had gone away at that point.
   std::function<bool(const json& effect)> fail_effect;
+  // A client that reads this many chunks of a streamed response, then goes away (-1: reads all).
+  int stream_reader_leaves_after = -1;
+  // The most rows any one d1.all / d1.first / d1.batch statement handed a core.
+  std::size_t max_d1_rows = 0;
 
   void set_env(const std::string& worker, const std::string& key, const std::string& value);
   HttpReply request(const std::string& worker, const std::string& method, const std::string& path,
@@ -107,7 +115,16 @@ class Mesh {
 
  private:
   struct Worker;
+  struct Stream {
+    bool open = false;
+    int status = 0;
+    json headers = json::object();
+    std::vector<std::string> chunks;
+  };
   json perform(const json& effect);
+  json perform_stream(const json& effect);
+  // Runs one fetch message; a streamed answer is collected into `stream`.
+  json drive_fetch(Worker& w, json message, Stream& stream);
   json drive_worker(Worker& w, json message);
   std::string entropy_hex(std::size_t bytes);
 
@@ -120,6 +137,7 @@ class Mesh {
   };
   std::map<std::string, KvEntry> kv_;  // "binding/key"
   std::map<std::string, int> rate_counts_;
+  std::vector<Stream*> streams_;  // the fetch runs in progress, innermost last
   std::mt19937_64 rng_{42};
 };
 

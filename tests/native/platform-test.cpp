@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include <set>
+
 using ss::json;
 using ss::native::Mesh;
 
@@ -135,6 +137,54 @@ TEST_CASE("tenant authentication: missing headers, unknown tenant, wrong token, 
   check_error(mesh.request("cms", "GET", "/v1/tenant",
                            Mesh::tenant_headers("bakery", "bakery-admin-0123456789")),
               401, "unauthenticated_tenant");
+}
+
+TEST_CASE("every tenant-auth failure answers the same 401; the operator token is any length") {
+  Mesh mesh;
+  mesh.provision("bakery", "bakery-token-0123456789", "bakery-admin-0123456789");
+  mesh.provision("gone", "gone-token-0123456789ab", "gone-admin-0123456789ab");
+  REQUIRE(mesh.request("cms", "DELETE", "/admin/tenants/gone", kOperator).status == 200);
+  // Unknown tenant, wrong token, disabled tenant, malformed id, missing token: one answer, so a
+  // tenant id cannot be told to exist.
+  std::vector<std::map<std::string, std::string>> failures = {
+      Mesh::tenant_headers("no-such-tenant", "bakery-token-0123456789"),
+      Mesh::tenant_headers("bakery", "wrong-token"),
+      Mesh::tenant_headers("gone", "gone-token-0123456789ab"),
+      Mesh::tenant_headers("BAKERY!", "bakery-token-0123456789"),
+      {{"X-SiteSwarm-Tenant-Id", "bakery"}},
+      {}};
+  std::set<std::string> bodies;
+  for (const auto& h : failures) {
+    auto r = mesh.request("cms", "GET", "/v1/tenant", h);
+    CHECK(r.status == 401);
+    bodies.insert(r.body);
+  }
+  CHECK(bodies.size() == 1);
+  CHECK(json::parse(*bodies.begin())["error"]["code"] == "unauthenticated_tenant");
+  // The tenant admin API likewise: unknown tenant and bad admin token read the same.
+  auto admin = [](const std::string& tenant, const std::string& token) {
+    return std::map<std::string, std::string>{{"X-SiteSwarm-Tenant-Id", tenant},
+                                              {"Authorization", "Bearer " + token}};
+  };
+  auto unknown = mesh.request("leads", "GET", "/api/leads", admin("no-such", "x-admin-token"));
+  auto wrong = mesh.request("leads", "GET", "/api/leads", admin("bakery", "x-admin-token"));
+  auto missing = mesh.request("leads", "GET", "/api/leads", {{"X-SiteSwarm-Tenant-Id", "bakery"}});
+  CHECK(unknown.status == 401);
+  CHECK(unknown.body == wrong.body);
+  CHECK(unknown.body == missing.body);
+  CHECK(mesh.request("leads", "GET", "/api/leads", admin("bakery", "bakery-admin-0123456789"))
+            .status == 200);
+  // Operator: a token of another length, a prefix, a longer one — all the same 401.
+  std::set<std::string> operator_bodies;
+  for (std::string token :
+       {"x", "test-admin-toke", "test-admin-token-and-more", "TEST-ADMIN-TOKEN"}) {
+    auto r =
+        mesh.request("cms", "GET", "/admin/diagnostics", {{"Authorization", "Bearer " + token}});
+    CHECK(r.status == 401);
+    operator_bodies.insert(r.body);
+  }
+  CHECK(operator_bodies.size() == 1);
+  CHECK(mesh.request("cms", "GET", "/admin/diagnostics", kOperator).status == 200);
 }
 
 TEST_CASE("diagnostics awaits D1, KV and a service call concurrently, crossing to another core") {

@@ -633,3 +633,139 @@ TEST_CASE("phone numbers normalise to E.164") {
   CHECK_FALSE(normalize_phone("+1 555 010 2000 ext 5", "1").has_value());
   CHECK_FALSE(normalize_phone("+123456789012345678", "1").has_value());
 }
+
+TEST_CASE("the rate limit keys IPv6 clients by /64 and IPv4 by /32; no IP shares one window") {
+  Leads l;
+  auto from = [&](const std::string& ip) { return l.headers("application/json", ip); };
+  // Two addresses in one /64 share a window: the sixth post from the /64 is refused.
+  for (int i = 1; i <= 5; ++i) {
+    REQUIRE(l.submit(json{{"email", "a@example.com"}}, from("2001:db8:0:1::" + std::to_string(i)))
+                .status == 202);
+  }
+  check_error(l.submit(json{{"email", "a@example.com"}}, from("2001:db8:0:1:ffff:1:2:3")), 429,
+              "rate_limited");
+  // Another /64 (even next door) has its own window.
+  CHECK(l.submit(json{{"email", "a@example.com"}}, from("2001:db8:0:2::1")).status == 202);
+  // IPv4: each address its own window, as before.
+  for (int i = 0; i < 5; ++i) {
+    REQUIRE(l.submit(json{{"email", "a@example.com"}}, from("198.51.100.20")).status == 202);
+  }
+  check_error(l.submit(json{{"email", "a@example.com"}}, from("198.51.100.20")), 429,
+              "rate_limited");
+  CHECK(l.submit(json{{"email", "a@example.com"}}, from("198.51.100.21")).status == 202);
+  // Without a usable client IP (no header, or garbage) requests share one window per tenant.
+  auto no_ip = Mesh::tenant_headers("bakery", kBakeryToken);
+  no_ip["Content-Type"] = "application/json";
+  for (int i = 0; i < 3; ++i)
+    REQUIRE(l.submit(json{{"email", "a@example.com"}}, no_ip).status == 202);
+  REQUIRE(l.submit(json{{"email", "a@example.com"}}, from("not-an-ip")).status == 202);
+  REQUIRE(l.submit(json{{"email", "a@example.com"}}, from("1.2.3.4.5")).status == 202);
+  check_error(l.submit(json{{"email", "a@example.com"}}, no_ip), 429, "rate_limited");
+  // The window table keeps hashes, never addresses.
+  CHECK(l.rows("SELECT * FROM rate_limit_windows WHERE bucket LIKE '%2001%' OR bucket LIKE "
+               "'%198.51%'")
+            .empty());
+}
+
+TEST_CASE("CSV export streams 50,000 leads one page per chunk, each lead once") {
+  Leads l;
+  constexpr int kLeads = 50000;
+  constexpr std::size_t kPage = 200;  // workers/leads/admin.cpp kExportPage
+  // Seeded straight into SQLite: 50,000 submissions through the core would test the intake, not
+  // the export. ULID-shaped ids in creation order.
+  auto seeded =
+      l.mesh.db("LEADS_DB")
+          .execute(
+              "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1) "
+              "INSERT INTO leads (id, tenant_id, payload, turnstile_verified, created_at) "
+              "SELECT printf('01KB%022d', i), 'bakery', "
+              "json_object('name', 'Lead ' || i, 'email', 'lead' || i || '@example.com'), 1, "
+              "'2025-11-29T14:20:00.000Z' FROM n",
+              json::array({kLeads}));
+  REQUIRE(seeded.contains("results"));
+  // Another tenant's leads never appear.
+  l.mesh.db("LEADS_DB")
+      .execute(
+          "INSERT INTO leads (id, tenant_id, payload, turnstile_verified, created_at) VALUES "
+          "('01KB9999999999999999999999', 'auto-repair', '{\"name\":\"Other\"}', 1, 'x')",
+          json::array());
+  l.mesh.max_d1_rows = 0;
+  auto r = l.mesh.request("leads", "GET", "/api/leads/export.csv", l.admin());
+  REQUIRE(r.status == 200);
+  CHECK(r.streamed);
+  CHECK_FALSE(r.aborted);
+  CHECK(r.header("content-type").rfind("text/csv", 0) == 0);
+  CHECK(r.header("content-disposition").find("attachment") != std::string::npos);
+  // Constant memory: no D1 answer and no chunk the core handled held more than one page of leads.
+  CHECK(l.mesh.max_d1_rows <= kPage);
+  CHECK(r.chunks.size() == kLeads / kPage);
+  std::size_t header_lines = 1;
+  for (const std::string& chunk : r.chunks) {
+    std::size_t lines = static_cast<std::size_t>(std::count(chunk.begin(), chunk.end(), '\n'));
+    CHECK(lines <= kPage + header_lines);
+    header_lines = 0;
+  }
+  // Every lead exactly once, newest first, after one header line.
+  std::set<std::string> seen;
+  std::string previous = "~";
+  std::size_t pos = r.body.find("\r\n");
+  REQUIRE(r.body.substr(0, pos) ==
+          "id,created_at,turnstile_verified,name,email,phone,message,preferred_date");
+  pos += 2;
+  bool ordered = true;
+  while (pos < r.body.size()) {
+    std::size_t end = r.body.find("\r\n", pos);
+    REQUIRE(end != std::string::npos);
+    std::string id = r.body.substr(pos, r.body.find(',', pos) - pos);
+    ordered = ordered && id < previous;
+    previous = id;
+    seen.insert(id);
+    pos = end + 2;
+  }
+  CHECK(ordered);
+  CHECK(seen.size() == kLeads);
+  CHECK(seen.count("01KB0000000000000000000001") == 1);
+  CHECK(seen.count("01KB0000000000000000050000") == 1);
+  CHECK(seen.count("01KB9999999999999999999999") == 0);
+}
+
+TEST_CASE(
+    "CSV export: a failure after the first chunk cuts the body; a client that leaves stops it") {
+  Leads l;
+  l.mesh.db("LEADS_DB")
+      .execute(
+          "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 450) "
+          "INSERT INTO leads (id, tenant_id, payload, turnstile_verified, created_at) "
+          "SELECT printf('01KB%022d', i), 'bakery', json_object('name', 'L' || i), 1, 'x' FROM n",
+          json::array());
+  // D1 fails on the second page: the status is already sent, so the body is aborted, never
+  // passed off as a complete file.
+  int pages = 0;
+  l.mesh.fail_effect = [&](const json& e) {
+    return e["kind"] == "d1.all" &&
+           e["sql"].get<std::string>().find("FROM leads") != std::string::npos && ++pages == 2;
+  };
+  auto cut = l.mesh.request("leads", "GET", "/api/leads/export.csv", l.admin());
+  CHECK(cut.status == 200);
+  CHECK(cut.streamed);
+  CHECK(cut.aborted);
+  CHECK(cut.chunks.size() == 1);
+  // D1 down before anything is sent: a clean 503.
+  l.mesh.fail_effect = [](const json& e) { return e["kind"] == "d1.all"; };
+  check_error(l.mesh.request("leads", "GET", "/api/leads/export.csv", l.admin()), 503,
+              "dependency_unavailable");
+  // The client goes away after one chunk: the core stops at the page it was writing.
+  l.mesh.fail_effect = nullptr;
+  l.mesh.stream_reader_leaves_after = 1;
+  l.mesh.effect_kinds.clear();
+  auto left = l.mesh.request("leads", "GET", "/api/leads/export.csv", l.admin());
+  CHECK(left.aborted);
+  CHECK(std::count(l.mesh.effect_kinds.begin(), l.mesh.effect_kinds.end(), "d1.all") == 2);
+  // HEAD answers the headers only, without streaming.
+  l.mesh.stream_reader_leaves_after = -1;
+  auto head = l.mesh.request("leads", "HEAD", "/api/leads/export.csv", l.admin());
+  CHECK(head.status == 200);
+  CHECK_FALSE(head.streamed);
+  CHECK(head.body.empty());
+  CHECK(head.header("content-type").rfind("text/csv", 0) == 0);
+}

@@ -8,9 +8,11 @@
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
 #include "shared/tenant.h"
+#include "workers/leads/client_ip.h"
 #include "workers/leads/config.h"
 #include "workers/leads/lead.h"
 #include "workers/leads/notify.h"
+#include "workers/leads/store.h"
 
 #include <algorithm>
 
@@ -24,41 +26,30 @@ inline constexpr const char* kDefaultSiteverifyUrl =
     "https://challenges.cloudflare.com/turnstile/v0/siteverify";
 inline constexpr int kSiteverifyTimeoutMs = 5000;
 
-// A window per tenant + client IP, counted in D1, anchored at its first hit (so a burst cannot
-// straddle two clock-aligned windows and get twice the limit). The IP is hashed before it is
-// stored.
+// A window per tenant + client network (IPv4 /32, IPv6 /64, or the shared no-IP window; see
+// client_ip.h), counted in D1, anchored at its first hit (so a burst cannot straddle two
+// clock-aligned windows and get twice the limit). The key is hashed before it is stored.
 Task<Status> check_rate_limit(Context& ctx, const std::string& tenant, const std::string& ip,
                               const LeadsConfig& config) {
   std::int64_t period_ms = static_cast<std::int64_t>(config.rate_period_seconds) * 1000;
-  std::string ip_key =
-      "leads-rate:" + (ip.empty() ? std::string("unknown") : ip);  // g++-12: hoisted
-  auto ip_hash = co_await sha256_hex(std::move(ip_key));
+  std::string key = "leads-rate:" + rate_limit_subject(ip);  // g++-12: hoisted
+  auto ip_hash = co_await sha256_hex(std::move(key));
   if (!ip_hash) {
     ctx.log("rate limit skipped: " + ip_hash.error().message);
     co_return Unit{};
   }
-  json params =
-      json::array({tenant + "|" + ip_hash->substr(0, 32), ctx.now_ms(), ctx.now_ms() + period_ms});
-  auto hits = co_await D1(kDb).first_json(
-      "INSERT INTO rate_limit_windows (bucket, hits, expires_at_ms) VALUES (?1, 1, ?3) "
-      "ON CONFLICT (bucket) DO UPDATE SET "
-      "hits = CASE WHEN rate_limit_windows.expires_at_ms <= ?2 THEN 1 ELSE rate_limit_windows.hits "
-      "+ 1 END, "
-      "expires_at_ms = CASE WHEN rate_limit_windows.expires_at_ms <= ?2 THEN ?3 "
-      "ELSE rate_limit_windows.expires_at_ms END "
-      "RETURNING hits, expires_at_ms",
-      params);
-  if (!hits) {
+  std::string bucket = tenant + "|" + ip_hash->substr(0, 32);
+  auto window =
+      co_await LeadStore(kDb).hit_rate_window(bucket, ctx.now_ms(), ctx.now_ms() + period_ms);
+  if (!window) {
     // Availability over strictness: a lead is worth more than a perfect counter.
-    ctx.log("rate limit skipped: " + hits.error().message);
+    ctx.log("rate limit skipped: " + window.error().message);
     co_return Unit{};
   }
-  const json* row = row_of(*hits);
-  if (row != nullptr && int_or(*row, "hits", 0) > config.rate_limit) {
+  if (window->hits > config.rate_limit) {
     Error e{ErrorCode::rate_limited, "too many submissions; try again later"};
-    std::int64_t window_end = int_or(*row, "expires_at_ms", ctx.now_ms() + period_ms);
-    e.retry_after =
-        static_cast<int>(std::max<std::int64_t>(1, (window_end - ctx.now_ms() + 999) / 1000));
+    e.retry_after = static_cast<int>(
+        std::max<std::int64_t>(1, (window->expires_at_ms - ctx.now_ms() + 999) / 1000));
     co_return e;
   }
   co_return Unit{};
@@ -116,15 +107,12 @@ Task<Result<Verdict>> verify_turnstile(Context& ctx, const std::string& token,
   co_return Error{ErrorCode::turnstile_failed, "Turnstile verification failed: " + why};
 }
 
+// The lead id an Idempotency-Key already claimed within the window, or "".
 Task<Result<std::string>> find_replay(const std::string& tenant, const std::string& key,
                                       std::int64_t now_ms) {
-  json params = json::array({tenant, key, now_ms - kIdempotencyWindowMs});
-  SS_CO_TRY(json r,
-            co_await D1(kDb).first_json("SELECT lead_id FROM lead_idempotency WHERE tenant_id = ?1 "
-                                        "AND idempotency_key = ?2 AND created_at_ms > ?3",
-                                        params));
-  const json* row = row_of(r);
-  co_return row ? string_or(*row, "lead_id", "") : std::string();
+  SS_CO_TRY(std::optional<std::string> first,
+            co_await LeadStore(kDb).find_replay(tenant, key, now_ms - kIdempotencyWindowMs));
+  co_return first.value_or("");
 }
 
 Response accepted(const Request& req, const LeadsConfig& config, const std::string& lead_id) {
@@ -185,34 +173,23 @@ Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
 
   // One transaction: the idempotency claim, the lead and its deliveries stand or fall together. A
   // concurrent twin with the same key makes the claim's INSERT fail, and the twin's id is answered.
-  std::vector<D1Statement> writes;
-  if (!key.empty()) {
-    writes.push_back(
-        {"DELETE FROM lead_idempotency WHERE tenant_id = ?1 AND idempotency_key = ?2 "
-         "AND created_at_ms <= ?3",
-         json::array({tenant.id, key, ctx.now_ms() - kIdempotencyWindowMs})});
-    writes.push_back(
-        {"INSERT INTO lead_idempotency (tenant_id, idempotency_key, lead_id, "
-         "created_at_ms) VALUES (?1, ?2, ?3, ?4)",
-         json::array({tenant.id, key, lead_id, ctx.now_ms()})});
-  }
-  if (config->store_submissions) {
-    writes.push_back(
-        {"INSERT INTO leads (id, tenant_id, payload, turnstile_verified, created_at) "
-         "VALUES (?1, ?2, ?3, ?4, ?5)",
-         json::array({lead_id, tenant.id, dump_json(submission.lead), verified ? 1 : 0, now})});
-  }
-  for (const Delivery& d : deliveries) writes.push_back(delivery_insert(d, now));
-  if (!writes.empty()) {
-    auto stored = co_await D1(kDb).batch_json(writes);
-    if (!stored) {
-      if (!key.empty()) {
-        auto owner = co_await find_replay(tenant.id, key, ctx.now_ms());
-        if (owner && !owner->empty()) co_return accepted(req, *config, *owner);
-      }
-      co_return Error{ErrorCode::dependency_unavailable,
-                      "the lead could not be stored; retry later"};
+  NewLead row;
+  row.tenant_id = tenant.id;
+  row.lead_id = lead_id;
+  if (config->store_submissions) row.payload = submission.lead;
+  row.turnstile_verified = verified;
+  row.created_at = now;
+  row.idempotency_key = key;
+  row.now_ms = ctx.now_ms();
+  row.claim_expired_ms = ctx.now_ms() - kIdempotencyWindowMs;
+  row.deliveries = deliveries;
+  Status stored = co_await LeadStore(kDb).insert(row);
+  if (!stored) {
+    if (!key.empty()) {
+      auto owner = co_await find_replay(tenant.id, key, ctx.now_ms());
+      if (owner && !owner->empty()) co_return accepted(req, *config, *owner);
     }
+    co_return Error{ErrorCode::dependency_unavailable, "the lead could not be stored; retry later"};
   }
   json lead_message = submission.lead;
   SS_CO_CHECK(

@@ -1,0 +1,394 @@
+#include "workers/leads/store.h"
+
+#include "shared/json_util.h"
+
+namespace ss::leads {
+
+namespace {
+
+// ---- intake
+
+// A window per bucket, anchored at its first hit: an expired window restarts at 1 with a new end.
+constexpr std::string_view kHitRateWindow = R"sql(
+INSERT INTO rate_limit_windows (bucket, hits, expires_at_ms) VALUES (?1, 1, ?3)
+ON CONFLICT (bucket) DO UPDATE SET
+  hits = CASE WHEN rate_limit_windows.expires_at_ms <= ?2 THEN 1
+              ELSE rate_limit_windows.hits + 1 END,
+  expires_at_ms = CASE WHEN rate_limit_windows.expires_at_ms <= ?2 THEN ?3
+                       ELSE rate_limit_windows.expires_at_ms END
+RETURNING hits, expires_at_ms
+)sql";
+
+constexpr std::string_view kFindReplay = R"sql(
+SELECT lead_id FROM lead_idempotency
+WHERE tenant_id = ?1 AND idempotency_key = ?2 AND created_at_ms > ?3
+)sql";
+
+constexpr std::string_view kDeleteExpiredClaim = R"sql(
+DELETE FROM lead_idempotency
+WHERE tenant_id = ?1 AND idempotency_key = ?2 AND created_at_ms <= ?3
+)sql";
+
+constexpr std::string_view kInsertClaim = R"sql(
+INSERT INTO lead_idempotency (tenant_id, idempotency_key, lead_id, created_at_ms)
+VALUES (?1, ?2, ?3, ?4)
+)sql";
+
+constexpr std::string_view kInsertLead = R"sql(
+INSERT INTO leads (id, tenant_id, payload, turnstile_verified, created_at)
+VALUES (?1, ?2, ?3, ?4, ?5)
+)sql";
+
+constexpr std::string_view kInsertDelivery = R"sql(
+INSERT INTO lead_deliveries (id, tenant_id, lead_id, channel, provider, status, attempts,
+                             created_at, updated_at)
+VALUES (?1, ?2, ?3, ?4, ?5, 'pending', 0, ?6, ?6)
+)sql";
+
+// ---- tenant admin API
+
+constexpr std::string_view kListLeads = R"sql(
+SELECT id, tenant_id, payload, turnstile_verified, created_at FROM leads
+WHERE tenant_id = ?1 AND (?2 = '' OR id < ?2)
+ORDER BY id DESC LIMIT ?3
+)sql";
+
+constexpr std::string_view kFindLead = R"sql(
+SELECT id, tenant_id, payload, turnstile_verified, created_at FROM leads
+WHERE tenant_id = ?1 AND id = ?2
+)sql";
+
+constexpr std::string_view kDeliveriesOfLead = R"sql(
+SELECT * FROM lead_deliveries WHERE tenant_id = ?1 AND lead_id = ?2 ORDER BY id
+)sql";
+
+// Attempts carry no tenant_id: they are reached through their tenant's deliveries.
+constexpr std::string_view kAttemptsOfLead = R"sql(
+SELECT a.* FROM delivery_attempts a
+JOIN lead_deliveries d ON d.id = a.delivery_id
+WHERE d.tenant_id = ?1 AND d.lead_id = ?2
+ORDER BY a.delivery_id, a.attempt
+)sql";
+
+constexpr std::string_view kDeliveriesByStatus = R"sql(
+SELECT * FROM lead_deliveries WHERE tenant_id = ?1 AND status = ?2 ORDER BY id DESC LIMIT ?3
+)sql";
+
+// Erasure. The first statement's change count says whether the lead existed.
+constexpr std::string_view kEraseLead = R"sql(
+DELETE FROM leads WHERE tenant_id = ?1 AND id = ?2
+)sql";
+
+constexpr std::string_view kEraseClaims = R"sql(
+DELETE FROM lead_idempotency WHERE tenant_id = ?1 AND lead_id = ?2
+)sql";
+
+constexpr std::string_view kCancelDeliveries = R"sql(
+UPDATE lead_deliveries
+SET last_error = NULL,
+    status = CASE status WHEN 'pending' THEN 'cancelled' ELSE status END
+WHERE tenant_id = ?1 AND lead_id = ?2
+)sql";
+
+// ---- notifications
+
+constexpr std::string_view kFindDelivery = R"sql(
+SELECT * FROM lead_deliveries WHERE id = ?1 AND tenant_id = ?2
+)sql";
+
+constexpr std::string_view kClaimAttempt = R"sql(
+UPDATE lead_deliveries SET attempts = ?4, updated_at = ?5
+WHERE id = ?1 AND tenant_id = ?2 AND status = 'pending' AND attempts = ?3
+)sql";
+
+constexpr std::string_view kRecordAttempt = R"sql(
+INSERT OR REPLACE INTO delivery_attempts (delivery_id, attempt, attempted_at, ok, http_status,
+                                          error, elapsed_ms)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+)sql";
+
+constexpr std::string_view kFinishAttempt = R"sql(
+UPDATE lead_deliveries SET status = ?4, last_error = ?5, updated_at = ?6, delivered_at = ?7
+WHERE id = ?1 AND tenant_id = ?2 AND attempts = ?3 AND status = 'pending'
+)sql";
+
+constexpr std::string_view kUnsentDeliveries = R"sql(
+SELECT d.*, l.payload, l.created_at AS submitted_at
+FROM lead_deliveries d
+JOIN leads l ON l.id = d.lead_id AND l.tenant_id = d.tenant_id
+WHERE d.status = 'pending' AND d.attempts = 0 AND d.created_at < ?1
+ORDER BY d.created_at LIMIT ?2
+)sql";
+
+constexpr std::string_view kTouchDelivery = R"sql(
+UPDATE lead_deliveries SET updated_at = ?2, created_at = ?2 WHERE id = ?1
+)sql";
+
+// ---- retention
+
+constexpr std::string_view kTenantConfigs = R"sql(
+SELECT tenant_id, config_json FROM tenants
+)sql";
+
+constexpr std::string_view kRetireAttempts = R"sql(
+DELETE FROM delivery_attempts WHERE delivery_id IN (
+  SELECT id FROM lead_deliveries WHERE tenant_id = ?1 AND lead_id < ?2)
+)sql";
+
+constexpr std::string_view kRetireDeliveries = R"sql(
+DELETE FROM lead_deliveries WHERE tenant_id = ?1 AND lead_id < ?2
+)sql";
+
+constexpr std::string_view kRetireClaims = R"sql(
+DELETE FROM lead_idempotency WHERE tenant_id = ?1 AND lead_id < ?2
+)sql";
+
+// Last in its batch: its change count is the number of leads removed.
+constexpr std::string_view kRetireLeads = R"sql(
+DELETE FROM leads WHERE tenant_id = ?1 AND id < ?2
+)sql";
+
+constexpr std::string_view kDeleteExpiredWindows = R"sql(
+DELETE FROM rate_limit_windows WHERE expires_at_ms < ?1
+)sql";
+
+struct ClaimRow {
+  std::string lead_id;
+  static ClaimRow decode(RowReader& r) { return ClaimRow{r.text("lead_id")}; }
+};
+
+json nullable(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
+
+}  // namespace
+
+std::string provider_column(const std::string& provider, const std::string& recipient) {
+  return recipient.empty() ? provider : provider + ":" + recipient;
+}
+
+LeadRow LeadRow::decode(RowReader& r) {
+  LeadRow row;
+  row.id = r.text("id");
+  row.tenant_id = r.text("tenant_id");
+  row.payload = r.json_text("payload");
+  row.turnstile_verified = r.flag("turnstile_verified");
+  row.created_at = r.text("created_at");
+  return row;
+}
+
+DeliveryRow DeliveryRow::decode(RowReader& r) {
+  DeliveryRow row;
+  row.id = r.text("id");
+  row.tenant_id = r.text("tenant_id");
+  row.lead_id = r.text("lead_id");
+  row.channel = r.text("channel");
+  row.provider = r.text("provider");
+  if (auto colon = row.provider.find(':'); colon != std::string::npos) {
+    row.recipient = row.provider.substr(colon + 1);
+    row.provider.resize(colon);
+  }
+  row.status = r.text("status");
+  row.attempts = r.integer("attempts");
+  row.last_error = r.nullable_text("last_error");
+  row.created_at = r.text("created_at");
+  row.updated_at = r.text("updated_at");
+  row.delivered_at = r.nullable_text("delivered_at");
+  return row;
+}
+
+AttemptRow AttemptRow::decode(RowReader& r) {
+  AttemptRow row;
+  row.delivery_id = r.text("delivery_id");
+  row.attempt = r.integer("attempt");
+  row.attempted_at = r.text("attempted_at");
+  row.ok = r.flag("ok");
+  row.http_status = r.nullable_integer("http_status");
+  row.error = r.nullable_text("error");
+  row.elapsed_ms = r.nullable_integer("elapsed_ms");
+  return row;
+}
+
+UnsentDelivery UnsentDelivery::decode(RowReader& r) {
+  UnsentDelivery row;
+  row.delivery = DeliveryRow::decode(r);
+  row.lead = r.json_text("payload");
+  row.submitted_at = r.text("submitted_at");
+  return row;
+}
+
+TenantConfigRow TenantConfigRow::decode(RowReader& r) {
+  TenantConfigRow row;
+  row.tenant_id = r.text("tenant_id");
+  row.config_json = r.text("config_json");
+  return row;
+}
+
+RateWindow RateWindow::decode(RowReader& r) {
+  RateWindow row;
+  row.hits = r.integer("hits");
+  row.expires_at_ms = r.integer("expires_at_ms");
+  return row;
+}
+
+// ---- intake
+
+Task<Result<RateWindow>> LeadStore::hit_rate_window(const std::string& bucket, std::int64_t now_ms,
+                                                    std::int64_t expires_at_ms) const {
+  json params = json::array({bucket, now_ms, expires_at_ms});
+  SS_CO_TRY(D1Result r, co_await db_.first(kHitRateWindow, params));
+  SS_CO_TRY(std::optional<RateWindow> window, r.first_as<RateWindow>());
+  if (!window) co_return Error{ErrorCode::internal, "the rate-limit upsert returned no row"};
+  co_return *window;
+}
+
+Task<Result<std::optional<std::string>>> LeadStore::find_replay(const std::string& tenant_id,
+                                                                const std::string& key,
+                                                                std::int64_t since_ms) const {
+  json params = json::array({tenant_id, key, since_ms});
+  SS_CO_TRY(D1Result r, co_await db_.first(kFindReplay, params));
+  SS_CO_TRY(std::optional<ClaimRow> claim, r.first_as<ClaimRow>());
+  if (!claim) co_return std::optional<std::string>{};
+  co_return std::optional<std::string>{std::move(claim->lead_id)};
+}
+
+Task<Status> LeadStore::insert(const NewLead& lead) const {
+  std::vector<D1Statement> writes;
+  if (!lead.idempotency_key.empty()) {
+    writes.push_back({std::string(kDeleteExpiredClaim),
+                      json::array({lead.tenant_id, lead.idempotency_key, lead.claim_expired_ms})});
+    writes.push_back({std::string(kInsertClaim), json::array({lead.tenant_id, lead.idempotency_key,
+                                                              lead.lead_id, lead.now_ms})});
+  }
+  if (lead.payload) {
+    writes.push_back({std::string(kInsertLead),
+                      json::array({lead.lead_id, lead.tenant_id, dump_json(*lead.payload),
+                                   lead.turnstile_verified ? 1 : 0, lead.created_at})});
+  }
+  for (const Delivery& d : lead.deliveries) {
+    writes.push_back({std::string(kInsertDelivery),
+                      json::array({d.id, d.tenant_id, d.lead_id, d.channel,
+                                   provider_column(d.provider, d.recipient), lead.created_at})});
+  }
+  if (writes.empty()) co_return Unit{};
+  SS_CO_TRY(std::vector<D1Result> done, co_await db_.batch(writes));
+  co_return Unit{};
+}
+
+// ---- tenant admin API
+
+Task<Result<std::vector<LeadRow>>> LeadStore::list(const std::string& tenant_id,
+                                                   const std::string& before, int limit) const {
+  json params = json::array({tenant_id, before, limit});
+  SS_CO_TRY(D1Result r, co_await db_.all(kListLeads, params));
+  co_return r.as<LeadRow>();
+}
+
+Task<Result<std::optional<LeadRow>>> LeadStore::find(const std::string& tenant_id,
+                                                     const std::string& lead_id) const {
+  json params = json::array({tenant_id, lead_id});
+  SS_CO_TRY(D1Result r, co_await db_.first(kFindLead, params));
+  co_return r.first_as<LeadRow>();
+}
+
+Task<Result<std::vector<DeliveryRow>>> LeadStore::deliveries_of(const std::string& tenant_id,
+                                                                const std::string& lead_id) const {
+  json params = json::array({tenant_id, lead_id});
+  SS_CO_TRY(D1Result r, co_await db_.all(kDeliveriesOfLead, params));
+  co_return r.as<DeliveryRow>();
+}
+
+Task<Result<std::vector<AttemptRow>>> LeadStore::attempts_of(const std::string& tenant_id,
+                                                             const std::string& lead_id) const {
+  json params = json::array({tenant_id, lead_id});
+  SS_CO_TRY(D1Result r, co_await db_.all(kAttemptsOfLead, params));
+  co_return r.as<AttemptRow>();
+}
+
+Task<Result<std::vector<DeliveryRow>>> LeadStore::deliveries_by_status(const std::string& tenant_id,
+                                                                       const std::string& status,
+                                                                       int limit) const {
+  json params = json::array({tenant_id, status, limit});
+  SS_CO_TRY(D1Result r, co_await db_.all(kDeliveriesByStatus, params));
+  co_return r.as<DeliveryRow>();
+}
+
+Task<Result<bool>> LeadStore::erase(const std::string& tenant_id,
+                                    const std::string& lead_id) const {
+  json p = json::array({tenant_id, lead_id});
+  std::vector<D1Statement> writes = {{std::string(kEraseLead), p},
+                                     {std::string(kEraseClaims), p},
+                                     {std::string(kCancelDeliveries), p}};
+  SS_CO_TRY(std::vector<D1Result> done, co_await db_.batch(writes));
+  co_return !done.empty() && done[0].meta.changes > 0;
+}
+
+// ---- notifications
+
+Task<Result<std::optional<DeliveryRow>>> LeadStore::find_delivery(
+    const std::string& tenant_id, const std::string& delivery_id) const {
+  json params = json::array({delivery_id, tenant_id});
+  SS_CO_TRY(D1Result r, co_await db_.first(kFindDelivery, params));
+  co_return r.first_as<DeliveryRow>();
+}
+
+Task<Result<bool>> LeadStore::claim_attempt(const std::string& tenant_id,
+                                            const std::string& delivery_id, std::int64_t attempt,
+                                            const std::string& now) const {
+  json params = json::array({delivery_id, tenant_id, attempt - 1, attempt, now});
+  SS_CO_TRY(D1Result r, co_await db_.run(kClaimAttempt, params));
+  co_return r.meta.changes > 0;
+}
+
+Task<Result<bool>> LeadStore::record_attempt(const std::string& tenant_id,
+                                             const std::string& delivery_id,
+                                             const AttemptRecord& a) const {
+  json http_status = a.http_status ? json(a.http_status) : json(nullptr);
+  json elapsed = a.elapsed_ms >= 0 ? json(a.elapsed_ms) : json(nullptr);
+  std::vector<D1Statement> writes = {
+      {std::string(kRecordAttempt), json::array({delivery_id, a.attempt, a.at, a.ok ? 1 : 0,
+                                                 http_status, nullable(a.error), elapsed})},
+      {std::string(kFinishAttempt),
+       json::array({delivery_id, tenant_id, a.attempt, a.new_status, nullable(a.error), a.at,
+                    a.ok ? json(a.at) : json(nullptr)})}};
+  SS_CO_TRY(std::vector<D1Result> done, co_await db_.batch(writes));
+  co_return done.size() == 2 && done[1].meta.changes > 0;
+}
+
+Task<Result<std::vector<UnsentDelivery>>> LeadStore::unsent_deliveries(const std::string& cutoff,
+                                                                       int limit) const {
+  json params = json::array({cutoff, limit});
+  SS_CO_TRY(D1Result r, co_await db_.all(kUnsentDeliveries, params));
+  co_return r.as<UnsentDelivery>();
+}
+
+Task<Status> LeadStore::touch_delivery(const std::string& delivery_id,
+                                       const std::string& now) const {
+  json params = json::array({delivery_id, now});
+  SS_CO_TRY(D1Result r, co_await db_.run(kTouchDelivery, params));
+  co_return Unit{};
+}
+
+// ---- retention
+
+Task<Result<std::vector<TenantConfigRow>>> LeadStore::tenant_configs() const {
+  SS_CO_TRY(D1Result r, co_await db_.all(kTenantConfigs));
+  co_return r.as<TenantConfigRow>();
+}
+
+Task<Result<std::int64_t>> LeadStore::delete_leads_before(const std::string& tenant_id,
+                                                          const std::string& cutoff_ulid) const {
+  json p = json::array({tenant_id, cutoff_ulid});
+  std::vector<D1Statement> writes = {{std::string(kRetireAttempts), p},
+                                     {std::string(kRetireDeliveries), p},
+                                     {std::string(kRetireClaims), p},
+                                     {std::string(kRetireLeads), p}};
+  SS_CO_TRY(std::vector<D1Result> done, co_await db_.batch(writes));
+  co_return done.size() == writes.size() ? done.back().meta.changes : 0;
+}
+
+Task<Status> LeadStore::delete_expired_windows(std::int64_t now_ms) const {
+  json params = json::array({now_ms});
+  SS_CO_TRY(D1Result r, co_await db_.run(kDeleteExpiredWindows, params));
+  co_return Unit{};
+}
+
+}  // namespace ss::leads
