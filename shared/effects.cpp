@@ -222,21 +222,6 @@ EffectOf<std::vector<D1Result>> D1::batch(const std::vector<D1Statement>& statem
           decode_d1_batch};
 }
 
-Effect D1::all_json(std::string_view sql, json params) const {
-  return Effect(d1_request("d1.all", binding_, sql, std::move(params)));
-}
-Effect D1::first_json(std::string_view sql, json params) const {
-  return Effect(d1_request("d1.first", binding_, sql, std::move(params)));
-}
-Effect D1::run_json(std::string_view sql, json params) const {
-  return Effect(d1_request("d1.run", binding_, sql, std::move(params)));
-}
-Effect D1::batch_json(const std::vector<D1Statement>& statements) const {
-  json list = json::array();
-  for (const auto& s : statements) list.push_back({{"sql", s.sql}, {"params", s.params}});
-  return Effect(json{{"kind", "d1.batch"}, {"binding", binding_}, {"statements", std::move(list)}});
-}
-
 // ---- KV
 // ------------------------------------------------------------------------------------------
 
@@ -322,16 +307,5 @@ EffectOf<std::string> hmac_sha256_hex(std::string key, std::string data) {
 }
 
 EffectOf<Unit> sleep_ms(int ms) { return {json{{"kind", "sleep"}, {"ms", ms}}, decode_unit}; }
-
-const json& rows_of(const json& value) {
-  static const json kEmpty = json::array();
-  const json* rows = find_field(value, "results");
-  return rows && rows->is_array() ? *rows : kEmpty;
-}
-
-const json* row_of(const json& value) {
-  const json* row = find_field(value, "row");
-  return row && row->is_object() ? row : nullptr;
-}
 
 }  // namespace ss

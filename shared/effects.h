@@ -123,12 +123,6 @@ class D1 {
   EffectOf<std::vector<D1Result>> batch(const std::vector<D1Statement>& statements) const;
   const std::string& binding() const { return binding_; }
 
-  // TODO(refactor): the untyped originals, kept only until every worker's SQL lives in its store.
-  Effect all_json(std::string_view sql, json params = json::array()) const;
-  Effect first_json(std::string_view sql, json params = json::array()) const;
-  Effect run_json(std::string_view sql, json params = json::array()) const;
-  Effect batch_json(const std::vector<D1Statement>& statements) const;
-
  private:
   std::string binding_;
 };
@@ -193,9 +187,5 @@ template <class Awaitable>
 auto as_task(Awaitable awaitable) -> Task<decltype(awaitable.await_resume())> {
   co_return co_await std::move(awaitable);
 }
-
-// TODO(refactor): helpers for the untyped D1 values above; they go with them.
-const json& rows_of(const json& d1_all_value);   // the "results" array (or an empty one)
-const json* row_of(const json& d1_first_value);  // the row, or nullptr
 
 }  // namespace ss
