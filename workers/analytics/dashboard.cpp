@@ -1,5 +1,6 @@
 #include "workers/analytics/dashboard.h"
 
+#include "shared/html.h"
 #include "shared/json_util.h"
 #include "shared/tenant.h"
 #include "workers/analytics/intake.h"
@@ -91,33 +92,6 @@ std::string top_table(const std::string& title, const json& rows) {
 }
 
 }  // namespace
-
-std::string html_escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 std::string render_dashboard(const std::string& tenant, const json& daily,
                              const std::vector<std::pair<std::string, json>>& top_lists) {

@@ -13,8 +13,6 @@ namespace ss::analytics {
 
 inline constexpr int kDashboardTopRows = 10;
 
-std::string html_escape(std::string_view text);
-
 // The page for one tenant from the JSON of read_stats (by=day) and one top list per dimension.
 std::string render_dashboard(const std::string& tenant, const json& daily,
                              const std::vector<std::pair<std::string, json>>& top_lists);

@@ -1,6 +1,7 @@
 #include "workers/monitoring/status_page.h"
 
 #include "shared/effects.h"
+#include "shared/html.h"
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
 #include "shared/tenant.h"
@@ -131,33 +132,6 @@ const char* state_label(const std::string& state) {
 }
 
 }  // namespace
-
-std::string html_escape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 std::string render_status_html(const json& status) {
   std::string tenant = html_escape(string_or(status, "tenantId", ""));

@@ -18,6 +18,5 @@ void add_status_routes(App& app);
 
 // The page for the status data (pure, for tests): every value HTML-escaped.
 std::string render_status_html(const json& status);
-std::string html_escape(std::string_view s);
 
 }  // namespace ss::monitoring
