@@ -70,7 +70,7 @@ Result<std::optional<std::string>> secret_field(const json& body, const char* na
 }
 
 Task<Result<Response>> put_tenant(Context& ctx, const Request& req, const Params& params) {
-  SS_CO_CHECK(authenticate_operator(ctx, req));
+  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   SS_CO_TRY(std::string id, tenant_id_param(params));
   SS_CO_CHECK(require_json_body(req, kMaxTenantBody));
   SS_CO_TRY(json body, parse_json_object(req.body));
@@ -119,7 +119,7 @@ Task<Result<Response>> put_tenant(Context& ctx, const Request& req, const Params
 }
 
 Task<Result<Response>> get_tenant(Context& ctx, const Request& req, const Params& params) {
-  SS_CO_CHECK(authenticate_operator(ctx, req));
+  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   SS_CO_TRY(std::string id, tenant_id_param(params));
   SS_CO_TRY(std::optional<TenantRow> row, co_await TenantStore(ctx.app().db_binding).find(id));
   if (!row) co_return Error{ErrorCode::not_found, "no tenant " + id};
@@ -127,7 +127,7 @@ Task<Result<Response>> get_tenant(Context& ctx, const Request& req, const Params
 }
 
 Task<Result<Response>> delete_tenant(Context& ctx, const Request& req, const Params& params) {
-  SS_CO_CHECK(authenticate_operator(ctx, req));
+  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   SS_CO_TRY(std::string id, tenant_id_param(params));
   SS_CO_TRY(bool disabled,
             co_await TenantStore(ctx.app().db_binding).disable(id, format_rfc3339(ctx.now_ms())));
@@ -165,7 +165,7 @@ Task<json> check_service(std::string binding) {
 }
 
 Task<Result<Response>> diagnostics(Context& ctx, const Request& req, const Params&) {
-  SS_CO_CHECK(authenticate_operator(ctx, req));
+  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   const App& app = ctx.app();
   std::vector<Task<json>> checks;
   checks.push_back(check_d1(app.db_binding));

@@ -2,7 +2,6 @@
 
 #include "shared/app.h"
 #include "shared/bytes.h"
-#include "shared/digest.h"
 #include "shared/json_util.h"
 #include "shared/tenant_store.h"
 #include "shared/text.h"
@@ -95,15 +94,19 @@ Task<Result<Tenant>> authenticate_tenant_admin(Context& ctx, const Request& req)
   co_return std::move(*verified);
 }
 
-Status authenticate_operator(const Context& ctx, const Request& req) {
+Task<Status> authenticate_operator(Context& ctx, const Request& req) {
+  Error refused{ErrorCode::unauthorized, "operator endpoint: send Authorization: Bearer <token>"};
   std::string expected = ctx.env("PLATFORM_ADMIN_TOKEN");
   std::string presented = bearer_token(req);
-  // Compared as SHA-256 digests: fixed length, no early exit on a length or byte mismatch, so
-  // timing says nothing about the token.
-  if (expected.empty() || presented.empty() || !digest_equal(expected, presented)) {
-    return Error{ErrorCode::unauthorized, "operator endpoint: send Authorization: Bearer <token>"};
-  }
-  return Unit{};
+  if (expected.empty() || presented.empty()) co_return refused;
+  // Compared as SHA-256 digests made by the host (WebCrypto / OpenSSL): fixed length and no early
+  // exit on a length or byte mismatch, so timing says nothing about the token.
+  auto [want, got] =
+      co_await when_all(sha256_hex(std::move(expected)), sha256_hex(std::move(presented)));
+  if (!want) co_return std::move(want).error();
+  if (!got) co_return std::move(got).error();
+  if (!constant_time_equal(*want, *got)) co_return refused;
+  co_return Unit{};
 }
 
 }  // namespace ss

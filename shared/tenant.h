@@ -31,7 +31,7 @@ Task<Result<Tenant>> authenticate_tenant(Context& ctx, const Request& req);
 // X-SiteSwarm-Tenant-Id + Authorization: Bearer <tenant admin token>.
 Task<Result<Tenant>> authenticate_tenant_admin(Context& ctx, const Request& req);
 // Authorization: Bearer <PLATFORM_ADMIN_TOKEN> (401 unauthorized otherwise, also when unset).
-Status authenticate_operator(const Context& ctx, const Request& req);
+Task<Status> authenticate_operator(Context& ctx, const Request& req);
 
 std::string bearer_token(const Request& req);
 

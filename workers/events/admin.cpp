@@ -58,7 +58,7 @@ bool is_binding_name(std::string_view s) {
 }
 
 Task<Result<json>> operator_body(Context& ctx, const Request& req) {
-  SS_CO_CHECK(authenticate_operator(ctx, req));
+  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   SS_CO_CHECK(require_json_body(req, kMaxAdminBody));
   co_return parse_json_object(req.body);
 }
@@ -132,13 +132,13 @@ Task<Result<Response>> create_subscription(Context& ctx, const Request& req, con
 }
 
 Task<Result<Response>> list_subscriptions(Context& ctx, const Request& req, const Params&) {
-  SS_CO_CHECK(authenticate_operator(ctx, req));
+  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   SS_CO_TRY(std::vector<SubscriptionRow> rows, co_await ConfigStore::subscriptions());
   co_return list_response("subscriptions", rows);
 }
 
 Task<Result<Response>> get_subscription(Context& ctx, const Request& req, const Params& params) {
-  SS_CO_CHECK(authenticate_operator(ctx, req));
+  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   std::string id = param(params, "id");
   SS_CO_TRY(std::optional<SubscriptionRow> row, co_await ConfigStore::subscription(id));
   if (!row) co_return no_such("subscription", id);
@@ -146,7 +146,7 @@ Task<Result<Response>> get_subscription(Context& ctx, const Request& req, const 
 }
 
 Task<Result<Response>> delete_subscription(Context& ctx, const Request& req, const Params& params) {
-  SS_CO_CHECK(authenticate_operator(ctx, req));
+  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   std::string id = param(params, "id");
   SS_CO_TRY(bool deleted, co_await ConfigStore::delete_subscription(id));
   if (!deleted) co_return no_such("subscription", id);
@@ -195,13 +195,13 @@ Task<Result<Response>> put_workflow(Context& ctx, const Request& req, const Para
 }
 
 Task<Result<Response>> list_workflows(Context& ctx, const Request& req, const Params&) {
-  SS_CO_CHECK(authenticate_operator(ctx, req));
+  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   SS_CO_TRY(std::vector<WorkflowRow> rows, co_await ConfigStore::workflows());
   co_return list_response("workflows", rows);
 }
 
 Task<Result<Response>> get_workflow(Context& ctx, const Request& req, const Params& params) {
-  SS_CO_CHECK(authenticate_operator(ctx, req));
+  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   std::string type = param(params, "workflowType");
   SS_CO_TRY(std::optional<WorkflowRow> row, co_await ConfigStore::workflow(type));
   if (!row) co_return no_such("workflow", type);
@@ -209,7 +209,7 @@ Task<Result<Response>> get_workflow(Context& ctx, const Request& req, const Para
 }
 
 Task<Result<Response>> delete_workflow(Context& ctx, const Request& req, const Params& params) {
-  SS_CO_CHECK(authenticate_operator(ctx, req));
+  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   std::string type = param(params, "workflowType");
   SS_CO_TRY(bool deleted, co_await ConfigStore::delete_workflow(type));
   if (!deleted) co_return no_such("workflow", type);
@@ -232,13 +232,13 @@ Task<Result<Response>> put_schema(Context& ctx, const Request& req, const Params
 }
 
 Task<Result<Response>> list_schemas(Context& ctx, const Request& req, const Params&) {
-  SS_CO_CHECK(authenticate_operator(ctx, req));
+  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   SS_CO_TRY(std::vector<SchemaRow> rows, co_await ConfigStore::schemas());
   co_return list_response("schemas", rows);
 }
 
 Task<Result<Response>> delete_schema(Context& ctx, const Request& req, const Params& params) {
-  SS_CO_CHECK(authenticate_operator(ctx, req));
+  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   std::string type = param(params, "eventType");
   SS_CO_TRY(bool deleted, co_await ConfigStore::delete_schema(type));
   if (!deleted) co_return no_such("schema for", type);
@@ -260,7 +260,7 @@ Task<Result<Response>> put_kill_switch(Context& ctx, const Request& req, const P
 }
 
 Task<Result<Response>> list_kill_switches(Context& ctx, const Request& req, const Params&) {
-  SS_CO_CHECK(authenticate_operator(ctx, req));
+  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   SS_CO_TRY(std::vector<KillSwitchRow> rows, co_await ConfigStore::kill_switches());
   co_return list_response("kill_switches", rows);
 }
@@ -268,7 +268,7 @@ Task<Result<Response>> list_kill_switches(Context& ctx, const Request& req, cons
 // --- drains, replay, quarantine, retention -------------------------------------------------------
 
 Task<Result<Response>> drain_now(Context& ctx, const Request& req, const Params&) {
-  SS_CO_CHECK(authenticate_operator(ctx, req));
+  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   std::string only = req.query_param("consumer");
   if (!only.empty() && !is_consumer(only)) co_return field_error("consumer", "unknown consumer");
   json consumers = json::object();
@@ -296,13 +296,13 @@ Task<Result<Response>> replay(Context& ctx, const Request& req, const Params& pa
 }
 
 Task<Result<Response>> list_consumers(Context& ctx, const Request& req, const Params&) {
-  SS_CO_CHECK(authenticate_operator(ctx, req));
+  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   json health = co_await consumer_health(ctx);
   co_return Response::json_body(200, health);
 }
 
 Task<Result<Response>> list_quarantine(Context& ctx, const Request& req, const Params&) {
-  SS_CO_CHECK(authenticate_operator(ctx, req));
+  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   std::string consumer = req.query_param("consumer");
   bool all = req.query_param("all") == "1";
   SS_CO_TRY(std::vector<QuarantineRow> rows, co_await Quarantine::list(consumer, all));
@@ -310,7 +310,7 @@ Task<Result<Response>> list_quarantine(Context& ctx, const Request& req, const P
 }
 
 Task<Result<Response>> retry_quarantine(Context& ctx, const Request& req, const Params& params) {
-  SS_CO_CHECK(authenticate_operator(ctx, req));
+  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   std::string consumer = param(params, "consumer");
   std::string event_id = param(params, "eventId");
   if (!is_consumer(consumer)) co_return Error{ErrorCode::not_found, "no consumer " + consumer};
@@ -324,7 +324,7 @@ int retention_days(const Context& ctx) {
 }
 
 Task<Result<Response>> retention_now(Context& ctx, const Request& req, const Params&) {
-  SS_CO_CHECK(authenticate_operator(ctx, req));
+  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   SS_CO_TRY(json result, co_await apply_retention(ctx, retention_days(ctx)));
   co_return Response::json_body(200, result);
 }
@@ -340,7 +340,12 @@ Task<Result<Response>> health(Context& ctx, const Request& req, const Params&) {
             {"service", ctx.app().service},
             {"version", ctx.app().version},
             {"status", details["status"]}};
-  if (!bearer_token(req).empty() && authenticate_operator(ctx, req).ok()) {
+  bool operator_view = false;
+  if (!bearer_token(req).empty()) {
+    Status op = co_await authenticate_operator(ctx, req);
+    operator_view = op.ok();
+  }
+  if (operator_view) {
     for (auto it = details.begin(); it != details.end(); ++it) body[it.key()] = it.value();
   }
   co_return Response::json_body(200, body);
@@ -350,7 +355,12 @@ Task<Result<Response>> health(Context& ctx, const Request& req, const Params&) {
 
 Task<Result<Response>> entity_timeline(Context& ctx, const Request& req, const Params& params) {
   std::optional<std::string> tenant;
-  if (!(!bearer_token(req).empty() && authenticate_operator(ctx, req).ok())) {
+  bool operator_view = false;
+  if (!bearer_token(req).empty()) {
+    Status op = co_await authenticate_operator(ctx, req);
+    operator_view = op.ok();
+  }
+  if (!operator_view) {
     SS_CO_TRY(Tenant t, co_await authenticate_tenant(ctx, req));
     tenant = t.id;
   }
