@@ -248,9 +248,11 @@ class WhenAllAwaiter {
 template <class Awaitable>
 using awaited_t = decltype(std::declval<Awaitable&>().await_resume());
 
+// The awaitable stays in the awaiter and is reached through a pointer: a by-value coroutine
+// parameter of a Task type is destroyed twice by g++-12 (use-after-free under ASan).
 template <class Awaitable, class T>
-DriverTask drive_into(Awaitable awaitable, std::optional<T>* slot) {
-  slot->emplace(co_await std::move(awaitable));
+DriverTask drive_into(Awaitable* awaitable, std::optional<T>* slot) {
+  slot->emplace(co_await std::move(*awaitable));
 }
 
 template <class... As>
@@ -285,7 +287,7 @@ class WhenAllTupleAwaiter {
   template <std::size_t... I>
   void start(std::index_sequence<I...>) {
     State* s = state_.get();
-    (add(drive_into(std::move(std::get<I>(children_)), &std::get<I>(s->results))), ...);
+    (add(drive_into(&std::get<I>(children_), &std::get<I>(s->results))), ...);
   }
   void add(DriverTask driver) {
     driver.h.promise().counter = state_.get();

@@ -108,9 +108,15 @@ namespace {
 // so no parameter can name another tenant.
 Task<Result<Tenant>> authenticate_reader(Context& ctx, const Request& req) {
   if (!bearer_token(req).empty() && req.header("x-siteswarm-tenant-token").empty()) {
-    co_return co_await authenticate_tenant_admin(ctx, req);
+    {
+      auto awaited = co_await authenticate_tenant_admin(ctx, req);
+      co_return std::move(awaited);
+    }
   }
-  co_return co_await authenticate_tenant(ctx, req);
+  {
+    auto awaited = co_await authenticate_tenant(ctx, req);
+    co_return std::move(awaited);
+  }
 }
 
 Task<Result<Response>> get_stats(Context& ctx, const Request& req, const Params&) {

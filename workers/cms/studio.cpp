@@ -168,7 +168,10 @@ Task<Result<Response>> put_hours(Context& ctx, const Request& req, const Params&
     change.answer = json{{"hours", hours_json(hours)}};
     co_return change;
   };
-  co_return co_await write(ctx, req, input.first, mutate);
+  {
+    auto awaited = co_await write(ctx, req, input.first, mutate);
+    co_return std::move(awaited);
+  }
 }
 
 Task<Result<Response>> post_override(Context& ctx, const Request& req, const Params&) {
@@ -192,7 +195,10 @@ Task<Result<Response>> post_override(Context& ctx, const Request& req, const Par
     content.overrides.push_back(std::move(o));
     co_return change;
   };
-  co_return co_await write(ctx, req, input.first, mutate);
+  {
+    auto awaited = co_await write(ctx, req, input.first, mutate);
+    co_return std::move(awaited);
+  }
 }
 
 Task<Result<Response>> delete_override(Context& ctx, const Request& req, const Params& params) {
@@ -213,7 +219,10 @@ Task<Result<Response>> delete_override(Context& ctx, const Request& req, const P
     change.answer = json{{"deleted", id}};
     co_return change;
   };
-  co_return co_await write(ctx, req, row, mutate);
+  {
+    auto awaited = co_await write(ctx, req, row, mutate);
+    co_return std::move(awaited);
+  }
 }
 
 Task<Result<Response>> post_announcement(Context& ctx, const Request& req, const Params&) {
@@ -238,7 +247,10 @@ Task<Result<Response>> post_announcement(Context& ctx, const Request& req, const
     content.announcements.push_back(std::move(a));
     co_return change;
   };
-  co_return co_await write(ctx, req, input.first, mutate);
+  {
+    auto awaited = co_await write(ctx, req, input.first, mutate);
+    co_return std::move(awaited);
+  }
 }
 
 Task<Result<Response>> patch_announcement_route(Context& ctx, const Request& req,
@@ -263,7 +275,10 @@ Task<Result<Response>> patch_announcement_route(Context& ctx, const Request& req
     change.answer = json{{"announcement", announcement_json(next)}};
     co_return change;
   };
-  co_return co_await write(ctx, req, input.first, mutate);
+  {
+    auto awaited = co_await write(ctx, req, input.first, mutate);
+    co_return std::move(awaited);
+  }
 }
 
 Task<Result<Response>> delete_announcement(Context& ctx, const Request& req, const Params& params) {
@@ -284,7 +299,10 @@ Task<Result<Response>> delete_announcement(Context& ctx, const Request& req, con
     change.answer = json{{"deleted", id}};
     co_return change;
   };
-  co_return co_await write(ctx, req, row, mutate);
+  {
+    auto awaited = co_await write(ctx, req, row, mutate);
+    co_return std::move(awaited);
+  }
 }
 
 Task<Result<Response>> get_history(Context& ctx, const Request& req, const Params&) {

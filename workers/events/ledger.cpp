@@ -126,11 +126,12 @@ Task<Result<Appended>> append_event(Context& ctx, NewEvent event) {
   // The schema lookup and the idempotency lookup go out together.
   using Found = Result<std::optional<std::string>>;
   auto no_key = []() -> Task<Found> { co_return std::optional<std::string>{}; };
+  // Hoisted: g++-12 destroys a conditional temporary inside a co_await operand twice.
+  Task<Found> key_lookup = event.idempotency_key.empty()
+                               ? no_key()
+                               : EventStore::find_by_idempotency(tenant_key, event.idempotency_key);
   auto [schema_text, by_key] =
-      co_await when_all(EventStore::schema_for(event.event_type),
-                        event.idempotency_key.empty()
-                            ? no_key()
-                            : EventStore::find_by_idempotency(tenant_key, event.idempotency_key));
+      co_await when_all(EventStore::schema_for(event.event_type), std::move(key_lookup));
   if (!schema_text) co_return std::move(schema_text).error();
   if (!by_key) co_return std::move(by_key).error();
   if (*by_key) co_return Appended{**by_key, true};

@@ -526,7 +526,10 @@ Task<Result<std::optional<std::string>>> EventStore::schema_for(const std::strin
 Task<Result<std::optional<std::string>>> EventStore::find_by_idempotency(
     const std::string& tenant_key, const std::string& key) {
   json params = json::array({tenant_key, key});
-  co_return co_await first_event_id(kFindByIdempotency, params);
+  {
+    auto awaited = co_await first_event_id(kFindByIdempotency, params);
+    co_return std::move(awaited);
+  }
 }
 
 Task<Result<bool>> EventStore::insert(const EventInsert& e) {
@@ -543,12 +546,18 @@ Task<Result<std::optional<std::string>>> EventStore::find_existing(
     const std::string& event_id, const std::string& tenant_key,
     const std::optional<std::string>& idempotency_key) {
   json params = json::array({event_id, tenant_key, text_or_null(idempotency_key)});
-  co_return co_await first_event_id(kFindExisting, params);
+  {
+    auto awaited = co_await first_event_id(kFindExisting, params);
+    co_return std::move(awaited);
+  }
 }
 
 Task<Result<std::optional<EventRow>>> EventStore::at(std::int64_t seq) {
   json params = json::array({seq});
-  co_return co_await first_row<EventRow>(kEventAt, params);
+  {
+    auto awaited = co_await first_row<EventRow>(kEventAt, params);
+    co_return std::move(awaited);
+  }
 }
 
 Task<Result<std::optional<std::int64_t>>> EventStore::first_seq_of(const std::string& event_id) {
@@ -567,17 +576,26 @@ Task<Result<std::string>> EventStore::event_id_before(std::int64_t seq) {
 Task<Result<std::vector<EventRow>>> EventStore::read(const EventFilter& f) {
   json params = json::array(
       {f.after, text_or_null(f.tenant_id), f.type_like, f.entity_type, f.entity_id, f.limit});
-  co_return co_await all_rows<EventRow>(kReadEvents, params);
+  {
+    auto awaited = co_await all_rows<EventRow>(kReadEvents, params);
+    co_return std::move(awaited);
+  }
 }
 
 Task<Result<std::vector<EventRow>>> EventStore::after_cursor(std::int64_t cursor_seq, int limit) {
   json params = json::array({cursor_seq, limit});
-  co_return co_await all_rows<EventRow>(kEventsAfterCursor, params);
+  {
+    auto awaited = co_await all_rows<EventRow>(kEventsAfterCursor, params);
+    co_return std::move(awaited);
+  }
 }
 
 Task<Result<std::vector<AgedEvent>>> EventStore::aged(const std::string& cutoff_id, int limit) {
   json params = json::array({cutoff_id, limit});
-  co_return co_await all_rows<AgedEvent>(kAgedEvents, params);
+  {
+    auto awaited = co_await all_rows<AgedEvent>(kAgedEvents, params);
+    co_return std::move(awaited);
+  }
 }
 
 D1Statement EventStore::redact_statement(const std::string& first_id, const std::string& last_id,
@@ -596,7 +614,10 @@ Task<Result<bool>> DrainState::claim(const std::string& lock, const std::string&
 
 Task<Status> DrainState::release(const std::string& lock, const std::string& holder) {
   json params = json::array({lock, holder});
-  co_return co_await execute(kReleaseLock, params);
+  {
+    auto awaited = co_await execute(kReleaseLock, params);
+    co_return std::move(awaited);
+  }
 }
 
 D1Statement DrainState::renew_statement(const std::string& lock, const std::string& holder,
@@ -691,12 +712,18 @@ D1Statement Quarantine::resolve_statement(const std::string& consumer, std::int6
 Task<Result<std::optional<QuarantineRow>>> Quarantine::find(const std::string& consumer,
                                                             const std::string& event_id) {
   json params = json::array({consumer, event_id});
-  co_return co_await first_row<QuarantineRow>(kFindQuarantine, params);
+  {
+    auto awaited = co_await first_row<QuarantineRow>(kFindQuarantine, params);
+    co_return std::move(awaited);
+  }
 }
 
 Task<Result<std::vector<QuarantineRow>>> Quarantine::list(const std::string& consumer, bool all) {
   json params = json::array({consumer, all ? 1 : 0});
-  co_return co_await all_rows<QuarantineRow>(kListQuarantine, params);
+  {
+    auto awaited = co_await all_rows<QuarantineRow>(kListQuarantine, params);
+    co_return std::move(awaited);
+  }
 }
 
 // ---- ConfigStore
@@ -705,20 +732,32 @@ Task<Status> ConfigStore::insert_subscription(const SubscriptionRow& s) {
   json params = json::array({s.subscription_id, s.event_type_glob, s.workflow_type,
                              text_or_null(s.filter_expr), text_or_null(s.input_mapper),
                              s.enabled ? 1 : 0, s.created_at});
-  co_return co_await execute(kInsertSubscription, params);
+  {
+    auto awaited = co_await execute(kInsertSubscription, params);
+    co_return std::move(awaited);
+  }
 }
 
 Task<Result<std::vector<SubscriptionRow>>> ConfigStore::subscriptions() {
-  co_return co_await all_rows<SubscriptionRow>(kSubscriptions);
+  {
+    auto awaited = co_await all_rows<SubscriptionRow>(kSubscriptions);
+    co_return std::move(awaited);
+  }
 }
 
 Task<Result<std::vector<SubscriptionRow>>> ConfigStore::enabled_subscriptions() {
-  co_return co_await all_rows<SubscriptionRow>(kEnabledSubscriptions);
+  {
+    auto awaited = co_await all_rows<SubscriptionRow>(kEnabledSubscriptions);
+    co_return std::move(awaited);
+  }
 }
 
 Task<Result<std::optional<SubscriptionRow>>> ConfigStore::subscription(const std::string& id) {
   json params = json::array({id});
-  co_return co_await first_row<SubscriptionRow>(kFindSubscription, params);
+  {
+    auto awaited = co_await first_row<SubscriptionRow>(kFindSubscription, params);
+    co_return std::move(awaited);
+  }
 }
 
 Task<Result<bool>> ConfigStore::delete_subscription(const std::string& id) {
@@ -738,12 +777,18 @@ Task<Result<bool>> ConfigStore::upsert_workflow(const std::string& type,
 }
 
 Task<Result<std::vector<WorkflowRow>>> ConfigStore::workflows() {
-  co_return co_await all_rows<WorkflowRow>(kWorkflows);
+  {
+    auto awaited = co_await all_rows<WorkflowRow>(kWorkflows);
+    co_return std::move(awaited);
+  }
 }
 
 Task<Result<std::optional<WorkflowRow>>> ConfigStore::workflow(const std::string& type) {
   json params = json::array({type});
-  co_return co_await first_row<WorkflowRow>(kFindWorkflow, params);
+  {
+    auto awaited = co_await first_row<WorkflowRow>(kFindWorkflow, params);
+    co_return std::move(awaited);
+  }
 }
 
 Task<Result<bool>> ConfigStore::delete_workflow(const std::string& type) {
@@ -755,11 +800,17 @@ Task<Result<bool>> ConfigStore::delete_workflow(const std::string& type) {
 Task<Status> ConfigStore::upsert_schema(const std::string& type, const std::string& schema_json,
                                         const std::string& now) {
   json params = json::array({type, schema_json, now});
-  co_return co_await execute(kUpsertSchema, params);
+  {
+    auto awaited = co_await execute(kUpsertSchema, params);
+    co_return std::move(awaited);
+  }
 }
 
 Task<Result<std::vector<SchemaRow>>> ConfigStore::schemas() {
-  co_return co_await all_rows<SchemaRow>(kSchemas);
+  {
+    auto awaited = co_await all_rows<SchemaRow>(kSchemas);
+    co_return std::move(awaited);
+  }
 }
 
 Task<Result<bool>> ConfigStore::delete_schema(const std::string& type) {
@@ -771,11 +822,17 @@ Task<Result<bool>> ConfigStore::delete_schema(const std::string& type) {
 Task<Status> ConfigStore::put_kill_switch(const std::string& name, bool enabled,
                                           const std::string& now) {
   json params = json::array({name, enabled ? 1 : 0, now});
-  co_return co_await execute(kPutKillSwitch, params);
+  {
+    auto awaited = co_await execute(kPutKillSwitch, params);
+    co_return std::move(awaited);
+  }
 }
 
 Task<Result<std::vector<KillSwitchRow>>> ConfigStore::kill_switches() {
-  co_return co_await all_rows<KillSwitchRow>(kKillSwitches);
+  {
+    auto awaited = co_await all_rows<KillSwitchRow>(kKillSwitches);
+    co_return std::move(awaited);
+  }
 }
 
 // ---- AggregateStore
@@ -790,7 +847,10 @@ Task<Result<std::optional<TimelineRow>>> AggregateStore::timeline(const std::str
                                                                   const std::string& entity_type,
                                                                   const std::string& entity_id) {
   json params = json::array({tenant_key, entity_type, entity_id});
-  co_return co_await first_row<TimelineRow>(kFindTimeline, params);
+  {
+    auto awaited = co_await first_row<TimelineRow>(kFindTimeline, params);
+    co_return std::move(awaited);
+  }
 }
 
 D1Statement AggregateStore::rate_statement(const std::string& event_type,
@@ -822,7 +882,10 @@ Task<Result<std::vector<ConsumerHealthRow>>> AggregateStore::health(
   json names = json::array();
   for (const auto& c : consumers) names.push_back(c);
   json params = json::array({dump_json(names)});
-  co_return co_await all_rows<ConsumerHealthRow>(kHealth, params);
+  {
+    auto awaited = co_await all_rows<ConsumerHealthRow>(kHealth, params);
+    co_return std::move(awaited);
+  }
 }
 
 Task<Status> commit(const std::vector<D1Statement>& statements) {

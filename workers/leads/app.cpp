@@ -9,8 +9,14 @@ namespace ss {
 
 namespace {
 Task<Status> run_cron(Context& ctx, const std::string& cron) {
-  if (cron == "0 3 * * *") co_return co_await leads::enforce_retention(ctx);
-  co_return co_await leads::sweep_unsent(ctx);
+  if (cron == "0 3 * * *") {
+    auto awaited = co_await leads::enforce_retention(ctx);
+    co_return std::move(awaited);
+  }
+  {
+    auto awaited = co_await leads::sweep_unsent(ctx);
+    co_return std::move(awaited);
+  }
 }
 }  // namespace
 

@@ -165,7 +165,10 @@ Task<Result<HttpCall>> provider_request(const Context& ctx, const NotifyMessage&
     if (!config.webhook) {
       co_return Error{ErrorCode::conflict, "the webhook is no longer configured"};
     }
-    co_return co_await webhook_request(ctx, msg, *config.webhook);
+    {
+      auto awaited = co_await webhook_request(ctx, msg, *config.webhook);
+      co_return std::move(awaited);
+    }
   }
   co_return Error{ErrorCode::conflict, "unknown provider " + provider};
 }

@@ -257,7 +257,10 @@ Task<Result<bool>> probe_monitor(Context& ctx, const std::string& tenant, const 
 }
 
 Task<Status> run_cron(Context& ctx, const std::string& cron) {
-  co_return co_await run_tick(ctx, ctx.now_ms() / kTickMs, cron);
+  {
+    auto awaited = co_await run_tick(ctx, ctx.now_ms() / kTickMs, cron);
+    co_return std::move(awaited);
+  }
 }
 
 Task<Status> run_tick(Context& ctx, std::int64_t tick, const std::string& cron) {

@@ -178,8 +178,11 @@ Status validate_tenant_config(const Context& ctx, const json& config) {
 Task<Status> sync_tenant_monitors(Context& ctx, const std::string& tenant_id, const json& config) {
   SS_CO_TRY(std::vector<DeclaredMonitor> declared,
             parse_declared_monitors(config, ctx.allow_local_outbound()));
-  co_return co_await MonitorStore().sync_config_monitors(tenant_id, declared,
-                                                         format_rfc3339(ctx.now_ms()));
+  {
+    auto awaited = co_await MonitorStore().sync_config_monitors(tenant_id, declared,
+                                                                format_rfc3339(ctx.now_ms()));
+    co_return std::move(awaited);
+  }
 }
 
 json redact_tenant_config(json config) {
