@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { after, before, describe, it } from "node:test";
+import { APPS } from "../../scripts/lib/workers.mjs";
 import { jsonOf, startMesh } from "../integration/mesh.mjs";
 import { describePage, launchBrowser, screenshot } from "./browser.mjs";
 
@@ -220,29 +221,16 @@ describe("a visitor's path through each app, then the tenant admin's view", () =
 
 describe("accessibility and weight of each home page", () => {
   for (const key of Object.keys(PATHS)) {
-    it(`${key}: no serious or critical axe-core violation`, {
-      skip: !AXE && "axe-core is not installed (npm ci)",
-    }, async () => {
-      await visit(`${key}-axe`, async (page) => {
-        await page.goto(await mesh.url(key));
-        await page.locator("[role=status]").getByText("Verified").first().waitFor();
-        await page.addScriptTag({ content: AXE });
-        const violations = await page.evaluate(async () => {
-          const result = await window.axe.run(document, { resultTypes: ["violations"] }); // injected above
-          return result.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target) }));
-        });
-        const serious = violations.filter((v) => v.impact === "serious" || v.impact === "critical");
-        assert.deepEqual(serious, [], JSON.stringify(serious, null, 2));
-      });
-    });
-
-    it(`${key}: HTML + JS + CSS of the home page within its byte budget`, async (t) => {
-      const { APPS } = await import("../../scripts/lib/workers.mjs");
-      const budget = APPS[key].byteBudget;
-      assert.ok(Number.isInteger(budget), `workers.json apps.${key}.byteBudget`);
-      const site = new URL(await mesh.url(key));
+    describe(key, () => {
+      // One visit per app serves both checks: what the page loaded, then axe-core on it.
+      let context;
+      let page;
       const sizes = {};
-      await visit(`${key}-weight`, async (page) => {
+      let site;
+      before(async () => {
+        site = new URL(await mesh.url(key));
+        context = await browser.newContext({ userAgent: DESKTOP_CHROME, viewport: { width: 1024, height: 900 } });
+        page = await context.newPage();
         page.on("response", async (response) => {
           const url = new URL(response.url());
           const type = response.request().resourceType();
@@ -253,10 +241,35 @@ describe("accessibility and weight of each home page", () => {
         await page.goto(site.href);
         await page.waitForLoadState("networkidle");
       });
-      const total = Object.values(sizes).reduce((a, b) => a + b, 0);
-      t.diagnostic(`${key}: ${total} of ${budget} bytes ${JSON.stringify(sizes)}`);
-      assert.ok(sizes["/"] > 0 && sizes["/_sa/script.js"] > 0, JSON.stringify(sizes));
-      assert.ok(total <= budget, `${key}: ${total} bytes > budget ${budget}: ${JSON.stringify(sizes)}`);
+      after(() => context?.close());
+
+      it("HTML + JS + CSS of the home page within its byte budget", async (t) => {
+        const budget = APPS[key].byteBudget;
+        assert.ok(Number.isInteger(budget), `workers.json apps.${key}.byteBudget`);
+        const total = Object.values(sizes).reduce((a, b) => a + b, 0);
+        t.diagnostic(`${key}: ${total} of ${budget} bytes ${JSON.stringify(sizes)}`);
+        assert.ok(sizes["/"] > 0 && sizes["/_sa/script.js"] > 0, JSON.stringify(sizes));
+        assert.ok(total <= budget, `${key}: ${total} bytes > budget ${budget}: ${JSON.stringify(sizes)}`);
+      });
+
+      it("no serious or critical axe-core violation", {
+        skip: !AXE && "axe-core is not installed (npm ci)",
+      }, async () => {
+        try {
+          await page.locator("[role=status]").getByText("Verified").first().waitFor();
+          await page.addScriptTag({ content: AXE });
+          const violations = await page.evaluate(async () => {
+            const result = await window.axe.run(document, { resultTypes: ["violations"] }); // injected above
+            return result.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target) }));
+          });
+          const serious = violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+          assert.deepEqual(serious, [], JSON.stringify(serious, null, 2));
+        } catch (err) {
+          err.message += `\npage showed: ${await describePage(page)}`;
+          await screenshot(page, `apps-${key}-axe-failed`).catch(() => {});
+          throw err;
+        }
+      });
     });
   }
 });
