@@ -219,6 +219,33 @@ describe("a visitor's path through each app, then the tenant admin's view", () =
   });
 });
 
+describe("the local Turnstile widget", () => {
+  // Cloudflare's test sitekeys, rendered by the stubs' widget into a bare form.
+  const form = (sitekey) =>
+    `<!doctype html><html lang="en"><title>w</title><form><div class="cf-turnstile" data-sitekey="${sitekey}"></div></form>` +
+    `<script src="${mesh.stubs.url}/turnstile/v0/api.js"></script>`;
+  const token = (page) => page.evaluate(() => document.querySelector('[name="cf-turnstile-response"]')?.value ?? null);
+
+  it("passes, blocks or asks for a click as Cloudflare's test sitekeys do", async () => {
+    await visit("turnstile-widget", async (page) => {
+      await page.setContent(form("1x00000000000000000000AA"));
+      await page.getByText("Verified").waitFor();
+      assert.equal(await token(page), "XXXX.DUMMY.TOKEN.XXXX");
+
+      await page.setContent(form("2x00000000000000000000AB"));
+      await page.getByText("Verification failed").waitFor();
+      assert.equal(await token(page), "");
+
+      await page.setContent(form("3x00000000000000000000FF"));
+      await page.getByText("Verify you are human").waitFor();
+      assert.equal(await token(page), "");
+      await page.getByLabel("Verify you are human").click(); // the box is replaced by "Verified" once solved
+      assert.equal(await token(page), "XXXX.DUMMY.TOKEN.XXXX");
+      assert.equal(await page.evaluate(() => window.turnstile.getResponse()), "XXXX.DUMMY.TOKEN.XXXX");
+    });
+  });
+});
+
 describe("accessibility and weight of each home page", () => {
   for (const key of Object.keys(PATHS)) {
     describe(key, () => {

@@ -118,6 +118,19 @@ describe("a form posted by a browser, and by a script", () => {
     await errorOf(json, 403, "turnstile_failed");
   });
 
+  it("rate limited: the person reads when to try again (429 + Retry-After); a script gets 429 JSON", async () => {
+    const headers = { ...HTML_FORM, "cf-connecting-ip": "203.0.113.99" };
+    const body = new URLSearchParams({ email: "not-an-email" }).toString(); // refused, but counted
+    const send = (h = headers) =>
+      mesh.fetch("bakery", "/api/leads/submit", { method: "POST", headers: h, body, redirect: "manual" });
+    let res = await send();
+    for (let i = 0; i < 10 && res.status !== 429; i++) res = await send();
+    assert.equal(res.status, 429);
+    assert.match(res.headers.get("retry-after"), /^\d+$/);
+    assert.match(await res.text(), /Too many messages were sent from your network/);
+    await errorOf(await send({ ...headers, accept: "application/json" }), 429, "rate_limited");
+  });
+
   it("honeypot: the bot sees the same 303 to the thank-you page, and nothing is stored", async () => {
     const before = (await leadsOf("software-agency")).length;
     const bot = await post("software-agency", {
