@@ -17,6 +17,9 @@ const FORM_TYPE = /^(application\/x-www-form-urlencoded|multipart\/form-data)\b/
 // What a visitor typed that is never echoed back into a page: the bot trap and the spent token.
 const NEVER_ECHOED = new Set(["cf-turnstile-response", "turnstileToken"]);
 const MAX_ECHOED_VALUE = 5000;
+// The leads worker refuses bodies over 32 KiB; a body larger than that (or of unknown size) is never
+// read a second time just to echo it.
+const MAX_ECHOED_BODY = 32 * 1024;
 
 // Route subtrees an app hands to a platform worker when its manifest declares the capability:
 // `prefix` and everything under `prefix/`. `strip` removes the app's own prefix where the
@@ -134,8 +137,12 @@ async function errorOf(response) {
 async function echoedValues(request, honeypot) {
   /** @type {Record<string, string>} */
   const values = {};
+  const body = await readCapped(request, MAX_ECHOED_BODY);
+  if (body === null) return values;
   try {
-    for (const [name, value] of await request.formData()) {
+    const type = request.headers.get("content-type") ?? "";
+    const form = await new Response(body, { headers: { "content-type": type } }).formData();
+    for (const [name, value] of form) {
       if (name === honeypot || NEVER_ECHOED.has(name) || typeof value !== "string") continue;
       values[name] = value.slice(0, MAX_ECHOED_VALUE);
     }
@@ -143,6 +150,31 @@ async function echoedValues(request, honeypot) {
     // a body that is not a form: nothing to echo
   }
   return values;
+}
+
+// The body's bytes, or null once it is longer than `max` (then it is not read any further).
+async function readCapped(request, max) {
+  if (!request.body) return new Uint8Array();
+  const reader = request.body.getReader();
+  const chunks = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > max) {
+      await reader.cancel();
+      return null;
+    }
+    chunks.push(value);
+  }
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return out;
 }
 
 // The home page: the static template with the live block rendered through the SDK (the cms worker

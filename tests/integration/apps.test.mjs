@@ -131,6 +131,14 @@ describe("a form posted by a browser, and by a script", () => {
     await errorOf(await send({ ...headers, accept: "application/json" }), 429, "rate_limited");
   });
 
+  it("a body over the 32 KiB limit: 413 and a page saying so, nothing of it echoed", async () => {
+    const res = await post("bakery", { email: "big@example.com", message: "z".repeat(40_000) });
+    assert.equal(res.status, 413);
+    const html = await res.text();
+    assert.match(html, /Your message is too long/);
+    assert.ok(!html.includes("zzzz"));
+  });
+
   it("honeypot: the bot sees the same 303 to the thank-you page, and nothing is stored", async () => {
     const before = (await leadsOf("software-agency")).length;
     const bot = await post("software-agency", {
