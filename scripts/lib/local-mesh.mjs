@@ -95,7 +95,12 @@ function staticFiles(dir) {
     if (request.method !== "GET" && request.method !== "HEAD") {
       return new Response("method not allowed", { status: 405, headers: { allow: "GET, HEAD" } });
     }
-    let pathname = decodeURIComponent(new URL(request.url).pathname);
+    let pathname;
+    try {
+      pathname = decodeURIComponent(new URL(request.url).pathname);
+    } catch {
+      return new Response("bad path", { status: 400, headers: { "content-type": "text/plain; charset=utf-8" } });
+    }
     if (pathname.endsWith("/")) pathname += "index.html";
     for (const candidate of [pathname, `${pathname}.html`]) {
       const file = path.resolve(root, `.${candidate}`);
