@@ -1,17 +1,21 @@
 #!/usr/bin/env node
-// Pushes a client manifest (swarm.config.json) to every platform worker: PUT /admin/tenants/{appId}
-// with the tenant's token, its admin token and that worker's part of the manifest's config.
+// Pushes a client manifest (swarm.config.json or swarm.config.ts) to every platform worker:
+// PUT /admin/tenants/{appId} with the tenant's token, its admin token and that worker's part of the
+// manifest's config.
 //
 //   node scripts/provision.mjs examples/bakery/swarm.config.json \
-//     [--admin-token OPERATOR] [--token TENANT_TOKEN --admin-token-tenant TENANT_ADMIN_TOKEN] [--json]
+//     [--admin-token OPERATOR] [--token TENANT_TOKEN --admin-token-tenant TENANT_ADMIN_TOKEN] [--json] \
+//     [--var NAME=value ...]
 //
+// `${NAME}` / `${NAME:-default}` in the manifest's strings are filled from --var, then the environment
+// (scripts/lib/manifest.mjs); a required one that is missing stops provisioning before anything is sent.
 // Base URLs come from SITESWARM_<KEY>_URL, one per platform worker of workers/workers.json (e.g.
 // SITESWARM_LEADS_URL; default: the local ports of scripts/dev). Missing tenant tokens are generated and printed. Also used as a module by
 // the integration tests (provisionManifest).
 import { createHash, randomBytes } from "node:crypto";
-import { readFile } from "node:fs/promises";
 import { pathToFileURL } from "node:url";
 
+import { loadManifest, resolveManifest } from "./lib/manifest.mjs";
 import { PLATFORM_WORKERS } from "./lib/workers.mjs";
 
 export { PLATFORM_WORKERS } from "./lib/workers.mjs";
@@ -77,7 +81,7 @@ export async function provisionManifest(manifest, { token, adminToken, operatorT
 }
 
 function parseArgs(argv) {
-  const args = { manifest: null, json: false };
+  const args = { manifest: null, json: false, vars: {} };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = () => {
@@ -88,7 +92,11 @@ function parseArgs(argv) {
     else if (flag === "--token") args.token = value();
     else if (flag === "--admin-token-tenant") args.adminToken = value();
     else if (flag === "--json") args.json = true;
-    else if (flag === "-h" || flag === "--help") args.help = true;
+    else if (flag === "--var") {
+      const [name, ...rest] = value().split("=");
+      if (!/^[A-Z][A-Z0-9_]*$/.test(name) || rest.length === 0) throw new Error("--var needs NAME=value");
+      args.vars[name] = rest.join("=");
+    } else if (flag === "-h" || flag === "--help") args.help = true;
     else if (!args.manifest && !flag.startsWith("-")) args.manifest = flag;
     else throw new Error(`unknown argument ${flag}`);
   }
@@ -99,11 +107,11 @@ async function main() {
   const args = parseArgs(process.argv.slice(2));
   if (args.help || !args.manifest) {
     console.error(
-      "usage: scripts/provision <manifest.json> [--admin-token T] [--token T --admin-token-tenant T] [--json]",
+      "usage: scripts/provision <manifest.json|.ts> [--admin-token T] [--token T --admin-token-tenant T] [--json] [--var NAME=value]",
     );
     process.exit(args.help ? 0 : 2);
   }
-  const manifest = JSON.parse(await readFile(args.manifest, "utf8"));
+  const manifest = resolveManifest(await loadManifest(args.manifest), { ...process.env, ...args.vars });
   const operatorToken = args.operatorToken ?? process.env.PLATFORM_ADMIN_TOKEN ?? "dev-platform-admin-token";
   const token = args.token ?? newSecret();
   const adminToken = args.adminToken ?? newSecret();

@@ -132,6 +132,70 @@ export interface ClientManifest {
   [key: string]: unknown;
 }
 
+/** The leads worker's part of a manifest (`config.leads`). */
+export interface LeadsConfig {
+  /** Keep a copy of each lead (default `true`); `false` delivers without storing. */
+  storeSubmissions?: boolean;
+  /** The bot-trap field's name (default `"company_website"`). */
+  honeypotField?: string;
+  turnstile?: "required" | "off";
+  rateLimit?: { limit: number; periodSeconds?: number };
+  /** Where an HTML form post is sent (`303`) after success: a path of the site or an https:// URL. */
+  redirectUrl?: string;
+  /** Extra field names the form may send beside name, email, phone and message. */
+  fields?: string[];
+  defaultCountryCode?: string;
+  retentionDays?: number;
+  notify?: {
+    email?: { provider?: "resend" | "sendgrid"; to: string[]; from: string };
+    sms?: { to: string[]; from?: string };
+    /** Signed with `X-SiteSwarm-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "t.body")>`. */
+    webhook?: { url: string; secret: string };
+  };
+}
+
+/** A monitor a manifest declares (`config.monitoring.monitors`); provisioning pushes it to monitoring. */
+export interface MonitorDeclaration {
+  id: string;
+  url: string;
+  method?: "GET" | "HEAD";
+  expectStatus?: number[];
+  maxLatencyMs?: number;
+  /** CSS selectors that must be on the page, e.g. `"form#contact"`. */
+  mustContain?: string[];
+  enabled?: boolean;
+  alertChannels?: { pagerduty?: { routingKey: string }; slack?: { webhookUrl: string } };
+  maintenance?: { start: string; end: string }[];
+}
+
+/** The capabilities a client app may declare. */
+export type CapabilityName = "lead-capture" | "cms" | "monitoring" | "analytics" | "event-ledger";
+
+/**
+ * A client app's manifest (`swarm.config.ts`, or the same as `swarm.config.json`): what it is, which
+ * platform capabilities it uses at which version, each worker's part of its configuration, and the
+ * snapshot of its dynamic content served when cms is unreachable.
+ *
+ * ```ts
+ * import type { SwarmConfig } from "@siteswarm/sdk";
+ * export default { appId: "bakery", name: "…", capabilities: { cms: { version: "1.0.0" } } } satisfies SwarmConfig;
+ * ```
+ */
+export interface SwarmConfig extends ClientManifest {
+  /** `[a-z0-9][a-z0-9-]{0,62}`: the tenant id every platform worker knows the app by. */
+  appId: string;
+  name: string;
+  capabilities: Partial<Record<CapabilityName, CapabilityDeclaration>>;
+  config?: {
+    leads?: LeadsConfig;
+    cms?: { timezone: string };
+    monitoring?: { monitors: MonitorDeclaration[] };
+    analytics?: { hosts: string[] };
+    events?: Record<string, unknown>;
+  };
+  fallback?: FallbackSnapshot;
+}
+
 export interface PlatformClientOptions {
   /** The app's id (`[a-z0-9][a-z0-9-]{0,62}`); defaults to `manifest.appId`. */
   appId?: string;

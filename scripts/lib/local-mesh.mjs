@@ -1,7 +1,7 @@
 // The whole platform as Miniflare worker options, built from the list of workers
 // (workers/workers.json) and their wrangler configs: used by the integration tests
 // (tests/integration/mesh.mjs) and by scripts/dev (scripts/dev-mesh.mjs).
-import { readdir, readFile } from "node:fs/promises";
+import { readdir, readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import { APPS, localVars, ROOT, WORKERS } from "./workers.mjs";
 
@@ -42,8 +42,16 @@ export async function meshWorkerOptions({ bindings = {}, scratch, extra = {} }) 
     const { workerOptions, main } = wrangler.unstable_getMiniflareWorkerOptions(configPath);
     // Client apps import @siteswarm/sdk and JSON: Miniflare does not bundle.
     const bundled = APPS[key]?.bundle === true;
+    // Miniflare 4.20260426 names every worker's asset storage service "assets:storage", so with two
+    // or more apps in one Miniflare every app would be served the first app's files. Each app's
+    // ASSETS binding is therefore a small file server of its own directory here (the worker itself
+    // answers every request first and falls back to ASSETS, as with run_worker_first).
+    const { assets, ...options } = workerOptions;
+    const serviceBindings = { ...options.serviceBindings };
+    if (assets) serviceBindings[assets.binding ?? "ASSETS"] = staticFiles(assets.directory);
     workers.push({
-      ...workerOptions,
+      ...options,
+      serviceBindings,
       name,
       modules: true,
       scriptPath: bundled ? await bundle(key, main, scratch) : main,
@@ -66,6 +74,45 @@ export async function applyMigrations(db, dir) {
     const statements = unstable_splitSqlQuery(await readFile(path.join(dir, file), "utf8"));
     if (statements.length) await db.batch(statements.map((sql) => db.prepare(sql)));
   }
+}
+
+const CONTENT_TYPES = {
+  ".html": "text/html; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".json": "application/json",
+  ".svg": "image/svg+xml",
+  ".png": "image/png",
+  ".ico": "image/x-icon",
+  ".txt": "text/plain; charset=utf-8",
+};
+
+/** An ASSETS-like binding serving `dir`: `/` → index.html, `/about` → about.html, else 404. */
+function staticFiles(dir) {
+  const root = path.resolve(dir);
+  return async (request) => {
+    const { Response } = await import("miniflare");
+    if (request.method !== "GET" && request.method !== "HEAD") {
+      return new Response("method not allowed", { status: 405, headers: { allow: "GET, HEAD" } });
+    }
+    let pathname;
+    try {
+      pathname = decodeURIComponent(new URL(request.url).pathname);
+    } catch {
+      return new Response("bad path", { status: 400, headers: { "content-type": "text/plain; charset=utf-8" } });
+    }
+    if (pathname.endsWith("/")) pathname += "index.html";
+    for (const candidate of [pathname, `${pathname}.html`]) {
+      const file = path.resolve(root, `.${candidate}`);
+      if (!file.startsWith(`${root}${path.sep}`)) break; // no way out of the directory
+      const info = await stat(file).catch(() => null);
+      if (!info?.isFile()) continue;
+      const type = CONTENT_TYPES[path.extname(file)] ?? "application/octet-stream";
+      const body = request.method === "HEAD" ? null : await readFile(file);
+      return new Response(body, { headers: { "content-type": type } });
+    }
+    return new Response("not found", { status: 404, headers: { "content-type": "text/plain; charset=utf-8" } });
+  };
 }
 
 async function bundle(key, entry, outdir) {

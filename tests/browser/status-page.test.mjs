@@ -31,7 +31,8 @@ after(async () => {
 
 async function tick(n) {
   const db = await mesh.d1("monitoring", "MONITORING_DB");
-  const count = async () => (await db.prepare("SELECT COUNT(*) AS n FROM probes").first()).n;
+  // The bakery's probes only: other tenants' manifests declare monitors too (auto-repair's home page).
+  const count = async () => (await db.prepare("SELECT COUNT(*) AS n FROM probes WHERE tenant_id = 'bakery'").first()).n;
   const before = await count();
   const res = await mesh.fetch("monitoring", "/__test/tick", {
     method: "POST",

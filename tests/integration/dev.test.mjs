@@ -12,7 +12,7 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { PLATFORM_WORKERS, WORKERS } from "../../scripts/lib/workers.mjs";
+import { APPS, PLATFORM_WORKERS, STUB_PORT, WORKERS } from "../../scripts/lib/workers.mjs";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const HOST = "http://127.0.0.1";
@@ -91,6 +91,43 @@ describe("scripts/dev", { skip }, () => {
     assert.equal(body.ok, true);
     for (const { serviceBinding: binding } of Object.values(PLATFORM_WORKERS)) {
       assert.equal(body.services[binding].status, 200, binding);
+    }
+  });
+
+  it("serves the three client apps, each form delivered through its channel to the stubs once", async () => {
+    const mark = `dev${Date.now()}`;
+    // The form each app's page posts, as a browser posts it, and where its notification lands.
+    const forms = {
+      bakery: [{ name: "Dev", email: "dev@example.com", message: mark }, ["/emails"]],
+      "software-agency": [{ name: "Dev", email: "dev@example.com", company: mark }, ["/crm/"]],
+      "auto-repair": [{ name: "Dev", phone: "+15550104444", vehicle: mark }, ["/2010-04-01/", "/v3/mail/send"]],
+    };
+    for (const { key, name, port } of Object.values(APPS)) {
+      assert.equal((await (await fetch(`${HOST}:${port}/health`)).json()).service, name);
+      const page = await (await fetch(`${HOST}:${port}/`)).text();
+      assert.ok(page.includes(`${HOST}:${STUB_PORT}/turnstile/v0/api.js`), `${key}: the local Turnstile widget`);
+      const [fields, channels] = forms[key];
+      const res = await fetch(`${HOST}:${port}/api/leads/submit`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", accept: "text/html" },
+        body: new URLSearchParams({ ...fields, "cf-turnstile-response": "XXXX.DUMMY.TOKEN.XXXX" }),
+        redirect: "manual",
+      });
+      assert.equal(res.status, 303, `${key}: ${await res.text()}`);
+      assert.equal(res.headers.get("location"), "/thanks.html");
+      for (const channel of channels) {
+        const sent = await poll(
+          async () => {
+            const r = await fetch(`${HOST}:${STUB_PORT}/__stub/requests?path=${encodeURIComponent(channel)}`);
+            const found = (await r.json()).requests.filter((q) => q.body.includes(mark));
+            return found.length ? found : null;
+          },
+          30_000,
+          `${key}: the notification at ${channel}`,
+        );
+        assert.equal(sent.length, 1, `${key}: ${channel} once`);
+        if (channel === "/crm/") assert.equal(sent[0].signatureValid, true, "the CRM stub verified the signature");
+      }
     }
   });
 

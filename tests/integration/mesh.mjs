@@ -6,12 +6,13 @@
 //   const res = await mesh.fetch("leads", "/health");
 //   await mesh.dispose();
 import { randomBytes } from "node:crypto";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fetch as miniflareFetch, Miniflare, Response } from "miniflare";
 import { applyMigrations, localBindings, meshWorkerOptions, WORKERS } from "../../scripts/lib/local-mesh.mjs";
-import { TENANT_MANIFESTS } from "../../scripts/lib/workers.mjs";
+import { loadManifest, resolveManifest } from "../../scripts/lib/manifest.mjs";
+import { APPS, TENANT_MANIFESTS } from "../../scripts/lib/workers.mjs";
 import { cmsFallbackSeeds, provisionManifest } from "../../scripts/provision.mjs";
 import { startStubs } from "../stubs/stub-server.mjs";
 
@@ -28,12 +29,16 @@ export const secret = () => randomBytes(24).toString("hex");
  * @param options.bindings extra bindings per worker key, e.g. `{ leads: { TURNSTILE_SECRET_KEY } }`
  * @param options.extraWorkers more Miniflare worker options (e.g. a plain-JS baseline in scripts/bench)
  * @param options.tenants manifests to provision (default: the tenants of workers/workers.json)
+ * @param options.localSites fill each app manifest's `${SITE_URL}` with the app's own local URL (its
+ *   monitors then probe the real page); by default the manifest's production default stays, so a
+ *   deployment that refuses local targets (ALLOW_LOCAL_OUTBOUND=0) can still be provisioned
  */
-export async function startMesh({ bindings = {}, tenants, extraWorkers = [] } = {}) {
-  const stubs = await startStubs();
+export async function startMesh({ bindings = {}, tenants, extraWorkers = [], localSites = false } = {}) {
+  // The CRM stub verifies the webhook signatures made with the software agency's secret.
+  const crmSecret = secret();
+  const stubs = await startStubs({ crmSecret });
   const scratch = await mkdtemp(path.join(tmpdir(), "siteswarm-mesh-"));
-  const manifests =
-    tenants ?? (await Promise.all(TENANT_MANIFESTS.map(async (p) => JSON.parse(await readFile(p, "utf8")))));
+  const manifests = tenants ?? (await Promise.all(TENANT_MANIFESTS.map(loadManifest)));
   const tokens = Object.fromEntries(manifests.map((m) => [m.appId, { token: secret(), adminToken: secret() }]));
 
   const local = localBindings({
@@ -69,9 +74,10 @@ export async function startMesh({ bindings = {}, tenants, extraWorkers = [] } = 
   const mesh = {
     mf,
     stubs,
+    crmSecret,
     tokens,
     adminToken: ADMIN_TOKEN,
-    /** fetch() on one worker (key: bakery, leads, cms, monitoring, analytics, events). */
+    /** fetch() on one worker (key: bakery, software-agency, auto-repair, leads, cms, monitoring, analytics, events). */
     async fetch(key, pathname, init = {}) {
       const worker = await mf.getWorker(WORKERS[key].name);
       return worker.fetch(new URL(pathname, "http://localhost").href, init);
@@ -104,7 +110,11 @@ export async function startMesh({ bindings = {}, tenants, extraWorkers = [] } = 
   };
 
   try {
-    for (const manifest of manifests) {
+    for (const raw of manifests) {
+      const vars = { CRM_WEBHOOK_URL: `${stubs.url}/crm/inquiries`, CRM_WEBHOOK_SECRET: crmSecret };
+      const app = Object.values(APPS).find((a) => a.appId === raw.appId);
+      if (localSites && app) vars.SITE_URL = (await mesh.url(app.key)).replace(/\/$/, "");
+      const manifest = resolveManifest(raw, vars);
       await provisionManifest(manifest, {
         ...tokens[manifest.appId],
         operatorToken: ADMIN_TOKEN,

@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { describe, it } from "node:test";
+import { loadManifest, placeholders } from "../../scripts/lib/manifest.mjs";
 import { APPS, LIST, localVars, PLATFORM_WORKERS, ROOT, WORKERS } from "../../scripts/lib/workers.mjs";
 
 const { unstable_readConfig } = await import("wrangler");
@@ -34,6 +35,17 @@ describe("workers/workers.json", () => {
   }
 
   for (const a of Object.values(APPS)) {
+    it(`${a.key}: its manifest is a provisioned tenant with the app's appId; byte budget set`, async () => {
+      assert.ok(LIST.tenants.includes(a.manifest), `${a.manifest} in tenants`);
+      const manifest = await loadManifest(path.join(ROOT, a.manifest));
+      assert.equal(manifest.appId, a.appId);
+      assert.match(a.name, /^client-[a-z0-9-]+$/, "named like the seed's client-bakery");
+      assert.ok(Number.isInteger(a.byteBudget) && a.byteBudget > 0);
+      // Every placeholder without a default is one scripts/dev and the mesh fill in.
+      const required = [...placeholders(manifest)].filter(([, fallback]) => fallback === undefined).map(([n]) => n);
+      for (const name of required) assert.ok(["CRM_WEBHOOK_SECRET"].includes(name), `${a.key}: \${${name}}`);
+    });
+
     it(`${a.key}: wrangler config named as listed, binds every platform worker`, () => {
       const c = read(a);
       assert.equal(c.name, a.name);

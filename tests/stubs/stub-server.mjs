@@ -1,10 +1,12 @@
 // Local stand-ins for every third-party API the platform calls, on 127.0.0.1 only: Turnstile
-// siteverify, Resend, SendGrid, Twilio, PagerDuty, Slack, webhooks, and probe targets for monitors.
+// siteverify and its browser widget, Resend, SendGrid, Twilio, PagerDuty, Slack, webhooks, a CRM that
+// verifies the leads worker's webhook signature, and probe targets for monitors.
 // Every request is recorded for assertions; `failNext(path, n)` makes the next n requests to a path
 // prefix answer 500 (fault tests). The same controls are reachable over HTTP under /__stub/ so that
 // tests against `scripts/dev` can use them too.
-import { randomUUID } from "node:crypto";
+import { createHmac, randomUUID, timingSafeEqual } from "node:crypto";
 import { createServer } from "node:http";
+import { TURNSTILE_WIDGET } from "./turnstile-widget.mjs";
 
 // Cloudflare's official Turnstile test secrets (developers.cloudflare.com/turnstile/troubleshooting/testing).
 const DUMMY_TOKEN = "XXXX.DUMMY.TOKEN.XXXX";
@@ -18,12 +20,16 @@ const PROBE_PAGE = `<!doctype html><html><head><title>Stub site</title></head>
 <body><main id="main" class="content"><form id="contact" action="/api/leads/submit" method="post">
 <input name="email"><button type="submit">Send</button></form></main></body></html>`;
 
+// The CRM stub refuses a signature older than this (the leads worker signs each attempt afresh).
+const CRM_SIGNATURE_TOLERANCE_SECONDS = 300;
+
 /**
- * @param {{ port?: number }} options port 0 picks a free one
+ * @param {{ port?: number, crmSecret?: string }} options port 0 picks a free one; crmSecret is the
+ *   webhook signing secret the CRM stub (`POST /crm/...`) checks `X-SiteSwarm-Signature` against
  * @returns {Promise<{ url: string, port: number, requests: object[], find: Function,
  *   failNext: Function, reset: Function, close: Function }>}
  */
-export async function startStubs({ port = 0 } = {}) {
+export async function startStubs({ port = 0, crmSecret = process.env.STUB_CRM_SECRET ?? "" } = {}) {
   const requests = [];
   const failures = new Map(); // path prefix → { remaining, status }
 
@@ -56,7 +62,7 @@ export async function startStubs({ port = 0 } = {}) {
       }
     }
     try {
-      await route(record, reply);
+      await route(record, reply, { crmSecret });
     } catch (err) {
       reply(500, { error: String(err?.message ?? err) });
     }
@@ -91,9 +97,16 @@ export async function startStubs({ port = 0 } = {}) {
   return stubs;
 }
 
-async function route(record, reply) {
+async function route(record, reply, { crmSecret }) {
   const { method, path } = record;
   if (method === "POST" && path === "/turnstile/v0/siteverify") return siteverify(record, reply);
+  if (method === "GET" && path === "/turnstile/v0/api.js") {
+    return reply(200, TURNSTILE_WIDGET, {
+      "content-type": "text/javascript; charset=utf-8",
+      "cache-control": "no-store",
+    });
+  }
+  if (method === "POST" && path.startsWith("/crm/")) return crm(record, reply, crmSecret);
   if (method === "POST" && path === "/emails") return reply(200, { id: randomUUID() }); // Resend
   if (method === "POST" && path === "/v3/mail/send") return reply(202, ""); // SendGrid
   const twilio = path.match(/^\/2010-04-01\/Accounts\/([^/]+)\/Messages\.json$/);
@@ -172,6 +185,22 @@ function twilioMessage(record, accountSid, reply) {
     body: Body,
     status: "queued",
   });
+}
+
+// A CRM receiving the leads worker's signed webhook: `X-SiteSwarm-Signature: t=<unix>,v1=<hex
+// HMAC-SHA256(secret, "t.body")>`. A bad, stale or missing signature is 401 (the leads worker retries
+// and finally dead-letters it, where it is visible); the verdict is kept on the record for tests.
+function crm(record, reply, secret) {
+  const header = String(record.headers["x-siteswarm-signature"] ?? "");
+  const t = header.match(/(?:^|,)t=(\d+)/)?.[1];
+  const v1 = header.match(/(?:^|,)v1=([0-9a-f]{64})(?:,|$)/)?.[1];
+  const expected = secret && t ? createHmac("sha256", secret).update(`${t}.${record.body}`).digest("hex") : "";
+  const fresh = t && Math.abs(Date.now() / 1000 - Number(t)) <= CRM_SIGNATURE_TOLERANCE_SECONDS;
+  record.signatureValid = Boolean(
+    expected && v1 && fresh && timingSafeEqual(Buffer.from(v1, "hex"), Buffer.from(expected, "hex")),
+  );
+  if (!record.signatureValid) return reply(401, { error: "invalid signature" });
+  return reply(200, { ok: true, id: `crm_${randomUUID()}` });
 }
 
 function pagerDuty(record, reply) {

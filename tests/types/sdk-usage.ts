@@ -14,10 +14,13 @@ import {
   type OpenStatus,
   SiteSwarmError,
   TENANT_ID_HEADER,
+  type SwarmConfig,
   TENANT_TOKEN_HEADER,
   tenantHeaders,
 } from "@siteswarm/sdk";
+import autoRepair from "../../examples/auto-repair/swarm.config.ts";
 import bakery from "../../examples/bakery/swarm.config.json";
+import agency from "../../examples/software-agency/swarm.config.ts";
 
 declare const env: Record<string, unknown>;
 declare const binding: { fetch(request: Request): Promise<Response> };
@@ -78,4 +81,30 @@ export async function usage(): Promise<void> {
   const fromAnswer: SiteSwarmError = await SiteSwarmError.fromResponse(notFound);
   new SiteSwarmError("invalid_lead", "bad", { status: 400, details: { fields: { email: "invalid" } } });
   [appId, leadId, duplicate, source, open, fromAnswer];
+}
+
+// The typed manifests (examples/*/swarm.config.ts) are SwarmConfigs and feed the client as they are;
+// SwarmConfig refuses what the platform would refuse at provisioning.
+export function manifests(): void {
+  const typed: SwarmConfig[] = [autoRepair, agency];
+  for (const manifest of typed) createPlatformClient({ manifest, bindings: env });
+  const monitors: string[] = (autoRepair.config.monitoring.monitors ?? []).map((m) => m.url);
+  const bad: SwarmConfig = {
+    appId: "x",
+    name: "x",
+    capabilities: {
+      // @ts-expect-error: not a capability of the platform
+      "lead-capturing": { version: "1.0.0" },
+    },
+    // @ts-expect-error: turnstile is "required" or "off"
+    config: { leads: { turnstile: "sometimes" } },
+  };
+  const noMonitorUrl: SwarmConfig = {
+    appId: "x",
+    name: "x",
+    capabilities: {},
+    // @ts-expect-error: a monitor needs its url
+    config: { monitoring: { monitors: [{ id: "home" }] } },
+  };
+  [monitors, bad, noMonitorUrl];
 }

@@ -33,7 +33,8 @@ export function createPlatformClient(options = {}) {
   }
   const snapshot = isObject(manifest?.fallback) ? manifest.fallback : undefined;
   let mocks; // created on first use, one in-memory store per client
-  const mock = () => (mocks ??= createMocks({ appId, snapshot }));
+  const leadsConfig = isObject(manifest?.config?.leads) ? manifest.config.leads : undefined;
+  const mock = () => (mocks ??= createMocks({ appId, snapshot, leadsConfig }));
 
   const bindingOf = (area) => {
     const service = /** @type {import("../index.d.ts").ServiceBinding | undefined} */ (

@@ -1,16 +1,15 @@
 // In-memory fakes behind `mockFallback: true` (local development outside workerd): the same result
-// types and the same basic validation as the services. Used only when a binding is missing.
-import { fallbackContent, fallbackStatus } from "./hours.js";
+// types as the services, and their validation rules (./rules.js, checked against the real services
+// by a shared table). Used only when a binding is missing.
 import { SiteSwarmError } from "./errors.js";
+import { fallbackContent, fallbackStatus } from "./hours.js";
+import { validateEvent, validateLead } from "./rules.js";
 
-const EMAIL = /^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/;
-const PHONE = /^\+?[0-9 ().-]{6,24}$/;
-const EVENT_TYPE = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/;
-// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what an entity id may not hold
-const ENTITY_REF = /^[a-z0-9_]+:[^\u0000-\u001f]+$/;
-const TURNSTILE_FIELDS = new Set(["turnstileToken", "cf-turnstile-response"]);
-
-export function createMocks({ appId, snapshot }) {
+/**
+ * @param {{ appId: string, snapshot?: object, leadsConfig?: Record<string, any> }} options
+ *   leadsConfig: the manifest's `config.leads` (extra `fields`, `honeypotField`, `defaultCountryCode`)
+ */
+export function createMocks({ appId, snapshot, leadsConfig = {} }) {
   const leadsByKey = new Map();
   const leads = [];
   const events = [];
@@ -27,61 +26,45 @@ export function createMocks({ appId, snapshot }) {
      * @param {{ idempotencyKey?: string }} [options]
      */
     submitLead(lead, { idempotencyKey } = {}) {
+      const checked = validateLead(lead, leadsConfig);
+      if (!checked.ok) {
+        throw new SiteSwarmError("invalid_lead", "the lead has invalid fields", {
+          status: 400,
+          details: { fields: checked.fields },
+        });
+      }
+      if (checked.honeypot) return { ok: true, leadId: ulid() }; // like a success; nothing kept
       if (idempotencyKey !== undefined && leadsByKey.has(String(idempotencyKey))) {
         return { ok: true, leadId: leadsByKey.get(String(idempotencyKey)) };
       }
-      const fields = {};
-      const input = lead && typeof lead === "object" ? lead : {};
-      const clean = {};
-      for (const [name, raw] of Object.entries(input)) {
-        if (TURNSTILE_FIELDS.has(name)) continue;
-        const value = typeof raw === "string" ? raw.trim() : raw == null ? "" : String(raw);
-        if (name === "email" && value !== "" && !EMAIL.test(value)) fields.email = "is not an email address";
-        else if (name === "phone" && value !== "" && !PHONE.test(value)) fields.phone = "is not a phone number";
-        else if (value !== "") clean[name] = value;
-      }
-      if (!clean.email && !clean.phone && !fields.email && !fields.phone) {
-        fields.email = "an email address or a phone number is required";
-        fields.phone = "an email address or a phone number is required";
-      }
-      if (Object.keys(fields).length) {
-        throw new SiteSwarmError("invalid_lead", "the lead has invalid fields", { status: 400, details: { fields } });
-      }
       const leadId = ulid();
-      leads.push({ id: leadId, tenant_id: appId, ...clean, created_at: now() });
+      leads.push({ id: leadId, tenant_id: appId, ...checked.lead, created_at: now() });
       if (idempotencyKey !== undefined) leadsByKey.set(String(idempotencyKey), leadId);
       return { ok: true, leadId };
     },
 
     emitEvent(event) {
-      const e = event && typeof event === "object" ? event : {};
-      const invalid = (field, message) =>
-        new SiteSwarmError("invalid_event", `${field}: ${message}`, {
-          status: 400,
-          details: { field, fields: { [field]: message } },
+      const checked = validateEvent(event);
+      if (!checked.ok) {
+        throw new SiteSwarmError(checked.code, checked.message, {
+          status: checked.status,
+          details: { field: checked.field },
         });
-      if (typeof e.event_type !== "string" || !EVENT_TYPE.test(e.event_type) || e.event_type.length > 128) {
-        throw invalid("event_type", "must be a dotted lower-case name such as price.changed");
       }
-      if (typeof e.entity_ref !== "string" || !ENTITY_REF.test(e.entity_ref) || e.entity_ref.length > 256) {
-        throw invalid("entity_ref", "must look like type:id");
-      }
-      const payload = e.payload ?? {};
-      if (typeof payload !== "object" || Array.isArray(payload)) throw invalid("payload", "must be a JSON object");
+      const e = checked.event;
       const key = e.idempotency_key;
       if (key !== undefined && key !== null && eventsByKey.has(String(key))) {
         return { event_id: eventsByKey.get(String(key)), duplicate: true };
       }
-      const event_id = ulid();
-      const [entity_type, ...rest] = e.entity_ref.split(":");
+      const event_id = e.event_id ?? ulid();
       events.push({
         event_id,
         tenant_id: appId,
         event_type: e.event_type,
-        entity_type,
-        entity_id: rest.join(":"),
+        entity_type: e.entity_type,
+        entity_id: e.entity_id,
         entity_ref: e.entity_ref,
-        payload,
+        payload: e.payload,
         idempotency_key: key ?? null,
         occurred_at: e.occurred_at ?? now(),
         recorded_at: now(),

@@ -1,0 +1,204 @@
+// The platform's input rules, for the in-memory fakes of `mockFallback`: what the leads worker
+// (workers/leads/lead.cpp validate_submission, config.cpp is_email) and the events worker
+// (workers/events/ledger.cpp parse_new_event) accept, field by field, with the same messages. The
+// C++ services are the source of truth; tests/integration/sdk-workerd.test.mjs runs one table of
+// inputs (tests/integration/fixtures/validation-table.mjs) through the real services and through these
+// rules and requires the same verdict for every row, so the two cannot drift apart unnoticed.
+
+// leads (workers/leads/lead.h)
+export const MAX_NAME_LENGTH = 200;
+export const MAX_MESSAGE_LENGTH = 5000;
+export const MAX_EXTRA_VALUE_LENGTH = 1000;
+export const MAX_TURNSTILE_TOKEN = 2048;
+const MAX_EMAIL = 254;
+const MAX_EMAIL_LOCAL = 64;
+const MIN_PHONE_DIGITS = 7;
+const MAX_PHONE_DIGITS = 15; // E.164
+const TURNSTILE_FIELDS = new Set(["turnstileToken", "cf-turnstile-response"]);
+
+// events (workers/events/ledger.h)
+export const MAX_EVENT_TYPE_LENGTH = 128;
+export const MAX_REF_LENGTH = 200;
+export const MAX_PAYLOAD_BYTES = 64 * 1024;
+const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+
+const utf8 = new TextEncoder();
+/** The string's UTF-8 bytes as one char each, so lengths and indexes count bytes as in C++. */
+const bytes = (s) => String.fromCharCode(...utf8.encode(s));
+const trim = (s) => s.replace(/^[ \t\r\n]+|[ \t\r\n]+$/g, "");
+const codePoints = (s) => [...s].length;
+
+function hasControlChars(s, allowNewlines) {
+  for (const ch of s) {
+    const u = ch.codePointAt(0);
+    if (u === 0x7f || (u < 0x20 && !(allowNewlines && (ch === "\n" || ch === "\r" || ch === "\t")))) return true;
+  }
+  return false;
+}
+
+/** config.cpp is_email. */
+export function isEmail(value) {
+  const s = bytes(value);
+  if (s === "" || s.length > MAX_EMAIL) return false;
+  const at = s.lastIndexOf("@");
+  if (at <= 0 || at > MAX_EMAIL_LOCAL || at + 1 >= s.length) return false;
+  const domain = s.slice(at + 1);
+  const dot = domain.lastIndexOf(".");
+  if (dot <= 0 || dot + 2 > domain.length) return false;
+  if (domain.includes("..") || domain.startsWith("-")) return false;
+  for (const c of s) {
+    if (c.charCodeAt(0) <= 0x20 || '<>(),;\\"[]'.includes(c)) return false;
+  }
+  return !s.slice(0, at).includes("@");
+}
+
+/** lead.cpp normalize_phone: E.164 (`+15550102000`) or null. */
+export function normalizePhone(raw, countryCode = "1") {
+  let digits = "";
+  let plus = false;
+  for (const c of raw) {
+    if (c >= "0" && c <= "9") digits += c;
+    else if (c === "+" && digits === "" && !plus) plus = true;
+    else if (!" -.()".includes(c)) return null;
+  }
+  let international = plus;
+  if (!plus) {
+    if (digits.startsWith("00")) {
+      digits = digits.slice(2); // international prefix 00
+      international = true;
+    } else if (countryCode === "1" && digits.length === 11 && digits[0] === "1") {
+      // NANP with trunk prefix 1
+    } else {
+      if (digits.startsWith("0")) digits = digits.slice(1); // national trunk prefix
+      digits = countryCode + digits;
+    }
+  }
+  if (digits.length < MIN_PHONE_DIGITS + 1 || digits.length > MAX_PHONE_DIGITS || digits[0] === "0") return null;
+  if (countryCode === "1" && !international && digits.length !== 11) return null;
+  return `+${digits}`;
+}
+
+/**
+ * A lead as the leads worker reads a JSON submission, for the tenant's leads config (`fields`,
+ * `honeypotField`, `defaultCountryCode`).
+ * @returns {{ ok: boolean, lead?: Record<string, string>, honeypot?: boolean, fields?: Record<string, string> }}
+ */
+export function validateLead(input, config = {}) {
+  const honeypotField = config.honeypotField ?? "company_website";
+  const extras = new Set(Array.isArray(config.fields) ? config.fields : []);
+  const countryCode = config.defaultCountryCode ?? "1";
+  /** @type {Record<string, string>} */
+  const problems = {};
+  /** @type {Record<string, string>} */
+  const lead = {};
+  let honeypot = false;
+  for (const [name, raw] of Object.entries(input && typeof input === "object" ? input : {})) {
+    if (raw === null || raw === undefined) continue;
+    if (typeof raw === "object") return { ok: false, fields: { [name]: "must be text" } };
+    const text = typeof raw === "string" ? raw : JSON.stringify(raw);
+    if (name === honeypotField) {
+      if (trim(text) !== "") honeypot = true;
+      continue;
+    }
+    if (TURNSTILE_FIELDS.has(name)) {
+      if (bytes(text).length > MAX_TURNSTILE_TOKEN) problems[name] = "is too long";
+      continue;
+    }
+    const value = trim(text);
+    if (name === "name") {
+      if (codePoints(value) > MAX_NAME_LENGTH || hasControlChars(value, false)) {
+        problems.name = "must be at most 200 characters of text";
+      } else if (value !== "") lead.name = value;
+    } else if (name === "email") {
+      if (value !== "" && !isEmail(value)) problems.email = "is not an email address";
+      else if (value !== "") lead.email = value;
+    } else if (name === "phone") {
+      if (value !== "") {
+        const e164 = normalizePhone(value, countryCode);
+        if (!e164) problems.phone = "is not a phone number (use international format, e.g. +15550109999)";
+        else lead.phone = e164;
+      }
+    } else if (name === "message") {
+      if (codePoints(value) > MAX_MESSAGE_LENGTH || hasControlChars(value, true)) {
+        problems.message = "must be at most 5000 characters of text";
+      } else if (value !== "") lead.message = value;
+    } else if (extras.has(name)) {
+      if (codePoints(value) > MAX_EXTRA_VALUE_LENGTH || hasControlChars(value, true)) {
+        problems[name] = "must be at most 1000 characters of text";
+      } else if (value !== "") lead[name] = value;
+    } else {
+      problems[name] = "is not a field this form accepts";
+    }
+  }
+  if (honeypot) return { ok: true, lead, honeypot }; // bots get a success, whatever else they sent
+  if (!lead.email && !lead.phone && !problems.email && !problems.phone) {
+    problems.email = "an email address or a phone number is required";
+    problems.phone = "an email address or a phone number is required";
+  }
+  if (Object.keys(problems).length) return { ok: false, fields: problems };
+  return { ok: true, lead, honeypot };
+}
+
+/** ledger.cpp is_event_type: segment(.segment)+, a segment [a-z][a-z0-9_]*. */
+export function isEventType(s) {
+  return typeof s === "string" && s.length <= MAX_EVENT_TYPE_LENGTH && /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/.test(s);
+}
+
+/**
+ * An event as the events worker reads `POST /api/events`.
+ * @returns {{ ok: boolean, event?: any, code?: string, status?: number, field?: string, message?: string }}
+ */
+export function validateEvent(body) {
+  const invalid = (field, message) => ({ ok: false, code: "invalid_event", status: 400, field, message });
+  const e = body && typeof body === "object" && !Array.isArray(body) ? body : {};
+  if (typeof e.event_type !== "string") return invalid("event_type", "is required");
+  if (!isEventType(e.event_type)) {
+    return invalid("event_type", "must be a dotted lower-case name such as price.changed");
+  }
+  if (typeof e.entity_ref !== "string") return invalid("entity_ref", "is required, as type:id");
+  const ref = e.entity_ref;
+  const colon = ref.indexOf(":");
+  if (colon <= 0 || colon + 1 === ref.length || bytes(ref).length > MAX_REF_LENGTH) {
+    return invalid("entity_ref", "must look like type:id");
+  }
+  const entityType = ref.slice(0, colon);
+  const entityId = ref.slice(colon + 1);
+  if (!/^[a-z0-9_]+$/.test(entityType)) return invalid("entity_ref", "the type must be lower case [a-z0-9_]");
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what an id may not hold
+  if (/[\u0000-\u001f]/.test(entityId)) return invalid("entity_ref", "the id has control characters");
+  let payload = {};
+  if (e.payload !== undefined && e.payload !== null) {
+    if (typeof e.payload !== "object" || Array.isArray(e.payload)) return invalid("payload", "must be a JSON object");
+    if (bytes(JSON.stringify(e.payload)).length > MAX_PAYLOAD_BYTES) {
+      return {
+        ok: false,
+        code: "payload_too_large",
+        status: 413,
+        field: "payload",
+        message: "payload: larger than 64 KiB",
+      };
+    }
+    payload = e.payload;
+  }
+  const texts = { event_id: 64, idempotency_key: MAX_REF_LENGTH, caused_by: MAX_REF_LENGTH };
+  Object.assign(texts, { workflow_run_id: MAX_REF_LENGTH, source_system: 64, occurred_at: 64 });
+  for (const [field, max] of Object.entries(texts)) {
+    const v = e[field];
+    if (v === undefined || v === null) continue;
+    if (typeof v !== "string") return invalid(field, "must be a string");
+    if (bytes(v).length > max) return invalid(field, `is longer than ${max} characters`);
+  }
+  if (e.event_id && !ULID.test(e.event_id)) {
+    return invalid("event_id", "must be a ULID (26 characters, Crockford base32, upper case)");
+  }
+  if (e.occurred_at && !(RFC3339.test(e.occurred_at) && !Number.isNaN(Date.parse(e.occurred_at)))) {
+    return invalid("occurred_at", "must be an RFC 3339 time such as 2026-05-25T14:23:11Z");
+  }
+  if (e.sequence_no !== undefined && e.sequence_no !== null) {
+    if (!Number.isInteger(e.sequence_no) || e.sequence_no < 0) {
+      return invalid("sequence_no", "must be a non-negative integer");
+    }
+  }
+  return { ok: true, event: { ...e, entity_type: entityType, entity_id: entityId, payload } };
+}

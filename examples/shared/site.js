@@ -1,0 +1,237 @@
+// What every example client app is made of, so each app is only its manifest, its pages and a few
+// lines of worker.js: static pages (the ASSETS binding), the home page rendered with live content
+// from the platform, and the routes it delegates to platform workers over Service Bindings with
+// @siteswarm/sdk. No secret, database or business rule lives in an app; its tenant token is the
+// SITESWARM_TENANT_TOKEN secret.
+//
+//   import { createSite } from "../shared/site.js";
+//   import manifest from "./swarm.config.json";
+//   export default createSite({ manifest, service: "client-bakery" });
+import { createPlatformClient, delegate, errorResponse } from "@siteswarm/sdk";
+import { loadLive, renderHome, withFormState, withTurnstile } from "./render.js";
+
+const PLATFORM_SERVICES = ["LEADS_SERVICE", "CMS_SERVICE", "MONITOR_SERVICE", "ANALYTICS_SERVICE", "EVENTS_SERVICE"];
+const HEALTH_TIMEOUT_MS = 3000;
+const FORM_PATHS = new Set(["/api/leads/submit", "/api/leads"]);
+const FORM_TYPE = /^(application\/x-www-form-urlencoded|multipart\/form-data)\b/i;
+// What a visitor typed that is never echoed back into a page: the bot trap and the spent token.
+const NEVER_ECHOED = new Set(["cf-turnstile-response", "turnstileToken"]);
+const MAX_ECHOED_VALUE = 5000;
+// The leads worker refuses bodies over 32 KiB; a body larger than that (or of unknown size) is never
+// read a second time just to echo it.
+const MAX_ECHOED_BODY = 32 * 1024;
+
+// Route subtrees an app hands to a platform worker when its manifest declares the capability:
+// `prefix` and everything under `prefix/`. `strip` removes the app's own prefix where the
+// service's routes do not carry it.
+const DELEGATED = [
+  { prefix: "/api/leads", binding: "LEADS_SERVICE", capability: "lead-capture" },
+  { prefix: "/api/events", binding: "EVENTS_SERVICE", capability: "event-ledger" },
+  { prefix: "/_sa", binding: "ANALYTICS_SERVICE", capability: "analytics", strip: true },
+  { prefix: "/api/cms", binding: "CMS_SERVICE", capability: "cms", strip: true },
+];
+
+// What a person reads when the form was refused, per contract error code.
+const SUMMARIES = {
+  invalid_lead: "Please check the fields marked below and send the form again.",
+  turnstile_failed: "We could not confirm that you are a person. Please complete the check and send the form again.",
+  rate_limited: "Too many messages were sent from your network just now. Please wait a minute and try again.",
+  payload_too_large: "Your message is too long. Please shorten it and send it again.",
+};
+const FALLBACK_SUMMARY = "Sorry, your message could not be sent right now. Please try again in a few minutes.";
+
+/**
+ * @param {object} options
+ * @param {import("@siteswarm/sdk").SwarmConfig} options.manifest the app's swarm.config
+ * @param {string} options.service the app's worker name (its wrangler `name`), reported by /health
+ * @param {Record<string, string>} [options.labels] field name → label, for the error summary
+ */
+export function createSite({ manifest, service, labels = {} }) {
+  const { appId, capabilities = {} } = manifest;
+  const routes = DELEGATED.filter((r) => r.capability in capabilities);
+  const leadsConfig = /** @type {{ honeypotField?: string }} */ (manifest.config?.leads ?? {});
+  const honeypot = leadsConfig.honeypotField ?? "company_website";
+  const versionOf = (capability) => capabilities[capability]?.version;
+
+  return {
+    /** @param {Request} request @param {Record<string, any>} env */
+    async fetch(request, env) {
+      const { pathname } = new URL(request.url);
+      if (pathname === "/health") return Response.json({ ok: true, service });
+      if (pathname === "/api/platform/health") return platformHealth(env, appId);
+      if ((pathname === "/" || pathname === "/index.html") && request.method === "GET") {
+        return home(request, env, manifest);
+      }
+      if (request.method === "POST" && FORM_PATHS.has(pathname) && isBrowserFormPost(request)) {
+        return formPost(request, env);
+      }
+      if ((pathname === "/status" || pathname === "/status.json") && "monitoring" in capabilities) {
+        // The app's own public status page, on its own origin.
+        const target = new URL(`/status/${appId}${pathname.endsWith(".json") ? ".json" : ""}`, request.url);
+        return delegate(
+          new Request(target, { method: request.method, headers: request.headers }),
+          env,
+          "MONITOR_SERVICE",
+          {
+            appId,
+            capabilityVersion: versionOf("monitoring"),
+          },
+        );
+      }
+
+      const route = routes.find((r) => pathname === r.prefix || pathname.startsWith(`${r.prefix}/`));
+      if (route) {
+        return delegate(request, env, route.binding, {
+          appId,
+          capabilityVersion: versionOf(route.capability),
+          stripPrefix: route.strip ? route.prefix : undefined,
+        });
+      }
+      if (pathname.startsWith("/api/")) return errorResponse(404, "not_found", "no such API route");
+      return env.ASSETS ? env.ASSETS.fetch(request) : errorResponse(404, "not_found", "no such page");
+    },
+  };
+
+  // A form a person posted from the page (not a script asking for JSON). Delivered as it came; when
+  // the leads worker refuses it, the person gets the page back with the problems next to the fields
+  // and what they typed, instead of the JSON error a script gets.
+  async function formPost(request, env) {
+    const copy = request.clone();
+    const answer = await delegate(request, env, "LEADS_SERVICE", {
+      appId,
+      capabilityVersion: versionOf("lead-capture"),
+    });
+    if (answer.status < 400) return answer; // 303 to the thank-you page (also for the honeypot), or 202
+    const { code, fields } = await errorOf(answer);
+    const values = await echoedValues(copy, honeypot);
+    const form = {
+      summary: SUMMARIES[code] ?? FALLBACK_SUMMARY,
+      errors: code === "invalid_lead" && fields ? fields : {},
+      values,
+      labels,
+    };
+    /** @type {Record<string, string>} */
+    const headers = {};
+    const retryAfter = answer.headers.get("retry-after");
+    if (retryAfter) headers["retry-after"] = retryAfter;
+    return home(request, env, manifest, { status: answer.status, form, headers });
+  }
+}
+
+// A browser's own form submission: a form body and a request for an HTML page. fetch() callers and
+// the SDK ask for JSON and keep the contract's JSON answers.
+function isBrowserFormPost(request) {
+  const accept = request.headers.get("accept") ?? "";
+  return FORM_TYPE.test(request.headers.get("content-type") ?? "") && /\btext\/html\b/.test(accept);
+}
+
+async function errorOf(response) {
+  try {
+    const { error } = await response.json();
+    return { code: String(error?.code ?? ""), fields: error?.fields };
+  } catch {
+    return { code: "", fields: undefined };
+  }
+}
+
+async function echoedValues(request, honeypot) {
+  /** @type {Record<string, string>} */
+  const values = {};
+  const body = await readCapped(request, MAX_ECHOED_BODY);
+  if (body === null) return values;
+  try {
+    const type = request.headers.get("content-type") ?? "";
+    const form = await new Response(body, { headers: { "content-type": type } }).formData();
+    for (const [name, value] of form) {
+      if (name === honeypot || NEVER_ECHOED.has(name) || typeof value !== "string") continue;
+      values[name] = value.slice(0, MAX_ECHOED_VALUE);
+    }
+  } catch {
+    // a body that is not a form: nothing to echo
+  }
+  return values;
+}
+
+// The body's bytes, or null once it is longer than `max` (then it is not read any further).
+async function readCapped(request, max) {
+  if (!request.body) return new Uint8Array();
+  const reader = request.body.getReader();
+  const chunks = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > max) {
+      await reader.cancel();
+      return null;
+    }
+    chunks.push(value);
+  }
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return out;
+}
+
+// The home page: the static template with the live block rendered through the SDK (the cms worker
+// over Workers RPC or fetch; the manifest's snapshot when cms is down), this deployment's Turnstile
+// widget and, after a refused post, the form's problems.
+/**
+ * @param {Request} request
+ * @param {Record<string, any>} env
+ * @param {import("@siteswarm/sdk").ClientManifest} manifest
+ * @param {{ status?: number, form?: Parameters<typeof withFormState>[1], headers?: Record<string, string> }} [options]
+ */
+async function home(request, env, manifest, { status = 200, form, headers = {} } = {}) {
+  if (!env.ASSETS) return errorResponse(404, "not_found", "no such page");
+  const page = await env.ASSETS.fetch(new Request(new URL("/", request.url)));
+  if (!page.ok) return page;
+  const now = new Date();
+  let html = await page.text();
+  if ("cms" in (manifest.capabilities ?? {})) {
+    const client = createPlatformClient({ manifest, bindings: env });
+    html = renderHome(html, await loadLive(client, now), now);
+  }
+  html = withTurnstile(html, env);
+  if (form) html = withFormState(html, form);
+  return new Response(html, {
+    status,
+    headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store", ...headers },
+  });
+}
+
+// Crosses every Service Binding and back: each platform worker's /health, side by side.
+async function platformHealth(env, appId) {
+  /** @type {[string, { ok: boolean }][]} */
+  const entries = await Promise.all(
+    PLATFORM_SERVICES.map(async (binding) => [binding, await serviceHealth(env[binding], binding)]),
+  );
+  const services = Object.fromEntries(entries);
+  const ok = entries.every(([, health]) => health.ok);
+  return Response.json({ ok, app: appId, services }, { status: ok ? 200 : 503 });
+}
+
+async function serviceHealth(service, binding) {
+  if (typeof service?.fetch !== "function") return { ok: false, error: "binding_missing" };
+  const started = Date.now();
+  try {
+    const response = await service.fetch("https://platform.internal/health", {
+      signal: AbortSignal.timeout(HEALTH_TIMEOUT_MS),
+    });
+    const body = await response.json().catch(() => ({}));
+    return {
+      ok: response.status === 200 && body.ok === true,
+      status: response.status,
+      service: body.service,
+      version: body.version,
+      elapsedMs: Date.now() - started,
+    };
+  } catch (err) {
+    console.error(`health of ${binding} failed: ${err?.name ?? "error"}`);
+    return { ok: false, error: "unreachable" };
+  }
+}

@@ -1,0 +1,285 @@
+// The three example client apps (examples/: bakery, software-agency, auto-repair) in workerd beside
+// the real platform workers: their pages, their forms as a browser posts them and as a script posts
+// them, each form delivered through its own channels to the stubs once, and what each app shows
+// from cms and monitoring. The same visits in a real browser: tests/browser/apps.test.mjs.
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { APPS } from "../../scripts/lib/workers.mjs";
+import { errorOf, startMesh } from "./mesh.mjs";
+
+const DUMMY_TOKEN = "XXXX.DUMMY.TOKEN.XXXX";
+const HTML_FORM = {
+  "content-type": "application/x-www-form-urlencoded",
+  accept: "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
+};
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+let ip = 10;
+// Each post from its own documentation address: the rate limit window is per client network.
+const nextIp = () => `198.51.100.${ip++}`;
+
+let mesh;
+before(async () => {
+  mesh = await startMesh({ localSites: true });
+});
+after(() => mesh?.dispose());
+
+async function waitFor(what, probe, timeoutMs = 20_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+const post = (app, fields, headers = HTML_FORM) =>
+  mesh.fetch(app, "/api/leads/submit", {
+    method: "POST",
+    headers: { ...headers, "cf-connecting-ip": nextIp() },
+    body: new URLSearchParams(fields).toString(),
+    redirect: "manual",
+  });
+
+async function leadsOf(tenant) {
+  const db = await mesh.d1("leads", "LEADS_DB");
+  const { results } = await db.prepare("SELECT payload FROM leads WHERE tenant_id = ?1").bind(tenant).all();
+  return results.map((r) => JSON.parse(r.payload));
+}
+
+describe("the three client apps", () => {
+  for (const { key, name, appId } of Object.values(APPS)) {
+    it(`${key}: /health names ${name}; the home page has its form and the local Turnstile widget`, async () => {
+      const health = await (await mesh.fetch(key, "/health")).json();
+      assert.deepEqual(health, { ok: true, service: name });
+      const platform = await (await mesh.fetch(key, "/api/platform/health")).json();
+      assert.equal(platform.ok, true, JSON.stringify(platform));
+      assert.equal(platform.app, appId);
+
+      const res = await mesh.fetch(key, "/");
+      assert.equal(res.status, 200);
+      const html = await res.text();
+      assert.match(html, /<form id="\w+" method="post" action="\/api\/leads\/submit">/);
+      assert.ok(html.includes(`src="${mesh.stubs.url}/turnstile/v0/api.js"`), "the stub's widget, not Cloudflare's");
+      assert.ok(!html.includes("challenges.cloudflare.com"));
+      assert.match(html, /<script src="\/_sa\/script\.js" defer><\/script>/);
+      assert.match(html, /class="announcement" data-level="info">/, "announcements from cms");
+    });
+  }
+
+  it("the stub serves the Turnstile widget script with the test sitekeys", async () => {
+    const res = await fetch(`${mesh.stubs.url}/turnstile/v0/api.js`);
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get("content-type"), /javascript/);
+    const js = await res.text();
+    for (const key of ["1x00000000000000000000AA", "2x00000000000000000000AB", "3x00000000000000000000FF"]) {
+      assert.ok(js.includes(key), key);
+    }
+    assert.ok(js.includes(DUMMY_TOKEN));
+  });
+});
+
+describe("a form posted by a browser, and by a script", () => {
+  it("invalid fields: the person gets the page back with each problem beside its field; JSON stays JSON", async () => {
+    const fields = {
+      name: "Ada <Lovelace>",
+      email: "not-an-email",
+      message: "Two loaves",
+      "cf-turnstile-response": DUMMY_TOKEN,
+    };
+    const res = await post("bakery", fields);
+    assert.equal(res.status, 400);
+    assert.match(res.headers.get("content-type"), /^text\/html/);
+    const html = await res.text();
+    assert.match(html, /<div id="form-errors" role="alert"><p>Please check the fields marked below/);
+    assert.match(html, /<input aria-invalid="true" aria-describedby="email-error" value="not-an-email" name="email"/);
+    assert.match(html, /<span class="field-error" id="email-error">is not an email address<\/span>/);
+    assert.match(html, /value="Ada &#60;Lovelace&#62;" name="name"/, "what they typed is kept, escaped");
+    assert.match(html, /<textarea name="message"[^>]*>Two loaves<\/textarea>/);
+    assert.ok(!html.includes(`value="${DUMMY_TOKEN}"`), "the spent token is not echoed");
+
+    const json = await post("bakery", fields, {
+      "content-type": HTML_FORM["content-type"],
+      accept: "application/json",
+    });
+    const error = await errorOf(json, 400, "invalid_lead");
+    assert.equal(error.fields.email, "is not an email address");
+  });
+
+  it("a failed Turnstile check: a readable page for the person, 403 turnstile_failed for a script", async () => {
+    const fields = { name: "Bo", email: "bo@example.com", vehicle: "2012 Ford Focus" };
+    const res = await post("auto-repair", fields);
+    assert.equal(res.status, 403);
+    const html = await res.text();
+    assert.match(html, /We could not confirm that you are a person/);
+    assert.match(html, /value="2012 Ford Focus" name="vehicle"/);
+    assert.match(html, /<title>Not sent: /);
+    const json = await post("auto-repair", fields, { ...HTML_FORM, accept: "application/json" });
+    await errorOf(json, 403, "turnstile_failed");
+  });
+
+  it("rate limited: the person reads when to try again (429 + Retry-After); a script gets 429 JSON", async () => {
+    const headers = { ...HTML_FORM, "cf-connecting-ip": "203.0.113.99" };
+    const body = new URLSearchParams({ email: "not-an-email" }).toString(); // refused, but counted
+    const send = (h = headers) =>
+      mesh.fetch("bakery", "/api/leads/submit", { method: "POST", headers: h, body, redirect: "manual" });
+    let res = await send();
+    for (let i = 0; i < 10 && res.status !== 429; i++) res = await send();
+    assert.equal(res.status, 429);
+    assert.match(res.headers.get("retry-after"), /^\d+$/);
+    assert.match(await res.text(), /Too many messages were sent from your network/);
+    await errorOf(await send({ ...headers, accept: "application/json" }), 429, "rate_limited");
+  });
+
+  it("a body over the 32 KiB limit: 413 and a page saying so, nothing of it echoed", async () => {
+    const res = await post("bakery", { email: "big@example.com", message: "z".repeat(40_000) });
+    assert.equal(res.status, 413);
+    const html = await res.text();
+    assert.match(html, /Your message is too long/);
+    assert.ok(!html.includes("zzzz"));
+  });
+
+  it("honeypot: the bot sees the same 303 to the thank-you page, and nothing is stored", async () => {
+    const before = (await leadsOf("software-agency")).length;
+    const bot = await post("software-agency", {
+      name: "Spam Bot",
+      email: "bot@example.com",
+      homepage: "https://spam.example",
+      "cf-turnstile-response": DUMMY_TOKEN,
+    });
+    assert.equal(bot.status, 303);
+    assert.equal(bot.headers.get("location"), "/thanks.html");
+    assert.equal((await leadsOf("software-agency")).length, before);
+  });
+});
+
+describe("each form delivered through its channels, once", () => {
+  it("bakery: the contact form is stored and emailed through Resend", async () => {
+    const res = await post("bakery", {
+      name: "Cara",
+      email: "cara.bakery@example.com",
+      order_date: "2026-12-20",
+      message: "A birthday cake",
+      "cf-turnstile-response": DUMMY_TOKEN,
+    });
+    assert.equal(res.status, 303, await res.text());
+    assert.equal(res.headers.get("location"), "/thanks.html");
+    const mails = await waitFor("the Resend email", () => {
+      const found = mesh.stubs.find("/emails", "POST").filter((r) => r.body.includes("cara.bakery@example.com"));
+      return found.length ? found : null;
+    });
+    assert.equal(mails.length, 1);
+    assert.deepEqual(JSON.parse(mails[0].body).to, ["orders@crumbandcrust.example"]);
+    assert.ok((await leadsOf("bakery")).some((l) => l.email === "cara.bakery@example.com"));
+  });
+
+  it("auto-repair: a booking request is texted through Twilio and emailed through SendGrid", async () => {
+    const res = await post("auto-repair", {
+      name: "Dev Patel",
+      phone: "(555) 010-2233",
+      vehicle: "2016 Honda Civic",
+      service: "brakes",
+      preferred_date: "2026-12-03",
+      "cf-turnstile-response": DUMMY_TOKEN,
+    });
+    assert.equal(res.status, 303, await res.text());
+    const sms = await waitFor("the Twilio SMS", () => {
+      const found = mesh.stubs.find("/2010-04-01/", "POST").filter((r) => r.body.includes("Honda"));
+      return found.length ? found : null;
+    });
+    const mail = await waitFor("the SendGrid email", () => {
+      const found = mesh.stubs.find("/v3/mail/send", "POST").filter((r) => r.body.includes("Honda"));
+      return found.length ? found : null;
+    });
+    assert.equal(sms.length, 1);
+    assert.equal(new URLSearchParams(sms[0].body).get("To"), "+15555550100");
+    assert.equal(mail.length, 1);
+    assert.match(mail[0].body, /service@northside-auto\.example/);
+    const lead = (await leadsOf("auto-repair")).find((l) => l.vehicle === "2016 Honda Civic");
+    assert.deepEqual(lead, {
+      name: "Dev Patel",
+      phone: "+15550102233",
+      vehicle: "2016 Honda Civic",
+      service: "brakes",
+      preferred_date: "2026-12-03",
+    });
+  });
+
+  it("software-agency: an inquiry reaches the CRM stub as a webhook whose signature it verifies", async () => {
+    const res = await post("software-agency", {
+      name: "Erin",
+      email: "erin@northwind.example",
+      company: "Northwind",
+      project_type: "api",
+      budget: "20k-50k",
+      timeline: "quarter",
+      message: "An API for our shop",
+      "cf-turnstile-response": DUMMY_TOKEN,
+    });
+    assert.equal(res.status, 303, await res.text());
+    const hooks = await waitFor("the CRM webhook", () => {
+      const found = mesh.stubs.find("/crm/", "POST").filter((r) => r.body.includes("Northwind"));
+      return found.length ? found : null;
+    });
+    assert.equal(hooks.length, 1);
+    assert.equal(hooks[0].signatureValid, true, "the CRM stub accepted the HMAC signature");
+    const body = JSON.parse(hooks[0].body);
+    assert.equal(body.tenantId, "software-agency");
+    assert.deepEqual(
+      { company: body.lead.company, budget: body.lead.budget, timeline: body.lead.timeline },
+      { company: "Northwind", budget: "20k-50k", timeline: "quarter" },
+    );
+  });
+
+  it("the CRM stub refuses a webhook signed with another secret", async () => {
+    const res = await fetch(`${mesh.stubs.url}/crm/inquiries`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "x-siteswarm-signature": `t=${Math.floor(Date.now() / 1000)},v1=${"0".repeat(64)}`,
+      },
+      body: "{}",
+    });
+    assert.equal(res.status, 401);
+  });
+});
+
+describe("what the apps show from cms and monitoring", () => {
+  const cmsAdmin = (tenant) => ({
+    "X-SiteSwarm-Tenant-Id": tenant,
+    authorization: `Bearer ${mesh.tokens[tenant].adminToken}`,
+    "content-type": "application/json",
+  });
+
+  it("auto-repair: an emergency closure set in the studio shows as the banner", async () => {
+    const res = await mesh.fetch("cms", "/admin/v1/overrides", {
+      method: "POST",
+      headers: cmsAdmin("auto-repair"),
+      body: JSON.stringify({ closedNow: true, until: null, message: "Burst water pipe in the workshop" }),
+    });
+    const text = await res.text();
+    assert.ok([200, 201].includes(res.status), text);
+    const { id } = JSON.parse(text);
+    try {
+      const html = await (await mesh.fetch("auto-repair", "/")).text();
+      assert.match(
+        html,
+        /<p class="announcement closure" data-level="emergency">Closed until further notice: Burst water pipe in the workshop<\/p>/,
+      );
+      assert.match(html, /<p id="status">Closed/);
+    } finally {
+      await mesh.fetch("cms", `/admin/v1/overrides/${id}`, { method: "DELETE", headers: cmsAdmin("auto-repair") });
+    }
+  });
+
+  it("auto-repair: /status is its public status page, listing the monitor its manifest declares", async () => {
+    const res = await mesh.fetch("auto-repair", "/status");
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get("content-type"), /^text\/html/);
+    const html = await res.text();
+    assert.match(html, /Northside|auto-repair/);
+    assert.match(html, /home/);
+    const json = await (await mesh.fetch("auto-repair", "/status.json")).json();
+    assert.ok(JSON.stringify(json).includes("home"), JSON.stringify(json));
+  });
+});

@@ -1,0 +1,253 @@
+// @siteswarm/sdk where it runs: inside workerd, in a client-app worker (fixtures/sdk-worker.js,
+// bundled with esbuild like the example apps) bound to the real platform workers. Every call of the
+// typed client, typed errors, delegate(), mockFallback only without a binding; then one table of
+// inputs (fixtures/validation-table.mjs) through the real services and through the SDK's mock,
+// which must give the same verdict for every row.
+import assert from "node:assert/strict";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { createPlatformClient } from "../../bindings/sdk/src/index.js";
+import { EVENT_CASES, expected, LEAD_CASES, LEADS_CONFIG, verdictOf } from "./fixtures/validation-table.mjs";
+import { ROOT, startMesh } from "./mesh.mjs";
+
+const APP = "sdk-workerd";
+const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
+const MANIFEST = {
+  appId: APP,
+  name: "SDK in workerd",
+  capabilities: {
+    "lead-capture": { version: "1.2.0" },
+    cms: { version: "1.0.0" },
+    analytics: { version: "1.0.0" },
+    "event-ledger": { version: "1.0.0" },
+  },
+  config: {
+    leads: LEADS_CONFIG,
+    cms: { timezone: "America/New_York" },
+    analytics: { hosts: ["sdk.example"] },
+    events: {},
+  },
+  fallback: {
+    hours: { timezone: "America/New_York", weekly: { mon: [{ open: "09:00", close: "17:00" }] } },
+    announcements: [{ text: "From the manifest", level: "info" }],
+  },
+};
+
+let mesh;
+let scratch;
+let token;
+before(async () => {
+  scratch = await mkdtemp(path.join(tmpdir(), "siteswarm-sdk-"));
+  const esbuild = await import("esbuild");
+  const scriptPath = path.join(scratch, "sdk-worker.js");
+  await esbuild.build({
+    entryPoints: [path.join(ROOT, "tests/integration/fixtures/sdk-worker.js")],
+    outfile: scriptPath,
+    bundle: true,
+    format: "esm",
+    platform: "neutral",
+    target: "es2022",
+    conditions: ["workerd", "worker", "browser"],
+    alias: { "@siteswarm/sdk": path.join(ROOT, "bindings/sdk/src/index.js") }, // this checkout's SDK
+    logLevel: "silent",
+  });
+  mesh = await startMesh({
+    tenants: [MANIFEST],
+    extraWorkers: [
+      {
+        name: "sdk-worker",
+        modules: true,
+        scriptPath,
+        modulesRoot: scratch,
+        compatibilityDate: "2026-04-20",
+        serviceBindings: {
+          LEADS_SERVICE: "siteswarm-leads-service",
+          EVENTS_SERVICE: "siteswarm-events-service",
+          ANALYTICS_SERVICE: "siteswarm-analytics-service",
+          CMS_RPC: { name: "siteswarm-cms-service", entrypoint: "CmsRpc" },
+          CMS_FETCH: "siteswarm-cms-service",
+        },
+      },
+    ],
+  });
+  token = mesh.tokens[APP].token;
+});
+after(async () => {
+  await mesh?.dispose();
+  if (scratch) await rm(scratch, { recursive: true, force: true });
+});
+
+/** One SDK call inside workerd: `{ok, value}` or `{ok:false, error}`. */
+async function sdk(call, args = [], options = {}) {
+  const worker = await mesh.mf.getWorker("sdk-worker");
+  const res = await worker.fetch("http://localhost/call", {
+    method: "POST",
+    body: JSON.stringify({ call, args, token, ...options }),
+  });
+  assert.equal(res.status, 200);
+  return res.json();
+}
+
+const leadCount = async () => {
+  const db = await mesh.d1("leads", "LEADS_DB");
+  return (await db.prepare("SELECT COUNT(*) AS n FROM leads WHERE tenant_id = ?1").bind(APP).first()).n;
+};
+
+describe("the SDK inside workerd, bound to the platform workers", () => {
+  it("leads.submit stores a lead; the same idempotency key again gives the same leadId and no new lead", async () => {
+    const before = await leadCount();
+    const first = await sdk("leads.submit", [{ name: "Ada", email: "ada@example.com" }, { idempotencyKey: "wd-1" }]);
+    assert.equal(first.ok, true, JSON.stringify(first));
+    assert.match(first.value.leadId, ULID);
+    const again = await sdk("leads.submit", [{ name: "Ada", email: "ada@example.com" }, { idempotencyKey: "wd-1" }]);
+    assert.deepEqual(again.value, first.value);
+    assert.equal(await leadCount(), before + 1);
+  });
+
+  for (const via of ["rpc", "rpc-only", "fetch"]) {
+    it(`cms.content and cms.status over ${via === "fetch" ? "fetch" : `Workers RPC (${via})`}`, async () => {
+      const content = await sdk("cms.content", [], { cmsVia: via });
+      assert.equal(content.ok, true, JSON.stringify(content));
+      assert.equal(content.value.tenantId, APP);
+      assert.ok(
+        ["kv", "d1"].includes(content.value.source),
+        `from the service, not a fallback: ${content.value.source}`,
+      );
+      assert.equal(content.value.hours.timezone, "America/New_York");
+      const status = await sdk("cms.status", ["2026-06-01T14:00:00Z"], { cmsVia: via }); // Monday 10:00 in New York
+      assert.equal(status.ok, true, JSON.stringify(status));
+      assert.equal(status.value.open, true);
+      assert.equal(status.value.reason, "regular_hours");
+      assert.equal(status.value.nextChange, "2026-06-01T21:00:00Z");
+    });
+  }
+
+  it("cms falls back to the manifest's snapshot only when the service is missing", async () => {
+    const content = await sdk("cms.content", [], { only: [], fallback: MANIFEST.fallback });
+    assert.equal(content.ok, true);
+    assert.equal(content.value.source, "fallback");
+    assert.deepEqual(
+      content.value.announcements.map((a) => a.text),
+      ["From the manifest"],
+    );
+  });
+
+  it("analytics.pageview is accepted", async () => {
+    const out = await sdk("analytics.pageview", [{ url: "https://sdk.example/menu", referrer: "", width: 1280 }]);
+    assert.deepEqual(out, { ok: true, value: null });
+  });
+
+  it("events.emit once per idempotency key; events.list sees the tenant's own event", async () => {
+    const event = {
+      event_type: "order.placed",
+      entity_ref: "order:wd-1",
+      payload: { loaves: 2 },
+      idempotency_key: "wd-order-1",
+    };
+    const first = await sdk("events.emit", [event]);
+    assert.equal(first.ok, true, JSON.stringify(first));
+    assert.match(first.value.event_id, ULID);
+    const again = await sdk("events.emit", [event]);
+    assert.deepEqual(again.value, { event_id: first.value.event_id, duplicate: true });
+    const list = await sdk("events.list", [{ entity: "order:wd-1" }]);
+    assert.deepEqual(
+      list.value.events.map((e) => [e.event_id, e.tenant_id]),
+      [[first.value.event_id, APP]],
+    );
+  });
+
+  it("failures are SiteSwarmErrors with the contract's code and status", async () => {
+    const invalid = await sdk("leads.submit", [{ email: "nope" }]);
+    assert.deepEqual(
+      { ...invalid.error, fields: Object.keys(invalid.error.fields) },
+      {
+        name: "SiteSwarmError",
+        isSiteSwarmError: true,
+        code: "invalid_lead",
+        status: 400,
+        fields: ["email"],
+        field: null,
+      },
+    );
+    const stranger = await sdk("leads.submit", [{ email: "a@example.com" }], { token: "not-the-token" });
+    assert.equal(stranger.error.isSiteSwarmError, true);
+    assert.equal(stranger.error.code, "unauthenticated_tenant");
+    assert.equal(stranger.error.status, 401);
+    const missing = await sdk("events.emit", [{ event_type: "a.b", entity_ref: "x:1", payload: {} }], { only: [] });
+    assert.equal(missing.error.code, "service_unavailable");
+    assert.equal(missing.error.status, 503);
+  });
+
+  it("delegate() replaces a forged tenant header with the app's own context", async () => {
+    const worker = await mesh.mf.getWorker("sdk-worker");
+    const before = await leadCount();
+    const res = await worker.fetch("http://localhost/delegated/api/leads/submit", {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "x-test-token": token,
+        "X-SiteSwarm-Tenant-Id": "bakery",
+        "X-SiteSwarm-Tenant-Token": "forged",
+      },
+      body: JSON.stringify({ email: "delegated@example.com" }),
+    });
+    assert.equal(res.status, 202, await res.clone().text());
+    const { leadId } = await res.json();
+    const db = await mesh.d1("leads", "LEADS_DB");
+    const row = await db.prepare("SELECT tenant_id FROM leads WHERE id = ?1").bind(leadId).first();
+    assert.equal(row.tenant_id, APP);
+    assert.equal(await leadCount(), before + 1);
+  });
+
+  it("mockFallback is used only without a binding", async () => {
+    const before = await leadCount();
+    const real = await sdk("leads.submit", [{ email: "real@example.com" }], { mockFallback: true });
+    assert.equal(real.ok, true);
+    assert.equal(await leadCount(), before + 1, "with the binding present, the real service stored it");
+    const mocked = await sdk("leads.submit", [{ email: "mock@example.com" }], { mockFallback: true, only: [] });
+    assert.equal(mocked.ok, true);
+    assert.match(mocked.value.leadId, ULID);
+    assert.equal(await leadCount(), before + 1, "without the binding, the in-memory fake took it");
+    const none = await sdk("leads.submit", [{ email: "none@example.com" }], { only: [] });
+    assert.equal(none.error.code, "service_unavailable", "and without mockFallback: 503");
+  });
+});
+
+describe("the SDK's mock validates exactly like the services (one table for both)", () => {
+  const mock = createPlatformClient({ manifest: MANIFEST, bindings: {}, mockFallback: true });
+  const mockOutcome = async (promise) => {
+    try {
+      return { ok: true, value: await promise };
+    } catch (err) {
+      return { ok: false, error: { code: err.code, fields: err.fields, field: err.details?.field } };
+    }
+  };
+
+  it("leads: every row gets the same verdict from the leads worker and from the mock", async () => {
+    const mismatches = [];
+    for (const c of LEAD_CASES) {
+      const real = verdictOf(await sdk("leads.submit", [c.lead]));
+      const fake = verdictOf(await mockOutcome(mock.leads.submit(c.lead)));
+      const want = expected(c);
+      if (JSON.stringify(real) !== JSON.stringify(want) || JSON.stringify(fake) !== JSON.stringify(want)) {
+        mismatches.push({ case: c.name, want, service: real, mock: fake });
+      }
+    }
+    assert.deepEqual(mismatches, []);
+  });
+
+  it("events: every row gets the same verdict from the events worker and from the mock", async () => {
+    const mismatches = [];
+    for (const c of EVENT_CASES) {
+      const real = verdictOf(await sdk("events.emit", [c.event]));
+      const fake = verdictOf(await mockOutcome(mock.events.emit(c.event)));
+      const want = expected(c);
+      if (JSON.stringify(real) !== JSON.stringify(want) || JSON.stringify(fake) !== JSON.stringify(want)) {
+        mismatches.push({ case: c.name, want, service: real, mock: fake });
+      }
+    }
+    assert.deepEqual(mismatches, []);
+  });
+});
