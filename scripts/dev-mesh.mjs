@@ -8,6 +8,7 @@ import { readFile } from "node:fs/promises";
 import { Log, LogLevel, Miniflare } from "miniflare";
 import { localBindings, meshWorkerOptions, ROOT, WORKERS } from "./lib/local-mesh.mjs";
 import { STUB_PORT } from "./lib/workers.mjs";
+import { cmsFallbackSeedsFor } from "./provision.mjs";
 
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 process.env.WRANGLER_SEND_METRICS = "false";
@@ -24,6 +25,8 @@ const bindings = localBindings({
   adminToken: process.env.PLATFORM_ADMIN_TOKEN ?? "dev-platform-admin-token",
   tenantTokens: Object.fromEntries(Object.entries(tenants).map(([appId, t]) => [appId, t.token])),
 });
+// cms's bundled snapshot (docs/cms.md, zero lockout), as a deploy sets it: the demo tenants' manifests.
+bindings.cms = { ...bindings.cms, CMS_FALLBACK_SEEDS: await cmsFallbackSeedsFor(tenants) };
 // The first worker (the first client app) is the entry on Miniflare's own port; every other worker
 // gets its own socket.
 const [entry, ...others] = Object.keys(WORKERS);

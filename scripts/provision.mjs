@@ -13,10 +13,11 @@
 // SITESWARM_LEADS_URL; default: the local ports of scripts/dev). Missing tenant tokens are generated and printed. Also used as a module by
 // the integration tests (provisionManifest).
 import { createHash, randomBytes } from "node:crypto";
+import { readFile } from "node:fs/promises";
 import { pathToFileURL } from "node:url";
 
 import { loadManifest, resolveManifest } from "./lib/manifest.mjs";
-import { PLATFORM_WORKERS } from "./lib/workers.mjs";
+import { PLATFORM_WORKERS, TENANT_MANIFESTS } from "./lib/workers.mjs";
 
 export { PLATFORM_WORKERS } from "./lib/workers.mjs";
 
@@ -46,6 +47,20 @@ export function cmsFallbackSeeds(tenants) {
     };
   }
   return JSON.stringify(seeds);
+}
+
+/**
+ * The seeds for every manifest of workers/workers.json whose tenant has a token in `tokens`
+ * (`{ appId: { token } }`, the shape of scripts/dev's tenants file). Used by scripts/dev and by
+ * `provision.mjs --cms-seeds FILE` before a deploy.
+ */
+export async function cmsFallbackSeedsFor(tokens, manifests = TENANT_MANIFESTS) {
+  const loaded = await Promise.all(manifests.map(loadManifest));
+  return cmsFallbackSeeds(
+    loaded
+      .filter((manifest) => tokens[manifest.appId])
+      .map((manifest) => ({ manifest, token: tokens[manifest.appId].token })),
+  );
 }
 
 /**
@@ -92,6 +107,7 @@ function parseArgs(argv) {
     else if (flag === "--token") args.token = value();
     else if (flag === "--admin-token-tenant") args.adminToken = value();
     else if (flag === "--json") args.json = true;
+    else if (flag === "--cms-seeds") args.cmsSeeds = value();
     else if (flag === "--var") {
       const [name, ...rest] = value().split("=");
       if (!/^[A-Z][A-Z0-9_]*$/.test(name) || rest.length === 0) throw new Error("--var needs NAME=value");
@@ -105,9 +121,17 @@ function parseArgs(argv) {
 
 async function main() {
   const args = parseArgs(process.argv.slice(2));
+  if (args.cmsSeeds) {
+    // CMS_FALLBACK_SEEDS for the manifests of workers/workers.json, from a `{appId: {token}}` file:
+    //   node scripts/provision.mjs --cms-seeds tokens.json | npx wrangler secret put CMS_FALLBACK_SEEDS -c wrangler/cms.jsonc
+    const tokens = JSON.parse(await readFile(args.cmsSeeds, "utf8"));
+    process.stdout.write(await cmsFallbackSeedsFor(tokens));
+    return;
+  }
   if (args.help || !args.manifest) {
     console.error(
-      "usage: scripts/provision <manifest.json|.ts> [--admin-token T] [--token T --admin-token-tenant T] [--json] [--var NAME=value]",
+      "usage: scripts/provision <manifest.json|.ts> [--admin-token T] [--token T --admin-token-tenant T] [--json] [--var NAME=value]\n" +
+        "       scripts/provision --cms-seeds tokens.json   (prints CMS_FALLBACK_SEEDS for the workers.json tenants)",
     );
     process.exit(args.help ? 0 : 2);
   }
