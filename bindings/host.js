@@ -10,6 +10,7 @@
 // feeds every settled result back until the core is done. A trap poisons the instance: every run on
 // it answers 500 internal, and the next request builds a fresh one.
 import { perform } from "./effects/index.js";
+import { faultsRoute, performWithFaults } from "./faults.js";
 import { Core, CoreTrap } from "./instance.js";
 import { envelope, INTERNAL_ERROR, internalErrorResponse, requestMessage, toResponse } from "./messages.js";
 import { noStream, ResponseStream } from "./stream.js";
@@ -62,6 +63,8 @@ export function addRpcMethods(cls, source, service, methods) {
 function workerHandlers(host, service) {
   return {
     async fetch(request, env, ctx) {
+      const injected = await faultsRoute(request, env); // test hooks only (bindings/faults.js)
+      if (injected) return injected;
       const stream = new ResponseStream();
       const run = host.run(
         env,
@@ -211,7 +214,7 @@ class Host {
         for (const effect of core.data(id)) {
           const performed = String(effect.kind).startsWith("response.")
             ? (stream?.perform(effect) ?? Promise.resolve(noStream(effect)))
-            : perform(effect, env);
+            : performWithFaults(effect, env, perform);
           const done = performed.then((result) => {
             inFlight.delete(done);
             settled.push(result);

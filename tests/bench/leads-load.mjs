@@ -85,7 +85,12 @@ const nodeCpuMs = (since) => {
  * Runs the load and checks it. Never throws for a broken guarantee: returns `problems` (strings).
  * @returns {Promise<object>} figures and `problems`
  */
-export async function runLeadsLoad({ submissions = 2000, concurrency = 20, settleTimeoutMs = 240_000 } = {}) {
+export async function runLeadsLoad({
+  submissions = 2000,
+  concurrency = 20,
+  settleTimeoutMs = 240_000,
+  faults = null, // { d1Rate, providerRate }: the soak (scripts/bench --soak), through bindings/faults.js
+} = {}) {
   const { secret, startMesh } = await import("../integration/mesh.mjs");
   const mesh = await startMesh();
   const problems = [];
@@ -104,9 +109,25 @@ export async function runLeadsLoad({ submissions = 2000, concurrency = 20, settl
     if (put.status !== 200) throw new Error(`provisioning the bakery failed: ${put.status} ${await put.text()}`);
     await put.arrayBuffer();
     for (const key of ["bakery", "leads"]) await (await mesh.fetch(key, "/health")).arrayBuffer(); // warm
+    if (faults) {
+      // D1 fails (before it acts: an outage) at d1Rate in the leads worker and in the ledger; the
+      // webhook provider answers 503 at providerRate. Seeded: a run fails the same effects each time.
+      for (const [key, seed] of [
+        ["leads", 17],
+        ["events", 29],
+      ]) {
+        const res = await mesh.fetch(key, "/__test/faults", {
+          method: "POST",
+          body: JSON.stringify([{ kind: "d1.*", rate: faults.d1Rate, seed }]),
+        });
+        if (res.status !== 200) throw new Error(`fault injection refused by ${key}: ${await res.text()}`);
+      }
+      mesh.stubs.failRate(HOOK_PATH, faults.providerRate, 503, 41);
+    }
 
     const latencies = [];
     const refused = new Map(); // status → count
+    let unexplained = 0; // non-202 answers without the contract's {"error":{"code","message"}} body
     const accepted = []; // leadIds in answer order
     let next = 0;
     const cpu0 = process.cpuUsage();
@@ -137,7 +158,10 @@ export async function runLeadsLoad({ submissions = 2000, concurrency = 20, settl
           }
           latencies.push(performance.now() - started);
           if (status === 202 && typeof body?.leadId === "string") accepted.push(body.leadId);
-          else refused.set(status, (refused.get(status) ?? 0) + 1);
+          else {
+            refused.set(status, (refused.get(status) ?? 0) + 1);
+            if (typeof body?.error?.code !== "string" || typeof body?.error?.message !== "string") unexplained++;
+          }
         }
       }),
     );
@@ -154,7 +178,7 @@ export async function runLeadsLoad({ submissions = 2000, concurrency = 20, settl
       const pending = await one(
         "SELECT COUNT(*) AS n FROM lead_deliveries WHERE tenant_id = 'bakery' AND status = 'pending'",
       );
-      const calls = mesh.stubs.find(HOOK_PATH, "POST").length;
+      const calls = mesh.stubs.find(HOOK_PATH, "POST").filter((c) => !c.injectedFailure).length;
       if (pending === 0 && calls >= accepted.length) break;
       if (Date.now() > deadline) {
         problems.push(
@@ -165,6 +189,7 @@ export async function runLeadsLoad({ submissions = 2000, concurrency = 20, settl
       await sleep(200);
     }
     await sleep(2500); // longer than the queue's batch timeout: a late duplicate would show up now
+    if (faults) mesh.stubs.failRate(HOOK_PATH, 0);
     const settleSeconds = (performance.now() - settleStarted) / 1000;
     const totalNodeCpu = nodeCpuMs(cpu0);
     const workerd2 = workerdCpuMs();
@@ -188,7 +213,8 @@ export async function runLeadsLoad({ submissions = 2000, concurrency = 20, settl
     const unverified = stored.filter((r) => r.turnstile_verified !== 1).length;
     if (unverified) problems.push(`${unverified} leads stored with turnstile_verified = 0 (siteverify was up)`);
 
-    const calls = mesh.stubs.find(HOOK_PATH, "POST");
+    const allCalls = mesh.stubs.find(HOOK_PATH, "POST");
+    const calls = allCalls.filter((c) => !c.injectedFailure); // what the provider accepted
     const byDelivery = new Map();
     const byLead = new Map();
     let badSignatures = 0;
@@ -223,6 +249,20 @@ export async function runLeadsLoad({ submissions = 2000, concurrency = 20, settl
       problems.push(`${delivered} deliveries delivered for ${accepted.length} accepted`);
     const retried = await one("SELECT COUNT(*) AS n FROM lead_deliveries WHERE tenant_id = 'bakery' AND attempts > 1");
     const siteverify = mesh.stubs.find("/turnstile/v0/siteverify", "POST").length;
+    if (unexplained) problems.push(`${unexplained} refusals without the contract's JSON error body`);
+    // The ledger holds exactly one lead.received per accepted lead (and none for a refused one).
+    const events = await mesh.d1("events", "EVENTS_DB");
+    const { results: received } = await events
+      .prepare("SELECT entity_id FROM events WHERE tenant_id = 'bakery' AND event_type = 'lead.received'")
+      .all();
+    const ledger = new Map();
+    for (const { entity_id } of received) ledger.set(entity_id, (ledger.get(entity_id) ?? 0) + 1);
+    const missingEvents = accepted.filter((id) => !ledger.has(id)).length;
+    const doubledEvents = [...ledger.values()].filter((n) => n > 1).length;
+    const strayEvents = [...ledger.keys()].filter((id) => !acceptedSet.has(id)).length;
+    if (missingEvents) problems.push(`${missingEvents} accepted leads have no lead.received in the ledger`);
+    if (doubledEvents) problems.push(`${doubledEvents} leads have lead.received more than once`);
+    if (strayEvents) problems.push(`${strayEvents} lead.received events for leads never accepted`);
 
     const n = Math.max(accepted.length, 1);
     return {
@@ -232,6 +272,10 @@ export async function runLeadsLoad({ submissions = 2000, concurrency = 20, settl
       refused: Object.fromEntries(refused),
       stored: stored.length,
       webhookCalls: calls.length,
+      providerFailures: allCalls.length - calls.length,
+      ledgerEvents: received.length,
+      unexplained,
+      faults,
       distinctDeliveries: byDelivery.size,
       retried,
       siteverify,
@@ -261,13 +305,21 @@ export function printLeadsLoad(r, log = console.log) {
     Object.entries(r.refused)
       .map(([s, n]) => `${n} × ${s}`)
       .join(", ") || "none";
-  log(`\nLead intake under load: ${r.submissions} submissions at concurrency ${r.concurrency} through the bakery's`);
+  const soak = r.faults
+    ? ` (SOAK: ${r.faults.d1Rate * 100} % of D1 calls in leads and the ledger fail, the provider fails ${r.faults.providerRate * 100} %)`
+    : "";
+  log(
+    `\nLead intake under load${soak}: ${r.submissions} submissions at concurrency ${r.concurrency} through the bakery's`,
+  );
   log("delegated route (POST /api/leads/submit → Service Binding → leads.wasm), Turnstile on (siteverify stub),");
   log("one webhook per lead through the notify queue; local workerd (Miniflare), every worker in one process.\n");
   const rows = [
     ["accepted (202)", `${r.accepted} of ${r.submissions} (refused: ${refused})`],
     ["stored in D1", `${r.stored}`],
     ["webhook calls", `${r.webhookCalls}, ${r.distinctDeliveries} distinct delivery ids (${r.retried} retried)`],
+    ["provider failures (injected)", `${r.providerFailures}`],
+    ["lead.received in the ledger", `${r.ledgerEvents}`],
+    ["refusals without a JSON error", `${r.unexplained}`],
     ["siteverify calls", `${r.siteverify}`],
     ["throughput", `${r.rps.toFixed(0)} submissions/s (${r.intakeSeconds.toFixed(2)} s)`],
     ["latency p50 / p99 / max", `${ms(r.p50)} / ${ms(r.p99)} / ${ms(r.max)}`],
@@ -293,10 +345,18 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     const i = process.argv.indexOf(`--${name}`);
     return i > 0 ? Number(process.argv[i + 1]) : fallback;
   };
-  const result = await runLeadsLoad({
-    submissions: option("leads", 2000),
-    concurrency: option("leads-concurrency", 20),
-  });
+  const soak = process.argv.includes("--soak");
+  const result = await runLeadsLoad(
+    soak
+      ? {
+          submissions: option("leads", 10000),
+          concurrency: option("leads-concurrency", 50),
+          settleTimeoutMs: 600_000,
+          faults: { d1Rate: 0.01, providerRate: 0.1 },
+        }
+      : { submissions: option("leads", 2000), concurrency: option("leads-concurrency", 20) },
+  );
   printLeadsLoad(result);
-  process.exitCode = result.problems.length || result.accepted !== result.submissions ? 1 : 0;
+  // Under faults some refusals are expected (503 with the contract's body); without, every one is accepted.
+  process.exitCode = result.problems.length || (!soak && result.accepted !== result.submissions) ? 1 : 0;
 }

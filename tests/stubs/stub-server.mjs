@@ -6,6 +6,7 @@
 // tests against `scripts/dev` can use them too.
 import { createHmac, randomUUID, timingSafeEqual } from "node:crypto";
 import { createServer } from "node:http";
+import { seeded as seededRandom } from "../../bindings/faults-random.js";
 import { TURNSTILE_WIDGET } from "./turnstile-widget.mjs";
 
 // Cloudflare's official Turnstile test secrets (developers.cloudflare.com/turnstile/troubleshooting/testing).
@@ -32,6 +33,7 @@ const CRM_SIGNATURE_TOLERANCE_SECONDS = 300;
 export async function startStubs({ port = 0, crmSecret = process.env.STUB_CRM_SECRET ?? "" } = {}) {
   const requests = [];
   const failures = new Map(); // path prefix → { remaining, status }
+  const rates = new Map(); // path prefix → { rate, status, next: () => [0, 1) }
 
   const server = createServer(async (req, res) => {
     const chunks = [];
@@ -58,6 +60,13 @@ export async function startStubs({ port = 0, crmSecret = process.env.STUB_CRM_SE
     for (const [prefix, failure] of failures) {
       if (url.pathname.startsWith(prefix) && failure.remaining > 0) {
         failure.remaining--;
+        record.injectedFailure = failure.status;
+        return reply(failure.status, { error: "stub failure injected" });
+      }
+    }
+    for (const [prefix, failure] of rates) {
+      if (url.pathname.startsWith(prefix) && failure.next() < failure.rate) {
+        record.injectedFailure = failure.status;
         return reply(failure.status, { error: "stub failure injected" });
       }
     }
@@ -84,9 +93,19 @@ export async function startStubs({ port = 0, crmSecret = process.env.STUB_CRM_SE
     failNext(prefix, count = 1, status = 500) {
       failures.set(prefix, { remaining: count, status });
     },
+    /**
+     * From now on, each request to a path starting with `prefix` answers `status` with probability
+     * `rate` (a seeded generator: the same run fails the same requests). Failed requests are recorded
+     * with `injectedFailure: status`. A rate of 0 removes the rule.
+     */
+    failRate(prefix, rate, status = 500, seed = 1) {
+      if (rate <= 0) rates.delete(prefix);
+      else rates.set(prefix, { rate, status, next: seededRandom(seed) });
+    },
     reset() {
       requests.length = 0;
       failures.clear();
+      rates.clear();
     },
     close: () =>
       new Promise((resolve) => {

@@ -15,6 +15,9 @@ namespace ss::leads {
 namespace {
 
 inline constexpr std::int64_t kSweepAfterMs = 10 * 60 * 1000;
+// Recording a finished attempt: tries, and the pause before each retry (×1, ×2).
+inline constexpr int kRecordTries = 3;
+inline constexpr int kRecordRetryMs = 50;
 inline constexpr int kSweepBatch = 100;
 
 int backoff_seconds(const Context& ctx, int attempt) {
@@ -105,6 +108,14 @@ Task<MessageOutcome> deliver_one(Context& ctx, QueueMessage message) {
   record.new_status = record.ok ? "delivered" : dead ? "dead" : "pending";
   record.at = format_rfc3339_ms(ctx.now_ms());
   auto recorded = co_await store.record_attempt(msg.tenant_id, msg.delivery_id, record);
+  // The provider has the message now: failing to record that means a second send when the queue
+  // retries, so a failed write is tried again here first (a D1 blip rarely fails three times in a
+  // row). A write that committed but whose answer was lost finds the row already finished: no change.
+  for (int retry = 1; !recorded && retry < kRecordTries; ++retry) {
+    auto slept = co_await sleep_ms(kRecordRetryMs * retry);
+    if (!slept) break;
+    recorded = co_await store.record_attempt(msg.tenant_id, msg.delivery_id, record);
+  }
   if (!recorded) {
     // The attempt happened but could not be recorded; retry the message (the provider may see it
     // twice — each request carries the delivery id for its own dedupe).

@@ -1,0 +1,106 @@
+// Test-only fault injection for the effect loop (docs/testing.md, "Faults"). Honoured only when the
+// worker's SITESWARM_TEST_HOOKS var is "1", which only the integration tests and the bench set; a
+// deployed worker never has it, and then this file does nothing but one string comparison per run.
+//
+//   POST   /__test/faults  [{"kind":"d1.*","match":"INSERT INTO leads","rate":0.01,"when":"before",
+//                            "delayMs":0,"seed":7}, …]   replaces this isolate's rules
+//   DELETE /__test/faults                                 clears them
+//
+// kind: an effect kind (`d1.run`) or a family (`d1.*`, `kv.*`, `queue.*`, `service`, `fetch`);
+// match: a substring of the effect's SQL, URL, key or queue binding (optional); rate: the probability a
+// matching effect fails (a seeded generator: a run is reproducible); when: "before" (the effect never
+// happens: an outage) or "after" (it happens, then its answer is lost: the caller must not repeat it
+// blindly); delayMs: wait first (a slow dependency; with rate 1 and a long delay, a hang).
+import { seeded } from "./faults-random.js";
+
+const ROUTE = "/__test/faults";
+let rules = [];
+
+export const hooksOn = (env) => env?.SITESWARM_TEST_HOOKS === "1";
+
+/** The answer to a `/__test/faults` request when hooks are on, else null (the core answers it). */
+export async function faultsRoute(request, env) {
+  if (!hooksOn(env)) return null;
+  const { pathname } = new URL(request.url);
+  if (pathname !== ROUTE) return null;
+  if (request.method === "DELETE") {
+    rules = [];
+    return Response.json({ rules: 0 });
+  }
+  if (request.method !== "POST") return Response.json({ error: { code: "method_not_allowed" } }, { status: 405 });
+  let list;
+  try {
+    list = await request.json();
+  } catch {
+    list = null;
+  }
+  if (!Array.isArray(list) || !list.every(validRule)) {
+    return Response.json(
+      {
+        error: {
+          code: "invalid_request",
+          message: "expected an array of {kind, rate, match?, when?, delayMs?, seed?}",
+        },
+      },
+      { status: 400 },
+    );
+  }
+  rules = list.map((r, i) => ({
+    ...r,
+    when: r.when ?? "before",
+    delayMs: r.delayMs ?? 0,
+    next: seeded(r.seed ?? i + 1),
+  }));
+  return Response.json({ rules: rules.length });
+}
+
+function validRule(r) {
+  return (
+    r &&
+    typeof r.kind === "string" &&
+    typeof r.rate === "number" &&
+    r.rate >= 0 &&
+    r.rate <= 1 &&
+    (r.match === undefined || typeof r.match === "string") &&
+    (r.when === undefined || r.when === "before" || r.when === "after") &&
+    (r.delayMs === undefined || (Number.isInteger(r.delayMs) && r.delayMs >= 0 && r.delayMs <= 60_000))
+  );
+}
+
+const subject = (effect) =>
+  [
+    effect.sql,
+    effect.url,
+    effect.key,
+    effect.binding,
+    effect.request?.url,
+    ...(effect.statements ?? []).map((s) => s.sql),
+  ]
+    .filter((x) => typeof x === "string")
+    .join("\n");
+
+function ruleFor(effect) {
+  const kind = String(effect.kind);
+  const family = `${kind.split(".")[0]}.*`;
+  for (const rule of rules) {
+    if (rule.kind !== kind && rule.kind !== family) continue;
+    if (rule.match && !subject(effect).includes(rule.match)) continue;
+    if (rule.next() < rule.rate) return rule;
+  }
+  return null;
+}
+
+/** `perform(effect, env)` with this isolate's rules applied (hooks on and rules set), else as is. */
+export async function performWithFaults(effect, env, perform) {
+  if (rules.length === 0 || !hooksOn(env)) return perform(effect, env);
+  const rule = ruleFor(effect);
+  if (!rule) return perform(effect, env);
+  if (rule.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, rule.delayMs));
+  if (rule.when === "after") await perform(effect, env);
+  const family = String(effect.kind).split(".")[0];
+  return {
+    id: effect.id,
+    ok: false,
+    error: { code: `${family}_error`, message: `${effect.kind}: injected test fault` },
+  };
+}
