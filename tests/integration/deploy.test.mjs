@@ -17,6 +17,8 @@ const SECRETS = [
   "TWILIO_ACCOUNT_SID",
   "TWILIO_AUTH_TOKEN",
   "SITESWARM_TENANT_TOKEN",
+  "ALERT_PAGERDUTY_ROUTING_KEY",
+  "ALERT_SLACK_WEBHOOK_URL",
 ];
 
 describe("wrangler configs", async () => {
@@ -86,7 +88,13 @@ describe("wrangler configs", async () => {
     assert.deepEqual(read("monitoring").triggers.crons, ["*/5 * * * *"]);
     // analytics: hourly salts and retention (docs/analytics.md).
     assert.deepEqual(read("analytics").triggers.crons, ["0 * * * *"]);
-    assert.deepEqual(read("events").triggers.crons, ["*/2 * * * *", "0 * * * *", "*/15 * * * *"]);
+    assert.deepEqual(read("events").triggers.crons, [
+      "*/2 * * * *",
+      "0 * * * *",
+      "*/15 * * * *",
+      "*/30 * * * *",
+      "*/5 * * * *",
+    ]);
   });
 });
 

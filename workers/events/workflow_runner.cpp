@@ -4,6 +4,7 @@
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
 #include "shared/url_guard.h"
+#include "workers/events/alerts.h"
 #include "workers/events/ledger.h"
 
 #include <algorithm>
@@ -128,9 +129,10 @@ Task<StartOutcome> start_workflow(Context& ctx, const std::string& key, const js
   co_return out;
 }
 
-// Appends the events.fanout_capped record of a cap hit (once per consumer and event).
+// Appends the events.fanout_capped record of a cap hit (once per consumer and event) and raises
+// the operator alert: one per subscription that broke the cap (the first one dropped) and hour.
 Task<Unit> record_cap(Context& ctx, const std::string& consumer, const EventRow& row,
-                      const FanoutPlan& plan) {
+                      const FanoutPlan& plan, const std::vector<Subscription>& subs) {
   NewEvent cap;
   cap.event_type = "events.fanout_capped";
   cap.entity_type = "event";
@@ -145,6 +147,35 @@ Task<Unit> record_cap(Context& ctx, const std::string& consumer, const EventRow&
   cap.source_system = "siteswarm-events-service";
   auto appended = co_await append_event(ctx, std::move(cap));
   if (!appended) ctx.log("fanout cap record failed: " + appended.error().message);
+
+  json patterns = json::array();
+  for (const std::string& id : plan.dropped) {
+    for (const Subscription& s : subs) {
+      if (s.id == id) {
+        patterns.push_back({{"subscription_id", id},
+                            {"event_type_glob", s.glob},
+                            {"workflow_type", s.workflow_type}});
+      }
+    }
+  }
+  AlertDraft alert;
+  alert.key = "fanout_capped:" + plan.dropped.front() + ":" +
+              std::to_string(ctx.now_ms() / kCapAlertPeriodMs);
+  alert.kind = "fanout_capped";
+  alert.summary = "event " + row.event_type + " " + row.event_id + " matched " +
+                  std::to_string(plan.matched) + " subscriptions; " +
+                  std::to_string(plan.dropped.size()) + " dropped over the cap of " +
+                  std::to_string(kMaxFanout);
+  alert.details = {{"event_id", row.event_id},
+                   {"event_type", row.event_type},
+                   {"tenant_id", row.tenant_id ? json(*row.tenant_id) : json(nullptr)},
+                   {"consumer", consumer},
+                   {"matched", plan.matched},
+                   {"started_limit", kMaxFanout},
+                   {"dropped_patterns", patterns},
+                   {"cap_record_event_id", appended ? json(appended->event_id) : json(nullptr)}};
+  Status raised = co_await raise_alert(ctx, alert);
+  if (!raised) ctx.log("fanout cap alert not recorded: " + raised.error().message);
   co_return Unit{};
 }
 
@@ -167,7 +198,9 @@ Task<EventOutcome> fan_out(Context& ctx, const std::string& consumer, const Even
   out.duplicates = plan.duplicates;
   if (plan.capped()) {
     out.capped = true;
-    if (row.event_type != "events.fanout_capped") co_await record_cap(ctx, consumer, row, plan);
+    if (row.event_type != "events.fanout_capped") {
+      co_await record_cap(ctx, consumer, row, plan, fc.subs);
+    }
   }
   std::vector<FanoutDecision> todo = std::move(plan.start);
 
@@ -279,7 +312,7 @@ Task<Status> run_workflow_batch(Context& ctx, DrainReport& report,
   DrainReport pending = report;  // what `deferred` will have committed once it is flushed
   for (const EventRow& row : rows) {
     // Stop before an event could overrun the platform's subrequest limit; the next run continues.
-    if (used + 2 + static_cast<int>(kMaxFanout) + 3 > budget) {
+    if (used + 2 + static_cast<int>(kMaxFanout) + 4 > budget) {
       pending.budget_exhausted = true;
       break;
     }
@@ -299,7 +332,7 @@ Task<Status> run_workflow_batch(Context& ctx, DrainReport& report,
     outcome.statements.push_back(
         DrainState::renew_statement(fc.lock, fc.holder, ctx.now_ms() + kLockTtlMs));
     deferred.insert(deferred.end(), outcome.statements.begin(), outcome.statements.end());
-    used += outcome.subrequests + (outcome.capped ? 3 : 0);
+    used += outcome.subrequests + (outcome.capped ? 4 : 0);  // cap record (3) + alert (1)
     ++pending.read;
     pending.started += outcome.started;
     pending.duplicates += outcome.duplicates;
