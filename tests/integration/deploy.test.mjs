@@ -54,11 +54,12 @@ describe("wrangler configs", async () => {
         ...(c.ratelimits ?? []).map((r) => r.name),
       ].sort();
     };
-    assert.deepEqual(bindings("leads"), ["EVENTS_QUEUE", "EVENTS_SERVICE", "LEADS_DB", "NOTIFY_QUEUE"]);
-    assert.deepEqual(bindings("cms"), ["CMS_CACHE", "CMS_DB", "EVENTS_QUEUE", "EVENTS_SERVICE"]);
+    assert.deepEqual(bindings("leads"), ["EVENTS_QUEUE", "EVENTS_SERVICE", "FLAGS", "LEADS_DB", "NOTIFY_QUEUE"]);
+    assert.deepEqual(bindings("cms"), ["CMS_CACHE", "CMS_DB", "EVENTS_QUEUE", "EVENTS_SERVICE", "FLAGS"]);
     assert.deepEqual(bindings("monitoring"), [
       "EVENTS_QUEUE",
       "EVENTS_SERVICE",
+      "FLAGS",
       "MONITORING_CACHE",
       "MONITORING_DB",
       "MONITOR_JOBS",
@@ -67,6 +68,7 @@ describe("wrangler configs", async () => {
       "ANALYTICS_DB",
       "EVENTS_QUEUE",
       "EVENTS_SERVICE",
+      "FLAGS",
       "PAGEVIEWS",
       "PAGEVIEWS_QUEUE",
     ]);
@@ -75,6 +77,7 @@ describe("wrangler configs", async () => {
       "CMS_SERVICE",
       "EVENTS_DB",
       "EVENTS_QUEUE",
+      "FLAGS",
       "LEADS_SERVICE",
       "MONITOR_SERVICE",
     ]);

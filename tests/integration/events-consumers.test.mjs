@@ -250,3 +250,63 @@ describe("reads and subscriptions", () => {
     assert.equal(audit.length, 0);
   });
 });
+
+describe("provenance and kill switches", () => {
+  const startTarget = async (type, extra = {}) =>
+    jsonOf(
+      await admin("PUT", `/admin/workflows/${type}`, {
+        target: { webhook: `${mesh.stubs.url}/webhook/${type}` },
+        ...extra,
+      }),
+      201,
+    );
+
+  it("the runner records workflow.run_started caused by the event, and the start names the run", async () => {
+    await startTarget("notify");
+    await jsonOf(
+      await admin("POST", "/admin/subscriptions", { event_type_glob: "order.*", workflow_type: "notify" }),
+      201,
+    );
+    const id = await emit("order.placed");
+    assert.equal((await drain("workflow_runner")).started, 1);
+    const [start] = mesh.stubs.find("/webhook/notify", "POST");
+    const body = JSON.parse(start.body);
+    assert.equal(start.headers["x-siteswarm-workflow-run-id"], body.workflow_run_id);
+    const [run] = await rows("SELECT * FROM events WHERE event_type = 'workflow.run_started'");
+    assert.equal(run.caused_by, `event:${id}`);
+    assert.equal(run.workflow_run_id, body.workflow_run_id);
+    assert.equal(run.tenant_id, "bakery");
+    assert.equal(run.entity_id, body.workflow_run_id);
+  });
+
+  it("kill:high_risk_ops holds risk_level >= 4 starts (and sets FLAGS); off releases each once", async () => {
+    await startTarget("refund", { risk_level: 5 });
+    await startTarget("notify");
+    await jsonOf(
+      await admin("POST", "/admin/subscriptions", { event_type_glob: "order.*", workflow_type: "refund" }),
+      201,
+    );
+    await jsonOf(
+      await admin("POST", "/admin/subscriptions", { event_type_glob: "order.*", workflow_type: "notify" }),
+      201,
+    );
+    const on = await jsonOf(await admin("PUT", "/admin/kill-switches/kill:high_risk_ops", { enabled: true }), 200);
+    assert.equal(on.shared, true);
+    const flags = await mesh.mf.getKVNamespace("FLAGS", "siteswarm-leads-service");
+    assert.notEqual(await flags.get("kill:high_risk_ops"), null, "every worker's FLAGS sees the switch");
+
+    await emit("order.placed");
+    const report = await drain("workflow_runner");
+    assert.equal(report.held, 1);
+    assert.equal(report.started, 1);
+    assert.equal(mesh.stubs.find("/webhook/refund", "POST").length, 0);
+    assert.equal(mesh.stubs.find("/webhook/notify", "POST").length, 1);
+
+    const off = await jsonOf(await admin("PUT", "/admin/kill-switches/kill:high_risk_ops", { enabled: false }), 200);
+    assert.equal(off.released.released, 1);
+    assert.equal(await flags.get("kill:high_risk_ops"), null);
+    await drain("workflow_runner");
+    assert.equal(mesh.stubs.find("/webhook/refund", "POST").length, 1);
+    assert.equal(mesh.stubs.find("/webhook/notify", "POST").length, 1);
+  });
+});

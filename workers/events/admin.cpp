@@ -28,6 +28,7 @@ inline constexpr std::int64_t kMaxRiskLevel = 5;
 inline constexpr int kDefaultReflexionLimit = 100;
 inline constexpr int kMaxReflexionLimit = 500;
 inline constexpr int kAlertListLimit = 100;
+inline constexpr const char* kFlagsBinding = "FLAGS";
 
 Error field_error(const std::string& field, const std::string& message) {
   Error e{ErrorCode::invalid_request, field + ": " + message};
@@ -328,7 +329,23 @@ Task<Result<Response>> put_kill_switch(Context& ctx, const Request& req, const P
   std::string now = format_rfc3339(ctx.now_ms());
   SS_CO_CHECK(co_await ConfigStore::put_kill_switch(name, *enabled, now));
   ctx.log("kill switch " + name + (*enabled ? " on" : " off"));
-  co_return Response::json_body(200, {{"name", name}, {"enabled", *enabled}, {"updated_at", now}});
+  json out{{"name", name}, {"enabled", *enabled}, {"updated_at", now}};
+  // The shared flag store every platform worker reads (KV: eventually consistent, up to ~60 s).
+  // The ledger's own switches live in D1 above; a failed KV write is reported, not fatal.
+  Kv flags(kFlagsBinding);
+  Status shared = Unit{};
+  if (*enabled) {
+    shared = co_await flags.put(name, now);
+  } else {
+    shared = co_await flags.remove(name);
+  }
+  out["shared"] = shared.ok();
+  if (!shared) ctx.log("kill switch " + name + " not written to FLAGS: " + shared.error().message);
+  if (!*enabled && name == kHighRiskSwitch) {
+    SS_CO_TRY(json released, co_await release_held(ctx));
+    out["released"] = released;
+  }
+  co_return Response::json_body(200, out);
 }
 
 Task<Result<Response>> list_kill_switches(Context& ctx, const Request& req, const Params&) {
@@ -568,6 +585,16 @@ Task<Status> run_cron(Context& ctx, const std::string& cron) {
   }
   if (consumers.empty()) ctx.log("events cron: no consumer for '" + cron + "'");
   Status result = Unit{};
+  if (cron == "*/2 * * * *") {
+    // Starts held by kill:high_risk_ops go out once the switch is off (PUT releases the first
+    // kMaxReleasePerCall at once; the rest follow here).
+    std::vector<std::string> high_risk = {kHighRiskSwitch};
+    auto held = co_await DrainState::any_switch_on(high_risk);
+    if (held && !*held) {
+      auto released = co_await release_held(ctx);
+      if (!released) ctx.log("release of held starts failed: " + released.error().message);
+    }
+  }
   for (const std::string& name : consumers) {
     auto report = co_await drain_consumer(ctx, name);
     if (!report) {

@@ -466,3 +466,103 @@ TEST_CASE("PATCH a subscription narrows it in place: validated, 404 for unknown 
   CHECK(cleared.body_json()["filter_expr"].is_null());
   CHECK(cleared.body_json()["enabled"] == true);
 }
+
+TEST_CASE(
+    "the runner records workflow.run_started / run_completed / run_failed caused by the event") {
+  Ledger l;
+  l.mesh.set_env("events", "WORKFLOW_RUN_EVENTS", "1");  // the default in every deployment
+  l.workflow("notify");
+  l.workflow("audit");
+  l.subscribe("order.*", "notify");
+  l.subscribe("order.*", "audit");
+  std::string ok = l.emit("order.placed");
+  l.failing_events.insert(l.emit("order.cancelled"));
+  l.drain();
+  REQUIRE(l.calls.size() == 4);
+  // The run's identity travels in headers too (what a platform target stamps on its events).
+  std::string run_id = l.calls[0]["body"]["workflow_run_id"];
+  CHECK(l.calls[0]["headers"]["x-siteswarm-workflow-run-id"] == run_id);
+  CHECK(l.calls[0]["headers"]["x-siteswarm-workflow-type"] == l.calls[0]["body"]["workflow_type"]);
+
+  json started = l.db(
+      "SELECT * FROM events WHERE event_type = 'workflow.run_started' ORDER BY workflow_run_id");
+  REQUIRE(started.size() == 2);
+  for (const json& e : started) {
+    CHECK(e["caused_by"] == "event:" + ok);
+    CHECK(e["tenant_id"] == "bakery");
+    CHECK(e["entity_type"] == "workflow_run");
+    CHECK(e["entity_id"] == e["workflow_run_id"]);
+  }
+  json failed = l.db("SELECT * FROM events WHERE event_type = 'workflow.run_failed'");
+  REQUIRE(failed.size() == 2);
+  json payload = json::parse(failed[0]["payload_json"].get<std::string>());
+  CHECK(payload["error_class"] == "http_5xx");
+  CHECK(payload["http_status"] == 500);
+  CHECK(l.db("SELECT * FROM events WHERE event_type = 'workflow.run_completed'").empty());
+
+  // A synchronous target says it completed; a run triggered by a workflow.run_* event records
+  // nothing itself (no feedback loop through workflow.* subscriptions).
+  l.start_reply_body = R"({"status":"completed"})";
+  l.subscribe("workflow.run_failed", "audit");
+  l.emit("order.shipped");
+  l.drain();
+  CHECK(l.db("SELECT * FROM events WHERE event_type = 'workflow.run_completed'").size() == 2);
+  l.drain();
+  l.drain();
+  CHECK(l.db("SELECT * FROM events WHERE event_type LIKE 'workflow.run_%'").size() == 8);
+  // reflexion_analyzer reads the failures.
+  l.drain("reflexion_analyzer");
+  json patterns = l.admin("GET", "/admin/reflexion").body_json()["patterns"];
+  REQUIRE(patterns.size() == 2);
+  CHECK(patterns[0]["error_class"] == "http_5xx");
+}
+
+TEST_CASE("kill:high_risk_ops holds risk_level >= 4 starts, others go; off releases each once") {
+  Ledger l;
+  REQUIRE(l.admin("PUT", "/admin/workflows/refund",
+                  {{"target", {{"webhook", "http://127.0.0.1:9/hooks/refund"}}}, {"risk_level", 4}})
+              .status == 201);
+  l.workflow("notify");
+  l.subscribe("order.*", "refund");
+  l.subscribe("order.*", "notify");
+  CHECK(l.admin("PUT", "/admin/workflows/x",
+                {{"target", {{"webhook", "http://127.0.0.1:9/x"}}}, {"risk_level", 9}})
+            .body_json()["error"]["field"] == "risk_level");
+
+  auto on = l.admin("PUT", "/admin/kill-switches/kill:high_risk_ops", {{"enabled", true}});
+  REQUIRE(on.status == 200);
+  CHECK(on.body_json()["shared"] == true);
+  std::string a = l.emit("order.placed");
+  std::string b = l.emit("order.refunded");
+  json report = l.drain();
+  CHECK(report["read"] == 2);
+  CHECK(report["started"] == 2);  // notify, twice
+  CHECK(report["held"] == 2);
+  CHECK(report["quarantined"] == 0);
+  for (const json& c : l.calls) CHECK(c["body"]["workflow_type"] == "notify");
+  json held = l.admin("GET", "/admin/quarantine?consumer=workflow_runner").body_json();
+  REQUIRE(held["quarantined"].size() == 2);
+  CHECK(held["quarantined"][0]["reason"] == "held: kill:high_risk_ops");
+  // A held event raises no quarantine alert.
+  CHECK(l.db("SELECT * FROM events_alerts WHERE kind = 'quarantine_growing'").empty());
+  // Still held on the next runs: nothing lost, nothing started.
+  l.drain();
+  CHECK(l.calls.size() == 2);
+
+  auto off = l.admin("PUT", "/admin/kill-switches/kill:high_risk_ops", {{"enabled", false}});
+  REQUIRE(off.status == 200);
+  CHECK(off.body_json()["released"]["released"] == 2);
+  CHECK(l.calls.size() == 4);
+  std::multiset<std::string> keys = l.keys();
+  CHECK(keys.count("workflow_runner:" + a + ":refund") == 1);
+  CHECK(keys.count("workflow_runner:" + b + ":refund") == 1);
+  CHECK(keys.count("workflow_runner:" + a + ":notify") == 1);
+  // Flipping again releases nothing twice; the cron finds nothing held.
+  l.admin("PUT", "/admin/kill-switches/kill:high_risk_ops", {{"enabled", true}});
+  l.admin("PUT", "/admin/kill-switches/kill:high_risk_ops", {{"enabled", false}});
+  CHECK(l.mesh.message("events", {{"op", "scheduled"}, {"cron", "*/2 * * * *"}})["ok"] == true);
+  CHECK(l.calls.size() == 4);
+  CHECK(l.admin("GET", "/admin/quarantine?consumer=workflow_runner")
+            .body_json()["quarantined"]
+            .empty());
+}

@@ -31,6 +31,7 @@ json DrainReport::to_json() const {
   if (budget_exhausted) j["budget_exhausted"] = true;
   if (contended) j["contended"] = true;
   if (killed) j["killed"] = true;
+  if (held > 0) j["held"] = held;
   if (consumer == kAnomalyDetector) {
     j["windows_judged"] = windows_judged;
     j["anomalies"] = anomalies;

@@ -38,6 +38,7 @@ struct DrainReport {
   int windows_judged = 0;         // anomaly_detector: completed windows judged this run
   int health_changes = 0;         // customer_health_watcher: tenant.health_changed appended
   int patterns = 0;               // reflexion_analyzer: failures counted into reflexion_log
+  int held = 0;                   // workflow_runner: starts held by kill:high_risk_ops
   json to_json() const;
 };
 

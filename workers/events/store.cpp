@@ -754,13 +754,18 @@ Task<Result<std::optional<std::string>>> EventStore::find_by_idempotency(
   }
 }
 
-Task<Result<bool>> EventStore::insert(const EventInsert& e) {
+D1Statement EventStore::insert_statement(const EventInsert& e) {
   json params =
       json::array({e.event_id, text_or_null(e.tenant_id), e.event_type, e.entity_type, e.entity_id,
                    e.payload_json, text_or_null(e.idempotency_key), text_or_null(e.caused_by),
                    text_or_null(e.workflow_run_id), text_or_null(e.source_system), e.occurred_at,
                    e.recorded_at, e.sequence_no ? json(*e.sequence_no) : json(nullptr)});
-  SS_CO_TRY(std::int64_t n, co_await changes(kInsertEvent, params));
+  return D1Statement{std::string(kInsertEvent), std::move(params)};
+}
+
+Task<Result<bool>> EventStore::insert(const EventInsert& e) {
+  D1Statement statement = insert_statement(e);
+  SS_CO_TRY(std::int64_t n, co_await changes(kInsertEvent, std::move(statement.params)));
   co_return n == 1;
 }
 

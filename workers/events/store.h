@@ -88,6 +88,8 @@ class EventStore {
                                                                       const std::string& key);
   // true when the row was written; false when a constraint (event_id, idempotency) ignored it.
   static Task<Result<bool>> insert(const EventInsert& event);
+  // The same INSERT OR IGNORE, to commit in a batch (the ledger's own events: no schema check).
+  static D1Statement insert_statement(const EventInsert& event);
   // After an ignored insert: the tenant's event holding that (tenant, idempotency key), else the
   // one holding that (tenant, event_id). Another tenant's events are never looked at.
   static Task<Result<std::optional<std::string>>> find_existing(

@@ -24,10 +24,14 @@ struct Ledger {
   std::set<std::string> failing_events;
   std::vector<json> alert_posts;  // PagerDuty and Slack requests: {"url","body"}
   int alert_status = 202;
+  std::string start_reply_body = "{}";  // what a workflow target answers to a start
 
   Ledger() {
     mesh.provision("bakery", kToken, "bakery-admin-0123456789", {}, "events");
     mesh.set_env("events", "ALLOW_LOCAL_OUTBOUND", "1");
+    // The fan-out tests count reads and starts; the runner's own workflow.run_* events are tested
+    // on their own (consumers-test.cpp turns them back on).
+    mesh.set_env("events", "WORKFLOW_RUN_EVENTS", "0");
     mesh.fetch_stub = [this](const json& req) {
       ss::native::StubReply reply;
       json body = json::parse(req["body"].get<std::string>(), nullptr, false);
@@ -39,11 +43,13 @@ struct Ledger {
         reply.body = "{}";
         return reply;
       }
-      calls.push_back(
-          {{"url", req["url"]}, {"key", req["headers"]["idempotency-key"]}, {"body", body}});
+      calls.push_back({{"url", req["url"]},
+                       {"key", req["headers"]["idempotency-key"]},
+                       {"headers", req["headers"]},
+                       {"body", body}});
       std::string event_id = body["event"]["event_id"];
       reply.status = failing_events.count(event_id) ? 500 : 202;
-      reply.body = "{}";
+      reply.body = start_reply_body;
       return reply;
     };
   }
