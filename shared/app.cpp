@@ -214,6 +214,14 @@ Task<json> handle_message(Context& ctx, json message) {
   if (op == "fetch") {
     const json* request = find_field(message, "request");
     Request req = Request::from_json(request ? *request : json::object());
+    // A workflow start from the ledger names its run; events this request emits carry it.
+    static constexpr std::size_t kMaxProvenance = 200;
+    std::string run_id = req.header("x-siteswarm-workflow-run-id");
+    std::string workflow_type = req.header("x-siteswarm-workflow-type");
+    if (!run_id.empty() && run_id.size() <= kMaxProvenance &&
+        workflow_type.size() <= kMaxProvenance) {
+      ctx.set_provenance({run_id, workflow_type.empty() ? "" : "workflow:" + workflow_type});
+    }
     Response res = co_await app.router.dispatch(ctx, req);
     if (req.method == "HEAD") res.body.clear();
     co_return fetch_output(std::move(res));

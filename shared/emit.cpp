@@ -22,6 +22,11 @@ json event_message(const EventDraft& draft, const std::string& event_id, const s
 }
 
 Task<Result<std::string>> emit_event(Context& ctx, EventDraft draft) {
+  // Inside a workflow run (a start from the ledger), the event is caused by that run unless the
+  // producer names its own cause.
+  const Context::Provenance& run = ctx.provenance();
+  if (draft.workflow_run_id.empty()) draft.workflow_run_id = run.workflow_run_id;
+  if (draft.caused_by.empty()) draft.caused_by = run.caused_by;
   SS_CO_TRY(std::string id, co_await ctx.new_ulid());
   json body = event_message(draft, id, ctx.app().service, ctx.now_ms());
   SS_CO_CHECK(co_await queue_send(kEventsQueueBinding, std::move(body)));

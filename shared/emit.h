@@ -28,7 +28,8 @@ struct EventDraft {
 json event_message(const EventDraft& draft, const std::string& event_id, const std::string& source,
                    std::int64_t now_ms);
 
-// Returns the new event's id once the queue has accepted it.
+// Returns the new event's id once the queue has accepted it. An empty caused_by / workflow_run_id
+// is filled from the workflow run the request belongs to (Context::provenance()), if any.
 Task<Result<std::string>> emit_event(Context& ctx, EventDraft draft);
 
 }  // namespace ss

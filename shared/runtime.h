@@ -73,6 +73,16 @@ class Context {
   void log(std::string line) { logs_.push_back(std::move(line)); }
   std::vector<std::string>& logs() { return logs_; }
 
+  // The workflow run this request belongs to, when the ledger's workflow_runner started it
+  // (headers X-SiteSwarm-Workflow-Run-Id / -Workflow-Type / -Caused-By, set in handle_message):
+  // emit_event() stamps it on events whose producer does not say otherwise.
+  struct Provenance {
+    std::string workflow_run_id;
+    std::string caused_by;  // "workflow:<workflow_type>"
+  };
+  const Provenance& provenance() const { return provenance_; }
+  void set_provenance(Provenance p) { provenance_ = std::move(p); }
+
  private:
   Runtime& runtime_;
   const App& app_;
@@ -81,6 +91,7 @@ class Context {
   std::int64_t now_ms_;
   std::string entropy_;  // raw bytes not yet used
   std::vector<std::string> logs_;
+  Provenance provenance_;
 };
 
 class Runtime {

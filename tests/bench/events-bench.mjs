@@ -196,7 +196,10 @@ export async function runEventsBench({ emits = 300, batch = 500, reads = 10, rou
     for (const impl of ["cpp", "js"]) {
       const last = await dbs[impl].prepare("SELECT MAX(event_id) AS id FROM events").first("id");
       await dbs[impl]
-        .prepare("INSERT INTO event_drain_state (consumer, cursor, events_read) VALUES ('workflow_runner', ?1, 0)")
+        // The C++ ledger drains by seq (cursor_seq), the JS one by event_id (cursor): set both.
+        .prepare(
+          "INSERT INTO event_drain_state (consumer, cursor, cursor_seq, events_read) VALUES ('workflow_runner', ?1, (SELECT COALESCE(MAX(seq), 0) FROM events), 0)",
+        )
         .bind(last)
         .run();
     }

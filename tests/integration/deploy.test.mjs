@@ -17,6 +17,8 @@ const SECRETS = [
   "TWILIO_ACCOUNT_SID",
   "TWILIO_AUTH_TOKEN",
   "SITESWARM_TENANT_TOKEN",
+  "ALERT_PAGERDUTY_ROUTING_KEY",
+  "ALERT_SLACK_WEBHOOK_URL",
 ];
 
 describe("wrangler configs", async () => {
@@ -52,11 +54,12 @@ describe("wrangler configs", async () => {
         ...(c.ratelimits ?? []).map((r) => r.name),
       ].sort();
     };
-    assert.deepEqual(bindings("leads"), ["EVENTS_QUEUE", "EVENTS_SERVICE", "LEADS_DB", "NOTIFY_QUEUE"]);
-    assert.deepEqual(bindings("cms"), ["CMS_CACHE", "CMS_DB", "EVENTS_QUEUE", "EVENTS_SERVICE"]);
+    assert.deepEqual(bindings("leads"), ["EVENTS_QUEUE", "EVENTS_SERVICE", "FLAGS", "LEADS_DB", "NOTIFY_QUEUE"]);
+    assert.deepEqual(bindings("cms"), ["CMS_CACHE", "CMS_DB", "EVENTS_QUEUE", "EVENTS_SERVICE", "FLAGS"]);
     assert.deepEqual(bindings("monitoring"), [
       "EVENTS_QUEUE",
       "EVENTS_SERVICE",
+      "FLAGS",
       "MONITORING_CACHE",
       "MONITORING_DB",
       "MONITOR_JOBS",
@@ -65,6 +68,7 @@ describe("wrangler configs", async () => {
       "ANALYTICS_DB",
       "EVENTS_QUEUE",
       "EVENTS_SERVICE",
+      "FLAGS",
       "PAGEVIEWS",
       "PAGEVIEWS_QUEUE",
     ]);
@@ -73,6 +77,7 @@ describe("wrangler configs", async () => {
       "CMS_SERVICE",
       "EVENTS_DB",
       "EVENTS_QUEUE",
+      "FLAGS",
       "LEADS_SERVICE",
       "MONITOR_SERVICE",
     ]);
@@ -86,7 +91,13 @@ describe("wrangler configs", async () => {
     assert.deepEqual(read("monitoring").triggers.crons, ["*/5 * * * *"]);
     // analytics: hourly salts and retention (docs/analytics.md).
     assert.deepEqual(read("analytics").triggers.crons, ["0 * * * *"]);
-    assert.deepEqual(read("events").triggers.crons, ["*/2 * * * *", "0 * * * *", "*/15 * * * *"]);
+    assert.deepEqual(read("events").triggers.crons, [
+      "*/2 * * * *",
+      "0 * * * *",
+      "*/15 * * * *",
+      "*/30 * * * *",
+      "*/5 * * * *",
+    ]);
   });
 });
 

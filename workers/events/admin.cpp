@@ -7,8 +7,10 @@
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
 #include "shared/tenant.h"
+#include "shared/tenant_store.h"
 #include "shared/ulid.h"
 #include "shared/url_guard.h"
+#include "workers/events/alerts.h"
 #include "workers/events/drain.h"
 #include "workers/events/filter_expr.h"
 #include "workers/events/input_mapper.h"
@@ -21,7 +23,12 @@ namespace {
 
 inline constexpr std::size_t kMaxAdminBody = 64 * 1024;
 inline constexpr std::size_t kMaxNameLength = 64;
-inline constexpr int kDefaultRetentionDays = 365;
+inline constexpr int kDefaultRetentionDays = 730;  // the seed's "after 2 years"
+inline constexpr std::int64_t kMaxRiskLevel = 5;
+inline constexpr int kDefaultReflexionLimit = 100;
+inline constexpr int kMaxReflexionLimit = 500;
+inline constexpr int kAlertListLimit = 100;
+inline constexpr const char* kFlagsBinding = "FLAGS";
 
 Error field_error(const std::string& field, const std::string& message) {
   Error e{ErrorCode::invalid_request, field + ": " + message};
@@ -145,6 +152,62 @@ Task<Result<Response>> get_subscription(Context& ctx, const Request& req, const 
   co_return Response::json_body(200, row->view());
 }
 
+// PATCH /admin/subscriptions/{id}: any of event_type_glob, workflow_type, filter_expr (null
+// clears), input_mapper (null clears), enabled; validated like a POST (400 naming the field), an
+// unknown id is 404. The change applies from the next drain on: events already started stay started.
+Task<Result<Response>> patch_subscription(Context& ctx, const Request& req, const Params& params) {
+  SS_CO_TRY(json body, co_await operator_body(ctx, req));
+  std::string id = param(params, "id");
+  SS_CO_TRY(std::optional<SubscriptionRow> found, co_await ConfigStore::subscription(id));
+  if (!found) co_return no_such("subscription", id);
+  SubscriptionRow row = *found;
+  static const std::set<std::string> kFields = {"event_type_glob", "workflow_type", "filter_expr",
+                                                "input_mapper", "enabled"};
+  for (auto it = body.begin(); it != body.end(); ++it) {
+    if (!kFields.count(it.key())) co_return field_error(it.key(), "cannot be changed");
+  }
+  if (body.empty()) co_return field_error("body", "name at least one field to change");
+  if (const json* g = find_field(body, "event_type_glob")) {
+    std::string why;
+    if (!g->is_string()) co_return field_error("event_type_glob", "must be a string");
+    if (!is_valid_glob(g->get<std::string>(), &why)) co_return field_error("event_type_glob", why);
+    row.event_type_glob = g->get<std::string>();
+  }
+  if (const json* w = find_field(body, "workflow_type")) {
+    if (!w->is_string() || !is_workflow_type(w->get<std::string>())) {
+      co_return field_error("workflow_type", "must match [a-z][a-z0-9_.-]{0,63}");
+    }
+    row.workflow_type = w->get<std::string>();
+  }
+  if (const json* f = find_field(body, "filter_expr")) {
+    if (f->is_null()) {
+      row.filter_expr.reset();
+    } else {
+      if (!f->is_string()) co_return field_error("filter_expr", "must be a string or null");
+      auto parsed = FilterExpr::parse(f->get<std::string>());
+      if (!parsed) co_return std::move(parsed).error().with("field", "filter_expr");
+      row.filter_expr = f->get<std::string>();
+    }
+  }
+  if (const json* m = find_field(body, "input_mapper")) {
+    if (m->is_null()) {
+      row.input_mapper.reset();
+    } else {
+      auto parsed = InputMapper::parse(*m);
+      if (!parsed) co_return std::move(parsed).error().with("field", "input_mapper");
+      row.input_mapper = dump_json(*m);
+    }
+  }
+  if (const json* e = find_field(body, "enabled")) {
+    if (!e->is_boolean()) co_return field_error("enabled", "must be true or false");
+    row.enabled = e->get<bool>();
+  }
+  SS_CO_TRY(bool updated, co_await ConfigStore::update_subscription(row));
+  if (!updated) co_return no_such("subscription", id);
+  ctx.log("subscription " + id + " changed: " + dump_json(body));
+  co_return Response::json_body(200, row.view());
+}
+
 Task<Result<Response>> delete_subscription(Context& ctx, const Request& req, const Params& params) {
   SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   std::string id = param(params, "id");
@@ -187,11 +250,21 @@ Task<Result<Response>> put_workflow(Context& ctx, const Request& req, const Para
   if (!is_workflow_type(type))
     co_return field_error("workflow_type", "must match [a-z][a-z0-9_.-]{0,63}");
   SS_CO_TRY(json target, parse_target(ctx, body));
-  SS_CO_TRY(bool created, co_await ConfigStore::upsert_workflow(type, dump_json(target),
+  std::int64_t risk = 0;
+  if (const json* r = find_field(body, "risk_level"); r && !r->is_null()) {
+    auto level = get_int(body, "risk_level");
+    if (!level || *level < 0 || *level > kMaxRiskLevel) {
+      co_return field_error("risk_level", "must be an integer from 0 to 5");
+    }
+    risk = *level;
+  }
+  SS_CO_TRY(bool created, co_await ConfigStore::upsert_workflow(type, dump_json(target), risk,
                                                                 format_rfc3339(ctx.now_ms())));
-  co_return Response::json_body(
-      created ? 201 : 200,
-      {{"workflow_type", type}, {"target", target}, {"updated_at", format_rfc3339(ctx.now_ms())}});
+  co_return Response::json_body(created ? 201 : 200,
+                                {{"workflow_type", type},
+                                 {"target", target},
+                                 {"risk_level", risk},
+                                 {"updated_at", format_rfc3339(ctx.now_ms())}});
 }
 
 Task<Result<Response>> list_workflows(Context& ctx, const Request& req, const Params&) {
@@ -256,7 +329,23 @@ Task<Result<Response>> put_kill_switch(Context& ctx, const Request& req, const P
   std::string now = format_rfc3339(ctx.now_ms());
   SS_CO_CHECK(co_await ConfigStore::put_kill_switch(name, *enabled, now));
   ctx.log("kill switch " + name + (*enabled ? " on" : " off"));
-  co_return Response::json_body(200, {{"name", name}, {"enabled", *enabled}, {"updated_at", now}});
+  json out{{"name", name}, {"enabled", *enabled}, {"updated_at", now}};
+  // The shared flag store every platform worker reads (KV: eventually consistent, up to ~60 s).
+  // The ledger's own switches live in D1 above; a failed KV write is reported, not fatal.
+  Kv flags(kFlagsBinding);
+  Status shared = Unit{};
+  if (*enabled) {
+    shared = co_await flags.put(name, now);
+  } else {
+    shared = co_await flags.remove(name);
+  }
+  out["shared"] = shared.ok();
+  if (!shared) ctx.log("kill switch " + name + " not written to FLAGS: " + shared.error().message);
+  if (!*enabled && name == kHighRiskSwitch) {
+    SS_CO_TRY(json released, co_await release_held(ctx));
+    out["released"] = released;
+  }
+  co_return Response::json_body(200, out);
 }
 
 Task<Result<Response>> list_kill_switches(Context& ctx, const Request& req, const Params&) {
@@ -334,12 +423,21 @@ Task<Result<Response>> retention_now(Context& ctx, const Request& req, const Par
 // GET /health: {"ok","service","version","status"} for anyone (status: ok | lagging | degraded);
 // the consumers' cursors, lag, cap and quarantine counts only with the operator token. One D1
 // query per hit whoever asks, so an unauthenticated caller cannot buy more than that.
+//
+// While a consumer is stalled (its oldest unread event recorded over an hour ago, and no kill
+// switch stops it on purpose) the answer is 503 with the reason, so any outside monitor pages on
+// it: {"ok":false,…,"status":"stalled","reason","error":{"code":"consumer_stalled","message"}}.
 Task<Result<Response>> health(Context& ctx, const Request& req, const Params&) {
   json details = co_await consumer_health(ctx);
-  json body{{"ok", true},
+  bool stalled = details["status"] == "stalled";
+  json body{{"ok", !stalled},
             {"service", ctx.app().service},
             {"version", ctx.app().version},
             {"status", details["status"]}};
+  if (stalled) {
+    body["reason"] = details["reason"];
+    body["error"] = {{"code", "consumer_stalled"}, {"message", details["reason"]}};
+  }
   bool operator_view = false;
   if (!bearer_token(req).empty()) {
     Status op = co_await authenticate_operator(ctx, req);
@@ -348,7 +446,67 @@ Task<Result<Response>> health(Context& ctx, const Request& req, const Params&) {
   if (operator_view) {
     for (auto it = details.begin(); it != details.end(); ++it) body[it.key()] = it.value();
   }
-  co_return Response::json_body(200, body);
+  co_return Response::json_body(stalled ? 503 : 200, body);
+}
+
+// --- consumers' products: tenant health, reflexion log, alerts -----------------------------------
+
+// GET /admin/tenants/{id}/health (operator token: it reads one tenant's standing across the
+// platform's signals). A tenant this worker does not know is 404; a known tenant without events yet
+// is a healthy 100.
+Task<Result<Response>> tenant_health(Context& ctx, const Request& req, const Params& params) {
+  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
+  std::string id = param(params, "id");
+  if (!is_valid_tenant_id(id)) co_return no_such("tenant", id);
+  TenantStore tenants(kDb);
+  auto tenant_lookup = tenants.find(id);
+  auto health_lookup = HealthStore::find(id);
+  auto [tenant, row] = co_await when_all(std::move(tenant_lookup), std::move(health_lookup));
+  if (!tenant) co_return std::move(tenant).error();
+  if (!row) co_return std::move(row).error();
+  if (!*tenant) co_return no_such("tenant", id);
+  co_return Response::json_body(200, health_view(id, *row));
+}
+
+// GET /admin/reflexion[?subject=<workflow or event type>&limit=] → {"patterns":[…]}, most failures
+// first.
+Task<Result<Response>> list_reflexion(Context& ctx, const Request& req, const Params&) {
+  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
+  SS_CO_TRY(std::int64_t limit,
+            req.int_param("limit", kDefaultReflexionLimit, 1, kMaxReflexionLimit));
+  std::string subject = req.query_param("subject");
+  if (subject.size() > kMaxNameLength * 2) co_return field_error("subject", "is too long");
+  SS_CO_TRY(std::vector<ReflexionRow> rows,
+            co_await ReflexionStore::list(subject, static_cast<int>(limit)));
+  co_return list_response("patterns", rows);
+}
+
+// GET /admin/alerts → {"alerts":[…]} (the outbox, newest first, with what was sent where).
+Task<Result<Response>> list_alerts(Context& ctx, const Request& req, const Params&) {
+  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
+  SS_CO_TRY(std::vector<AlertRow> rows, co_await AlertStore::recent(kAlertListLimit));
+  co_return list_response("alerts", rows);
+}
+
+// Raises stall alerts from a fresh health snapshot and delivers what is pending, under a lock so two
+// cron invocations that fire together never send an alert twice.
+Task<Result<json>> alert_pass(Context& ctx) {
+  json health = co_await consumer_health(ctx);
+  SS_CO_CHECK(co_await raise_stall_alerts(ctx, health));
+  SS_CO_TRY(std::string holder, co_await ctx.new_ulid());
+  SS_CO_TRY(bool acquired, co_await DrainState::claim("alerts", holder, ctx.now_ms(), kLockTtlMs));
+  if (!acquired) co_return json{{"locked", true}};
+  auto delivered = co_await deliver_alerts(ctx);
+  Status released = co_await DrainState::release("alerts", holder);
+  if (!released) ctx.log("alerts lock release failed (it expires by itself)");
+  co_return delivered;
+}
+
+// POST /admin/alerts/deliver: the alert pass of a cron run, now.
+Task<Result<Response>> deliver_now(Context& ctx, const Request& req, const Params&) {
+  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
+  SS_CO_TRY(json result, co_await alert_pass(ctx));
+  co_return Response::json_body(200, result);
 }
 
 // --- tenant timelines ----------------------------------------------------------------------------
@@ -390,6 +548,7 @@ void add_admin_routes(App& app) {
   app.router.add("POST", "/admin/subscriptions", create_subscription)
       .add("GET", "/admin/subscriptions", list_subscriptions)
       .add("GET", "/admin/subscriptions/{id}", get_subscription)
+      .add("PATCH", "/admin/subscriptions/{id}", patch_subscription)
       .add("DELETE", "/admin/subscriptions/{id}", delete_subscription)
       .add("GET", "/admin/workflows", list_workflows)
       .add("PUT", "/admin/workflows/{workflowType}", put_workflow)
@@ -406,6 +565,10 @@ void add_admin_routes(App& app) {
       .add("POST", "/admin/consumers/{name}/replay", replay)
       .add("GET", "/admin/quarantine", list_quarantine)
       .add("POST", "/admin/quarantine/{consumer}/{eventId}/retry", retry_quarantine)
+      .add("GET", "/admin/tenants/{id}/health", tenant_health)
+      .add("GET", "/admin/reflexion", list_reflexion)
+      .add("GET", "/admin/alerts", list_alerts)
+      .add("POST", "/admin/alerts/deliver", deliver_now)
       .add("GET", "/api/entities/{entityType}/{entityId}/timeline", entity_timeline);
 }
 
@@ -414,12 +577,24 @@ Task<Status> run_cron(Context& ctx, const std::string& cron) {
   bool retention = false;
   if (cron == "*/2 * * * *") consumers = {kWorkflowRunner};
   if (cron == "*/15 * * * *") consumers = {kAnomalyDetector};
+  if (cron == "*/30 * * * *") consumers = {kReflexionAnalyzer};
+  if (cron == "*/5 * * * *") consumers = {kCustomerHealthWatcher};
   if (cron == "0 * * * *") {
     consumers = {kTimelineIndexer};
     retention = true;
   }
   if (consumers.empty()) ctx.log("events cron: no consumer for '" + cron + "'");
   Status result = Unit{};
+  if (cron == "*/2 * * * *") {
+    // Starts held by kill:high_risk_ops go out once the switch is off (PUT releases the first
+    // kMaxReleasePerCall at once; the rest follow here).
+    std::vector<std::string> high_risk = {kHighRiskSwitch};
+    auto held = co_await DrainState::any_switch_on(high_risk);
+    if (held && !*held) {
+      auto released = co_await release_held(ctx);
+      if (!released) ctx.log("release of held starts failed: " + released.error().message);
+    }
+  }
   for (const std::string& name : consumers) {
     auto report = co_await drain_consumer(ctx, name);
     if (!report) {
@@ -433,6 +608,10 @@ Task<Status> run_cron(Context& ctx, const std::string& cron) {
     auto r = co_await apply_retention(ctx, retention_days(ctx));
     if (!r) ctx.log("retention failed: " + r.error().message);
   }
+  // Every cron run ends with the alert pass: stalls are noticed within one run, and an alert
+  // raised by a drain is sent within minutes.
+  auto alerts = co_await alert_pass(ctx);
+  if (!alerts) ctx.log("alert pass failed: " + alerts.error().message);
   co_return result;
 }
 

@@ -1,59 +1,170 @@
 #include "workers/events/anomaly_detector.h"
 
 #include "shared/rfc3339.h"
-#include "shared/ulid.h"
+#include "workers/events/alerts.h"
 #include "workers/events/ledger.h"
 
-#include <set>
+#include <algorithm>
 
 namespace ss::events {
 
 namespace {
 
-// The ledger's own records (alerts, cap hits, tombstones) are not traffic.
+// The ledger's own records (alerts, cap hits, tombstones, health changes) are not traffic.
 bool counts_for_rates(const std::string& type) {
-  return type.rfind("anomaly.", 0) != 0 && type.rfind("events.", 0) != 0;
+  return type.rfind("anomaly.", 0) != 0 && type.rfind("events.", 0) != 0 &&
+         type.rfind("tenant.health", 0) != 0;
+}
+
+std::int64_t window_of(std::int64_t at_ms, std::int64_t size) { return at_ms - at_ms % size; }
+
+std::int64_t recorded_ms(Context& ctx, const EventRow& row) {
+  return parse_rfc3339(row.recorded_at).value_or(ctx.now_ms());
+}
+
+struct Anomaly {
+  std::optional<std::string> tenant_id;
+  std::string entity_type;
+  std::string entity_id;
+  std::string rule;
+  std::string subject;
+  std::int64_t window_start_ms = 0;
+  std::int64_t window_end_ms = 0;
+  json evidence;
+};
+
+// Appends anomaly.detected (once per rule, subject and window) and raises its operator alert.
+Task<Result<bool>> report_anomaly(Context& ctx, Anomaly a) {
+  std::string key = "anomaly:" + a.rule + ":" + a.subject + ":" + std::to_string(a.window_start_ms);
+  NewEvent event;
+  event.event_type = "anomaly.detected";
+  event.entity_type = a.entity_type;
+  event.entity_id = a.entity_id;
+  event.tenant_id = a.tenant_id;
+  event.payload = a.evidence;
+  event.payload["rule"] = a.rule;
+  event.payload["window_start"] = format_rfc3339(a.window_start_ms);
+  event.payload["window_end"] = format_rfc3339(a.window_end_ms);
+  event.idempotency_key = key;
+  event.source_system = "siteswarm-events-service";
+  SS_CO_TRY(Appended appended, co_await append_event(ctx, std::move(event)));
+  AlertDraft alert;
+  alert.key = key;
+  alert.kind = "anomaly";
+  alert.severity = "warning";
+  alert.summary = "anomaly " + a.rule + " on " + a.subject + " in the window starting " +
+                  format_rfc3339(a.window_start_ms);
+  alert.details = a.evidence;
+  alert.details["rule"] = a.rule;
+  alert.details["anomaly_event_id"] = appended.event_id;
+  if (a.tenant_id) alert.details["tenant_id"] = *a.tenant_id;
+  SS_CO_CHECK(co_await raise_alert(ctx, alert));
+  if (!appended.duplicate) ctx.log("anomaly.detected: " + key);
+  co_return !appended.duplicate;
+}
+
+const SequenceRule* rule_named(const std::string& name) {
+  for (const SequenceRule& r : sequence_rules()) {
+    if (name == r.name) return &r;
+  }
+  return nullptr;
 }
 
 }  // namespace
 
-Task<Status> run_anomaly_batch(Context& ctx, DrainReport& report,
-                               const std::vector<EventRow>& rows) {
-  std::vector<D1Statement> statements;
-  std::set<std::string> types;
-  for (const EventRow& row : rows) {
-    if (!counts_for_rates(row.event_type)) continue;
-    std::int64_t at = ulid_time_ms(row.event_id).value_or(ctx.now_ms());
-    types.insert(row.event_type);
-    statements.push_back(
-        AggregateStore::rate_statement(row.event_type, at - at % kRateWindowMs, row.event_id));
-  }
-  SS_CO_CHECK(co_await commit_with_cursor(ctx, report, rows, std::move(statements)));
+const std::vector<SequenceRule>& sequence_rules() {
+  static const std::vector<SequenceRule> kRules = {
+      {"delivery_failure_burst", "lead.delivery_failed", false, 15 * 60 * 1000, 5},
+      {"monitor_flapping", "monitor.incident_opened", true, 6 * 60 * 60 * 1000, 3},
+  };
+  return kRules;
+}
 
-  // Compare each type's current window with its trailing 24 h average.
-  std::int64_t window = ctx.now_ms() - ctx.now_ms() % kRateWindowMs;
-  for (const std::string& type : types) {
-    SS_CO_TRY(RateSums sums, co_await AggregateStore::rate_sums(
-                                 type, window, window - kBaselineWindows * kRateWindowMs));
-    double baseline = static_cast<double>(sums.trailing) / kBaselineWindows;
-    if (sums.current < kMinAnomalyCount ||
-        static_cast<double>(sums.current) <= kAnomalyFactor * baseline) {
-      continue;
+Task<Status> run_anomaly_batch(Context& ctx, DrainReport& report, const std::vector<EventRow>& rows,
+                               bool full_batch) {
+  const std::string& consumer = report.consumer;
+  if (!rows.empty()) {
+    std::vector<D1Statement> statements;
+    for (const EventRow& row : rows) {
+      if (!counts_for_rates(row.event_type)) continue;
+      std::int64_t at = recorded_ms(ctx, row);
+      statements.push_back(AggregateStore::rate_statement(
+          row.event_type, window_of(at, kRateWindowMs), row.seq, row.event_id));
+      for (const SequenceRule& rule : sequence_rules()) {
+        if (row.event_type != rule.event_type) continue;
+        std::string subject =
+            rule.per_entity ? row.entity_type + ":" + row.entity_id : "tenant:" + row.tenant_key();
+        std::int64_t start = window_of(at, rule.window_ms);
+        statements.push_back(AnomalyStore::signal_statement(rule.name, row.tenant_key(), subject,
+                                                            start, start + rule.window_ms, row.seq,
+                                                            row.event_id));
+      }
     }
-    NewEvent alert;
-    alert.event_type = "anomaly.detected";
-    alert.entity_type = "event_type";
-    alert.entity_id = type;
-    alert.payload = {{"event_type", type},
-                     {"window_start", format_rfc3339(window)},
-                     {"count", sums.current},
-                     {"baseline_per_window", baseline},
-                     {"window_minutes", kRateWindowMs / 60000}};
-    alert.idempotency_key = "anomaly:" + type + ":" + std::to_string(window);
-    alert.source_system = "siteswarm-events-service";
-    SS_CO_TRY(Appended appended, co_await append_event(ctx, std::move(alert)));
-    if (!appended.duplicate) ctx.log("anomaly.detected for " + type);
+    SS_CO_CHECK(co_await commit_with_cursor(ctx, report, rows, std::move(statements)));
   }
+
+  // Which windows are complete: those before the window "now" is in, and — when more events may be
+  // waiting — before the window of the last event read.
+  std::int64_t judge_until = window_of(ctx.now_ms(), kRateWindowMs);
+  if (full_batch && !rows.empty()) {
+    judge_until = std::min(judge_until, window_of(recorded_ms(ctx, rows.back()), kRateWindowMs));
+  }
+  SS_CO_TRY(std::int64_t judged_from, co_await AnomalyStore::judged_until(consumer));
+  if (judged_from == 0) judged_from = judge_until - kFirstJudgeLookbackMs;
+  if (judge_until <= judged_from) co_return Unit{};
+
+  SS_CO_TRY(std::vector<RateCandidate> rates,
+            co_await AnomalyStore::rate_candidates(
+                judged_from, judge_until, kBaselineWindows * kRateWindowMs, kMinAnomalyCount));
+  SS_CO_TRY(std::vector<SignalRow> signals,
+            co_await AnomalyStore::ended_signals(judged_from, judge_until));
+  std::int64_t windows = (judge_until - judged_from) / kRateWindowMs;
+  report.windows_judged = static_cast<int>(std::min<std::int64_t>(windows, kBaselineWindows));
+
+  for (const RateCandidate& c : rates) {
+    double baseline = static_cast<double>(c.trailing) / kBaselineWindows;
+    if (static_cast<double>(c.event_count) <= kAnomalyFactor * baseline) continue;
+    Anomaly a;
+    a.entity_type = "event_type";
+    a.entity_id = c.event_type;
+    a.rule = "rate";
+    a.subject = c.event_type;
+    a.window_start_ms = c.window_start_ms;
+    a.window_end_ms = c.window_start_ms + kRateWindowMs;
+    a.evidence = {{"event_type", c.event_type},
+                  {"count", c.event_count},
+                  {"baseline_per_window", baseline},
+                  {"baseline_windows", kBaselineWindows},
+                  {"factor", kAnomalyFactor},
+                  {"min_count", kMinAnomalyCount},
+                  {"window_minutes", kRateWindowMs / 60000}};
+    SS_CO_TRY(bool fresh, co_await report_anomaly(ctx, std::move(a)));
+    report.anomalies += fresh ? 1 : 0;
+  }
+  for (const SignalRow& s : signals) {
+    const SequenceRule* rule = rule_named(s.rule);
+    if (rule == nullptr || s.event_count < rule->threshold) continue;
+    Anomaly a;
+    if (!s.tenant_key.empty()) a.tenant_id = s.tenant_key;
+    auto colon = s.subject.find(':');
+    a.entity_type = s.subject.substr(0, colon);
+    a.entity_id = colon == std::string::npos ? s.subject : s.subject.substr(colon + 1);
+    a.rule = s.rule;
+    a.subject = s.subject;
+    a.window_start_ms = s.window_start_ms;
+    a.window_end_ms = s.window_end_ms;
+    a.evidence = {{"event_type", rule->event_type},
+                  {"subject", s.subject},
+                  {"count", s.event_count},
+                  {"threshold", rule->threshold},
+                  {"window_minutes", rule->window_ms / 60000},
+                  {"first_event_id", s.first_event_id},
+                  {"last_event_id", s.last_event_id}};
+    SS_CO_TRY(bool fresh, co_await report_anomaly(ctx, std::move(a)));
+    report.anomalies += fresh ? 1 : 0;
+  }
+  std::vector<D1Statement> judged = {AnomalyStore::judged_statement(consumer, judge_until)};
+  SS_CO_CHECK(co_await commit(judged));
   co_return Unit{};
 }
 

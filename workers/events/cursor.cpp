@@ -8,7 +8,8 @@ namespace ss::events {
 
 const std::vector<std::string>& consumer_names() {
   static const std::vector<std::string> kNames = {kWorkflowRunner, kTimelineIndexer,
-                                                  kAnomalyDetector};
+                                                  kAnomalyDetector, kReflexionAnalyzer,
+                                                  kCustomerHealthWatcher};
   return kNames;
 }
 
@@ -30,6 +31,13 @@ json DrainReport::to_json() const {
   if (budget_exhausted) j["budget_exhausted"] = true;
   if (contended) j["contended"] = true;
   if (killed) j["killed"] = true;
+  if (held > 0) j["held"] = held;
+  if (consumer == kAnomalyDetector) {
+    j["windows_judged"] = windows_judged;
+    j["anomalies"] = anomalies;
+  }
+  if (consumer == kCustomerHealthWatcher) j["health_changes"] = health_changes;
+  if (consumer == kReflexionAnalyzer) j["patterns"] = patterns;
   return j;
 }
 
@@ -73,6 +81,7 @@ Task<json> consumer_health(Context& ctx) {
   }
   json consumers = json::object();
   bool any_lagging = false;
+  std::string reason;
   std::int64_t capped = 0;
   std::int64_t quarantined = 0;
   for (const ConsumerHealthRow& row : *rows) {
@@ -81,19 +90,26 @@ Task<json> consumer_health(Context& ctx) {
       auto t = parse_rfc3339(*row.oldest_unread);
       if (t) lag_ms = std::max<std::int64_t>(0, ctx.now_ms() - *t);
     }
-    bool lagging = lag_ms > kLagAlertMs;
+    bool lagging = lag_ms > kLagAlertMs && !row.killed;
+    if (lagging && !any_lagging) {
+      reason = "consumer " + row.consumer + " is stalled: its oldest unread event was recorded " +
+               std::to_string(lag_ms / 60000) + " minutes ago";
+    }
     any_lagging = any_lagging || lagging;
     consumers[row.consumer] = {{"cursor", row.cursor.empty() ? json(nullptr) : json(row.cursor)},
                                {"lag_seconds", lag_ms / 1000},
-                               {"lagging", lagging}};
+                               {"lagging", lagging},
+                               {"killed", row.killed}};
     capped = row.capped;
     quarantined = row.quarantined;
   }
-  co_return json{{"status", any_lagging ? "lagging" : "ok"},
-                 {"consumers", consumers},
-                 {"lagging", any_lagging},
-                 {"fanout_capped", capped},
-                 {"quarantined", quarantined}};
+  json out{{"status", any_lagging ? "stalled" : "ok"},
+           {"consumers", consumers},
+           {"lagging", any_lagging},
+           {"fanout_capped", capped},
+           {"quarantined", quarantined}};
+  if (any_lagging) out["reason"] = reason;
+  co_return out;
 }
 
 }  // namespace ss::events

@@ -17,6 +17,8 @@ inline constexpr std::int64_t kLagAlertMs = 60 * 60 * 1000;
 inline constexpr const char* kWorkflowRunner = "workflow_runner";
 inline constexpr const char* kTimelineIndexer = "timeline_indexer";
 inline constexpr const char* kAnomalyDetector = "anomaly_detector";
+inline constexpr const char* kReflexionAnalyzer = "reflexion_analyzer";
+inline constexpr const char* kCustomerHealthWatcher = "customer_health_watcher";
 const std::vector<std::string>& consumer_names();
 bool is_consumer(std::string_view name);
 
@@ -32,6 +34,11 @@ struct DrainReport {
   bool killed = false;            // a kill switch is on: nothing read, cursor unchanged
   bool budget_exhausted = false;  // stopped early to stay under the subrequest limit
   bool contended = false;         // stopped at an event whose start another run is still making
+  int anomalies = 0;              // anomaly_detector: anomaly.detected events appended
+  int windows_judged = 0;         // anomaly_detector: completed windows judged this run
+  int health_changes = 0;         // customer_health_watcher: tenant.health_changed appended
+  int patterns = 0;               // reflexion_analyzer: failures counted into reflexion_log
+  int held = 0;                   // workflow_runner: starts held by kill:high_risk_ops
   json to_json() const;
 };
 
@@ -48,10 +55,12 @@ Task<Status> commit_with_cursor(Context& ctx, DrainReport& report,
 Task<Result<Cursor>> replay_consumer(Context& ctx, const std::string& consumer,
                                      const std::string& from_event_id);
 
-// {"status","consumers":{name:{"cursor","lag_seconds","lagging"}},"lagging","fanout_capped",
-// "quarantined"} from one D1 query. status is "ok", "lagging" (a consumer's oldest unread event was
-// recorded over kLagAlertMs ago) or "degraded" (D1 failed; the other fields are then absent). Lag
-// is measured from when the ledger recorded the event, never from its producer-minted id.
+// {"status","reason"?,"consumers":{name:{"cursor","lag_seconds","lagging","killed"}},"lagging",
+// "fanout_capped","quarantined"} from one D1 query. status is "ok", "stalled" (a consumer that no
+// kill switch stops has an oldest unread event recorded over kLagAlertMs ago; "reason" names it) or
+// "degraded" (D1 failed; the other fields are then absent). Lag is measured from when the ledger
+// recorded the event, never from its producer-minted id. A consumer stopped by its kill switch is
+// reported (killed: true) but is not a stall: the operator stopped it on purpose.
 Task<json> consumer_health(Context& ctx);
 
 }  // namespace ss::events

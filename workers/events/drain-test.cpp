@@ -5,6 +5,7 @@
 #include "shared/rfc3339.h"
 #include "shared/ulid.h"
 #include "tests/native/harness.h"
+#include "workers/events/test_ledger.h"
 
 #include <doctest/doctest.h>
 
@@ -13,79 +14,7 @@
 using ss::json;
 using ss::native::Mesh;
 
-namespace {
-
-const char* kToken = "bakery-token-0123456789";
-
-struct Ledger {
-  Mesh mesh;
-  std::vector<json> calls;  // workflow starts received by the webhook stub
-  std::set<std::string> failing_events;
-
-  Ledger() {
-    mesh.provision("bakery", kToken, "bakery-admin-0123456789", {}, "events");
-    mesh.set_env("events", "ALLOW_LOCAL_OUTBOUND", "1");
-    mesh.fetch_stub = [this](const json& req) {
-      ss::native::StubReply reply;
-      json body = json::parse(req["body"].get<std::string>(), nullptr, false);
-      calls.push_back(
-          {{"url", req["url"]}, {"key", req["headers"]["idempotency-key"]}, {"body", body}});
-      std::string event_id = body["event"]["event_id"];
-      reply.status = failing_events.count(event_id) ? 500 : 202;
-      reply.body = "{}";
-      return reply;
-    };
-  }
-
-  std::map<std::string, std::string> op(bool json_body = true) {
-    std::map<std::string, std::string> h{
-        {"Authorization", std::string("Bearer ") + Mesh::kAdminToken}};
-    if (json_body) h["Content-Type"] = "application/json";
-    return h;
-  }
-  ss::native::HttpReply admin(const std::string& method, const std::string& path,
-                              const json& body = nullptr) {
-    return mesh.request("events", method, path, op(!body.is_null()),
-                        body.is_null() ? "" : body.dump());
-  }
-  void workflow(const std::string& type) {
-    REQUIRE(admin("PUT", "/admin/workflows/" + type,
-                  {{"target", {{"webhook", "http://127.0.0.1:9/hooks/" + type}}}})
-                .status == 201);
-  }
-  void subscribe(const std::string& glob, const std::string& type,
-                 const json& extra = json::object()) {
-    json body = extra;
-    body["event_type_glob"] = glob;
-    body["workflow_type"] = type;
-    auto r = admin("POST", "/admin/subscriptions", body);
-    REQUIRE(r.status == 201);
-  }
-  std::string emit(const std::string& type, const json& payload = json::object(),
-                   const std::string& ref = "item:1") {
-    auto h = Mesh::tenant_headers("bakery", kToken);
-    h["Content-Type"] = "application/json";
-    auto r =
-        mesh.request("events", "POST", "/api/events", h,
-                     json{{"event_type", type}, {"entity_ref", ref}, {"payload", payload}}.dump());
-    REQUIRE(r.status == 201);
-    mesh.now_ms += 1;
-    return r.body_json()["event_id"];
-  }
-  json drain(const std::string& consumer = "workflow_runner") {
-    auto r = admin("POST", "/admin/events/drain?consumer=" + consumer);
-    REQUIRE(r.status == 200);
-    return r.body_json()["consumers"][consumer];
-  }
-  std::multiset<std::string> keys() const {
-    std::multiset<std::string> out;
-    for (const json& c : calls) out.insert(c["key"].get<std::string>());
-    return out;
-  }
-  json db(const std::string& sql) { return mesh.db("EVENTS_DB").rows(sql); }
-};
-
-}  // namespace
+using namespace ss::events::testing;
 
 TEST_CASE("a drainer that dies mid-batch and is re-run starts every workflow exactly once") {
   Ledger l;
@@ -444,25 +373,15 @@ TEST_CASE("a registered JSON Schema refuses a payload that breaks it with 422") 
   CHECK(l.db("SELECT * FROM events").size() == 1);
 }
 
-TEST_CASE("anomaly_detector flags a type whose rate jumps far above its baseline, once") {
-  Ledger l;
-  for (int i = 0; i < 25; ++i) l.emit("email.bounced");
-  l.emit("email.parsed");
-  json report = l.drain("anomaly_detector");
-  CHECK(report["read"] == 26);
-  json alerts = l.db("SELECT * FROM events WHERE event_type = 'anomaly.detected'");
-  REQUIRE(alerts.size() == 1);
-  CHECK(alerts[0]["entity_id"] == "email.bounced");
-  CHECK(l.drain("anomaly_detector")["read"] == 1);  // reads its own alert, does not count it
-  CHECK(l.db("SELECT * FROM events WHERE event_type = 'anomaly.detected'").size() == 1);
-}
-
 TEST_CASE("retention replaces old payloads with a summary and a tombstone; nothing is deleted") {
   Ledger l;
   std::string old1 = l.emit("price.changed", {{"secret", "old"}});
   std::string old2 = l.emit("lead.received", {{"secret", "old"}});
   l.mesh.now_ms += 400LL * ss::kMsPerDay;
   std::string fresh = l.emit("price.changed", {{"secret", "new"}});
+  // The default keeps payloads 730 days (EVENTS_RETENTION_DAYS): a 400-day-old one stays.
+  CHECK(l.admin("POST", "/admin/events/retention").body_json()["redacted"] == 0);
+  l.mesh.now_ms += 400LL * ss::kMsPerDay;
   auto r = l.admin("POST", "/admin/events/retention");
   REQUIRE(r.status == 200);
   CHECK(r.body_json()["redacted"] == 2);
@@ -535,7 +454,12 @@ TEST_CASE(
   CHECK(wrong.status == 200);
   CHECK_FALSE(wrong.body_json().contains("consumers"));
   l.mesh.now_ms += 2 * 60 * 60 * 1000;
-  CHECK(l.mesh.request("events", "GET", "/health").body_json()["status"] == "lagging");
+  auto stalled = l.mesh.request("events", "GET", "/health");
+  CHECK(stalled.status == 503);
+  CHECK(stalled.body_json()["status"] == "stalled");
+  CHECK(stalled.body_json()["ok"] == false);
+  CHECK(stalled.body_json()["error"]["code"] == "consumer_stalled");
+  CHECK_FALSE(stalled.body_json().contains("consumers"));
   l.mesh.fail_effect = [](const json& e) { return e["kind"] == "d1.all"; };
   json down = l.mesh.request("events", "GET", "/health").body_json();
   CHECK(down["ok"] == true);

@@ -235,6 +235,11 @@ Result<ReadQuery> parse_read_query(const Request& req) {
     return Error{ErrorCode::invalid_request, "after: must be an event_id (ULID)"}.with("field",
                                                                                        "after");
   }
+  std::string order = req.query_param("order");
+  if (!order.empty() && order != "asc" && order != "desc") {
+    return Error{ErrorCode::invalid_request, "order: use asc or desc"}.with("field", "order");
+  }
+  q.newest_first = order == "desc";
   auto limit = req.int_param("limit", q.limit, 1, kMaxReadLimit);
   if (!limit) return std::move(limit).error();
   q.limit = static_cast<int>(*limit);
@@ -248,6 +253,7 @@ Task<Result<json>> read_events(const ReadQuery& q) {
   filter.entity_type = q.entity_type;
   filter.entity_id = q.entity_id;
   filter.after = q.after;
+  filter.newest_first = q.newest_first;
   filter.limit = q.limit;
   SS_CO_TRY(std::vector<EventRow> rows, co_await EventStore::read(filter));
   json events = json::array();

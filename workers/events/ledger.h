@@ -64,7 +64,8 @@ struct ReadQuery {
   std::string type_glob;
   std::string entity_type;
   std::string entity_id;
-  std::string after;
+  std::string after;          // the last event_id of the previous page
+  bool newest_first = false;  // order=desc: newest first by the ledger's insertion sequence
   int limit = kDefaultReadLimit;
 };
 Result<ReadQuery> parse_read_query(const Request& req);

@@ -55,6 +55,19 @@ WHERE event_id > ?1
 ORDER BY event_id LIMIT ?6
 )sql";
 
+// order=desc: newest first by insertion sequence; the cursor ?1 is the last event_id of the previous
+// page (its first insertion visible to the caller). An unknown cursor is an empty page.
+constexpr std::string_view kReadEventsDesc = R"sql(
+SELECT * FROM events
+WHERE (?1 = '' OR seq < (SELECT MIN(c.seq) FROM events c
+                         WHERE c.event_id = ?1 AND (?2 IS NULL OR c.tenant_id = ?2)))
+  AND (?2 IS NULL OR tenant_id = ?2)
+  AND (?3 = '' OR event_type LIKE ?3 ESCAPE '\')
+  AND (?4 = '' OR entity_type = ?4)
+  AND (?5 = '' OR entity_id = ?5)
+ORDER BY seq DESC LIMIT ?6
+)sql";
+
 // Insertion order, never event_id order: producers mint event_ids, and can be late or wrong.
 constexpr std::string_view kEventsAfterCursor = R"sql(
 SELECT * FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2
@@ -187,6 +200,12 @@ constexpr std::string_view kFindSubscription = R"sql(
 SELECT * FROM event_subscriptions WHERE subscription_id = ?1
 )sql";
 
+constexpr std::string_view kUpdateSubscription = R"sql(
+UPDATE event_subscriptions SET event_type_glob = ?2, workflow_type = ?3, filter_expr = ?4,
+                               input_mapper = ?5, enabled = ?6
+WHERE subscription_id = ?1
+)sql";
+
 constexpr std::string_view kDeleteSubscription = R"sql(
 DELETE FROM event_subscriptions WHERE subscription_id = ?1
 )sql";
@@ -196,9 +215,11 @@ SELECT workflow_type FROM workflow_definitions WHERE workflow_type = ?1
 )sql";
 
 constexpr std::string_view kUpsertWorkflow = R"sql(
-INSERT INTO workflow_definitions (workflow_type, target_json, updated_at) VALUES (?1, ?2, ?3)
+INSERT INTO workflow_definitions (workflow_type, target_json, updated_at, risk_level)
+VALUES (?1, ?2, ?3, ?4)
 ON CONFLICT (workflow_type) DO UPDATE SET target_json = excluded.target_json,
-                                          updated_at = excluded.updated_at
+                                          updated_at = excluded.updated_at,
+                                          risk_level = excluded.risk_level
 )sql";
 
 constexpr std::string_view kWorkflows = R"sql(
@@ -238,32 +259,32 @@ SELECT * FROM kill_switches ORDER BY name
 
 // ---- aggregates
 
+// Guarded by the insertion sequence (a replayed event is not counted twice; a late event with an
+// older event_id still is).
 constexpr std::string_view kTimelineUpsert = R"sql(
 INSERT INTO entity_timelines (tenant_key, entity_type, entity_id, event_count, first_event_id,
-                              last_event_id, last_event_type, last_occurred_at)
-VALUES (?1, ?2, ?3, 1, ?4, ?4, ?5, ?6)
+                              last_event_id, last_event_type, last_occurred_at, last_seq)
+VALUES (?1, ?2, ?3, 1, ?4, ?4, ?5, ?6, ?7)
 ON CONFLICT (tenant_key, entity_type, entity_id) DO UPDATE SET
   event_count = event_count + 1, last_event_id = excluded.last_event_id,
-  last_event_type = excluded.last_event_type, last_occurred_at = excluded.last_occurred_at
-WHERE excluded.last_event_id > entity_timelines.last_event_id
+  last_event_type = excluded.last_event_type, last_occurred_at = excluded.last_occurred_at,
+  last_seq = excluded.last_seq
+WHERE excluded.last_seq > entity_timelines.last_seq
 )sql";
 
 constexpr std::string_view kFindTimeline = R"sql(
 SELECT * FROM entity_timelines WHERE tenant_key = ?1 AND entity_type = ?2 AND entity_id = ?3
 )sql";
 
+// Guarded by the insertion sequence: a replayed event (seq at or below last_seq) is not counted
+// again.
 constexpr std::string_view kRateUpsert = R"sql(
-INSERT INTO event_type_rates (event_type, window_start_ms, event_count, last_event_id)
-VALUES (?1, ?2, 1, ?3)
+INSERT INTO event_type_rates (event_type, window_start_ms, event_count, last_event_id, last_seq)
+VALUES (?1, ?2, 1, ?3, ?4)
 ON CONFLICT (event_type, window_start_ms) DO UPDATE SET event_count = event_count + 1,
-                                                        last_event_id = excluded.last_event_id
-WHERE excluded.last_event_id > event_type_rates.last_event_id
-)sql";
-
-constexpr std::string_view kRateSums = R"sql(
-SELECT COALESCE(SUM(CASE WHEN window_start_ms = ?2 THEN event_count ELSE 0 END), 0) AS current,
-       COALESCE(SUM(CASE WHEN window_start_ms < ?2 THEN event_count ELSE 0 END), 0) AS trailing
-FROM event_type_rates WHERE event_type = ?1 AND window_start_ms >= ?3
+                                                        last_event_id = excluded.last_event_id,
+                                                        last_seq = excluded.last_seq
+WHERE excluded.last_seq > event_type_rates.last_seq
 )sql";
 
 constexpr std::string_view kRetentionSummary = R"sql(
@@ -283,8 +304,120 @@ SELECT c.consumer AS consumer, COALESCE(d.cursor, '') AS cursor,
        (SELECT e.recorded_at FROM events e WHERE e.seq > COALESCE(d.cursor_seq, 0)
         ORDER BY e.seq LIMIT 1) AS oldest_unread,
        (SELECT COUNT(*) FROM events WHERE event_type = 'events.fanout_capped') AS capped,
-       (SELECT COUNT(*) FROM events_quarantine WHERE resolved_at IS NULL) AS quarantined
+       (SELECT COUNT(*) FROM events_quarantine WHERE resolved_at IS NULL) AS quarantined,
+       (SELECT COUNT(*) FROM kill_switches k
+        WHERE k.enabled = 1 AND (k.name = 'kill:' || c.consumer
+                                 OR (c.consumer = 'workflow_runner' AND k.name = 'kill:fanout')))
+         AS killed
 FROM c LEFT JOIN event_drain_state d ON d.consumer = c.consumer
+)sql";
+
+// ---- anomaly_detector
+
+constexpr std::string_view kRateCandidates = R"sql(
+SELECT r.event_type AS event_type, r.window_start_ms AS window_start_ms,
+       r.event_count AS event_count,
+       (SELECT COALESCE(SUM(b.event_count), 0) FROM event_type_rates b
+        WHERE b.event_type = r.event_type AND b.window_start_ms >= r.window_start_ms - ?3
+          AND b.window_start_ms < r.window_start_ms) AS trailing
+FROM event_type_rates r
+WHERE r.window_start_ms >= ?1 AND r.window_start_ms < ?2 AND r.event_count >= ?4
+ORDER BY r.window_start_ms, r.event_type LIMIT 200
+)sql";
+
+constexpr std::string_view kSignalUpsert = R"sql(
+INSERT INTO anomaly_signals (rule, tenant_key, subject, window_start_ms, window_end_ms, event_count,
+                             first_event_id, last_event_id, last_seq)
+VALUES (?1, ?2, ?3, ?4, ?5, 1, ?7, ?7, ?6)
+ON CONFLICT (rule, tenant_key, subject, window_start_ms) DO UPDATE SET
+  event_count = event_count + 1, last_event_id = excluded.last_event_id,
+  last_seq = excluded.last_seq
+WHERE excluded.last_seq > anomaly_signals.last_seq
+)sql";
+
+constexpr std::string_view kEndedSignals = R"sql(
+SELECT * FROM anomaly_signals WHERE window_end_ms > ?1 AND window_end_ms <= ?2
+ORDER BY window_end_ms, rule, subject LIMIT 200
+)sql";
+
+constexpr std::string_view kJudgedUntil = R"sql(
+SELECT judged_until_ms AS n FROM event_drain_state WHERE consumer = ?1
+)sql";
+
+constexpr std::string_view kSetJudgedUntil = R"sql(
+INSERT INTO event_drain_state (consumer, judged_until_ms) VALUES (?1, ?2)
+ON CONFLICT (consumer) DO UPDATE SET judged_until_ms = excluded.judged_until_ms
+)sql";
+
+// ---- reflexion_analyzer: examples keep the first 5 events of a pattern, tenants up to 20.
+
+constexpr std::string_view kReflexionUpsert = R"sql(
+INSERT INTO reflexion_log (subject_kind, subject, error_class, failure_count, first_seen_at,
+                           last_seen_at, last_error, example_event_ids, tenants, last_seq)
+VALUES (?1, ?2, ?3, 1, ?7, ?7, ?4, json_array(?5),
+        CASE WHEN ?6 = '' THEN '[]' ELSE json_array(?6) END, ?8)
+ON CONFLICT (subject_kind, subject, error_class) DO UPDATE SET
+  failure_count = failure_count + 1, last_seen_at = excluded.last_seen_at,
+  last_error = excluded.last_error, last_seq = excluded.last_seq,
+  example_event_ids = CASE WHEN json_array_length(reflexion_log.example_event_ids) < 5
+                           THEN json_insert(reflexion_log.example_event_ids, '$[#]', ?5)
+                           ELSE reflexion_log.example_event_ids END,
+  tenants = CASE WHEN ?6 = '' OR json_array_length(reflexion_log.tenants) >= 20
+                   OR EXISTS (SELECT 1 FROM json_each(reflexion_log.tenants) WHERE value = ?6)
+                 THEN reflexion_log.tenants
+                 ELSE json_insert(reflexion_log.tenants, '$[#]', ?6) END
+WHERE excluded.last_seq > reflexion_log.last_seq
+)sql";
+
+constexpr std::string_view kReflexionList = R"sql(
+SELECT * FROM reflexion_log WHERE (?1 = '' OR subject = ?1)
+ORDER BY failure_count DESC, last_seen_at DESC LIMIT ?2
+)sql";
+
+// ---- customer_health_watcher
+
+constexpr std::string_view kHealthRows = R"sql(
+SELECT * FROM tenant_health WHERE tenant_id IN (SELECT value FROM json_each(?1))
+)sql";
+
+constexpr std::string_view kHealthFind = R"sql(
+SELECT * FROM tenant_health WHERE tenant_id = ?1
+)sql";
+
+constexpr std::string_view kHealthUpsert = R"sql(
+INSERT INTO tenant_health (tenant_id, score, band, signals_json, last_seq, last_event_at,
+                           band_changed_at, updated_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+ON CONFLICT (tenant_id) DO UPDATE SET score = excluded.score, band = excluded.band,
+  signals_json = excluded.signals_json, last_seq = excluded.last_seq,
+  last_event_at = excluded.last_event_at, band_changed_at = excluded.band_changed_at,
+  updated_at = excluded.updated_at
+WHERE excluded.last_seq > tenant_health.last_seq
+)sql";
+
+// ---- alerts outbox
+
+constexpr std::string_view kAlertEnqueue = R"sql(
+INSERT OR IGNORE INTO events_alerts (alert_key, kind, summary, details_json, created_at)
+VALUES (?1, ?2, ?3, ?4, ?5)
+)sql";
+
+constexpr std::string_view kAlertsPending = R"sql(
+SELECT * FROM events_alerts
+WHERE attempts < ?3 AND ((?1 = 1 AND pagerduty_sent_at IS NULL) OR (?2 = 1 AND slack_sent_at IS NULL))
+ORDER BY created_at, alert_key LIMIT ?4
+)sql";
+
+constexpr std::string_view kAlertAttempt = R"sql(
+UPDATE events_alerts SET attempts = attempts + 1,
+  pagerduty_sent_at = CASE WHEN ?2 = 1 THEN COALESCE(pagerduty_sent_at, ?5) ELSE pagerduty_sent_at END,
+  slack_sent_at = CASE WHEN ?3 = 1 THEN COALESCE(slack_sent_at, ?5) ELSE slack_sent_at END,
+  last_error = NULLIF(?4, '')
+WHERE alert_key = ?1
+)sql";
+
+constexpr std::string_view kAlertsRecent = R"sql(
+SELECT * FROM events_alerts ORDER BY created_at DESC, alert_key LIMIT ?1
 )sql";
 
 json text_or_null(const std::optional<std::string>& s) { return s ? json(*s) : json(nullptr); }
@@ -448,13 +581,15 @@ json SubscriptionRow::view() const {
 }
 
 WorkflowRow WorkflowRow::decode(RowReader& r) {
-  return WorkflowRow{r.text("workflow_type"), r.text("target_json"), r.text("updated_at")};
+  return WorkflowRow{r.text("workflow_type"), r.text("target_json"), r.text("updated_at"),
+                     r.integer("risk_level")};
 }
 
 json WorkflowRow::view() const {
   auto target = parse_json(target_json);
   return json{{"workflow_type", workflow_type},
               {"target", target ? *target : json::object()},
+              {"risk_level", risk_level},
               {"updated_at", updated_at}};
 }
 
@@ -499,8 +634,94 @@ json TimelineRow::view() const {
               {"last_occurred_at", last_occurred_at}};
 }
 
-RateSums RateSums::decode(RowReader& r) {
-  return RateSums{r.integer("current"), r.integer("trailing")};
+RateCandidate RateCandidate::decode(RowReader& r) {
+  RateCandidate c;
+  c.event_type = r.text("event_type");
+  c.window_start_ms = r.integer("window_start_ms");
+  c.event_count = r.integer("event_count");
+  c.trailing = r.integer("trailing");
+  return c;
+}
+
+SignalRow SignalRow::decode(RowReader& r) {
+  SignalRow s;
+  s.rule = r.text("rule");
+  s.tenant_key = r.text("tenant_key");
+  s.subject = r.text("subject");
+  s.window_start_ms = r.integer("window_start_ms");
+  s.window_end_ms = r.integer("window_end_ms");
+  s.event_count = r.integer("event_count");
+  s.first_event_id = r.text("first_event_id");
+  s.last_event_id = r.text("last_event_id");
+  return s;
+}
+
+ReflexionRow ReflexionRow::decode(RowReader& r) {
+  ReflexionRow x;
+  x.subject_kind = r.text("subject_kind");
+  x.subject = r.text("subject");
+  x.error_class = r.text("error_class");
+  x.failure_count = r.integer("failure_count");
+  x.first_seen_at = r.text("first_seen_at");
+  x.last_seen_at = r.text("last_seen_at");
+  x.last_error = r.nullable_text("last_error");
+  x.example_event_ids = r.text("example_event_ids");
+  x.tenants = r.text("tenants");
+  return x;
+}
+
+json ReflexionRow::view() const {
+  auto examples = parse_json(example_event_ids);
+  auto seen = parse_json(tenants);
+  return json{{"subject_kind", subject_kind},
+              {"subject", subject},
+              {"error_class", error_class},
+              {"count", failure_count},
+              {"first_seen_at", first_seen_at},
+              {"last_seen_at", last_seen_at},
+              {"last_error", text_or_null(last_error)},
+              {"example_event_ids", examples ? *examples : json::array()},
+              {"tenants", seen ? *seen : json::array()}};
+}
+
+TenantHealthRow TenantHealthRow::decode(RowReader& r) {
+  TenantHealthRow h;
+  h.tenant_id = r.text("tenant_id");
+  h.score = r.integer("score");
+  h.band = r.text("band");
+  h.signals_json = r.text("signals_json");
+  h.last_seq = r.integer("last_seq");
+  h.last_event_at = r.nullable_text("last_event_at");
+  h.band_changed_at = r.nullable_text("band_changed_at");
+  h.updated_at = r.text("updated_at");
+  return h;
+}
+
+AlertRow AlertRow::decode(RowReader& r) {
+  AlertRow a;
+  a.alert_key = r.text("alert_key");
+  a.kind = r.text("kind");
+  a.summary = r.text("summary");
+  a.details_json = r.text("details_json");
+  a.created_at = r.text("created_at");
+  a.attempts = r.integer("attempts");
+  a.pagerduty_sent_at = r.nullable_text("pagerduty_sent_at");
+  a.slack_sent_at = r.nullable_text("slack_sent_at");
+  a.last_error = r.nullable_text("last_error");
+  return a;
+}
+
+json AlertRow::view() const {
+  auto details = parse_json(details_json);
+  return json{{"alert_key", alert_key},
+              {"kind", kind},
+              {"summary", summary},
+              {"details", details ? *details : json::object()},
+              {"created_at", created_at},
+              {"attempts", attempts},
+              {"pagerduty_sent_at", text_or_null(pagerduty_sent_at)},
+              {"slack_sent_at", text_or_null(slack_sent_at)},
+              {"last_error", text_or_null(last_error)}};
 }
 
 ConsumerHealthRow ConsumerHealthRow::decode(RowReader& r) {
@@ -510,6 +731,7 @@ ConsumerHealthRow ConsumerHealthRow::decode(RowReader& r) {
   h.oldest_unread = r.nullable_text("oldest_unread");
   h.capped = r.integer("capped");
   h.quarantined = r.integer("quarantined");
+  h.killed = r.integer("killed") > 0;
   return h;
 }
 
@@ -532,13 +754,18 @@ Task<Result<std::optional<std::string>>> EventStore::find_by_idempotency(
   }
 }
 
-Task<Result<bool>> EventStore::insert(const EventInsert& e) {
+D1Statement EventStore::insert_statement(const EventInsert& e) {
   json params =
       json::array({e.event_id, text_or_null(e.tenant_id), e.event_type, e.entity_type, e.entity_id,
                    e.payload_json, text_or_null(e.idempotency_key), text_or_null(e.caused_by),
                    text_or_null(e.workflow_run_id), text_or_null(e.source_system), e.occurred_at,
                    e.recorded_at, e.sequence_no ? json(*e.sequence_no) : json(nullptr)});
-  SS_CO_TRY(std::int64_t n, co_await changes(kInsertEvent, params));
+  return D1Statement{std::string(kInsertEvent), std::move(params)};
+}
+
+Task<Result<bool>> EventStore::insert(const EventInsert& e) {
+  D1Statement statement = insert_statement(e);
+  SS_CO_TRY(std::int64_t n, co_await changes(kInsertEvent, std::move(statement.params)));
   co_return n == 1;
 }
 
@@ -577,7 +804,8 @@ Task<Result<std::vector<EventRow>>> EventStore::read(const EventFilter& f) {
   json params = json::array(
       {f.after, text_or_null(f.tenant_id), f.type_like, f.entity_type, f.entity_id, f.limit});
   {
-    auto awaited = co_await all_rows<EventRow>(kReadEvents, params);
+    auto awaited =
+        co_await all_rows<EventRow>(f.newest_first ? kReadEventsDesc : kReadEvents, params);
     co_return std::move(awaited);
   }
 }
@@ -760,6 +988,14 @@ Task<Result<std::optional<SubscriptionRow>>> ConfigStore::subscription(const std
   }
 }
 
+Task<Result<bool>> ConfigStore::update_subscription(const SubscriptionRow& s) {
+  json params =
+      json::array({s.subscription_id, s.event_type_glob, s.workflow_type,
+                   text_or_null(s.filter_expr), text_or_null(s.input_mapper), s.enabled ? 1 : 0});
+  SS_CO_TRY(std::int64_t n, co_await changes(kUpdateSubscription, params));
+  co_return n > 0;
+}
+
 Task<Result<bool>> ConfigStore::delete_subscription(const std::string& id) {
   json params = json::array({id});
   SS_CO_TRY(std::int64_t n, co_await changes(kDeleteSubscription, params));
@@ -768,10 +1004,10 @@ Task<Result<bool>> ConfigStore::delete_subscription(const std::string& id) {
 
 Task<Result<bool>> ConfigStore::upsert_workflow(const std::string& type,
                                                 const std::string& target_json,
-                                                const std::string& now) {
+                                                std::int64_t risk_level, const std::string& now) {
   json exists_params = json::array({type});
   SS_CO_TRY(D1Result existing, co_await db().first(kWorkflowExists, exists_params));
-  json params = json::array({type, target_json, now});
+  json params = json::array({type, target_json, now, risk_level});
   SS_CO_CHECK(co_await execute(kUpsertWorkflow, params));
   co_return existing.empty();
 }
@@ -840,7 +1076,7 @@ Task<Result<std::vector<KillSwitchRow>>> ConfigStore::kill_switches() {
 D1Statement AggregateStore::timeline_statement(const EventRow& e) {
   return D1Statement{std::string(kTimelineUpsert),
                      json::array({e.tenant_key(), e.entity_type, e.entity_id, e.event_id,
-                                  e.event_type, e.occurred_at})};
+                                  e.event_type, e.occurred_at, e.seq})};
 }
 
 Task<Result<std::optional<TimelineRow>>> AggregateStore::timeline(const std::string& tenant_key,
@@ -854,18 +1090,10 @@ Task<Result<std::optional<TimelineRow>>> AggregateStore::timeline(const std::str
 }
 
 D1Statement AggregateStore::rate_statement(const std::string& event_type,
-                                           std::int64_t window_start_ms,
+                                           std::int64_t window_start_ms, std::int64_t seq,
                                            const std::string& event_id) {
   return D1Statement{std::string(kRateUpsert),
-                     json::array({event_type, window_start_ms, event_id})};
-}
-
-Task<Result<RateSums>> AggregateStore::rate_sums(const std::string& event_type,
-                                                 std::int64_t window_start_ms,
-                                                 std::int64_t baseline_from_ms) {
-  json params = json::array({event_type, window_start_ms, baseline_from_ms});
-  SS_CO_TRY(std::optional<RateSums> row, co_await first_row<RateSums>(kRateSums, params));
-  co_return row.value_or(RateSums{});
+                     json::array({event_type, window_start_ms, event_id, seq})};
 }
 
 D1Statement AggregateStore::retention_summary_statement(
@@ -884,6 +1112,133 @@ Task<Result<std::vector<ConsumerHealthRow>>> AggregateStore::health(
   json params = json::array({dump_json(names)});
   {
     auto awaited = co_await all_rows<ConsumerHealthRow>(kHealth, params);
+    co_return std::move(awaited);
+  }
+}
+
+// ---- AnomalyStore
+
+Task<Result<std::vector<RateCandidate>>> AnomalyStore::rate_candidates(
+    std::int64_t from_ms, std::int64_t until_ms, std::int64_t baseline_span_ms,
+    std::int64_t min_count) {
+  json params = json::array({from_ms, until_ms, baseline_span_ms, min_count});
+  {
+    auto awaited = co_await all_rows<RateCandidate>(kRateCandidates, params);
+    co_return std::move(awaited);
+  }
+}
+
+D1Statement AnomalyStore::signal_statement(const std::string& rule, const std::string& tenant_key,
+                                           const std::string& subject, std::int64_t window_start_ms,
+                                           std::int64_t window_end_ms, std::int64_t seq,
+                                           const std::string& event_id) {
+  return D1Statement{
+      std::string(kSignalUpsert),
+      json::array({rule, tenant_key, subject, window_start_ms, window_end_ms, seq, event_id})};
+}
+
+Task<Result<std::vector<SignalRow>>> AnomalyStore::ended_signals(std::int64_t from_end_ms,
+                                                                 std::int64_t until_end_ms) {
+  json params = json::array({from_end_ms, until_end_ms});
+  {
+    auto awaited = co_await all_rows<SignalRow>(kEndedSignals, params);
+    co_return std::move(awaited);
+  }
+}
+
+Task<Result<std::int64_t>> AnomalyStore::judged_until(const std::string& consumer) {
+  json params = json::array({consumer});
+  SS_CO_TRY(std::optional<CountRow> row, co_await first_row<CountRow>(kJudgedUntil, params));
+  co_return row ? row->n : 0;
+}
+
+D1Statement AnomalyStore::judged_statement(const std::string& consumer, std::int64_t until_ms) {
+  return D1Statement{std::string(kSetJudgedUntil), json::array({consumer, until_ms})};
+}
+
+// ---- ReflexionStore
+
+D1Statement ReflexionStore::record_statement(const std::string& subject_kind,
+                                             const std::string& subject,
+                                             const std::string& error_class,
+                                             const std::string& error, const std::string& event_id,
+                                             const std::string& tenant_key,
+                                             const std::string& recorded_at, std::int64_t seq) {
+  static constexpr std::size_t kMaxError = 500;
+  return D1Statement{std::string(kReflexionUpsert),
+                     json::array({subject_kind, subject, error_class,
+                                  error.empty() ? json(nullptr) : json(error.substr(0, kMaxError)),
+                                  event_id, tenant_key, recorded_at, seq})};
+}
+
+Task<Result<std::vector<ReflexionRow>>> ReflexionStore::list(const std::string& subject,
+                                                             int limit) {
+  json params = json::array({subject, limit});
+  {
+    auto awaited = co_await all_rows<ReflexionRow>(kReflexionList, params);
+    co_return std::move(awaited);
+  }
+}
+
+// ---- HealthStore
+
+Task<Result<std::vector<TenantHealthRow>>> HealthStore::rows(
+    const std::vector<std::string>& tenants) {
+  json list = json::array();
+  for (const auto& t : tenants) list.push_back(t);
+  json params = json::array({dump_json(list)});
+  {
+    auto awaited = co_await all_rows<TenantHealthRow>(kHealthRows, params);
+    co_return std::move(awaited);
+  }
+}
+
+Task<Result<std::optional<TenantHealthRow>>> HealthStore::find(const std::string& tenant_id) {
+  json params = json::array({tenant_id});
+  {
+    auto awaited = co_await first_row<TenantHealthRow>(kHealthFind, params);
+    co_return std::move(awaited);
+  }
+}
+
+D1Statement HealthStore::upsert_statement(const TenantHealthRow& h) {
+  return D1Statement{
+      std::string(kHealthUpsert),
+      json::array({h.tenant_id, h.score, h.band, h.signals_json, h.last_seq,
+                   text_or_null(h.last_event_at), text_or_null(h.band_changed_at), h.updated_at})};
+}
+
+// ---- AlertStore
+
+D1Statement AlertStore::enqueue_statement(const std::string& key, const std::string& kind,
+                                          const std::string& summary, const json& details,
+                                          const std::string& now) {
+  return D1Statement{std::string(kAlertEnqueue),
+                     json::array({key, kind, summary, dump_json(details), now})};
+}
+
+Task<Result<std::vector<AlertRow>>> AlertStore::pending(bool pagerduty, bool slack,
+                                                        int max_attempts, int limit) {
+  json params = json::array({pagerduty ? 1 : 0, slack ? 1 : 0, max_attempts, limit});
+  {
+    auto awaited = co_await all_rows<AlertRow>(kAlertsPending, params);
+    co_return std::move(awaited);
+  }
+}
+
+D1Statement AlertStore::attempt_statement(const std::string& key, bool pagerduty_sent,
+                                          bool slack_sent, const std::string& error,
+                                          const std::string& now) {
+  static constexpr std::size_t kMaxError = 500;
+  return D1Statement{std::string(kAlertAttempt),
+                     json::array({key, pagerduty_sent ? 1 : 0, slack_sent ? 1 : 0,
+                                  error.substr(0, kMaxError), now})};
+}
+
+Task<Result<std::vector<AlertRow>>> AlertStore::recent(int limit) {
+  json params = json::array({limit});
+  {
+    auto awaited = co_await all_rows<AlertRow>(kAlertsRecent, params);
     co_return std::move(awaited);
   }
 }

@@ -65,7 +65,8 @@ struct EventFilter {
   std::string type_like;                 // a LIKE pattern (escape '\'), "" for any type
   std::string entity_type;
   std::string entity_id;
-  std::string after;  // event_id cursor, exclusive
+  std::string after;          // event_id cursor, exclusive (in the listing's order)
+  bool newest_first = false;  // order=desc: by insertion sequence, newest first
   int limit = 100;
 };
 
@@ -87,6 +88,8 @@ class EventStore {
                                                                       const std::string& key);
   // true when the row was written; false when a constraint (event_id, idempotency) ignored it.
   static Task<Result<bool>> insert(const EventInsert& event);
+  // The same INSERT OR IGNORE, to commit in a batch (the ledger's own events: no schema check).
+  static D1Statement insert_statement(const EventInsert& event);
   // After an ignored insert: the tenant's event holding that (tenant, idempotency key), else the
   // one holding that (tenant, event_id). Another tenant's events are never looked at.
   static Task<Result<std::optional<std::string>>> find_existing(
@@ -204,6 +207,7 @@ struct WorkflowRow {
   std::string workflow_type;
   std::string target_json;
   std::string updated_at;
+  std::int64_t risk_level = 0;  // 0-5; kill:high_risk_ops holds starts at kHighRiskLevel and above
   json view() const;
   static WorkflowRow decode(RowReader& r);
 };
@@ -231,10 +235,12 @@ class ConfigStore {
   static Task<Result<std::vector<SubscriptionRow>>> enabled_subscriptions();
   static Task<Result<std::optional<SubscriptionRow>>> subscription(const std::string& id);
   static Task<Result<bool>> delete_subscription(const std::string& id);  // false: no such row
+  // PATCH: every column but the id and created_at; false when there is no such row.
+  static Task<Result<bool>> update_subscription(const SubscriptionRow& row);
 
   // true when the type was new.
   static Task<Result<bool>> upsert_workflow(const std::string& type, const std::string& target_json,
-                                            const std::string& now);
+                                            std::int64_t risk_level, const std::string& now);
   static Task<Result<std::vector<WorkflowRow>>> workflows();
   static Task<Result<std::optional<WorkflowRow>>> workflow(const std::string& type);
   static Task<Result<bool>> delete_workflow(const std::string& type);
@@ -261,12 +267,6 @@ struct TimelineRow {
   static TimelineRow decode(RowReader& r);
 };
 
-struct RateSums {
-  std::int64_t current = 0;
-  std::int64_t trailing = 0;
-  static RateSums decode(RowReader& r);
-};
-
 // One consumer's line of the health snapshot; the ledger-wide counts repeat on every line.
 struct ConsumerHealthRow {
   std::string consumer;
@@ -274,6 +274,7 @@ struct ConsumerHealthRow {
   std::optional<std::string> oldest_unread;  // recorded_at of the first event after the cursor
   std::int64_t capped = 0;                   // events.fanout_capped records
   std::int64_t quarantined = 0;              // open quarantine rows
+  bool killed = false;                       // a kill switch stops this consumer on purpose
   static ConsumerHealthRow decode(RowReader& r);
 };
 
@@ -284,12 +285,9 @@ class AggregateStore {
   static Task<Result<std::optional<TimelineRow>>> timeline(const std::string& tenant_key,
                                                            const std::string& entity_type,
                                                            const std::string& entity_id);
+  // Counts one event into its type's window unless the window already counted a later seq.
   static D1Statement rate_statement(const std::string& event_type, std::int64_t window_start_ms,
-                                    const std::string& event_id);
-  // The count in `window_start_ms` and the sum of the windows in [baseline_from_ms, window).
-  static Task<Result<RateSums>> rate_sums(const std::string& event_type,
-                                          std::int64_t window_start_ms,
-                                          std::int64_t baseline_from_ms);
+                                    std::int64_t seq, const std::string& event_id);
   static D1Statement retention_summary_statement(const std::string& day,
                                                  const std::string& tenant_key,
                                                  const std::string& event_type, std::int64_t count,
@@ -300,6 +298,123 @@ class AggregateStore {
   // event, plus cap records and open quarantine rows.
   static Task<Result<std::vector<ConsumerHealthRow>>> health(
       const std::vector<std::string>& consumers);
+};
+
+// ---- anomaly_detector, reflexion_analyzer, customer_health_watcher ---------------------------
+
+// A rate window ready to be judged: its count and the sum of the type's windows before it.
+struct RateCandidate {
+  std::string event_type;
+  std::int64_t window_start_ms = 0;
+  std::int64_t event_count = 0;
+  std::int64_t trailing = 0;  // events in the baseline span before the window
+  static RateCandidate decode(RowReader& r);
+};
+
+struct SignalRow {
+  std::string rule;
+  std::string tenant_key;
+  std::string subject;
+  std::int64_t window_start_ms = 0;
+  std::int64_t window_end_ms = 0;
+  std::int64_t event_count = 0;
+  std::string first_event_id;
+  std::string last_event_id;
+  static SignalRow decode(RowReader& r);
+};
+
+class AnomalyStore {
+ public:
+  // Windows starting in [from_ms, until_ms) with at least min_count events, each with the sum of
+  // its type's windows in the baseline_span_ms before it; oldest first.
+  static Task<Result<std::vector<RateCandidate>>> rate_candidates(std::int64_t from_ms,
+                                                                  std::int64_t until_ms,
+                                                                  std::int64_t baseline_span_ms,
+                                                                  std::int64_t min_count);
+  static D1Statement signal_statement(const std::string& rule, const std::string& tenant_key,
+                                      const std::string& subject, std::int64_t window_start_ms,
+                                      std::int64_t window_end_ms, std::int64_t seq,
+                                      const std::string& event_id);
+  // Signal windows that ended in (from_end_ms, until_end_ms].
+  static Task<Result<std::vector<SignalRow>>> ended_signals(std::int64_t from_end_ms,
+                                                            std::int64_t until_end_ms);
+  static Task<Result<std::int64_t>> judged_until(const std::string& consumer);
+  static D1Statement judged_statement(const std::string& consumer, std::int64_t until_ms);
+};
+
+struct ReflexionRow {
+  std::string subject_kind;
+  std::string subject;
+  std::string error_class;
+  std::int64_t failure_count = 0;
+  std::string first_seen_at;
+  std::string last_seen_at;
+  std::optional<std::string> last_error;
+  std::string example_event_ids;  // JSON array text
+  std::string tenants;            // JSON array text
+  json view() const;
+  static ReflexionRow decode(RowReader& r);
+};
+
+class ReflexionStore {
+ public:
+  static D1Statement record_statement(const std::string& subject_kind, const std::string& subject,
+                                      const std::string& error_class, const std::string& error,
+                                      const std::string& event_id, const std::string& tenant_key,
+                                      const std::string& recorded_at, std::int64_t seq);
+  // subject "" = every subject; most failures first.
+  static Task<Result<std::vector<ReflexionRow>>> list(const std::string& subject, int limit);
+};
+
+struct TenantHealthRow {
+  std::string tenant_id;
+  std::int64_t score = 100;
+  std::string band = "healthy";
+  std::string signals_json = "{}";
+  std::int64_t last_seq = 0;
+  std::optional<std::string> last_event_at;
+  std::optional<std::string> band_changed_at;
+  std::string updated_at;
+  static TenantHealthRow decode(RowReader& r);
+};
+
+class HealthStore {
+ public:
+  // The rows of these tenants (those that have one).
+  static Task<Result<std::vector<TenantHealthRow>>> rows(const std::vector<std::string>& tenants);
+  static Task<Result<std::optional<TenantHealthRow>>> find(const std::string& tenant_id);
+  // Writes the row unless a run already wrote a later seq.
+  static D1Statement upsert_statement(const TenantHealthRow& row);
+};
+
+// ---- operator alerts: the outbox ----------------------------------------------------------------
+
+struct AlertRow {
+  std::string alert_key;
+  std::string kind;
+  std::string summary;
+  std::string details_json;
+  std::string created_at;
+  std::int64_t attempts = 0;
+  std::optional<std::string> pagerduty_sent_at;
+  std::optional<std::string> slack_sent_at;
+  std::optional<std::string> last_error;
+  json view() const;
+  static AlertRow decode(RowReader& r);
+};
+
+class AlertStore {
+ public:
+  // Inserted once per key: a second call with the same key changes nothing.
+  static D1Statement enqueue_statement(const std::string& key, const std::string& kind,
+                                       const std::string& summary, const json& details,
+                                       const std::string& now);
+  // Rows with a configured channel not yet sent, fewer than max_attempts tries, oldest first.
+  static Task<Result<std::vector<AlertRow>>> pending(bool pagerduty, bool slack, int max_attempts,
+                                                     int limit);
+  static D1Statement attempt_statement(const std::string& key, bool pagerduty_sent, bool slack_sent,
+                                       const std::string& error, const std::string& now);
+  static Task<Result<std::vector<AlertRow>>> recent(int limit);
 };
 
 // Commits statements in one D1 batch (all or nothing).

@@ -4,7 +4,9 @@
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
 #include "shared/url_guard.h"
+#include "workers/events/alerts.h"
 #include "workers/events/ledger.h"
+#include "workers/events/reflexion_analyzer.h"
 
 #include <algorithm>
 #include <map>
@@ -17,10 +19,12 @@ struct WorkflowTarget {
   std::string service;  // binding name, or ""
   std::string path;
   std::string webhook;
+  std::int64_t risk_level = 0;
 };
 
 struct StartOutcome {
   bool started = false;
+  bool completed = false;  // the target answered {"status":"completed"}: it ran synchronously
   std::string run_id;
   int http_status = 0;
   std::string error;
@@ -31,8 +35,9 @@ struct FanoutContext {
   std::map<std::string, WorkflowTarget> workflows;
   // Dedupe keys already started for this consumer, per event (seq).
   std::map<std::int64_t, std::set<std::string>> done_keys;
-  std::string holder;  // this run's id: the owner of the claims it makes
-  std::string lock;    // the drain lock to renew with every commit ("" for retries)
+  std::string holder;           // this run's id: the owner of the claims it makes
+  std::string lock;             // the drain lock to renew with every commit ("" for retries)
+  bool hold_high_risk = false;  // kill:high_risk_ops is on: risk_level >= 4 starts are held
 };
 
 struct EventOutcome {
@@ -43,6 +48,7 @@ struct EventOutcome {
   bool capped = false;
   bool contended = false;      // another run holds a live claim on one of this event's starts
   std::string failure;         // non-empty: the event is poison for this consumer
+  int held = 0;                // starts held by kill:high_risk_ops (released when it is off)
   std::optional<Error> error;  // D1 failed: stop here, commit nothing for this event
 };
 
@@ -70,6 +76,7 @@ Task<Result<std::map<std::string, WorkflowTarget>>> load_workflows() {
     t.service = string_or(*target, "service", "");
     t.path = string_or(*target, "path", "/");
     t.webhook = string_or(*target, "webhook", "");
+    t.risk_level = row.risk_level;
     out[row.workflow_type] = t;
   }
   co_return out;
@@ -98,13 +105,24 @@ Task<StartOutcome> start_workflow(Context& ctx, const std::string& key, const js
   }
   HttpCall call;
   call.method = "POST";
-  call.headers = {{"content-type", "application/json"}, {"idempotency-key", key}};
+  // The run's identity travels as headers too: a platform worker handling the start stamps it on
+  // the events it emits (shared/emit.h).
+  call.headers = {{"content-type", "application/json"},
+                  {"idempotency-key", key},
+                  {"x-siteswarm-workflow-run-id", out.run_id},
+                  {"x-siteswarm-workflow-type", sub->workflow_type}};
   call.body = dump_json(json{{"workflow_type", sub->workflow_type},
                              {"workflow_run_id", out.run_id},
                              {"event", event},
                              {"input", std::move(input)}});
   Result<FetchReply> reply = Error{ErrorCode::internal, "unreachable"};
   if (!target->service.empty()) {
+    // Over a service binding the start carries the tenant whose event caused it (the binding is
+    // reachable only from the platform; there is no tenant token to send: the ledger keeps hashes).
+    const json* tenant = find_field(event, "tenant_id");
+    if (tenant != nullptr && tenant->is_string()) {
+      call.headers["x-siteswarm-tenant-id"] = tenant->get<std::string>();
+    }
     call.url = "https://" + lower(target->service) + ".internal" + target->path;
     reply = co_await service_call(target->service, call);
   } else {
@@ -125,12 +143,18 @@ Task<StartOutcome> start_workflow(Context& ctx, const std::string& key, const js
   out.http_status = reply->status;
   out.started = reply->ok();
   if (!out.started) out.error = "target answered " + std::to_string(out.http_status);
+  // A target that ran the workflow synchronously says so: {"status":"completed"}.
+  if (out.started) {
+    auto answer = parse_json(reply->body);
+    out.completed = answer && string_or(*answer, "status", "") == "completed";
+  }
   co_return out;
 }
 
-// Appends the events.fanout_capped record of a cap hit (once per consumer and event).
+// Appends the events.fanout_capped record of a cap hit (once per consumer and event) and raises
+// the operator alert: one per subscription that broke the cap (the first one dropped) and hour.
 Task<Unit> record_cap(Context& ctx, const std::string& consumer, const EventRow& row,
-                      const FanoutPlan& plan) {
+                      const FanoutPlan& plan, const std::vector<Subscription>& subs) {
   NewEvent cap;
   cap.event_type = "events.fanout_capped";
   cap.entity_type = "event";
@@ -145,6 +169,86 @@ Task<Unit> record_cap(Context& ctx, const std::string& consumer, const EventRow&
   cap.source_system = "siteswarm-events-service";
   auto appended = co_await append_event(ctx, std::move(cap));
   if (!appended) ctx.log("fanout cap record failed: " + appended.error().message);
+
+  json patterns = json::array();
+  for (const std::string& id : plan.dropped) {
+    for (const Subscription& s : subs) {
+      if (s.id == id) {
+        patterns.push_back({{"subscription_id", id},
+                            {"event_type_glob", s.glob},
+                            {"workflow_type", s.workflow_type}});
+      }
+    }
+  }
+  AlertDraft alert;
+  alert.key = "fanout_capped:" + plan.dropped.front() + ":" +
+              std::to_string(ctx.now_ms() / kCapAlertPeriodMs);
+  alert.kind = "fanout_capped";
+  alert.summary = "event " + row.event_type + " " + row.event_id + " matched " +
+                  std::to_string(plan.matched) + " subscriptions; " +
+                  std::to_string(plan.dropped.size()) + " dropped over the cap of " +
+                  std::to_string(kMaxFanout);
+  alert.details = {{"event_id", row.event_id},
+                   {"event_type", row.event_type},
+                   {"tenant_id", row.tenant_id ? json(*row.tenant_id) : json(nullptr)},
+                   {"consumer", consumer},
+                   {"matched", plan.matched},
+                   {"started_limit", kMaxFanout},
+                   {"dropped_patterns", patterns},
+                   {"cap_record_event_id", appended ? json(appended->event_id) : json(nullptr)}};
+  Status raised = co_await raise_alert(ctx, alert);
+  if (!raised) ctx.log("fanout cap alert not recorded: " + raised.error().message);
+  co_return Unit{};
+}
+
+// The seed's producer events of the runner: workflow.run_started (and workflow.run_completed when the
+// target ran it synchronously) or workflow.run_failed, written in the same commit as the start's
+// dedupe row. Their caused_by is the event that triggered the run. A run triggered by a
+// workflow.run_* event records none: a subscription on workflow.* (or *) would otherwise feed itself
+// forever. WORKFLOW_RUN_EVENTS=0 switches them off (the fan-out tests do, to count only starts).
+Task<Unit> add_run_events(Context& ctx, const EventRow& row, const FanoutDecision& d,
+                          const StartOutcome& r, std::vector<D1Statement>& statements) {
+  if (row.event_type.rfind("workflow.run_", 0) == 0 || r.run_id.empty()) co_return Unit{};
+  if (ctx.env("WORKFLOW_RUN_EVENTS") == "0") co_return Unit{};  // switched off by configuration
+  std::vector<std::string> types;
+  if (r.started) {
+    types.push_back("workflow.run_started");
+    if (r.completed) types.push_back("workflow.run_completed");
+  } else {
+    types.push_back("workflow.run_failed");
+  }
+  std::string now = format_rfc3339_ms(ctx.now_ms());
+  for (const std::string& type : types) {
+    auto id = co_await ctx.new_ulid();
+    if (!id) {
+      ctx.log(type + " not recorded: " + id.error().message);
+      continue;
+    }
+    json payload{
+        {"workflow_type", d.subscription->workflow_type}, {"workflow_run_id", r.run_id},
+        {"subscription_id", d.subscription->id},          {"trigger_event_id", row.event_id},
+        {"trigger_event_type", row.event_type},           {"idempotency_key", d.key}};
+    if (r.http_status != 0) payload["http_status"] = r.http_status;
+    if (!r.started) {
+      payload["error"] = r.error;
+      payload["error_class"] = error_class_of("workflow.run_failed", {{"error", r.error}});
+    }
+    EventInsert e;
+    e.event_id = *id;
+    e.tenant_id = row.tenant_id;
+    e.event_type = type;
+    e.entity_type = "workflow_run";
+    e.entity_id = r.run_id;
+    e.payload_json = dump_json(payload);
+    // Started once per dedupe key; a failure or completion once per run.
+    e.idempotency_key = type == "workflow.run_started" ? type + ":" + d.key : type + ":" + r.run_id;
+    e.caused_by = "event:" + row.event_id;
+    e.workflow_run_id = r.run_id;
+    e.source_system = "siteswarm-events-service";
+    e.occurred_at = now;
+    e.recorded_at = now;
+    statements.push_back(EventStore::insert_statement(e));
+  }
   co_return Unit{};
 }
 
@@ -167,9 +271,20 @@ Task<EventOutcome> fan_out(Context& ctx, const std::string& consumer, const Even
   out.duplicates = plan.duplicates;
   if (plan.capped()) {
     out.capped = true;
-    if (row.event_type != "events.fanout_capped") co_await record_cap(ctx, consumer, row, plan);
+    if (row.event_type != "events.fanout_capped") {
+      co_await record_cap(ctx, consumer, row, plan, fc.subs);
+    }
   }
-  std::vector<FanoutDecision> todo = std::move(plan.start);
+  std::vector<FanoutDecision> todo;
+  for (FanoutDecision& d : plan.start) {
+    auto wf = fc.workflows.find(d.subscription->workflow_type);
+    bool high_risk = wf != fc.workflows.end() && wf->second.risk_level >= kHighRiskLevel;
+    if (fc.hold_high_risk && high_risk) {
+      ++out.held;  // not claimed, not started: the event is parked until the switch is off
+    } else {
+      todo.push_back(std::move(d));
+    }
+  }
 
   // Claim before starting: only the run whose claim lands starts the workflow. A stale claim (older
   // than the lock TTL) was left by a dead run and is taken over.
@@ -227,6 +342,7 @@ Task<EventOutcome> fan_out(Context& ctx, const std::string& consumer, const Even
     const StartOutcome& r = results[i];
     const FanoutDecision& d = todo[i];
     ++out.subrequests;
+    co_await add_run_events(ctx, row, d, r, out.statements);
     if (r.started) {
       ++out.started;
       out.statements.push_back(Dedupe::started_statement(consumer, row.seq, d.key, fc.holder));
@@ -254,6 +370,8 @@ Task<Result<FanoutContext>> load_fanout_context(Context& ctx, const std::string&
   SS_CO_TRY(fc.workflows, co_await load_workflows());
   SS_CO_TRY(auto keys, co_await Dedupe::started_keys(consumer, after, last));
   for (auto& [seq, key] : keys) fc.done_keys[seq].insert(std::move(key));
+  std::vector<std::string> high_risk_switch = {kHighRiskSwitch};
+  SS_CO_TRY(fc.hold_high_risk, co_await DrainState::any_switch_on(high_risk_switch));
   co_return fc;
 }
 
@@ -272,14 +390,14 @@ Task<Status> run_workflow_batch(Context& ctx, DrainReport& report,
             co_await load_fanout_context(ctx, consumer, cursor.seq, rows.back().seq, holder,
                                          lock_name(consumer)));
   int budget = subrequest_budget(ctx);
-  int used = 4;  // kill switch, lock, cursor, batch read
+  int used = 5;  // kill switch, lock, cursor, batch read, kill:high_risk_ops
   // Each event's commit (dedupe, run log, quarantine, cursor, lock renewal) rides along with the
   // next D1 batch the drain makes anyway, so a steady drain costs about one round trip per event.
   std::vector<D1Statement> deferred;
   DrainReport pending = report;  // what `deferred` will have committed once it is flushed
   for (const EventRow& row : rows) {
     // Stop before an event could overrun the platform's subrequest limit; the next run continues.
-    if (used + 2 + static_cast<int>(kMaxFanout) + 3 > budget) {
+    if (used + 2 + static_cast<int>(kMaxFanout) + 4 > budget) {
       pending.budget_exhausted = true;
       break;
     }
@@ -291,6 +409,9 @@ Task<Status> run_workflow_batch(Context& ctx, DrainReport& report,
     if (!outcome.failure.empty()) {
       outcome.statements.push_back(
           Quarantine::put_statement(consumer, row.seq, row.event_id, outcome.failure, now));
+    } else if (outcome.held > 0) {
+      outcome.statements.push_back(
+          Quarantine::put_statement(consumer, row.seq, row.event_id, kHeldReason, now));
     }
     if (!outcome.contended) {
       outcome.statements.push_back(
@@ -299,12 +420,13 @@ Task<Status> run_workflow_batch(Context& ctx, DrainReport& report,
     outcome.statements.push_back(
         DrainState::renew_statement(fc.lock, fc.holder, ctx.now_ms() + kLockTtlMs));
     deferred.insert(deferred.end(), outcome.statements.begin(), outcome.statements.end());
-    used += outcome.subrequests + (outcome.capped ? 3 : 0);
+    used += outcome.subrequests + (outcome.capped ? 4 : 0);  // cap record (3) + alert (1)
     ++pending.read;
     pending.started += outcome.started;
     pending.duplicates += outcome.duplicates;
     pending.capped += outcome.capped ? 1 : 0;
     pending.quarantined += outcome.failure.empty() ? 0 : 1;
+    pending.held += outcome.held;
     if (outcome.contended) {
       // The cursor stays before this event; the next run finds the other run's starts finished, or
       // takes over their claims once they are older than the lock TTL.
@@ -339,19 +461,37 @@ Task<Result<json>> retry_quarantined(Context& ctx, const std::string& consumer,
   EventOutcome outcome = co_await fan_out(ctx, consumer, *row, fc, nothing_deferred);
   if (outcome.error) co_return std::move(*outcome.error);
   std::string now = format_rfc3339(ctx.now_ms());
-  if (outcome.failure.empty()) {
+  if (outcome.failure.empty() && outcome.held == 0) {
     outcome.statements.push_back(Quarantine::resolve_statement(consumer, row->seq, now));
   } else {
+    std::string reason = outcome.failure.empty() ? kHeldReason : outcome.failure;
     outcome.statements.push_back(
-        Quarantine::put_statement(consumer, row->seq, event_id, outcome.failure, now));
+        Quarantine::put_statement(consumer, row->seq, event_id, reason, now));
   }
   SS_CO_CHECK(co_await commit(outcome.statements));
   co_return json{{"consumer", consumer},
                  {"event_id", event_id},
-                 {"resolved", outcome.failure.empty()},
+                 {"resolved", outcome.failure.empty() && outcome.held == 0},
                  {"started", outcome.started},
                  {"duplicates", outcome.duplicates},
                  {"reason", outcome.failure.empty() ? json(nullptr) : json(outcome.failure)}};
+}
+
+Task<Result<json>> release_held(Context& ctx) {
+  SS_CO_TRY(std::vector<QuarantineRow> rows, co_await Quarantine::list(kWorkflowRunner, false));
+  int released = 0;
+  int still_held = 0;
+  for (const QuarantineRow& row : rows) {
+    if (row.reason != kHeldReason) continue;
+    if (released + still_held >= kMaxReleasePerCall) break;
+    SS_CO_TRY(json result, co_await retry_quarantined(ctx, kWorkflowRunner, row.event_id));
+    if (result["resolved"] == true) {
+      ++released;
+    } else {
+      ++still_held;
+    }
+  }
+  co_return json{{"released", released}, {"still_held", still_held}};
 }
 
 }  // namespace ss::events

@@ -769,3 +769,24 @@ TEST_CASE(
   CHECK(head.body.empty());
   CHECK(head.header("content-type").rfind("text/csv", 0) == 0);
 }
+
+TEST_CASE("a request that is a workflow run stamps its events with the run (caused_by)") {
+  // The ledger's workflow_runner names the run in headers; emit_event fills the provenance of the
+  // events emitted while handling it, unless the producer set its own.
+  Leads l;
+  auto h = l.headers();
+  h["X-SiteSwarm-Workflow-Run-Id"] = "run_01JH0000000000000000000001";
+  h["X-SiteSwarm-Workflow-Type"] = "lead_followup";
+  REQUIRE(l.submit(lead_body(), h).status == 202);
+  auto received = l.events("lead.received");
+  REQUIRE(received.size() == 1);
+  CHECK(received[0]["workflow_run_id"] == "run_01JH0000000000000000000001");
+  CHECK(received[0]["caused_by"] == "workflow:lead_followup");
+  // Without the headers there is no run: nothing is stamped.
+  l.mesh.queue_sent["EVENTS_QUEUE"].clear();
+  REQUIRE(l.submit(lead_body()).status == 202);
+  received = l.events("lead.received");
+  REQUIRE(received.size() == 1);
+  CHECK_FALSE(received[0].contains("workflow_run_id"));
+  CHECK_FALSE(received[0].contains("caused_by"));
+}

@@ -1,0 +1,168 @@
+#include "workers/events/alerts.h"
+
+#include "shared/effects.h"
+#include "shared/json_util.h"
+#include "shared/rfc3339.h"
+#include "shared/url_guard.h"
+
+namespace ss::events {
+
+namespace {
+
+struct Channels {
+  std::string pagerduty_url;
+  std::string routing_key;
+  std::string slack_url;
+  bool pagerduty() const { return !routing_key.empty(); }
+  bool slack() const { return !slack_url.empty(); }
+};
+
+Channels channels(const Context& ctx) {
+  Channels c;
+  c.routing_key = ctx.env("ALERT_PAGERDUTY_ROUTING_KEY");
+  c.pagerduty_url = ctx.env("PAGERDUTY_EVENTS_URL");
+  if (c.pagerduty_url.empty()) c.pagerduty_url = kDefaultPagerDutyUrl;
+  c.slack_url = ctx.env("ALERT_SLACK_WEBHOOK_URL");
+  return c;
+}
+
+// One POST; "" when the channel accepted it, else why not (never the URL: a Slack webhook URL is a
+// secret).
+Task<std::string> post_json(Context& ctx, const char* channel, const std::string& url,
+                            const json& body) {
+  auto checked = check_outbound_url(url, ctx.allow_local_outbound());
+  if (!checked) co_return std::string(channel) + ": URL refused: " + checked.error().message;
+  HttpCall call;
+  call.method = "POST";
+  call.url = checked->href;
+  call.headers = {{"content-type", "application/json"}};
+  call.body = dump_json(body);
+  auto reply = co_await fetch(call);
+  if (!reply) co_return std::string(channel) + ": " + reply.error().message;
+  if (!reply->ok()) co_return std::string(channel) + " answered " + std::to_string(reply->status);
+  co_return std::string();
+}
+
+struct Delivery {
+  bool pagerduty_sent = false;
+  bool slack_sent = false;
+  std::string error;
+};
+
+Task<Delivery> deliver_one(Context& ctx, const Channels& ch, const AlertRow& alert) {
+  Delivery d;
+  d.pagerduty_sent = alert.pagerduty_sent_at.has_value();
+  d.slack_sent = alert.slack_sent_at.has_value();
+  if (ch.pagerduty() && !d.pagerduty_sent) {
+    json body = pagerduty_body(alert, ch.routing_key);
+    std::string error = co_await post_json(ctx, "pagerduty", ch.pagerduty_url, body);
+    d.pagerduty_sent = error.empty();
+    d.error = error;
+  }
+  if (ch.slack() && !d.slack_sent) {
+    json body = slack_body(alert);
+    std::string error = co_await post_json(ctx, "slack", ch.slack_url, body);
+    d.slack_sent = error.empty();
+    if (!error.empty()) d.error = d.error.empty() ? error : d.error + "; " + error;
+  }
+  co_return d;
+}
+
+}  // namespace
+
+D1Statement alert_statement(Context& ctx, const AlertDraft& alert) {
+  json details = alert.details;
+  details["severity"] = alert.severity;
+  return AlertStore::enqueue_statement(alert.key, alert.kind, alert.summary, details,
+                                       format_rfc3339_ms(ctx.now_ms()));
+}
+
+Task<Status> raise_alert(Context& ctx, const AlertDraft& alert) {
+  std::vector<D1Statement> statements = {alert_statement(ctx, alert)};
+  SS_CO_CHECK(co_await commit(statements));
+  ctx.log("alert raised: " + alert.key);
+  co_return Unit{};
+}
+
+json pagerduty_body(const AlertRow& alert, const std::string& routing_key) {
+  auto details = parse_json(alert.details_json);
+  json custom = details ? *details : json::object();
+  std::string severity = string_or(custom, "severity", "error");
+  return json{{"routing_key", routing_key},
+              {"event_action", "trigger"},
+              {"dedup_key", "siteswarm-events:" + alert.alert_key},
+              {"payload",
+               {{"summary", alert.summary},
+                {"source", "siteswarm-events-service"},
+                {"severity", severity},
+                {"component", "event-ledger"},
+                {"group", "siteswarm-events"},
+                {"class", alert.kind},
+                {"timestamp", alert.created_at},
+                {"custom_details", custom}}}};
+}
+
+json slack_body(const AlertRow& alert) {
+  return json{{"text", ":rotating_light: *siteswarm-events* " + alert.kind + ": " + alert.summary +
+                           " (alert " + alert.alert_key + ")"}};
+}
+
+Task<Result<json>> deliver_alerts(Context& ctx) {
+  Channels ch = channels(ctx);
+  if (!ch.pagerduty() && !ch.slack()) {
+    co_return json{{"sent", 0}, {"failed", 0}, {"channels", json::array()}};
+  }
+  SS_CO_TRY(
+      std::vector<AlertRow> rows,
+      co_await AlertStore::pending(ch.pagerduty(), ch.slack(), kMaxAlertAttempts, kAlertBatch));
+  std::vector<Task<Delivery>> work;
+  for (const AlertRow& row : rows) work.push_back(deliver_one(ctx, ch, row));
+  std::vector<Delivery> results = co_await when_all(std::move(work));
+  std::vector<D1Statement> statements;
+  std::string now = format_rfc3339_ms(ctx.now_ms());
+  int sent = 0;
+  int failed = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const Delivery& d = results[i];
+    if (d.error.empty()) {
+      ++sent;
+    } else {
+      ++failed;
+      ctx.log("alert " + rows[i].alert_key + " not delivered: " + d.error);
+    }
+    statements.push_back(AlertStore::attempt_statement(rows[i].alert_key, d.pagerduty_sent,
+                                                       d.slack_sent, d.error, now));
+  }
+  SS_CO_CHECK(co_await commit(statements));
+  json used = json::array();
+  if (ch.pagerduty()) used.push_back("pagerduty");
+  if (ch.slack()) used.push_back("slack");
+  co_return json{{"sent", sent}, {"failed", failed}, {"channels", used}};
+}
+
+Task<Status> raise_stall_alerts(Context& ctx, const json& health) {
+  const json* consumers = find_field(health, "consumers");
+  if (consumers == nullptr || !consumers->is_object()) co_return Unit{};
+  std::vector<D1Statement> statements;
+  for (auto it = consumers->begin(); it != consumers->end(); ++it) {
+    const json& c = it.value();
+    if (!get_bool(c, "lagging").value_or(false)) continue;
+    // Keyed by the cursor the consumer is stuck at: one alert per stall, a new one only if it moves
+    // and sticks again.
+    std::string at = string_or(c, "cursor", "start");  // null cursor: never advanced
+    AlertDraft alert;
+    alert.key = "consumer_stalled:" + it.key() + ":" + at;
+    alert.kind = "consumer_stalled";
+    alert.severity = "critical";
+    alert.summary = "events consumer " + it.key() + " is stalled: oldest unread event " +
+                    std::to_string(int_or(c, "lag_seconds", 0) / 60) + " minutes old";
+    alert.details = {{"consumer", it.key()},
+                     {"cursor", c.contains("cursor") ? c["cursor"] : json(nullptr)},
+                     {"lag_seconds", int_or(c, "lag_seconds", 0)}};
+    statements.push_back(alert_statement(ctx, alert));
+  }
+  SS_CO_CHECK(co_await commit(statements));
+  co_return Unit{};
+}
+
+}  // namespace ss::events

@@ -1,0 +1,568 @@
+// The drainers beyond workflow_runner (anomaly_detector, reflexion_analyzer,
+// customer_health_watcher), the operator alerts, /health on a stall, and the operator reads they
+// feed — on the native mesh, in virtual time.
+#include "shared/json_util.h"
+#include "workers/events/alerts.h"
+#include "workers/events/anomaly_detector.h"
+#include "workers/events/customer_health_watcher.h"
+#include "workers/events/reflexion_analyzer.h"
+#include "workers/events/test_ledger.h"
+
+#include <doctest/doctest.h>
+
+using namespace ss::events::testing;
+using ss::json;
+
+namespace {
+
+constexpr std::int64_t kMinute = 60 * 1000;
+
+std::string emit_for(Ledger& l, const std::string& tenant, const std::string& token,
+                     const std::string& type, const json& payload, const std::string& ref) {
+  auto h = Mesh::tenant_headers(tenant, token);
+  h["Content-Type"] = "application/json";
+  auto r =
+      l.mesh.request("events", "POST", "/api/events", h,
+                     json{{"event_type", type}, {"entity_ref", ref}, {"payload", payload}}.dump());
+  REQUIRE(r.status == 201);
+  l.mesh.now_ms += 1;
+  return r.body_json()["event_id"];
+}
+
+json anomalies(Ledger& l) {
+  return l.db("SELECT * FROM events WHERE event_type = 'anomaly.detected' ORDER BY seq");
+}
+
+void configure_alerts(Ledger& l) {
+  l.mesh.set_env("events", "ALERT_PAGERDUTY_ROUTING_KEY", "R0UT1NGKEY0000000000000000000000");
+  l.mesh.set_env("events", "PAGERDUTY_EVENTS_URL", "http://127.0.0.1:9/v2/enqueue");
+  l.mesh.set_env("events", "ALERT_SLACK_WEBHOOK_URL", "http://127.0.0.1:9/slack/T000/B000/XXXX");
+}
+
+std::vector<json> posts_to(const Ledger& l, const std::string& part) {
+  std::vector<json> out;
+  for (const json& p : l.alert_posts) {
+    if (p["url"].get<std::string>().find(part) != std::string::npos) out.push_back(p["body"]);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("anomaly_detector judges a window once it has ended: emit, move past it, drain") {
+  Ledger l;
+  // 14:20 virtual: the window 14:15-14:30 is open.
+  for (int i = 0; i < 25; ++i) l.emit("email.bounced");
+  l.emit("email.parsed");
+  // Time moves past the window before the detector runs (a */15 cron at 14:45).
+  l.mesh.now_ms += 25 * kMinute;
+  json report = l.drain("anomaly_detector");
+  CHECK(report["read"] == 26);
+  CHECK(report["anomalies"] == 1);
+  json found = anomalies(l);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0]["entity_id"] == "email.bounced");
+  json payload = json::parse(found[0]["payload_json"].get<std::string>());
+  CHECK(payload["rule"] == "rate");
+  CHECK(payload["count"] == 25);
+  CHECK(payload["baseline_per_window"] == 0.0);
+  CHECK(payload["window_start"] == "2025-11-29T14:15:00Z");
+  CHECK(payload["window_end"] == "2025-11-29T14:30:00Z");
+  // Judged once: later runs read the alert itself and judge nothing again.
+  l.mesh.now_ms += 15 * kMinute;
+  CHECK(l.drain("anomaly_detector")["anomalies"] == 0);
+  CHECK(anomalies(l).size() == 1);
+  // And an operator alert was recorded for it.
+  CHECK(l.db("SELECT * FROM events_alerts WHERE kind = 'anomaly'").size() == 1);
+}
+
+TEST_CASE("anomaly_detector does not judge the window still open, then judges it when it ends") {
+  Ledger l;
+  for (int i = 0; i < 25; ++i) l.emit("email.bounced");
+  json report = l.drain("anomaly_detector");  // same instant: the window has not ended
+  CHECK(report["read"] == 25);
+  CHECK(anomalies(l).empty());
+  l.mesh.now_ms += 10 * kMinute;  // 14:30: the window just ended; nothing new to read
+  report = l.drain("anomaly_detector");
+  CHECK(report["read"] == 0);
+  CHECK(report["anomalies"] == 1);
+  CHECK(anomalies(l).size() == 1);
+}
+
+TEST_CASE("anomaly_detector judges every completed window since its cursor, each once") {
+  Ledger l;
+  // Three windows with 20+ events each, no run in between; a quiet baseline makes each anomalous.
+  for (int w = 0; w < 3; ++w) {
+    for (int i = 0; i < 21; ++i) l.emit("order.placed");
+    l.mesh.now_ms += 15 * kMinute;
+  }
+  json report = l.drain("anomaly_detector");
+  CHECK(report["anomalies"].get<int>() >= 1);
+  json found = anomalies(l);
+  // Window 1 against an empty baseline; windows 2 and 3 against 21 and 42 events over 96 windows.
+  CHECK(found.size() == 3);
+  std::set<std::string> windows;
+  for (const json& a : found) {
+    windows.insert(json::parse(a["payload_json"].get<std::string>())["window_start"]);
+  }
+  CHECK(windows.size() == 3);
+  l.mesh.now_ms += 60 * kMinute;
+  l.drain("anomaly_detector");
+  CHECK(anomalies(l).size() == 3);
+}
+
+TEST_CASE(
+    "anomaly_detector: a burst of delivery failures of one tenant is an anomaly with evidence") {
+  Ledger l;
+  std::vector<std::string> ids;
+  for (int i = 0; i < 5; ++i) {
+    ids.push_back(l.emit("lead.delivery_failed", {{"channel", "email"}, {"error", "resend 503"}},
+                         "lead:L" + std::to_string(i)));
+  }
+  l.mesh.now_ms += 15 * kMinute;
+  l.drain("anomaly_detector");
+  json found =
+      l.db("SELECT * FROM events WHERE event_type = 'anomaly.detected' AND entity_type = 'tenant'");
+  REQUIRE(found.size() == 1);
+  CHECK(found[0]["tenant_id"] == "bakery");
+  CHECK(found[0]["entity_id"] == "bakery");
+  json payload = json::parse(found[0]["payload_json"].get<std::string>());
+  CHECK(payload["rule"] == "delivery_failure_burst");
+  CHECK(payload["count"] == 5);
+  CHECK(payload["first_event_id"] == ids.front());
+  CHECK(payload["last_event_id"] == ids.back());
+  // Four failures are not a burst.
+  Ledger quiet;
+  for (int i = 0; i < 4; ++i) quiet.emit("lead.delivery_failed", {{"channel", "email"}});
+  quiet.mesh.now_ms += 15 * kMinute;
+  quiet.drain("anomaly_detector");
+  CHECK(anomalies(quiet).empty());
+}
+
+TEST_CASE("anomaly_detector: a monitor that opens 3 incidents in 6 hours is flapping") {
+  Ledger l;
+  for (int i = 0; i < 3; ++i) {
+    l.emit("monitor.incident_opened", {{"monitorId", "home"}}, "monitor:home");
+    l.mesh.now_ms += 20 * kMinute;
+    l.emit("monitor.incident_resolved", {{"monitorId", "home"}}, "monitor:home");
+  }
+  l.mesh.now_ms += 6 * 60 * kMinute;
+  l.drain("anomaly_detector");
+  json found = l.db(
+      "SELECT * FROM events WHERE event_type = 'anomaly.detected' AND entity_type = 'monitor'");
+  REQUIRE(found.size() == 1);
+  CHECK(json::parse(found[0]["payload_json"].get<std::string>())["rule"] == "monitor_flapping");
+}
+
+TEST_CASE("reflexion_analyzer keeps failure patterns per workflow / event type, replay-safe") {
+  Ledger l;
+  std::string f1 = l.emit("workflow.run_failed",
+                          {{"workflow_type", "notify"}, {"error", "target answered 503"}});
+  l.emit("workflow.run_failed", {{"workflow_type", "notify"}, {"error", "target answered 502"}});
+  l.emit("workflow.run_failed", {{"workflow_type", "notify"}, {"error_class", "timeout"}});
+  l.emit("lead.delivery_failed",
+         {{"channel", "email"}, {"provider", "resend"}, {"error", "resend answered 500"}});
+  l.emit("lead.spam_absorbed", {{"reason", "honeypot"}}, "tenant:bakery");
+  l.emit("price.changed", {{"amount", 3}});  // not a failure
+  json report = l.drain("reflexion_analyzer");
+  CHECK(report["read"] == 6);
+  CHECK(report["patterns"] == 5);
+  auto list = l.admin("GET", "/admin/reflexion");
+  REQUIRE(list.status == 200);
+  json patterns = list.body_json()["patterns"];
+  REQUIRE(patterns.size() == 4);
+  CHECK(patterns[0]["subject"] == "notify");
+  CHECK(patterns[0]["error_class"] == "http_5xx");
+  CHECK(patterns[0]["count"] == 2);
+  CHECK(patterns[0]["example_event_ids"][0] == f1);
+  CHECK(patterns[0]["tenants"] == json::array({"bakery"}));
+  CHECK(patterns[0]["last_error"] == "target answered 502");
+  auto only = l.admin("GET", "/admin/reflexion?subject=lead.delivery_failed").body_json();
+  REQUIRE(only["patterns"].size() == 1);
+  CHECK(only["patterns"][0]["error_class"] == "email.resend:http_5xx");
+  // Replay the window: nothing is counted twice.
+  REQUIRE(l.admin("POST", "/admin/consumers/reflexion_analyzer/replay", {{"from_event_id", f1}})
+              .status == 200);
+  l.drain("reflexion_analyzer");
+  CHECK(l.admin("GET", "/admin/reflexion").body_json()["patterns"][0]["count"] == 2);
+  // Operators only.
+  CHECK(l.mesh.request("events", "GET", "/admin/reflexion").status == 401);
+  CHECK(l.admin("GET", "/admin/reflexion?limit=0").status == 400);
+}
+
+TEST_CASE(
+    "customer_health_watcher scores a tenant and appends tenant.health_changed on a band change") {
+  Ledger l;
+  l.mesh.provision("auto-repair", "auto-token-0123456789", "auto-admin-0123456789", {}, "events");
+  auto before = l.admin("GET", "/admin/tenants/bakery/health");
+  REQUIRE(before.status == 200);
+  CHECK(before.body_json()["score"] == 100);
+  CHECK(before.body_json()["band"] == "healthy");
+
+  l.emit("lead.received", {}, "lead:1");
+  l.emit("lead.delivered", {}, "lead:1");
+  l.emit("lead.delivered", {}, "lead:2");
+  json report = l.drain("customer_health_watcher");
+  CHECK(report["health_changes"] == 0);
+  CHECK(l.admin("GET", "/admin/tenants/bakery/health").body_json()["score"] == 100);
+
+  // 3 failures of 5 deliveries: -30 → watch.
+  for (int i = 0; i < 3; ++i) l.emit("lead.delivery_failed", {{"channel", "email"}}, "lead:3");
+  // Another tenant's trouble is not bakery's.
+  emit_for(l, "auto-repair", "auto-token-0123456789", "monitor.incident_opened", {}, "monitor:m");
+  report = l.drain("customer_health_watcher");
+  CHECK(report["health_changes"] == 2);  // bakery, and auto-repair (below)
+  json health = l.admin("GET", "/admin/tenants/bakery/health").body_json();
+  CHECK(health["score"] == 70);
+  CHECK(health["band"] == "watch");
+  CHECK(health["signals"]["delivery_failures"] == 3.0);
+  json changed = l.db(
+      "SELECT * FROM events WHERE event_type = 'tenant.health_changed' AND tenant_id = 'bakery'");
+  REQUIRE(changed.size() == 1);
+  CHECK(changed[0]["tenant_id"] == "bakery");
+  CHECK(changed[0]["entity_id"] == "bakery");
+  json payload = json::parse(changed[0]["payload_json"].get<std::string>());
+  CHECK(payload["from"] == "healthy");
+  CHECK(payload["to"] == "watch");
+  CHECK(payload["score"] == 75);  // the band changed at the second failure (2 of 4 deliveries)
+  // auto-repair: one open incident (-20) and one opened recently (-5) = 75, watch.
+  CHECK(l.admin("GET", "/admin/tenants/auto-repair/health").body_json()["score"] == 75);
+
+  // An incident opens for bakery: 70 - 25 = 45 → at_risk; it resolves: 65 → watch again.
+  l.emit("monitor.incident_opened", {}, "monitor:home");
+  l.drain("customer_health_watcher");
+  CHECK(l.admin("GET", "/admin/tenants/bakery/health").body_json()["band"] == "at_risk");
+  l.emit("monitor.incident_resolved", {}, "monitor:home");
+  l.drain("customer_health_watcher");
+  health = l.admin("GET", "/admin/tenants/bakery/health").body_json();
+  CHECK(health["score"] == 65);
+  CHECK(health["band"] == "watch");
+  CHECK(l.db("SELECT * FROM events WHERE event_type = 'tenant.health_changed' AND tenant_id = "
+             "'bakery'")
+            .size() == 3);
+
+  // Its own events are read and ignored; a replay counts nothing twice.
+  l.drain("customer_health_watcher");
+  CHECK(l.admin("GET", "/admin/tenants/bakery/health").body_json()["score"] == 65);
+
+  // Time heals: two half-lives later the failures weigh a quarter, the opened incident too.
+  l.mesh.now_ms += 2 * ss::events::kHealthHalfLifeMs;
+  l.emit("lead.delivered", {}, "lead:9");
+  l.drain("customer_health_watcher");
+  CHECK(l.admin("GET", "/admin/tenants/bakery/health").body_json()["band"] == "healthy");
+
+  CHECK(l.admin("GET", "/admin/tenants/nobody/health").status == 404);
+  CHECK(l.mesh.request("events", "GET", "/admin/tenants/bakery/health").status == 401);
+  auto tenant_token = Mesh::tenant_headers("bakery", kToken);
+  CHECK(l.mesh.request("events", "GET", "/admin/tenants/bakery/health", tenant_token).status ==
+        401);
+}
+
+TEST_CASE("cron */30 runs reflexion_analyzer and */5 customer_health_watcher") {
+  Ledger l;
+  l.emit("workflow.run_failed", {{"workflow_type", "notify"}, {"error", "boom"}});
+  CHECK(l.mesh.message("events", {{"op", "scheduled"}, {"cron", "*/30 * * * *"}})["ok"] == true);
+  CHECK(l.db("SELECT * FROM reflexion_log").size() == 1);
+  CHECK(l.db("SELECT * FROM tenant_health").empty());
+  CHECK(l.mesh.message("events", {{"op", "scheduled"}, {"cron", "*/5 * * * *"}})["ok"] == true);
+  CHECK(l.db("SELECT * FROM tenant_health").size() == 1);
+  json cursors = l.db("SELECT consumer FROM event_drain_state ORDER BY consumer");
+  std::set<std::string> names;
+  for (const json& c : cursors) names.insert(c["consumer"]);
+  CHECK(names.count("reflexion_analyzer") == 1);
+  CHECK(names.count("customer_health_watcher") == 1);
+}
+
+TEST_CASE("/health is 503 with the reason while a consumer is stalled; a killed one is not") {
+  Ledger l;
+  l.emit("order.placed");
+  l.mesh.now_ms += 59 * kMinute;
+  CHECK(l.mesh.request("events", "GET", "/health").status == 200);
+  l.mesh.now_ms += 2 * kMinute;
+  auto stalled = l.mesh.request("events", "GET", "/health");
+  CHECK(stalled.status == 503);
+  CHECK(stalled.body_json()["status"] == "stalled");
+  CHECK(stalled.body_json()["reason"].get<std::string>().find("workflow_runner") !=
+        std::string::npos);
+  // Every consumer drains: healthy again.
+  for (const char* c : {"workflow_runner", "timeline_indexer", "anomaly_detector",
+                        "reflexion_analyzer", "customer_health_watcher"}) {
+    l.drain(c);
+  }
+  CHECK(l.mesh.request("events", "GET", "/health").status == 200);
+  // A consumer stopped by its kill switch on purpose is reported, not a stall.
+  REQUIRE(l.admin("PUT", "/admin/kill-switches/kill:fanout", {{"enabled", true}}).status == 200);
+  l.emit("order.placed");
+  for (const char* c :
+       {"timeline_indexer", "anomaly_detector", "reflexion_analyzer", "customer_health_watcher"}) {
+    l.drain(c);
+  }
+  l.mesh.now_ms += 2 * 60 * kMinute;
+  for (const char* c :
+       {"timeline_indexer", "anomaly_detector", "reflexion_analyzer", "customer_health_watcher"}) {
+    l.drain(c);
+  }
+  auto killed = l.mesh.request("events", "GET", "/health", l.op(false));
+  CHECK(killed.status == 200);
+  CHECK(killed.body_json()["consumers"]["workflow_runner"]["killed"] == true);
+  CHECK(killed.body_json()["consumers"]["workflow_runner"]["lagging"] == false);
+}
+
+TEST_CASE("alerts: a fan-out cap hit pages once per subscription and hour (PagerDuty v2 + Slack)") {
+  Ledger l;
+  configure_alerts(l);
+  l.workflow("notify");
+  for (int i = 0; i < 10; ++i) l.subscribe("order.*", "notify");
+  l.emit("order.placed");
+  l.emit("order.placed");
+  l.emit("order.placed");
+  json report = l.drain();
+  CHECK(report["capped"] == 3);
+  auto delivered = l.admin("POST", "/admin/alerts/deliver");
+  REQUIRE(delivered.status == 200);
+  std::vector<json> pd = posts_to(l, "/v2/enqueue");
+  std::vector<json> slack = posts_to(l, "/slack/");
+  REQUIRE(pd.size() == 1);
+  REQUIRE(slack.size() == 1);
+  // PagerDuty Events API v2 trigger.
+  CHECK(pd[0]["routing_key"] == "R0UT1NGKEY0000000000000000000000");
+  CHECK(pd[0]["event_action"] == "trigger");
+  CHECK(pd[0]["dedup_key"].get<std::string>().rfind("siteswarm-events:fanout_capped:", 0) == 0);
+  CHECK(pd[0]["payload"]["source"] == "siteswarm-events-service");
+  CHECK(pd[0]["payload"]["severity"] == "error");
+  CHECK(pd[0]["payload"]["summary"].get<std::string>().find("matched 10") != std::string::npos);
+  json details = pd[0]["payload"]["custom_details"];
+  CHECK(details["event_type"] == "order.placed");
+  CHECK(details["matched"] == 10);
+  REQUIRE(details["dropped_patterns"].size() == 2);
+  CHECK(details["dropped_patterns"][0]["event_type_glob"] == "order.*");
+  CHECK(slack[0]["text"].get<std::string>().find("fanout_capped") != std::string::npos);
+  // Delivered once: the next pass sends nothing.
+  l.admin("POST", "/admin/alerts/deliver");
+  CHECK(l.alert_posts.size() == 2);
+  // In the next hour (15:05; no consumer lags an hour yet) the storm goes on: one more page.
+  l.mesh.now_ms += 45 * kMinute;
+  l.emit("order.placed");
+  l.drain();
+  l.admin("POST", "/admin/alerts/deliver");
+  CHECK(posts_to(l, "/v2/enqueue").size() == 2);
+  json listed = l.admin("GET", "/admin/alerts").body_json()["alerts"];
+  CHECK(listed.size() == 2);
+  CHECK(listed[0]["pagerduty_sent_at"].is_string());
+}
+
+TEST_CASE(
+    "alerts: a failed delivery is retried on the next pass, then never again; no secret shows") {
+  Ledger l;
+  configure_alerts(l);
+  l.workflow("notify");
+  l.failing_events.insert(l.emit("order.placed"));
+  l.subscribe("order.*", "notify");
+  l.alert_status = 500;
+  CHECK(l.drain()["quarantined"] == 1);
+  l.admin("POST", "/admin/alerts/deliver");
+  CHECK(l.alert_posts.size() == 2);  // both tried, both failed
+  l.alert_status = 202;
+  l.admin("POST", "/admin/alerts/deliver");
+  CHECK(posts_to(l, "/v2/enqueue").size() == 2);
+  CHECK(posts_to(l, "/slack/").size() == 2);
+  l.admin("POST", "/admin/alerts/deliver");
+  CHECK(l.alert_posts.size() == 4);
+  json listed = l.admin("GET", "/admin/alerts").body_json();
+  CHECK(listed["alerts"][0]["kind"] == "quarantine_growing");
+  std::string text = listed.dump();
+  CHECK(text.find("R0UT1NGKEY") == std::string::npos);
+  CHECK(text.find("/slack/T000") == std::string::npos);
+}
+
+TEST_CASE("alerts: a stalled consumer pages once per stall, not once per cron run") {
+  Ledger l;
+  configure_alerts(l);
+  l.emit("order.placed");
+  for (const char* c :
+       {"timeline_indexer", "anomaly_detector", "reflexion_analyzer", "customer_health_watcher"}) {
+    l.drain(c);
+  }
+  l.mesh.now_ms += 2 * 60 * kMinute;
+  for (int run = 0; run < 3; ++run) {
+    CHECK(l.mesh.message("events", {{"op", "scheduled"}, {"cron", "*/5 * * * *"}})["ok"] == true);
+    l.mesh.now_ms += 5 * kMinute;
+  }
+  std::vector<json> pd = posts_to(l, "/v2/enqueue");
+  REQUIRE(pd.size() == 1);
+  CHECK(pd[0]["payload"]["custom_details"]["consumer"] == "workflow_runner");
+  CHECK(pd[0]["payload"]["severity"] == "critical");
+  // Without channels nothing is sent, and the alert is still listed.
+  Ledger quiet;
+  quiet.emit("order.placed");
+  quiet.mesh.now_ms += 2 * 60 * kMinute;
+  quiet.admin("POST", "/admin/alerts/deliver");
+  CHECK(quiet.alert_posts.empty());
+  CHECK(quiet.admin("GET", "/admin/alerts").body_json()["alerts"].size() == 5);
+}
+
+TEST_CASE("error_class_of buckets failures an operator can group by") {
+  using ss::events::error_class_of;
+  CHECK(error_class_of("workflow.run_failed", {{"error", "target answered 404"}}) == "http_4xx");
+  CHECK(error_class_of("workflow.run_failed", {{"error", "fetch: timeout after 10000 ms"}}) ==
+        "timeout");
+  CHECK(error_class_of("workflow.run_failed", {{"error", "no workflow definition for x"}}) ==
+        "no_workflow_definition");
+  CHECK(error_class_of("workflow.run_failed", {{"error_class", "custom"}}) == "custom");
+  CHECK(error_class_of("lead.delivery_failed", {{"channel", "sms"}, {"error", "12345 boom"}}) ==
+        "sms:other");
+  CHECK(error_class_of("monitor.probe_failed",
+                       {{"probe", {{"reason", "selector_missing:form#contact"}}}}) ==
+        "selector_missing");
+  CHECK(error_class_of("lead.spam_absorbed", json::object()) == "unknown");
+}
+
+TEST_CASE("PATCH a subscription narrows it in place: validated, 404 for unknown ids") {
+  Ledger l;
+  l.workflow("notify");
+  l.subscribe("price.*", "notify");
+  std::string id = l.admin("GET", "/admin/subscriptions").body_json()["subscriptions"][0]["id"];
+  auto expect = [&](const json& body, const std::string& field) {
+    auto r = l.admin("PATCH", "/admin/subscriptions/" + id, body);
+    CHECK(r.status == 400);
+    CHECK(r.body_json()["error"]["field"] == field);
+  };
+  expect({{"event_type_glob", "Price.*"}}, "event_type_glob");
+  expect({{"workflow_type", "X Y"}}, "workflow_type");
+  expect({{"filter_expr", "payload.amount >"}}, "filter_expr");
+  expect({{"input_mapper", {{"a", "entity_id"}}}}, "input_mapper");
+  expect({{"enabled", "no"}}, "enabled");
+  expect({{"subscription_id", "x"}}, "subscription_id");
+  expect(json::object(), "body");
+  CHECK(l.admin("PATCH", "/admin/subscriptions/01HZZZZZZZZZZZZZZZZZZZZZZZ", {{"enabled", false}})
+            .status == 404);
+  CHECK(l.mesh
+            .request("events", "PATCH", "/admin/subscriptions/" + id,
+                     {{"Content-Type", "application/json"}}, R"({"enabled":false})")
+            .status == 401);
+  // Still the broad one.
+  CHECK(l.admin("GET", "/admin/subscriptions/" + id).body_json()["event_type_glob"] == "price.*");
+
+  auto narrowed = l.admin("PATCH", "/admin/subscriptions/" + id,
+                          {{"event_type_glob", "price.changed"},
+                           {"filter_expr", "payload.amount > 100"},
+                           {"input_mapper", {{"sku", "$.entity_id"}}}});
+  REQUIRE(narrowed.status == 200);
+  CHECK(narrowed.body_json()["event_type_glob"] == "price.changed");
+  CHECK(narrowed.body_json()["input_mapper"] == json{{"sku", "$.entity_id"}});
+  l.emit("price.changed", {{"amount", 5}});
+  l.emit("price.bid_line_changed", {{"amount", 500}});
+  l.emit("price.changed", {{"amount", 500}}, "item:42");
+  l.drain();
+  REQUIRE(l.calls.size() == 1);
+  CHECK(l.calls[0]["body"]["input"] == json{{"sku", "42"}});
+  // enabled=false stops it; null clears a filter.
+  REQUIRE(l.admin("PATCH", "/admin/subscriptions/" + id, {{"enabled", false}}).status == 200);
+  l.emit("price.changed", {{"amount", 500}});
+  l.drain();
+  CHECK(l.calls.size() == 1);
+  auto cleared =
+      l.admin("PATCH", "/admin/subscriptions/" + id, {{"filter_expr", nullptr}, {"enabled", true}});
+  CHECK(cleared.body_json()["filter_expr"].is_null());
+  CHECK(cleared.body_json()["enabled"] == true);
+}
+
+TEST_CASE(
+    "the runner records workflow.run_started / run_completed / run_failed caused by the event") {
+  Ledger l;
+  l.mesh.set_env("events", "WORKFLOW_RUN_EVENTS", "1");  // the default in every deployment
+  l.workflow("notify");
+  l.workflow("audit");
+  l.subscribe("order.*", "notify");
+  l.subscribe("order.*", "audit");
+  std::string ok = l.emit("order.placed");
+  l.failing_events.insert(l.emit("order.cancelled"));
+  l.drain();
+  REQUIRE(l.calls.size() == 4);
+  // The run's identity travels in headers too (what a platform target stamps on its events).
+  std::string run_id = l.calls[0]["body"]["workflow_run_id"];
+  CHECK(l.calls[0]["headers"]["x-siteswarm-workflow-run-id"] == run_id);
+  CHECK(l.calls[0]["headers"]["x-siteswarm-workflow-type"] == l.calls[0]["body"]["workflow_type"]);
+
+  json started = l.db(
+      "SELECT * FROM events WHERE event_type = 'workflow.run_started' ORDER BY workflow_run_id");
+  REQUIRE(started.size() == 2);
+  for (const json& e : started) {
+    CHECK(e["caused_by"] == "event:" + ok);
+    CHECK(e["tenant_id"] == "bakery");
+    CHECK(e["entity_type"] == "workflow_run");
+    CHECK(e["entity_id"] == e["workflow_run_id"]);
+  }
+  json failed = l.db("SELECT * FROM events WHERE event_type = 'workflow.run_failed'");
+  REQUIRE(failed.size() == 2);
+  json payload = json::parse(failed[0]["payload_json"].get<std::string>());
+  CHECK(payload["error_class"] == "http_5xx");
+  CHECK(payload["http_status"] == 500);
+  CHECK(l.db("SELECT * FROM events WHERE event_type = 'workflow.run_completed'").empty());
+
+  // A synchronous target says it completed; a run triggered by a workflow.run_* event records
+  // nothing itself (no feedback loop through workflow.* subscriptions).
+  l.start_reply_body = R"({"status":"completed"})";
+  l.subscribe("workflow.run_failed", "audit");
+  l.emit("order.shipped");
+  l.drain();
+  CHECK(l.db("SELECT * FROM events WHERE event_type = 'workflow.run_completed'").size() == 2);
+  l.drain();
+  l.drain();
+  CHECK(l.db("SELECT * FROM events WHERE event_type LIKE 'workflow.run_%'").size() == 8);
+  // reflexion_analyzer reads the failures.
+  l.drain("reflexion_analyzer");
+  json patterns = l.admin("GET", "/admin/reflexion").body_json()["patterns"];
+  REQUIRE(patterns.size() == 2);
+  CHECK(patterns[0]["error_class"] == "http_5xx");
+}
+
+TEST_CASE("kill:high_risk_ops holds risk_level >= 4 starts, others go; off releases each once") {
+  Ledger l;
+  REQUIRE(l.admin("PUT", "/admin/workflows/refund",
+                  {{"target", {{"webhook", "http://127.0.0.1:9/hooks/refund"}}}, {"risk_level", 4}})
+              .status == 201);
+  l.workflow("notify");
+  l.subscribe("order.*", "refund");
+  l.subscribe("order.*", "notify");
+  CHECK(l.admin("PUT", "/admin/workflows/x",
+                {{"target", {{"webhook", "http://127.0.0.1:9/x"}}}, {"risk_level", 9}})
+            .body_json()["error"]["field"] == "risk_level");
+
+  auto on = l.admin("PUT", "/admin/kill-switches/kill:high_risk_ops", {{"enabled", true}});
+  REQUIRE(on.status == 200);
+  CHECK(on.body_json()["shared"] == true);
+  std::string a = l.emit("order.placed");
+  std::string b = l.emit("order.refunded");
+  json report = l.drain();
+  CHECK(report["read"] == 2);
+  CHECK(report["started"] == 2);  // notify, twice
+  CHECK(report["held"] == 2);
+  CHECK(report["quarantined"] == 0);
+  for (const json& c : l.calls) CHECK(c["body"]["workflow_type"] == "notify");
+  json held = l.admin("GET", "/admin/quarantine?consumer=workflow_runner").body_json();
+  REQUIRE(held["quarantined"].size() == 2);
+  CHECK(held["quarantined"][0]["reason"] == "held: kill:high_risk_ops");
+  // A held event raises no quarantine alert.
+  CHECK(l.db("SELECT * FROM events_alerts WHERE kind = 'quarantine_growing'").empty());
+  // Still held on the next runs: nothing lost, nothing started.
+  l.drain();
+  CHECK(l.calls.size() == 2);
+
+  auto off = l.admin("PUT", "/admin/kill-switches/kill:high_risk_ops", {{"enabled", false}});
+  REQUIRE(off.status == 200);
+  CHECK(off.body_json()["released"]["released"] == 2);
+  CHECK(l.calls.size() == 4);
+  std::multiset<std::string> keys = l.keys();
+  CHECK(keys.count("workflow_runner:" + a + ":refund") == 1);
+  CHECK(keys.count("workflow_runner:" + b + ":refund") == 1);
+  CHECK(keys.count("workflow_runner:" + a + ":notify") == 1);
+  // Flipping again releases nothing twice; the cron finds nothing held.
+  l.admin("PUT", "/admin/kill-switches/kill:high_risk_ops", {{"enabled", true}});
+  l.admin("PUT", "/admin/kill-switches/kill:high_risk_ops", {{"enabled", false}});
+  CHECK(l.mesh.message("events", {{"op", "scheduled"}, {"cron", "*/2 * * * *"}})["ok"] == true);
+  CHECK(l.calls.size() == 4);
+  CHECK(l.admin("GET", "/admin/quarantine?consumer=workflow_runner")
+            .body_json()["quarantined"]
+            .empty());
+}
