@@ -43,7 +43,9 @@ function submit(n, headers = {}) {
 const leadsDb = () => mesh.d1("leads", "LEADS_DB");
 const count = async (db, sql, ...params) =>
   (
-    await (await db)
+    await (
+      await db
+    )
       .prepare(sql)
       .bind(...params)
       .first()
