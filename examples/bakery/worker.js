@@ -1,8 +1,8 @@
 // client-bakery: Crumb & Crust Bakery. Its pages (examples/bakery/public), its manifest, and the
-// shared client-site worker (examples/shared/site.js): the home page shows the live hours, open-now
+// shared client-site worker (examples/common/site.js): the home page shows the live hours, open-now
 // line and announcements from cms; the contact form goes to leads (email through Resend); the
 // tracker and its beacons go to analytics.
-import { createSite } from "../shared/site.js";
+import { createSite } from "../common/site.js";
 import json from "./swarm.config.json";
 
 // A JSON import widens literal types ("info" becomes string), so the manifest is asserted to be a

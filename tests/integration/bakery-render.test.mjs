@@ -1,10 +1,10 @@
-// The bakery's server-rendered live block (examples/shared/render.js) through the real SDK: from a
+// The bakery's server-rendered live block (examples/common/render.js) through the real SDK: from a
 // cms answer, and from the manifest's snapshot when the cms worker is missing or failing.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { createPlatformClient } from "../../bindings/sdk/src/index.js";
-import { loadLive, renderHome } from "../../examples/shared/render.js";
+import { loadLive, renderHome } from "../../examples/common/render.js";
 
 const root = new URL("../../", import.meta.url);
 const manifest = JSON.parse(readFileSync(new URL("examples/bakery/swarm.config.json", root), "utf8"));

@@ -4,7 +4,7 @@
 // @siteswarm/sdk. No secret, database or business rule lives in an app; its tenant token is the
 // SITESWARM_TENANT_TOKEN secret.
 //
-//   import { createSite } from "../shared/site.js";
+//   import { createSite } from "../common/site.js";
 //   import manifest from "./swarm.config.json";
 //   export default createSite({ manifest, service: "client-bakery" });
 import { createPlatformClient, delegate, errorResponse } from "@siteswarm/sdk";
