@@ -11,7 +11,7 @@
 // it answers 500 internal, and the next request builds a fresh one.
 import { perform } from "./effects/index.js";
 import { faultsRoute, performWithFaults } from "./faults.js";
-import { Core, CoreTrap } from "./instance.js";
+import { Core, CoreTrap, newProfile } from "./instance.js";
 import { envelope, INTERNAL_ERROR, internalErrorResponse, requestMessage, toResponse } from "./messages.js";
 import { noStream, ResponseStream } from "./stream.js";
 
@@ -150,6 +150,15 @@ function settleBatch(batch, out, service) {
   }
 }
 
+// Profiling (docs/performance.md): with SS_PROFILE=1 in a worker's env, each run's time split
+// (instance.js newProfile) goes to the sink set here, or to the log as one `ss-profile {…}` line. Off,
+// a run pays one property read.
+let profileSink = null;
+/** @param sink null, or a function receiving `{service, op, ...profile}` after each profiled run */
+export function setProfileSink(sink) {
+  profileSink = sink;
+}
+
 const hosts = new WeakMap(); // source → Host: one instance per isolate, whoever asks
 
 function hostFor(source, service) {
@@ -174,8 +183,16 @@ class Host {
   async run(env, buildMessage, stream = null) {
     try {
       const message = await buildMessage();
-      const out = await this.#drive(this.#instance(), message, env, stream);
+      const prof = env?.SS_PROFILE === "1" ? newProfile() : null;
+      const started = prof ? performance.now() : 0;
+      const out = await this.#drive(this.#instance(), message, env, stream, prof);
       for (const line of out.logs ?? []) console.log(line);
+      if (prof) {
+        prof.total_ms = performance.now() - started;
+        const record = { service: this.#service, op: message.op, ...prof };
+        if (profileSink) profileSink(record);
+        else console.log(`ss-profile ${JSON.stringify(record)}`);
+      }
       return out;
     } catch (err) {
       this.fail(err);
@@ -201,17 +218,19 @@ class Host {
   }
 
   // The effect loop: start, then perform effects and resume with whatever has settled.
-  async #drive(core, message, env, stream) {
-    const id = core.start(message);
+  async #drive(core, message, env, stream, prof) {
+    const id = core.start(message, prof);
     if (id === 0) throw new Error("the core rejected the input message");
     const inFlight = new Map();
     const settled = [];
     try {
       for (;;) {
         const state = core.state(id);
-        if (state === 1) return core.data(id);
+        if (state === 1) return core.data(id, prof);
         if (state !== 0) throw new Error(`run ${id} is unknown to the core`);
-        for (const effect of core.data(id)) {
+        const effects = core.data(id, prof);
+        const t0 = prof ? performance.now() : 0;
+        for (const effect of effects) {
           const performed = String(effect.kind).startsWith("response.")
             ? (stream?.perform(effect) ?? Promise.resolve(noStream(effect)))
             : performWithFaults(effect, env, perform);
@@ -221,11 +240,17 @@ class Host {
           });
           inFlight.set(done, effect.id);
         }
+        const t1 = prof ? performance.now() : 0;
         if (settled.length === 0) {
           if (inFlight.size === 0) throw new Error(`run ${id} waits with no effect in flight`);
           await Promise.race(inFlight.keys());
         }
-        core.resume(id, { now: Date.now(), results: settled.splice(0) });
+        if (prof) {
+          prof.perform_ms += t1 - t0;
+          prof.io_wait_ms += performance.now() - t1;
+          prof.effects += effects.length;
+        }
+        core.resume(id, { now: Date.now(), results: settled.splice(0) }, prof);
       }
     } finally {
       if (!core.poisoned) core.drop(id);

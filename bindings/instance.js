@@ -46,9 +46,12 @@ export class Core {
     return this.#poisoned !== null;
   }
 
-  /** Starts a run; returns its id (0 when the core rejected the message). */
-  start(message) {
-    return this.#withMessage(message, (ptr, len) => this.#call("ss_start", [ptr, len]));
+  /**
+   * Starts a run; returns its id (0 when the core rejected the message). `prof` (optional, see
+   * newProfile) accumulates where the time goes; null costs nothing.
+   */
+  start(message, prof = null) {
+    return this.#withMessage(message, (ptr, len) => this.#call("ss_start", [ptr, len]), prof);
   }
 
   /** 0 waiting on effects, 1 done, -1 unknown id. */
@@ -57,33 +60,54 @@ export class Core {
   }
 
   /** The effects issued since the last call (waiting) or the output message (done), parsed. */
-  data(id) {
+  data(id, prof = null) {
+    const t0 = prof ? performance.now() : 0;
     const ptr = this.#call("ss_data_ptr", [id]);
     const len = this.#call("ss_data_len", [id]);
     const text = decoder.decode(new Uint8Array(this.#exports.memory.buffer, ptr, len));
+    const t1 = prof ? performance.now() : 0;
     try {
       return JSON.parse(text);
     } catch (err) {
       throw this.#poison(err); // the core wrote something that is not JSON: a core bug
+    } finally {
+      if (prof) {
+        const t2 = performance.now();
+        prof.copy_out_ms += t1 - t0;
+        prof.host_parse_ms += t2 - t1;
+        prof.bytes_out += len;
+      }
     }
   }
 
-  resume(id, message) {
-    this.#withMessage(message, (ptr, len) => this.#call("ss_resume", [id, ptr, len]));
+  resume(id, message, prof = null) {
+    this.#withMessage(message, (ptr, len) => this.#call("ss_resume", [id, ptr, len]), prof);
   }
 
   drop(id) {
     if (!this.poisoned) this.#call("ss_drop", [id]);
   }
 
-  #withMessage(message, fn) {
-    const bytes = encoder.encode(JSON.stringify(message));
+  #withMessage(message, fn, prof = null) {
+    const t0 = prof ? performance.now() : 0;
+    const text = JSON.stringify(message);
+    const t1 = prof ? performance.now() : 0;
+    const bytes = encoder.encode(text);
     const ptr = this.#call("ss_alloc", [bytes.length]);
     // Views on memory.buffer are rebuilt after every call: the allocation may have grown memory.
     new Uint8Array(this.#exports.memory.buffer, ptr, bytes.length).set(bytes);
+    const t2 = prof ? performance.now() : 0;
     try {
       return fn(ptr, bytes.length);
     } finally {
+      if (prof) {
+        const t3 = performance.now();
+        prof.host_stringify_ms += t1 - t0;
+        prof.copy_in_ms += t2 - t1;
+        prof.core_ms += t3 - t2;
+        prof.core_calls++;
+        prof.bytes_in += bytes.length;
+      }
       if (!this.poisoned) this.#call("ss_free", [ptr]);
     }
   }
@@ -106,6 +130,33 @@ export class Core {
     this.#poisoned = new CoreTrap(err);
     return this.#poisoned;
   }
+}
+
+/**
+ * An empty profile of one run (bindings/host.js fills it when the worker's env has SS_PROFILE=1;
+ * docs/performance.md). Times in ms of performance.now(): host_stringify = JSON.stringify of the
+ * messages into the core; copy_in = UTF-8 encode + ss_alloc + copy into wasm memory; core = inside
+ * ss_start / ss_resume (the core's JSON parse, its logic and its JSON encode of what it answers);
+ * copy_out = UTF-8 decode of ss_data; host_parse = JSON.parse of it; perform = the host's synchronous
+ * part of starting effects; io_wait = awaiting effect results. Note: inside workerd, performance.now()
+ * only advances across I/O, so the CPU buckets read 0 there; they are measured with the same host in
+ * Node (tests/bench/profile.mjs).
+ */
+export function newProfile() {
+  return {
+    host_stringify_ms: 0,
+    copy_in_ms: 0,
+    core_ms: 0,
+    copy_out_ms: 0,
+    host_parse_ms: 0,
+    perform_ms: 0,
+    io_wait_ms: 0,
+    total_ms: 0,
+    core_calls: 0,
+    effects: 0,
+    bytes_in: 0,
+    bytes_out: 0,
+  };
 }
 
 /**

@@ -86,6 +86,51 @@ TEST_CASE("D1 rows decode into structs; meta is typed") {
   CHECK(body["changes"] == 7);
 }
 
+TEST_CASE("D1 rows in the compact form (columns once, rows as arrays) decode the same") {
+  App app = make_app();
+  Runtime rt(app);
+  std::int64_t now = 0;
+  // Columns in another order than the decoder reads them, and one it does not read.
+  json out = native::drive(rt, fetch_message("/items"), now, [](const json& e) {
+    return ok(e, json::parse(R"({"columns":["extra","qty","unused","id","note"],
+                                  "rows":[["{}",2,0,"a",null],["[1]",3,0,"b","n"]]})"));
+  });
+  REQUIRE(out["status"] == 200);
+  json body = body_of(out);
+  CHECK(body["items"] == json::parse(R"([["a",2,null],["b",3,"n"]])"));
+  CHECK(body["changes"] == 0);  // d1.all carries no meta
+
+  // A column the row lacks, a short row, rows without their columns: errors, not defaults.
+  for (const char* bad : {R"({"columns":["id","qty","note"],"rows":[["a",1,null]]})",
+                          R"({"columns":["id","qty","note","extra"],"rows":[["a",1,null]]})",
+                          R"({"rows":[["a",1,null,"{}"]]})"}) {
+    CAPTURE(bad);
+    json value = json::parse(bad);
+    json failed = native::drive(rt, fetch_message("/items"), now,
+                                [&](const json& e) { return ok(e, value); });
+    CHECK(failed["status"] == 500);
+  }
+}
+
+TEST_CASE("D1Result::first() and RowReader::has() read either form") {
+  D1Result compact;
+  compact.columns = json::array({"n", "name"});
+  compact.rows = json::parse(R"([[3,"x"],[4,"y"]])");
+  std::optional<json> first = compact.first();
+  REQUIRE(first);
+  CHECK(*first == json::parse(R"({"n":3,"name":"x"})"));
+  RowReader reader(compact.columns, compact.rows[1]);
+  CHECK(reader.has("name"));
+  CHECK_FALSE(reader.has("missing"));
+  CHECK(reader.integer("n") == 4);
+  CHECK(reader.text("name") == "y");
+
+  D1Result objects;
+  objects.rows = json::parse(R"([{"n":5}])");
+  CHECK(objects.first() == json::parse(R"({"n":5})"));
+  CHECK_FALSE(D1Result{}.first());
+}
+
 TEST_CASE("a corrupt row is an error naming the column, not a silent default") {
   App app = make_app();
   Runtime rt(app);

@@ -2,6 +2,8 @@
 
 #include "shared/json_util.h"
 
+#include <algorithm>
+
 namespace ss {
 
 namespace {
@@ -39,24 +41,44 @@ D1Meta decode_meta(const json& value) {
   return meta;
 }
 
-// {"results":[…],"meta":{…}} (all, run, each batch entry) → D1Result.
+// The rows of a d1.all / d1.first / batch entry: {"columns":[…],"rows":[[…]…]} (D1's compact form,
+// what the hosts send) or {"results":[{…}…]} (rows as objects).
+Status take_rows(json& value, D1Result& out, std::string_view effect) {
+  if (json* rows = value.contains("rows") ? &value["rows"] : nullptr) {
+    json* columns = value.contains("columns") ? &value["columns"] : nullptr;
+    if (!rows->is_array() || columns == nullptr || !columns->is_array()) {
+      return malformed(effect, "rows without their columns");
+    }
+    out.columns = std::move(*columns);
+    out.rows = std::move(*rows);
+    return Unit{};
+  }
+  if (json* rows = value.contains("results") ? &value["results"] : nullptr) {
+    if (!rows->is_array()) return malformed(effect, "results that are not an array");
+    out.rows = std::move(*rows);
+  }
+  return Unit{};
+}
+
+// {"columns","rows","meta"} or {"results","meta"} (all, run, each batch entry) → D1Result.
 Result<D1Result> decode_d1_all(json&& value) {
   if (!value.is_object()) return malformed("d1", "a non-object");
   D1Result out;
   out.meta = decode_meta(value);
-  if (json* rows = value.contains("results") ? &value["results"] : nullptr) {
-    if (!rows->is_array()) return malformed("d1", "results that are not an array");
-    out.rows = std::move(*rows);
-  }
+  if (Status taken = take_rows(value, out, "d1"); !taken.ok()) return taken.error();
   return out;
 }
 
-// {"row":{…}|null} → D1Result of zero or one row.
+// {"columns","rows"} (at most one row) or {"row":{…}|null} → D1Result of zero or one row.
 Result<D1Result> decode_d1_first(json&& value) {
   if (!value.is_object()) return malformed("d1.first", "a non-object");
   D1Result out;
-  if (value.contains("row") && value["row"].is_object())
-    out.rows.push_back(std::move(value["row"]));
+  if (value.contains("row")) {
+    if (value["row"].is_object()) out.rows.push_back(std::move(value["row"]));
+    return out;
+  }
+  if (Status taken = take_rows(value, out, "d1.first"); !taken.ok()) return taken.error();
+  if (out.rows.size() > 1) out.rows.erase(out.rows.begin() + 1, out.rows.end());
   return out;
 }
 
@@ -123,8 +145,28 @@ void RowReader::corrupt(std::string_view column, std::string_view why) {
   status_ = std::move(e);
 }
 
+const json& RowReader::no_columns() {
+  static const json kNone = json::array();
+  return kNone;
+}
+
+const json* RowReader::find(std::string_view name) const {
+  if (row_.is_object()) return find_field(row_, name);
+  if (!row_.is_array() || !columns_.is_array()) return nullptr;
+  const std::size_t n = std::min(columns_.size(), row_.size());
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::size_t i = (next_ + k) % n;
+    const json& c = columns_[i];
+    if (c.is_string() && c.get_ref<const std::string&>() == name) {
+      next_ = i + 1;
+      return &row_[i];
+    }
+  }
+  return nullptr;
+}
+
 const json* RowReader::column(std::string_view name, bool allow_null) {
-  const json* v = find_field(row_, name);
+  const json* v = find(name);
   if (v == nullptr) {
     corrupt(name, "is missing");
     return nullptr;
@@ -205,6 +247,17 @@ json RowReader::json_text(std::string_view name) {
 
 // ---- D1
 // ------------------------------------------------------------------------------------------
+
+std::optional<json> D1Result::first() const {
+  if (rows.empty()) return std::nullopt;
+  const json& row = rows[0];
+  if (!row.is_array()) return row;
+  json out = json::object();
+  for (std::size_t i = 0; i < columns.size() && i < row.size(); ++i) {
+    if (columns[i].is_string()) out.emplace(columns[i].get<std::string>(), row[i]);
+  }
+  return out;
+}
 
 EffectOf<D1Result> D1::all(std::string_view sql, json params) const {
   return {d1_request("d1.all", binding_, sql, std::move(params)), decode_d1_all};

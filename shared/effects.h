@@ -49,9 +49,12 @@ struct D1Meta {
 
 // Reads the columns of one row with their types checked. The first column that is missing or of
 // the wrong type makes the whole row corrupt: status() then carries a corrupt_row error naming it.
+// A row comes in D1's compact form (an array of values, the names once in `columns`: what the hosts
+// send, docs/abi.md) or as an object (column name → value: accepted from hand-written hosts).
 class RowReader {
  public:
-  explicit RowReader(const json& row) : row_(row) {}
+  RowReader(const json& columns, const json& row) : columns_(columns), row_(row) {}
+  explicit RowReader(const json& row) : RowReader(no_columns(), row) {}
   std::string text(std::string_view column);
   std::optional<std::string> nullable_text(std::string_view column);
   std::int64_t integer(std::string_view column);
@@ -60,39 +63,46 @@ class RowReader {
   bool flag(std::string_view column) { return integer(column) != 0; }  // SQLite has no bool
   // A TEXT column holding JSON (e.g. payload, config_json); malformed → corrupt.
   json json_text(std::string_view column);
-  const json& raw() const { return row_; }
+  bool has(std::string_view column) const { return find(column) != nullptr; }
   const Status& status() const { return status_; }
 
  private:
+  static const json& no_columns();
+  const json* find(std::string_view name) const;
   const json* column(std::string_view name, bool allow_null);
   void corrupt(std::string_view column, std::string_view why);
+  const json& columns_;
   const json& row_;
+  // Decoders read the columns mostly in SELECT order: the search for the next one starts here.
+  mutable std::size_t next_ = 0;
   Status status_ = Unit{};
 };
 
 // Decodes one row into Row through `static Row Row::decode(RowReader&)`.
 template <class Row>
-Result<Row> decode_row(const json& row) {
-  RowReader reader(row);
+Result<Row> decode_row(const json& columns, const json& row) {
+  RowReader reader(columns, row);
   Row out = Row::decode(reader);
   if (!reader.status().ok()) return reader.status().error();
   return out;
 }
 
 struct D1Result {
-  json rows = json::array();  // each row a JSON object, column name → value
-  D1Meta meta;
+  json columns = json::array();  // the column names, once; empty when the rows are objects
+  json rows = json::array();     // each row an array of values in column order (or an object)
+  D1Meta meta;                   // from d1.run and d1.batch (d1.all / d1.first carry none)
 
   bool empty() const { return rows.empty(); }
   std::size_t size() const { return rows.size(); }
-  const json* first() const { return rows.empty() ? nullptr : &rows[0]; }
+  // The first row as an object (column name → value), or nullopt when there is none.
+  std::optional<json> first() const;
   // Every row decoded into Row; the first corrupt row fails the whole result.
   template <class Row>
   Result<std::vector<Row>> as() const {
     std::vector<Row> out;
     out.reserve(rows.size());
     for (const json& r : rows) {
-      Result<Row> decoded = decode_row<Row>(r);
+      Result<Row> decoded = decode_row<Row>(columns, r);
       if (!decoded.ok()) return std::move(decoded).error();
       out.push_back(std::move(decoded).value());
     }
@@ -102,7 +112,7 @@ struct D1Result {
   template <class Row>
   Result<std::optional<Row>> first_as() const {
     if (rows.empty()) return std::optional<Row>{};
-    Result<Row> decoded = decode_row<Row>(rows[0]);
+    Result<Row> decoded = decode_row<Row>(columns, rows[0]);
     if (!decoded.ok()) return std::move(decoded).error();
     return std::optional<Row>{std::move(decoded).value()};
   }

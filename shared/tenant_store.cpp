@@ -63,7 +63,7 @@ Task<Result<bool>> TenantStore::disable(const std::string& tenant_id,
 
 Task<Result<std::int64_t>> TenantStore::count() const {
   SS_CO_TRY(D1Result r, co_await db_.first(kCountTenants));
-  const json* row = r.first();
+  std::optional<json> row = r.first();
   co_return row ? int_or(*row, "n", 0) : 0;
 }
 

@@ -1,4 +1,8 @@
 // D1: d1.all / d1.first / d1.run / d1.batch. Params are `?1`-style, bound in order.
+// Rows go to the core in D1's compact form (docs/abi.md): the column names once, then each row as
+// an array of values. That is what D1 itself holds (`raw({ columnNames: true })` skips building one
+// object per row), about half the bytes of rows as objects, and several times cheaper for the core
+// to parse than one map per row with the key names repeated.
 import { binding } from "./errors.js";
 
 const database = (env, effect) => binding(env, effect.binding, "D1", "prepare", "batch");
@@ -7,13 +11,25 @@ const database = (env, effect) => binding(env, effect.binding, "D1", "prepare", 
 const param = (v) => (v !== null && typeof v === "object" ? JSON.stringify(v) : v);
 const statement = (db, { sql, params = [] }) => db.prepare(sql).bind(...params.map(param));
 
+// raw({ columnNames: true }) → [columns, ...rows]; an empty result may come without the names.
+async function compact(stmt) {
+  const [columns = [], ...rows] = await stmt.raw({ columnNames: true });
+  return { columns, rows };
+}
+
+// A batch entry's rows as objects (batch() has no raw form) → the compact form.
+function compactObjects(results = []) {
+  const columns = results.length ? Object.keys(results[0]) : [];
+  return { columns, rows: results.map((row) => columns.map((c) => row[c])) };
+}
+
 export default {
   async "d1.all"(effect, env) {
-    const { results, meta } = await statement(database(env, effect), effect).all();
-    return { results, meta };
+    return compact(statement(database(env, effect), effect));
   },
   async "d1.first"(effect, env) {
-    return { row: (await statement(database(env, effect), effect).first()) ?? null };
+    const { columns, rows } = await compact(statement(database(env, effect), effect));
+    return { columns, rows: rows.slice(0, 1) };
   },
   async "d1.run"(effect, env) {
     return { meta: (await statement(database(env, effect), effect).run()).meta };
@@ -21,6 +37,6 @@ export default {
   async "d1.batch"(effect, env) {
     const db = database(env, effect);
     const results = await db.batch(effect.statements.map((s) => statement(db, s)));
-    return results.map(({ results, meta }) => ({ results: results ?? [], meta }));
+    return results.map(({ results, meta }) => ({ ...compactObjects(results ?? []), meta }));
   },
 };

@@ -2,7 +2,7 @@
 // beacon throughput through the bakery's delegated route (/_sa/beacon → analytics.wasm, AE + queue),
 // and a rollup run: N pageview messages through the queue consumer into D1, wall time until every
 // one is counted.
-//   node tests/bench/analytics-bench.mjs [--beacons 2000] [--beacon-concurrency 16] [--pageviews 200000]
+//   node tests/bench/analytics-bench.mjs [--beacons 2000] [--beacon-concurrency 16] [--pageviews 200000] [--json FILE]
 //
 // Not measured here (yet): the plain-JS beacon worker for comparison, and CPU per beacon. D1
 // statements per 1,000 pageviews follow from the design — one D1 batch of at most 4 statements per
@@ -12,6 +12,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 import { startMesh } from "../integration/mesh.mjs";
+import { mergeFigures, round } from "./json-out.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const option = (name, fallback) => {
@@ -107,6 +108,15 @@ try {
     `  rollup: ${n}/${PAGEVIEWS} pageviews counted in ${rollupSeconds.toFixed(1)} s ` +
       `(${(n / rollupSeconds).toFixed(0)}/s); D1: 1 batch of ≤ 4 statements per message batch of ≤ 100 → ≤ 40 statements per 1,000 pageviews`,
   );
+  mergeFigures({
+    analytics: {
+      tracker_gzip_bytes: gzipSync(tracker, { level: 9 }).length,
+      beacons_per_s: round(BEACONS / seconds),
+      beacon_failures: failures,
+      rollup_pageviews: n,
+      rollup_per_s: round(n / rollupSeconds),
+    },
+  });
 } finally {
   await mesh.dispose();
 }

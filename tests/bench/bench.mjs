@@ -4,14 +4,16 @@
 // HTTP), beside a plain-JS hello-world worker measured in the same run; then the ledger's emit latency,
 // batch read and drain throughput beside a plain-JS implementation (tests/bench/events-bench.mjs).
 //   node tests/bench/bench.mjs [--requests 2000] [--concurrency 16] [--instantiations 25]
-//                              [--emits 300] [--batch 500] [--no-ledger]
-import { readFileSync } from "node:fs";
+//                              [--emits 300] [--batch 500] [--no-ledger] [--json FILE]
+// With --json FILE: every figure into FILE (tests/bench/json-out.mjs), the later parts merging theirs.
+import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 import { wasmImports } from "../../bindings/instance.js";
 import { MODULE_RULES } from "../../scripts/lib/local-mesh.mjs";
 import { PLATFORM_WORKERS } from "../../scripts/lib/workers.mjs";
+import { round, startFigures } from "./json-out.mjs";
 
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 process.env.WRANGLER_SEND_METRICS = "false";
@@ -110,10 +112,21 @@ const kib = (n) => `${(n / 1024).toFixed(1)} KiB`;
 const ms = (n) => `${n.toFixed(2)} ms`;
 
 const rows = [];
+const figures = { wasm: {}, health: {} };
+// The shared floor (only the platform routes; scripts/build writes it): size only, it serves nothing.
+const FLOOR = path.join(ROOT, "dist/bench/floor.wasm");
+if (existsSync(FLOOR)) {
+  const wasm = wasmFigures(FLOOR);
+  figures.wasm.floor = wasm;
+  rows.push(["floor (shared only)", kib(wasm.raw), kib(wasm.gzip), ms(wasm.compileMs), ms(wasm.instantiateMs)]);
+  rows.at(-1).push("-", "-", "-", "-");
+}
 for (const key of WORKERS) {
   const wasm = wasmFigures(path.join(ROOT, "dist/wasm", PLATFORM_WORKERS[key].wasm));
   const http = await workerdFigures(key, await platformWorkerOptions(key));
   if (http.failures) console.error(`${key}: ${http.failures} non-200 answers`);
+  figures.wasm[key] = wasm;
+  figures.health[key] = http;
   rows.push([
     key,
     kib(wasm.raw),
@@ -133,6 +146,7 @@ const hello = await workerdFigures("hello", {
   scriptPath: path.join(ROOT, "tests/bench/hello.js"),
   compatibilityDate: "2026-04-20",
 });
+figures.health.hello = hello;
 rows.unshift([
   "hello (plain JS)",
   "-",
@@ -157,8 +171,40 @@ console.log(line(header));
 console.log(widths.map((w) => "-".repeat(w)).join("  "));
 for (const row of rows) console.log(line(row));
 
+// The ratios of the /health table: each worker's req/s over the hello-world worker's.
+const ratios = {};
+for (const key of WORKERS) ratios[`health_${key}`] = round(figures.health[key].rps / hello.rps, 3);
+console.log(
+  `\n/health req/s over hello-world (goal >= 0.9): ${WORKERS.map((k) => `${k} ${ratios[`health_${k}`]}`).join(", ")}`,
+);
+const gzipKib = Object.fromEntries(Object.entries(figures.wasm).map(([k, w]) => [k, round(w.gzip / 1024, 1)]));
+
+// null until measured: the ledger below, the intake by the leads part (no plain-JS intake peer yet).
+Object.assign(ratios, { ledger_read: null, ledger_drain: null, ledger_emit_p50: null, leads_intake: null });
+
 // The ledger: emit latency, a batch read and drain throughput, beside the same SQL in plain JS.
+let ledger = null;
 if (!process.argv.includes("--no-ledger")) {
   const { runEventsBench } = await import("./events-bench.mjs");
-  await runEventsBench({ emits: option("emits", 300), batch: option("batch", 500) });
+  ledger = await runEventsBench({ emits: option("emits", 300), batch: option("batch", 500) });
+  ratios.ledger_read = round(ledger.js.readP50 / ledger.cpp.readP50, 3);
+  ratios.ledger_drain = round(ledger.cpp.eventsPerSecond / ledger.js.eventsPerSecond, 3);
+  ratios.ledger_emit_p50 = round(ledger.js.emitP50 / ledger.cpp.emitP50, 3);
 }
+
+const roundAll = (o) =>
+  Object.fromEntries(
+    Object.entries(o).map(([k, v]) => [
+      k,
+      typeof v === "number" ? round(v) : v && typeof v === "object" ? roundAll(v) : v,
+    ]),
+  );
+startFigures({
+  ratios,
+  gzip_kib: gzipKib,
+  leads_p99_ms: null, // filled in by the leads part (tests/bench/leads-load.mjs) when it runs
+  settings: { requests: REQUESTS, concurrency: CONCURRENCY, instantiations: INSTANTIATIONS },
+  wasm: roundAll(figures.wasm),
+  health: roundAll(figures.health),
+  ledger: ledger && roundAll(ledger),
+});

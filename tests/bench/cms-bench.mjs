@@ -3,12 +3,13 @@
 //   GET /v1/content served from KV, GET /v1/status, and a plain-JS worker that reads the same KV key
 //   and returns it (the baseline), in the same run; then the CPU time of one status computation in
 //   the cms core (dist/wasm/cms.wasm in Node, through the test hook POST /__test/zone).
-//   node tests/bench/cms-bench.mjs [--cms-requests 2000] [--concurrency 16]
+//   node tests/bench/cms-bench.mjs [--cms-requests 2000] [--concurrency 16] [--json FILE]
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startMesh } from "../integration/mesh.mjs";
+import { mergeFigures, round } from "./json-out.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const option = (name, fallback) => {
@@ -103,7 +104,12 @@ try {
   console.log(
     `  cms /v1/status          ${String(status.rps).padStart(6)} req/s  ${ratio(status)}× JS  (failures ${status.failures})`,
   );
-  console.log(`  status computation      ${statusCpu().toFixed(1)} µs CPU each (wasm in Node, incl. nextChange)`);
+  const statusUs = statusCpu();
+  console.log(`  status computation      ${statusUs.toFixed(1)} µs CPU each (wasm in Node, incl. nextChange)`);
+  mergeFigures({
+    ratios: { cms_content_kv: round(content.rps / js.rps, 3), cms_status: round(status.rps / js.rps, 3) },
+    cms: { js_kv_rps: js.rps, content_rps: content.rps, status_rps: status.rps, status_cpu_us: round(statusUs) },
+  });
 } finally {
   await mesh.dispose();
 }

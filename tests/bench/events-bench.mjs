@@ -194,13 +194,13 @@ export async function runEventsBench({ emits = 300, batch = 500, reads = 10, rou
     // (c) drain: skip what the emit bench left (cursor to the end), then 500 matching events per round.
     const drainMs = { cpp: [], js: [] };
     for (const impl of ["cpp", "js"]) {
-      const last = await dbs[impl].prepare("SELECT MAX(event_id) AS id FROM events").first("id");
+      // Both drain by insertion order (cursor_seq): without it they would start from the emits above.
+      const last = await dbs[impl].prepare("SELECT MAX(event_id) AS id, MAX(seq) AS seq FROM events").first();
       await dbs[impl]
-        // The C++ ledger drains by seq (cursor_seq), the JS one by event_id (cursor): set both.
         .prepare(
-          "INSERT INTO event_drain_state (consumer, cursor, cursor_seq, events_read) VALUES ('workflow_runner', ?1, (SELECT COALESCE(MAX(seq), 0) FROM events), 0)",
+          "INSERT INTO event_drain_state (consumer, cursor, cursor_seq, events_read) VALUES ('workflow_runner', ?1, ?2, 0)",
         )
-        .bind(last)
+        .bind(last.id, last.seq)
         .run();
     }
     for (let round = 0; round < rounds; round++) {

@@ -7,7 +7,7 @@
 //     == accepted, no delivery id seen twice, one delivery per leadId, every signature valid).
 // and prints p50 / p99 latency and CPU time per submission.
 //
-//   node tests/bench/leads-load.mjs [--leads 2000] [--leads-concurrency 20]
+//   node tests/bench/leads-load.mjs [--leads 2000] [--leads-concurrency 20] [--json FILE]
 // also imported by tests/integration/leads-load.test.mjs (a smaller run on every CI run).
 //
 // What the CPU figures are: `node` is process.cpuUsage() of this Node process, which is the load
@@ -371,6 +371,12 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
       : { submissions: option("leads", 2000), concurrency: option("leads-concurrency", 20) },
   );
   printLeadsLoad(result);
+  const { mergeFigures, round } = await import("./json-out.mjs");
+  const figures = {
+    ...Object.fromEntries(Object.entries(result).map(([k, v]) => [k, typeof v === "number" ? round(v) : v])),
+    cpu: Object.fromEntries(Object.entries(result.cpu).map(([k, v]) => [k, round(v)])),
+  };
+  mergeFigures(soak ? { leads_soak: figures } : { leads_p99_ms: round(result.p99), leads_load: figures });
   // Under faults some refusals are expected (503 with the contract's body); without, every one is accepted.
   process.exitCode = result.problems.length || (!soak && result.accepted !== result.submissions) ? 1 : 0;
 }

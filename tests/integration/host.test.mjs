@@ -174,12 +174,18 @@ describe("effect loop", () => {
       [
         { value: "cached" },
         {},
-        { row: { sql: "SELECT ?1", params: [1] } },
-        { results: [{ sql: "SELECT ?1, ?2", params: ["a", '{"j":1}'] }], meta: { rows_read: 1 } },
+        { columns: ["sql", "params"], rows: [["SELECT ?1", [1]]] },
+        {
+          columns: ["sql", "params"],
+          rows: [
+            ["SELECT ?1, ?2", ["a", '{"j":1}']],
+            ["SELECT ?1, ?2", ["a", '{"j":1}']],
+          ],
+        },
         { meta: { changes: 1, last_row_id: 7 } },
         [
-          { results: [{ sql: "A", params: [1] }], meta: { rows_read: 1 } },
-          { results: [{ sql: "B", params: [] }], meta: { rows_read: 1 } },
+          { columns: ["sql", "params"], rows: [["A", [1]]], meta: { rows_read: 1 } },
+          { columns: ["sql", "params"], rows: [["B", []]], meta: { rows_read: 1 } },
         ],
         {},
         {},
@@ -529,7 +535,8 @@ function fakeD1(calls) {
   const statement = (sql, params = []) => ({
     bind: (...p) => statement(sql, p),
     all: async () => ({ results: [{ sql, params }], meta: { rows_read: 1 } }),
-    first: async () => ({ sql, params }),
+    // D1's raw({ columnNames: true }): the names first; two rows, so d1.first must keep only one.
+    raw: async ({ columnNames } = {}) => [...(columnNames ? [["sql", "params"]] : []), [sql, params], [sql, params]],
     run: async () => {
       calls.push(["run", sql]);
       return { meta: { changes: 1, last_row_id: 7 } };

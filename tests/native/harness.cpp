@@ -133,28 +133,39 @@ json SqliteDb::execute(const std::string& sql, const json& params) {
     }
     ++index;
   }
+  // Both shapes: "results" (objects, for the tests' rows()) and D1's compact "columns" + "rows"
+  // (what the host sends the core, docs/abi.md).
   json rows = json::array();
+  json compact = json::array();
+  json columns = json::array();
+  for (int c = 0; c < sqlite3_column_count(stmt); ++c)
+    columns.push_back(sqlite3_column_name(stmt, c));
   int rc;
   while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
     json row = json::object();
+    json values = json::array();
     for (int c = 0; c < sqlite3_column_count(stmt); ++c) {
       const char* name = sqlite3_column_name(stmt, c);
+      json value;
       switch (sqlite3_column_type(stmt, c)) {
         case SQLITE_INTEGER:
-          row[name] = sqlite3_column_int64(stmt, c);
+          value = sqlite3_column_int64(stmt, c);
           break;
         case SQLITE_FLOAT:
-          row[name] = sqlite3_column_double(stmt, c);
+          value = sqlite3_column_double(stmt, c);
           break;
         case SQLITE_NULL:
-          row[name] = nullptr;
+          value = nullptr;
           break;
         default:
-          row[name] = std::string(reinterpret_cast<const char*>(sqlite3_column_text(stmt, c)),
-                                  static_cast<std::size_t>(sqlite3_column_bytes(stmt, c)));
+          value = std::string(reinterpret_cast<const char*>(sqlite3_column_text(stmt, c)),
+                              static_cast<std::size_t>(sqlite3_column_bytes(stmt, c)));
       }
+      row[name] = value;
+      values.push_back(std::move(value));
     }
     rows.push_back(std::move(row));
+    compact.push_back(std::move(values));
   }
   if (rc != SQLITE_DONE) {
     json err{{"error", sqlite3_errmsg(db_)}};
@@ -164,6 +175,8 @@ json SqliteDb::execute(const std::string& sql, const json& params) {
   sqlite3_finalize(stmt);
   return json{
       {"results", std::move(rows)},
+      {"columns", std::move(columns)},
+      {"rows", std::move(compact)},
       {"meta",
        {{"changes", sqlite3_changes(db_)}, {"last_row_id", sqlite3_last_insert_rowid(db_)}}}};
 }
@@ -331,12 +344,25 @@ json Mesh::perform(const json& effect) {
     } else {
       max_d1_rows = std::max(max_d1_rows, r["results"].size());
     }
+    // What the JS host sends (bindings/effects/d1.js): the compact form, meta from run and batch.
+    auto compact = [](json& one, bool with_meta) {
+      json out{{"columns", std::move(one["columns"])}, {"rows", std::move(one["rows"])}};
+      if (with_meta) out["meta"] = std::move(one["meta"]);
+      return out;
+    };
     if (kind == "d1.first") {
-      const json& rows = r["results"];
-      return ok_result(effect, json{{"row", rows.empty() ? json(nullptr) : rows[0]}});
+      json first = compact(r, false);
+      json& rows = first["rows"];
+      if (rows.size() > 1) rows.erase(rows.begin() + 1, rows.end());
+      return ok_result(effect, std::move(first));
     }
     if (kind == "d1.run") return ok_result(effect, json{{"meta", r["meta"]}});
-    return ok_result(effect, r);
+    if (kind == "d1.batch") {
+      json out = json::array();
+      for (json& one : r) out.push_back(compact(one, true));
+      return ok_result(effect, std::move(out));
+    }
+    return ok_result(effect, compact(r, false));
   }
   if (kind.rfind("response.", 0) == 0) return perform_stream(effect);
   if (kind == "kv.get") {

@@ -90,8 +90,8 @@ Totals Totals::decode(RowReader& r) {
 KeyCount KeyCount::decode(RowReader& r) {
   KeyCount k;
   k.key = r.text("key");
-  k.pageviews = r.raw().contains("pageviews") ? r.integer("pageviews") : 0;
-  k.visitors = r.raw().contains("visitors") ? r.integer("visitors") : 0;
+  k.pageviews = r.has("pageviews") ? r.integer("pageviews") : 0;
+  k.visitors = r.has("visitors") ? r.integer("visitors") : 0;
   return k;
 }
 

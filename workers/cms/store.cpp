@@ -176,7 +176,7 @@ Task<Result<std::optional<Content>>> CmsStore::load(const std::string& tenant_id
 Task<Result<std::int64_t>> CmsStore::version(const std::string& tenant_id) const {
   json params = json::array({tenant_id});
   SS_CO_TRY(D1Result r, co_await db_.first(kSelectVersion, params));
-  const json* row = r.first();
+  std::optional<json> row = r.first();
   co_return row ? int_or(*row, "version", 0) : 0;
 }
 

@@ -199,8 +199,8 @@ struct StatsRow {
     row.monitor_id = r.text("monitor_id");
     row.stats.checks = r.nullable_integer("checks").value_or(0);
     row.stats.failures = r.nullable_integer("failures").value_or(0);
-    if (r.raw().contains("p50")) row.stats.p50 = r.nullable_integer("p50");
-    if (r.raw().contains("p95")) row.stats.p95 = r.nullable_integer("p95");
+    if (r.has("p50")) row.stats.p50 = r.nullable_integer("p50");
+    if (r.has("p95")) row.stats.p95 = r.nullable_integer("p95");
     return row;
   }
 };
@@ -301,7 +301,7 @@ Task<Result<std::vector<MonitorRow>>> MonitorStore::list(const std::string& tena
 Task<Result<std::int64_t>> MonitorStore::count(const std::string& tenant) const {
   json params = json::array({tenant});
   SS_CO_TRY(D1Result r, co_await db_.first(kCountMonitors, params));
-  const json* row = r.first();
+  std::optional<json> row = r.first();
   co_return row ? int_or(*row, "n", 0) : 0;
 }
 
