@@ -1,5 +1,5 @@
 // The ledger's consumers beyond workflow_runner and its operator alerts, on the real events.wasm in
-// workerd (docs/runbook-events.md): /health 503 on a stall, PagerDuty v2 + Slack alerts at the local
+// workerd (docs/runbook-events.md): /health/consumers 503 on a stall, PagerDuty v2 + Slack alerts at the local
 // stubs (once per cap hit and hour, real request format), the five cron triggers, reflexion_log and
 // tenant health for operators, order=desc, PATCH of a subscription, and the runbook's scenarios.
 //
@@ -84,13 +84,19 @@ const pagerDuty = () => mesh.stubs.find("/v2/enqueue", "POST").map((r) => JSON.p
 const slack = () => mesh.stubs.find("/slack/events-alerts", "POST").map((r) => JSON.parse(r.body));
 
 describe("stalls", () => {
-  it("/health answers 503 with the reason while a consumer is stalled, then pages once", async () => {
+  it("/health/consumers answers 503 with the reason while a consumer is stalled (/health stays 200), then pages once", async () => {
     await emit("order.placed");
-    assert.equal((await mesh.fetch("events", "/health")).status, 200);
+    assert.equal((await mesh.fetch("events", "/health/consumers")).status, 200);
     for (const c of CONSUMERS.slice(1)) await drain(c);
     await db.prepare("UPDATE events SET recorded_at = ?1").bind(hoursAgo(2)).run();
 
-    const res = await mesh.fetch("events", "/health");
+    // The platform's /health contract holds: 200 ok:true, the stall named in its status.
+    const plain = await jsonOf(await mesh.fetch("events", "/health"), 200);
+    assert.equal(plain.ok, true);
+    assert.equal(plain.status, "stalled");
+    assert.match(plain.reason, /workflow_runner is stalled/);
+
+    const res = await mesh.fetch("events", "/health/consumers");
     const body = await jsonOf(res, 503);
     assert.equal(body.ok, false);
     assert.equal(body.service, EVENTS);
@@ -109,7 +115,7 @@ describe("stalls", () => {
     assert.equal(pages[0].routing_key, "local-events-routing-key");
     assert.equal(pages[0].payload.custom_details.consumer, "workflow_runner");
     assert.equal(slack().length, 1);
-    assert.equal((await mesh.fetch("events", "/health")).status, 200);
+    assert.equal((await mesh.fetch("events", "/health/consumers")).status, 200);
   });
 });
 

@@ -420,24 +420,23 @@ Task<Result<Response>> retention_now(Context& ctx, const Request& req, const Par
 
 // --- health --------------------------------------------------------------------------------------
 
-// GET /health: {"ok","service","version","status"} for anyone (status: ok | lagging | degraded);
-// the consumers' cursors, lag, cap and quarantine counts only with the operator token. One D1
-// query per hit whoever asks, so an unauthenticated caller cannot buy more than that.
+// GET /health: 200 {"ok":true,"service","version","status"} for anyone, as every worker answers it
+// (status: ok | stalled | degraded; "reason" beside a stall); the consumers' cursors, lag, cap and
+// quarantine counts only with the operator token. One D1 query per hit whoever asks, so an
+// unauthenticated caller cannot buy more than that.
 //
-// While a consumer is stalled (its oldest unread event recorded over an hour ago, and no kill
-// switch stops it on purpose) the answer is 503 with the reason, so any outside monitor pages on
-// it: {"ok":false,…,"status":"stalled","reason","error":{"code":"consumer_stalled","message"}}.
+// /health stays 200 while a consumer is stalled (the platform contract: it says the worker is up).
+// Outside monitors that must page on a stall probe GET /health/consumers instead: the same single
+// query, 200 {"ok":true,"status"} or, while a consumer is stalled (its oldest unread event recorded
+// over an hour ago, and no kill switch stops it on purpose),
+// 503 {"ok":false,"status":"stalled","reason","error":{"code":"consumer_stalled","message"}}.
 Task<Result<Response>> health(Context& ctx, const Request& req, const Params&) {
   json details = co_await consumer_health(ctx);
-  bool stalled = details["status"] == "stalled";
-  json body{{"ok", !stalled},
+  json body{{"ok", true},
             {"service", ctx.app().service},
             {"version", ctx.app().version},
             {"status", details["status"]}};
-  if (stalled) {
-    body["reason"] = details["reason"];
-    body["error"] = {{"code", "consumer_stalled"}, {"message", details["reason"]}};
-  }
+  if (details.contains("reason")) body["reason"] = details["reason"];
   bool operator_view = false;
   if (!bearer_token(req).empty()) {
     Status op = co_await authenticate_operator(ctx, req);
@@ -445,6 +444,17 @@ Task<Result<Response>> health(Context& ctx, const Request& req, const Params&) {
   }
   if (operator_view) {
     for (auto it = details.begin(); it != details.end(); ++it) body[it.key()] = it.value();
+  }
+  co_return Response::json_body(200, body);
+}
+
+Task<Result<Response>> consumers_probe(Context& ctx, const Request&, const Params&) {
+  json details = co_await consumer_health(ctx);
+  bool stalled = details["status"] == "stalled";
+  json body{{"ok", !stalled}, {"service", ctx.app().service}, {"status", details["status"]}};
+  if (stalled) {
+    body["reason"] = details["reason"];
+    body["error"] = {{"code", "consumer_stalled"}, {"message", details["reason"]}};
   }
   co_return Response::json_body(stalled ? 503 : 200, body);
 }
@@ -542,7 +552,9 @@ Task<Result<Response>> entity_timeline(Context& ctx, const Request& req, const P
 
 }  // namespace
 
-void add_health_route(App& app) { app.router.add("GET", "/health", health); }
+void add_health_route(App& app) {
+  app.router.add("GET", "/health", health).add("GET", "/health/consumers", consumers_probe);
+}
 
 void add_admin_routes(App& app) {
   app.router.add("POST", "/admin/subscriptions", create_subscription)

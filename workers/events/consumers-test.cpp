@@ -273,14 +273,20 @@ TEST_CASE("cron */30 runs reflexion_analyzer and */5 customer_health_watcher") {
   CHECK(names.count("customer_health_watcher") == 1);
 }
 
-TEST_CASE("/health is 503 with the reason while a consumer is stalled; a killed one is not") {
+TEST_CASE(
+    "/health/consumers is 503 with the reason while a consumer is stalled; a killed one is not") {
   Ledger l;
   l.emit("order.placed");
   l.mesh.now_ms += 59 * kMinute;
-  CHECK(l.mesh.request("events", "GET", "/health").status == 200);
+  CHECK(l.mesh.request("events", "GET", "/health/consumers").status == 200);
   l.mesh.now_ms += 2 * kMinute;
-  auto stalled = l.mesh.request("events", "GET", "/health");
+  auto stalled = l.mesh.request("events", "GET", "/health/consumers");
   CHECK(stalled.status == 503);
+  // /health itself stays 200 ok:true and names the stall.
+  auto plain = l.mesh.request("events", "GET", "/health");
+  CHECK(plain.status == 200);
+  CHECK(plain.body_json()["status"] == "stalled");
+  CHECK(plain.body_json()["reason"] == stalled.body_json()["reason"]);
   CHECK(stalled.body_json()["status"] == "stalled");
   CHECK(stalled.body_json()["reason"].get<std::string>().find("workflow_runner") !=
         std::string::npos);
@@ -289,7 +295,7 @@ TEST_CASE("/health is 503 with the reason while a consumer is stalled; a killed 
                         "reflexion_analyzer", "customer_health_watcher"}) {
     l.drain(c);
   }
-  CHECK(l.mesh.request("events", "GET", "/health").status == 200);
+  CHECK(l.mesh.request("events", "GET", "/health/consumers").status == 200);
   // A consumer stopped by its kill switch on purpose is reported, not a stall.
   REQUIRE(l.admin("PUT", "/admin/kill-switches/kill:fanout", {{"enabled", true}}).status == 200);
   l.emit("order.placed");
@@ -302,6 +308,7 @@ TEST_CASE("/health is 503 with the reason while a consumer is stalled; a killed 
        {"timeline_indexer", "anomaly_detector", "reflexion_analyzer", "customer_health_watcher"}) {
     l.drain(c);
   }
+  CHECK(l.mesh.request("events", "GET", "/health/consumers").status == 200);
   auto killed = l.mesh.request("events", "GET", "/health", l.op(false));
   CHECK(killed.status == 200);
   CHECK(killed.body_json()["consumers"]["workflow_runner"]["killed"] == true);

@@ -454,12 +454,20 @@ TEST_CASE(
   CHECK(wrong.status == 200);
   CHECK_FALSE(wrong.body_json().contains("consumers"));
   l.mesh.now_ms += 2 * 60 * 60 * 1000;
+  // /health stays 200 ok:true (the platform contract) and says "stalled"; the probe for outside
+  // monitors, /health/consumers, is the one that answers 503.
   auto stalled = l.mesh.request("events", "GET", "/health");
-  CHECK(stalled.status == 503);
+  CHECK(stalled.status == 200);
+  CHECK(stalled.body_json()["ok"] == true);
   CHECK(stalled.body_json()["status"] == "stalled");
-  CHECK(stalled.body_json()["ok"] == false);
-  CHECK(stalled.body_json()["error"]["code"] == "consumer_stalled");
   CHECK_FALSE(stalled.body_json().contains("consumers"));
+  d1 = 0;
+  auto probe = l.mesh.request("events", "GET", "/health/consumers");
+  CHECK(d1 == 1);
+  CHECK(probe.status == 503);
+  CHECK(probe.body_json()["ok"] == false);
+  CHECK(probe.body_json()["error"]["code"] == "consumer_stalled");
+  CHECK_FALSE(probe.body_json().contains("consumers"));
   l.mesh.fail_effect = [](const json& e) { return e["kind"] == "d1.all"; };
   json down = l.mesh.request("events", "GET", "/health").body_json();
   CHECK(down["ok"] == true);
