@@ -109,12 +109,17 @@ describe("stalls", () => {
     const worker = await mesh.mf.getWorker(EVENTS);
     await worker.scheduled({ cron: "*/5 * * * *", scheduledTime: new Date() });
     await worker.scheduled({ cron: "*/2 * * * *", scheduledTime: new Date() });
-    const pages = pagerDuty().filter((p) => p.payload.class === "consumer_stalled");
-    // The */2 run drained workflow_runner first: the stall it paged for is over, no second alert.
+    const pages = pagerDuty().filter((p) => p.payload?.class === "consumer_stalled");
+    // The */2 run drained workflow_runner first: the stall it paged for is over, no second alert —
+    // a resolve with the same dedup_key instead, so the PagerDuty incident closes by itself.
     assert.equal(pages.length, 1);
     assert.equal(pages[0].routing_key, "local-events-routing-key");
     assert.equal(pages[0].payload.custom_details.consumer, "workflow_runner");
-    assert.equal(slack().length, 1);
+    const resolves = pagerDuty().filter((p) => p.event_action === "resolve");
+    assert.equal(resolves.length, 1);
+    assert.equal(resolves[0].dedup_key, pages[0].dedup_key);
+    assert.equal(slack().length, 2);
+    assert.match(slack()[1].text, /resolved/);
     assert.equal((await mesh.fetch("events", "/health/consumers")).status, 200);
   });
 });

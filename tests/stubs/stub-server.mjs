@@ -224,7 +224,15 @@ function crm(record, reply, secret) {
 
 function pagerDuty(record, reply) {
   const event = parseBody(record);
-  if (!event?.routing_key || !event?.event_action) {
+  // As Events v2 checks: a trigger needs payload.summary/source/severity; acknowledge and resolve
+  // need the dedup_key of the incident they act on.
+  const p = event?.payload;
+  const valid =
+    event?.routing_key &&
+    (event.event_action === "trigger"
+      ? p?.summary && p?.source && ["critical", "error", "warning", "info"].includes(p?.severity)
+      : ["acknowledge", "resolve"].includes(event?.event_action) && event?.dedup_key);
+  if (!valid) {
     return reply(400, { status: "invalid event", message: "Event object is invalid" });
   }
   return reply(202, {

@@ -5,6 +5,8 @@
 #include "shared/rfc3339.h"
 #include "shared/url_guard.h"
 
+#include <set>
+
 namespace ss::events {
 
 namespace {
@@ -87,6 +89,12 @@ Task<Status> raise_alert(Context& ctx, const AlertDraft& alert) {
 json pagerduty_body(const AlertRow& alert, const std::string& routing_key) {
   auto details = parse_json(alert.details_json);
   json custom = details ? *details : json::object();
+  if (auto resolves = get_string(custom, "resolves")) {
+    // Events v2 resolve: the routing key, the action and the trigger's dedup_key are all it reads.
+    return json{{"routing_key", routing_key},
+                {"event_action", "resolve"},
+                {"dedup_key", "siteswarm-events:" + *resolves}};
+  }
   std::string severity = string_or(custom, "severity", "error");
   return json{{"routing_key", routing_key},
               {"event_action", "trigger"},
@@ -103,6 +111,11 @@ json pagerduty_body(const AlertRow& alert, const std::string& routing_key) {
 }
 
 json slack_body(const AlertRow& alert) {
+  if (alert.alert_key.rfind(kResolvedPrefix, 0) == 0) {
+    return json{{"text", ":white_check_mark: *siteswarm-events* resolved: " + alert.summary +
+                             " (alert " +
+                             alert.alert_key.substr(std::string(kResolvedPrefix).size()) + ")"}};
+  }
   return json{{"text", ":rotating_light: *siteswarm-events* " + alert.kind + ": " + alert.summary +
                            " (alert " + alert.alert_key + ")"}};
 }
@@ -144,6 +157,7 @@ Task<Status> raise_stall_alerts(Context& ctx, const json& health) {
   const json* consumers = find_field(health, "consumers");
   if (consumers == nullptr || !consumers->is_object()) co_return Unit{};
   std::vector<D1Statement> statements;
+  std::set<std::string> stalled_now;
   for (auto it = consumers->begin(); it != consumers->end(); ++it) {
     const json& c = it.value();
     if (!get_bool(c, "lagging").value_or(false)) continue;
@@ -159,7 +173,21 @@ Task<Status> raise_stall_alerts(Context& ctx, const json& health) {
     alert.details = {{"consumer", it.key()},
                      {"cursor", c.contains("cursor") ? c["cursor"] : json(nullptr)},
                      {"lag_seconds", int_or(c, "lag_seconds", 0)}};
+    stalled_now.insert(alert.key);
     statements.push_back(alert_statement(ctx, alert));
+  }
+  SS_CO_TRY(std::vector<AlertRow> open, co_await AlertStore::open_stalls(kOpenStallLimit));
+  for (const AlertRow& row : open) {
+    if (stalled_now.count(row.alert_key) != 0) continue;
+    auto stall = parse_json(row.details_json);
+    std::string consumer = stall ? string_or(*stall, "consumer", "") : "";
+    AlertDraft resolved;
+    resolved.key = kResolvedPrefix + row.alert_key;
+    resolved.kind = "consumer_stalled_resolved";
+    resolved.severity = "info";
+    resolved.summary = "events consumer " + consumer + " is no longer stalled where it was";
+    resolved.details = {{"resolves", row.alert_key}, {"consumer", consumer}};
+    statements.push_back(alert_statement(ctx, resolved));
   }
   SS_CO_CHECK(co_await commit(statements));
   co_return Unit{};

@@ -42,7 +42,13 @@ json slack_body(const AlertRow& alert);
 // Sends what is pending: {"sent","failed","pending_channels":{"pagerduty","slack"}}.
 Task<Result<json>> deliver_alerts(Context& ctx);
 
-// From a consumer_health() snapshot: one consumer_stalled alert per stalled consumer and cursor.
+// From a consumer_health() snapshot: one consumer_stalled alert per stalled consumer and cursor,
+// and one "resolved:<key>" alert for each earlier stall that is over (the consumer drains again,
+// was stopped on purpose by its kill switch, or is stuck at another cursor, which is a new stall).
+// A resolution goes to PagerDuty as event_action "resolve" with the stall's dedup_key, so the
+// incident closes by itself, and to Slack as a message.
+inline constexpr const char* kResolvedPrefix = "resolved:";
+inline constexpr int kOpenStallLimit = 100;
 Task<Status> raise_stall_alerts(Context& ctx, const json& health);
 
 }  // namespace ss::events

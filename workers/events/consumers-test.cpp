@@ -399,6 +399,22 @@ TEST_CASE("alerts: a stalled consumer pages once per stall, not once per cron ru
   REQUIRE(pd.size() == 1);
   CHECK(pd[0]["payload"]["custom_details"]["consumer"] == "workflow_runner");
   CHECK(pd[0]["payload"]["severity"] == "critical");
+  CHECK(pd[0]["event_action"] == "trigger");
+  // The stall ends: PagerDuty gets one resolve with the trigger's dedup_key (the incident closes by
+  // itself), Slack one message; further runs send nothing more.
+  l.drain("workflow_runner");
+  for (int run = 0; run < 2; ++run) {
+    CHECK(l.mesh.message("events", {{"op", "scheduled"}, {"cron", "*/5 * * * *"}})["ok"] == true);
+    l.mesh.now_ms += 5 * kMinute;
+  }
+  pd = posts_to(l, "/v2/enqueue");
+  REQUIRE(pd.size() == 2);
+  CHECK(pd[1]["event_action"] == "resolve");
+  CHECK(pd[1]["dedup_key"] == pd[0]["dedup_key"]);
+  CHECK(pd[1]["routing_key"] == pd[0]["routing_key"]);
+  std::vector<json> slack = posts_to(l, "/slack/");
+  REQUIRE(slack.size() == 2);
+  CHECK(slack[1]["text"].get<std::string>().find("resolved") != std::string::npos);
   // Without channels nothing is sent, and the alert is still listed.
   Ledger quiet;
   quiet.emit("order.placed");

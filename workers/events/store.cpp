@@ -420,6 +420,13 @@ constexpr std::string_view kAlertsRecent = R"sql(
 SELECT * FROM events_alerts ORDER BY created_at DESC, alert_key LIMIT ?1
 )sql";
 
+constexpr std::string_view kAlertsOpenStalls = R"sql(
+SELECT * FROM events_alerts AS a
+WHERE a.kind = 'consumer_stalled'
+  AND NOT EXISTS (SELECT 1 FROM events_alerts AS r WHERE r.alert_key = 'resolved:' || a.alert_key)
+ORDER BY a.created_at, a.alert_key LIMIT ?1
+)sql";
+
 json text_or_null(const std::optional<std::string>& s) { return s ? json(*s) : json(nullptr); }
 
 struct CountRow {
@@ -1239,6 +1246,14 @@ Task<Result<std::vector<AlertRow>>> AlertStore::recent(int limit) {
   json params = json::array({limit});
   {
     auto awaited = co_await all_rows<AlertRow>(kAlertsRecent, params);
+    co_return std::move(awaited);
+  }
+}
+
+Task<Result<std::vector<AlertRow>>> AlertStore::open_stalls(int limit) {
+  json params = json::array({limit});
+  {
+    auto awaited = co_await all_rows<AlertRow>(kAlertsOpenStalls, params);
     co_return std::move(awaited);
   }
 }

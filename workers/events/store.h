@@ -415,6 +415,8 @@ class AlertStore {
   static D1Statement attempt_statement(const std::string& key, bool pagerduty_sent, bool slack_sent,
                                        const std::string& error, const std::string& now);
   static Task<Result<std::vector<AlertRow>>> recent(int limit);
+  // consumer_stalled alerts that no "resolved:<key>" row answers yet, oldest first.
+  static Task<Result<std::vector<AlertRow>>> open_stalls(int limit);
 };
 
 // Commits statements in one D1 batch (all or nothing).
