@@ -3,9 +3,12 @@
 // scripts/dev's persisted state (.wrangler/state). Unlike one `wrangler dev` per worker, queues work
 // across workers here (wrangler 4.86 does not deliver a queue message to a consumer in another
 // `wrangler dev` process, so EVENTS_QUEUE → events only works in this mode). No live reload.
-//   node scripts/dev-mesh.mjs --tenants .wrangler/dev-tenants.json [--stubs http://127.0.0.1:<stubs port>]
+// Each worker's Cron Triggers fire on their schedule (UTC), as deployed (scripts/lib/crons.mjs);
+// --no-crons leaves them to /cdn-cgi/handler/scheduled?cron=… by hand.
+//   node scripts/dev-mesh.mjs --tenants .wrangler/dev-tenants.json [--stubs http://127.0.0.1:<stubs port>] [--no-crons]
 import { readFile } from "node:fs/promises";
 import { Log, LogLevel, Miniflare } from "miniflare";
+import { cronTriggers, startCrons } from "./lib/crons.mjs";
 import { localBindings, meshWorkerOptions, ROOT, WORKERS } from "./lib/local-mesh.mjs";
 import { STUB_PORT } from "./lib/workers.mjs";
 import { cmsFallbackSeedsFor } from "./provision.mjs";
@@ -56,7 +59,19 @@ for (const [key, { name, port }] of Object.entries(WORKERS)) {
   console.log(`${name} on http://${HOST}:${port}${key === entry ? " (entry)" : ""}`);
 }
 
+let stopCrons = () => {};
+if (!process.argv.includes("--no-crons")) {
+  const triggers = await cronTriggers();
+  stopCrons = startCrons(triggers, async ({ name, cron, scheduledTime }) => {
+    const worker = await mf.getWorker(name);
+    const result = await worker.scheduled({ cron, scheduledTime });
+    return result.outcome;
+  });
+  console.log(`crons: ${triggers.map((t) => `${t.name} "${t.cron}"`).join(", ")} (UTC)`);
+}
+
 const stop = async () => {
+  stopCrons();
   await mf.dispose();
   process.exit(0);
 };

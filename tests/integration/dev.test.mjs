@@ -86,6 +86,15 @@ describe("scripts/dev", { skip }, () => {
     }
   });
 
+  it("schedules every worker's Cron Triggers (UTC), as deployed", () => {
+    const line = output.split("\n").find((l) => l.includes("crons: "));
+    assert.ok(line, `no crons line in:\n${output}`);
+    for (const { name } of Object.values(PLATFORM_WORKERS).filter((w) => w.key !== "cms")) {
+      assert.ok(line.includes(`${name} "`), `${name} has no cron scheduled: ${line}`);
+    }
+    assert.ok(line.includes('"*/30 * * * *"'), "the ledger's reflexion_analyzer");
+  });
+
   it("the bakery crosses a Service Binding to every platform worker and back", async () => {
     const body = await (await fetch(`${HOST}:${PORTS.bakery}/api/platform/health`)).json();
     assert.equal(body.ok, true);
