@@ -56,10 +56,14 @@ describe("wrangler configs", async () => {
     };
     assert.deepEqual(bindings("leads"), ["EVENTS_QUEUE", "EVENTS_SERVICE", "FLAGS", "LEADS_DB", "NOTIFY_QUEUE"]);
     assert.deepEqual(bindings("cms"), ["CMS_CACHE", "CMS_DB", "EVENTS_QUEUE", "EVENTS_SERVICE", "FLAGS"]);
+    // monitoring also binds every other platform worker: monitors may watch their /health (docs/monitoring.md).
     assert.deepEqual(bindings("monitoring"), [
+      "ANALYTICS_SERVICE",
+      "CMS_SERVICE",
       "EVENTS_QUEUE",
       "EVENTS_SERVICE",
       "FLAGS",
+      "LEADS_SERVICE",
       "MONITORING_CACHE",
       "MONITORING_DB",
       "MONITOR_JOBS",

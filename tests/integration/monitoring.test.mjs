@@ -198,6 +198,59 @@ describe("monitoring: probes in workerd", () => {
   });
 });
 
+describe("monitoring: platform workers through their service bindings", () => {
+  it("probes the ledger's /health/consumers over EVENTS_SERVICE and sees it stall", async () => {
+    const refused = await errorOf(
+      await put("svc", { service: "events", path: "/admin/consumers" }),
+      400,
+      "invalid_request",
+    );
+    assert.equal(refused.field, "path");
+    const unbound = await errorOf(await put("svc", { service: "billing" }), 400, "invalid_request");
+    assert.equal(unbound.field, "service");
+
+    const created = await jsonOf(await put("svc", { service: "events", path: "/health/consumers" }), 201);
+    assert.equal(created.url, "service://events/health/consumers");
+    await jsonOf(await put("svc-leads", { service: "leads" }), 201);
+    await runTick("svc");
+    let m = await monitorView("svc");
+    assert.equal(m.state, "up", JSON.stringify(m));
+    assert.equal(m.lastProbe.status, 200);
+    assert.equal(typeof m.lastProbe.latencyMs, "number");
+    assert.equal((await monitorView("svc-leads")).lastProbe.status, 200);
+
+    // An event nobody has drained for two hours: the ledger's paging probe answers 503.
+    const events = await mesh.d1("events", "EVENTS_DB");
+    const emitted = await mesh.fetch("events", "/api/events", {
+      method: "POST",
+      headers: { ...mesh.tenantHeaders("bakery"), "content-type": "application/json" },
+      body: JSON.stringify({ event_type: "monitoring.test", entity_ref: "probe:1", payload: {} }),
+    });
+    const { event_id: eventId } = await jsonOf(emitted, 201);
+    await events
+      .prepare("UPDATE events SET recorded_at = ?1 WHERE event_id = ?2")
+      .bind(new Date(Date.now() - 2 * 3_600_000).toISOString(), eventId)
+      .run();
+    await runTick("svc");
+    m = await monitorView("svc");
+    assert.equal(m.lastProbe.status, 503);
+    assert.equal(m.lastProbe.reason, "status_mismatch");
+    // Leave the ledger as it was for the other suites: drain every consumer.
+    for (const consumer of [
+      "workflow_runner",
+      "timeline_indexer",
+      "anomaly_detector",
+      "reflexion_analyzer",
+      "customer_health_watcher",
+    ]) {
+      await mesh.fetch("events", `/admin/events/drain?consumer=${consumer}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${mesh.adminToken}` },
+      });
+    }
+  });
+});
+
 describe("monitoring: incidents and alerts", () => {
   it("2 failures then a success: no incident, no alert", async () => {
     await jsonOf(await put("flaky", monitor()), 201);

@@ -171,18 +171,83 @@ bool is_valid_monitor_id(std::string_view id) {
          kTail.all_of(id.substr(1));
 }
 
+namespace {
+
+bool is_health_path(std::string_view path) {
+  static constexpr CharClass kPathChars = CharClass(kLowerAlnum).chars("/_-");
+  return (path == "/health" || path.rfind("/health/", 0) == 0) && path.size() <= 64 &&
+         kPathChars.all_of(path) && path.find("//") == std::string_view::npos;
+}
+
+// {"service","path"} instead of a URL; "url" may only repeat the stored display form.
+Status parse_service_target(const json& body, MonitorSpec& spec) {
+  auto service = get_string(body, "service");
+  static constexpr CharClass kServiceTail = CharClass(kLowerAlnum).chars("-");
+  if (!service || service->empty() || service->size() > kMaxServiceNameLength ||
+      !kLowerAlnum.contains((*service)[0]) || !kServiceTail.all_of(*service)) {
+    return field_error("service", "must name a platform worker (e.g. \"events\")");
+  }
+  std::string path = string_or(body, "path", "/health");
+  if (!is_health_path(path)) {
+    return field_error("path", "must be /health or /health/… (only the public health routes)");
+  }
+  spec.service = *service;
+  spec.path = path;
+  spec.url = std::string(kServiceScheme) + spec.service + spec.path;
+  if (auto url = get_string(body, "url"); url && *url != spec.url) {
+    return field_error("url", "is not used with service (give one or the other)");
+  }
+  return Unit{};
+}
+
+}  // namespace
+
+std::vector<std::string> probe_services(std::string_view configured) {
+  std::vector<std::string> out;
+  std::string current;
+  for (char c : std::string(configured) + ",") {
+    if (c == ',' || c == ' ') {
+      if (!current.empty()) out.push_back(current);
+      current.clear();
+    } else {
+      current += c;
+    }
+  }
+  return out;
+}
+
+std::string service_binding_of(std::string_view service) {
+  std::string out;
+  for (char c : service)
+    out += c == '-' ? '_' : static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
+  return out + "_SERVICE";
+}
+
+Status check_service_available(const MonitorSpec& spec, std::string_view configured) {
+  if (spec.service.empty()) return Unit{};
+  for (const auto& s : probe_services(configured)) {
+    if (s == spec.service) return Unit{};
+  }
+  return field_error("service", "is not a service this deployment lets monitors probe (" +
+                                    std::string(configured.empty() ? "none" : configured) + ")");
+}
+
 Result<MonitorSpec> parse_monitor(const json& body, bool allow_local) {
   if (!body.is_object()) return Error{ErrorCode::invalid_request, "a monitor is a JSON object"};
   MonitorSpec spec;
-  auto url = get_string(body, "url");
-  if (!url) return field_error("url", "is required (an http:// or https:// URL)");
-  auto checked = check_probe_url(*url, allow_local);
-  if (!checked) {
-    Error e = field_error("url", "is refused: " + checked.error().message);
-    e.with("reason", refusal_reason(checked.error()));
-    return e;
+  if (const json* service = find_field(body, "service"); service && !service->is_null()) {
+    MONITOR_CHECK(parse_service_target(body, spec));
+  } else {
+    auto url = get_string(body, "url");
+    if (!url) return field_error("url", "is required (an http:// or https:// URL)");
+    auto checked = check_probe_url(*url, allow_local);
+    if (!checked) {
+      Error e = field_error("url", "is refused: " + checked.error().message);
+      e.with("reason", refusal_reason(checked.error()));
+      return e;
+    }
+    spec.url = checked->href;
   }
-  spec.url = checked->href;
 
   if (const json* m = find_field(body, "method"); m && !m->is_null()) {
     std::string method = m->is_string() ? m->get<std::string>() : "";
@@ -197,6 +262,10 @@ Result<MonitorSpec> parse_monitor(const json& body, bool allow_local) {
   if (!timeout) return std::move(timeout).error();
   spec.timeout_ms = *timeout;
   MONITOR_CHECK(parse_must_contain(body, spec));
+  if (!spec.service.empty() && !spec.must_contain.empty()) {
+    return field_error("mustContain",
+                       "is not checked on a service target (health routes answer JSON)");
+  }
   if (const json* e = find_field(body, "enabled"); e && !e->is_null()) {
     if (!e->is_boolean()) return field_error("enabled", "must be true or false");
     spec.enabled = e->get<bool>();
@@ -222,15 +291,20 @@ json monitor_json(const MonitorSpec& spec, bool redact) {
   }
   json windows = json::array();
   for (const auto& w : spec.maintenance) windows.push_back({{"start", w.start}, {"end", w.end}});
-  return json{{"url", spec.url},
-              {"method", spec.method},
-              {"expectStatus", spec.expect_status},
-              {"maxLatencyMs", spec.max_latency_ms},
-              {"timeoutMs", spec.timeout_ms},
-              {"mustContain", spec.must_contain},
-              {"enabled", spec.enabled},
-              {"alertChannels", channels},
-              {"maintenance", windows}};
+  json out{{"url", spec.url},
+           {"method", spec.method},
+           {"expectStatus", spec.expect_status},
+           {"maxLatencyMs", spec.max_latency_ms},
+           {"timeoutMs", spec.timeout_ms},
+           {"mustContain", spec.must_contain},
+           {"enabled", spec.enabled},
+           {"alertChannels", channels},
+           {"maintenance", windows}};
+  if (!spec.service.empty()) {
+    out["service"] = spec.service;
+    out["path"] = spec.path;
+  }
+  return out;
 }
 
 Result<std::vector<DeclaredMonitor>> parse_declared_monitors(const json& config, bool allow_local) {

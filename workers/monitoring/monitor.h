@@ -32,8 +32,17 @@ struct MaintenanceWindow {
   std::string end;
 };
 
+// A monitor may watch a platform worker through the monitoring worker's service binding instead of
+// a URL: {"service":"events","path":"/health/consumers"}. Only the public health routes can be
+// probed that way (a binding skips the network and its edge, so nothing else of a worker is offered
+// to tenants through it); which services are bound is the deployment's MONITOR_SERVICES var.
+inline constexpr std::size_t kMaxServiceNameLength = 32;
+inline constexpr std::string_view kServiceScheme = "service://";
+
 struct MonitorSpec {
-  std::string url;  // the guard's normalised href
+  std::string url;  // the guard's normalised href; service://<service><path> for a service target
+  std::string service;  // a platform worker's key (e.g. "events"), or "" for a URL monitor
+  std::string path;     // with service: "/health" or "/health/…"
   std::string method = "GET";
   std::vector<int> expect_status{200};
   int max_latency_ms = kDefaultMaxLatencyMs;
@@ -55,6 +64,13 @@ bool is_valid_monitor_id(std::string_view id);
 // Validates a monitor body. Errors are 400 invalid_request with "field" naming the first bad field
 // (e.g. "url", "mustContain[1]", "maintenance[0].end") and, for refused URLs, the guard's "reason".
 Result<MonitorSpec> parse_monitor(const json& body, bool allow_local);
+
+// The services this deployment lets monitors probe (MONITOR_SERVICES: "events,leads,…"), and the
+// binding each is reached through ("events" → EVENTS_SERVICE).
+std::vector<std::string> probe_services(std::string_view configured);
+std::string service_binding_of(std::string_view service);
+// 400 naming "service" when a service monitor names one this deployment does not bind.
+Status check_service_available(const MonitorSpec& spec, std::string_view configured);
 
 // The definition as stored (and as the admin API shows it, with secrets masked when redact).
 json monitor_json(const MonitorSpec& spec, bool redact);

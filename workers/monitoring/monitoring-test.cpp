@@ -617,3 +617,63 @@ TEST_CASE("monitoring status page: every value is HTML-escaped") {
   CHECK(html.find("<img>") == std::string::npos);
   CHECK(html.find("a[x=&#39;&lt;i&gt;&#39;]") != std::string::npos);
 }
+
+TEST_CASE("monitoring service targets: a platform worker watched through its binding") {
+  Monitoring m;
+  m.mesh.set_env("monitoring", "MONITOR_SERVICES", "events,leads");
+  auto field_of = [](const HttpReply& r) { return r.body_json()["error"]["field"]; };
+  // Only bound services, only their public health routes, no selectors on JSON.
+  auto unknown = m.put("x", {{"service", "billing"}});
+  CHECK(unknown.status == 400);
+  CHECK(field_of(unknown) == "service");
+  auto admin_path = m.put("x", {{"service", "events"}, {"path", "/admin/consumers"}});
+  CHECK(admin_path.status == 400);
+  CHECK(field_of(admin_path) == "path");
+  auto selectors = m.put("x", {{"service", "events"}, {"mustContain", {"div"}}});
+  CHECK(selectors.status == 400);
+  CHECK(field_of(selectors) == "mustContain");
+  auto both = m.put("x", {{"service", "events"}, {"url", "https://site.example/"}});
+  CHECK(both.status == 400);
+  CHECK(field_of(both) == "url");
+
+  json ledger{{"service", "events"},
+              {"path", "/health/consumers"},
+              {"alertChannels", {{"pagerduty", {{"routingKey", "R0UT1NGKEY0123"}}}}}};
+  auto created = m.put("ledger", ledger);
+  REQUIRE(created.status == 201);
+  CHECK(created.body_json()["url"] == "service://events/health/consumers");
+  CHECK(created.body_json()["service"] == "events");
+  // A PUT of what GET shows is accepted as it is.
+  json shown = m.admin("GET", "/admin/monitors/ledger").body_json();
+  CHECK(m.put("ledger", shown).status == 200);
+
+  m.tick();
+  CHECK(m.monitor("ledger")["state"] == "up");
+  CHECK(m.monitor("ledger")["lastProbe"]["status"] == 200);
+  CHECK(m.probed.empty());  // through the binding, never the network
+
+  // The ledger stalls (an event unread for over an hour): /health/consumers answers 503, and after
+  // three probes the incident opens and pages once.
+  m.mesh.provision("bakery", kBakeryToken, kBakeryAdmin, json::object(), "events");
+  auto h = Mesh::tenant_headers("bakery", kBakeryToken);
+  h["Content-Type"] = "application/json";
+  REQUIRE(m.mesh
+              .request("events", "POST", "/api/events", h,
+                       json{{"event_type", "order.placed"},
+                            {"entity_ref", "order:1"},
+                            {"payload", json::object()}}
+                           .dump())
+              .status == 201);
+  m.mesh.now_ms += 2 * 60 * 60 * 1000;
+  for (int i = 0; i < 3; ++i) m.tick();
+  json down = m.monitor("ledger");
+  CHECK(down["state"] == "down");
+  CHECK(down["lastProbe"]["status"] == 503);
+  CHECK(down["lastProbe"]["reason"] == "status_mismatch");
+  CHECK(m.pagerduty.size() == 1);
+  if (!m.pagerduty.empty()) CHECK(m.pagerduty[0]["event_action"] == "trigger");
+
+  // A deployment that binds no services refuses service monitors.
+  m.mesh.set_env("monitoring", "MONITOR_SERVICES", "");
+  CHECK(field_of(m.put("other", {{"service", "events"}})) == "service");
+}

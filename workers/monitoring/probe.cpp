@@ -150,9 +150,47 @@ EffectOf<ProbeReply> probe_fetch(const HttpCall& call, const std::vector<std::st
   return {std::move(request), decode_probe_reply};
 }
 
+// The service effect in its probe form: a request to a platform worker through the monitoring
+// worker's binding, with the probe's timeout, the host measuring elapsedMs as for a fetch.
+EffectOf<ProbeReply> probe_service(const std::string& binding, const HttpCall& call) {
+  json headers = json::object();
+  for (const auto& [k, v] : call.headers) headers[k] = v;
+  json request{{"kind", "service"},
+               {"binding", binding},
+               {"timeoutMs", call.timeout_ms},
+               {"request",
+                {{"method", call.method}, {"url", call.url}, {"headers", headers}, {"body", ""}}}};
+  return {std::move(request), decode_probe_reply};
+}
+
+Task<ProbeObservation> observe_service(const MonitorSpec& spec) {
+  ProbeObservation seen;
+  HttpCall call;
+  call.method = spec.method;
+  // The host part is never resolved: a service binding delivers to its worker whatever the URL.
+  call.url = "https://" + spec.service + ".internal" + spec.path;
+  call.headers["user-agent"] = "SiteSwarm-Monitor/1.0 (+https://siteswarm.dev/monitoring)";
+  call.timeout_ms = spec.timeout_ms;
+  auto reply = co_await probe_service(service_binding_of(spec.service), call);
+  if (!reply) {
+    bool timed_out = reply.error().cause == "timeout";
+    if (timed_out) seen.latency_ms = call.timeout_ms;
+    seen.outcome =
+        timed_out ? ProbeObservation::Outcome::timeout : ProbeObservation::Outcome::network_error;
+    co_return seen;
+  }
+  seen.latency_ms = reply->elapsed_ms;
+  seen.status = reply->status;
+  co_return seen;
+}
+
 }  // namespace
 
 Task<ProbeObservation> observe(const MonitorSpec& spec, bool allow_local) {
+  if (!spec.service.empty()) {
+    auto awaited = co_await observe_service(spec);
+    co_return awaited;
+  }
   ProbeObservation seen;
   std::string url = spec.url;
   for (int hop = 0;; ++hop) {

@@ -42,6 +42,7 @@ Task<Result<Response>> put_monitor(Context& ctx, const Request& req, const Param
   SS_CO_CHECK(require_json_body(req, kMaxMonitorBody));
   SS_CO_TRY(json body, parse_json_object(req.body));
   SS_CO_TRY(MonitorSpec spec, parse_monitor(body, ctx.allow_local_outbound()));
+  SS_CO_CHECK(check_service_available(spec, ctx.env("MONITOR_SERVICES")));
   MonitorStore store;
   SS_CO_TRY(std::optional<MonitorRow> existing, co_await store.find(tenant.id, id));
   if (!existing) {
@@ -172,6 +173,16 @@ void add_monitor_routes(App& app) {
 Status validate_tenant_config(const Context& ctx, const json& config) {
   auto declared = parse_declared_monitors(config, ctx.allow_local_outbound());
   if (!declared) return std::move(declared).error();
+  for (std::size_t i = 0; i < declared->size(); ++i) {
+    Status available = check_service_available((*declared)[i].spec, ctx.env("MONITOR_SERVICES"));
+    if (!available.ok()) {
+      Error e = std::move(available).error();
+      std::string prefix = "monitors[" + std::to_string(i) + "].";
+      e.message = prefix + e.message;
+      e.with("field", prefix + "service");
+      return e;
+    }
+  }
   return Unit{};
 }
 
