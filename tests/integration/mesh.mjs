@@ -148,7 +148,7 @@ const RPC_PROBE = {
 // Outbound fetch() of every worker: loopback (the stubs) only, never the internet. One hop each:
 // workerd applies the worker's redirect mode itself (bindings/effects/fetch.js asks for "manual"), so
 // following a 30x here would follow redirects the worker never asked for.
-async function loopbackOnly(request) {
+export async function loopbackOnly(request) {
   const { hostname } = new URL(request.url);
   if (hostname === "127.0.0.1" || hostname === "localhost") {
     return miniflareFetch(request, { redirect: "manual" });
