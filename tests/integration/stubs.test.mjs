@@ -48,10 +48,18 @@ describe("stubs", () => {
     assert.equal((await twilio.json()).to, "+15555550100");
     assert.equal((await post("/2010-04-01/Accounts/AC1/Messages.json", sms, FORM)).status, 401);
 
-    const trigger = JSON.stringify({ routing_key: "rk", event_action: "trigger", dedup_key: "m-1" });
+    const payload = { summary: "site down", source: "monitor", severity: "critical" };
+    const trigger = JSON.stringify({ routing_key: "rk", event_action: "trigger", dedup_key: "m-1", payload });
     const pd = await post("/v2/enqueue", trigger, JSON_TYPE);
     assert.equal(pd.status, 202);
     assert.equal((await pd.json()).dedup_key, "m-1");
+    // As Events v2: a trigger without its payload, or a resolve without the dedup_key, is refused.
+    const bare = JSON.stringify({ routing_key: "rk", event_action: "trigger" });
+    assert.equal((await post("/v2/enqueue", bare, JSON_TYPE)).status, 400);
+    const resolveNoKey = JSON.stringify({ routing_key: "rk", event_action: "resolve" });
+    assert.equal((await post("/v2/enqueue", resolveNoKey, JSON_TYPE)).status, 400);
+    const resolve = JSON.stringify({ routing_key: "rk", event_action: "resolve", dedup_key: "m-1" });
+    assert.equal((await post("/v2/enqueue", resolve, JSON_TYPE)).status, 202);
     assert.equal(await (await post("/slack/T000/B000", "{}", JSON_TYPE)).text(), "ok");
     assert.equal((await post("/webhook/bakery", "{}", JSON_TYPE)).status, 200);
   });

@@ -291,15 +291,17 @@ json monitor_json(const MonitorSpec& spec, bool redact) {
   }
   json windows = json::array();
   for (const auto& w : spec.maintenance) windows.push_back({{"start", w.start}, {"end", w.end}});
-  json out{{"url", spec.url},
-           {"method", spec.method},
-           {"expectStatus", spec.expect_status},
-           {"maxLatencyMs", spec.max_latency_ms},
-           {"timeoutMs", spec.timeout_ms},
-           {"mustContain", spec.must_contain},
-           {"enabled", spec.enabled},
-           {"alertChannels", channels},
-           {"maintenance", windows}};
+  // Built as a temporary and moved in: `json out{{…}}` (list-initialising the named variable) traps
+  // with "memory access out of bounds" in the clang-14 wasm32 build, though native ASan is clean.
+  json out = json{{"url", spec.url},
+                  {"method", spec.method},
+                  {"expectStatus", spec.expect_status},
+                  {"maxLatencyMs", spec.max_latency_ms},
+                  {"timeoutMs", spec.timeout_ms},
+                  {"mustContain", spec.must_contain},
+                  {"enabled", spec.enabled},
+                  {"alertChannels", channels},
+                  {"maintenance", windows}};
   if (!spec.service.empty()) {
     out["service"] = spec.service;
     out["path"] = spec.path;
