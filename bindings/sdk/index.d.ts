@@ -329,3 +329,6 @@ export interface PlatformClient {
  * `bad_response` for a non-JSON error answer, otherwise the service's own code and status).
  */
 export function createPlatformClient(options: PlatformClientOptions): PlatformClient;
+
+/** `zone` when it is an IANA time zone name the runtime knows (checked with `Intl`), else `undefined`. */
+export function validZone(zone: unknown): string | undefined;

@@ -6,6 +6,8 @@
 // - a refused form post shown to a person: a summary, each field's problem next to it, what they typed.
 // Slots an app's page may contain (each optional): <p id="announcement" role="status"></p>,
 // <p id="status"></p>, <div id="form-errors"></div>.
+import { validZone } from "@siteswarm/sdk";
+
 const DAYS = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
 const ANNOUNCEMENT_SLOT = '<p id="announcement" role="status"></p>';
 const STATUS_SLOT = '<p id="status"></p>';
@@ -75,16 +77,6 @@ function when(date, zone, now) {
   const time = fmt(date, { hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
   const sameDay = fmt(date, { dateStyle: "short" }) === fmt(now, { dateStyle: "short" });
   return sameDay ? time : `${fmt(date, { weekday: "short" })} ${time}`;
-}
-
-function validZone(zone) {
-  if (typeof zone !== "string") return undefined;
-  try {
-    new Intl.DateTimeFormat("en-US", { timeZone: zone });
-    return zone;
-  } catch {
-    return undefined;
-  }
 }
 
 /**

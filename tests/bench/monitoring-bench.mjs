@@ -105,7 +105,9 @@ try {
     });
     if (res.status !== 200) throw new Error(`tick ${tick}: ${res.status} ${await res.text()}`);
   };
-  const probedAtTick = async (tick) =>
+  // A probe claims its monitor (probe_tick) first and records its row last: count rows.
+  const probeRows = async (where) => (await db.prepare(`SELECT COUNT(*) AS n FROM probes WHERE ${where}`).first()).n;
+  const claimedAtTick = async (tick) =>
     (await db.prepare("SELECT COUNT(*) AS n FROM monitors WHERE probe_tick >= ?1").bind(tick).first()).n;
   async function waitUntil(probe, what, timeoutMs) {
     const deadline = Date.now() + timeoutMs;
@@ -127,7 +129,11 @@ try {
   for (let i = 0; i < SELECTOR_CHECKS; i++) {
     const tick = firstTick + i;
     await testTick(tick);
-    await waitUntil(async () => (await probedAtTick(tick)) >= 1, `selector probe ${i}`, 30_000);
+    await waitUntil(
+      async () => (await probeRows("tenant_id = 'bench-selector'")) >= i + 1,
+      `selector probe ${i}`,
+      30_000,
+    );
     const row = await db
       .prepare(
         "SELECT ok, latency_ms, reason FROM probes WHERE tenant_id = 'bench-selector' ORDER BY at_ms DESC LIMIT 1",
@@ -179,16 +185,14 @@ try {
   const cronSeconds = (performance.now() - tickStart) / 1000;
   // A second cron firing in the same tick (a retried cron, an overlapping run) starts nothing twice.
   await worker.scheduled({ cron: "*/5 * * * *", scheduledTime: new Date() });
-  await waitUntil(async () => (await probedAtTick(realTick)) >= created, "every monitor's probe", 30 * 60_000);
+  const tickRows = "tenant_id LIKE 'bench-%' AND tenant_id <> 'bench-selector'";
+  await waitUntil(async () => (await probeRows(tickRows)) >= created, "every monitor's probe", 30 * 60_000);
   await waitUntil(async () => origin.total >= created, "the origin's hits", 60_000);
   const tickSeconds = (performance.now() - tickStart) / 1000;
   const cpu = cpu0 === null ? null : workerdCpuMs() - cpu0;
   await sleep(2000); // anything started twice would land now
-  const probes = await db
-    .prepare(
-      "SELECT COUNT(*) AS n, SUM(ok) AS ok FROM probes WHERE tenant_id LIKE 'bench-%' AND tenant_id <> 'bench-selector'",
-    )
-    .first();
+  const probes = await db.prepare(`SELECT COUNT(*) AS n, SUM(ok) AS ok FROM probes WHERE ${tickRows}`).first();
+  const claimed = await claimedAtTick(realTick);
   const doubled = [...origin.hits.values()].filter((n) => n > 1).length;
   const tick = {
     monitors: created,
@@ -211,7 +215,7 @@ try {
   console.log(
     `  workerd CPU per probe (monitoring worker, its queue and D1, all processes): ${tick.workerdCpuMsPerProbe === null ? "n/a" : `${tick.workerdCpuMsPerProbe.toFixed(2)} ms`}`,
   );
-  if (probes.n !== created || origin.total !== created || doubled !== 0) {
+  if (probes.n !== created || claimed !== created || origin.total !== created || doubled !== 0) {
     throw new Error("monitoring bench: a monitor was not probed exactly once");
   }
   mergeFigures({

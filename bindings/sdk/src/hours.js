@@ -124,7 +124,8 @@ function localParts(zone, at) {
   };
 }
 
-function validZone(zone) {
+/** `zone` when it is an IANA time zone this runtime knows (Intl), else undefined. */
+export function validZone(zone) {
   if (typeof zone !== "string") return undefined;
   try {
     new Intl.DateTimeFormat("en-US", { timeZone: zone });

@@ -8,3 +8,4 @@ export {
 } from "./delegate.js";
 export { errorResponse, SiteSwarmError } from "./errors.js";
 export { createPlatformClient } from "./client.js";
+export { validZone } from "./hours.js";
