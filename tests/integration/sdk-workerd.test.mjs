@@ -9,7 +9,14 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { createPlatformClient } from "../../bindings/sdk/src/index.js";
-import { EVENT_CASES, expected, LEAD_CASES, LEADS_CONFIG, verdictOf } from "./fixtures/validation-table.mjs";
+import {
+  EVENT_CASES,
+  expected,
+  LEAD_CASES,
+  LEADS_CONFIG,
+  PAGEVIEW_CASES,
+  verdictOf,
+} from "./fixtures/validation-table.mjs";
 import { ROOT, startMesh } from "./mesh.mjs";
 
 const APP = "sdk-workerd";
@@ -230,6 +237,19 @@ describe("the SDK's mock validates exactly like the services (one table for both
     for (const c of LEAD_CASES) {
       const real = verdictOf(await sdk("leads.submit", [c.lead]));
       const fake = verdictOf(await mockOutcome(mock.leads.submit(c.lead)));
+      const want = expected(c);
+      if (JSON.stringify(real) !== JSON.stringify(want) || JSON.stringify(fake) !== JSON.stringify(want)) {
+        mismatches.push({ case: c.name, want, service: real, mock: fake });
+      }
+    }
+    assert.deepEqual(mismatches, []);
+  });
+
+  it("analytics: every pageview row gets the same verdict from the analytics worker and from the mock", async () => {
+    const mismatches = [];
+    for (const c of PAGEVIEW_CASES) {
+      const real = verdictOf(await sdk("analytics.pageview", [c.view]));
+      const fake = verdictOf(await mockOutcome(mock.analytics.pageview(c.view)));
       const want = expected(c);
       if (JSON.stringify(real) !== JSON.stringify(want) || JSON.stringify(fake) !== JSON.stringify(want)) {
         mismatches.push({ case: c.name, want, service: real, mock: fake });

@@ -3,7 +3,7 @@
 // by a shared table). Used only when a binding is missing.
 import { SiteSwarmError } from "./errors.js";
 import { fallbackContent, fallbackStatus } from "./hours.js";
-import { validateEvent, validateLead } from "./rules.js";
+import { validateBeacon, validateEvent, validateLead } from "./rules.js";
 
 /**
  * @param {{ appId: string, snapshot?: object, leadsConfig?: Record<string, any> }} options
@@ -96,11 +96,18 @@ export function createMocks({ appId, snapshot, leadsConfig = {} }) {
       return fallbackStatus(snapshot ?? {}, at);
     },
 
-    pageview({ url, referrer, width }) {
-      if (typeof url !== "string" || url === "") {
-        throw new SiteSwarmError("invalid_beacon", "url: is required", { status: 400, details: { field: "u" } });
+    /** @param {Partial<import("../index.d.ts").Pageview>} [view] */
+    pageview({ url, referrer, width } = {}) {
+      // The beacon exactly as the client puts it on the wire (undefined dropped, NaN/Infinity → null).
+      const beacon = JSON.parse(JSON.stringify({ u: url, r: referrer ?? "", w: width }));
+      const checked = validateBeacon(beacon);
+      if (!checked.ok) {
+        throw new SiteSwarmError(checked.code, checked.message, {
+          status: checked.status,
+          details: { field: checked.field },
+        });
       }
-      pageviews.push({ u: url, r: referrer ?? "", w: width ?? null, at: now() });
+      pageviews.push({ u: beacon.u, r: beacon.r ?? "", w: beacon.w ?? null, at: now() });
     },
   };
 }

@@ -1,6 +1,7 @@
 // The platform's input rules, for the in-memory fakes of `mockFallback`: what the leads worker
-// (workers/leads/lead.cpp validate_submission, config.cpp is_email) and the events worker
-// (workers/events/ledger.cpp parse_new_event) accept, field by field, with the same messages. The
+// (workers/leads/lead.cpp validate_submission, config.cpp is_email), the events worker
+// (workers/events/ledger.cpp parse_new_event) and the analytics worker (workers/analytics/beacon.cpp
+// parse_beacon) accept, field by field, with the same messages. The
 // C++ services are the source of truth; tests/integration/sdk-workerd.test.mjs runs one table of
 // inputs (tests/integration/fixtures/validation-table.mjs) through the real services and through these
 // rules and requires the same verdict for every row, so the two cannot drift apart unnoticed.
@@ -201,4 +202,45 @@ export function validateEvent(body) {
     }
   }
   return { ok: true, event: { ...e, entity_type: entityType, entity_id: entityId, payload } };
+}
+
+// analytics (workers/analytics/beacon.cpp parse_beacon): the beacon the SDK's pageview() sends,
+// {"u": url, "r": referrer, "w": width}.
+export const MAX_VIEWPORT_WIDTH = 100000;
+
+/** split_url's test: a scheme before "://" and a non-empty host after it (userinfo and port dropped). */
+function urlScheme(url) {
+  const colon = url.indexOf("://");
+  if (colon <= 0) return null;
+  const rest = url.slice(colon + 3);
+  const end = rest.search(/[/?#]/);
+  let authority = end < 0 ? rest : rest.slice(0, end);
+  authority = authority.slice(authority.lastIndexOf("@") + 1);
+  if (authority.startsWith("[")) {
+    const close = authority.indexOf("]");
+    if (close < 0) return null;
+    authority = authority.slice(0, close + 1);
+  } else if (authority.includes(":")) {
+    authority = authority.slice(0, authority.indexOf(":"));
+  }
+  return authority === "" ? null : url.slice(0, colon).toLowerCase();
+}
+
+/** `{ok:true}` or `{ok:false, code, status, field, message}` as the analytics worker answers. */
+export function validateBeacon({ u, r, w }) {
+  const invalid = (field, why) => ({
+    ok: false,
+    code: "invalid_request",
+    status: 400,
+    field,
+    message: `beacon: "${field}" ${why}`,
+  });
+  if (typeof u !== "string") return invalid("u", "must be the page URL (a string)");
+  const scheme = urlScheme(u);
+  if (scheme !== "http" && scheme !== "https") return invalid("u", "must be an absolute http(s) URL");
+  if (r !== undefined && r !== null && typeof r !== "string") return invalid("r", "must be a string");
+  if (w !== undefined && w !== null && (typeof w !== "number" || !(w >= 0 && w <= MAX_VIEWPORT_WIDTH))) {
+    return invalid("w", "must be a number from 0 to 100000");
+  }
+  return { ok: true };
 }
