@@ -42,6 +42,7 @@ async function workerOptions(stubsUrl, adminToken) {
       name: JS,
       modules: true,
       scriptPath: path.join(ROOT, "tests/bench/leads-js.js"),
+      modulesRoot: ROOT,
       modulesRules: MODULE_RULES,
       compatibilityDate: "2026-04-20",
       d1Databases: { LEADS_DB: "bench-leads-js" },

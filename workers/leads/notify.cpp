@@ -249,8 +249,10 @@ Task<Status> release_held(Context& ctx) {
     // Sent before the holds are cleared: a failure here leaves them for the next sweep, and a
     // message sent twice is attempted once (the consumer's claim).
     if (!bodies.empty()) SS_CO_CHECK(co_await queue_send_batch(kNotifyQueue, std::move(bodies)));
+    std::string now = format_rfc3339_ms(ctx.now_ms());
     std::vector<Task<Status>> clears;
-    for (const HeldDelivery& h : held) clears.push_back(store.release_delivery(h.id, h.held_at));
+    for (const HeldDelivery& h : held)
+      clears.push_back(store.release_delivery(h.id, h.held_at, now));
     std::vector<Status> cleared = co_await when_all(std::move(clears));
     for (const Status& c : cleared) {
       if (!c) co_return c.error();  // left held: the next sweep sends it again (deduplicated)

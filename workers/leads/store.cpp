@@ -132,7 +132,8 @@ ORDER BY held_at LIMIT ?1
 )sql";
 
 constexpr std::string_view kReleaseDelivery = R"sql(
-UPDATE lead_deliveries SET held_at = NULL, held_message = NULL WHERE id = ?1 AND held_at = ?2
+UPDATE lead_deliveries SET held_at = NULL, held_message = NULL, created_at = ?3, updated_at = ?3
+WHERE id = ?1 AND held_at = ?2
 )sql";
 
 constexpr std::string_view kTouchDelivery = R"sql(
@@ -405,9 +406,9 @@ Task<Result<std::vector<HeldDelivery>>> LeadStore::held_deliveries(int limit) co
   co_return r.as<HeldDelivery>();
 }
 
-Task<Status> LeadStore::release_delivery(const std::string& delivery_id,
-                                         const std::string& held_at) const {
-  json params = json::array({delivery_id, held_at});
+Task<Status> LeadStore::release_delivery(const std::string& delivery_id, const std::string& held_at,
+                                         const std::string& now) const {
+  json params = json::array({delivery_id, held_at, now});
   SS_CO_TRY(D1Result r, co_await db_.run(kReleaseDelivery, params));
   co_return Unit{};
 }

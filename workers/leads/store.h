@@ -178,8 +178,10 @@ class LeadStore {
   // Pending deliveries with a parked message, oldest hold first.
   Task<Result<std::vector<HeldDelivery>>> held_deliveries(int limit) const;
   // Clears a hold once its message is queued again; only the hold that was read (held_at), so a
-  // hold made again meanwhile (the switch flipped back on) is kept.
-  Task<Status> release_delivery(const std::string& delivery_id, const std::string& held_at) const;
+  // hold made again meanwhile (the switch flipped back on) is kept. Moves the delivery's clock as
+  // touch_delivery does: the unsent sweep leaves the message to the queue for another period.
+  Task<Status> release_delivery(const std::string& delivery_id, const std::string& held_at,
+                                const std::string& now) const;
 
   // ---- retention (cron)
   Task<Result<std::vector<TenantConfigRow>>> tenant_configs() const;
