@@ -54,7 +54,7 @@ function procStat(pid) {
   }
 }
 /** CPU ms used so far by every workerd process below this Node process, or null if unknown. */
-export function workerdCpuMs() {
+function workerdCpuMs() {
   let entries;
   try {
     entries = readdirSync("/proc").filter((d) => /^\d+$/.test(d));

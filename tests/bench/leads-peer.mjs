@@ -11,7 +11,7 @@ import { createHash, randomBytes } from "node:crypto";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
-import { workerdCpuMs } from "./leads-load.mjs";
+import { workerdCpuMs } from "./workerd-cpu.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const CPP = "siteswarm-leads-service";
