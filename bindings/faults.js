@@ -5,18 +5,30 @@
 //   POST   /__test/faults  [{"kind":"d1.*","match":"INSERT INTO leads","rate":0.01,"when":"before",
 //                            "delayMs":0,"seed":7}, …]   replaces this isolate's rules
 //   DELETE /__test/faults                                 clears them
+//   GET    /__test/faults                                 {"rules":n,"fired":[count per rule]}
 //
 // kind: an effect kind (`d1.run`) or a family (`d1.*`, `kv.*`, `queue.*`, `service`, `fetch`);
 // match: a substring of the effect's SQL, URL, key or queue binding (optional); rate: the probability a
 // matching effect fails (a seeded generator: a run is reproducible); when: "before" (the effect never
 // happens: an outage) or "after" (it happens, then its answer is lost: the caller must not repeat it
-// blindly); delayMs: wait first (a slow dependency; with rate 1 and a long delay, a hang).
+// blindly) or "trap" (the effect never happens and the instance dies there, as on a wasm trap: every
+// run on it ends, a response not sent yet is a 500, and the next request gets a fresh instance);
+// delayMs: wait first (a slow dependency; with rate 1 and a long delay, a hang); times: the rule fires
+// at most this often (a single trap that a test can wait for through GET).
 import { seeded } from "./faults-random.js";
 
 const ROUTE = "/__test/faults";
 let rules = [];
 
 export const hooksOn = (env) => env?.SITESWARM_TEST_HOOKS === "1";
+
+/** What performWithFaults throws for a `when: "trap"` rule; the host poisons the instance with it. */
+export class InjectedTrap extends Error {
+  constructor(kind) {
+    super(`${kind}: injected test trap`);
+    this.name = "InjectedTrap";
+  }
+}
 
 /** The answer to a `/__test/faults` request when hooks are on, else null (the core answers it). */
 export async function faultsRoute(request, env) {
@@ -27,6 +39,7 @@ export async function faultsRoute(request, env) {
     rules = [];
     return Response.json({ rules: 0 });
   }
+  if (request.method === "GET") return Response.json({ rules: rules.length, fired: rules.map((r) => r.fired) });
   if (request.method !== "POST") return Response.json({ error: { code: "method_not_allowed" } }, { status: 405 });
   let list;
   try {
@@ -39,7 +52,7 @@ export async function faultsRoute(request, env) {
       {
         error: {
           code: "invalid_request",
-          message: "expected an array of {kind, rate, match?, when?, delayMs?, seed?}",
+          message: "expected an array of {kind, rate, match?, when? (before|after|trap), delayMs?, times?, seed?}",
         },
       },
       { status: 400 },
@@ -49,6 +62,7 @@ export async function faultsRoute(request, env) {
     ...r,
     when: r.when ?? "before",
     delayMs: r.delayMs ?? 0,
+    fired: 0,
     next: seeded(r.seed ?? i + 1),
   }));
   return Response.json({ rules: rules.length });
@@ -62,8 +76,9 @@ function validRule(r) {
     r.rate >= 0 &&
     r.rate <= 1 &&
     (r.match === undefined || typeof r.match === "string") &&
-    (r.when === undefined || r.when === "before" || r.when === "after") &&
-    (r.delayMs === undefined || (Number.isInteger(r.delayMs) && r.delayMs >= 0 && r.delayMs <= 60_000))
+    (r.when === undefined || ["before", "after", "trap"].includes(r.when)) &&
+    (r.delayMs === undefined || (Number.isInteger(r.delayMs) && r.delayMs >= 0 && r.delayMs <= 60_000)) &&
+    (r.times === undefined || (Number.isInteger(r.times) && r.times >= 1))
   );
 }
 
@@ -85,7 +100,11 @@ function ruleFor(effect) {
   for (const rule of rules) {
     if (rule.kind !== kind && rule.kind !== family) continue;
     if (rule.match && !subject(effect).includes(rule.match)) continue;
-    if (rule.next() < rule.rate) return rule;
+    if (rule.times !== undefined && rule.fired >= rule.times) continue;
+    if (rule.next() < rule.rate) {
+      rule.fired++;
+      return rule;
+    }
   }
   return null;
 }
@@ -96,6 +115,7 @@ export async function performWithFaults(effect, env, perform) {
   const rule = ruleFor(effect);
   if (!rule) return perform(effect, env);
   if (rule.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, rule.delayMs));
+  if (rule.when === "trap") throw new InjectedTrap(String(effect.kind));
   if (rule.when === "after") await perform(effect, env);
   const family = String(effect.kind).split(".")[0];
   return {

@@ -10,7 +10,7 @@
 // feeds every settled result back until the core is done. A trap poisons the instance: every run on
 // it answers 500 internal, and the next request builds a fresh one.
 import { perform } from "./effects/index.js";
-import { faultsRoute, performWithFaults } from "./faults.js";
+import { faultsRoute, InjectedTrap, performWithFaults } from "./faults.js";
 import { Core, CoreTrap, newProfile } from "./instance.js";
 import { envelope, INTERNAL_ERROR, internalErrorResponse, requestMessage, toResponse } from "./messages.js";
 import { noStream, ResponseStream } from "./stream.js";
@@ -71,8 +71,9 @@ function workerHandlers(host, service) {
         async () => ({ ...envelope("fetch", env), request: await requestMessage(request) }),
         stream,
       );
-      // A streamed body (docs/abi.md "Streamed responses") is answered when the core opens it; the
-      // run goes on while the client reads.
+      // A streamed body (docs/abi.md "Streamed responses") is answered when the core opens it, a
+      // response sent early ("Answering early") when the core sends it; the run goes on in waitUntil
+      // while the client reads (or after it has its answer).
       const first = await Promise.race([
         run.then((out) => ({ out })),
         stream.opened.then((response) => ({ response })),
@@ -83,8 +84,8 @@ function workerHandlers(host, service) {
         return first.response;
       }
       const { out } = first;
-      if (out?.streamed) {
-        host.fail(new Error("the core answered streamed without opening a stream"));
+      if (out?.streamed || out?.sent) {
+        host.fail(new Error("the core ended a response it never opened or sent"));
         return internalErrorResponse();
       }
       try {
@@ -223,6 +224,7 @@ class Host {
     if (id === 0) throw new Error("the core rejected the input message");
     const inFlight = new Map();
     const settled = [];
+    let failure = null; // a performer that threw: an injected trap (bindings/faults.js) or a host bug
     try {
       for (;;) {
         const state = core.state(id);
@@ -234,17 +236,25 @@ class Host {
           const performed = String(effect.kind).startsWith("response.")
             ? (stream?.perform(effect) ?? Promise.resolve(noStream(effect)))
             : performWithFaults(effect, env, perform);
-          const done = performed.then((result) => {
-            inFlight.delete(done);
-            settled.push(result);
-          });
+          const done = performed.then(
+            (result) => {
+              inFlight.delete(done);
+              settled.push(result);
+            },
+            (err) => {
+              inFlight.delete(done);
+              failure ??= err;
+            },
+          );
           inFlight.set(done, effect.id);
         }
         const t1 = prof ? performance.now() : 0;
-        if (settled.length === 0) {
+        if (settled.length === 0 && !failure) {
           if (inFlight.size === 0) throw new Error(`run ${id} waits with no effect in flight`);
           await Promise.race(inFlight.keys());
         }
+        // An injected trap kills the instance as a real one would: every run on it ends.
+        if (failure) throw failure instanceof InjectedTrap ? core.kill(failure) : failure;
         if (prof) {
           prof.perform_ms += t1 - t0;
           prof.io_wait_ms += performance.now() - t1;

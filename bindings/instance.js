@@ -84,6 +84,11 @@ export class Core {
     this.#withMessage(message, (ptr, len) => this.#call("ss_resume", [id, ptr, len]), prof);
   }
 
+  /** Poisons the instance as a trap would (test fault injection, bindings/faults.js); the CoreTrap. */
+  kill(cause) {
+    return this.#poisoned ?? this.#poison(cause);
+  }
+
   drop(id) {
     if (!this.poisoned) this.#call("ss_drop", [id]);
   }

@@ -2,6 +2,8 @@
 // status and headers, then `response.write` chunks. The fetch handler answers the client as soon as
 // the stream opens; each write completes only once the client has taken the previous chunk, so
 // neither the core nor the host holds more than about one chunk whatever the body's size.
+// `response.send` (docs/abi.md "Answering early") answers the client with a whole response while the
+// run goes on with its background work, under ctx.waitUntil.
 import { EffectError } from "./effects/errors.js";
 import { toResponse } from "./messages.js";
 
@@ -9,6 +11,7 @@ const encoder = new TextEncoder();
 
 export class ResponseStream {
   #controller = null;
+  #sent = false;
   #cancelled = false;
   #wake = null; // resolves the write waiting for the client to pull
   #resolveOpened;
@@ -25,7 +28,8 @@ export class ResponseStream {
   /** Performs a `response.*` effect: `{id, ok, value | error}`, never throws. */
   async perform(effect) {
     try {
-      if (effect.kind === "response.open") this.#open(effect);
+      if (effect.kind === "response.send") this.#send(effect);
+      else if (effect.kind === "response.open") this.#open(effect);
       else if (effect.kind === "response.write") await this.#write(effect.chunk);
       else throw new EffectError("unsupported_effect", `unknown effect ${effect.kind}`);
       return { id: effect.id, ok: true, value: {} };
@@ -35,7 +39,10 @@ export class ResponseStream {
     }
   }
 
-  /** The run ended: a stream it opened is closed if it finished the body, aborted otherwise. */
+  /**
+   * The run ended: a stream it opened is closed if it finished the body, aborted otherwise. A response
+   * sent early is complete already; a run that failed afterwards was logged by the host.
+   */
   finish(out) {
     if (!this.#controller || this.#cancelled) return;
     this.#cancelled = true;
@@ -51,8 +58,14 @@ export class ResponseStream {
     }
   }
 
+  #send({ status, headers, body }) {
+    if (this.#controller || this.#sent) throw new EffectError("stream_state", "the response was already sent");
+    this.#sent = true;
+    this.#resolveOpened(toResponse({ status, headers, body }));
+  }
+
   #open({ status, headers }) {
-    if (this.#controller) throw new EffectError("stream_state", "the response is already open");
+    if (this.#controller || this.#sent) throw new EffectError("stream_state", "the response is already open");
     const body = new ReadableStream(
       {
         start: (controller) => {

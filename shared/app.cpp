@@ -208,7 +208,9 @@ void add_platform_routes(App& app) {
       .add("GET", "/__test/trap", test_trap);
 }
 
-Task<json> handle_message(Context& ctx, json message) {
+namespace {
+
+Task<json> dispatch_message(Context& ctx, json message) {
   const App& app = ctx.app();
   std::string op = string_or(message, "op", "");
   if (op == "fetch") {
@@ -272,6 +274,37 @@ Task<json> handle_message(Context& ctx, json message) {
     co_return json{{"ok", true}, {"value", std::move(r).value()}};
   }
   co_return Response::from_error(Error{ErrorCode::internal, "unknown message op"}).to_json();
+}
+
+// The work handed to Context::wait_until, all of it concurrently, until none is left (a background
+// task may hand over more).
+Task<Unit> run_background(Context& ctx) {
+  for (auto work = ctx.take_background(); !work.empty(); work = ctx.take_background()) {
+    std::vector<Status> done = co_await when_all(std::move(work));
+    for (const Status& s : done) {
+      if (!s) ctx.log("background work failed: " + s.error().message);
+    }
+  }
+  co_return Unit{};
+}
+
+}  // namespace
+
+// A fetch run with background work answers the client first (the `response.send` effect, docs/abi.md
+// "Answering early") and ends with {"sent":true}; a host that cannot answer early gets the response
+// as the output once the background work is done, as if there had been none.
+Task<json> handle_message(Context& ctx, json message) {
+  bool fetch = string_or(message, "op", "") == "fetch";
+  json out = co_await dispatch_message(ctx, std::move(message));
+  if (!ctx.has_background()) co_return out;
+  if (fetch && out.is_object() && !out.contains("streamed")) {
+    json send = out;
+    send["kind"] = "response.send";
+    auto sent = co_await Effect(std::move(send));
+    if (sent) out = json{{"sent", true}};
+  }
+  co_await run_background(ctx);
+  co_return out;
 }
 
 }  // namespace ss

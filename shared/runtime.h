@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ss {
@@ -70,6 +71,15 @@ class Context {
   // n random bytes from the host entropy pool (or a crypto.random effect when the pool is dry).
   Task<Result<std::string>> random_bytes(std::size_t n);
 
+  // Work that outlives the response (Workers' ctx.waitUntil; docs/abi.md "Answering early"). In a
+  // fetch run the client is answered as soon as the handler returns, and the run goes on with these
+  // tasks; in scheduled, queue and rpc runs they are awaited before the output. A failure is logged.
+  // The task must own what it reads (take parameters by value, Context& aside): the handler's
+  // locals are gone by the time it runs.
+  void wait_until(Task<Status> work) { background_.push_back(std::move(work)); }
+  bool has_background() const { return !background_.empty(); }
+  std::vector<Task<Status>> take_background() { return std::exchange(background_, {}); }
+
   void log(std::string line) { logs_.push_back(std::move(line)); }
   std::vector<std::string>& logs() { return logs_; }
 
@@ -92,6 +102,7 @@ class Context {
   std::string entropy_;  // raw bytes not yet used
   std::vector<std::string> logs_;
   Provenance provenance_;
+  std::vector<Task<Status>> background_;  // wait_until(), not started yet
 };
 
 class Runtime {

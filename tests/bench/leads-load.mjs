@@ -345,8 +345,8 @@ export function printLeadsLoad(r, log = console.log) {
   for (const [k, v] of rows) log(`${k.padEnd(width)}  ${v}`);
   log("\nnode = process.cpuUsage() of the bench process: load generator + Miniflare's dispatch + the stub server;");
   log("workerd = utime+stime of the workerd process(es) (/proc), i.e. all six workers, the ledger included.");
-  log("Latency includes the awaited queue sends (lead.received, notifications): Miniflare's local queue broker");
-  log("holds send() while it hands a batch to a consumer (the ledger appends a batch of up to 100 concurrently).");
+  log("Latency ends at the 202, which follows the lead's D1 commit; the queue sends (notifications, lead.received)");
+  log("run after it under waitUntil (docs/leads.md), so they count in CPU, not in latency.");
   log(
     r.problems.length
       ? `\nPROBLEMS:\n  ${r.problems.join("\n  ")}`

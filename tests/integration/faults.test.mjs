@@ -169,6 +169,41 @@ describe("leads intake under faults", () => {
     assert.equal(status.status, "delivered");
   });
 
+  it("the instance trapping between the lead's commit and its enqueue: the 202 stands, and the sweeper delivers once", async () => {
+    // The 202 goes out right after the D1 commit; the notification is queued after it (ctx.waitUntil).
+    // The first notify send kills the instance there, as a wasm trap would.
+    await faults("leads", [{ kind: "queue.send", match: "NOTIFY_QUEUE", rate: 1, when: "trap", times: 1 }]);
+    const res = await submit(4);
+    assert.equal(res.status, 202, "answered before the trap");
+    const { leadId } = await res.json();
+    await waitFor("the trap", async () => {
+      const state = await (await mesh.fetch("leads", "/__test/faults")).json();
+      return state.fired?.[0] === 1;
+    });
+    await faults("leads", null);
+    assert.equal(await storedFor(4), 1, "committed before the answer");
+    const pending = await (await leadsDb())
+      .prepare("SELECT status, attempts FROM lead_deliveries WHERE lead_id = ?1")
+      .bind(leadId)
+      .first();
+    assert.deepEqual({ ...pending }, { status: "pending", attempts: 0 }, "never queued");
+    // The next request gets a fresh instance and is delivered as usual.
+    const next = await submit(5);
+    assert.equal(next.status, 202);
+    const nextId = (await next.json()).leadId;
+    await waitFor("the next lead's delivery", async () => hookCallsFor(nextId).length === 1);
+    assert.equal(hookCallsFor(leadId).length, 0, "the trapped lead was not sent");
+    // The sweeper is the backstop.
+    await (await leadsDb())
+      .prepare("UPDATE lead_deliveries SET created_at = '2000-01-01T00:00:00.000Z' WHERE lead_id = ?1")
+      .bind(leadId)
+      .run();
+    await (await mesh.mf.getWorker("siteswarm-leads-service")).scheduled({ cron: "*/10 * * * *" });
+    await waitFor("the swept delivery", async () => hookCallsFor(leadId).length >= 1);
+    await sleep(1500);
+    assert.equal(hookCallsFor(leadId).length, 1, "delivered once");
+  });
+
   it("the ledger's D1 losing answers after committing: every lead.received is in the ledger once", async () => {
     await faults("events", [{ kind: "d1.*", match: "INSERT", rate: 0.5, when: "after", seed: 11 }]);
     const ids = [];

@@ -667,3 +667,39 @@ describe("streamed responses (response.open / response.write)", () => {
     assert.equal(res.status, 500);
   });
 });
+
+describe("answering early (response.send)", () => {
+  it("answers with the whole response at response.send; the run goes on under waitUntil", async () => {
+    const background = [];
+    const core = fakeCore({
+      *"POST /lead"() {
+        const [sent] = yield [
+          { kind: "response.send", status: 202, headers: { "content-type": "application/json" }, body: '{"ok":true}' },
+        ];
+        assert.equal(sent.ok, true);
+        const [again] = yield [{ kind: "response.send", status: 200, headers: {}, body: "" }];
+        assert.equal(again.error.code, "stream_state");
+        yield [{ kind: "sleep", ms: 0 }];
+        background.push("after");
+        return { sent: true };
+      },
+    });
+    const c = ctx();
+    const res = await defineWorker(core, { service: "svc" }).fetch(get("/lead", { method: "POST" }), {}, c);
+    assert.equal(res.status, 202);
+    assert.deepEqual(await res.json(), { ok: true });
+    assert.equal(c.waited.length, 1, "the rest of the run is kept alive with waitUntil");
+    await c.waited[0];
+    assert.deepEqual(background, ["after"]);
+  });
+
+  it("a core that ends {sent:true} without sending is a 500", async () => {
+    const core = fakeCore({
+      *"GET /odd"() {
+        return { sent: true };
+      },
+    });
+    const res = await defineWorker(core, { service: "svc" }).fetch(get("/odd"), {}, ctx());
+    assert.equal(res.status, 500);
+  });
+});

@@ -1278,6 +1278,42 @@ describe("tenant isolation", () => {
 
 // -------------------------------------------------------------------------------------------------
 describe("notifications", () => {
+  it("kill:notifications (flipped on the ledger, read from FLAGS) holds them; off, the sweeper sends each once", async () => {
+    const hook = webhook("lt-kill");
+    await provision("lt-kill", { turnstile: "off", notify: { webhook: hook } }, { webhookSecret: hook.secret });
+    const flip = async (enabled) => {
+      const res = await mesh.fetch("events", "/admin/kill-switches/kill:notifications", {
+        method: "PUT",
+        headers: mesh.operator(JSON_TYPE),
+        body: JSON.stringify({ enabled }),
+      });
+      assert.equal((await jsonOf(res, 200)).shared, true);
+    };
+    await flip(true);
+    let leadId;
+    try {
+      leadId = await accepted(await submit("lt-kill", lead()));
+      await waitFor("the held delivery", async () => {
+        const [d] = await deliveriesOf(leadId);
+        return d?.held_at ? d : null;
+      });
+      const [held] = await deliveriesOf(leadId);
+      assert.equal(held.status, "pending");
+      assert.equal(held.attempts, 0);
+      assert.equal(stubCalls("/webhook/lt-kill").length, 0, "nothing sent while the switch is on");
+    } finally {
+      await flip(false);
+    }
+    await (await mesh.mf.getWorker("siteswarm-leads-service")).scheduled({ cron: "*/10 * * * *" });
+    const [delivery] = await settled(leadId, 1);
+    assert.equal(delivery.status, "delivered");
+    assert.equal(delivery.held_at, null);
+    await sleep(1500); // nothing more arrives afterwards
+    const calls = stubCalls("/webhook/lt-kill");
+    assert.equal(calls.length, 1, "delivered once");
+    assert.equal(JSON.parse(calls[0].body).leadId, leadId);
+  });
+
   it("a webhook that fails twice then succeeds is delivered once, 3 attempts, signed", async () => {
     const hook = webhook("lt-retry");
     await provision("lt-retry", { turnstile: "off", notify: { webhook: hook } }, { webhookSecret: hook.secret });

@@ -33,6 +33,13 @@ json error_result(const json& effect, const std::string& code, const std::string
       {"id", effect["id"]}, {"ok", false}, {"error", {{"code", code}, {"message", message}}}};
 }
 
+// What the JS host answers a fetch whose instance trapped before answering (docs/abi.md).
+json trapped_output() {
+  return json{{"status", 500},
+              {"headers", {{"content-type", "application/json"}}},
+              {"body", R"({"error":{"code":"internal","message":"internal error"}})"}};
+}
+
 std::string read_file(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::stringstream ss;
@@ -67,9 +74,14 @@ json drive(Runtime& runtime, json message, std::int64_t& now_ms, const Performer
     for (const json& e : effects) {
       if (string_or(e, "kind", "") == "sleep") {
         sleepers.emplace(now_ms + int_or(e, "ms", 0), e);
-      } else {
-        results.push_back(perform(e));
+        continue;
       }
+      json result = perform(e);
+      if (result.contains("trap")) {  // Mesh::trap_effect: the instance died here
+        runtime.drop(id);
+        return json{{"trapped", true}};
+      }
+      results.push_back(std::move(result));
     }
     if (results.empty() && !sleepers.empty()) {
       auto first = sleepers.begin();
@@ -279,6 +291,12 @@ HttpReply Mesh::request(const std::string& worker, const std::string& method,
   Stream stream;
   json out = drive_fetch(*workers_.at(worker), std::move(msg), stream);
   HttpReply reply;
+  if (stream.sent) {
+    reply.answered_early = true;
+    out = std::move(*stream.sent);
+  } else if (out.contains("trapped")) {
+    out = trapped_output();
+  }
   if (stream.open) {
     reply.streamed = true;
     reply.aborted = !out.is_object() || !out.value("streamed", false);
@@ -327,6 +345,7 @@ std::map<std::string, std::string> Mesh::tenant_headers(const std::string& tenan
 
 json Mesh::perform(const json& effect) {
   std::string kind = string_or(effect, "kind", "");
+  if (trap_effect && trap_effect(effect)) return json{{"trap", true}};
   effect_kinds.push_back(kind);
   if (fail_effect && fail_effect(effect)) return error_result(effect, "injected_fault", kind);
   std::string binding = string_or(effect, "binding", "");
@@ -388,6 +407,11 @@ json Mesh::perform(const json& effect) {
     Stream stream;
     json out = drive_fetch(*workers_.at(target->second),
                            json{{"op", "fetch"}, {"request", effect["request"]}}, stream);
+    if (stream.sent) {
+      out = std::move(*stream.sent);
+    } else if (out.contains("trapped")) {
+      out = trapped_output();
+    }
     if (stream.open) {
       // The caller reads the whole body; a body cut by a failure is a failed call.
       if (!out.is_object() || !out.value("streamed", false)) {
@@ -473,8 +497,17 @@ json Mesh::perform_stream(const json& effect) {
   std::string kind = string_or(effect, "kind", "");
   if (streams_.empty()) return error_result(effect, "unsupported_effect", kind);
   Stream& s = *streams_.back();
+  if (kind == "response.send") {
+    if (s.open || s.sent)
+      return error_result(effect, "stream_state", "the response was already sent");
+    s.sent = json{{"status", int_or(effect, "status", 0)},
+                  {"headers", effect.contains("headers") ? effect["headers"] : json::object()},
+                  {"body", string_or(effect, "body", "")}};
+    return ok_result(effect, json::object());
+  }
   if (kind == "response.open") {
-    if (s.open) return error_result(effect, "stream_state", "the response is already open");
+    if (s.open || s.sent)
+      return error_result(effect, "stream_state", "the response is already open");
     s.open = true;
     s.status = static_cast<int>(int_or(effect, "status", 0));
     if (effect.contains("headers")) s.headers = effect["headers"];

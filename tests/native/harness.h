@@ -38,6 +38,9 @@ struct HttpReply {
   // A streamed response (response.open/write): body is every chunk joined, chunks each write.
   bool streamed = false;
   bool aborted = false;  // the run failed after the stream opened: the client saw a cut body
+  // Answered early (response.send): the run went on with background work after this answer; the
+  // mesh ran it to the end before returning (effect_kinds shows what came after "response.send").
+  bool answered_early = false;
   std::vector<std::string> chunks;
   json body_json() const;  // discarded json when the body is not JSON
   std::string header(const std::string& name) const;
@@ -89,6 +92,10 @@ class Mesh {
   // Fault injection: an effect for which this returns true fails with code injected_fault, as if
   // the dependency (or the whole isolate) had gone away at that point.
   std::function<bool(const json& effect)> fail_effect;
+  // Fault injection: the instance dies (as on a wasm trap) when it issues an effect for which this
+  // returns true. The effect never happens and the run is dropped; a fetch that was not answered
+  // yet gets 500 internal, one answered early keeps its answer (docs/abi.md "Answering early").
+  std::function<bool(const json& effect)> trap_effect;
   // A client that reads this many chunks of a streamed response, then goes away (-1: reads all).
   int stream_reader_leaves_after = -1;
   // The most rows any one d1.all / d1.first / d1.batch statement handed a core.
@@ -120,6 +127,7 @@ class Mesh {
     int status = 0;
     json headers = json::object();
     std::vector<std::string> chunks;
+    std::optional<json> sent;  // response.send: {"status","headers","body"}
   };
   json perform(const json& effect);
   json perform_stream(const json& effect);

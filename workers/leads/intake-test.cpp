@@ -790,3 +790,178 @@ TEST_CASE("a request that is a workflow run stamps its events with the run (caus
   CHECK_FALSE(received[0].contains("workflow_run_id"));
   CHECK_FALSE(received[0].contains("caused_by"));
 }
+
+namespace {
+// Index of the first effect of `kind` at or after `from` in the mesh's log, or -1.
+long index_of(const std::vector<std::string>& kinds, const std::string& kind,
+              std::size_t from = 0) {
+  for (std::size_t i = from; i < kinds.size(); ++i) {
+    if (kinds[i] == kind) return static_cast<long>(i);
+  }
+  return -1;
+}
+bool is_notify_send(const json& e) {
+  return e["kind"] == "queue.send" && e.value("binding", "") == "NOTIFY_QUEUE";
+}
+}  // namespace
+
+TEST_CASE("intake answers after its D1 commit; notifications and lead.received follow the 202") {
+  Leads l;
+  l.mesh.effect_kinds.clear();
+  auto r = l.submit(lead_body());
+  REQUIRE(r.status == 202);
+  CHECK(r.answered_early);
+  const auto& kinds = l.mesh.effect_kinds;
+  long commit = index_of(kinds, "d1.batch");
+  long answer = index_of(kinds, "response.send");
+  REQUIRE(commit >= 0);
+  REQUIRE(answer > commit);
+  // Every queue send (3 notifications + lead.received) comes after the answer.
+  CHECK(index_of(kinds, "queue.send") > answer);
+  CHECK(std::count(kinds.begin() + answer, kinds.end(), "queue.send") == 4);
+  CHECK(l.mesh.queue_sent["NOTIFY_QUEUE"].size() == 3);
+  CHECK(l.events("lead.received").size() == 1);
+  l.drain_notifications();
+  CHECK(l.rows("SELECT * FROM lead_deliveries WHERE status = 'delivered'").size() == 3);
+}
+
+TEST_CASE(
+    "a trap between the commit and the enqueue: the 202 stands and the sweeper delivers once") {
+  Leads l;
+  l.mesh.trap_effect = is_notify_send;
+  auto r = l.submit(lead_body());
+  REQUIRE(r.status == 202);
+  std::string id = r.body_json()["leadId"];
+  CHECK(l.rows("SELECT * FROM leads").size() == 1);
+  CHECK(l.mesh.queue_sent["NOTIFY_QUEUE"].empty());
+  CHECK(l.rows("SELECT * FROM lead_deliveries WHERE status = 'pending' AND attempts = 0").size() ==
+        3);
+  l.mesh.trap_effect = nullptr;
+  // The next request is served as usual.
+  REQUIRE(l.submit(lead_body(), l.headers("application/json", "203.0.113.8")).status == 202);
+  l.drain_notifications();
+  CHECK(l.outbound("hooks.bakery.example").size() == 1);  // the second lead's only
+
+  // The sweeper (every 10 minutes) re-enqueues what was committed but never queued.
+  l.mesh.now_ms += 11 * 60 * 1000;
+  json out = l.mesh.message("leads", {{"op", "scheduled"}, {"cron", "*/10 * * * *"}});
+  CHECK(out["ok"] == true);
+  CHECK(l.mesh.queue_sent["NOTIFY_QUEUE"].size() == 3);
+  l.drain_notifications();
+  CHECK(l.outbound("hooks.bakery.example").size() == 2);
+  CHECK(l.rows("SELECT * FROM lead_deliveries WHERE lead_id = '" + id +
+               "' AND status = 'delivered' AND attempts = 1")
+            .size() == 3);
+  // Delivered once: a later sweep finds nothing to send.
+  l.mesh.now_ms += 11 * 60 * 1000;
+  l.mesh.message("leads", {{"op", "scheduled"}, {"cron", "*/10 * * * *"}});
+  CHECK(l.mesh.queue_sent["NOTIFY_QUEUE"].empty());
+}
+
+TEST_CASE("storeSubmissions:false queues before answering: a trap there is a 500, not a 202") {
+  json config = bakery_config();
+  config["storeSubmissions"] = false;
+  Leads l(config);
+  l.mesh.trap_effect = is_notify_send;
+  auto r = l.submit(lead_body());
+  check_error(r, 500, "internal");
+  CHECK_FALSE(r.answered_early);
+  l.mesh.trap_effect = nullptr;
+  auto ok = l.submit(lead_body(), l.headers("application/json", "203.0.113.9"));
+  REQUIRE(ok.status == 202);
+  CHECK(l.mesh.queue_sent["NOTIFY_QUEUE"].size() == 3);
+}
+
+namespace {
+// The operator flips a platform kill switch on the ledger, which mirrors it into the FLAGS KV.
+void kill_switch(Mesh& mesh, const std::string& name, bool on) {
+  auto r = mesh.request("events", "PUT", "/admin/kill-switches/" + name,
+                        {{"Authorization", std::string("Bearer ") + Mesh::kAdminToken},
+                         {"Content-Type", "application/json"}},
+                        json{{"enabled", on}}.dump());
+  REQUIRE(r.status == 200);
+  CHECK(r.body_json()["shared"] == true);
+}
+json sweep(Leads& l) {
+  return l.mesh.message("leads", {{"op", "scheduled"}, {"cron", "*/10 * * * *"}});
+}
+}  // namespace
+
+TEST_CASE("kill:notifications holds notifications, loses none, and off releases each once") {
+  Leads l;
+  kill_switch(l.mesh, "kill:notifications", true);
+  auto r = l.submit(lead_body());
+  REQUIRE(r.status == 202);  // intake is not stopped
+  l.drain_notifications();
+  CHECK(l.outbound("resend.test").empty());
+  CHECK(l.outbound("twilio.test").empty());
+  CHECK(l.outbound("hooks.bakery.example").empty());
+  CHECK(l.events("lead.delivered").empty());
+  CHECK(l.rows("SELECT * FROM lead_deliveries WHERE status = 'pending' AND attempts = 0 AND "
+               "held_at IS NOT NULL")
+            .size() == 3);
+  // While it is on, the sweeper sends nothing, however old the deliveries.
+  l.mesh.now_ms += 11 * 60 * 1000;
+  CHECK(sweep(l)["ok"] == true);
+  CHECK(l.mesh.queue_sent["NOTIFY_QUEUE"].empty());
+
+  kill_switch(l.mesh, "kill:notifications", false);
+  CHECK(sweep(l)["ok"] == true);
+  CHECK(l.mesh.queue_sent["NOTIFY_QUEUE"].size() == 3);
+  l.drain_notifications();
+  CHECK(l.outbound("resend.test").size() == 1);
+  CHECK(l.outbound("twilio.test").size() == 1);
+  CHECK(l.outbound("hooks.bakery.example").size() == 1);
+  CHECK(l.rows("SELECT * FROM lead_deliveries WHERE status = 'delivered' AND attempts = 1 AND "
+               "held_at IS NULL AND held_message IS NULL")
+            .size() == 3);
+  CHECK(l.events("lead.delivered").size() == 3);
+  // Released once: later sweeps find nothing.
+  l.mesh.now_ms += 11 * 60 * 1000;
+  sweep(l);
+  CHECK(l.mesh.queue_sent["NOTIFY_QUEUE"].empty());
+}
+
+TEST_CASE("kill:notifications: a retry in backoff and a storeSubmissions:false lead are held too") {
+  json config = bakery_config();
+  config["storeSubmissions"] = false;
+  Leads l(config);
+  l.fail_next["hooks.bakery.example"] = 1;  // the webhook fails once, then would succeed
+  REQUIRE(l.submit(lead_body()).status == 202);
+  // First round: email and SMS delivered, the webhook failed (attempt 1) and is retried.
+  std::vector<json> first = l.mesh.queue_sent["NOTIFY_QUEUE"];
+  l.mesh.queue_sent["NOTIFY_QUEUE"].clear();
+  json batch = json::array();
+  for (std::size_t i = 0; i < first.size(); ++i) {
+    batch.push_back({{"id", "m" + std::to_string(i)}, {"body", first[i]}, {"attempts", 1}});
+  }
+  json out = l.mesh.message(
+      "leads", {{"op", "queue"}, {"queue", "siteswarm-leads-notify"}, {"messages", batch}});
+  REQUIRE(out["retry"].size() == 1);
+  json retried;
+  for (const json& m : batch) {
+    if (m["id"] == out["retry"][0]["id"]) retried = m;
+  }
+  // The switch goes on before the retry comes back: it is parked, not sent.
+  kill_switch(l.mesh, "kill:notifications", true);
+  retried["attempts"] = 2;
+  out = l.mesh.message(
+      "leads",
+      {{"op", "queue"}, {"queue", "siteswarm-leads-notify"}, {"messages", json::array({retried})}});
+  CHECK(out["ack"].size() == 1);
+  CHECK(l.outbound("hooks.bakery.example").size() == 1);  // only the failed first attempt
+  json held = l.rows("SELECT * FROM lead_deliveries WHERE held_at IS NOT NULL");
+  REQUIRE(held.size() == 1);
+  CHECK(held[0]["attempts"] == 1);
+  CHECK(l.rows("SELECT * FROM leads").empty());  // nothing stored but the parked message
+
+  kill_switch(l.mesh, "kill:notifications", false);
+  sweep(l);
+  l.drain_notifications();
+  auto hooks = l.outbound("hooks.bakery.example");
+  REQUIRE(hooks.size() == 2);
+  json sent = json::parse(hooks[1]["body"].get<std::string>());
+  CHECK(sent["lead"]["email"] == "ada@example.com");  // the lead travelled with the held message
+  CHECK(l.rows("SELECT * FROM lead_deliveries WHERE status = 'delivered'").size() == 3);
+  CHECK(l.rows("SELECT * FROM lead_deliveries WHERE held_message IS NOT NULL").empty());
+}

@@ -1,5 +1,6 @@
 // POST /api/leads/submit (and /api/leads): the contract's order of checks, one step per function.
-//   tenant auth → size/type → rate limit → honeypot → validation → Turnstile → store → enqueue
+//   tenant auth → size/type → rate limit → honeypot → validation → Turnstile → store → answer →
+//   enqueue + lead.received in the background (the 202 waits for the D1 commit, not for queues)
 #include "workers/leads/intake.h"
 
 #include "shared/bytes.h"
@@ -124,8 +125,23 @@ Response accepted(const Request& req, const LeadsConfig& config, const std::stri
   return Response::json_body(202, {{"ok", true}, {"leadId", lead_id}});
 }
 
-void emit_quietly(Context& ctx, Result<std::string> emitted, const char* type) {
-  if (!emitted) ctx.log(std::string(type) + " not emitted: " + emitted.error().message);
+// A ledger event, sent after the client has its answer (Context::wait_until). Best effort, as it
+// always was: a lost event costs a line in the ledger, never the lead.
+Task<Status> announce(Context& ctx, EventDraft draft) {
+  std::string type = draft.event_type;
+  auto emitted = co_await emit_event(ctx, std::move(draft));
+  if (!emitted) ctx.log(type + " not emitted: " + emitted.error().message);
+  co_return Unit{};
+}
+
+// The notification messages of a stored lead, sent after the client has its 202: its D1 transaction
+// committed the lead and its pending deliveries, so an enqueue that fails — or never happens because
+// the instance died in between — is re-sent by the sweeper (sweep_unsent). Owns its arguments: it
+// runs after the handler has returned.
+Task<Status> notify_after_commit(Context& ctx, std::vector<Delivery> deliveries, json lead,
+                                 std::string submitted_at) {
+  auto awaited = co_await enqueue_deliveries(ctx, deliveries, lead, submitted_at, true);
+  co_return std::move(awaited);
 }
 
 Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
@@ -147,7 +163,7 @@ Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
     SS_CO_TRY(std::string decoy, co_await ctx.new_ulid());
     EventDraft spam{
         "lead.spam_absorbed", "tenant:" + tenant.id, {{"reason", "honeypot"}}, tenant.id};
-    emit_quietly(ctx, co_await emit_event(ctx, std::move(spam)), "lead.spam_absorbed");
+    ctx.wait_until(announce(ctx, std::move(spam)));
     co_return accepted(req, *config, decoy);
   }
 
@@ -191,9 +207,15 @@ Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
     }
     co_return Error{ErrorCode::dependency_unavailable, "the lead could not be stored; retry later"};
   }
-  json lead_message = submission.lead;
-  SS_CO_CHECK(
-      co_await enqueue_deliveries(ctx, deliveries, lead_message, now, config->store_submissions));
+  if (deliveries.empty()) {
+    // nobody to notify
+  } else if (config->store_submissions) {
+    ctx.wait_until(notify_after_commit(ctx, deliveries, submission.lead, now));
+  } else {
+    // Not stored: the queue message is the lead's only copy and the sweeper cannot rebuild it, so
+    // the client is answered only once it is queued (a failure is a 503: submit again).
+    SS_CO_CHECK(co_await enqueue_deliveries(ctx, deliveries, submission.lead, now, false));
+  }
 
   json channels = json::array();
   for (const Delivery& d : deliveries) channels.push_back(d.channel);
@@ -205,7 +227,7 @@ Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
                        {"channels", channels}},
                       tenant.id};
   received.idempotency_key = "lead.received:" + lead_id;
-  emit_quietly(ctx, co_await emit_event(ctx, std::move(received)), "lead.received");
+  ctx.wait_until(announce(ctx, std::move(received)));
   co_return accepted(req, *config, lead_id);
 }
 

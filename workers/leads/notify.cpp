@@ -19,6 +19,8 @@ inline constexpr std::int64_t kSweepAfterMs = 10 * 60 * 1000;
 inline constexpr int kRecordTries = 3;
 inline constexpr int kRecordRetryMs = 50;
 inline constexpr int kSweepBatch = 100;
+// Held messages released per sweep: pages of kSweepBatch, one sendBatch() each.
+inline constexpr int kMaxReleasePages = 10;
 
 int backoff_seconds(const Context& ctx, int attempt) {
   auto base = ctx.env_int("NOTIFY_BACKOFF_SECONDS", kDefaultBackoffSeconds, 0, 99999);
@@ -64,7 +66,19 @@ Task<SendResult> send(Context& ctx, const NotifyMessage& msg, const Result<Leads
   co_return out;
 }
 
-Task<MessageOutcome> deliver_one(Context& ctx, QueueMessage message) {
+// Whether kill:notifications is on. A FLAGS read that fails counts as off (logged): notifications
+// keep flowing rather than stall on a KV hiccup; the switch acts again on the next batch.
+Task<bool> notifications_held(Context& ctx) {
+  auto flag = co_await Kv(kFlagsBinding).get(kNotificationsSwitch);
+  if (!flag) {
+    ctx.log(std::string("notify: ") + kNotificationsSwitch +
+            " could not be read; treated as off: " + flag.error().message);
+    co_return false;
+  }
+  co_return flag->has_value();
+}
+
+Task<MessageOutcome> deliver_one(Context& ctx, QueueMessage message, bool held) {
   MessageOutcome out{message.id};
   std::optional<NotifyMessage> parsed = NotifyMessage::from_json(message.body);
   if (!parsed) {
@@ -88,6 +102,18 @@ Task<MessageOutcome> deliver_one(Context& ctx, QueueMessage message) {
   // Already delivered, dead-lettered or cancelled: a redelivery.
   if ((*delivery)->status != "pending") co_return out;
   int attempt = static_cast<int>((*delivery)->attempts) + 1;
+  if (held) {
+    // kill:notifications: parked on the delivery (the message is acknowledged: the queue would
+    // dead-letter it after its retries), sent again by the sweeper once the switch is off.
+    std::string body = dump_json(message.body);
+    auto parked = co_await store.hold_delivery(msg.tenant_id, msg.delivery_id, body,
+                                               format_rfc3339_ms(ctx.now_ms()));
+    if (!parked) {
+      out.ack = false;
+      out.retry_delay = backoff_seconds(ctx, attempt);
+    }
+    co_return out;
+  }
   // Claim the attempt before sending: two copies of one message cannot both send, and an erasure
   // (status 'cancelled') that lands meanwhile is respected.
   auto claimed = co_await store.claim_attempt(msg.tenant_id, msg.delivery_id, attempt,
@@ -189,8 +215,9 @@ Task<Status> enqueue_deliveries(Context& ctx, const std::vector<Delivery>& deliv
 }
 
 Task<QueueOutcome> deliver_batch(Context& ctx, std::vector<QueueMessage> batch) {
+  bool held = co_await notifications_held(ctx);
   std::vector<Task<MessageOutcome>> work;
-  for (QueueMessage& m : batch) work.push_back(deliver_one(ctx, std::move(m)));
+  for (QueueMessage& m : batch) work.push_back(deliver_one(ctx, std::move(m), held));
   std::vector<MessageOutcome> results = co_await when_all(std::move(work));
   QueueOutcome outcome;
   for (const MessageOutcome& r : results) {
@@ -203,7 +230,48 @@ Task<QueueOutcome> deliver_batch(Context& ctx, std::vector<QueueMessage> batch) 
   co_return outcome;
 }
 
+// Re-sends what kill:notifications held (the switch is off), oldest hold first, each message once.
+Task<Status> release_held(Context& ctx) {
+  LeadStore store(kDb);
+  int released = 0;
+  for (int page = 0; page < kMaxReleasePages; ++page) {
+    SS_CO_TRY(std::vector<HeldDelivery> held, co_await store.held_deliveries(kSweepBatch));
+    if (held.empty()) break;
+    std::vector<json> bodies;
+    for (const HeldDelivery& h : held) {
+      auto body = parse_json(h.message);
+      if (body) {
+        bodies.push_back(std::move(*body));
+      } else {
+        ctx.log("sweeper: held message of " + h.id + " is not JSON; dropped");
+      }
+    }
+    // Sent before the holds are cleared: a failure here leaves them for the next sweep, and a
+    // message sent twice is attempted once (the consumer's claim).
+    if (!bodies.empty()) SS_CO_CHECK(co_await queue_send_batch(kNotifyQueue, std::move(bodies)));
+    std::string now = format_rfc3339_ms(ctx.now_ms());
+    std::vector<Task<Status>> clears;
+    for (const HeldDelivery& h : held)
+      clears.push_back(store.release_delivery(h.id, h.held_at, now));
+    std::vector<Status> cleared = co_await when_all(std::move(clears));
+    for (const Status& c : cleared) {
+      if (!c) co_return c.error();  // left held: the next sweep sends it again (deduplicated)
+    }
+    released += static_cast<int>(held.size());
+    if (held.size() < static_cast<std::size_t>(kSweepBatch)) break;
+  }
+  if (released > 0)
+    ctx.log("sweeper: released " + std::to_string(released) + " held notifications");
+  co_return Unit{};
+}
+
 Task<Status> sweep_unsent(Context& ctx) {
+  bool held = co_await notifications_held(ctx);
+  if (held) {
+    ctx.log(std::string("sweeper: ") + kNotificationsSwitch + " is on; nothing sent");
+    co_return Unit{};
+  }
+  SS_CO_CHECK(co_await release_held(ctx));
   LeadStore store(kDb);
   std::string cutoff = format_rfc3339_ms(ctx.now_ms() - kSweepAfterMs);
   SS_CO_TRY(std::vector<UnsentDelivery> unsent,

@@ -15,6 +15,12 @@
 
 namespace ss::leads {
 
+// The platform's kill switches live in the FLAGS KV namespace, written by the ledger (key = switch
+// name, present = on; docs/runbook-events.md). While kill:notifications is on, the consumer parks
+// every message on its delivery instead of sending it, and the sweeper re-sends them once it is off.
+inline constexpr const char* kFlagsBinding = "FLAGS";
+inline constexpr const char* kNotificationsSwitch = "kill:notifications";
+
 inline constexpr int kMaxDeliveryAttempts = 5;
 inline constexpr int kDefaultBackoffSeconds = 30;
 inline constexpr int kMaxBackoffSeconds = 3600;
@@ -29,7 +35,8 @@ Task<Status> enqueue_deliveries(Context& ctx, const std::vector<Delivery>& deliv
 
 // The queue consumer: each message of the batch is one delivery attempt.
 Task<QueueOutcome> deliver_batch(Context& ctx, std::vector<QueueMessage> batch);
-// Cron: re-enqueues stored leads' deliveries that were never attempted (their enqueue failed).
+// Cron: re-enqueues stored leads' deliveries that were never attempted (their enqueue failed), and,
+// while kill:notifications is off, the messages it held.
 Task<Status> sweep_unsent(Context& ctx);
 
 }  // namespace ss::leads

@@ -85,7 +85,7 @@ DELETE FROM lead_idempotency WHERE tenant_id = ?1 AND lead_id = ?2
 
 constexpr std::string_view kCancelDeliveries = R"sql(
 UPDATE lead_deliveries
-SET last_error = NULL,
+SET last_error = NULL, held_at = NULL, held_message = NULL,
     status = CASE status WHEN 'pending' THEN 'cancelled' ELSE status END
 WHERE tenant_id = ?1 AND lead_id = ?2
 )sql";
@@ -116,8 +116,24 @@ constexpr std::string_view kUnsentDeliveries = R"sql(
 SELECT d.*, l.payload, l.created_at AS submitted_at
 FROM lead_deliveries d
 JOIN leads l ON l.id = d.lead_id AND l.tenant_id = d.tenant_id
-WHERE d.status = 'pending' AND d.attempts = 0 AND d.created_at < ?1
+WHERE d.status = 'pending' AND d.attempts = 0 AND d.created_at < ?1 AND d.held_at IS NULL
 ORDER BY d.created_at LIMIT ?2
+)sql";
+
+constexpr std::string_view kHoldDelivery = R"sql(
+UPDATE lead_deliveries SET held_at = ?3, held_message = ?4, updated_at = ?3
+WHERE tenant_id = ?1 AND id = ?2 AND status = 'pending'
+)sql";
+
+constexpr std::string_view kHeldDeliveries = R"sql(
+SELECT id, held_at, held_message FROM lead_deliveries
+WHERE held_at IS NOT NULL AND status = 'pending'
+ORDER BY held_at LIMIT ?1
+)sql";
+
+constexpr std::string_view kReleaseDelivery = R"sql(
+UPDATE lead_deliveries SET held_at = NULL, held_message = NULL, created_at = ?3, updated_at = ?3
+WHERE id = ?1 AND held_at = ?2
 )sql";
 
 constexpr std::string_view kTouchDelivery = R"sql(
@@ -212,6 +228,14 @@ UnsentDelivery UnsentDelivery::decode(RowReader& r) {
   row.delivery = DeliveryRow::decode(r);
   row.lead = r.json_text("payload");
   row.submitted_at = r.text("submitted_at");
+  return row;
+}
+
+HeldDelivery HeldDelivery::decode(RowReader& r) {
+  HeldDelivery row;
+  row.id = r.text("id");
+  row.held_at = r.text("held_at");
+  row.message = r.text("held_message");
   return row;
 }
 
@@ -364,6 +388,28 @@ Task<Status> LeadStore::touch_delivery(const std::string& delivery_id,
                                        const std::string& now) const {
   json params = json::array({delivery_id, now});
   SS_CO_TRY(D1Result r, co_await db_.run(kTouchDelivery, params));
+  co_return Unit{};
+}
+
+Task<Result<bool>> LeadStore::hold_delivery(const std::string& tenant_id,
+                                            const std::string& delivery_id,
+                                            const std::string& message,
+                                            const std::string& now) const {
+  json params = json::array({tenant_id, delivery_id, now, message});
+  SS_CO_TRY(D1Result r, co_await db_.run(kHoldDelivery, params));
+  co_return r.meta.changes > 0;
+}
+
+Task<Result<std::vector<HeldDelivery>>> LeadStore::held_deliveries(int limit) const {
+  json params = json::array({limit});
+  SS_CO_TRY(D1Result r, co_await db_.all(kHeldDeliveries, params));
+  co_return r.as<HeldDelivery>();
+}
+
+Task<Status> LeadStore::release_delivery(const std::string& delivery_id, const std::string& held_at,
+                                         const std::string& now) const {
+  json params = json::array({delivery_id, held_at, now});
+  SS_CO_TRY(D1Result r, co_await db_.run(kReleaseDelivery, params));
   co_return Unit{};
 }
 

@@ -73,6 +73,15 @@ struct UnsentDelivery {
   static UnsentDelivery decode(RowReader& r);
 };
 
+// A delivery whose queue message was parked by the kill switch kill:notifications.
+struct HeldDelivery {
+  std::string id;
+  std::string held_at;
+  std::string message;  // the queue message body, JSON text
+
+  static HeldDelivery decode(RowReader& r);
+};
+
 struct TenantConfigRow {
   std::string tenant_id;
   std::string config_json;  // parsed by the caller: one bad config must not stop the others
@@ -162,6 +171,17 @@ class LeadStore {
                                                               int limit) const;
   // Moves a re-enqueued delivery's clock so the sweeper leaves it alone for another period.
   Task<Status> touch_delivery(const std::string& delivery_id, const std::string& now) const;
+  // Parks a pending delivery's queue message while kill:notifications is on; false when the
+  // delivery is no longer pending.
+  Task<Result<bool>> hold_delivery(const std::string& tenant_id, const std::string& delivery_id,
+                                   const std::string& message, const std::string& now) const;
+  // Pending deliveries with a parked message, oldest hold first.
+  Task<Result<std::vector<HeldDelivery>>> held_deliveries(int limit) const;
+  // Clears a hold once its message is queued again; only the hold that was read (held_at), so a
+  // hold made again meanwhile (the switch flipped back on) is kept. Moves the delivery's clock as
+  // touch_delivery does: the unsent sweep leaves the message to the queue for another period.
+  Task<Status> release_delivery(const std::string& delivery_id, const std::string& held_at,
+                                const std::string& now) const;
 
   // ---- retention (cron)
   Task<Result<std::vector<TenantConfigRow>>> tenant_configs() const;

@@ -1,0 +1,205 @@
+// scripts/bench, the intake comparison: the leads worker (leads.wasm) beside its plain-JS peer
+// (tests/bench/leads-js.js), at the same concurrency, each alone in its own phase of one Miniflare that
+// holds only these two workers (so workerd's CPU in a phase is that worker's own: its intake plus the
+// local queue broker's share of its sends). Both do the same work per lead: tenant auth, the D1 rate
+// limit, validation, Turnstile (siteverify on the stub server, in this Node process), one D1 batch,
+// the 202, then one webhook notification on the notify queue and lead.received on the events queue
+// under waitUntil. The queues have no consumer here: the figure is intake, delivery is measured by the
+// main load run (leads-load.mjs).
+//   node tests/bench/leads-peer.mjs [--leads 2000] [--leads-concurrency 20] [--json FILE]
+import { createHash, randomBytes } from "node:crypto";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+import { workerdCpuMs } from "./workerd-cpu.mjs";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const CPP = "siteswarm-leads-service";
+const JS = "bench-leads-js";
+const TENANT = "bakery";
+const DUMMY_TOKEN = "XXXX.DUMMY.TOKEN.XXXX";
+const WARMUP = 50;
+const percentile = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))];
+
+async function workerOptions(stubsUrl, adminToken) {
+  const { MODULE_RULES } = await import("../../scripts/lib/local-mesh.mjs");
+  const { localVars } = await import("../../scripts/lib/workers.mjs");
+  const { unstable_getMiniflareWorkerOptions } = await import("wrangler");
+  const { workerOptions, main } = unstable_getMiniflareWorkerOptions(path.join(ROOT, "wrangler", "leads.jsonc"));
+  const vars = localVars("leads", { stubsUrl, adminToken });
+  const { queueConsumers: _consumers, serviceBindings: _services, ...cpp } = workerOptions;
+  return [
+    {
+      ...cpp,
+      name: CPP,
+      modules: true,
+      scriptPath: main,
+      modulesRoot: ROOT,
+      modulesRules: MODULE_RULES,
+      bindings: { ...workerOptions.bindings, ...vars, PLATFORM_ADMIN_TOKEN: adminToken },
+    },
+    {
+      name: JS,
+      modules: true,
+      scriptPath: path.join(ROOT, "tests/bench/leads-js.js"),
+      modulesRoot: ROOT,
+      modulesRules: MODULE_RULES,
+      compatibilityDate: "2026-04-20",
+      d1Databases: { LEADS_DB: "bench-leads-js" },
+      queueProducers: {
+        NOTIFY_QUEUE: { queueName: "bench-leads-js-notify" },
+        EVENTS_QUEUE: { queueName: "bench-leads-js-events" },
+      },
+      bindings: {
+        TURNSTILE_SECRET_KEY: vars.TURNSTILE_SECRET_KEY,
+        TURNSTILE_VERIFY_URL: vars.TURNSTILE_VERIFY_URL,
+      },
+    },
+  ];
+}
+
+/** Runs both intakes; figures per implementation and `ratio` (C++ throughput over JS throughput). */
+export async function runIntakePeers({ submissions = 2000, concurrency = 20 } = {}) {
+  const { Miniflare } = await import("miniflare");
+  const { applyMigrations } = await import("../../scripts/lib/local-mesh.mjs");
+  const { startStubs } = await import("../stubs/stub-server.mjs");
+  const stubs = await startStubs();
+  const adminToken = randomBytes(24).toString("hex");
+  const mf = new Miniflare({ cf: false, workers: await workerOptions(stubs.url, adminToken) });
+  try {
+    await mf.ready;
+    const workers = { cpp: await mf.getWorker(CPP), js: await mf.getWorker(JS) };
+    const dbs = { cpp: await mf.getD1Database("LEADS_DB", CPP), js: await mf.getD1Database("LEADS_DB", JS) };
+    for (const db of Object.values(dbs)) await applyMigrations(db, path.join(ROOT, "migrations/leads"));
+
+    // The same tenant in both: through the C++ worker's own route, and the row it wrote copied.
+    const token = randomBytes(24).toString("hex");
+    const config = {
+      turnstile: "required",
+      notify: { webhook: { url: `${stubs.url}/webhook/peer`, secret: `whsec-${token}` } },
+    };
+    const put = await workers.cpp.fetch(`http://leads/admin/tenants/${TENANT}`, {
+      method: "PUT",
+      headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
+      body: JSON.stringify({ token, adminToken: `${token}-admin`, config }),
+    });
+    if (put.status !== 201) throw new Error(`provisioning failed: ${put.status} ${await put.text()}`);
+    await put.arrayBuffer();
+    const sha = (s) => createHash("sha256").update(s).digest("hex");
+    await dbs.js
+      .prepare(
+        "INSERT INTO tenants (tenant_id, token_hash, admin_token_hash, config_json, enabled, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, 1, ?5, ?5)",
+      )
+      .bind(TENANT, sha(token), sha(`${token}-admin`), JSON.stringify(config), new Date().toISOString())
+      .run();
+
+    let ipSeq = 0;
+    const load = async (impl, count) => {
+      const latencies = [];
+      const statuses = new Map();
+      let next = 0;
+      const t0 = performance.now();
+      await Promise.all(
+        Array.from({ length: concurrency }, async () => {
+          for (let i = next++; i < count; i = next++) {
+            const n = ipSeq++;
+            const started = performance.now();
+            const res = await workers[impl].fetch("http://leads/api/leads/submit", {
+              method: "POST",
+              headers: {
+                "content-type": "application/json",
+                "x-siteswarm-tenant-id": TENANT,
+                "x-siteswarm-tenant-token": token,
+                "x-siteswarm-capability-version": "1.0.0",
+                "cf-connecting-ip": `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`,
+              },
+              body: JSON.stringify({
+                name: `Peer ${n}`,
+                email: `peer-${n}@load.example`,
+                phone: "(555) 010-2000",
+                message: `Submission ${n} of the peer run.`,
+                turnstileToken: DUMMY_TOKEN,
+              }),
+            });
+            await res.arrayBuffer();
+            latencies.push(performance.now() - started);
+            statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+          }
+        }),
+      );
+      return { seconds: (performance.now() - t0) / 1000, latencies, statuses };
+    };
+
+    const out = {};
+    for (const impl of ["cpp", "js"]) await load(impl, WARMUP); // compile, JIT, first D1 pages
+    for (const impl of ["cpp", "js"]) {
+      const cpu0 = workerdCpuMs();
+      const r = await load(impl, submissions);
+      const cpu1 = workerdCpuMs();
+      const stored = (
+        await dbs[impl].prepare("SELECT COUNT(*) AS n FROM leads WHERE payload LIKE '%@load.example%'").first()
+      ).n;
+      out[impl] = {
+        accepted: r.statuses.get(202) ?? 0,
+        statuses: Object.fromEntries(r.statuses),
+        stored: stored - WARMUP,
+        rps: submissions / r.seconds,
+        p50: percentile(r.latencies, 0.5),
+        p99: percentile(r.latencies, 0.99),
+        workerdCpuMsPerLead: cpu0 === null || cpu1 === null ? null : (cpu1 - cpu0) / submissions,
+      };
+    }
+    return { submissions, concurrency, ...out, ratio: out.cpp.rps / out.js.rps };
+  } finally {
+    await mf.dispose();
+    await stubs.close?.();
+  }
+}
+
+export function printIntakePeers(r, log = console.log) {
+  const ms = (x) => (x === null || x === undefined ? "n/a" : `${x.toFixed(2)} ms`);
+  log(`\nLead intake, C++ (leads.wasm) beside the plain-JS peer (tests/bench/leads-js.js): ${r.submissions}`);
+  log(`submissions each at concurrency ${r.concurrency}, straight to each worker, alone in its phase; Turnstile on.\n`);
+  log(`${"".padEnd(30)}  ${"C++ (wasm)".padEnd(22)}  plain JS`);
+  const row = (k, f) => log(`${k.padEnd(30)}  ${f(r.cpp).padEnd(22)}  ${f(r.js)}`);
+  row("accepted (202) / stored", (x) => `${x.accepted} / ${x.stored}`);
+  row("throughput", (x) => `${x.rps.toFixed(0)} submissions/s`);
+  row("latency p50 / p99", (x) => `${ms(x.p50)} / ${ms(x.p99)}`);
+  row("workerd CPU / intake", (x) => ms(x.workerdCpuMsPerLead));
+  log(`\nratio (C++ throughput / JS throughput): ${r.ratio.toFixed(2)}×`);
+}
+
+export const peerProblems = (r) =>
+  ["cpp", "js"].flatMap((impl) =>
+    r[impl].accepted !== r.submissions || r[impl].stored !== r.submissions
+      ? [`${impl}: ${r[impl].accepted} accepted, ${r[impl].stored} stored of ${r.submissions}`]
+      : [],
+  );
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const option = (name, fallback) => {
+    const i = process.argv.indexOf(`--${name}`);
+    return i > 0 ? Number(process.argv[i + 1]) : fallback;
+  };
+  const result = await runIntakePeers({
+    submissions: option("leads", 2000),
+    concurrency: option("leads-concurrency", 20),
+  });
+  printIntakePeers(result);
+  const problems = peerProblems(result);
+  if (problems.length) console.log(`\nPROBLEMS:\n  ${problems.join("\n  ")}`);
+  const { mergeFigures, round } = await import("./json-out.mjs");
+  const figures = (x) =>
+    Object.fromEntries(Object.entries(x).map(([k, v]) => [k, typeof v === "number" ? round(v) : v]));
+  mergeFigures({
+    ratios: { leads_intake: round(result.ratio, 3) },
+    leads_intake: {
+      submissions: result.submissions,
+      concurrency: result.concurrency,
+      cpp: figures(result.cpp),
+      js: figures(result.js),
+      leads_cpu_ms_per_intake: round(result.cpp.workerdCpuMsPerLead),
+    },
+  });
+  process.exitCode = problems.length ? 1 : 0;
+}
