@@ -16,10 +16,9 @@
 // workers of the mesh: bakery, leads, the events ledger consuming lead.received, …). "intake" is
 // measured from the first request to the last response; "total" also covers the notify queue drain.
 import { createHmac } from "node:crypto";
-import { execFileSync } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { workerdCpuMs } from "./workerd-cpu.mjs";
 
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 process.env.WRANGLER_SEND_METRICS = "false";
@@ -30,52 +29,6 @@ const HOOK_PATH = "/webhook/leads-load";
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const percentile = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))];
 
-// ---- CPU of workerd: /proc (Linux only; null elsewhere) ---------------------------------------------
-let clockTicks;
-function ticksPerSecond() {
-  if (clockTicks === undefined) {
-    try {
-      clockTicks = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
-    } catch {
-      clockTicks = 100;
-    }
-  }
-  return clockTicks;
-}
-function procStat(pid) {
-  try {
-    const text = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const close = text.lastIndexOf(")");
-    const comm = text.slice(text.indexOf("(") + 1, close);
-    const fields = text.slice(close + 2).split(" "); // fields[0] is field 3 (state)
-    return { pid, comm, ppid: Number(fields[1]), utime: Number(fields[11]), stime: Number(fields[12]) };
-  } catch {
-    return null;
-  }
-}
-/** CPU ms used so far by every workerd process below this Node process, or null if unknown. */
-function workerdCpuMs() {
-  let entries;
-  try {
-    entries = readdirSync("/proc").filter((d) => /^\d+$/.test(d));
-  } catch {
-    return null;
-  }
-  const stats = entries.map(procStat).filter(Boolean);
-  const below = new Set([process.pid]);
-  for (let grew = true; grew; ) {
-    grew = false;
-    for (const s of stats) {
-      if (!below.has(s.pid) && below.has(s.ppid)) {
-        below.add(s.pid);
-        grew = true;
-      }
-    }
-  }
-  const workerd = stats.filter((s) => below.has(s.pid) && s.comm.startsWith("workerd"));
-  if (!workerd.length) return null;
-  return (workerd.reduce((sum, s) => sum + s.utime + s.stime, 0) * 1000) / ticksPerSecond();
-}
 const nodeCpuMs = (since) => {
   const { user, system } = process.cpuUsage(since);
   return (user + system) / 1000;
