@@ -144,11 +144,12 @@ function ruleDay(rule, year) {
 
 // The rule's offset at t: the last of the start (→ DST) and end (→ standard) instants of the
 // years around t that is not after t. Ties put DST last, so "J365/25"-style all-year DST holds.
+// Two years back: an end of year y-2 can land in y-1 after y-1's own start (workers/cms/tz.cpp).
 function posixOffset(rule, t) {
   if (rule.dst === null) return rule.std;
   const year = new Date(t * 1000).getUTCFullYear();
   const events = [];
-  for (const y of [year - 1, year, year + 1]) {
+  for (const y of [year - 2, year - 1, year, year + 1]) {
     events.push([ruleDay(rule.end, y) + rule.end.time - rule.dst, 0]);
     events.push([ruleDay(rule.start, y) + rule.start.time - rule.std, 1]);
   }

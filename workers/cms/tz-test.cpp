@@ -7,6 +7,9 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <vector>
+
 using ss::cms::PosixRule;
 using ss::cms::Zone;
 
@@ -100,4 +103,34 @@ TEST_CASE("tz: POSIX TZ rules parse, including angle-bracket names and odd times
   CHECK(all_year->offset_at(at("2026-01-01T12:00:00Z")) == -2 * 3600);
   CHECK_FALSE(PosixRule::parse("EST5EDT,M13.2.0,M11.1.0").has_value());
   CHECK_FALSE(PosixRule::parse("<+03").has_value());
+}
+
+// Found by tests/fuzz/zone_fuzz.cpp: with a DST three hours off standard, "J365/25" ends year y's
+// DST at 09:00Z on Jan 1 of y+1, after y+1's own start (05:00Z). Early in y+2 that end still rules,
+// but offset_at only looked one year back and answered DST from 00:00Z, a change transitions()
+// never listed.
+TEST_CASE("tz: a POSIX rule's offset follows its transitions across a year boundary") {
+  auto rule = PosixRule::parse("EST5EDT8,0/0,J365/25");
+  REQUIRE(rule.has_value());
+  CHECK(rule->offset_at(at("2020-12-31T23:59:59Z")) == -5 * 3600);
+  CHECK(rule->offset_at(at("2021-01-01T00:00:00Z")) == -5 * 3600);  // was -8 h
+  CHECK(rule->offset_at(at("2021-01-01T05:00:00Z")) == -8 * 3600);  // y+1's start
+  CHECK(rule->offset_at(at("2021-01-01T09:00:00Z")) == -5 * 3600);  // y's end
+  std::vector<std::int64_t> changes;
+  rule->transitions(at("2020-12-01T00:00:00Z"), at("2021-02-01T00:00:00Z"), changes);
+  std::sort(changes.begin(), changes.end());  // listed by year, not by instant
+  CHECK(changes ==
+        std::vector<std::int64_t>{at("2021-01-01T05:00:00Z"), at("2021-01-01T09:00:00Z")});
+}
+
+// Offsets are at most 24 hours (POSIX) and a rule's time at most 167 hours (RFC 8536): beyond that
+// a year's change could land two years away, outside the years offset_at looks at.
+TEST_CASE("tz: POSIX rules with out-of-range offsets or times are refused") {
+  CHECK(PosixRule::parse("<+14>-14").has_value());
+  CHECK(PosixRule::parse("EST5EDT,M3.2.0/167,M11.1.0/-167").has_value());
+  CHECK_FALSE(PosixRule::parse("<+25>-25").has_value());
+  CHECK_FALSE(PosixRule::parse("EST5EDT,M3.2.0/168,M11.1.0").has_value());
+  CHECK_FALSE(PosixRule::parse("EST5EDT,J1/9999,J2").has_value());
+  CHECK_FALSE(PosixRule::parse("EST5:60EDT,M3.2.0,M11.1.0").has_value());
+  CHECK_FALSE(PosixRule::parse("EST5EDT,M3.2.0/2:00:60,M11.1.0").has_value());
 }

@@ -13,6 +13,10 @@ namespace {
 constexpr std::int64_t kSecondsPerDay = 86400;
 // Offsets anywhere on Earth stay within ±26 hours, so a wall time has its instants within that.
 constexpr std::int64_t kMaxOffsetSeconds = 26 * 3600;
+// A TZ string's UTC offsets are at most 24 hours (POSIX); a rule's time of day may run from -167
+// to 167 hours (RFC 8536 §3.3.1), so a year's start or end lands at most 8 days outside that year.
+constexpr std::int64_t kMaxOffsetHours = 24;
+constexpr std::int64_t kMaxRuleTimeHours = 167;
 
 class TzReader {
  public:
@@ -43,8 +47,8 @@ class TzReader {
     if (i_ == start) return std::nullopt;
     return n;
   }
-  // [+-]hh[:mm[:ss]]
-  std::optional<std::int64_t> time() {
+  // [+-]hh[:mm[:ss]], hh at most max_hours
+  std::optional<std::int64_t> time(std::int64_t max_hours) {
     std::int64_t sign = 1;
     if (take('-')) {
       sign = -1;
@@ -52,15 +56,15 @@ class TzReader {
       take('+');
     }
     auto h = number();
-    if (!h) return std::nullopt;
+    if (!h || *h > max_hours) return std::nullopt;
     std::int64_t total = *h * 3600;
     if (take(':')) {
       auto m = number();
-      if (!m) return std::nullopt;
+      if (!m || *m > 59) return std::nullopt;
       total += *m * 60;
       if (take(':')) {
         auto s = number();
-        if (!s) return std::nullopt;
+        if (!s || *s > 59) return std::nullopt;
         total += *s;
       }
     }
@@ -86,7 +90,7 @@ class TzReader {
       d.day = static_cast<int>(*n);
     }
     if (take('/')) {
-      auto t = time();
+      auto t = time(kMaxRuleTimeHours);
       if (!t) return std::nullopt;
       d.time = *t;
     }
@@ -134,14 +138,14 @@ std::optional<PosixRule> PosixRule::parse(std::string_view tz) {
   TzReader r(tz);
   PosixRule rule;
   if (!r.name()) return std::nullopt;
-  auto std_west = r.time();
+  auto std_west = r.time(kMaxOffsetHours);
   if (!std_west) return std::nullopt;
   rule.std_offset = -*std_west;
   if (r.done()) return rule;
   if (!r.name()) return std::nullopt;
   rule.dst_offset = rule.std_offset + 3600;
   if (r.peek() != ',') {
-    auto dst_west = r.time();
+    auto dst_west = r.time(kMaxOffsetHours);
     if (!dst_west) return std::nullopt;
     rule.dst_offset = -*dst_west;
   }
@@ -157,7 +161,8 @@ std::optional<PosixRule> PosixRule::parse(std::string_view tz) {
 
 // The last start (→ DST) or end (→ standard) instant of the years around t that is not after t
 // decides; ties put DST last, so "J365/25"-style all-year DST holds. scripts/gen-tzdata.mjs prunes
-// transitions with the same algorithm.
+// transitions with the same algorithm. Two years back: an end of year y-2 can land in y-1 after
+// y-1's own start ("0/0,J365/25" with a DST 3 hours off) and still rule early in year y.
 std::int64_t PosixRule::offset_at(std::int64_t t) const {
   if (!dst_offset) return std_offset;
   struct Event {
@@ -165,9 +170,9 @@ std::int64_t PosixRule::offset_at(std::int64_t t) const {
     bool dst;
   };
   int year = utc_year(t);
-  Event events[6];
+  Event events[8];
   int n = 0;
-  for (int y = year - 1; y <= year + 1; ++y) {
+  for (int y = year - 2; y <= year + 1; ++y) {
     events[n++] = {rule_day(end, y) + end.time - *dst_offset, false};
     events[n++] = {rule_day(start, y) + start.time - std_offset, true};
   }

@@ -23,3 +23,20 @@ TEST_CASE("monitoring selector: unknown syntax is refused with a reason") {
   }
   CHECK_FALSE(selector_error(std::string(300, 'a')).empty());
 }
+
+// Found by tests/fuzz/selector_fuzz.cpp and checked in workerd's HTMLRewriter (lol-html), which
+// throws "Invalid or unescaped class name" and the like on each: CSS identifiers cannot start with
+// "-" followed by a digit or stand as a lone "-", and a string cannot hold a line break. The
+// validator accepted them, so the monitor was stored and every probe failed on the selector.
+TEST_CASE("monitoring selector: what CSS does not tokenize as an identifier or string is refused") {
+  for (const char* s : {".-1", "-1", ".-", "#-1", "[-1]", "[a=-1]", "[a=-]", "[x=\"a\nb\"]",
+                        "[x='a\rb']", "form .-"}) {
+    CAPTURE(s);
+    CHECK_FALSE(selector_error(s).empty());
+  }
+  // Identifiers starting with "-" followed by a letter, "_" or "-" are CSS (and lol-html matches them).
+  for (const char* s : {"#-a", ".--x", "-_x", "#--", "[data-x=-y]", "form#-a.--b"}) {
+    CAPTURE(s);
+    CHECK(selector_error(s).empty());
+  }
+}

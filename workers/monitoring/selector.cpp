@@ -9,6 +9,7 @@ namespace {
 constexpr CharClass kIdentStart = CharClass().range('a', 'z').range('A', 'Z').chars("_-");
 constexpr CharClass kIdentChar = CharClass(kIdentStart).range('0', '9');
 constexpr CharClass kSpace = CharClass().chars(" \t\n");
+constexpr CharClass kLineBreak = CharClass().chars("\n\r\f");
 
 class Parser {
  public:
@@ -42,8 +43,11 @@ class Parser {
   std::string unexpected() const {
     return "has unsupported syntax at '" + std::string(s_.substr(i_, 8)) + "'";
   }
+  // A CSS identifier (CSS Syntax §4.3.9): a letter or '_' first, or '-' followed by a letter, '_'
+  // or a second '-'. "-1" is a number and a lone "-" a delimiter: lol-html refuses `.-1` or `[a=-]`.
   bool ident() {
     if (done() || !kIdentStart.contains(peek())) return false;
+    if (peek() == '-' && (i_ + 1 >= s_.size() || !kIdentStart.contains(s_[i_ + 1]))) return false;
     while (!done() && kIdentChar.contains(peek())) ++i_;
     return true;
   }
@@ -87,6 +91,8 @@ class Parser {
         ++i_;
         while (!done() && peek() != q) {
           if (peek() == '\\') return "has an escape (not supported)";
+          // CSS ends a string at a line break with a parse error (a bad-string token).
+          if (kLineBreak.contains(peek())) return "has a line break inside a string";
           ++i_;
         }
         if (done()) return "has an unterminated string";

@@ -1,0 +1,211 @@
+#!/usr/bin/env node
+// scripts/bench, worst-case part: the CPU time of every operator-supplied program of the ledger on the
+// worst input its documented caps allow (docs/runbook-events.md, workers/events/*.h): subscription
+// globs, filter expressions (contains() on a 60 KB payload string), input mappers, payload schemas
+// (the largest enum against 20,000 items; the issue's 20,001-value enum, refused when registered).
+//
+// Measured in the shipped ledger core (dist/wasm/events.wasm, wasm-opt -Oz) in Node's V8, the engine
+// workerd runs, through the test hook POST /__test/programs: the same parse/evaluate functions the
+// ledger's admin routes and fan-out call, without D1 or the mesh around them, so the figure is the
+// program's own cost. Each case runs the request with `run` (or `compile`) = 1 and with 1 + N, N
+// grown until the difference is at least --worst-min-ms; the median of three differences over N is
+// one evaluation (or compilation), free of the request's fixed cost (parsing the 60 KB message).
+// Nothing here is asserted on time; a wrong answer fails the bench.
+//   node tests/bench/worst-case-bench.mjs [--worst-min-ms 100] [--json FILE]
+import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { mergeFigures, round } from "./json-out.mjs";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const option = (name, fallback) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : fallback;
+};
+const MIN_MS = option("worst-min-ms", 100);
+const MAX_REPEATS = 9999; // 1 + N within kMaxProgramRepeats (workers/events/test_programs.h)
+
+// The documented caps (workers/events/ledger.h, filter_expr.h, input_mapper.h, json_schema.h,
+// shared/glob.h). The bench checks the inputs it builds stay within them.
+const CAPS = {
+  payloadBytes: 64 * 1024,
+  eventTypeLength: 128,
+  globLength: 128,
+  filterLength: 1024,
+  filterNodes: 256,
+  mapperKeys: 64,
+  enumValues: 4096,
+};
+
+function instantiate() {
+  const mod = new WebAssembly.Module(readFileSync(path.join(ROOT, "dist/wasm/events.wasm")));
+  const imports = {};
+  for (const imp of WebAssembly.Module.imports(mod)) {
+    imports[imp.module] ??= {};
+    imports[imp.module][imp.name] = () => 0;
+  }
+  const ex = new WebAssembly.Instance(mod, imports).exports;
+  ex._initialize?.();
+  return ex;
+}
+
+const ex = instantiate();
+const decoder = new TextDecoder();
+
+/** One POST /__test/programs through the core; returns {ms, status, body}. */
+function call(program) {
+  const message = new TextEncoder().encode(
+    JSON.stringify({
+      op: "fetch",
+      now: Date.now(),
+      entropy: randomBytes(32).toString("hex"),
+      env: { SITESWARM_TEST_HOOKS: "1" },
+      request: {
+        method: "POST",
+        url: "https://events.internal/__test/programs",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(program),
+      },
+    }),
+  );
+  const started = performance.now();
+  const ptr = ex.ss_alloc(message.length);
+  new Uint8Array(ex.memory.buffer, ptr, message.length).set(message);
+  const id = ex.ss_start(ptr, message.length);
+  ex.ss_free(ptr);
+  const ms = performance.now() - started;
+  if (ex.ss_state(id) !== 1) throw new Error("the programs hook waited on an effect");
+  const out = JSON.parse(decoder.decode(new Uint8Array(ex.memory.buffer, ex.ss_data_ptr(id), ex.ss_data_len(id))));
+  ex.ss_drop(id);
+  return { ms, status: out.status, body: JSON.parse(out.body) };
+}
+
+/** Milliseconds of one evaluation (what = "run") or compilation (what = "compile"). */
+function measure(program, what, expect) {
+  const one = { ...program, compile: 1, run: 1 };
+  expect(call(one)); // the answer checked
+  for (let i = 0; i < 3; i++) call(one); // V8 tiers the hot code up in the first calls
+  const extra = (n) => call({ ...one, [what]: 1 + n }).ms - call(one).ms;
+  let n = 4;
+  while (n < MAX_REPEATS && extra(n) < MIN_MS) n = Math.min(MAX_REPEATS, n * 4);
+  const per = [0, 1, 2].map(() => extra(n) / n).sort((a, b) => a - b);
+  return Math.max(0, per[1]);
+}
+
+function check(condition, what) {
+  if (!condition) throw new Error(`worst-case bench: ${what}`);
+}
+
+// ---- the worst inputs
+const bigString = "a".repeat(60_000);
+const event = (payload, type = "price.changed") => ({
+  event_id: "01JD0000000000000000000000",
+  event_type: type,
+  entity_type: "item",
+  entity_id: "1",
+  tenant_id: "bench",
+  payload,
+  source_system: "platform",
+  caused_by: null,
+});
+const sizeOf = (x) => Buffer.byteLength(JSON.stringify(x));
+
+// contains() with the needle a naive search is quadratic on: "aaa…ab" against "aaa…a".
+const needle = `${"a".repeat(CAPS.filterLength - 24)}b`;
+const oneContains = `contains(payload.s, "${needle}")`;
+// As many contains() over the 60 KB string as the length cap allows.
+const manyContains = Array.from({ length: 60 }, () => 'contains(payload.s,"ab")')
+  .join("||")
+  .slice(0, CAPS.filterLength)
+  .replace(/\|*[^|]*$/, (tail) => (tail.endsWith(")") ? tail : ""));
+const stringEvent = event({ s: bigString });
+check(sizeOf(stringEvent.payload) <= CAPS.payloadBytes, "payload over the cap");
+check(oneContains.length <= CAPS.filterLength && manyContains.length <= CAPS.filterLength, "filter over the cap");
+
+// A mapper copying the whole event into each of its 64 keys.
+const mapper = Object.fromEntries(Array.from({ length: CAPS.mapperKeys }, (_, i) => [`k${i}`, "$"]));
+
+// Enums: the cap (numbers 0…4095) and the issue's 20,001 values; 20,000 items in the payload.
+const enumSchema = (n) => ({
+  type: "object",
+  properties: { items: { type: "array", items: { enum: Array.from({ length: n }, (_, i) => i) } } },
+});
+const itemsIn = event({ items: Array.from({ length: 20_000 }, (_, i) => i % 10) });
+const itemsOut = event({ items: Array.from({ length: 20_000 }, () => -1) });
+check(sizeOf(itemsOut.payload) <= CAPS.payloadBytes, "items payload over the cap");
+
+// The glob the single-backtrack matcher is slowest on (shared/glob.h, O(pattern × text)): one star
+// then a literal that fails at its last character, retried from every position of "aaa…a" it fits
+// at: (text - literal) × literal steps, largest with the literal half the 128-character type.
+const glob = `*${"a".repeat(CAPS.eventTypeLength / 2 - 1)}b`;
+const globEvent = event({}, "a".repeat(CAPS.eventTypeLength));
+
+const ok200 = (key, value) => (r) =>
+  check(r.status === 200 && r.body[key] === value, `${key}: got ${r.status} ${JSON.stringify(r.body)}`);
+
+const cases = [
+  {
+    key: "filter_contains_60kb_us",
+    label: `filter contains() 60 KB × ${needle.length}-char needle`,
+    us: 1000 * measure({ filter: oneContains, event: stringEvent }, "run", ok200("filter", false)),
+  },
+  {
+    key: "filter_many_contains_60kb_us",
+    label: `filter ${manyContains.split("||").length} × contains() on 60 KB`,
+    us: 1000 * measure({ filter: manyContains, event: stringEvent }, "run", ok200("filter", false)),
+  },
+  {
+    key: "filter_compile_us",
+    label: `filter compile (${oneContains.length} chars)`,
+    us: 1000 * measure({ filter: oneContains, event: {} }, "compile", ok200("filter", false)),
+  },
+  {
+    key: "mapper_64_whole_event_us",
+    label: `input mapper 64 × "$" on a 60 KB event`,
+    us:
+      1000 *
+      measure({ mapper, event: stringEvent }, "run", (r) =>
+        check(r.status === 200 && r.body.mapper_bytes > 64 * 60_000, `mapper: ${JSON.stringify(r.body)}`),
+      ),
+  },
+  {
+    key: "schema_enum_compile_us",
+    label: `schema compile, ${CAPS.enumValues}-value enum (the cap)`,
+    us: 1000 * measure({ schema: enumSchema(CAPS.enumValues), event: itemsIn }, "compile", ok200("violations", 0)),
+  },
+  {
+    key: "schema_enum_20000_items_us",
+    label: `schema ${CAPS.enumValues}-value enum × 20,000 items (valid)`,
+    us: 1000 * measure({ schema: enumSchema(CAPS.enumValues), event: itemsIn }, "run", ok200("violations", 0)),
+  },
+  {
+    key: "schema_enum_20000_bad_items_us",
+    label: `schema ${CAPS.enumValues}-value enum × 20,000 items (none in it)`,
+    us: 1000 * measure({ schema: enumSchema(CAPS.enumValues), event: itemsOut }, "run", ok200("violations", 10)),
+  },
+  {
+    key: "glob_128_us",
+    label: `glob *a…ab (${glob.length} chars) × ${CAPS.eventTypeLength}-char type`,
+    us: 1000 * measure({ glob, event: globEvent }, "run", ok200("glob", false)),
+  },
+];
+
+// The issue's case: a 20,001-value enum is refused when the schema is registered (400), so no payload
+// is ever checked against it; the figure is the whole request that refuses it.
+const refused = call({ schema: enumSchema(20_001), event: itemsIn });
+check(refused.status === 400, `a 20,001-value enum must be refused, got ${refused.status}`);
+const refusedMs = Math.min(...[0, 1, 2].map(() => call({ schema: enumSchema(20_001), event: itemsIn }).ms));
+
+console.log("worst cases of operator-supplied programs (events.wasm in Node, CPU per evaluation):");
+for (const c of cases) console.log(`  ${c.label.padEnd(52)} ${c.us.toFixed(1).padStart(9)} µs`);
+console.log(
+  `  ${"schema 20,001-value enum: refused (400), whole request".padEnd(52)} ${(1000 * refusedMs).toFixed(1).padStart(9)} µs`,
+);
+mergeFigures({
+  worst_case: {
+    ...Object.fromEntries(cases.map((c) => [c.key, round(c.us, 1)])),
+    schema_enum_20001_refused_request_us: round(1000 * refusedMs, 1),
+    min_ms: MIN_MS,
+  },
+});
