@@ -68,6 +68,8 @@ class Context {
 
   // A fresh, monotonic ULID (randomness from the host's entropy; more is fetched when it runs out).
   Task<Result<std::string>> new_ulid();
+  // n of them from one draw of randomness (one crypto.random effect at most, not one per 6 ids).
+  Task<Result<std::vector<std::string>>> new_ulids(std::size_t n);
   // n random bytes from the host entropy pool (or a crypto.random effect when the pool is dry).
   Task<Result<std::string>> random_bytes(std::size_t n);
 

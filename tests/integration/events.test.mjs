@@ -122,8 +122,10 @@ before(async () => {
     { appId: "auto-repair", config: {} },
   ];
   // The runner's own workflow.run_* events are tested in events-consumers.test.mjs; here they would
-  // add to every count of reads.
-  const bindings = { events: { WORKFLOW_RUN_EVENTS: "0" } };
+  // add to every count of reads. DRAIN_CHUNK_STARTS=2: workflow_runner claims and commits one event
+  // (2 starts) per D1 batch here, so the crash tests can pin which event was in flight; the default
+  // chunks of 1,000 starts run in events-consumers.test.mjs and the bench.
+  const bindings = { events: { WORKFLOW_RUN_EVENTS: "0", DRAIN_CHUNK_STARTS: "2" } };
   [mesh, hooks] = await Promise.all([startMesh({ tenants, bindings }), startHooks()]);
   db = await mesh.d1("events", "EVENTS_DB");
 });

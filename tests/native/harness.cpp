@@ -63,13 +63,15 @@ std::string hmac_sha256_hex(const std::string& key, const std::string& data) {
   return hex_encode(std::string_view(reinterpret_cast<const char*>(digest), len));
 }
 
-json drive(Runtime& runtime, json message, std::int64_t& now_ms, const Performer& perform) {
+json drive(Runtime& runtime, json message, std::int64_t& now_ms, const Performer& perform,
+           const std::function<void(const json& effects)>& observe) {
   message["now"] = now_ms;
   std::uint32_t id = runtime.start(dump_json(message));
   if (id == 0) return json{{"error", "bad message"}};
   std::multimap<std::int64_t, json> sleepers;  // wake time -> effect
   while (runtime.state(id) == Runtime::State::waiting) {
     json effects = json::parse(runtime.data(id), nullptr, false);
+    if (observe) observe(effects);
     json results = json::array();
     for (const json& e : effects) {
       if (string_or(e, "kind", "") == "sleep") {
@@ -261,8 +263,9 @@ std::string Mesh::entropy_hex(std::size_t bytes) {
 json Mesh::drive_worker(Worker& w, json message) {
   message["entropy"] = entropy_hex(32);
   message["env"] = w.env;
-  return drive(*w.runtime, std::move(message), now_ms,
-               [this](const json& effect) { return perform(effect); });
+  return drive(
+      *w.runtime, std::move(message), now_ms,
+      [this](const json& effect) { return perform(effect); }, observe_effects);
 }
 
 json Mesh::drive_fetch(Worker& w, json message, Stream& stream) {

@@ -29,7 +29,9 @@ using Performer = std::function<json(const json& effect)>;
 
 // Runs one message on a Runtime to completion. Effects issued together are performed together;
 // sleeps complete in wake-time order, advancing `now_ms`.
-json drive(Runtime& runtime, json message, std::int64_t& now_ms, const Performer& perform);
+// `observe`, when set, sees each group of effects the core issued at once (before they are performed).
+json drive(Runtime& runtime, json message, std::int64_t& now_ms, const Performer& perform,
+           const std::function<void(const json& effects)>& observe = nullptr);
 
 struct HttpReply {
   int status = 0;
@@ -96,6 +98,9 @@ class Mesh {
   // returns true. The effect never happens and the run is dropped; a fetch that was not answered
   // yet gets 500 internal, one answered early keeps its answer (docs/abi.md "Answering early").
   std::function<bool(const json& effect)> trap_effect;
+  // Sees each group of effects a core issued at once, before they are performed (e.g. to count how
+  // many starts a drain has in flight together).
+  std::function<void(const json& effects)> observe_effects;
   // A client that reads this many chunks of a streamed response, then goes away (-1: reads all).
   int stream_reader_leaves_after = -1;
   // The most rows any one d1.all / d1.first / d1.batch statement handed a core.

@@ -22,16 +22,19 @@ TEST_CASE("a drainer that dies mid-batch and is re-run starts every workflow exa
   l.workflow("audit");
   l.subscribe("price.*", "notify");
   l.subscribe("*", "audit");
+  // Chunks of 4 starts (2 events): each D1 batch carries the previous chunk's commit and the next
+  // chunk's claims.
+  l.mesh.set_env("events", "DRAIN_CHUNK_STARTS", "4");
   std::vector<std::string> ids;
   for (int i = 0; i < 6; ++i) ids.push_back(l.emit("price.changed", {{"n", i}}));
 
-  // The isolate "dies" while the fourth event's commit travels (each D1 batch carries the previous
-  // event's commit and the next event's claims): events 1-3 are committed, event 4 was started and
-  // claimed but not committed. Every effect after that fails.
+  // The isolate "dies" while the third batch travels (the second chunk's commit with the third
+  // chunk's claims): events 1-2 are committed, events 3-4 were claimed and started but not
+  // committed. Every effect after that fails.
   int batches = 0;
   bool dead = false;
   l.mesh.fail_effect = [&](const json& e) {
-    if (!dead && e["kind"] == "d1.batch" && ++batches == 5) dead = true;
+    if (!dead && e["kind"] == "d1.batch" && ++batches == 3) dead = true;
     return dead;
   };
   auto died = l.admin("POST", "/admin/events/drain?consumer=workflow_runner");
@@ -39,20 +42,20 @@ TEST_CASE("a drainer that dies mid-batch and is re-run starts every workflow exa
   CHECK(l.calls.size() == 8);  // 4 events × 2 workflows reached their targets
   json cursor = l.db("SELECT cursor FROM event_drain_state WHERE consumer = 'workflow_runner'");
   REQUIRE(cursor.size() == 1);
-  CHECK(cursor[0]["cursor"] == ids[2]);
-  CHECK(l.db("SELECT * FROM event_consumer_dedupe WHERE status = 'claimed'").size() == 2);
+  CHECK(cursor[0]["cursor"] == ids[1]);
+  CHECK(l.db("SELECT * FROM event_consumer_dedupe WHERE status = 'claimed'").size() == 4);
 
   l.mesh.fail_effect = nullptr;
   l.mesh.now_ms += ss::events::kLockTtlMs;  // the dead run's lock and claims expire
   json report = l.drain();
-  CHECK(report["read"] == 3);
-  CHECK(report["started"] == 6);
+  CHECK(report["read"] == 4);
+  CHECK(report["started"] == 8);
   CHECK(report["cursor"] == ids[5]);
   auto keys = l.keys();
   CHECK(std::set<std::string>(keys.begin(), keys.end()).size() == 12);
   for (std::size_t i = 0; i < ids.size(); ++i) {
     // Only the starts in flight when the run died are sent again, with the same Idempotency-Key.
-    std::size_t expected = i == 3 ? 2 : 1;
+    std::size_t expected = i == 2 || i == 3 ? 2 : 1;
     CHECK(keys.count("workflow_runner:" + ids[i] + ":notify") == expected);
     CHECK(keys.count("workflow_runner:" + ids[i] + ":audit") == expected);
   }
@@ -64,6 +67,66 @@ TEST_CASE("a drainer that dies mid-batch and is re-run starts every workflow exa
   CHECK(start["workflow_run_id"].get<std::string>().rfind("run_", 0) == 0);
   CHECK(start["event"]["event_id"] == ids[0]);
   CHECK(start["input"] == json{{"n", 0}});
+}
+
+TEST_CASE("a batch of events is claimed and committed in one D1 batch each, starts 6 at a time") {
+  Ledger l;
+  for (int w = 0; w < 8; ++w) {
+    l.workflow("wf" + std::to_string(w));
+    l.subscribe("order.*", "wf" + std::to_string(w));
+  }
+  for (int i = 0; i < 40; ++i) l.emit("order.placed", {{"n", i}});
+  int batches = 0;
+  int starts_at_once = 0;
+  l.mesh.fail_effect = [&](const json& e) {
+    if (e["kind"] == "d1.batch") ++batches;
+    return false;
+  };
+  l.mesh.observe_effects = [&](const json& effects) {
+    int fetches = 0;
+    for (const json& e : effects) fetches += e["kind"] == "fetch" ? 1 : 0;
+    starts_at_once = std::max(starts_at_once, fetches);
+  };
+  json report = l.drain();
+  CHECK(report["read"] == 40);
+  CHECK(report["started"] == 320);
+  CHECK(l.calls.size() == 320);
+  CHECK(batches == 2);         // the claims of all 320 starts, then the commit
+  CHECK(starts_at_once == 6);  // Workers' simultaneous-connection limit
+  CHECK(l.db("SELECT * FROM event_consumer_dedupe WHERE status = 'started'").size() == 320);
+  CHECK(l.db("SELECT * FROM workflow_run_log WHERE status = 'started'").size() == 320);
+  CHECK(l.drain()["read"] == 0);
+  CHECK(l.calls.size() == 320);
+}
+
+TEST_CASE(
+    "no start goes out on a claim older than half the lock TTL; the next run sends the rest") {
+  Ledger l;
+  l.workflow("notify");
+  l.subscribe("*", "notify");
+  std::vector<std::string> ids;
+  for (int i = 0; i < 10; ++i) ids.push_back(l.emit("order.placed"));
+  // Each start takes a quarter of the claims' freshness: the first 6 (sent together) use it up.
+  auto stub = l.mesh.fetch_stub;
+  l.mesh.fetch_stub = [&](const json& req) {
+    ss::native::StubReply reply = stub(req);
+    reply.elapsed_ms = static_cast<int>(ss::events::kClaimFreshMs / 4);
+    return reply;
+  };
+  json first = l.drain();
+  CHECK(first["read"] == 6);
+  CHECK(first["started"] == 6);
+  CHECK(first["budget_exhausted"] == true);
+  CHECK(first["cursor"] == ids[5]);
+  CHECK(l.calls.size() == 6);
+  CHECK(l.db("SELECT * FROM event_consumer_dedupe WHERE status = 'claimed'").empty());
+  json second = l.drain();
+  CHECK(second["read"] == 4);
+  CHECK(second["started"] == 4);
+  CHECK(second["cursor"] == ids[9]);
+  auto keys = l.keys();
+  CHECK(keys.size() == 10);
+  CHECK(std::set<std::string>(keys.begin(), keys.end()).size() == 10);
 }
 
 TEST_CASE(
@@ -150,16 +213,17 @@ TEST_CASE("a drain stops before the subrequest budget and the next run continues
   l.mesh.set_env("events", "DRAIN_SUBREQUEST_BUDGET", "30");
   l.workflow("notify");
   l.subscribe("*", "notify");
-  for (int i = 0; i < 10; ++i) l.emit("order.placed");
+  // 30 single-start events: the batch's D1 work is a few round trips, the starts are what count.
+  for (int i = 0; i < 30; ++i) l.emit("order.placed");
   json first = l.drain();
   CHECK(first["budget_exhausted"] == true);
   int read = first["read"];
   CHECK(read > 0);
-  CHECK(read < 10);
+  CHECK(read < 30);
   int total = read;
-  for (int i = 0; i < 10 && total < 10; ++i) total += l.drain()["read"].get<int>();
-  CHECK(total == 10);
-  CHECK(l.calls.size() == 10);
+  for (int i = 0; i < 10 && total < 30; ++i) total += l.drain()["read"].get<int>();
+  CHECK(total == 30);
+  CHECK(l.calls.size() == 30);
 }
 
 TEST_CASE("50 subscriptions on * start 8 workflows and leave one cap record") {

@@ -23,6 +23,18 @@ INSERT OR IGNORE INTO events (event_id, tenant_id, event_type, entity_type, enti
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
 )sql";
 
+// ?1 is a JSON array of rows [event_id, tenant_id, event_type, entity_type, entity_id, payload_json,
+// idempotency_key, caused_by, workflow_run_id, source_system, occurred_at, recorded_at, sequence_no];
+// json_each walks it in order, so the rows' seq follow it.
+constexpr std::string_view kInsertEvents = R"sql(
+INSERT OR IGNORE INTO events (event_id, tenant_id, event_type, entity_type, entity_id,
+                              payload_json, idempotency_key, caused_by, workflow_run_id,
+                              source_system, occurred_at, recorded_at, sequence_no)
+SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6,
+       value ->> 7, value ->> 8, value ->> 9, value ->> 10, value ->> 11, value ->> 12
+FROM json_each(?1)
+)sql";
+
 // Only the caller's tenant: another tenant's event with the same id is a different event.
 // Ascending on (event_id = ?1): a row holding the idempotency key comes before one that only
 // holds the event_id.
@@ -126,36 +138,45 @@ SELECT seq, dedupe_key FROM event_consumer_dedupe
 WHERE consumer = ?1 AND seq > ?2 AND seq <= ?3 AND status = 'started'
 )sql";
 
-constexpr std::string_view kClaimStart = R"sql(
+// ?5 is a JSON array of [seq, dedupe_key, event_id]. A claim lands when the start is new, or when
+// the claim on it is older than ?4 (its run died); RETURNING lists exactly the claims that landed
+// (an upsert whose WHERE is false modifies no row and returns none). `WHERE true` keeps SQLite's
+// parser from reading ON CONFLICT as a join constraint of the SELECT.
+constexpr std::string_view kClaimStarts = R"sql(
 INSERT INTO event_consumer_dedupe (consumer, seq, dedupe_key, event_id, created_at, status, holder,
                                    claimed_at_ms)
-VALUES (?1, ?8, ?2, ?3, ?4, 'claimed', ?5, ?6)
+SELECT ?1, value ->> 0, value ->> 1, value ->> 2, ?2, 'claimed', ?3, ?6 FROM json_each(?5) WHERE true
 ON CONFLICT (consumer, seq, dedupe_key) DO UPDATE SET holder = excluded.holder,
                                                       claimed_at_ms = excluded.claimed_at_ms
-WHERE event_consumer_dedupe.status = 'claimed' AND event_consumer_dedupe.claimed_at_ms <= ?7
+WHERE event_consumer_dedupe.status = 'claimed' AND event_consumer_dedupe.claimed_at_ms <= ?4
+RETURNING seq, dedupe_key
 )sql";
 
+constexpr std::string_view kOthersClaims = R"sql(
+SELECT seq, dedupe_key FROM event_consumer_dedupe
+WHERE consumer = ?1 AND seq >= ?2 AND seq <= ?3 AND status = 'claimed' AND holder != ?4
+)sql";
+
+// ?3 is a JSON array of [seq, dedupe_key]: SQLite looks each row up by (consumer, seq) through
+// the primary key (an UPDATE … FROM json_each would scan the consumer's rows instead).
 constexpr std::string_view kMarkStarted = R"sql(
 UPDATE event_consumer_dedupe SET status = 'started'
-WHERE consumer = ?1 AND seq = ?4 AND dedupe_key = ?2 AND holder = ?3
+WHERE consumer = ?1 AND holder = ?2
+  AND (seq, dedupe_key) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?3))
 )sql";
 
 constexpr std::string_view kUnclaim = R"sql(
 DELETE FROM event_consumer_dedupe
-WHERE consumer = ?1 AND seq = ?4 AND dedupe_key = ?2 AND holder = ?3 AND status = 'claimed'
+WHERE consumer = ?1 AND holder = ?2 AND status = 'claimed'
+  AND (seq, dedupe_key) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?3))
 )sql";
 
-// ?3 is a JSON array of dedupe keys.
-constexpr std::string_view kLiveClaims = R"sql(
-SELECT COUNT(*) AS n FROM event_consumer_dedupe
-WHERE consumer = ?1 AND seq = ?2 AND status = 'claimed'
-  AND dedupe_key IN (SELECT value FROM json_each(?3))
-)sql";
-
-constexpr std::string_view kLogRun = R"sql(
+// ?3 is a JSON array of [run_id, workflow_type, event_id, subscription_id, status, http_status].
+constexpr std::string_view kLogRuns = R"sql(
 INSERT OR IGNORE INTO workflow_run_log (workflow_run_id, consumer, workflow_type, event_id,
                                         subscription_id, status, http_status, started_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+SELECT value ->> 0, ?1, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, ?2
+FROM json_each(?3)
 )sql";
 
 constexpr std::string_view kQuarantine = R"sql(
@@ -261,10 +282,15 @@ SELECT * FROM kill_switches ORDER BY name
 
 // Guarded by the insertion sequence (a replayed event is not counted twice; a late event with an
 // older event_id still is).
+// Guarded by the insertion sequence (a replayed event is not counted twice; a late event with an
+// older event_id still is). ?1 is a JSON array of [tenant_key, entity_type, entity_id, event_id,
+// event_type, occurred_at, seq], applied row by row in order.
 constexpr std::string_view kTimelineUpsert = R"sql(
 INSERT INTO entity_timelines (tenant_key, entity_type, entity_id, event_count, first_event_id,
                               last_event_id, last_event_type, last_occurred_at, last_seq)
-VALUES (?1, ?2, ?3, 1, ?4, ?4, ?5, ?6, ?7)
+SELECT value ->> 0, value ->> 1, value ->> 2, 1, value ->> 3, value ->> 3, value ->> 4,
+       value ->> 5, value ->> 6
+FROM json_each(?1) WHERE true
 ON CONFLICT (tenant_key, entity_type, entity_id) DO UPDATE SET
   event_count = event_count + 1, last_event_id = excluded.last_event_id,
   last_event_type = excluded.last_event_type, last_occurred_at = excluded.last_occurred_at,
@@ -457,6 +483,20 @@ struct SeqRow {
 
 D1 db() { return D1(kDb); }
 
+// Splits `rows` into bulk statements of at most kBulkRows rows each: `params(chunk)` gives the
+// statement's parameters for one chunk (a JSON array of rows).
+template <class Params>
+std::vector<D1Statement> bulk(std::string_view sql, json rows, Params params) {
+  std::vector<D1Statement> out;
+  for (std::size_t at = 0; at < rows.size(); at += kBulkRows) {
+    json chunk = json::array();
+    std::size_t end = std::min(rows.size(), at + kBulkRows);
+    for (std::size_t i = at; i < end; ++i) chunk.push_back(std::move(rows[i]));
+    out.push_back(D1Statement{std::string(sql), params(dump_json(chunk))});
+  }
+  return out;
+}
+
 Task<Result<std::optional<std::string>>> first_event_id(std::string_view sql, json params) {
   SS_CO_TRY(D1Result r, co_await db().first(sql, std::move(params)));
   SS_CO_TRY(std::optional<EventIdRow> row, r.first_as<EventIdRow>());
@@ -525,6 +565,100 @@ json EventRow::view() const {
               {"occurred_at", occurred_at},
               {"recorded_at", recorded_at},
               {"sequence_no", sequence_no ? json(*sequence_no) : json(nullptr)}};
+}
+
+namespace {
+
+// A JSON string literal, escaped as nlohmann's dump() escapes it (ensure_ascii off): the quote, the
+// backslash and the control characters; UTF-8 passes through (D1's text arrived as valid JSON).
+void append_json_string(std::string& out, std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out += '"';
+  std::size_t plain = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out.append(s.data() + plain, i - plain);
+    plain = i + 1;
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        out += "\\u00";
+        out += kHex[c >> 4];
+        out += kHex[c & 0xF];
+    }
+  }
+  out.append(s.data() + plain, s.size() - plain);
+  out += '"';
+}
+
+void append_nullable(std::string& out, const std::optional<std::string>& s) {
+  if (s) {
+    append_json_string(out, *s);
+  } else {
+    out += "null";
+  }
+}
+
+}  // namespace
+
+void EventRow::append_view(std::string& out) const {
+  // The keys in the order view()'s object dumps them (sorted), so both give the same text.
+  out += "{\"caused_by\":";
+  append_nullable(out, caused_by);
+  out += ",\"entity_id\":";
+  append_json_string(out, entity_id);
+  out += ",\"entity_ref\":";
+  append_json_string(out, entity_type + ":" + entity_id);
+  out += ",\"entity_type\":";
+  append_json_string(out, entity_type);
+  out += ",\"event_id\":";
+  append_json_string(out, event_id);
+  out += ",\"event_type\":";
+  append_json_string(out, event_type);
+  out += ",\"idempotency_key\":";
+  append_nullable(out, idempotency_key);
+  out += ",\"occurred_at\":";
+  append_json_string(out, occurred_at);
+  out += ",\"payload\":";
+  // Written by dump_json at insert (or by the redaction): spliced as stored. accept() checks it
+  // without building a tree; text that is not JSON shows as {}, as in view().
+  if (json::accept(payload_json.begin(), payload_json.end())) {
+    out += payload_json;
+  } else {
+    out += "{}";
+  }
+  out += ",\"recorded_at\":";
+  append_json_string(out, recorded_at);
+  out += ",\"sequence_no\":";
+  out += sequence_no ? std::to_string(*sequence_no) : std::string("null");
+  out += ",\"source_system\":";
+  append_nullable(out, source_system);
+  out += ",\"tenant_id\":";
+  append_nullable(out, tenant_id);
+  out += ",\"workflow_run_id\":";
+  append_nullable(out, workflow_run_id);
+  out += '}';
 }
 
 Cursor Cursor::decode(RowReader& r) {
@@ -761,18 +895,25 @@ Task<Result<std::optional<std::string>>> EventStore::find_by_idempotency(
   }
 }
 
-D1Statement EventStore::insert_statement(const EventInsert& e) {
-  json params =
-      json::array({e.event_id, text_or_null(e.tenant_id), e.event_type, e.entity_type, e.entity_id,
-                   e.payload_json, text_or_null(e.idempotency_key), text_or_null(e.caused_by),
-                   text_or_null(e.workflow_run_id), text_or_null(e.source_system), e.occurred_at,
-                   e.recorded_at, e.sequence_no ? json(*e.sequence_no) : json(nullptr)});
-  return D1Statement{std::string(kInsertEvent), std::move(params)};
+namespace {
+json insert_params(const EventInsert& e) {
+  return json::array({e.event_id, text_or_null(e.tenant_id), e.event_type, e.entity_type,
+                      e.entity_id, e.payload_json, text_or_null(e.idempotency_key),
+                      text_or_null(e.caused_by), text_or_null(e.workflow_run_id),
+                      text_or_null(e.source_system), e.occurred_at, e.recorded_at,
+                      e.sequence_no ? json(*e.sequence_no) : json(nullptr)});
+}
+}  // namespace
+
+std::vector<D1Statement> EventStore::insert_statements(const std::vector<EventInsert>& events) {
+  json rows = json::array();
+  for (const EventInsert& e : events) rows.push_back(insert_params(e));
+  return bulk(kInsertEvents, std::move(rows),
+              [](std::string list) { return json::array({std::move(list)}); });
 }
 
 Task<Result<bool>> EventStore::insert(const EventInsert& e) {
-  D1Statement statement = insert_statement(e);
-  SS_CO_TRY(std::int64_t n, co_await changes(kInsertEvent, std::move(statement.params)));
+  SS_CO_TRY(std::int64_t n, co_await changes(kInsertEvent, insert_params(e)));
   co_return n == 1;
 }
 
@@ -892,41 +1033,68 @@ Task<Result<std::vector<std::pair<std::int64_t, std::string>>>> Dedupe::started_
   co_return keys;
 }
 
-D1Statement Dedupe::claim_statement(const std::string& consumer, std::int64_t seq,
-                                    const std::string& key, const std::string& event_id,
-                                    const std::string& now, const std::string& holder,
-                                    std::int64_t now_ms, std::int64_t stale_before_ms) {
-  return D1Statement{std::string(kClaimStart), json::array({consumer, key, event_id, now, holder,
-                                                            now_ms, stale_before_ms, seq})};
+std::vector<D1Statement> Dedupe::claim_statements(const std::string& consumer,
+                                                  const std::vector<StartRef>& starts,
+                                                  const std::string& now, const std::string& holder,
+                                                  std::int64_t now_ms,
+                                                  std::int64_t stale_before_ms) {
+  json rows = json::array();
+  for (const StartRef& s : starts) rows.push_back(json::array({s.seq, s.key, s.event_id}));
+  return bulk(kClaimStarts, std::move(rows), [&](std::string list) {
+    return json::array({consumer, now, holder, stale_before_ms, std::move(list), now_ms});
+  });
 }
 
-D1Statement Dedupe::started_statement(const std::string& consumer, std::int64_t seq,
-                                      const std::string& key, const std::string& holder) {
-  return D1Statement{std::string(kMarkStarted), json::array({consumer, key, holder, seq})};
+D1Statement Dedupe::others_claims_statement(const std::string& consumer, std::int64_t first,
+                                            std::int64_t last, const std::string& holder) {
+  return D1Statement{std::string(kOthersClaims), json::array({consumer, first, last, holder})};
 }
 
-D1Statement Dedupe::unclaim_statement(const std::string& consumer, std::int64_t seq,
-                                      const std::string& key, const std::string& holder) {
-  return D1Statement{std::string(kUnclaim), json::array({consumer, key, holder, seq})};
+Result<std::vector<std::pair<std::int64_t, std::string>>> Dedupe::keys_of(const D1Result& r) {
+  auto rows = r.as<KeyRow>();
+  if (!rows) return std::move(rows).error();
+  std::vector<std::pair<std::int64_t, std::string>> keys;
+  keys.reserve(rows->size());
+  for (KeyRow& k : *rows) keys.emplace_back(k.seq, std::move(k.dedupe_key));
+  return keys;
 }
 
-Task<Result<std::int64_t>> Dedupe::live_claims(const std::string& consumer, std::int64_t seq,
-                                               const std::vector<std::string>& keys) {
-  json list = json::array();
-  for (const auto& k : keys) list.push_back(k);
-  json params = json::array({consumer, seq, dump_json(list)});
-  SS_CO_TRY(std::optional<CountRow> row, co_await first_row<CountRow>(kLiveClaims, params));
-  co_return row ? row->n : 0;
+namespace {
+json key_rows(const std::vector<StartRef>& starts) {
+  json rows = json::array();
+  for (const StartRef& s : starts) rows.push_back(json::array({s.seq, s.key}));
+  return rows;
+}
+}  // namespace
+
+std::vector<D1Statement> Dedupe::started_statements(const std::string& consumer,
+                                                    const std::string& holder,
+                                                    const std::vector<StartRef>& starts) {
+  return bulk(kMarkStarted, key_rows(starts), [&](std::string list) {
+    return json::array({consumer, holder, std::move(list)});
+  });
 }
 
-D1Statement Dedupe::run_log_statement(const std::string& run_id, const std::string& consumer,
-                                      const std::string& workflow_type, const std::string& event_id,
-                                      const std::string& subscription_id, bool started,
-                                      int http_status, const std::string& now) {
-  return D1Statement{std::string(kLogRun),
-                     json::array({run_id, consumer, workflow_type, event_id, subscription_id,
-                                  started ? "started" : "failed",
-                                  http_status ? json(http_status) : json(nullptr), now})};
+std::vector<D1Statement> Dedupe::unclaim_statements(const std::string& consumer,
+                                                    const std::string& holder,
+                                                    const std::vector<StartRef>& starts) {
+  return bulk(kUnclaim, key_rows(starts), [&](std::string list) {
+    return json::array({consumer, holder, std::move(list)});
+  });
+}
+
+std::vector<D1Statement> Dedupe::run_log_statements(const std::string& consumer,
+                                                    const std::vector<RunLogEntry>& entries,
+                                                    const std::string& now) {
+  json rows = json::array();
+  for (const RunLogEntry& e : entries) {
+    rows.push_back(json::array({e.run_id, e.workflow_type, e.event_id, e.subscription_id,
+                                e.started ? "started" : "failed",
+                                e.http_status ? json(e.http_status) : json(nullptr)}));
+  }
+  return bulk(kLogRuns, std::move(rows), [&](std::string list) {
+    return json::array({consumer, now, std::move(list)});
+  });
 }
 
 // ---- Quarantine
@@ -1080,10 +1248,14 @@ Task<Result<std::vector<KillSwitchRow>>> ConfigStore::kill_switches() {
 
 // ---- AggregateStore
 
-D1Statement AggregateStore::timeline_statement(const EventRow& e) {
-  return D1Statement{std::string(kTimelineUpsert),
-                     json::array({e.tenant_key(), e.entity_type, e.entity_id, e.event_id,
-                                  e.event_type, e.occurred_at, e.seq})};
+std::vector<D1Statement> AggregateStore::timeline_statements(const std::vector<EventRow>& events) {
+  json rows = json::array();
+  for (const EventRow& e : events) {
+    rows.push_back(json::array({e.tenant_key(), e.entity_type, e.entity_id, e.event_id,
+                                e.event_type, e.occurred_at, e.seq}));
+  }
+  return bulk(kTimelineUpsert, std::move(rows),
+              [](std::string list) { return json::array({std::move(list)}); });
 }
 
 Task<Result<std::optional<TimelineRow>>> AggregateStore::timeline(const std::string& tenant_key,

@@ -16,6 +16,12 @@ namespace ss::events {
 
 inline constexpr const char* kDb = "EVENTS_DB";
 
+// Bulk statements carry their rows as one JSON array parameter read back with json_each, so a drain
+// batch of 500 events × 8 starts is a handful of statements instead of thousands (each statement's
+// SQL text crosses the boundary once). At most this many rows per statement: D1 caps a bound value
+// at 2 MB, and a row here is well under 1 KB.
+inline constexpr std::size_t kBulkRows = 250;
+
 // ---- events -------------------------------------------------------------------------------------
 
 // One row of `events`. The payload stays JSON text: a consumer that cannot parse it quarantines
@@ -39,6 +45,9 @@ struct EventRow {
   std::string tenant_key() const { return tenant_id.value_or(""); }
   // The API view (payload parsed back to JSON; an unreadable payload shows as {}).
   json view() const;
+  // The same view written straight onto `out` as JSON text (what dump_json(view()) gives): the
+  // stored payload text is spliced in without being parsed into a tree (it is checked, not built).
+  void append_view(std::string& out) const;
   static EventRow decode(RowReader& r);
 };
 
@@ -88,8 +97,9 @@ class EventStore {
                                                                       const std::string& key);
   // true when the row was written; false when a constraint (event_id, idempotency) ignored it.
   static Task<Result<bool>> insert(const EventInsert& event);
-  // The same INSERT OR IGNORE, to commit in a batch (the ledger's own events: no schema check).
-  static D1Statement insert_statement(const EventInsert& event);
+  // The same INSERT OR IGNORE for many events, to commit in a batch (the ledger's own events: no
+  // schema check), inserted in the order given (their seq follows it).
+  static std::vector<D1Statement> insert_statements(const std::vector<EventInsert>& events);
   // After an ignored insert: the tenant's event holding that (tenant, idempotency key), else the
   // one holding that (tenant, event_id). Another tenant's events are never looked at.
   static Task<Result<std::optional<std::string>>> find_existing(
@@ -149,29 +159,51 @@ struct QuarantineRow {
   static QuarantineRow decode(RowReader& r);
 };
 
+// One start of a workflow for an event, named by its dedupe key.
+struct StartRef {
+  std::int64_t seq = 0;
+  std::string key;
+  std::string event_id;
+};
+
+// One line of workflow_run_log.
+struct RunLogEntry {
+  std::string run_id;
+  std::string workflow_type;
+  std::string event_id;
+  std::string subscription_id;
+  bool started = false;
+  int http_status = 0;  // 0: no answer
+};
+
 class Dedupe {
  public:
   // Starts already confirmed for the events with seq in (after, last]: (seq, dedupe key) pairs.
   // Rows name their event by seq: an event_id alone may be another tenant's event too.
   static Task<Result<std::vector<std::pair<std::int64_t, std::string>>>> started_keys(
       const std::string& consumer, std::int64_t after, std::int64_t last);
-  // Claims a start for `holder`, or takes over a claim made at or before `stale_before_ms`.
-  static D1Statement claim_statement(const std::string& consumer, std::int64_t seq,
-                                     const std::string& key, const std::string& event_id,
-                                     const std::string& now, const std::string& holder,
-                                     std::int64_t now_ms, std::int64_t stale_before_ms);
-  static D1Statement started_statement(const std::string& consumer, std::int64_t seq,
-                                       const std::string& key, const std::string& holder);
-  static D1Statement unclaim_statement(const std::string& consumer, std::int64_t seq,
-                                       const std::string& key, const std::string& holder);
-  // How many of the event's `keys` are still claimed (not started) by some run.
-  static Task<Result<std::int64_t>> live_claims(const std::string& consumer, std::int64_t seq,
-                                                const std::vector<std::string>& keys);
-  static D1Statement run_log_statement(const std::string& run_id, const std::string& consumer,
-                                       const std::string& workflow_type,
-                                       const std::string& event_id,
-                                       const std::string& subscription_id, bool started,
-                                       int http_status, const std::string& now);
+  // Claims starts for `holder`, taking over claims made at or before `stale_before_ms`. Each
+  // statement returns the (seq, dedupe_key) rows of the claims that landed (keys_of()).
+  static std::vector<D1Statement> claim_statements(const std::string& consumer,
+                                                   const std::vector<StartRef>& starts,
+                                                   const std::string& now,
+                                                   const std::string& holder, std::int64_t now_ms,
+                                                   std::int64_t stale_before_ms);
+  // The claims of events with seq in [first, last] that another run still holds (not started):
+  // rows (seq, dedupe_key), read in the claims' batch, after them.
+  static D1Statement others_claims_statement(const std::string& consumer, std::int64_t first,
+                                             std::int64_t last, const std::string& holder);
+  static Result<std::vector<std::pair<std::int64_t, std::string>>> keys_of(const D1Result& r);
+  static std::vector<D1Statement> started_statements(const std::string& consumer,
+                                                     const std::string& holder,
+                                                     const std::vector<StartRef>& starts);
+  // Releases claims this run holds and did not start (a failed start, or one not attempted).
+  static std::vector<D1Statement> unclaim_statements(const std::string& consumer,
+                                                     const std::string& holder,
+                                                     const std::vector<StartRef>& starts);
+  static std::vector<D1Statement> run_log_statements(const std::string& consumer,
+                                                     const std::vector<RunLogEntry>& entries,
+                                                     const std::string& now);
 };
 
 class Quarantine {
@@ -280,8 +312,9 @@ struct ConsumerHealthRow {
 
 class AggregateStore {
  public:
-  // Counts `event` into its entity's summary unless the summary already holds a newer event.
-  static D1Statement timeline_statement(const EventRow& event);
+  // Counts each event into its entity's summary unless the summary already holds a newer event
+  // (bulk statements, applied in the order given).
+  static std::vector<D1Statement> timeline_statements(const std::vector<EventRow>& events);
   static Task<Result<std::optional<TimelineRow>>> timeline(const std::string& tenant_key,
                                                            const std::string& entity_type,
                                                            const std::string& entity_id);

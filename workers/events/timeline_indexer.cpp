@@ -4,8 +4,8 @@ namespace ss::events {
 
 Task<Status> run_timeline_batch(Context& ctx, DrainReport& report,
                                 const std::vector<EventRow>& rows) {
-  std::vector<D1Statement> statements;
-  for (const EventRow& row : rows) statements.push_back(AggregateStore::timeline_statement(row));
+  // The whole batch in a few bulk statements, committed with the cursor: one D1 round trip.
+  std::vector<D1Statement> statements = AggregateStore::timeline_statements(rows);
   {
     auto awaited = co_await commit_with_cursor(ctx, report, rows, std::move(statements));
     co_return std::move(awaited);

@@ -36,20 +36,38 @@ struct FanoutContext {
   // Dedupe keys already started for this consumer, per event (seq).
   std::map<std::int64_t, std::set<std::string>> done_keys;
   std::string holder;           // this run's id: the owner of the claims it makes
-  std::string lock;             // the drain lock to renew with every commit ("" for retries)
+  std::string lock;             // the drain lock to renew with the commit ("" for retries)
   bool hold_high_risk = false;  // kill:high_risk_ops is on: risk_level >= 4 starts are held
 };
 
-struct EventOutcome {
-  std::vector<D1Statement> statements;
-  int started = 0;
+// How far an event got in this run.
+enum class Progress {
+  pending,    // not reached (a batch that stopped earlier): its claims, if any, are released
+  done,       // every start sent (or a duplicate): the cursor may pass it
+  contended,  // another run holds a live claim on one of its starts: the cursor stops before it
+  partial,    // the claims' deadline came before all its starts were sent: the cursor stops
+};
+
+// One event of a batch: its plan, then what its claims and starts came to.
+struct EventWork {
+  const EventRow* row = nullptr;
+  json event;                        // the API view: what filters, mappers and targets see
+  json payload;                      // parsed; a non-object payload makes the event poison
+  std::vector<FanoutDecision> todo;  // starts to claim, in subscription order
+  std::vector<bool> mine;            // per todo: this run's claim landed
+  std::vector<std::optional<StartOutcome>> results;  // per todo: nullopt = not sent
   int duplicates = 0;
-  int subrequests = 0;
+  int held = 0;  // starts held by kill:high_risk_ops (released when it is off)
   bool capped = false;
-  bool contended = false;      // another run holds a live claim on one of this event's starts
-  std::string failure;         // non-empty: the event is poison for this consumer
-  int held = 0;                // starts held by kill:high_risk_ops (released when it is off)
-  std::optional<Error> error;  // D1 failed: stop here, commit nothing for this event
+  std::size_t matched = 0;           // subscriptions matched (a cap hit's record)
+  std::vector<std::string> dropped;  // subscriptions dropped over the cap
+  std::string failure;               // non-empty: the event is poison for this consumer
+  Progress progress = Progress::pending;
+  int started() const {
+    int n = 0;
+    for (const auto& r : results) n += r && r->started ? 1 : 0;
+    return n;
+  }
 };
 
 Task<Result<std::vector<Subscription>>> load_subscriptions(Context& ctx) {
@@ -90,15 +108,10 @@ std::string lower(std::string s) {
 
 // One POST to the workflow's target; a 2xx answer counts as started.
 Task<StartOutcome> start_workflow(Context& ctx, const std::string& key, const json& event,
-                                  json input, const Subscription* sub,
-                                  const WorkflowTarget* target) {
+                                  json input, const Subscription* sub, const WorkflowTarget* target,
+                                  std::string run_id) {
   StartOutcome out;
-  auto id = co_await ctx.new_ulid();
-  if (!id) {
-    out.error = id.error().message;
-    co_return out;
-  }
-  out.run_id = "run_" + *id;
+  out.run_id = std::move(run_id);
   if (target == nullptr) {
     out.error = "no workflow definition for " + sub->workflow_type;
     co_return out;
@@ -206,173 +219,347 @@ Task<Unit> record_cap(Context& ctx, const std::string& consumer, const EventRow&
 // dedupe row. Their caused_by is the event that triggered the run. A run triggered by a
 // workflow.run_* event records none: a subscription on workflow.* (or *) would otherwise feed itself
 // forever. WORKFLOW_RUN_EVENTS=0 switches them off (the fan-out tests do, to count only starts).
-Task<Unit> add_run_events(Context& ctx, const EventRow& row, const FanoutDecision& d,
-                          const StartOutcome& r, std::vector<D1Statement>& statements) {
-  if (row.event_type.rfind("workflow.run_", 0) == 0 || r.run_id.empty()) co_return Unit{};
-  if (ctx.env("WORKFLOW_RUN_EVENTS") == "0") co_return Unit{};  // switched off by configuration
-  std::vector<std::string> types;
-  if (r.started) {
-    types.push_back("workflow.run_started");
-    if (r.completed) types.push_back("workflow.run_completed");
-  } else {
-    types.push_back("workflow.run_failed");
-  }
-  std::string now = format_rfc3339_ms(ctx.now_ms());
-  for (const std::string& type : types) {
-    auto id = co_await ctx.new_ulid();
-    if (!id) {
-      ctx.log(type + " not recorded: " + id.error().message);
-      continue;
-    }
-    json payload{
-        {"workflow_type", d.subscription->workflow_type}, {"workflow_run_id", r.run_id},
-        {"subscription_id", d.subscription->id},          {"trigger_event_id", row.event_id},
-        {"trigger_event_type", row.event_type},           {"idempotency_key", d.key}};
-    if (r.http_status != 0) payload["http_status"] = r.http_status;
-    if (!r.started) {
-      payload["error"] = r.error;
-      payload["error_class"] = error_class_of("workflow.run_failed", {{"error", r.error}});
-    }
-    EventInsert e;
-    e.event_id = *id;
-    e.tenant_id = row.tenant_id;
-    e.event_type = type;
-    e.entity_type = "workflow_run";
-    e.entity_id = r.run_id;
-    e.payload_json = dump_json(payload);
-    // Started once per dedupe key; a failure or completion once per run.
-    e.idempotency_key = type == "workflow.run_started" ? type + ":" + d.key : type + ":" + r.run_id;
-    e.caused_by = "event:" + row.event_id;
-    e.workflow_run_id = r.run_id;
-    e.source_system = "siteswarm-events-service";
-    e.occurred_at = now;
-    e.recorded_at = now;
-    statements.push_back(EventStore::insert_statement(e));
-  }
-  co_return Unit{};
+std::vector<std::string> run_event_types(const Context& ctx, const EventRow& row,
+                                         const StartOutcome& r) {
+  if (row.event_type.rfind("workflow.run_", 0) == 0 || r.run_id.empty()) return {};
+  if (ctx.env("WORKFLOW_RUN_EVENTS") == "0") return {};  // switched off by configuration
+  if (!r.started) return {"workflow.run_failed"};
+  if (r.completed) return {"workflow.run_started", "workflow.run_completed"};
+  return {"workflow.run_started"};
 }
 
-// Carries out the plan for one event: record a cap hit, claim, start concurrently, and prepare the
-// rows to commit. `deferred` holds the previous event's commit: when this event needs a claim
-// batch, the two go to D1 together (one round trip instead of two) and `deferred` is emptied.
-Task<EventOutcome> fan_out(Context& ctx, const std::string& consumer, const EventRow& row,
-                           const FanoutContext& fc, std::vector<D1Statement>& deferred) {
-  EventOutcome out;
+EventInsert run_event(const EventRow& row, const FanoutDecision& d, const StartOutcome& r,
+                      const std::string& type, std::string id, const std::string& now) {
+  json payload{{"workflow_type", d.subscription->workflow_type}, {"workflow_run_id", r.run_id},
+               {"subscription_id", d.subscription->id},          {"trigger_event_id", row.event_id},
+               {"trigger_event_type", row.event_type},           {"idempotency_key", d.key}};
+  if (r.http_status != 0) payload["http_status"] = r.http_status;
+  if (!r.started) {
+    payload["error"] = r.error;
+    payload["error_class"] = error_class_of("workflow.run_failed", {{"error", r.error}});
+  }
+  EventInsert e;
+  e.event_id = std::move(id);
+  e.tenant_id = row.tenant_id;
+  e.event_type = type;
+  e.entity_type = "workflow_run";
+  e.entity_id = r.run_id;
+  e.payload_json = dump_json(payload);
+  // Started once per dedupe key; a failure or completion once per run.
+  e.idempotency_key = type == "workflow.run_started" ? type + ":" + d.key : type + ":" + r.run_id;
+  e.caused_by = "event:" + row.event_id;
+  e.workflow_run_id = r.run_id;
+  e.source_system = "siteswarm-events-service";
+  e.occurred_at = now;
+  e.recorded_at = now;
+  return e;
+}
+
+// The plan for one event, without effects: match, cap, dedupe against the starts already made,
+// and set aside starts that kill:high_risk_ops holds.
+EventWork plan_event(const std::string& consumer, const EventRow& row, const FanoutContext& fc) {
+  EventWork w;
+  w.row = &row;
   auto payload = parse_json(row.payload_json);
   if (!payload || !payload->is_object()) {
-    out.failure = "payload is not a JSON object";
-    co_return out;
+    w.failure = "payload is not a JSON object";
+    return w;
   }
-  json event = row.view();
+  w.payload = std::move(payload).value();
+  w.event = row.view();
   static const std::set<std::string> kNone;
   auto done = fc.done_keys.find(row.seq);
   FanoutPlan plan =
-      plan_fanout(consumer, event, fc.subs, done == fc.done_keys.end() ? kNone : done->second);
-  out.duplicates = plan.duplicates;
-  if (plan.capped()) {
-    out.capped = true;
-    if (row.event_type != "events.fanout_capped") {
-      co_await record_cap(ctx, consumer, row, plan, fc.subs);
-    }
-  }
-  std::vector<FanoutDecision> todo;
+      plan_fanout(consumer, w.event, fc.subs, done == fc.done_keys.end() ? kNone : done->second);
+  w.duplicates = plan.duplicates;
+  w.capped = plan.capped();
+  w.matched = plan.matched;
+  w.dropped = std::move(plan.dropped);
   for (FanoutDecision& d : plan.start) {
     auto wf = fc.workflows.find(d.subscription->workflow_type);
     bool high_risk = wf != fc.workflows.end() && wf->second.risk_level >= kHighRiskLevel;
     if (fc.hold_high_risk && high_risk) {
-      ++out.held;  // not claimed, not started: the event is parked until the switch is off
+      ++w.held;  // not claimed, not started: the event is parked until the switch is off
     } else {
-      todo.push_back(std::move(d));
+      w.todo.push_back(std::move(d));
     }
   }
+  return w;
+}
 
-  // Claim before starting: only the run whose claim lands starts the workflow. A stale claim (older
-  // than the lock TTL) was left by a dead run and is taken over.
-  if (!todo.empty()) {
-    std::string now = format_rfc3339(ctx.now_ms());
-    std::size_t offset = deferred.size();
-    std::vector<D1Statement> batch = std::move(deferred);
-    deferred.clear();
-    for (const FanoutDecision& d : todo) {
-      batch.push_back(Dedupe::claim_statement(consumer, row.seq, d.key, row.event_id, now,
-                                              fc.holder, ctx.now_ms(), ctx.now_ms() - kLockTtlMs));
-    }
-    ++out.subrequests;
-    auto claimed = co_await D1(kDb).batch(batch);
-    if (!claimed) {
-      out.error = claimed.error();
-      co_return out;
-    }
-    std::vector<FanoutDecision> mine;
-    std::vector<std::string> lost;
-    for (std::size_t i = 0; i < todo.size(); ++i) {
-      std::size_t at = offset + i;
-      if (at < claimed->size() && (*claimed)[at].meta.changes > 0) {
-        mine.push_back(std::move(todo[i]));
-      } else {
-        ++out.duplicates;
-        lost.push_back(todo[i].key);
-      }
-    }
-    todo = std::move(mine);
-    if (!lost.empty()) {
-      // Started by another run, or still being started by one: in the second case this run must not
-      // move the cursor past the event, or a run that died holding the claim would lose the start.
-      ++out.subrequests;
-      auto held = co_await Dedupe::live_claims(consumer, row.seq, lost);
-      if (!held) {
-        out.error = held.error();
-        co_return out;
-      }
-      out.contended = *held > 0;
-    }
-  }
+// A cap hit is recorded once per consumer and event (never for a cap record itself).
+Task<Unit> record_cap_of(Context& ctx, const std::string& consumer, EventWork& w,
+                         const FanoutContext& fc) {
+  if (w.row->event_type == "events.fanout_capped") co_return Unit{};
+  FanoutPlan plan;
+  plan.matched = w.matched;
+  plan.dropped = w.dropped;
+  co_await record_cap(ctx, consumer, *w.row, plan, fc.subs);
+  co_return Unit{};
+}
 
-  std::vector<Task<StartOutcome>> starts;
-  for (const FanoutDecision& d : todo) {
+// Subrequests an event costs: its starts, and a cap record (3) + alert (1).
+int event_cost(const EventWork& w) { return static_cast<int>(w.todo.size()) + (w.capped ? 4 : 0); }
+
+// The starts of one chunk, sent by kMaxConcurrentStarts workers that each take the next one; none
+// is sent once the chunk's claims are older than kClaimFreshMs.
+struct StartItem {
+  EventWork* work = nullptr;
+  std::size_t index = 0;  // into work->todo
+  std::string run_id;
+};
+
+struct StartQueue {
+  std::vector<StartItem> items;
+  std::size_t next = 0;
+  std::int64_t deadline_ms = 0;
+  bool expired = false;
+};
+
+Task<Unit> start_worker(Context& ctx, StartQueue& q, const FanoutContext& fc) {
+  while (q.next < q.items.size()) {
+    if (ctx.now_ms() > q.deadline_ms) {
+      q.expired = true;
+      break;
+    }
+    StartItem& item = q.items[q.next++];
+    EventWork& w = *item.work;
+    const FanoutDecision& d = w.todo[item.index];
     const Subscription* s = d.subscription;
     auto wf = fc.workflows.find(s->workflow_type);
-    json input = s->mapper ? s->mapper->apply(event) : *payload;
-    starts.push_back(start_workflow(ctx, d.key, event, std::move(input), s,
-                                    wf == fc.workflows.end() ? nullptr : &wf->second));
+    const WorkflowTarget* target = wf == fc.workflows.end() ? nullptr : &wf->second;
+    json input = s->mapper ? s->mapper->apply(w.event) : w.payload;
+    StartOutcome outcome =
+        co_await start_workflow(ctx, d.key, w.event, std::move(input), s, target, item.run_id);
+    w.results[item.index] = std::move(outcome);
   }
-  std::vector<StartOutcome> results = co_await when_all(std::move(starts));
+  co_return Unit{};
+}
+
+StartRef ref_of(const EventWork& w, std::size_t i) {
+  return StartRef{w.row->seq, w.todo[i].key, w.row->event_id};
+}
+
+// What a chunk's claims and starts leave to commit, and whether the batch must stop after it.
+struct ChunkResult {
+  std::vector<D1Statement> statements;  // dedupe marks and releases, run log, run events
+  bool stop = false;                    // contended or past the deadline: no later chunk runs
+};
+
+// Claims every start of works[first, last) in one D1 batch (which also carries `carry`, the previous
+// chunk's commit), sends the starts that this run's claims won, and prepares the rows to commit.
+// Claim before start: nothing is sent before its claim has landed in D1.
+Task<Result<ChunkResult>> run_chunk(Context& ctx, const std::string& consumer,
+                                    std::vector<EventWork>& works, std::size_t first,
+                                    std::size_t last, const FanoutContext& fc,
+                                    std::vector<D1Statement>& carry) {
+  ChunkResult out;
+  std::vector<StartRef> claims;
+  for (std::size_t k = first; k < last; ++k) {
+    EventWork& w = works[k];
+    w.mine.assign(w.todo.size(), false);
+    w.results.assign(w.todo.size(), std::nullopt);
+    for (std::size_t i = 0; i < w.todo.size(); ++i) claims.push_back(ref_of(w, i));
+  }
+  std::set<std::pair<std::int64_t, std::string>> landed;
+  std::set<std::pair<std::int64_t, std::string>> others;
+  std::int64_t claimed_at = ctx.now_ms();
+  if (!claims.empty()) {
+    std::vector<D1Statement> batch = std::move(carry);
+    carry.clear();
+    std::size_t offset = batch.size();
+    std::vector<D1Statement> claim =
+        Dedupe::claim_statements(consumer, claims, format_rfc3339(claimed_at), fc.holder,
+                                 claimed_at, claimed_at - kLockTtlMs);
+    std::size_t claim_count = claim.size();
+    for (D1Statement& c : claim) batch.push_back(std::move(c));
+    // Read after the claims, in the same transaction: the claims another run still holds.
+    batch.push_back(Dedupe::others_claims_statement(consumer, works[first].row->seq,
+                                                    works[last - 1].row->seq, fc.holder));
+    SS_CO_TRY(std::vector<D1Result> results, co_await D1(kDb).batch(batch));
+    if (results.size() != batch.size()) {
+      co_return Error{ErrorCode::internal, "d1.batch answered the wrong number of results"};
+    }
+    for (std::size_t i = 0; i < claim_count; ++i) {
+      SS_CO_TRY(auto keys, Dedupe::keys_of(results[offset + i]));
+      for (auto& k : keys) landed.insert(std::move(k));
+    }
+    SS_CO_TRY(auto held, Dedupe::keys_of(results.back()));
+    for (auto& k : held) others.insert(std::move(k));
+  }
+
+  // Walk the chunk in order: a start another run still holds stops the batch at that event (its
+  // own won starts are still sent); the claims won on later events are released unsent.
+  StartQueue queue;
+  queue.deadline_ms = claimed_at + kClaimFreshMs;
+  std::vector<StartRef> release;
+  bool stopped = false;
+  for (std::size_t k = first; k < last; ++k) {
+    EventWork& w = works[k];
+    bool contended = false;
+    for (std::size_t i = 0; i < w.todo.size(); ++i) {
+      auto key = std::make_pair(w.row->seq, w.todo[i].key);
+      w.mine[i] = landed.count(key) != 0;
+      if (stopped && w.mine[i]) release.push_back(ref_of(w, i));
+      if (stopped || w.mine[i]) continue;
+      // Started by another run, or still being started by one: in the second case this run must
+      // not move the cursor past the event, or a run that died holding the claim would lose it.
+      ++w.duplicates;
+      if (others.count(key) != 0) contended = true;
+    }
+    if (stopped) continue;
+    for (std::size_t i = 0; i < w.todo.size(); ++i) {
+      if (w.mine[i]) queue.items.push_back(StartItem{&w, i, ""});
+    }
+    w.progress = contended ? Progress::contended : Progress::done;
+    if (contended) stopped = true;
+  }
+
+  if (!queue.items.empty()) {
+    SS_CO_TRY(std::vector<std::string> ids, co_await ctx.new_ulids(queue.items.size()));
+    for (std::size_t i = 0; i < ids.size(); ++i) queue.items[i].run_id = "run_" + ids[i];
+    std::vector<Task<Unit>> workers;
+    std::size_t n = std::min(kMaxConcurrentStarts, queue.items.size());
+    for (std::size_t i = 0; i < n; ++i) workers.push_back(start_worker(ctx, queue, fc));
+    std::vector<Unit> finished = co_await when_all(std::move(workers));
+    (void)finished;
+  }
+  if (queue.expired) {
+    // The starts not sent in time: their claims are released, and the cursor stops before the
+    // first event that has one (the next run claims them afresh).
+    stopped = true;
+    bool past = false;
+    for (std::size_t k = first; k < last; ++k) {
+      EventWork& w = works[k];
+      if (w.progress == Progress::pending) continue;
+      for (std::size_t i = 0; i < w.todo.size(); ++i) {
+        if (!w.mine[i] || w.results[i]) continue;
+        release.push_back(ref_of(w, i));
+        past = true;
+        if (w.progress == Progress::done) w.progress = Progress::partial;
+      }
+      if (past && w.progress == Progress::done) w.progress = Progress::partial;
+    }
+  }
+
+  std::vector<StartRef> started;
+  std::vector<RunLogEntry> log;
+  std::vector<std::pair<const EventWork*, std::size_t>> sent;
+  std::size_t event_count = 0;
+  for (std::size_t k = first; k < last; ++k) {
+    EventWork& w = works[k];
+    for (std::size_t i = 0; i < w.todo.size(); ++i) {
+      if (!w.results[i]) continue;
+      const StartOutcome& r = *w.results[i];
+      const FanoutDecision& d = w.todo[i];
+      if (r.started) {
+        started.push_back(ref_of(w, i));
+      } else {
+        release.push_back(ref_of(w, i));
+        if (w.failure.empty()) w.failure = d.subscription->workflow_type + ": " + r.error;
+      }
+      log.push_back(RunLogEntry{r.run_id, d.subscription->workflow_type, w.row->event_id,
+                                d.subscription->id, r.started, r.http_status});
+      sent.emplace_back(&w, i);
+      event_count += run_event_types(ctx, *w.row, r).size();
+    }
+  }
   std::string now = format_rfc3339(ctx.now_ms());
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    const StartOutcome& r = results[i];
-    const FanoutDecision& d = todo[i];
-    ++out.subrequests;
-    co_await add_run_events(ctx, row, d, r, out.statements);
-    if (r.started) {
-      ++out.started;
-      out.statements.push_back(Dedupe::started_statement(consumer, row.seq, d.key, fc.holder));
+  std::vector<EventInsert> run_events;
+  if (event_count > 0) {
+    auto ids = co_await ctx.new_ulids(event_count);
+    if (!ids) {
+      ctx.log("workflow run events not recorded: " + ids.error().message);
     } else {
-      out.statements.push_back(Dedupe::unclaim_statement(consumer, row.seq, d.key, fc.holder));
-      if (out.failure.empty()) out.failure = d.subscription->workflow_type + ": " + r.error;
-    }
-    if (!r.run_id.empty()) {
-      out.statements.push_back(
-          Dedupe::run_log_statement(r.run_id, consumer, d.subscription->workflow_type, row.event_id,
-                                    d.subscription->id, r.started, r.http_status, now));
+      std::string at = format_rfc3339_ms(ctx.now_ms());
+      std::size_t next = 0;
+      for (const auto& [w, i] : sent) {
+        const StartOutcome& r = *w->results[i];
+        for (const std::string& type : run_event_types(ctx, *w->row, r)) {
+          run_events.push_back(run_event(*w->row, w->todo[i], r, type, (*ids)[next++], at));
+        }
+      }
     }
   }
+  auto append = [&out](std::vector<D1Statement> more) {
+    for (D1Statement& m : more) out.statements.push_back(std::move(m));
+  };
+  append(EventStore::insert_statements(run_events));
+  append(Dedupe::started_statements(consumer, fc.holder, started));
+  append(Dedupe::unclaim_statements(consumer, fc.holder, release));
+  append(Dedupe::run_log_statements(consumer, log, now));
+  out.stop = stopped;
   co_return out;
 }
 
-// Everything fan-out needs for the events with seq in (after, last].
+// Everything fan-out needs for the events with seq in (after, last], read concurrently.
 Task<Result<FanoutContext>> load_fanout_context(Context& ctx, const std::string& consumer,
                                                 std::int64_t after, std::int64_t last,
                                                 std::string holder, std::string lock) {
   FanoutContext fc;
   fc.holder = std::move(holder);
   fc.lock = std::move(lock);
-  SS_CO_TRY(fc.subs, co_await load_subscriptions(ctx));
-  SS_CO_TRY(fc.workflows, co_await load_workflows());
-  SS_CO_TRY(auto keys, co_await Dedupe::started_keys(consumer, after, last));
-  for (auto& [seq, key] : keys) fc.done_keys[seq].insert(std::move(key));
   std::vector<std::string> high_risk_switch = {kHighRiskSwitch};
-  SS_CO_TRY(fc.hold_high_risk, co_await DrainState::any_switch_on(high_risk_switch));
+  auto [subs, workflows, keys, hold] = co_await when_all(
+      load_subscriptions(ctx), load_workflows(), Dedupe::started_keys(consumer, after, last),
+      DrainState::any_switch_on(high_risk_switch));
+  if (!subs) co_return std::move(subs).error();
+  if (!workflows) co_return std::move(workflows).error();
+  if (!keys) co_return std::move(keys).error();
+  if (!hold) co_return std::move(hold).error();
+  fc.subs = std::move(subs).value();
+  fc.workflows = std::move(workflows).value();
+  for (auto& [seq, key] : *keys) fc.done_keys[seq].insert(std::move(key));
+  fc.hold_high_risk = *hold;
   co_return fc;
+}
+
+// Adds works[first, end) to the report and their quarantine rows, the cursor past the last event
+// done and the lock renewal to `carry`. `stopped` is set at the first event the cursor must not pass
+// (contended, partial or never reached); nothing after it counts.
+void settle(Context& ctx, const std::string& consumer, const std::vector<EventWork>& works,
+            std::size_t first, std::size_t end, const FanoutContext& fc, DrainReport& pending,
+            std::vector<D1Statement>& carry, bool& stopped) {
+  std::string now = format_rfc3339(ctx.now_ms());
+  std::optional<Cursor> advanced;
+  int read = 0;
+  for (std::size_t k = first; k < end && !stopped; ++k) {
+    const EventWork& w = works[k];
+    if (w.progress == Progress::pending) {
+      stopped = true;
+      break;
+    }
+    pending.started += w.started();
+    pending.held += w.held;
+    if (w.progress == Progress::partial) {
+      pending.budget_exhausted = true;  // stopped early: the next run continues at the cursor
+      stopped = true;
+      break;
+    }
+    pending.duplicates += w.duplicates;
+    pending.capped += w.capped ? 1 : 0;
+    if (!w.failure.empty()) {
+      carry.push_back(
+          Quarantine::put_statement(consumer, w.row->seq, w.row->event_id, w.failure, now));
+      ++pending.quarantined;
+    } else if (w.held > 0) {
+      carry.push_back(
+          Quarantine::put_statement(consumer, w.row->seq, w.row->event_id, kHeldReason, now));
+    }
+    if (w.progress == Progress::contended) {
+      // The cursor stays before this event; the next run finds the other run's starts finished,
+      // or takes over their claims once they are older than the lock TTL.
+      pending.contended = true;
+      stopped = true;
+      break;
+    }
+    ++read;
+    pending.cursor = w.row->event_id;
+    advanced = Cursor{w.row->seq, w.row->event_id};
+  }
+  pending.read += read;
+  if (advanced) carry.push_back(DrainState::advance_statement(consumer, *advanced, now, read));
+  carry.push_back(DrainState::renew_statement(fc.lock, fc.holder, ctx.now_ms() + kLockTtlMs));
 }
 
 int subrequest_budget(const Context& ctx) {
@@ -389,54 +576,52 @@ Task<Status> run_workflow_batch(Context& ctx, DrainReport& report,
   SS_CO_TRY(FanoutContext fc,
             co_await load_fanout_context(ctx, consumer, cursor.seq, rows.back().seq, holder,
                                          lock_name(consumer)));
+  // Plan the batch and cut it into chunks of at most kMaxChunkStarts starts, stopping before an
+  // event could overrun the platform's subrequest limit (the next run continues at the cursor).
   int budget = subrequest_budget(ctx);
-  int used = 5;  // kill switch, lock, cursor, batch read, kill:high_risk_ops
-  // Each event's commit (dedupe, run log, quarantine, cursor, lock renewal) rides along with the
-  // next D1 batch the drain makes anyway, so a steady drain costs about one round trip per event.
-  std::vector<D1Statement> deferred;
-  DrainReport pending = report;  // what `deferred` will have committed once it is flushed
+  int used = kDrainFixedSubrequests;
+  std::vector<EventWork> works;
+  std::vector<std::size_t> chunk_ends;  // works[chunk_ends[i-1], chunk_ends[i]) is chunk i
+  std::size_t chunk_starts = 0;
+  auto chunk_limit = static_cast<std::size_t>(
+      ctx.env_int("DRAIN_CHUNK_STARTS", static_cast<std::int64_t>(kMaxChunkStarts), 1,
+                  static_cast<std::int64_t>(kMaxChunkStarts)));
   for (const EventRow& row : rows) {
-    // Stop before an event could overrun the platform's subrequest limit; the next run continues.
-    if (used + 2 + static_cast<int>(kMaxFanout) + 4 > budget) {
-      pending.budget_exhausted = true;
+    EventWork w = plan_event(consumer, row, fc);
+    bool new_chunk = works.empty() || chunk_starts + w.todo.size() > chunk_limit;
+    int cost = event_cost(w) + (new_chunk ? 1 : 0);  // a chunk is one claims batch
+    // The first event always goes: a run that could never take one would stall the consumer.
+    if (!works.empty() && used + cost + kDrainClosingSubrequests > budget) {
+      report.budget_exhausted = true;
       break;
     }
-    bool had_deferred = !deferred.empty();
-    EventOutcome outcome = co_await fan_out(ctx, consumer, row, fc, deferred);
-    if (outcome.error) co_return std::move(*outcome.error);
-    if (had_deferred && deferred.empty()) report = pending;  // the previous commit went with claims
-    std::string now = format_rfc3339(ctx.now_ms());
-    if (!outcome.failure.empty()) {
-      outcome.statements.push_back(
-          Quarantine::put_statement(consumer, row.seq, row.event_id, outcome.failure, now));
-    } else if (outcome.held > 0) {
-      outcome.statements.push_back(
-          Quarantine::put_statement(consumer, row.seq, row.event_id, kHeldReason, now));
+    used += cost;
+    if (new_chunk && !works.empty()) {
+      chunk_ends.push_back(works.size());
+      chunk_starts = 0;
     }
-    if (!outcome.contended) {
-      outcome.statements.push_back(
-          DrainState::advance_statement(consumer, Cursor{row.seq, row.event_id}, now, 1));
-    }
-    outcome.statements.push_back(
-        DrainState::renew_statement(fc.lock, fc.holder, ctx.now_ms() + kLockTtlMs));
-    deferred.insert(deferred.end(), outcome.statements.begin(), outcome.statements.end());
-    used += outcome.subrequests + (outcome.capped ? 4 : 0);  // cap record (3) + alert (1)
-    ++pending.read;
-    pending.started += outcome.started;
-    pending.duplicates += outcome.duplicates;
-    pending.capped += outcome.capped ? 1 : 0;
-    pending.quarantined += outcome.failure.empty() ? 0 : 1;
-    pending.held += outcome.held;
-    if (outcome.contended) {
-      // The cursor stays before this event; the next run finds the other run's starts finished, or
-      // takes over their claims once they are older than the lock TTL.
-      --pending.read;
-      pending.contended = true;
-      break;
-    }
-    pending.cursor = row.event_id;
+    chunk_starts += w.todo.size();
+    works.push_back(std::move(w));
   }
-  SS_CO_CHECK(co_await commit(deferred));
+  if (!works.empty()) chunk_ends.push_back(works.size());
+  for (EventWork& w : works) {
+    if (w.capped) co_await record_cap_of(ctx, consumer, w, fc);
+  }
+
+  // Each chunk's commit (its dedupe marks, run log, quarantine rows, the cursor past it and the
+  // lock renewal) rides along with the next chunk's claims; the last one goes alone.
+  std::vector<D1Statement> carry;
+  DrainReport pending = report;
+  bool stopped = false;
+  std::size_t first = 0;
+  for (std::size_t end : chunk_ends) {
+    SS_CO_TRY(ChunkResult chunk, co_await run_chunk(ctx, consumer, works, first, end, fc, carry));
+    for (D1Statement& s : chunk.statements) carry.push_back(std::move(s));
+    settle(ctx, consumer, works, first, end, fc, pending, carry, stopped);
+    first = end;
+    if (chunk.stop || stopped) break;
+  }
+  SS_CO_CHECK(co_await commit(carry));
   report = pending;
   co_return Unit{};
 }
@@ -457,24 +642,33 @@ Task<Result<json>> retry_quarantined(Context& ctx, const std::string& consumer,
   SS_CO_TRY(std::string holder, co_await ctx.new_ulid());
   SS_CO_TRY(FanoutContext fc,
             co_await load_fanout_context(ctx, consumer, row->seq - 1, row->seq, holder, ""));
-  std::vector<D1Statement> nothing_deferred;
-  EventOutcome outcome = co_await fan_out(ctx, consumer, *row, fc, nothing_deferred);
-  if (outcome.error) co_return std::move(*outcome.error);
-  std::string now = format_rfc3339(ctx.now_ms());
-  if (outcome.failure.empty() && outcome.held == 0) {
-    outcome.statements.push_back(Quarantine::resolve_statement(consumer, row->seq, now));
-  } else {
-    std::string reason = outcome.failure.empty() ? kHeldReason : outcome.failure;
-    outcome.statements.push_back(
-        Quarantine::put_statement(consumer, row->seq, event_id, reason, now));
+  std::vector<EventWork> works;
+  works.push_back(plan_event(consumer, *row, fc));
+  EventWork& w = works.front();
+  if (w.capped) co_await record_cap_of(ctx, consumer, w, fc);
+  std::vector<D1Statement> statements;
+  if (w.failure.empty()) {
+    SS_CO_TRY(ChunkResult chunk, co_await run_chunk(ctx, consumer, works, 0, 1, fc, statements));
+    for (D1Statement& s : chunk.statements) statements.push_back(std::move(s));
+    if (w.progress == Progress::partial && w.failure.empty()) {
+      w.failure = "the claims expired before every start was sent";
+    }
   }
-  SS_CO_CHECK(co_await commit(outcome.statements));
+  std::string now = format_rfc3339(ctx.now_ms());
+  bool resolved = w.failure.empty() && w.held == 0;
+  if (resolved) {
+    statements.push_back(Quarantine::resolve_statement(consumer, row->seq, now));
+  } else {
+    std::string reason = w.failure.empty() ? kHeldReason : w.failure;
+    statements.push_back(Quarantine::put_statement(consumer, row->seq, event_id, reason, now));
+  }
+  SS_CO_CHECK(co_await commit(statements));
   co_return json{{"consumer", consumer},
                  {"event_id", event_id},
-                 {"resolved", outcome.failure.empty() && outcome.held == 0},
-                 {"started", outcome.started},
-                 {"duplicates", outcome.duplicates},
-                 {"reason", outcome.failure.empty() ? json(nullptr) : json(outcome.failure)}};
+                 {"resolved", resolved},
+                 {"started", w.started()},
+                 {"duplicates", w.duplicates},
+                 {"reason", w.failure.empty() ? json(nullptr) : json(w.failure)}};
 }
 
 Task<Result<json>> release_held(Context& ctx) {

@@ -13,6 +13,25 @@ namespace ss::events {
 // the next run continues at the cursor. DRAIN_SUBREQUEST_BUDGET overrides it (e.g. 45 on the Free
 // plan).
 inline constexpr int kDefaultSubrequestBudget = 9000;
+// What a run spends besides its starts: the kill switch, the lock, the cursor, the batch read and
+// the four reads of the fan-out context before; the commit and the lock release after. Each chunk
+// adds one claims batch, each capped event its record (3) and alert (1).
+inline constexpr int kDrainFixedSubrequests = 8;
+inline constexpr int kDrainClosingSubrequests = 2;
+
+// A batch is claimed and committed in chunks of at most this many starts: one D1 batch per chunk
+// (its claims, carrying the previous chunk's commit) plus the last commit, so 500 events × 8 starts
+// cost 5 D1 round trips. It bounds what a run that dies mid-chunk leaves claimed (re-sent with the
+// same Idempotency-Key once its claims are older than the lock TTL). DRAIN_CHUNK_STARTS lowers it
+// (1-1000): smaller chunks leave less to re-send after a crash, at one more D1 round trip each.
+inline constexpr std::size_t kMaxChunkStarts = 1000;
+// Starts in flight at once: Workers allow 6 simultaneous open connections per invocation (more
+// would wait inside the runtime anyway, and count against the same wall time).
+inline constexpr std::size_t kMaxConcurrentStarts = 6;
+// No start is sent on a claim older than this (half the lock TTL): a claim older than the TTL may be
+// taken over by another run, which would start the same workflow again. The starts not sent in time
+// are released and the cursor stops before their event; the next run continues there.
+inline constexpr std::int64_t kClaimFreshMs = kLockTtlMs / 2;
 
 // kill:high_risk_ops holds starts of workflow types whose risk_level is at least kHighRiskLevel (the
 // seed's "risk_level >= 4"): the event is parked in events_quarantine with kHeldReason (its other
