@@ -179,8 +179,9 @@ Task<Status> raise_stall_alerts(Context& ctx, const json& health) {
   SS_CO_TRY(std::vector<AlertRow> open, co_await AlertStore::open_stalls(kOpenStallLimit));
   for (const AlertRow& row : open) {
     if (stalled_now.count(row.alert_key) != 0) continue;
-    auto stall = parse_json(row.details_json);
-    std::string consumer = stall ? string_or(*stall, "consumer", "") : "";
+    // No conditional temporaries in a coroutine body (g++-12 mis-destroys them): plain statements.
+    std::string consumer;
+    if (auto stall = parse_json(row.details_json)) consumer = string_or(*stall, "consumer", "");
     AlertDraft resolved;
     resolved.key = kResolvedPrefix + row.alert_key;
     resolved.kind = "consumer_stalled_resolved";
