@@ -481,11 +481,9 @@ describe("workflow_runner", () => {
     assert.equal(report.started, 5);
     assert.equal(report.cursor, ids[4]);
     assertStartedExactlyOnce(ids.map((id) => key(id, "notify")));
-    assert.deepEqual(
-      hooks.calls.map((c) => c.body.event.event_id),
-      ids,
-      "in order",
-    );
+    // Every held event starts once; starts go out up to 6 at a time (issue 12: Workers' connection
+    // limit), so they may arrive in any order — targets order by the event's id (docs/runbook-events.md).
+    assert.deepEqual(hooks.calls.map((c) => c.body.event.event_id).sort(), [...ids].sort(), "each held event started");
 
     await errorOf(await admin("PUT", "/admin/kill-switches/Kill Fanout", { enabled: true }), 400, "invalid_request");
     await errorOf(await admin("PUT", "/admin/kill-switches/kill:fanout", { enabled: "yes" }), 400, "invalid_request");
