@@ -71,6 +71,23 @@ async function waitFor(what, check, timeoutMs = 30_000) {
   }
 }
 
+/**
+ * The sweeper as the backstop: ages the lead's deliveries (those not tried yet, when `untriedOnly`),
+ * fires the leads cron and checks the webhook got the lead exactly once.
+ */
+async function sweepAndExpectOnce(leadId, what, { untriedOnly = false } = {}) {
+  await (await leadsDb())
+    .prepare(
+      `UPDATE lead_deliveries SET created_at = '2000-01-01T00:00:00.000Z' WHERE lead_id = ?1${untriedOnly ? " AND attempts = 0" : ""}`,
+    )
+    .bind(leadId)
+    .run();
+  await (await mesh.mf.getWorker("siteswarm-leads-service")).scheduled({ cron: "*/10 * * * *" });
+  await waitFor(what, async () => hookCallsFor(leadId).length >= 1);
+  await sleep(1500);
+  assert.equal(hookCallsFor(leadId).length, 1, "delivered once");
+}
+
 async function contractError(res, status, code) {
   assert.equal(res.status, status);
   assert.match(res.headers.get("content-type") ?? "", /^application\/json/);
@@ -136,14 +153,7 @@ describe("leads intake under faults", () => {
     assert.equal((await again.json()).leadId, leadId);
     assert.equal(await storedFor(2), 1);
     // Committed but never enqueued (the run stopped at the lost answer): the sweeper is the backstop.
-    await (await leadsDb())
-      .prepare("UPDATE lead_deliveries SET created_at = '2000-01-01T00:00:00.000Z' WHERE lead_id = ?1 AND attempts = 0")
-      .bind(leadId)
-      .run();
-    await (await mesh.mf.getWorker("siteswarm-leads-service")).scheduled({ cron: "*/10 * * * *" });
-    await waitFor("the webhook delivery", async () => hookCallsFor(leadId).length >= 1);
-    await sleep(1500);
-    assert.equal(hookCallsFor(leadId).length, 1, "delivered once");
+    await sweepAndExpectOnce(leadId, "the webhook delivery", { untriedOnly: true });
   });
 
   it("the notify queue refusing sends: 202, and the sweeper delivers the lead once", async () => {
@@ -154,14 +164,7 @@ describe("leads intake under faults", () => {
     const { leadId } = await res.json();
     await sleep(500);
     assert.equal(hookCallsFor(leadId).length, 0, "nothing was queued");
-    await (await leadsDb())
-      .prepare("UPDATE lead_deliveries SET created_at = '2000-01-01T00:00:00.000Z' WHERE lead_id = ?1")
-      .bind(leadId)
-      .run();
-    await (await mesh.mf.getWorker("siteswarm-leads-service")).scheduled({ cron: "*/10 * * * *" });
-    await waitFor("the swept delivery", async () => hookCallsFor(leadId).length >= 1);
-    await sleep(1500);
-    assert.equal(hookCallsFor(leadId).length, 1, "delivered once");
+    await sweepAndExpectOnce(leadId, "the swept delivery");
     const status = await (await leadsDb())
       .prepare("SELECT status FROM lead_deliveries WHERE lead_id = ?1")
       .bind(leadId)
@@ -194,14 +197,7 @@ describe("leads intake under faults", () => {
     await waitFor("the next lead's delivery", async () => hookCallsFor(nextId).length === 1);
     assert.equal(hookCallsFor(leadId).length, 0, "the trapped lead was not sent");
     // The sweeper is the backstop.
-    await (await leadsDb())
-      .prepare("UPDATE lead_deliveries SET created_at = '2000-01-01T00:00:00.000Z' WHERE lead_id = ?1")
-      .bind(leadId)
-      .run();
-    await (await mesh.mf.getWorker("siteswarm-leads-service")).scheduled({ cron: "*/10 * * * *" });
-    await waitFor("the swept delivery", async () => hookCallsFor(leadId).length >= 1);
-    await sleep(1500);
-    assert.equal(hookCallsFor(leadId).length, 1, "delivered once");
+    await sweepAndExpectOnce(leadId, "the swept delivery");
   });
 
   it("the ledger's D1 losing answers after committing: every lead.received is in the ledger once", async () => {
