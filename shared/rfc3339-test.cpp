@@ -108,11 +108,20 @@ TEST_CASE("rfc3339: rejects bad input") {
       "2026-05-25T1:23:11Z",
       "2026/05/25T14:23:11Z",
       "2026-05-25T14:23:11.123456789012345678901234567890123456789012345Z",  // over the limit
+      "9999-12-31T23:59:19-16:23",  // the offset moves it into the year 10000 (found by the fuzzer)
+      "0000-01-01T00:00:00+00:01",  // ... or before the year 0
   };
   for (const char* s : bad) {
     INFO(s);
     CHECK_FALSE(parse_rfc3339(s).has_value());
   }
+}
+
+TEST_CASE("rfc3339: the ends of the writable range still parse") {
+  CHECK(parse_rfc3339("9999-12-31T23:59:59.999Z") == kMaxRfc3339Ms);
+  CHECK(parse_rfc3339("9999-12-31T23:59:59.999+00:01") == kMaxRfc3339Ms - 60'000);
+  CHECK(parse_rfc3339("0000-01-01T00:00:00Z") == kMinRfc3339Ms);
+  CHECK(parse_rfc3339("0000-01-01T00:00:00-00:01") == kMinRfc3339Ms + 60'000);
 }
 
 TEST_CASE("rfc3339: parse_date") {

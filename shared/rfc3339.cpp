@@ -137,7 +137,11 @@ std::optional<std::int64_t> parse_rfc3339(std::string_view s) {
   if (pos != s.size()) return std::nullopt;
 
   const std::int64_t local_seconds = *days * 86'400 + *hour * 3'600 + *minute * 60 + *second;
-  return (local_seconds - offset_minutes * 60) * 1000 + fraction_ms;
+  const std::int64_t ms = (local_seconds - offset_minutes * 60) * 1000 + fraction_ms;
+  // An offset can move a 0000-01-01 or 9999-12-31 local time outside what RFC 3339 can write
+  // back; such an instant is refused rather than silently clamped on the way out.
+  if (ms < kMinRfc3339Ms || ms > kMaxRfc3339Ms) return std::nullopt;
+  return ms;
 }
 
 }  // namespace ss

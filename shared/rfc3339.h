@@ -45,7 +45,8 @@ constexpr int weekday_from_days(std::int64_t days) {
 }
 
 // RFC 3339 can only write four-digit years, so formatting clamps to [0000-01-01, 9999-12-31] and
-// parsing only accepts years in that range (an offset may move the instant just outside it).
+// parsing only accepts instants in that range (an offset that moves 9999-12-31 local time past the end
+// of the year 9999 UTC, or 0000-01-01 before its start, is refused).
 inline constexpr std::int64_t kMsPerDay = 86'400'000;
 inline constexpr std::int64_t kMinRfc3339Ms = days_from_civil(0, 1, 1) * kMsPerDay;
 inline constexpr std::int64_t kMaxRfc3339Ms = days_from_civil(10000, 1, 1) * kMsPerDay - 1;
