@@ -52,43 +52,109 @@ const skip = !existsSync(`${ROOT}dist/wasm/leads.wasm`)
   ? "run scripts/build first"
   : busy.length > 0 && `the contract ports are in use (${busy.join(", ")}): is scripts/dev already running?`;
 
+/** Every platform worker answers its /health on its contract port. */
+async function expectPlatformHealthy() {
+  for (const { key: worker, name: service } of Object.values(PLATFORM_WORKERS)) {
+    const res = await fetch(`${HOST}:${PORTS[worker]}/health`);
+    assert.equal(res.status, 200, worker);
+    const body = await res.json();
+    assert.equal(body.ok, true);
+    assert.equal(body.service, service);
+  }
+}
+
+/** Each client app's page and form, posted as a browser posts it; its notification lands at the stubs once. */
+async function expectAppFormsDelivered() {
+  const mark = `dev${Date.now()}`;
+  // The form each app's page posts, as a browser posts it, and where its notification lands.
+  const forms = {
+    bakery: [{ name: "Dev", email: "dev@example.com", message: mark }, ["/emails"]],
+    "software-agency": [{ name: "Dev", email: "dev@example.com", company: mark }, ["/crm/"]],
+    "auto-repair": [{ name: "Dev", phone: "+15550104444", vehicle: mark }, ["/2010-04-01/", "/v3/mail/send"]],
+  };
+  for (const { key, name, port } of Object.values(APPS)) {
+    assert.equal((await (await fetch(`${HOST}:${port}/health`)).json()).service, name);
+    const page = await (await fetch(`${HOST}:${port}/`)).text();
+    assert.ok(page.includes(`${HOST}:${STUB_PORT}/turnstile/v0/api.js`), `${key}: the local Turnstile widget`);
+    const [fields, channels] = forms[key];
+    const res = await fetch(`${HOST}:${port}/api/leads/submit`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", accept: "text/html" },
+      body: new URLSearchParams({ ...fields, "cf-turnstile-response": "XXXX.DUMMY.TOKEN.XXXX" }),
+      redirect: "manual",
+    });
+    assert.equal(res.status, 303, `${key}: ${await res.text()}`);
+    assert.equal(res.headers.get("location"), "/thanks.html");
+    for (const channel of channels) {
+      const sent = await poll(
+        async () => {
+          const r = await fetch(`${HOST}:${STUB_PORT}/__stub/requests?path=${encodeURIComponent(channel)}`);
+          const found = (await r.json()).requests.filter((q) => q.body.includes(mark));
+          return found.length ? found : null;
+        },
+        30_000,
+        `${key}: the notification at ${channel}`,
+      );
+      assert.equal(sent.length, 1, `${key}: ${channel} once`);
+      if (channel === "/crm/") assert.equal(sent[0].signatureValid, true, "the CRM stub verified the signature");
+    }
+  }
+}
+
+/**
+ * scripts/dev with `args` in `cwd`, in its own process group (like a terminal's foreground job):
+ * `started` resolves once it prints its banner (or exits), `output` is everything it printed.
+ */
+function startDev(args, { cwd = ROOT, env = {}, timeoutMs = 180_000 } = {}) {
+  const run = { output: "" };
+  run.proc = spawn("bash", ["scripts/dev", ...args], {
+    cwd,
+    detached: true,
+    env: { ...process.env, PLATFORM_ADMIN_TOKEN: ADMIN, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  run.proc.stdout.on("data", (d) => (run.output += d));
+  run.proc.stderr.on("data", (d) => (run.output += d));
+  run.started = poll(
+    () => run.output.includes("Press Ctrl-C to stop") || run.proc.exitCode !== null,
+    timeoutMs,
+    `scripts/dev ${args.join(" ")} to start`,
+  ).catch((e) => {
+    throw new Error(`${e.message}:\n${run.output}`);
+  });
+  /** What a test left running dies with the suite. */
+  run.kill = () => {
+    if (run.proc.exitCode !== null) return;
+    try {
+      process.kill(-run.proc.pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  };
+  return run;
+}
+
+/** Ctrl-C stops scripts/dev and every process it started: every contract port closes. */
+async function expectCtrlCStopsAll(run) {
+  process.kill(-run.proc.pid, "SIGINT");
+  await poll(() => run.proc.exitCode !== null || run.proc.signalCode !== null, 30_000, "scripts/dev to exit");
+  await poll(async () => (await portsOpen()).length === 0, 30_000, "every port to close");
+}
+
 describe("scripts/dev", { skip }, () => {
   let dev;
-  let output = "";
   before(async () => {
-    dev = spawn("bash", ["scripts/dev", "--skip-build"], {
-      cwd: ROOT,
-      detached: true, // its own process group, like a terminal's foreground job
-      env: { ...process.env, PLATFORM_ADMIN_TOKEN: ADMIN },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    dev.stdout.on("data", (d) => (output += d));
-    dev.stderr.on("data", (d) => (output += d));
-    await poll(() => output.includes("Press Ctrl-C to stop"), 180_000, `scripts/dev to start:\n${output}`);
+    dev = startDev(["--skip-build"]);
+    await dev.started;
+    assert.equal(dev.proc.exitCode, null, `scripts/dev exited:\n${dev.output}`);
   });
-  after(async () => {
-    if (dev && dev.exitCode === null) {
-      try {
-        process.kill(-dev.pid, "SIGKILL");
-      } catch {
-        // already gone
-      }
-    }
-  });
+  after(() => dev?.kill());
 
-  it("serves /health of every platform worker on its contract port", async () => {
-    for (const { key: worker, name: service } of Object.values(PLATFORM_WORKERS)) {
-      const res = await fetch(`${HOST}:${PORTS[worker]}/health`);
-      assert.equal(res.status, 200, worker);
-      const body = await res.json();
-      assert.equal(body.ok, true);
-      assert.equal(body.service, service);
-    }
-  });
+  it("serves /health of every platform worker on its contract port", expectPlatformHealthy);
 
   it("schedules every worker's Cron Triggers (UTC), as deployed", () => {
-    const line = output.split("\n").find((l) => l.includes("crons: "));
-    assert.ok(line, `no crons line in:\n${output}`);
+    const line = dev.output.split("\n").find((l) => l.includes("crons: "));
+    assert.ok(line, `no crons line in:\n${dev.output}`);
     for (const { name } of Object.values(PLATFORM_WORKERS).filter((w) => w.key !== "cms")) {
       assert.ok(line.includes(`${name} "`), `${name} has no cron scheduled: ${line}`);
     }
@@ -103,42 +169,10 @@ describe("scripts/dev", { skip }, () => {
     }
   });
 
-  it("serves the three client apps, each form delivered through its channel to the stubs once", async () => {
-    const mark = `dev${Date.now()}`;
-    // The form each app's page posts, as a browser posts it, and where its notification lands.
-    const forms = {
-      bakery: [{ name: "Dev", email: "dev@example.com", message: mark }, ["/emails"]],
-      "software-agency": [{ name: "Dev", email: "dev@example.com", company: mark }, ["/crm/"]],
-      "auto-repair": [{ name: "Dev", phone: "+15550104444", vehicle: mark }, ["/2010-04-01/", "/v3/mail/send"]],
-    };
-    for (const { key, name, port } of Object.values(APPS)) {
-      assert.equal((await (await fetch(`${HOST}:${port}/health`)).json()).service, name);
-      const page = await (await fetch(`${HOST}:${port}/`)).text();
-      assert.ok(page.includes(`${HOST}:${STUB_PORT}/turnstile/v0/api.js`), `${key}: the local Turnstile widget`);
-      const [fields, channels] = forms[key];
-      const res = await fetch(`${HOST}:${port}/api/leads/submit`, {
-        method: "POST",
-        headers: { "content-type": "application/x-www-form-urlencoded", accept: "text/html" },
-        body: new URLSearchParams({ ...fields, "cf-turnstile-response": "XXXX.DUMMY.TOKEN.XXXX" }),
-        redirect: "manual",
-      });
-      assert.equal(res.status, 303, `${key}: ${await res.text()}`);
-      assert.equal(res.headers.get("location"), "/thanks.html");
-      for (const channel of channels) {
-        const sent = await poll(
-          async () => {
-            const r = await fetch(`${HOST}:${STUB_PORT}/__stub/requests?path=${encodeURIComponent(channel)}`);
-            const found = (await r.json()).requests.filter((q) => q.body.includes(mark));
-            return found.length ? found : null;
-          },
-          30_000,
-          `${key}: the notification at ${channel}`,
-        );
-        assert.equal(sent.length, 1, `${key}: ${channel} once`);
-        if (channel === "/crm/") assert.equal(sent[0].signatureValid, true, "the CRM stub verified the signature");
-      }
-    }
-  });
+  it(
+    "serves the three client apps, each form delivered through its channel to the stubs once",
+    expectAppFormsDelivered,
+  );
 
   it("a lead posted to the bakery is stored and reaches the ledger through the queue", async () => {
     const res = await fetch(`${HOST}:${PORTS.bakery}/api/leads/submit`, {
@@ -162,52 +196,68 @@ describe("scripts/dev", { skip }, () => {
     assert.equal(events.tenant_id, "bakery");
   });
 
-  it("Ctrl-C stops every process it started", async () => {
-    process.kill(-dev.pid, "SIGINT");
-    await poll(() => dev.exitCode !== null || dev.signalCode !== null, 30_000, "scripts/dev to exit");
-    await poll(async () => (await portsOpen()).length === 0, 30_000, "every port to close");
+  it("Ctrl-C stops every process it started", () => expectCtrlCStopsAll(dev));
+});
+
+// The other way to run it: one `wrangler dev` per worker, finding each other through wrangler's dev
+// registry (README, "Run it"; docs/toolchain.md). Opt-in, because eight wrangler processes take minutes to start on a
+// 2-core box and CI's budget is spent elsewhere: SS_DEV_WRANGLER=1 node --test tests/integration/dev.test.mjs
+const wranglerSkip =
+  skip || (process.env.SS_DEV_WRANGLER !== "1" && "opt-in: SS_DEV_WRANGLER=1 (eight wrangler dev processes)");
+describe("scripts/dev --wrangler", { skip: wranglerSkip }, () => {
+  let dev;
+  before(async () => {
+    dev = startDev(["--wrangler", "--skip-build", "--skip-bootstrap"], { timeoutMs: 300_000 });
+    await dev.started;
+    assert.equal(dev.proc.exitCode, null, `scripts/dev --wrangler exited:\n${dev.output}`);
   });
+  after(() => dev?.kill());
+
+  it("serves /health of every platform worker on its contract port", expectPlatformHealthy);
+  it("the bakery crosses a Service Binding to every platform worker and back", async () => {
+    const body = await (await fetch(`${HOST}:${PORTS.bakery}/api/platform/health`)).json();
+    assert.equal(body.ok, true);
+    for (const { serviceBinding: binding } of Object.values(PLATFORM_WORKERS)) {
+      assert.equal(body.services[binding].status, 200, binding);
+    }
+  });
+
+  it(
+    "serves the three client apps, each form delivered through its channel to the stubs once",
+    expectAppFormsDelivered,
+  );
+
+  it("fires a ledger cron over wrangler's scheduled-handler route", async () => {
+    const res = await fetch(
+      `${HOST}:${PORTS.events}/cdn-cgi/handler/scheduled?cron=${encodeURIComponent("*/2 * * * *")}`,
+    );
+    assert.equal(res.status, 200, await res.text());
+  });
+
+  it("Ctrl-C stops every process it started", () => expectCtrlCStopsAll(dev));
 });
 
 describe("scripts/dev on a fresh clone", { skip }, () => {
   let clone;
   let dev;
-  let output = "";
   before(async () => {
     // A clone of the committed HEAD: what a new developer gets (uncommitted edits are not in it).
     clone = await mkdtemp(path.join(tmpdir(), "siteswarm-clone-"));
     await promisify(execFile)("git", ["clone", "--quiet", ROOT, clone]);
     assert.ok(!existsSync(path.join(clone, "node_modules")), "a fresh clone has no node_modules");
     cpSync(path.join(ROOT, "dist/wasm"), path.join(clone, "dist/wasm"), { recursive: true });
-    dev = spawn("bash", ["scripts/dev", "--skip-build"], {
-      cwd: clone,
-      detached: true,
-      // npm ci may take the packages from npm's cache; it still reaches the registry for what is not there.
-      env: { ...process.env, PLATFORM_ADMIN_TOKEN: ADMIN, npm_config_prefer_offline: "true" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    dev.stdout.on("data", (d) => (output += d));
-    dev.stderr.on("data", (d) => (output += d));
-    await poll(
-      () => output.includes("Press Ctrl-C to stop") || dev.exitCode !== null,
-      300_000,
-      `scripts/dev to start in the clone:\n${output}`,
-    );
+    // npm ci may take the packages from npm's cache; it still reaches the registry for what is not there.
+    dev = startDev(["--skip-build"], { cwd: clone, env: { npm_config_prefer_offline: "true" }, timeoutMs: 300_000 });
+    await dev.started;
   });
   after(async () => {
-    if (dev && dev.exitCode === null) {
-      try {
-        process.kill(-dev.pid, "SIGKILL");
-      } catch {
-        // already gone
-      }
-    }
+    dev?.kill();
     if (clone) await rm(clone, { recursive: true, force: true });
   });
 
   it("installs the npm packages first, then serves /health of every worker", async () => {
-    assert.equal(dev.exitCode, null, `scripts/dev exited:\n${output}`);
-    assert.match(output, /bootstrap: npm ci/);
+    assert.equal(dev.proc.exitCode, null, `scripts/dev exited:\n${dev.output}`);
+    assert.match(dev.output, /bootstrap: npm ci/);
     assert.ok(existsSync(path.join(clone, "node_modules/wrangler/package.json")), "wrangler installed in the clone");
     for (const { key: worker, name: service } of Object.values(PLATFORM_WORKERS)) {
       const body = await (await fetch(`${HOST}:${PORTS[worker]}/health`)).json();
@@ -215,9 +265,5 @@ describe("scripts/dev on a fresh clone", { skip }, () => {
     }
   });
 
-  it("Ctrl-C stops every process it started", async () => {
-    process.kill(-dev.pid, "SIGINT");
-    await poll(() => dev.exitCode !== null || dev.signalCode !== null, 30_000, "scripts/dev to exit");
-    await poll(async () => (await portsOpen()).length === 0, 30_000, "every port to close");
-  });
+  it("Ctrl-C stops every process it started", () => expectCtrlCStopsAll(dev));
 });
