@@ -4,7 +4,7 @@
 // one is counted.
 //   node tests/bench/analytics-bench.mjs [--beacons 2000] [--beacon-concurrency 16] [--pageviews 200000] [--json FILE]
 //
-// Not measured here (yet): the plain-JS beacon worker for comparison, and CPU per beacon. D1
+// The plain-JS beacon worker beside this one, and CPU per beacon, are analytics-peer.mjs. D1
 // statements per 1,000 pageviews follow from the design — one D1 batch of at most 4 statements per
 // message batch (the native suite asserts one batch per message batch) — and are printed as that bound.
 import { readFileSync } from "node:fs";
@@ -12,13 +12,9 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 import { startMesh } from "../integration/mesh.mjs";
-import { mergeFigures, round } from "./json-out.mjs";
+import { mergeFigures, option, round } from "./json-out.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const option = (name, fallback) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : fallback;
-};
 const BEACONS = option("beacons", 2000);
 const CONCURRENCY = option("beacon-concurrency", 16);
 const PAGEVIEWS = option("pageviews", 200_000);

@@ -13,7 +13,7 @@ import { gzipSync } from "node:zlib";
 import { wasmImports } from "../../bindings/instance.js";
 import { MODULE_RULES } from "../../scripts/lib/local-mesh.mjs";
 import { PLATFORM_WORKERS } from "../../scripts/lib/workers.mjs";
-import { round, startFigures } from "./json-out.mjs";
+import { option, round, startFigures } from "./json-out.mjs";
 
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 process.env.WRANGLER_SEND_METRICS = "false";
@@ -21,10 +21,6 @@ process.env.WRANGLER_HIDE_BANNER = "true";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const WORKERS = Object.keys(PLATFORM_WORKERS);
-const option = (name, fallback) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : fallback;
-};
 const REQUESTS = option("requests", 2000);
 const CONCURRENCY = option("concurrency", 16);
 const INSTANTIATIONS = option("instantiations", 25);

@@ -9,13 +9,9 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startMesh } from "../integration/mesh.mjs";
-import { mergeFigures, round } from "./json-out.mjs";
+import { mergeFigures, option, round } from "./json-out.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const option = (name, fallback) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : fallback;
-};
 const REQUESTS = option("cms-requests", 2000);
 const CONCURRENCY = option("concurrency", 16);
 const KV_ID = "00000000-0000-4000-8000-000000000006"; // CMS_CACHE in wrangler/cms.jsonc

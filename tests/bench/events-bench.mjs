@@ -15,6 +15,7 @@ import { createHash } from "node:crypto";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { MODULE_RULES } from "../../scripts/lib/local-mesh.mjs";
+import { option } from "./json-out.mjs";
 
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 process.env.WRANGLER_SEND_METRICS = "false";
@@ -289,10 +290,6 @@ function printTable(f, { emits, batch, reads, rounds }, log) {
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const option = (name, fallback) => {
-    const i = process.argv.indexOf(`--${name}`);
-    return i > 0 ? Number(process.argv[i + 1]) : fallback;
-  };
   await runEventsBench({
     emits: option("emits", 300),
     batch: option("batch", 500),

@@ -8,6 +8,16 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
+/** The number after `--name` on the command line, or `fallback`. */
+export const option = (name, fallback, argv = process.argv) => {
+  const i = argv.indexOf(`--${name}`);
+  return i > 0 ? Number(argv[i + 1]) : fallback;
+};
+
+/** `x` with every number rounded (json-out's `round`), for a figures object. */
+export const roundedFigures = (x) =>
+  Object.fromEntries(Object.entries(x).map(([k, v]) => [k, typeof v === "number" ? round(v) : v]));
+
 export function jsonOutPath(argv = process.argv) {
   const i = argv.indexOf("--json");
   if (i < 0) return null;

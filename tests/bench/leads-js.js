@@ -15,32 +15,11 @@
 // are shorter; the config is read with fewer checks (it was validated when it was stored); ULIDs are
 // not monotonic within a millisecond; multipart goes through Request.formData() (files are refused
 // as non-text fields rather than parsed by hand); the phone rules are the C++ ones in a shorter form.
+import { authenticateTenant, encoder, fail, sha256 } from "./peer-common.js";
+
 const MAX_BODY = 32 * 1024;
 const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 const SITEVERIFY = "https://challenges.cloudflare.com/turnstile/v0/siteverify";
-const TENANT_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
-
-const STATUS = {
-  invalid_request: 400,
-  invalid_json: 400,
-  invalid_lead: 400,
-  unsupported_capability_version: 400,
-  unauthenticated_tenant: 401,
-  turnstile_failed: 403,
-  not_found: 404,
-  method_not_allowed: 405,
-  payload_too_large: 413,
-  unsupported_media_type: 415,
-  rate_limited: 429,
-  service_unavailable: 503,
-  dependency_unavailable: 503,
-};
-const fail = (code, message, extra = {}, headers = {}) =>
-  Response.json({ error: { code, message, ...extra } }, { status: STATUS[code] ?? 500, headers });
-
-const encoder = new TextEncoder();
-const hex = (buf) => Array.from(new Uint8Array(buf), (b) => b.toString(16).padStart(2, "0")).join("");
-const sha256 = async (text) => hex(await crypto.subtle.digest("SHA-256", encoder.encode(text)));
 
 const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 function ulid(now = Date.now()) {
@@ -248,22 +227,10 @@ const event = (type, entity, payload, tenant, key) => ({
 
 async function submit(request, env, ctx) {
   const db = env.LEADS_DB;
-  const tenantId = request.headers.get("x-siteswarm-tenant-id") ?? "";
-  const token = request.headers.get("x-siteswarm-tenant-token") ?? "";
-  const unauthenticated = () =>
-    fail(
-      "unauthenticated_tenant",
-      "tenant authentication failed: send a valid X-SiteSwarm-Tenant-Id and X-SiteSwarm-Tenant-Token",
-    );
-  if (!TENANT_ID.test(tenantId) || !token) return unauthenticated();
-  const [row, digest] = await Promise.all([
-    db.prepare("SELECT token_hash, config_json, enabled FROM tenants WHERE tenant_id = ?1").bind(tenantId).first(),
-    sha256(token),
-  ]);
-  if (!row?.enabled || row.token_hash !== digest) return unauthenticated();
-  const version = request.headers.get("x-siteswarm-capability-version");
-  if (version && version.split(".")[0] !== "1")
-    return fail("unsupported_capability_version", "capability version not supported");
+  const auth = await authenticateTenant(request, db);
+  if (auth.error) return auth.error;
+  const { row } = auth;
+  const tenantId = row.tenant_id;
 
   const text = await request.text();
   if (encoder.encode(text).length > MAX_BODY)

@@ -19,6 +19,7 @@ import { createHmac } from "node:crypto";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { workerdCpuMs } from "./workerd-cpu.mjs";
+import { option } from "./json-out.mjs";
 
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 process.env.WRANGLER_SEND_METRICS = "false";
@@ -308,10 +309,6 @@ export function printLeadsLoad(r, log = console.log) {
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const option = (name, fallback) => {
-    const i = process.argv.indexOf(`--${name}`);
-    return i > 0 ? Number(process.argv[i + 1]) : fallback;
-  };
   const soak = process.argv.includes("--soak");
   const result = await runLeadsLoad(
     soak

@@ -11,7 +11,8 @@ import { createHash, randomBytes } from "node:crypto";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
-import { workerdCpuMs } from "./workerd-cpu.mjs";
+import { loadPhase } from "./peer-run.mjs";
+import { mergeFigures, option, round, roundedFigures } from "./json-out.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const CPP = "siteswarm-leads-service";
@@ -19,7 +20,6 @@ const JS = "bench-leads-js";
 const TENANT = "bakery";
 const DUMMY_TOKEN = "XXXX.DUMMY.TOKEN.XXXX";
 const WARMUP = 50;
-const percentile = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))];
 
 async function workerOptions(stubsUrl, adminToken) {
   const { MODULE_RULES } = await import("../../scripts/lib/local-mesh.mjs");
@@ -94,48 +94,36 @@ export async function runIntakePeers({ submissions = 2000, concurrency = 20 } = 
       .run();
 
     let ipSeq = 0;
-    const load = async (impl, count) => {
-      const latencies = [];
-      const statuses = new Map();
-      let next = 0;
-      const t0 = performance.now();
-      await Promise.all(
-        Array.from({ length: concurrency }, async () => {
-          for (let i = next++; i < count; i = next++) {
-            const n = ipSeq++;
-            const started = performance.now();
-            const res = await workers[impl].fetch("http://leads/api/leads/submit", {
-              method: "POST",
-              headers: {
-                "content-type": "application/json",
-                "x-siteswarm-tenant-id": TENANT,
-                "x-siteswarm-tenant-token": token,
-                "x-siteswarm-capability-version": "1.0.0",
-                "cf-connecting-ip": `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`,
-              },
-              body: JSON.stringify({
-                name: `Peer ${n}`,
-                email: `peer-${n}@load.example`,
-                phone: "(555) 010-2000",
-                message: `Submission ${n} of the peer run.`,
-                turnstileToken: DUMMY_TOKEN,
-              }),
-            });
-            await res.arrayBuffer();
-            latencies.push(performance.now() - started);
-            statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
-          }
-        }),
-      );
-      return { seconds: (performance.now() - t0) / 1000, latencies, statuses };
-    };
+    const load = (impl, count) =>
+      loadPhase({
+        count,
+        concurrency,
+        send: () => {
+          const n = ipSeq++;
+          return workers[impl].fetch("http://leads/api/leads/submit", {
+            method: "POST",
+            headers: {
+              "content-type": "application/json",
+              "x-siteswarm-tenant-id": TENANT,
+              "x-siteswarm-tenant-token": token,
+              "x-siteswarm-capability-version": "1.0.0",
+              "cf-connecting-ip": `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`,
+            },
+            body: JSON.stringify({
+              name: `Peer ${n}`,
+              email: `peer-${n}@load.example`,
+              phone: "(555) 010-2000",
+              message: `Submission ${n} of the peer run.`,
+              turnstileToken: DUMMY_TOKEN,
+            }),
+          });
+        },
+      });
 
     const out = {};
     for (const impl of ["cpp", "js"]) await load(impl, WARMUP); // compile, JIT, first D1 pages
     for (const impl of ["cpp", "js"]) {
-      const cpu0 = workerdCpuMs();
       const r = await load(impl, submissions);
-      const cpu1 = workerdCpuMs();
       const stored = (
         await dbs[impl].prepare("SELECT COUNT(*) AS n FROM leads WHERE payload LIKE '%@load.example%'").first()
       ).n;
@@ -143,10 +131,10 @@ export async function runIntakePeers({ submissions = 2000, concurrency = 20 } = 
         accepted: r.statuses.get(202) ?? 0,
         statuses: Object.fromEntries(r.statuses),
         stored: stored - WARMUP,
-        rps: submissions / r.seconds,
-        p50: percentile(r.latencies, 0.5),
-        p99: percentile(r.latencies, 0.99),
-        workerdCpuMsPerLead: cpu0 === null || cpu1 === null ? null : (cpu1 - cpu0) / submissions,
+        rps: r.rps,
+        p50: r.p50,
+        p99: r.p99,
+        workerdCpuMsPerLead: r.workerdCpuMsPerRequest,
       };
     }
     return { submissions, concurrency, ...out, ratio: out.cpp.rps / out.js.rps };
@@ -177,10 +165,6 @@ export const peerProblems = (r) =>
   );
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const option = (name, fallback) => {
-    const i = process.argv.indexOf(`--${name}`);
-    return i > 0 ? Number(process.argv[i + 1]) : fallback;
-  };
   const result = await runIntakePeers({
     submissions: option("leads", 2000),
     concurrency: option("leads-concurrency", 20),
@@ -188,16 +172,13 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   printIntakePeers(result);
   const problems = peerProblems(result);
   if (problems.length) console.log(`\nPROBLEMS:\n  ${problems.join("\n  ")}`);
-  const { mergeFigures, round } = await import("./json-out.mjs");
-  const figures = (x) =>
-    Object.fromEntries(Object.entries(x).map(([k, v]) => [k, typeof v === "number" ? round(v) : v]));
   mergeFigures({
     ratios: { leads_intake: round(result.ratio, 3) },
     leads_intake: {
       submissions: result.submissions,
       concurrency: result.concurrency,
-      cpp: figures(result.cpp),
-      js: figures(result.js),
+      cpp: roundedFigures(result.cpp),
+      js: roundedFigures(result.js),
       leads_cpu_ms_per_intake: round(result.cpp.workerdCpuMsPerLead),
     },
   });

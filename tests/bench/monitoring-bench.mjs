@@ -11,13 +11,9 @@
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:http";
 import { loopbackOnly, startMesh } from "../integration/mesh.mjs";
-import { mergeFigures, round } from "./json-out.mjs";
+import { mergeFigures, option, round } from "./json-out.mjs";
 import { workerdCpuMs } from "./workerd-cpu.mjs";
 
-const option = (name, fallback) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : fallback;
-};
 const MONITORS = option("monitors", 10_000);
 const TENANTS = option("monitor-tenants", 100);
 const PAGE_KIB = option("page-kib", 20);

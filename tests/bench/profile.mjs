@@ -20,16 +20,12 @@ import { fileURLToPath } from "node:url";
 import { defineWorker, setProfileSink } from "../../bindings/host.js";
 import { wasmImports } from "../../bindings/instance.js";
 import { applyMigrations } from "../../scripts/lib/local-mesh.mjs";
-import { mergeFigures, round } from "./json-out.mjs";
+import { mergeFigures, option, round } from "./json-out.mjs";
 
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 process.env.WRANGLER_SEND_METRICS = "false";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const option = (name, fallback) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : fallback;
-};
 const RUNS = option("runs", 20);
 const ADMIN = "profile-admin-token";
 const TENANT = "profile-tenant";

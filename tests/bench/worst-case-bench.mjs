@@ -16,13 +16,9 @@ import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { mergeFigures, round } from "./json-out.mjs";
+import { mergeFigures, option, round } from "./json-out.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const option = (name, fallback) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : fallback;
-};
 const MIN_MS = option("worst-min-ms", 100);
 const MAX_REPEATS = 9999; // 1 + N within kMaxProgramRepeats (workers/events/test_programs.h)
 

@@ -1,0 +1,175 @@
+// scripts/bench, the beacon comparison: the analytics worker (analytics.wasm) beside its plain-JS peer
+// (tests/bench/analytics-js.js), at the same concurrency, each alone in its own phase of one Miniflare
+// that holds only these two workers (so workerd's CPU in a phase is that worker's own: its intake, the
+// local queue broker's share of its sends, and D1). Both do the same work per beacon: tenant auth,
+// parsing and checks, user-agent classification and the crawler match, page dimensions, the salted
+// visitor hash, one Analytics Engine point and one queue message, then 202. The queue has no consumer
+// here: the rollup is measured by analytics-bench.mjs. One beacon in ten carries a crawler's user
+// agent (filtered: no hash), the rest a desktop Chrome's.
+//   node tests/bench/analytics-peer.mjs [--beacons 2000] [--beacon-concurrency 16] [--json FILE]
+import { createHash, randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+import { loadPhase } from "./peer-run.mjs";
+import { mergeFigures, option, round, roundedFigures } from "./json-out.mjs";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const CPP = "siteswarm-analytics-service";
+const JS = "bench-analytics-js";
+const TENANT = "bakery";
+const WARMUP = 100;
+const CHROME =
+  "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
+const CRAWLER = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+
+async function workerOptions(adminToken) {
+  const { MODULE_RULES } = await import("../../scripts/lib/local-mesh.mjs");
+  const { unstable_getMiniflareWorkerOptions } = await import("wrangler");
+  const { workerOptions, main } = unstable_getMiniflareWorkerOptions(path.join(ROOT, "wrangler", "analytics.jsonc"));
+  const { queueConsumers: _consumers, serviceBindings: _services, ...cpp } = workerOptions;
+  const crawlers = JSON.parse(
+    readFileSync(path.join(ROOT, "node_modules/crawler-user-agents/crawler-user-agents.json")),
+  );
+  return [
+    {
+      ...cpp,
+      name: CPP,
+      modules: true,
+      scriptPath: main,
+      modulesRoot: ROOT,
+      modulesRules: MODULE_RULES,
+      bindings: { ...workerOptions.bindings, PLATFORM_ADMIN_TOKEN: adminToken },
+    },
+    {
+      name: JS,
+      modules: true,
+      scriptPath: path.join(ROOT, "tests/bench/analytics-js.js"),
+      modulesRoot: ROOT,
+      modulesRules: MODULE_RULES,
+      compatibilityDate: "2026-04-20",
+      d1Databases: { ANALYTICS_DB: "bench-analytics-js" },
+      analyticsEngineDatasets: { PAGEVIEWS: { dataset: "bench_analytics_js" } },
+      queueProducers: { PAGEVIEWS_QUEUE: { queueName: "bench-analytics-js-pageviews" } },
+      bindings: { CRAWLER_PATTERNS: JSON.stringify(crawlers.map((c) => c.pattern)) },
+    },
+  ];
+}
+
+/** Runs both intakes; figures per implementation and `ratio` (C++ throughput over JS throughput). */
+export async function runBeaconPeers({ beacons = 2000, concurrency = 16 } = {}) {
+  const { Miniflare } = await import("miniflare");
+  const { applyMigrations } = await import("../../scripts/lib/local-mesh.mjs");
+  const adminToken = randomBytes(24).toString("hex");
+  const mf = new Miniflare({ cf: false, workers: await workerOptions(adminToken) });
+  try {
+    await mf.ready;
+    const workers = { cpp: await mf.getWorker(CPP), js: await mf.getWorker(JS) };
+    const dbs = { cpp: await mf.getD1Database("ANALYTICS_DB", CPP), js: await mf.getD1Database("ANALYTICS_DB", JS) };
+    for (const db of Object.values(dbs)) await applyMigrations(db, path.join(ROOT, "migrations/analytics"));
+
+    // The same tenant in both (through the C++ worker's own route, the row copied) and the same salt.
+    const token = randomBytes(24).toString("hex");
+    const config = { hosts: ["crumbandcrust.example"] };
+    const put = await workers.cpp.fetch(`http://analytics/admin/tenants/${TENANT}`, {
+      method: "PUT",
+      headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
+      body: JSON.stringify({ token, adminToken: `${token}-admin`, config }),
+    });
+    if (put.status !== 201) throw new Error(`provisioning failed: ${put.status} ${await put.text()}`);
+    await put.arrayBuffer();
+    const sha = (s) => createHash("sha256").update(s).digest("hex");
+    const now = new Date().toISOString();
+    const salt = randomBytes(32).toString("hex");
+    await dbs.js
+      .prepare(
+        "INSERT INTO tenants (tenant_id, token_hash, admin_token_hash, config_json, enabled, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, 1, ?5, ?5)",
+      )
+      .bind(TENANT, sha(token), sha(`${token}-admin`), JSON.stringify(config), now)
+      .run();
+    for (const db of Object.values(dbs)) {
+      await db
+        .prepare("INSERT OR IGNORE INTO salts (day, salt_hex, created_at) VALUES (?1, ?2, ?3)")
+        .bind(now.slice(0, 10), salt, now)
+        .run();
+    }
+
+    const load = (impl, count) =>
+      loadPhase({
+        count,
+        concurrency,
+        send: (n) =>
+          workers[impl].fetch("http://analytics/beacon", {
+            method: "POST",
+            headers: {
+              "content-type": "text/plain;charset=UTF-8",
+              "x-siteswarm-tenant-id": TENANT,
+              "x-siteswarm-tenant-token": token,
+              "user-agent": n % 10 === 9 ? CRAWLER : CHROME,
+              "cf-connecting-ip": `198.51.${(n >> 8) & 255}.${n & 255}`,
+            },
+            body: JSON.stringify({
+              u: `https://crumbandcrust.example/p/${n % 50}?utm_source=news&id=${n}`,
+              r: "https://www.google.com/",
+              w: 1280,
+            }),
+          }),
+      });
+
+    const out = {};
+    for (const impl of ["cpp", "js"]) await load(impl, WARMUP); // compile, JIT, the salt cached
+    for (const impl of ["cpp", "js"]) {
+      const r = await load(impl, beacons);
+      out[impl] = {
+        accepted: r.statuses.get(202) ?? 0,
+        statuses: Object.fromEntries(r.statuses),
+        rps: r.rps,
+        p50: r.p50,
+        p99: r.p99,
+        workerdCpuMsPerBeacon: r.workerdCpuMsPerRequest,
+      };
+    }
+    return { beacons, concurrency, ...out, ratio: out.cpp.rps / out.js.rps };
+  } finally {
+    await mf.dispose();
+  }
+}
+
+export function printBeaconPeers(r, log = console.log) {
+  const ms = (x) => (x === null || x === undefined ? "n/a" : `${x.toFixed(2)} ms`);
+  log(`\nBeacons, C++ (analytics.wasm) beside the plain-JS peer (tests/bench/analytics-js.js): ${r.beacons}`);
+  log(`each at concurrency ${r.concurrency}, straight to each worker, alone in its phase; 1 in 10 a crawler.\n`);
+  log(`${"".padEnd(30)}  ${"C++ (wasm)".padEnd(22)}  plain JS`);
+  const row = (k, f) => log(`${k.padEnd(30)}  ${f(r.cpp).padEnd(22)}  ${f(r.js)}`);
+  row("accepted (202)", (x) => `${x.accepted}`);
+  row("throughput", (x) => `${x.rps.toFixed(0)} beacons/s`);
+  row("latency p50 / p99", (x) => `${ms(x.p50)} / ${ms(x.p99)}`);
+  row("workerd CPU / beacon", (x) => ms(x.workerdCpuMsPerBeacon));
+  log(`\nratio (C++ throughput / JS throughput): ${r.ratio.toFixed(2)}× (goal ≥ 0.9×)`);
+}
+
+export const beaconPeerProblems = (r) =>
+  ["cpp", "js"].flatMap((impl) =>
+    r[impl].accepted !== r.beacons ? [`${impl}: ${r[impl].accepted} of ${r.beacons} beacons answered 202`] : [],
+  );
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const result = await runBeaconPeers({
+    beacons: option("beacons", 2000),
+    concurrency: option("beacon-concurrency", 16),
+  });
+  printBeaconPeers(result);
+  const problems = beaconPeerProblems(result);
+  if (problems.length) console.log(`\nPROBLEMS:\n  ${problems.join("\n  ")}`);
+  mergeFigures({
+    ratios: { analytics_beacon: round(result.ratio, 3) },
+    analytics_beacon: {
+      beacons: result.beacons,
+      concurrency: result.concurrency,
+      cpp: roundedFigures(result.cpp),
+      js: roundedFigures(result.js),
+    },
+  });
+  if (problems.length) process.exitCode = 1;
+}

@@ -1,0 +1,52 @@
+// What every plain-JS peer worker of the benches (leads-js.js, analytics-js.js) does the same way as the
+// C++ workers' shared code: the contract's JSON errors, SHA-256 through WebCrypto, and tenant
+// authentication (SHA-256 of X-SiteSwarm-Tenant-Token against tenants.token_hash, enabled, capability
+// major 1; shared/tenant.cpp).
+const TENANT_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
+
+const STATUS = {
+  invalid_request: 400,
+  invalid_json: 400,
+  invalid_lead: 400,
+  unsupported_capability_version: 400,
+  unauthenticated_tenant: 401,
+  turnstile_failed: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  service_unavailable: 503,
+  dependency_unavailable: 503,
+};
+
+/** The contract's error body: `{"error":{"code","message",…}}` with the code's status. */
+export const fail = (code, message, extra = {}, headers = {}) =>
+  Response.json({ error: { code, message, ...extra } }, { status: STATUS[code] ?? 500, headers });
+
+export const encoder = new TextEncoder();
+const hex = (buf) => Array.from(new Uint8Array(buf), (b) => b.toString(16).padStart(2, "0")).join("");
+export const sha256 = async (text) => hex(await crypto.subtle.digest("SHA-256", encoder.encode(text)));
+
+/** `{ row }` (tenant_id, config_json) for a request whose tenant headers check out in `db`, else `{ error }`. */
+export async function authenticateTenant(request, db) {
+  const tenantId = request.headers.get("x-siteswarm-tenant-id") ?? "";
+  const token = request.headers.get("x-siteswarm-tenant-token") ?? "";
+  const unauthenticated = {
+    error: fail(
+      "unauthenticated_tenant",
+      "tenant authentication failed: send a valid X-SiteSwarm-Tenant-Id and X-SiteSwarm-Tenant-Token",
+    ),
+  };
+  if (!TENANT_ID.test(tenantId) || !token) return unauthenticated;
+  const [row, digest] = await Promise.all([
+    db.prepare("SELECT token_hash, config_json, enabled FROM tenants WHERE tenant_id = ?1").bind(tenantId).first(),
+    sha256(token),
+  ]);
+  if (!row?.enabled || row.token_hash !== digest) return unauthenticated;
+  const version = request.headers.get("x-siteswarm-capability-version");
+  if (version && version.split(".")[0] !== "1") {
+    return { error: fail("unsupported_capability_version", "capability version not supported") };
+  }
+  return { row: { ...row, tenant_id: tenantId } };
+}

@@ -1,0 +1,36 @@
+// The load loop the C++-beside-plain-JS benches share (leads-peer.mjs, analytics-peer.mjs): `count`
+// requests at `concurrency`, each made by `send(n)` (n = 0, 1, …), timed one by one, with the CPU the
+// workerd processes spent meanwhile (workerd-cpu.mjs: the worker, its queues' local broker and D1).
+import { workerdCpuMs } from "./workerd-cpu.mjs";
+
+export const percentile = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))];
+
+/** { seconds, rps, p50, p99, statuses (status → count), workerdCpuMsPerRequest (null off Linux) }. */
+export async function loadPhase({ count, concurrency, send }) {
+  const latencies = [];
+  const statuses = new Map();
+  let next = 0;
+  const cpu0 = workerdCpuMs();
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      for (let n = next++; n < count; n = next++) {
+        const started = performance.now();
+        const res = await send(n);
+        await res.arrayBuffer();
+        latencies.push(performance.now() - started);
+        statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+      }
+    }),
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  const cpu1 = workerdCpuMs();
+  return {
+    seconds,
+    rps: count / seconds,
+    p50: percentile(latencies, 0.5),
+    p99: percentile(latencies, 0.99),
+    statuses,
+    workerdCpuMsPerRequest: cpu0 === null || cpu1 === null ? null : (cpu1 - cpu0) / count,
+  };
+}
