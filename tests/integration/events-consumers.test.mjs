@@ -260,6 +260,77 @@ describe("reads and subscriptions", () => {
     const audit = await rows("SELECT * FROM event_subscriptions WHERE event_type_glob LIKE '%*%'");
     assert.equal(audit.length, 0);
   });
+
+  it("runbook 'idempotency_key collision': one event per key, the seed's check is empty, a tombstone records the decision", async () => {
+    const post = (body, headers = mesh.tenantHeaders("bakery")) =>
+      mesh.fetch("events", "/api/events", {
+        method: "POST",
+        headers: { ...headers, ...JSON_TYPE },
+        body: JSON.stringify(body),
+      });
+    // Two producers, the same key: the second gets the first's id and nothing is written.
+    const draft = { event_type: "order.created", entity_ref: "order:7", payload: { total: 12 } };
+    const first = await jsonOf(
+      await post({ ...draft, source_system: "shop-a", idempotency_key: "order.created:order:7:v1" }),
+      201,
+    );
+    const again = await jsonOf(
+      await post({
+        ...draft,
+        source_system: "shop-b",
+        payload: { total: 99 },
+        idempotency_key: "order.created:order:7:v1",
+      }),
+      200,
+    );
+    assert.deepEqual(again, { event_id: first.event_id, duplicate: true });
+    // The same meaning under another key: a second event (keys are the producers' promise).
+    const other = await jsonOf(
+      await post({ ...draft, source_system: "shop-b", idempotency_key: "order-7-created" }),
+      201,
+    );
+
+    // Step 1: who emitted, newest first; and the seed's duplicate check, word for word, is empty.
+    const listed = await jsonOf(await admin("GET", "/api/events?entity=order:7&order=desc&tenant=bakery"), 200);
+    assert.deepEqual(
+      listed.events.map((e) => e.event_id),
+      [other.event_id, first.event_id],
+    );
+    assert.deepEqual(
+      listed.events.map((e) => e.source_system),
+      ["shop-b", "shop-a"],
+      "each event names its producer",
+    );
+    assert.equal(listed.events[1].payload.total, 12, "the duplicate's payload was not written");
+    const dupes = await rows(
+      "SELECT idempotency_key, COUNT(*) AS n FROM events WHERE idempotency_key IS NOT NULL GROUP BY COALESCE(tenant_id,''), idempotency_key HAVING COUNT(*) > 1",
+    );
+    assert.deepEqual(dupes, []);
+
+    // Step 2: the decision is a tombstone event, never a DELETE or an UPDATE.
+    const before = await rows("SELECT * FROM events WHERE event_id = ?1", other.event_id);
+    const tombstone = await jsonOf(
+      await post(
+        {
+          event_type: "events.tombstoned",
+          entity_ref: `event:${other.event_id}`,
+          payload: { reason: `duplicate of ${first.event_id}` },
+        },
+        mesh.operator(),
+      ),
+      201,
+    );
+    const audit = await jsonOf(await admin("GET", "/api/events?type=events.tombstoned&order=desc"), 200);
+    const recorded = audit.events.find((e) => e.event_id === tombstone.event_id);
+    assert.ok(recorded, "the tombstone is listed");
+    assert.equal(recorded.entity_ref, `event:${other.event_id}`);
+    assert.equal(recorded.payload.reason, `duplicate of ${first.event_id}`);
+    assert.deepEqual(
+      await rows("SELECT * FROM events WHERE event_id = ?1", other.event_id),
+      before,
+      "the tombstoned event itself is untouched",
+    );
+  });
 });
 
 describe("provenance and kill switches", () => {
