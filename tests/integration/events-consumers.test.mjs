@@ -331,6 +331,66 @@ describe("reads and subscriptions", () => {
       "the tombstoned event itself is untouched",
     );
   });
+
+  it("runbook 'storage is growing': retention redacts what is past the period, keeps ids and provenance, and tombstones each run", async () => {
+    const old = [await emit("price.changed", { secret: "a" }), await emit("price.changed", { secret: "b" }, "item:2")];
+    const auto = await emit("lead.received", { secret: "c" }, "lead:1", "auto-repair");
+    const fresh = await emit("price.changed", { secret: "d" });
+    // Three events recorded 731 days ago (the default period is 730): written into D1, workerd's clock being real.
+    const longAgo = hoursAgo(731 * 24);
+    for (const id of [...old, auto]) {
+      await db.prepare("UPDATE events SET recorded_at = ?1 WHERE event_id = ?2").bind(longAgo, id).run();
+    }
+    // The runbook's check, word for word.
+    const [{ n }] = await rows(
+      "SELECT COUNT(*) AS n FROM events WHERE redacted_at IS NULL AND recorded_at < datetime('now','-730 days')",
+    );
+    assert.equal(n, 3);
+
+    // Run it now, repeated until nothing is left to redact.
+    const first = await jsonOf(await admin("POST", "/admin/events/retention"), 200);
+    assert.equal(first.redacted, 3);
+    assert.equal((await jsonOf(await admin("POST", "/admin/events/retention"), 200)).redacted, 0);
+
+    const stored = Object.fromEntries(
+      (
+        await rows(
+          "SELECT event_id, tenant_id, event_type, entity_type, entity_id, payload_json, redacted_at FROM events",
+        )
+      ).map((r) => [r.event_id, r]),
+    );
+    for (const id of [...old, auto]) {
+      assert.deepEqual(JSON.parse(stored[id].payload_json), { _redacted: true }, id);
+      assert.ok(stored[id].redacted_at, id);
+    }
+    assert.deepEqual([stored[old[1]].entity_type, stored[old[1]].entity_id], ["item", "2"], "ids and entities stay");
+    assert.deepEqual(JSON.parse(stored[fresh].payload_json), { secret: "d" }, "a recent event is untouched");
+
+    // Audit: one tombstone per tenant, each naming its summary; the summaries count what went.
+    const audit = await jsonOf(await admin("GET", "/api/events?type=events.tombstoned&order=desc"), 200);
+    const byTenant = Object.fromEntries(audit.events.map((e) => [e.tenant_id, e]));
+    assert.equal(audit.events.length, 2);
+    assert.equal(byTenant.bakery.payload.reason, "retention");
+    assert.deepEqual(
+      byTenant.bakery.payload.summary.map((s) => [s.event_type, s.count]),
+      [["price.changed", 2]],
+    );
+    assert.deepEqual(
+      byTenant["auto-repair"].payload.summary.map((s) => [s.event_type, s.count]),
+      [["lead.received", 1]],
+    );
+    const summaries = await rows("SELECT event_type, event_count FROM events_retention_summaries ORDER BY event_type");
+    assert.deepEqual(
+      summaries.map((r) => [r.event_type, r.event_count]),
+      [
+        ["lead.received", 1],
+        ["price.changed", 2],
+      ],
+    );
+    // No payload text survives anywhere in the ledger's tables.
+    const everything = JSON.stringify(await rows("SELECT * FROM events WHERE event_id != ?1", fresh));
+    for (const secret of ['"secret":"a"', '"secret":"b"', '"secret":"c"']) assert.ok(!everything.includes(secret));
+  });
 });
 
 describe("provenance and kill switches", () => {

@@ -2,6 +2,7 @@
 // that sequence, so a producer's event_id (its clock, late or wrong) can neither hide events from
 // a drainer nor make it skip them.
 #include "shared/json_util.h"
+#include "shared/rfc3339.h"
 #include "shared/ulid.h"
 #include "tests/native/harness.h"
 #include "workers/events/drain.h"
@@ -174,4 +175,38 @@ TEST_CASE("two tenants' events under one event_id are each drained and started o
   CHECK(l.calls[0]["event"]["tenant_id"] == "bakery");
   CHECK(l.calls[1]["event"]["tenant_id"] == "auto-repair");
   CHECK(l.drain()["read"] == 0);
+}
+
+TEST_CASE("retention ages events by the ledger's clock, not by the producer's event_id") {
+  // Before: retention took every event whose event_id sorted below a ULID of "now - 730 days". An
+  // event minted two and a half years ago but ingested today lost its payload at once, and one
+  // with a far-future id (accepted from the queue) was never redacted at all.
+  Ledger l;
+  auto retention = [&] {
+    auto r =
+        l.mesh.request("events", "POST", "/admin/events/retention", Ledger::operator_headers());
+    REQUIRE(r.status == 200);
+    return r.body_json()["redacted"].get<int>();
+  };
+  std::string old_id = ss::encode_ulid(l.mesh.now_ms - 900LL * ss::kMsPerDay, ss::UlidRandom{});
+  auto old_minted = l.post("bakery", kBakeryToken, {{"event_id", old_id}, {"payload", {{"k", 1}}}});
+  REQUIRE(old_minted.status == 201);
+  CHECK(l.enqueue("auto-repair", kFarFuture));
+  CHECK(retention() == 0);  // both were recorded just now
+
+  l.mesh.now_ms += 731LL * ss::kMsPerDay;
+  std::string fresh = l.post("bakery", kBakeryToken).body_json()["event_id"];
+  CHECK(retention() == 2);
+  json rows = l.mesh.db("EVENTS_DB")
+                  .rows(
+                      "SELECT event_id, payload_json, redacted_at FROM events "
+                      "WHERE event_type != 'events.tombstoned' ORDER BY seq");
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0]["event_id"] == old_id);
+  CHECK(rows[0]["payload_json"] == "{\"_redacted\":true}");
+  CHECK(rows[1]["event_id"] == kFarFuture);
+  CHECK(rows[1]["payload_json"] == "{\"_redacted\":true}");
+  CHECK(rows[2]["event_id"] == fresh);
+  CHECK(rows[2]["redacted_at"].is_null());
+  CHECK(retention() == 0);
 }

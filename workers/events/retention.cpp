@@ -1,7 +1,6 @@
 #include "workers/events/retention.h"
 
 #include "shared/rfc3339.h"
-#include "shared/ulid.h"
 #include "workers/events/ledger.h"
 
 #include <map>
@@ -11,7 +10,9 @@ namespace ss::events {
 Task<Result<json>> apply_retention(Context& ctx, int days) {
   std::int64_t cutoff_ms = ctx.now_ms() - static_cast<std::int64_t>(days) * kMsPerDay;
   if (cutoff_ms <= 0) co_return json{{"redacted", 0}};
-  std::string cutoff = encode_ulid(cutoff_ms, UlidRandom{});
+  // Age is the ledger's clock (recorded_at), as the policy says: a producer's event_id can be
+  // minted anywhere in time (queued late, or by a skewed clock) and must not decide when a payload goes.
+  std::string cutoff = format_rfc3339_ms(cutoff_ms);
   SS_CO_TRY(std::vector<AgedEvent> rows, co_await EventStore::aged(cutoff, kRetentionBatch));
   if (rows.empty()) co_return json{{"redacted", 0}};
 
@@ -54,7 +55,10 @@ Task<Result<json>> apply_retention(Context& ctx, int days) {
           key.first, tenant, key.second, g.count, g.first, g.last, appended.event_id));
     }
   }
-  statements.push_back(EventStore::redact_statement(first, last, now));
+  std::vector<std::int64_t> seqs;
+  seqs.reserve(rows.size());
+  for (const AgedEvent& row : rows) seqs.push_back(row.seq);
+  statements.push_back(EventStore::redact_statement(seqs, now));
   SS_CO_CHECK(co_await commit(statements));
   co_return json{{"redacted", rows.size()}, {"first_event_id", first}, {"last_event_id", last}};
 }

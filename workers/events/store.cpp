@@ -85,15 +85,23 @@ constexpr std::string_view kEventsAfterCursor = R"sql(
 SELECT * FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2
 )sql";
 
+// Retention ages events by the ledger's own clock (recorded_at), never by the producer's event_id:
+// among the oldest kRetentionBatch unredacted events in insertion order (the partial index
+// events_unredacted, migration 0006), those recorded before the cutoff. Reading a bounded prefix
+// keeps an hourly run's cost at one batch of rows, however large the ledger; recorded_at follows seq
+// up to clock skew between isolates, and an event skew leaves behind is taken by a later run.
 constexpr std::string_view kAgedEvents = R"sql(
-SELECT event_id, tenant_id, event_type, recorded_at FROM events
-WHERE event_id < ?1 AND redacted_at IS NULL AND event_type != 'events.tombstoned'
-ORDER BY event_id LIMIT ?2
+SELECT seq, event_id, tenant_id, event_type, recorded_at FROM (
+  SELECT seq, event_id, tenant_id, event_type, recorded_at FROM events
+  WHERE redacted_at IS NULL AND event_type != 'events.tombstoned'
+  ORDER BY seq LIMIT ?2
+)
+WHERE recorded_at < ?1 ORDER BY seq
 )sql";
 
 constexpr std::string_view kRedactEvents = R"sql(
-UPDATE events SET payload_json = '{"_redacted":true}', redacted_at = ?3
-WHERE event_id >= ?1 AND event_id <= ?2 AND redacted_at IS NULL
+UPDATE events SET payload_json = '{"_redacted":true}', redacted_at = ?2
+WHERE seq IN (SELECT value FROM json_each(?1)) AND redacted_at IS NULL
   AND event_type != 'events.tombstoned'
 )sql";
 
@@ -670,6 +678,7 @@ Cursor Cursor::decode(RowReader& r) {
 
 AgedEvent AgedEvent::decode(RowReader& r) {
   AgedEvent e;
+  e.seq = r.integer("seq");
   e.event_id = r.text("event_id");
   e.tenant_id = r.nullable_text("tenant_id");
   e.event_type = r.text("event_type");
@@ -966,17 +975,18 @@ Task<Result<std::vector<EventRow>>> EventStore::after_cursor(std::int64_t cursor
   }
 }
 
-Task<Result<std::vector<AgedEvent>>> EventStore::aged(const std::string& cutoff_id, int limit) {
-  json params = json::array({cutoff_id, limit});
+Task<Result<std::vector<AgedEvent>>> EventStore::aged(const std::string& recorded_before,
+                                                      int limit) {
+  json params = json::array({recorded_before, limit});
   {
     auto awaited = co_await all_rows<AgedEvent>(kAgedEvents, params);
     co_return std::move(awaited);
   }
 }
 
-D1Statement EventStore::redact_statement(const std::string& first_id, const std::string& last_id,
+D1Statement EventStore::redact_statement(const std::vector<std::int64_t>& seqs,
                                          const std::string& now) {
-  return D1Statement{std::string(kRedactEvents), json::array({first_id, last_id, now})};
+  return D1Statement{std::string(kRedactEvents), json::array({json(seqs).dump(), now})};
 }
 
 // ---- DrainState

@@ -81,6 +81,7 @@ struct EventFilter {
 
 // Retention's view of an old event.
 struct AgedEvent {
+  std::int64_t seq = 0;
   std::string event_id;
   std::optional<std::string> tenant_id;
   std::string event_type;
@@ -114,8 +115,9 @@ class EventStore {
   // A drain batch: the events inserted after `cursor_seq`, in insertion order.
   static Task<Result<std::vector<EventRow>>> after_cursor(std::int64_t cursor_seq, int limit);
   // Retention: the oldest events recorded before `cutoff_id` whose payload is still there.
-  static Task<Result<std::vector<AgedEvent>>> aged(const std::string& cutoff_id, int limit);
-  static D1Statement redact_statement(const std::string& first_id, const std::string& last_id,
+  // Unredacted events recorded before `recorded_before` (RFC 3339), insertion order, at most `limit`.
+  static Task<Result<std::vector<AgedEvent>>> aged(const std::string& recorded_before, int limit);
+  static D1Statement redact_statement(const std::vector<std::int64_t>& seqs,
                                       const std::string& now);
 };
 
