@@ -12,8 +12,8 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
-import { loadPhase } from "./peer-run.mjs";
-import { mergeFigures, option, round, roundedFigures } from "./json-out.mjs";
+import { loadPhase, ms, peerCli, printPeerTable } from "./peer-run.mjs";
+import { option, round, roundedFigures } from "./json-out.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const CPP = "siteswarm-analytics-service";
@@ -137,16 +137,21 @@ export async function runBeaconPeers({ beacons = 2000, concurrency = 16 } = {}) 
 }
 
 export function printBeaconPeers(r, log = console.log) {
-  const ms = (x) => (x === null || x === undefined ? "n/a" : `${x.toFixed(2)} ms`);
-  log(`\nBeacons, C++ (analytics.wasm) beside the plain-JS peer (tests/bench/analytics-js.js): ${r.beacons}`);
-  log(`each at concurrency ${r.concurrency}, straight to each worker, alone in its phase; 1 in 10 a crawler.\n`);
-  log(`${"".padEnd(30)}  ${"C++ (wasm)".padEnd(22)}  plain JS`);
-  const row = (k, f) => log(`${k.padEnd(30)}  ${f(r.cpp).padEnd(22)}  ${f(r.js)}`);
-  row("accepted (202)", (x) => `${x.accepted}`);
-  row("throughput", (x) => `${x.rps.toFixed(0)} beacons/s`);
-  row("latency p50 / p99", (x) => `${ms(x.p50)} / ${ms(x.p99)}`);
-  row("workerd CPU / beacon", (x) => ms(x.workerdCpuMsPerBeacon));
-  log(`\nratio (C++ throughput / JS throughput): ${r.ratio.toFixed(2)}× (goal ≥ 0.9×)`);
+  const header = [
+    `\nBeacons, C++ (analytics.wasm) beside the plain-JS peer (tests/bench/analytics-js.js): ${r.beacons}`,
+    `each at concurrency ${r.concurrency}, straight to each worker, alone in its phase; 1 in 10 a crawler (goal ≥ 0.9×).\n`,
+  ];
+  printPeerTable(
+    r,
+    header,
+    [
+      ["accepted (202)", (x) => `${x.accepted}`],
+      ["throughput", (x) => `${x.rps.toFixed(0)} beacons/s`],
+      ["latency p50 / p99", (x) => `${ms(x.p50)} / ${ms(x.p99)}`],
+      ["workerd CPU / beacon", (x) => ms(x.workerdCpuMsPerBeacon)],
+    ],
+    log,
+  );
 }
 
 export const beaconPeerProblems = (r) =>
@@ -155,21 +160,18 @@ export const beaconPeerProblems = (r) =>
   );
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const result = await runBeaconPeers({
-    beacons: option("beacons", 2000),
-    concurrency: option("beacon-concurrency", 16),
+  await peerCli({
+    run: () => runBeaconPeers({ beacons: option("beacons", 2000), concurrency: option("beacon-concurrency", 16) }),
+    print: printBeaconPeers,
+    problems: beaconPeerProblems,
+    figures: (result) => ({
+      ratios: { analytics_beacon: round(result.ratio, 3) },
+      analytics_beacon: {
+        beacons: result.beacons,
+        concurrency: result.concurrency,
+        cpp: roundedFigures(result.cpp),
+        js: roundedFigures(result.js),
+      },
+    }),
   });
-  printBeaconPeers(result);
-  const problems = beaconPeerProblems(result);
-  if (problems.length) console.log(`\nPROBLEMS:\n  ${problems.join("\n  ")}`);
-  mergeFigures({
-    ratios: { analytics_beacon: round(result.ratio, 3) },
-    analytics_beacon: {
-      beacons: result.beacons,
-      concurrency: result.concurrency,
-      cpp: roundedFigures(result.cpp),
-      js: roundedFigures(result.js),
-    },
-  });
-  if (problems.length) process.exitCode = 1;
 }

@@ -11,8 +11,8 @@ import { createHash, randomBytes } from "node:crypto";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
-import { loadPhase } from "./peer-run.mjs";
-import { mergeFigures, option, round, roundedFigures } from "./json-out.mjs";
+import { loadPhase, ms, peerCli, printPeerTable } from "./peer-run.mjs";
+import { option, round, roundedFigures } from "./json-out.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const CPP = "siteswarm-leads-service";
@@ -145,16 +145,21 @@ export async function runIntakePeers({ submissions = 2000, concurrency = 20 } = 
 }
 
 export function printIntakePeers(r, log = console.log) {
-  const ms = (x) => (x === null || x === undefined ? "n/a" : `${x.toFixed(2)} ms`);
-  log(`\nLead intake, C++ (leads.wasm) beside the plain-JS peer (tests/bench/leads-js.js): ${r.submissions}`);
-  log(`submissions each at concurrency ${r.concurrency}, straight to each worker, alone in its phase; Turnstile on.\n`);
-  log(`${"".padEnd(30)}  ${"C++ (wasm)".padEnd(22)}  plain JS`);
-  const row = (k, f) => log(`${k.padEnd(30)}  ${f(r.cpp).padEnd(22)}  ${f(r.js)}`);
-  row("accepted (202) / stored", (x) => `${x.accepted} / ${x.stored}`);
-  row("throughput", (x) => `${x.rps.toFixed(0)} submissions/s`);
-  row("latency p50 / p99", (x) => `${ms(x.p50)} / ${ms(x.p99)}`);
-  row("workerd CPU / intake", (x) => ms(x.workerdCpuMsPerLead));
-  log(`\nratio (C++ throughput / JS throughput): ${r.ratio.toFixed(2)}×`);
+  const header = [
+    `\nLead intake, C++ (leads.wasm) beside the plain-JS peer (tests/bench/leads-js.js): ${r.submissions}`,
+    `submissions each at concurrency ${r.concurrency}, straight to each worker, alone in its phase; Turnstile on.\n`,
+  ];
+  printPeerTable(
+    r,
+    header,
+    [
+      ["accepted (202) / stored", (x) => `${x.accepted} / ${x.stored}`],
+      ["throughput", (x) => `${x.rps.toFixed(0)} submissions/s`],
+      ["latency p50 / p99", (x) => `${ms(x.p50)} / ${ms(x.p99)}`],
+      ["workerd CPU / intake", (x) => ms(x.workerdCpuMsPerLead)],
+    ],
+    log,
+  );
 }
 
 export const peerProblems = (r) =>
@@ -165,22 +170,19 @@ export const peerProblems = (r) =>
   );
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const result = await runIntakePeers({
-    submissions: option("leads", 2000),
-    concurrency: option("leads-concurrency", 20),
+  await peerCli({
+    run: () => runIntakePeers({ submissions: option("leads", 2000), concurrency: option("leads-concurrency", 20) }),
+    print: printIntakePeers,
+    problems: peerProblems,
+    figures: (result) => ({
+      ratios: { leads_intake: round(result.ratio, 3) },
+      leads_intake: {
+        submissions: result.submissions,
+        concurrency: result.concurrency,
+        cpp: roundedFigures(result.cpp),
+        js: roundedFigures(result.js),
+        leads_cpu_ms_per_intake: round(result.cpp.workerdCpuMsPerLead),
+      },
+    }),
   });
-  printIntakePeers(result);
-  const problems = peerProblems(result);
-  if (problems.length) console.log(`\nPROBLEMS:\n  ${problems.join("\n  ")}`);
-  mergeFigures({
-    ratios: { leads_intake: round(result.ratio, 3) },
-    leads_intake: {
-      submissions: result.submissions,
-      concurrency: result.concurrency,
-      cpp: roundedFigures(result.cpp),
-      js: roundedFigures(result.js),
-      leads_cpu_ms_per_intake: round(result.cpp.workerdCpuMsPerLead),
-    },
-  });
-  process.exitCode = problems.length ? 1 : 0;
 }

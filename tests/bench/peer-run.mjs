@@ -34,3 +34,28 @@ export async function loadPhase({ count, concurrency, send }) {
     workerdCpuMsPerRequest: cpu0 === null || cpu1 === null ? null : (cpu1 - cpu0) / count,
   };
 }
+
+/** Milliseconds with two decimals, or "n/a". */
+export const ms = (x) => (x === null || x === undefined ? "n/a" : `${x.toFixed(2)} ms`);
+
+/**
+ * Prints the side-by-side table of a peer run `r` ({cpp, js, ratio}): `header` lines, then one row per
+ * [label, format(side)] of `rows`, then the throughput ratio.
+ */
+export function printPeerTable(r, header, rows, log = console.log) {
+  for (const line of header) log(line);
+  log(`${"".padEnd(30)}  ${"C++ (wasm)".padEnd(22)}  plain JS`);
+  for (const [label, format] of rows) log(`${label.padEnd(30)}  ${format(r.cpp).padEnd(22)}  ${format(r.js)}`);
+  log(`\nratio (C++ throughput / JS throughput): ${r.ratio.toFixed(2)}×`);
+}
+
+/** A peer bench run from the command line: run, print, list problems, merge the figures, exit 1 on a problem. */
+export async function peerCli({ run, print, problems, figures }) {
+  const { mergeFigures } = await import("./json-out.mjs");
+  const result = await run();
+  print(result);
+  const found = problems(result);
+  if (found.length) console.log(`\nPROBLEMS:\n  ${found.join("\n  ")}`);
+  mergeFigures(figures(result));
+  process.exitCode = found.length ? 1 : 0;
+}
