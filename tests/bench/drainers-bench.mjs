@@ -18,7 +18,7 @@
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { MODULE_RULES } from "../../scripts/lib/local-mesh.mjs";
-import { mergeFigures, round } from "./json-out.mjs";
+import { mergeFigures, option, round } from "./json-out.mjs";
 import { workerdCpuMs } from "./workerd-cpu.mjs";
 
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
@@ -307,9 +307,5 @@ export async function runDrainersBench({ events = 10_000, tenants = 10, log = co
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const option = (name, fallback) => {
-    const i = process.argv.indexOf(`--${name}`);
-    return i > 0 ? Number(process.argv[i + 1]) : fallback;
-  };
   await runDrainersBench({ events: option("drain-events", 10_000), tenants: option("drain-tenants", 10) });
 }
