@@ -11,6 +11,10 @@
 // grown until the difference is at least --worst-min-ms; the median of three differences over N is
 // one evaluation (or compilation), free of the request's fixed cost (parsing the 60 KB message).
 // Nothing here is asserted on time; a wrong answer fails the bench.
+// The filter and mapper cases also read the work units the drain counts for the same evaluation
+// (workers/events/work_budget.h; the hook answers filter_work / mapper_work): their ratio converts a
+// unit to CPU time, and the last lines price a whole pathological drain batch with and without the
+// drain's work budget (DRAIN_WORK_BUDGET).
 //   node tests/bench/worst-case-bench.mjs [--worst-min-ms 100] [--json FILE]
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -139,17 +143,36 @@ const globEvent = event({}, "a".repeat(CAPS.eventTypeLength));
 
 const ok200 = (key, value) => (r) =>
   check(r.status === 200 && r.body[key] === value, `${key}: got ${r.status} ${JSON.stringify(r.body)}`);
+// The work units of the checked evaluation, by case key.
+const work = {};
+const counting = (key, field, expect) => (r) => {
+  expect(r);
+  check(Number.isInteger(r.body[field]) && r.body[field] > 0, `${field} missing: ${JSON.stringify(r.body)}`);
+  work[key] = r.body[field];
+};
 
 const cases = [
   {
     key: "filter_contains_60kb_us",
     label: `filter contains() 60 KB × ${needle.length}-char needle`,
-    us: 1000 * measure({ filter: oneContains, event: stringEvent }, "run", ok200("filter", false)),
+    us:
+      1000 *
+      measure(
+        { filter: oneContains, event: stringEvent },
+        "run",
+        counting("filter_contains_60kb_us", "filter_work", ok200("filter", false)),
+      ),
   },
   {
     key: "filter_many_contains_60kb_us",
     label: `filter ${manyContains.split("||").length} × contains() on 60 KB`,
-    us: 1000 * measure({ filter: manyContains, event: stringEvent }, "run", ok200("filter", false)),
+    us:
+      1000 *
+      measure(
+        { filter: manyContains, event: stringEvent },
+        "run",
+        counting("filter_many_contains_60kb_us", "filter_work", ok200("filter", false)),
+      ),
   },
   {
     key: "filter_compile_us",
@@ -161,8 +184,12 @@ const cases = [
     label: `input mapper 64 × "$" on a 60 KB event`,
     us:
       1000 *
-      measure({ mapper, event: stringEvent }, "run", (r) =>
-        check(r.status === 200 && r.body.mapper_bytes > 64 * 60_000, `mapper: ${JSON.stringify(r.body)}`),
+      measure(
+        { mapper, event: stringEvent },
+        "run",
+        counting("mapper_64_whole_event_us", "mapper_work", (r) =>
+          check(r.status === 200 && r.body.mapper_bytes > 64 * 60_000, `mapper: ${JSON.stringify(r.body)}`),
+        ),
       ),
   },
   {
@@ -198,10 +225,46 @@ for (const c of cases) console.log(`  ${c.label.padEnd(52)} ${c.us.toFixed(1).pa
 console.log(
   `  ${"schema 20,001-value enum: refused (400), whole request".padEnd(52)} ${(1000 * refusedMs).toFixed(1).padStart(9)} µs`,
 );
+
+// ---- work units → CPU time, and a whole pathological drain batch
+const DEFAULT_WORK_BUDGET = 100_000_000; // kDefaultDrainWorkBudget (workers/events/work_budget.h)
+const ENVELOPE_WORK = 512; // kEventEnvelopeWork
+const BATCH = 500; // kDrainBatchSize
+const FANOUT = 8; // kMaxFanout
+const usOf = Object.fromEntries(cases.map((c) => [c.key, c.us]));
+const nsPerUnit = Object.fromEntries(Object.keys(work).map((k) => [k, (1000 * usOf[k]) / work[k]]));
+const slowest = Math.max(...Object.values(nsPerUnit));
+console.log("work units (DRAIN_WORK_BUDGET) → CPU time:");
+for (const [k, ns] of Object.entries(nsPerUnit)) {
+  console.log(`  ${`${k.replace(/_us$/, "")}: ${work[k]} units`.padEnd(52)} ${ns.toFixed(1).padStart(9)} ns/unit`);
+}
+// A batch of 500 events with a 60 KB payload, each matching 8 subscriptions whose filter is the
+// longest contains() chain and whose mapper copies the whole event 64 times (every cap at its worst).
+const payloadBytes = sizeOf(stringEvent.payload);
+const filterWork = work.filter_many_contains_60kb_us;
+const mapperWork = work.mapper_64_whole_event_us;
+const eventWork = payloadBytes + FANOUT * (filterWork + payloadBytes + ENVELOPE_WORK + mapperWork);
+const eventMs = (FANOUT * (usOf.filter_many_contains_60kb_us + usOf.mapper_64_whole_event_us)) / 1000;
+const perRun = Math.max(1, Math.floor(DEFAULT_WORK_BUDGET / eventWork));
+const budgetMs = (DEFAULT_WORK_BUDGET * slowest) / 1e6;
+console.log(
+  `  ${`pathological batch, ${BATCH} events × ${FANOUT} subs, no budget`.padEnd(52)} ${(BATCH * eventMs).toFixed(0).padStart(9)} ms`,
+);
+console.log(
+  `  ${`same, default budget: ${perRun} events a run`.padEnd(52)} ${(perRun * eventMs).toFixed(0).padStart(9)} ms`,
+);
+console.log(`  ${"default budget at the slowest rate (upper bound)".padEnd(52)} ${budgetMs.toFixed(0).padStart(9)} ms`);
 mergeFigures({
   worst_case: {
     ...Object.fromEntries(cases.map((c) => [c.key, round(c.us, 1)])),
     schema_enum_20001_refused_request_us: round(1000 * refusedMs, 1),
     min_ms: MIN_MS,
+    ...Object.fromEntries(
+      Object.entries(nsPerUnit).map(([k, ns]) => [`${k.replace(/_us$/, "")}_ns_per_unit`, round(ns, 2)]),
+    ),
+    pathological_batch_unbudgeted_ms: round(BATCH * eventMs, 0),
+    pathological_events_per_run: perRun,
+    pathological_run_ms: round(perRun * eventMs, 0),
+    default_budget_upper_bound_ms: round(budgetMs, 0),
   },
 });

@@ -29,6 +29,11 @@ json DrainReport::to_json() const {
          {"cursor", cursor.empty() ? json(nullptr) : json(cursor)}};
   if (locked) j["locked"] = true;
   if (budget_exhausted) j["budget_exhausted"] = true;
+  if (work_budget_exhausted) {
+    // Only then: the contract pins the report's keys of an ordinary run.
+    j["work_budget_exhausted"] = true;
+    j["work_units"] = work_units;
+  }
   if (contended) j["contended"] = true;
   if (killed) j["killed"] = true;
   if (held > 0) j["held"] = held;

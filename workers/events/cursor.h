@@ -32,13 +32,16 @@ struct DrainReport {
   std::string cursor;             // event_id of the last event processed ("" before the first)
   bool locked = false;            // another run holds the lock: this one did nothing
   bool killed = false;            // a kill switch is on: nothing read, cursor unchanged
-  bool budget_exhausted = false;  // stopped early to stay under the subrequest limit
+  bool budget_exhausted = false;  // stopped early (subrequests, claim age, work): run again
   bool contended = false;         // stopped at an event whose start another run is still making
   int anomalies = 0;              // anomaly_detector: anomaly.detected events appended
   int windows_judged = 0;         // anomaly_detector: completed windows judged this run
   int health_changes = 0;         // customer_health_watcher: tenant.health_changed appended
   int patterns = 0;               // reflexion_analyzer: failures counted into reflexion_log
   int held = 0;                   // workflow_runner: starts held by kill:high_risk_ops
+  // workflow_runner: budget_exhausted because DRAIN_WORK_BUDGET was spent (work_budget.h).
+  bool work_budget_exhausted = false;
+  std::uint64_t work_units = 0;  // workflow_runner: the work counted this run
   json to_json() const;
 };
 

@@ -31,13 +31,22 @@ std::string idempotency_key(const std::string& consumer, const std::string& even
 
 FanoutPlan plan_fanout(const std::string& consumer, const json& event,
                        const std::vector<Subscription>& subscriptions,
-                       const std::set<std::string>& seen) {
+                       const std::set<std::string>& seen, WorkMeter* meter) {
   FanoutPlan plan;
   std::string type = string_or(event, "event_type", "");
   std::string event_id = string_or(event, "event_id", "");
   std::vector<const Subscription*> matched;
+  WorkMeter uncounted;
+  WorkMeter& m = meter != nullptr ? *meter : uncounted;
   for (const Subscription& s : subscriptions) {
-    if (glob_match(s.glob, type) && (!s.filter || s.filter->matches(event))) matched.push_back(&s);
+    if (m.over()) {
+      plan.over_budget = true;  // checked between programs: one evaluation is the overshoot
+      return plan;
+    }
+    m.add(s.glob.size() + type.size());
+    if (glob_match(s.glob, type) && (!s.filter || s.filter->matches(event, m))) {
+      matched.push_back(&s);
+    }
   }
   plan.matched = matched.size();
   if (matched.size() > kMaxFanout) {

@@ -2,6 +2,7 @@
 
 #include "shared/json_util.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 
@@ -22,15 +23,17 @@ bool is_ident_char(char c) { return is_ident_start(c) || is_digit(c); }
 // compare unequal instead.
 constexpr std::size_t kMaxEqualityDepth = 64;
 
-// JSON equality: numbers by value (1 == 1.0), everything else by type and content.
-bool json_equal(const json& a, const json& b, std::size_t depth = 0) {
+// JSON equality: numbers by value (1 == 1.0), everything else by type and content. Counts one unit
+// per value compared and the bytes of each string pair compared.
+bool json_equal(const json& a, const json& b, WorkMeter& meter, std::size_t depth = 0) {
+  meter.add(1);
   if (a.is_number() && b.is_number()) return compare_numbers(a, b) == 0;
   if (a.type() != b.type()) return false;
   if (a.is_array()) {
     if (a.size() != b.size()) return false;
     if (depth >= kMaxEqualityDepth) return false;
     for (std::size_t i = 0; i < a.size(); ++i) {
-      if (!json_equal(a[i], b[i], depth + 1)) return false;
+      if (!json_equal(a[i], b[i], meter, depth + 1)) return false;
     }
     return true;
   }
@@ -39,9 +42,14 @@ bool json_equal(const json& a, const json& b, std::size_t depth = 0) {
     if (depth >= kMaxEqualityDepth) return false;
     // Objects keep their keys sorted, so equal objects walk in step.
     for (auto x = a.begin(), y = b.begin(); x != a.end(); ++x, ++y) {
-      if (x.key() != y.key() || !json_equal(x.value(), y.value(), depth + 1)) return false;
+      meter.add(x.key().size());
+      if (x.key() != y.key() || !json_equal(x.value(), y.value(), meter, depth + 1)) return false;
     }
     return true;
+  }
+  if (a.is_string()) {
+    meter.add(
+        std::min(a.get_ref<const std::string&>().size(), b.get_ref<const std::string&>().size()));
   }
   return a == b;  // null, boolean, string, binary: flat
 }
@@ -492,12 +500,18 @@ Result<FilterExpr> FilterExpr::parse(std::string_view text) {
 }
 
 bool FilterExpr::matches(const json& event) const {
+  WorkMeter unused;
+  return matches(event, unused);
+}
+
+bool FilterExpr::matches(const json& event, WorkMeter& meter) const {
   if (nodes_.empty()) return false;
-  return eval_bool(root_, event);
+  return eval_bool(root_, event, meter);
 }
 
 // The value a path points at, or nullptr when any segment is missing.
-const json* FilterExpr::resolve(const Node& node, const json& event) const {
+const json* FilterExpr::resolve(const Node& node, const json& event, WorkMeter& meter) const {
+  meter.add(node.path.size());
   const json* current = &event;
   for (const std::string& segment : node.path) {
     if (current->is_object()) {
@@ -516,48 +530,52 @@ const json* FilterExpr::resolve(const Node& node, const json& event) const {
   return current;
 }
 
-const json& FilterExpr::eval_value(std::size_t index, const json& event) const {
+const json& FilterExpr::eval_value(std::size_t index, const json& event, WorkMeter& meter) const {
   const Node& node = nodes_[index];
   switch (node.kind) {
     case NodeKind::literal:
       return node.value;
     case NodeKind::path: {
-      const json* found = resolve(node, event);
+      const json* found = resolve(node, event, meter);
       return found != nullptr ? *found : kNullValue;
     }
     default:
-      return eval_bool(index, event) ? kTrueValue : kFalseValue;
+      return eval_bool(index, event, meter) ? kTrueValue : kFalseValue;
   }
 }
 
-bool FilterExpr::eval_bool(std::size_t index, const json& event) const {
+bool FilterExpr::eval_bool(std::size_t index, const json& event, WorkMeter& meter) const {
   const Node& node = nodes_[index];
+  meter.add(1);
   switch (node.kind) {
     case NodeKind::literal:
     case NodeKind::path:
-      return truthy(eval_value(index, event));
+      return truthy(eval_value(index, event, meter));
     case NodeKind::logical_not:
-      return !eval_bool(node.children[0], event);
+      return !eval_bool(node.children[0], event, meter);
     case NodeKind::logical_and:
       for (std::uint16_t child : node.children) {
-        if (!eval_bool(child, event)) return false;
+        if (!eval_bool(child, event, meter)) return false;
       }
       return true;
     case NodeKind::logical_or:
       for (std::uint16_t child : node.children) {
-        if (eval_bool(child, event)) return true;
+        if (eval_bool(child, event, meter)) return true;
       }
       return false;
     case NodeKind::compare: {
-      const json& a = eval_value(node.children[0], event);
-      const json& b = eval_value(node.children[1], event);
-      if (node.op == CompareOp::eq) return json_equal(a, b);
-      if (node.op == CompareOp::ne) return !json_equal(a, b);
+      const json& a = eval_value(node.children[0], event, meter);
+      const json& b = eval_value(node.children[1], event, meter);
+      if (node.op == CompareOp::eq) return json_equal(a, b, meter);
+      if (node.op == CompareOp::ne) return !json_equal(a, b, meter);
       int order = 0;
       if (a.is_number() && b.is_number()) {
         order = compare_numbers(a, b);
       } else if (a.is_string() && b.is_string()) {
-        const int c = a.get_ref<const std::string&>().compare(b.get_ref<const std::string&>());
+        const auto& as = a.get_ref<const std::string&>();
+        const auto& bs = b.get_ref<const std::string&>();
+        meter.add(std::min(as.size(), bs.size()));
+        const int c = as.compare(bs);
         order = c < 0 ? -1 : (c > 0 ? 1 : 0);
       } else {
         return false;
@@ -576,32 +594,36 @@ bool FilterExpr::eval_bool(std::size_t index, const json& event) const {
       }
     }
     case NodeKind::in_list: {
-      const json& a = eval_value(node.children[0], event);
+      const json& a = eval_value(node.children[0], event, meter);
       for (const json& item : node.value) {
-        if (json_equal(a, item)) return true;
+        if (json_equal(a, item, meter)) return true;
       }
       return false;
     }
     case NodeKind::exists:
-      return resolve(node, event) != nullptr;
+      return resolve(node, event, meter) != nullptr;
     case NodeKind::starts_with: {
-      const json& s = eval_value(node.children[0], event);
-      const json& prefix = eval_value(node.children[1], event);
+      const json& s = eval_value(node.children[0], event, meter);
+      const json& prefix = eval_value(node.children[1], event, meter);
       if (!s.is_string() || !prefix.is_string()) return false;
       const auto& sv = s.get_ref<const std::string&>();
       const auto& pv = prefix.get_ref<const std::string&>();
+      meter.add(pv.size());
       return sv.size() >= pv.size() && sv.compare(0, pv.size(), pv) == 0;
     }
     case NodeKind::contains: {
-      const json& haystack = eval_value(node.children[0], event);
-      const json& needle = eval_value(node.children[1], event);
+      const json& haystack = eval_value(node.children[0], event, meter);
+      const json& needle = eval_value(node.children[1], event, meter);
       if (haystack.is_array()) {
         for (const json& item : haystack) {
-          if (json_equal(item, needle)) return true;
+          if (json_equal(item, needle, meter)) return true;
         }
         return false;
       }
       if (haystack.is_string() && needle.is_string()) {
+        // KMP: linear in both, whether or not it finds the needle early.
+        meter.add(haystack.get_ref<const std::string&>().size() +
+                  needle.get_ref<const std::string&>().size());
         return contains_substring(haystack.get_ref<const std::string&>(),
                                   needle.get_ref<const std::string&>());
       }

@@ -43,6 +43,7 @@
 //   kMaxFilterNodes syntax nodes (each literal of an `in` list counts as one).
 
 #include "shared/error.h"
+#include "workers/events/work_budget.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -68,6 +69,9 @@ class FilterExpr {
 
   // True when the event satisfies the filter. Never fails; works on any json value.
   bool matches(const json& event) const;
+  // The same, adding the evaluation's work to `meter` (work_budget.h: one per node and path
+  // segment, plus the bytes or values each comparison and search scans).
+  bool matches(const json& event, WorkMeter& meter) const;
 
   // The text the filter was parsed from.
   const std::string& source() const { return source_; }
@@ -97,9 +101,9 @@ class FilterExpr {
     std::vector<std::uint16_t> children;
   };
 
-  const json* resolve(const Node& node, const json& event) const;
-  const json& eval_value(std::size_t index, const json& event) const;
-  bool eval_bool(std::size_t index, const json& event) const;
+  const json* resolve(const Node& node, const json& event, WorkMeter& meter) const;
+  const json& eval_value(std::size_t index, const json& event, WorkMeter& meter) const;
+  bool eval_bool(std::size_t index, const json& event, WorkMeter& meter) const;
 
   std::string source_;
   std::vector<Node> nodes_;  // nodes_[root_] is the whole expression

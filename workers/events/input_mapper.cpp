@@ -30,6 +30,24 @@ Error mapper_error(const std::string& key, std::string_view what) {
 // place.)
 constexpr std::size_t kMaxCopyDepth = 64;
 
+// About the bytes `value` serialises to: string and key bytes plus a few per value. Values nested
+// deeper than kMaxCopyDepth are not copied (they map to null), so the walk stops there too.
+std::uint64_t json_weight(const json& value, std::size_t depth = 0) {
+  constexpr std::uint64_t kPerValue = 4;  // quotes, separators, a short number or literal
+  if (value.is_string()) return kPerValue + value.get_ref<const std::string&>().size();
+  if (!value.is_structured()) return kPerValue;
+  if (depth >= kMaxCopyDepth) return kPerValue;
+  std::uint64_t total = kPerValue;
+  if (value.is_object()) {
+    for (auto it = value.begin(); it != value.end(); ++it) {
+      total += kPerValue + it.key().size() + json_weight(it.value(), depth + 1);
+    }
+  } else {
+    for (const json& item : value) total += json_weight(item, depth + 1);
+  }
+  return total;
+}
+
 }  // namespace
 
 Result<InputMapper> InputMapper::parse(const json& mapper) {
@@ -118,6 +136,47 @@ Status InputMapper::parse_object(const json& mapper, const std::string& prefix, 
 
 json InputMapper::apply(const json& event) const { return apply_fields(fields_, event); }
 
+std::uint64_t InputMapper::cost(const json& event) const { return cost_fields(fields_, event); }
+
+std::uint64_t InputMapper::cost_fields(const std::vector<Field>& fields, const json& event) {
+  std::uint64_t total = 0;
+  for (const Field& field : fields) {
+    total += field.key.size() + 4;
+    switch (field.kind) {
+      case Field::Kind::object:
+        total += cost_fields(field.fields, event);
+        break;
+      case Field::Kind::literal:
+        total += json_weight(field.literal);
+        break;
+      case Field::Kind::path: {
+        const json* selected = select(field, event);
+        total += selected != nullptr ? json_weight(*selected) : 4;
+        break;
+      }
+    }
+  }
+  return total;
+}
+
+// The value a path field points at in the event, or nullptr.
+const json* InputMapper::select(const Field& field, const json& event) {
+  const json* current = &event;
+  for (const Step& step : field.path) {
+    if (step.is_index) {
+      current =
+          current->is_array() && step.index < current->size() ? &(*current)[step.index] : nullptr;
+    } else if (current->is_object()) {
+      auto it = current->find(step.key);
+      current = it != current->end() ? &*it : nullptr;
+    } else {
+      current = nullptr;
+    }
+    if (current == nullptr) break;
+  }
+  return current;
+}
+
 json InputMapper::apply_fields(const std::vector<Field>& fields, const json& event) {
   json out = json::object();
   for (const Field& field : fields) {
@@ -129,19 +188,7 @@ json InputMapper::apply_fields(const std::vector<Field>& fields, const json& eve
         out[field.key] = field.literal;
         break;
       case Field::Kind::path: {
-        const json* current = &event;
-        for (const Step& step : field.path) {
-          if (step.is_index) {
-            current = current->is_array() && step.index < current->size() ? &(*current)[step.index]
-                                                                          : nullptr;
-          } else if (current->is_object()) {
-            auto it = current->find(step.key);
-            current = it != current->end() ? &*it : nullptr;
-          } else {
-            current = nullptr;
-          }
-          if (current == nullptr) break;
-        }
+        const json* current = select(field, event);
         const bool copyable = current != nullptr && depth_within(*current, kMaxCopyDepth);
         out[field.key] = copyable ? *current : json(nullptr);
         break;

@@ -15,6 +15,7 @@
 #include "shared/error.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,10 @@ class InputMapper {
   // The mapped input object. Never fails: missing paths (and indices past the end) give null.
   json apply(const json& event) const;
 
+  // The work of apply(event) and of serialising its result, in work units (work_budget.h: about
+  // the bytes of JSON it copies), measured by walking what each path selects without copying it.
+  std::uint64_t cost(const json& event) const;
+
  private:
   struct Step {
     std::string key;  // when !is_index
@@ -52,6 +57,8 @@ class InputMapper {
   static Status parse_object(const json& mapper, const std::string& prefix, std::size_t depth,
                              std::size_t& key_count, std::vector<Field>& out);
   static json apply_fields(const std::vector<Field>& fields, const json& event);
+  static std::uint64_t cost_fields(const std::vector<Field>& fields, const json& event);
+  static const json* select(const Field& field, const json& event);
 
   std::vector<Field> fields_;
 };

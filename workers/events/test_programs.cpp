@@ -52,8 +52,13 @@ Task<Result<Response>> test_programs(Context& ctx, const Request& req, const Par
       filter = std::move(parsed).value();
     }
     bool matched = false;
-    for (std::int64_t i = 0; i < run; ++i) matched = filter->matches(event);
+    WorkMeter meter;  // the last evaluation's work units, as the drain counts them
+    for (std::int64_t i = 0; i < run; ++i) {
+      meter = WorkMeter{};
+      matched = filter->matches(event, meter);
+    }
     out["filter"] = matched;
+    out["filter_work"] = meter.used;
   }
   if (const json* spec = find_field(body, "mapper")) {
     std::optional<InputMapper> mapper;
@@ -66,6 +71,7 @@ Task<Result<Response>> test_programs(Context& ctx, const Request& req, const Par
     // The ledger sends the mapped input on as JSON text: serialising it is part of the cost.
     for (std::int64_t i = 0; i < run; ++i) bytes = mapper->apply(event).dump().size();
     out["mapper_bytes"] = bytes;
+    out["mapper_work"] = mapper->cost(event);
   }
   if (const json* spec = find_field(body, "schema")) {
     std::optional<JsonSchema> schema;

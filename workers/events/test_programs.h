@@ -7,7 +7,9 @@
 // POST /__test/programs {"glob"?, "filter"?, "mapper"?, "schema"?, "event", "compile"?, "run"?}
 // Each program given is compiled `compile` times (default 1) and evaluated on `event` (the schema on
 // event.payload) `run` times (default 1); the answer is what the last evaluation gave:
-// {"glob": bool, "filter": bool, "mapper_bytes": n, "violations": n} or the compile error (400).
+// {"glob": bool, "filter": bool, "filter_work": n, "mapper_bytes": n, "mapper_work": n,
+// "violations": n} or the compile error (400); the *_work figures are the work units the drain
+// counts for one evaluation (work_budget.h), so the bench can convert a unit to CPU time.
 
 #include "shared/app.h"
 

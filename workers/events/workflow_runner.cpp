@@ -7,6 +7,7 @@
 #include "workers/events/alerts.h"
 #include "workers/events/ledger.h"
 #include "workers/events/reflexion_analyzer.h"
+#include "workers/events/work_budget.h"
 
 #include <algorithm>
 #include <map>
@@ -62,6 +63,7 @@ struct EventWork {
   std::size_t matched = 0;           // subscriptions matched (a cap hit's record)
   std::vector<std::string> dropped;  // subscriptions dropped over the cap
   std::string failure;               // non-empty: the event is poison for this consumer
+  std::uint64_t work = 0;            // work units of its plan and starts (work_budget.h)
   Progress progress = Progress::pending;
   int started() const {
     int n = 0;
@@ -256,21 +258,31 @@ EventInsert run_event(const EventRow& row, const FanoutDecision& d, const StartO
 }
 
 // The plan for one event, without effects: match, cap, dedupe against the starts already made,
-// and set aside starts that kill:high_risk_ops holds.
-EventWork plan_event(const std::string& consumer, const EventRow& row, const FanoutContext& fc) {
+// and set aside starts that kill:high_risk_ops holds. `meter` counts the work of the plan and of
+// the starts it leaves to make; once it is over its limit the plan stops and must not be used.
+EventWork plan_event(const std::string& consumer, const EventRow& row, const FanoutContext& fc,
+                     WorkMeter& meter) {
   EventWork w;
   w.row = &row;
+  const std::uint64_t before = meter.used;
+  const std::uint64_t payload_bytes = row.payload_json.size();
+  meter.add(payload_bytes);  // parsed here, viewed by filters
   auto payload = parse_json(row.payload_json);
   if (!payload || !payload->is_object()) {
     w.failure = "payload is not a JSON object";
+    w.work = meter.used - before;
     return w;
   }
   w.payload = std::move(payload).value();
   w.event = row.view();
   static const std::set<std::string> kNone;
   auto done = fc.done_keys.find(row.seq);
-  FanoutPlan plan =
-      plan_fanout(consumer, w.event, fc.subs, done == fc.done_keys.end() ? kNone : done->second);
+  FanoutPlan plan = plan_fanout(consumer, w.event, fc.subs,
+                                done == fc.done_keys.end() ? kNone : done->second, &meter);
+  if (plan.over_budget) {
+    w.work = meter.used - before;
+    return w;
+  }
   w.duplicates = plan.duplicates;
   w.capped = plan.capped();
   w.matched = plan.matched;
@@ -281,10 +293,28 @@ EventWork plan_event(const std::string& consumer, const EventRow& row, const Fan
     if (fc.hold_high_risk && high_risk) {
       ++w.held;  // not claimed, not started: the event is parked until the switch is off
     } else {
+      // A start carries the event and its input, serialised into the request body.
+      meter.add(payload_bytes + kEventEnvelopeWork);
+      meter.add(d.subscription->mapper ? d.subscription->mapper->cost(w.event) : payload_bytes);
       w.todo.push_back(std::move(d));
     }
   }
+  w.work = meter.used - before;
   return w;
+}
+
+// An event whose own work is over the whole budget (it was the first of its run): it is
+// quarantined without any start, so it cannot stop the consumer run after run.
+void refuse_over_budget(EventWork& w, std::uint64_t budget) {
+  w.todo.clear();
+  w.held = 0;
+  w.duplicates = 0;
+  w.capped = false;
+  w.matched = 0;
+  w.dropped.clear();
+  w.failure = "over the drain work budget: needs more than " + std::to_string(budget) +
+              " work units (DRAIN_WORK_BUDGET); narrow the subscriptions' filters or mappers, "
+              "or raise the budget, then retry";
 }
 
 // A cap hit is recorded once per consumer and event (never for a cap record itself).
@@ -562,6 +592,11 @@ void settle(Context& ctx, const std::string& consumer, const std::vector<EventWo
   carry.push_back(DrainState::renew_statement(fc.lock, fc.holder, ctx.now_ms() + kLockTtlMs));
 }
 
+std::uint64_t work_budget(const Context& ctx) {
+  return static_cast<std::uint64_t>(ctx.env_int("DRAIN_WORK_BUDGET", kDefaultDrainWorkBudget,
+                                                kMinDrainWorkBudget, kMaxDrainWorkBudget));
+}
+
 int subrequest_budget(const Context& ctx) {
   auto budget = ctx.env_int("DRAIN_SUBREQUEST_BUDGET", kDefaultSubrequestBudget, 0, 999999);
   return static_cast<int>(std::max<std::int64_t>(20, budget));
@@ -586,8 +621,31 @@ Task<Status> run_workflow_batch(Context& ctx, DrainReport& report,
   auto chunk_limit = static_cast<std::size_t>(
       ctx.env_int("DRAIN_CHUNK_STARTS", static_cast<std::int64_t>(kMaxChunkStarts), 1,
                   static_cast<std::int64_t>(kMaxChunkStarts)));
+  // The work budget (work_budget.h) stops the batch before the first event it cannot afford; an
+  // event that is over the whole budget on its own (the first of a run) is quarantined instead,
+  // and the run ends with it.
+  const std::uint64_t work_limit = work_budget(ctx);
+  std::uint64_t work_taken = 0;  // by the events this run handles
   for (const EventRow& row : rows) {
-    EventWork w = plan_event(consumer, row, fc);
+    WorkMeter meter;
+    meter.limit = work_limit - work_taken;
+    EventWork w = plan_event(consumer, row, fc, meter);
+    report.work_units += meter.used;  // counted whether or not the event is taken
+    bool alone_over_budget = false;
+    if (meter.over()) {
+      report.budget_exhausted = true;
+      report.work_budget_exhausted = true;
+      if (!works.empty()) {
+        ctx.log("workflow_runner: work budget spent (" + std::to_string(work_taken) + " of " +
+                std::to_string(work_limit) + " units) before event " + row.event_id +
+                "; the next run starts there");
+        break;
+      }
+      ctx.log("workflow_runner: event " + row.event_id + " alone is over the work budget of " +
+              std::to_string(work_limit) + " units: quarantined");
+      refuse_over_budget(w, work_limit);
+      alone_over_budget = true;
+    }
     bool new_chunk = works.empty() || chunk_starts + w.todo.size() > chunk_limit;
     int cost = event_cost(w) + (new_chunk ? 1 : 0);  // a chunk is one claims batch
     // The first event always goes: a run that could never take one would stall the consumer.
@@ -601,7 +659,9 @@ Task<Status> run_workflow_batch(Context& ctx, DrainReport& report,
       chunk_starts = 0;
     }
     chunk_starts += w.todo.size();
+    work_taken += w.work;
     works.push_back(std::move(w));
+    if (alone_over_budget) break;  // its evaluation spent this run's budget
   }
   if (!works.empty()) chunk_ends.push_back(works.size());
   for (EventWork& w : works) {
@@ -643,8 +703,12 @@ Task<Result<json>> retry_quarantined(Context& ctx, const std::string& consumer,
   SS_CO_TRY(FanoutContext fc,
             co_await load_fanout_context(ctx, consumer, row->seq - 1, row->seq, holder, ""));
   std::vector<EventWork> works;
-  works.push_back(plan_event(consumer, *row, fc));
+  // A retry gets the budget of a whole run for its one event: over it, the event stays quarantined.
+  WorkMeter meter;
+  meter.limit = work_budget(ctx);
+  works.push_back(plan_event(consumer, *row, fc, meter));
   EventWork& w = works.front();
+  if (meter.over()) refuse_over_budget(w, meter.limit);
   if (w.capped) co_await record_cap_of(ctx, consumer, w, fc);
   std::vector<D1Statement> statements;
   if (w.failure.empty()) {
