@@ -460,14 +460,41 @@ describe("the ledger's workflow_runner killed mid-batch, in workerd", () => {
     assert.deepEqual(repeated.sort(), types.map((t) => startKey(ids[2], t)).sort());
   });
 
+  it("the commit after the starts refused by D1: 503 JSON; the next drain waits on the live claims, and after the TTL re-sends them once in effect", async () => {
+    const types = ["commit_fail_a", "commit_fail_b"];
+    await subscribeWorkflows("fault.commit_fail", types);
+    const ids = await emitEvents("fault.commit_fail", 2);
+    // The 2nd batch marking starts 'started' is the last commit (the 1st rode with event 2's claims).
+    await faults("events", [{ kind: "d1.batch", match: "SET status = 'started'", rate: 1, skip: 1, times: 1 }]);
+    await contractError(await drain(), 503, "dependency_unavailable");
+    await faults("events", null);
+    assert.equal(await cursorSeq(), await seqOf(ids[0]));
+    assert.equal((await targetCalls(types)).length, 4, "both events' starts went out");
+    // The failed run released its lock but its claims are live: the next drain neither re-sends
+    // them nor moves the cursor past them.
+    const waiting = await drainReport();
+    assert.deepEqual([waiting.contended, waiting.started], [true, 0]);
+    assert.equal(await cursorSeq(), await seqOf(ids[0]));
+    assert.equal((await targetCalls(types)).length, 4);
+    await (await eventsDb())
+      .prepare("UPDATE event_consumer_dedupe SET claimed_at_ms = claimed_at_ms - ?1 WHERE status = 'claimed'")
+      .bind(LOCK_TTL_MS)
+      .run();
+    await drainAll();
+    const calls = await assertEachStartOnce(ids, types);
+    const repeated = calls.filter((c) => c.repeat).map((c) => c.key);
+    assert.deepEqual(repeated.sort(), types.map((t) => startKey(ids[1], t)).sort());
+  });
+
   it("a start that hangs until the runtime kills the run: a drain meanwhile is locked out; re-run after the TTL, each start once in effect", async () => {
     const types = ["kill_start_a", "kill_start_b"];
     await subscribeWorkflows("fault.kill_start", types);
     const ids = await emitEvents("fault.kill_start", 6);
-    // The 7th start (the 4th event's first) hangs, then the instance dies, as when Workers end an
-    // invocation past its limits; its sibling start may or may not have gone out meanwhile.
+    // The 7th start (one of the 4th event's) hangs, then the instance dies, as when Workers end an
+    // invocation past its limits; its sibling start may or may not have gone out meanwhile. The hang
+    // is long enough for the drain sent meanwhile to answer before the trap ends every run.
     await faults("events", [
-      { kind: "service", match: "WORKFLOW_TARGET", rate: 1, when: "trap", skip: 6, times: 1, delayMs: 5000 },
+      { kind: "service", match: "WORKFLOW_TARGET", rate: 1, when: "trap", skip: 6, times: 1, delayMs: 8000 },
     ]);
     const dying = drain();
     await waitFor("the hung start", async () => (await fired("events"))[0] === 1);
@@ -544,6 +571,39 @@ describe("service-binding faults", () => {
       [false, true],
       "sent twice with one key: the target's dedupe made it one start",
     );
+  });
+});
+
+describe("service-binding faults: a quarantine retry killed mid-start", () => {
+  it("a retry meanwhile leaves the event quarantined (the dead retry's claim is live); after the TTL the retry starts it once", async () => {
+    const types = ["svc_retry"];
+    await subscribeWorkflows("fault.svc_retry", types);
+    const [id] = await emitEvents("fault.svc_retry", 1);
+    await faults("events", [{ kind: "service", match: "WORKFLOW_TARGET", rate: 1 }]);
+    assert.ok((await drainReport()).quarantined >= 1);
+    // The operator's retry claims the start, then its instance dies before the start goes out.
+    const retry = `/admin/quarantine/workflow_runner/${id}/retry`;
+    await faults("events", [{ kind: "service", match: "WORKFLOW_TARGET", rate: 1, when: "trap", times: 1 }]);
+    await contractError(await ledgerAdmin("POST", retry), 500, "internal");
+    await faults("events", null);
+    // A retry while that claim is live must not call the event resolved: nothing has started it, and
+    // the cursor is past it, so nothing else ever would.
+    const met = await ledgerAdmin("POST", retry);
+    const body = await met.json();
+    assert.equal(met.status, 200, JSON.stringify(body));
+    assert.deepEqual([body.resolved, body.started], [false, 0]);
+    assert.match(body.reason, /claimed by another run/);
+    assert.equal((await openQuarantine([id])).length, 1, "still quarantined");
+    assert.deepEqual(await targetCalls(types), []);
+    // Five minutes on (the claim aged by the lock's TTL), the retry takes the claim over.
+    await (await eventsDb())
+      .prepare("UPDATE event_consumer_dedupe SET claimed_at_ms = claimed_at_ms - ?1 WHERE status = 'claimed'")
+      .bind(LOCK_TTL_MS)
+      .run();
+    const retried = await ledgerAdmin("POST", retry);
+    assert.equal(retried.status, 200);
+    assert.deepEqual([(await retried.json()).resolved, (await targetCalls(types)).length], [true, 1]);
+    await assertEachStartOnce([id], types);
   });
 });
 
