@@ -653,6 +653,13 @@ Task<Result<json>> retry_quarantined(Context& ctx, const std::string& consumer,
     if (w.progress == Progress::partial && w.failure.empty()) {
       w.failure = "the claims expired before every start was sent";
     }
+    // Another run (a retry or drain that may have died) still holds a claim on one of its starts:
+    // that start may never have gone out, and the cursor is past the event, so it stays quarantined
+    // until that run finishes or its claim is older than the lock TTL (then a retry takes it over).
+    if (w.progress == Progress::contended && w.failure.empty()) {
+      w.failure = "a start is still claimed by another run; retry after it finishes or in " +
+                  std::to_string(kLockTtlMs / 60'000) + " minutes";
+    }
   }
   std::string now = format_rfc3339(ctx.now_ms());
   bool resolved = w.failure.empty() && w.held == 0;
