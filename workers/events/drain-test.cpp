@@ -206,6 +206,7 @@ TEST_CASE("a quarantine retry meeting another run's live claim leaves the event 
   CHECK(met["reason"].get<std::string>().find("claimed by another run") != std::string::npos);
   json open = l.db("SELECT attempts FROM events_quarantine WHERE resolved_at IS NULL");
   REQUIRE(open.size() == 1);
+  CHECK(open[0]["attempts"] == 1);  // left as it was: not an attempt, another run holds it
   CHECK(l.calls.size() == failed_calls);
   // Once that claim is older than the lock TTL, the retry takes it over and starts it once.
   l.mesh.now_ms += ss::events::kLockTtlMs + 1;
