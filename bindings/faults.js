@@ -13,11 +13,15 @@
 // happens: an outage) or "after" (it happens, then its answer is lost: the caller must not repeat it
 // blindly) or "trap" (the effect never happens and the instance dies there, as on a wasm trap: every
 // run on it ends, a response not sent yet is a 500, and the next request gets a fresh instance);
-// delayMs: wait first (a slow dependency; with rate 1 and a long delay, a hang); times: the rule fires
-// at most this often (a single trap that a test can wait for through GET).
+// delayMs: wait first (a slow dependency; with rate 1 and a long delay, a hang: an effect with its own
+// `timeoutMs` shorter than the delay, such as a monitor's probe, then gets the timeout error its
+// executor gives, at that timeout); times: the rule fires at most this often (a single trap that a test
+// can wait for through GET); skip: the rule lets its first `skip` matching effects through (a trap at
+// the 4th D1 batch of a drain).
 import { seeded } from "./faults-random.js";
 
 const ROUTE = "/__test/faults";
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 let rules = [];
 
 export const hooksOn = (env) => env?.SITESWARM_TEST_HOOKS === "1";
@@ -52,7 +56,8 @@ export async function faultsRoute(request, env) {
       {
         error: {
           code: "invalid_request",
-          message: "expected an array of {kind, rate, match?, when? (before|after|trap), delayMs?, times?, seed?}",
+          message:
+            "expected an array of {kind, rate, match?, when? (before|after|trap), delayMs?, times?, skip?, seed?}",
         },
       },
       { status: 400 },
@@ -62,6 +67,8 @@ export async function faultsRoute(request, env) {
     ...r,
     when: r.when ?? "before",
     delayMs: r.delayMs ?? 0,
+    skip: r.skip ?? 0,
+    seen: 0,
     fired: 0,
     next: seeded(r.seed ?? i + 1),
   }));
@@ -78,7 +85,8 @@ function validRule(r) {
     (r.match === undefined || typeof r.match === "string") &&
     (r.when === undefined || ["before", "after", "trap"].includes(r.when)) &&
     (r.delayMs === undefined || (Number.isInteger(r.delayMs) && r.delayMs >= 0 && r.delayMs <= 60_000)) &&
-    (r.times === undefined || (Number.isInteger(r.times) && r.times >= 1))
+    (r.times === undefined || (Number.isInteger(r.times) && r.times >= 1)) &&
+    (r.skip === undefined || (Number.isInteger(r.skip) && r.skip >= 0))
   );
 }
 
@@ -101,6 +109,7 @@ function ruleFor(effect) {
     if (rule.kind !== kind && rule.kind !== family) continue;
     if (rule.match && !subject(effect).includes(rule.match)) continue;
     if (rule.times !== undefined && rule.fired >= rule.times) continue;
+    if (rule.seen++ < rule.skip) continue;
     if (rule.next() < rule.rate) {
       rule.fired++;
       return rule;
@@ -114,7 +123,21 @@ export async function performWithFaults(effect, env, perform) {
   if (rules.length === 0 || !hooksOn(env)) return perform(effect, env);
   const rule = ruleFor(effect);
   if (!rule) return perform(effect, env);
-  if (rule.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, rule.delayMs));
+  const timeoutMs = Number(effect.timeoutMs) || 0; // 0: the effect has no timeout of its own
+  const hangs = rule.when !== "trap" && timeoutMs > 0 && rule.delayMs >= timeoutMs;
+  if (hangs) {
+    // The effect's own timeout ends the hang first, as its executor would (effects/service.js);
+    // with "after" the effect still happens, its answer too late.
+    await Promise.all([rule.when === "after" ? perform(effect, env) : null, sleep(timeoutMs)]);
+    const message = `${effect.kind}: no answer within ${timeoutMs} ms (injected hang)`;
+    return {
+      id: effect.id,
+      ok: false,
+      error: { code: "timeout", message, elapsedMs: timeoutMs },
+      elapsedMs: timeoutMs,
+    };
+  }
+  if (rule.delayMs > 0) await sleep(rule.delayMs);
   if (rule.when === "trap") throw new InjectedTrap(String(effect.kind));
   if (rule.when === "after") await perform(effect, env);
   const family = String(effect.kind).split(".")[0];

@@ -28,12 +28,20 @@ export const secret = () => randomBytes(24).toString("hex");
 /**
  * @param options.bindings extra bindings per worker key, e.g. `{ leads: { TURNSTILE_SECRET_KEY } }`
  * @param options.extraWorkers more Miniflare worker options (e.g. a plain-JS baseline in scripts/bench)
+ * @param options.serviceBindings extra service bindings per worker key, e.g. `{ events: { WORKFLOW_TARGET:
+ *   "workflow-target" } }` (a test's own worker among `extraWorkers`)
  * @param options.tenants manifests to provision (default: the tenants of workers/workers.json)
  * @param options.localSites fill each app manifest's `${SITE_URL}` with the app's own local URL (its
  *   monitors then probe the real page); by default the manifest's production default stays, so a
  *   deployment that refuses local targets (ALLOW_LOCAL_OUTBOUND=0) can still be provisioned
  */
-export async function startMesh({ bindings = {}, tenants, extraWorkers = [], localSites = false } = {}) {
+export async function startMesh({
+  bindings = {},
+  tenants,
+  extraWorkers = [],
+  serviceBindings = {},
+  localSites = false,
+} = {}) {
   // The CRM stub verifies the webhook signatures made with the software agency's secret.
   const crmSecret = secret();
   const stubs = await startStubs({ crmSecret });
@@ -64,6 +72,10 @@ export async function startMesh({ bindings = {}, tenants, extraWorkers = [], loc
     ]),
   );
   const { workers, migrations } = await meshWorkerOptions({ bindings: merged, scratch, extra: outbound });
+  for (const [key, more] of Object.entries(serviceBindings)) {
+    const worker = workers.find((w) => w.name === WORKERS[key].name);
+    worker.serviceBindings = { ...worker.serviceBindings, ...more };
+  }
   workers.push(RPC_PROBE, ...extraWorkers);
   const mf = new Miniflare({ cf: false, workers });
   await mf.ready;

@@ -180,6 +180,43 @@ TEST_CASE("a failed start releases its claim so a retry can start it") {
   CHECK(l.db("SELECT * FROM event_consumer_dedupe WHERE status = 'started'").size() == 1);
 }
 
+// A retry that died after its claim landed (found by tests/integration/faults.test.mjs): a retry
+// meanwhile must not mark the event resolved with nothing started, or the start is lost (the cursor
+// is already past a quarantined event).
+TEST_CASE("a quarantine retry meeting another run's live claim leaves the event quarantined") {
+  Ledger l;
+  l.workflow("notify");
+  l.subscribe("*", "notify");
+  std::string id = l.emit("order.placed");
+  l.failing_events.insert(id);
+  CHECK(l.drain()["quarantined"] == 1);
+  l.failing_events.clear();
+  std::size_t failed_calls = l.calls.size();  // the quarantining attempt (answered 500)
+  // A retry that died after its claim landed, before its start went out.
+  l.mesh.db("EVENTS_DB")
+      .execute(
+          "INSERT INTO event_consumer_dedupe (consumer, seq, dedupe_key, event_id, created_at, "
+          "status, holder, claimed_at_ms) SELECT 'workflow_runner', seq, ?1, ?2, 'x', 'claimed', "
+          "'dead-retry', ?3 FROM events WHERE event_id = ?2",
+          json::array({"workflow_runner:" + id + ":notify", id, l.mesh.now_ms}));
+  std::string retry = "/admin/quarantine/workflow_runner/" + id + "/retry";
+  json met = l.admin("POST", retry).body_json();
+  CHECK(met["resolved"] == false);
+  CHECK(met["started"] == 0);
+  CHECK(met["reason"].get<std::string>().find("claimed by another run") != std::string::npos);
+  json open = l.db("SELECT attempts FROM events_quarantine WHERE resolved_at IS NULL");
+  REQUIRE(open.size() == 1);
+  CHECK(open[0]["attempts"] == 1);  // left as it was: not an attempt, another run holds it
+  CHECK(l.calls.size() == failed_calls);
+  // Once that claim is older than the lock TTL, the retry takes it over and starts it once.
+  l.mesh.now_ms += ss::events::kLockTtlMs + 1;
+  json retried = l.admin("POST", retry).body_json();
+  CHECK(retried["resolved"] == true);
+  CHECK(retried["started"] == 1);
+  CHECK(l.calls.size() == failed_calls + 1);
+  CHECK(l.db("SELECT * FROM events_quarantine WHERE resolved_at IS NULL").empty());
+}
+
 // Issue 14 item 2: the target is judged again right before each start, so a definition saved
 // under other rules (or with ALLOW_LOCAL_OUTBOUND on) never reaches a refused address.
 TEST_CASE("a workflow start re-checks the webhook: a refused target is never called") {

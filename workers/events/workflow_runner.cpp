@@ -718,11 +718,20 @@ Task<Result<json>> retry_quarantined(Context& ctx, const std::string& consumer,
       w.failure = "the claims expired before every start was sent";
     }
   }
+  // Another run (a retry or drain, or one that died) still holds a claim on one of its starts: that
+  // start may never have gone out, and the cursor is past the event, so it must not be called
+  // resolved. Its row is left as it is (that run may be resolving it right now); a retry after that
+  // run, or once its claim is older than the lock TTL (then taken over), settles it.
+  bool contended = w.progress == Progress::contended && w.failure.empty();
+  if (contended) {
+    w.failure = "a start is still claimed by another run; retry after it finishes or in " +
+                std::to_string(kLockTtlMs / 60'000) + " minutes";
+  }
   std::string now = format_rfc3339(ctx.now_ms());
   bool resolved = w.failure.empty() && w.held == 0;
   if (resolved) {
     statements.push_back(Quarantine::resolve_statement(consumer, row->seq, now));
-  } else {
+  } else if (!contended) {
     std::string reason = w.failure.empty() ? kHeldReason : w.failure;
     statements.push_back(Quarantine::put_statement(consumer, row->seq, event_id, reason, now));
   }
