@@ -10,7 +10,7 @@
 // feeds every settled result back until the core is done. A trap poisons the instance: every run on
 // it answers 500 internal, and the next request builds a fresh one.
 import { perform } from "./effects/index.js";
-import { faultsRoute, InjectedTrap, performWithFaults } from "./faults.js";
+import { faultsRoute, hooksOn, InjectedTrap, performWithFaults } from "./faults.js";
 import { Core, CoreTrap, newProfile } from "./instance.js";
 import { envelope, INTERNAL_ERROR, internalErrorResponse, requestMessage, toResponse } from "./messages.js";
 import { noStream, ResponseStream } from "./stream.js";
@@ -63,8 +63,10 @@ export function addRpcMethods(cls, source, service, methods) {
 function workerHandlers(host, service) {
   return {
     async fetch(request, env, ctx) {
-      const injected = await faultsRoute(request, env); // test hooks only (bindings/faults.js)
-      if (injected) return injected;
+      if (hooksOn(env)) {
+        const injected = await faultsRoute(request, env); // test hooks only (bindings/faults.js)
+        if (injected) return injected;
+      }
       const stream = new ResponseStream();
       const run = host.run(
         env,

@@ -22,6 +22,7 @@ export class CoreTrap extends Error {
 export class Core {
   #exports;
   #poisoned = null;
+  #lastEnv = undefined; // the env object of the last message the core accepted with one
 
   /** @param source a WebAssembly.Module, or a function returning an instance-like `{ exports }`. */
   static create(source) {
@@ -51,7 +52,14 @@ export class Core {
    * newProfile) accumulates where the time goes; null costs nothing.
    */
   start(message, prof = null) {
-    return this.#withMessage(message, (ptr, len) => this.#call("ss_start", [ptr, len]), prof);
+    // An env this instance already holds (the same object as in its last accepted message: the
+    // host hands every run of an isolate the one cached env, bindings/messages.js) is not sent,
+    // parsed and copied again: `"envSame":true` tells the core to reuse it (docs/abi.md).
+    const sameEnv = message.env !== undefined && message.env === this.#lastEnv;
+    const sent = sameEnv ? { ...message, env: undefined, envSame: true } : message;
+    const id = this.#withMessage(sent, (ptr, len) => this.#call("ss_start", [ptr, len]), prof);
+    if (id !== 0 && !sameEnv && message.env !== undefined) this.#lastEnv = message.env;
+    return id;
   }
 
   /** 0 waiting on effects, 1 done, -1 unknown id. */

@@ -67,6 +67,10 @@ App make_test_app() {
                    SS_CO_TRY(int v, co_await middle(1));
                    co_return Response::json_body(200, {{"value", v}});
                  });
+  app.router.add("GET", "/env",
+                 [](Context& ctx, const Request&, const Params&) -> Task<Result<Response>> {
+                   co_return Response::json_body(200, {{"mode", ctx.env("MODE")}});
+                 });
   app.router.add("GET", "/ulids",
                  [](Context& ctx, const Request&, const Params&) -> Task<Result<Response>> {
                    json ids = json::array();
@@ -236,4 +240,28 @@ TEST_CASE("deeply nested JSON is refused before it can exhaust the stack") {
           R"({"a":"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"["})")
           .ok());
 }
+TEST_CASE("a message with envSame runs with the env of the last message that carried one") {
+  App app = make_test_app();
+  Runtime rt(app);
+  auto mode_of = [&](json message) {
+    auto id = rt.start(dump_json(message));
+    REQUIRE(rt.state(id) == Runtime::State::done);
+    json out = json::parse(rt.data(id));
+    rt.drop(id);
+    return json::parse(out["body"].get<std::string>())["mode"].get<std::string>();
+  };
+  json same = fetch_message("/env");
+  same["envSame"] = true;
+  CHECK(mode_of(same) == "");  // nothing carried yet: an empty env
+  json first = fetch_message("/env");
+  first["env"] = {{"MODE", "one"}};
+  CHECK(mode_of(first) == "one");
+  CHECK(mode_of(same) == "one");
+  CHECK(mode_of(fetch_message("/env")) == "");  // neither env nor envSame: an empty env, as before
+  json second = fetch_message("/env");
+  second["env"] = {{"MODE", "two"}};
+  CHECK(mode_of(second) == "two");
+  CHECK(mode_of(same) == "two");
+}
+
 }  // namespace ss

@@ -9,8 +9,8 @@
 namespace ss {
 
 struct Runtime::Run {
-  Run(Runtime& rt, std::uint32_t run_id, const App& app, json env, std::int64_t now,
-      std::string entropy)
+  Run(Runtime& rt, std::uint32_t run_id, const App& app, std::shared_ptr<const json> env,
+      std::int64_t now, std::string entropy)
       : id(run_id), ctx(rt, app, std::move(env), now, std::move(entropy)) {}
 
   std::uint32_t id;
@@ -64,14 +64,14 @@ void Effect::await_suspend(co::coroutine_handle<> h) {
   run->outstanding.emplace(id, Runtime::Run::Pending{{&result_, h}, std::move(kind)});
 }
 
-Context::Context(Runtime& runtime, const App& app, json env, std::int64_t now_ms,
-                 std::string entropy_hex)
+Context::Context(Runtime& runtime, const App& app, std::shared_ptr<const json> env,
+                 std::int64_t now_ms, std::string entropy_hex)
     : runtime_(runtime), app_(app), env_(std::move(env)), now_ms_(now_ms) {
   allow_local_outbound_ = this->env("ALLOW_LOCAL_OUTBOUND") == "1";
   if (auto bytes = hex_decode(entropy_hex)) entropy_ = std::move(*bytes);
 }
 
-std::string Context::env(std::string_view name) const { return string_or(env_, name, ""); }
+std::string Context::env(std::string_view name) const { return string_or(*env_, name, ""); }
 
 std::int64_t Context::env_int(std::string_view name, std::int64_t fallback, std::int64_t min,
                               std::int64_t max) const {
@@ -144,7 +144,15 @@ std::uint32_t Runtime::start(std::string_view message) {
   if (msg.is_discarded() || !msg.is_object()) return 0;
   std::uint32_t id = next_id_++;
   if (next_id_ == 0) next_id_ = 1;
-  json env = msg.contains("env") && msg["env"].is_object() ? msg["env"] : json::object();
+  std::shared_ptr<const json> env;
+  if (auto it = msg.find("env"); it != msg.end() && it->is_object()) {
+    env = std::make_shared<const json>(std::move(*it));
+    last_env_ = env;
+  } else if (get_bool(msg, "envSame").value_or(false) && last_env_) {
+    env = last_env_;
+  } else {
+    env = std::make_shared<const json>(json::object());
+  }
   auto run = std::make_unique<Run>(*this, id, app_, std::move(env), int_or(msg, "now", 0),
                                    string_or(msg, "entropy", ""));
   Run& r = *run;

@@ -50,7 +50,8 @@ class [[nodiscard]] Effect {
 // Per-run state visible to handlers: time, configuration, ids, logs.
 class Context {
  public:
-  Context(Runtime& runtime, const App& app, json env, std::int64_t now_ms, std::string entropy_hex);
+  Context(Runtime& runtime, const App& app, std::shared_ptr<const json> env, std::int64_t now_ms,
+          std::string entropy_hex);
 
   const App& app() const { return app_; }
   // Wall-clock time as given by the host (updated every time effects complete).
@@ -98,7 +99,7 @@ class Context {
  private:
   Runtime& runtime_;
   const App& app_;
-  json env_;
+  std::shared_ptr<const json> env_;  // shared with the runtime while the host's env is unchanged
   bool allow_local_outbound_ = false;
   std::int64_t now_ms_;
   std::string entropy_;  // raw bytes not yet used
@@ -140,6 +141,9 @@ class Runtime {
 
   const App& app_;
   std::map<std::uint32_t, std::unique_ptr<Run>> runs_;
+  // The env of the last message that carried one: a message with "envSame":true runs with it
+  // (docs/abi.md), so an unchanged env is neither sent, parsed nor copied again per run.
+  std::shared_ptr<const json> last_env_;
   std::uint32_t next_id_ = 1;
   struct UlidState;
   std::unique_ptr<UlidState> ulid_;
