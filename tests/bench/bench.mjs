@@ -11,7 +11,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 import { wasmImports } from "../../bindings/instance.js";
-import { MODULE_RULES } from "../../scripts/lib/local-mesh.mjs";
+import { applyMigrations, MODULE_RULES } from "../../scripts/lib/local-mesh.mjs";
 import { PLATFORM_WORKERS } from "../../scripts/lib/workers.mjs";
 import { option, round, startFigures } from "./json-out.mjs";
 
@@ -73,12 +73,18 @@ async function load(url) {
   return { rps: REQUESTS / seconds, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), failures };
 }
 
-// One Miniflare per worker, alone (no service bindings: /health needs none), reached over HTTP.
-async function workerdFigures(name, options) {
+// One Miniflare per worker, alone (no service bindings: /health needs none), reached over HTTP. Its D1
+// databases get their migrations (migrations/<key>/) first, as deployed: the ledger's /health reads its
+// drain state, and on an empty database it would measure an error path.
+async function workerdFigures(name, options, key = name) {
   const { Miniflare } = await import("miniflare");
   const mf = new Miniflare({ cf: false, host: "127.0.0.1", port: 0, workers: [{ name, ...options }] });
   const base = await mf.ready;
   try {
+    const migrations = path.join(ROOT, "migrations", key);
+    for (const binding of Object.keys(options.d1Databases ?? {})) {
+      if (existsSync(migrations)) await applyMigrations(await mf.getD1Database(binding, name), migrations);
+    }
     const t = performance.now();
     const first = await fetch(new URL("/health", base));
     await first.arrayBuffer();
@@ -175,8 +181,14 @@ console.log(
 );
 const gzipKib = Object.fromEntries(Object.entries(figures.wasm).map(([k, w]) => [k, round(w.gzip / 1024, 1)]));
 
-// null until measured: the ledger below, the intake by the leads part (no plain-JS intake peer yet).
-Object.assign(ratios, { ledger_read: null, ledger_drain: null, ledger_emit_p50: null, leads_intake: null });
+// null until measured: the ledger below; the intake and beacon ratios by the leads and analytics parts.
+Object.assign(ratios, {
+  ledger_read: null,
+  ledger_drain: null,
+  ledger_emit_p50: null,
+  leads_intake: null,
+  analytics_beacon: null,
+});
 
 // The ledger: emit latency, a batch read and drain throughput, beside the same SQL in plain JS.
 let ledger = null;

@@ -227,11 +227,28 @@ describe("scripts/dev --wrangler", { skip: wranglerSkip }, () => {
     expectAppFormsDelivered,
   );
 
-  it("fires a ledger cron over wrangler's scheduled-handler route", async () => {
+  it("fires a ledger cron over wrangler's scheduled-handler route: workflow_runner reads what was emitted", async () => {
+    const operator = { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" };
+    const emitted = await fetch(`${HOST}:${PORTS.events}/api/events`, {
+      method: "POST",
+      headers: operator,
+      body: JSON.stringify({ event_type: "dev.cron_check", entity_ref: "dev:1", payload: {} }),
+    });
+    assert.equal(emitted.status, 201, await emitted.clone().text());
+    const { event_id: eventId } = await emitted.json();
     const res = await fetch(
       `${HOST}:${PORTS.events}/cdn-cgi/handler/scheduled?cron=${encodeURIComponent("*/2 * * * *")}`,
     );
     assert.equal(res.status, 200, await res.text());
+    // The */2 cron is workflow_runner's: its cursor reaches the event (read through the operator's /health).
+    await poll(
+      async () => {
+        const health = await (await fetch(`${HOST}:${PORTS.events}/health`, { headers: operator })).json();
+        return health.consumers?.workflow_runner?.cursor === eventId;
+      },
+      30_000,
+      "workflow_runner's cursor to reach the emitted event",
+    );
   });
 
   it("Ctrl-C stops every process it started", () => expectCtrlCStopsAll(dev));

@@ -492,9 +492,10 @@ describe("the ledger's workflow_runner killed mid-batch, in workerd", () => {
     const ids = await emitEvents("fault.kill_start", 6);
     // The 7th start (one of the 4th event's) hangs, then the instance dies, as when Workers end an
     // invocation past its limits; its sibling start may or may not have gone out meanwhile. The hang
-    // is long enough for the drain sent meanwhile to answer before the trap ends every run.
+    // is long enough for the drain sent meanwhile to answer before the trap ends every run (15 s: a
+    // lock check is one D1 query, even on a loaded 2-core box).
     await faults("events", [
-      { kind: "service", match: "WORKFLOW_TARGET", rate: 1, when: "trap", skip: 6, times: 1, delayMs: 8000 },
+      { kind: "service", match: "WORKFLOW_TARGET", rate: 1, when: "trap", skip: 6, times: 1, delayMs: 15_000 },
     ]);
     const dying = drain();
     await waitFor("the hung start", async () => (await fired("events"))[0] === 1);

@@ -28,8 +28,10 @@ namespace ss::events {
 // A batch of 500 ordinary events (1 KB payloads, 8 starts each) spends about 10 M.
 inline constexpr std::int64_t kDefaultDrainWorkBudget = 100'000'000;
 // DRAIN_WORK_BUDGET's range (a value outside it is ignored: the default applies). The minimum is
-// above what an event at the 64 KiB payload cap costs when it starts 8 workflows without mappers
-// (~1.1 M), so no budget an operator can set quarantines events that carry no costly mapper.
+// above what an event at the 64 KiB payload cap costs when it starts 8 workflows with no mapper and
+// no filter that scans the payload (~1.1 M). Filters count too and the number of subscriptions is not
+// capped: about 15 subscriptions each running contains() over a 64 KiB payload reach ~1 M more, so a
+// low budget can quarantine such an event (the reason names the budget; raise it or narrow them).
 inline constexpr std::int64_t kMinDrainWorkBudget = 2'000'000;
 inline constexpr std::int64_t kMaxDrainWorkBudget = 2'000'000'000;
 // The event fields besides the payload that a start carries (ids, type, entity, times): a bound.
