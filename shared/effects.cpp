@@ -316,7 +316,8 @@ EffectOf<FetchReply> fetch(const HttpCall& call) {
 EffectOf<FetchReply> service_call(std::string binding, const HttpCall& call) {
   return {json{{"kind", "service"},
                {"binding", std::move(binding)},
-               {"request", http_request_json(call)}},
+               {"request", http_request_json(call)},
+               {"timeoutMs", call.timeout_ms}},
           decode_reply};
 }
 

@@ -160,6 +160,8 @@ struct HttpCall {
   std::string url;
   std::map<std::string, std::string> headers;
   std::string body;
+  // Both fetch() and service_call() give up after this long (a `timeout` error): a hung peer never
+  // holds a run, and its drain lock, until the platform kills the invocation.
   int timeout_ms = 10000;
 };
 

@@ -521,6 +521,31 @@ describe("the ledger's workflow_runner killed mid-batch, in workerd", () => {
 });
 
 describe("service-binding faults", () => {
+  it("a workflow start whose target never answers times out after 10 s: quarantined, the drain's lock freed; the retry starts it once in effect", async () => {
+    const types = ["svc_hang"];
+    await subscribeWorkflows("fault.svc_hang", types);
+    const [id] = await emitEvents("fault.svc_hang", 1);
+    // The start reaches the target, whose answer never comes back in time (the HttpCall's 10 s).
+    await faults("events", [
+      { kind: "service", match: "WORKFLOW_TARGET", rate: 1, when: "after", delayMs: 12_000, times: 1 },
+    ]);
+    const report = await drainReport();
+    assert.equal(report.started, 0);
+    assert.ok(report.quarantined >= 1);
+    const [row] = await openQuarantine([id]);
+    assert.match(row.reason, /timeout|no answer within 10000 ms/);
+    // The run ended: its lock is free, so the next drain runs (and does not send it again).
+    const next = await drainReport();
+    assert.notEqual(next.locked, true);
+    await faults("events", null);
+    const retried = await ledgerAdmin("POST", `/admin/quarantine/workflow_runner/${id}/retry`);
+    const body = await retried.json();
+    assert.equal(retried.status, 200, JSON.stringify(body));
+    assert.equal(body.resolved, true);
+    await drainAll();
+    await assertEachStartOnce([id], types);
+  });
+
   it("a workflow start failing before it is sent: the event is quarantined at once (no blind re-send), the target got nothing; the operator's retry starts it once", async () => {
     const types = ["svc_before"];
     await subscribeWorkflows("fault.svc_before", types);
