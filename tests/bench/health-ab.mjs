@@ -11,34 +11,17 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { MODULE_RULES } from "../../scripts/lib/local-mesh.mjs";
 import { PLATFORM_WORKERS } from "../../scripts/lib/workers.mjs";
+import { arg, benchWorkers, median, variantsFromArgs } from "./variants.mjs";
 import { workerdCpuMs } from "./workerd-cpu.mjs";
 
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 process.env.WRANGLER_SEND_METRICS = "false";
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const arg = (name, fallback) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : fallback;
-};
-const WORKERS = arg("workers", Object.keys(PLATFORM_WORKERS).join(",")).split(",");
+const WORKERS = benchWorkers();
 const ROUNDS = Number(arg("rounds", 5));
 const REQUESTS = Number(arg("requests", 1000));
 const CONCURRENCY = Number(arg("concurrency", 16));
-const variants = [];
-process.argv.forEach((a, i) => {
-  if (a !== "--variant") return;
-  const [name, dirs] = process.argv[i + 1].split("=");
-  const [dir, wasmDir] = dirs.split(":");
-  variants.push({
-    name,
-    bindings: path.resolve(dir, "bindings"),
-    wasm: path.resolve(wasmDir ?? path.join(dir, "dist/wasm")),
-  });
-});
-if (variants.length === 0)
-  variants.push({ name: "current", bindings: path.join(ROOT, "bindings"), wasm: path.join(ROOT, "dist/wasm") });
-
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const variants = variantsFromArgs();
 
 async function load(url) {
   let next = 0;

@@ -11,30 +11,13 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { PLATFORM_WORKERS } from "../../scripts/lib/workers.mjs";
+import { arg, benchWorkers, median, variantsFromArgs } from "./variants.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const arg = (name, fallback) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : fallback;
-};
-const WORKERS = arg("workers", Object.keys(PLATFORM_WORKERS).join(",")).split(",");
+const WORKERS = benchWorkers();
 const REQUESTS = Number(arg("requests", 2000));
 const ROUNDS = Number(arg("rounds", 7));
-const variants = [];
-process.argv.forEach((a, i) => {
-  if (a !== "--variant") return;
-  const [name, dirs] = process.argv[i + 1].split("=");
-  const [dir, wasmDir] = dirs.split(":");
-  variants.push({
-    name,
-    bindings: path.resolve(dir, "bindings"),
-    wasm: path.resolve(wasmDir ?? path.join(dir, "dist/wasm")),
-  });
-});
-if (variants.length === 0)
-  variants.push({ name: "current", bindings: path.join(ROOT, "bindings"), wasm: path.join(ROOT, "dist/wasm") });
-
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const variants = variantsFromArgs();
 const hello = { fetch: () => Response.json({ ok: true, service: "hello", version: "0.1.0" }) };
 const newRequest = () => new Request("http://127.0.0.1/health", { headers: { "user-agent": "bench", accept: "*/*" } });
 const ctx = { waitUntil() {} };
