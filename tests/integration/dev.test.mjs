@@ -122,13 +122,24 @@ function startDev(args, { cwd = ROOT, env = {}, timeoutMs = 180_000 } = {}) {
   ).catch((e) => {
     throw new Error(`${e.message}:\n${run.output}`);
   });
-  /** What a test left running dies with the suite. */
-  run.kill = () => {
-    if (run.proc.exitCode !== null) return;
+  /**
+   * What a test left running dies with the suite: Ctrl-C first (scripts/dev stops what it started,
+   * some of it in other process groups), SIGKILL to the group if it is still there after 30 s.
+   */
+  run.kill = async () => {
+    if (run.proc.exitCode !== null || run.proc.signalCode !== null) return;
+    const signal = (name) => {
+      try {
+        process.kill(-run.proc.pid, name);
+      } catch {
+        // already gone
+      }
+    };
+    signal("SIGINT");
     try {
-      process.kill(-run.proc.pid, "SIGKILL");
+      await poll(() => run.proc.exitCode !== null || run.proc.signalCode !== null, 30_000, "scripts/dev to exit");
     } catch {
-      // already gone
+      signal("SIGKILL");
     }
   };
   return run;
@@ -148,7 +159,7 @@ describe("scripts/dev", { skip }, () => {
     await dev.started;
     assert.equal(dev.proc.exitCode, null, `scripts/dev exited:\n${dev.output}`);
   });
-  after(() => dev?.kill());
+  after(async () => await dev?.kill());
 
   it("serves /health of every platform worker on its contract port", expectPlatformHealthy);
 
@@ -211,7 +222,7 @@ describe("scripts/dev --wrangler", { skip: wranglerSkip }, () => {
     await dev.started;
     assert.equal(dev.proc.exitCode, null, `scripts/dev --wrangler exited:\n${dev.output}`);
   });
-  after(() => dev?.kill());
+  after(async () => await dev?.kill());
 
   it("serves /health of every platform worker on its contract port", expectPlatformHealthy);
   it("the bakery crosses a Service Binding to every platform worker and back", async () => {
@@ -268,7 +279,7 @@ describe("scripts/dev on a fresh clone", { skip }, () => {
     await dev.started;
   });
   after(async () => {
-    dev?.kill();
+    await dev?.kill();
     if (clone) await rm(clone, { recursive: true, force: true });
   });
 
