@@ -13,6 +13,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { loadPhase, ms, peerCli, printPeerTable } from "./peer-run.mjs";
+import { platformWorkerOptions } from "./worker-options.mjs";
 import { option, round, roundedFigures } from "./json-out.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -26,22 +27,15 @@ const CRAWLER = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/
 
 async function workerOptions(adminToken) {
   const { MODULE_RULES } = await import("../../scripts/lib/local-mesh.mjs");
-  const { unstable_getMiniflareWorkerOptions } = await import("wrangler");
-  const { workerOptions, main } = unstable_getMiniflareWorkerOptions(path.join(ROOT, "wrangler", "analytics.jsonc"));
-  const { queueConsumers: _consumers, serviceBindings: _services, ...cpp } = workerOptions;
   const crawlers = JSON.parse(
     readFileSync(path.join(ROOT, "node_modules/crawler-user-agents/crawler-user-agents.json")),
   );
   return [
-    {
-      ...cpp,
+    await platformWorkerOptions("analytics", {
       name: CPP,
-      modules: true,
-      scriptPath: main,
-      modulesRoot: ROOT,
-      modulesRules: MODULE_RULES,
-      bindings: { ...workerOptions.bindings, PLATFORM_ADMIN_TOKEN: adminToken },
-    },
+      bindings: { PLATFORM_ADMIN_TOKEN: adminToken },
+      queueConsumers: {},
+    }),
     {
       name: JS,
       modules: true,

@@ -11,9 +11,10 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 import { wasmImports } from "../../bindings/instance.js";
-import { applyMigrations, MODULE_RULES } from "../../scripts/lib/local-mesh.mjs";
+import { applyMigrations } from "../../scripts/lib/local-mesh.mjs";
 import { PLATFORM_WORKERS } from "../../scripts/lib/workers.mjs";
 import { option, round, startFigures } from "./json-out.mjs";
+import { platformWorkerOptions } from "./worker-options.mjs";
 
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 process.env.WRANGLER_SEND_METRICS = "false";
@@ -95,19 +96,6 @@ async function workerdFigures(name, options, key = name) {
   } finally {
     await mf.dispose();
   }
-}
-
-async function platformWorkerOptions(key) {
-  const { unstable_getMiniflareWorkerOptions } = await import("wrangler");
-  const { workerOptions, main } = unstable_getMiniflareWorkerOptions(path.join(ROOT, PLATFORM_WORKERS[key].wrangler));
-  return {
-    ...workerOptions,
-    serviceBindings: {},
-    modules: true,
-    scriptPath: main,
-    modulesRoot: ROOT,
-    modulesRules: MODULE_RULES,
-  };
 }
 
 const kib = (n) => `${(n / 1024).toFixed(1)} KiB`;

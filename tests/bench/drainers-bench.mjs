@@ -17,9 +17,9 @@
 //   node tests/bench/drainers-bench.mjs [--drain-events 10000] [--drain-tenants 10] [--json FILE]
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { MODULE_RULES } from "../../scripts/lib/local-mesh.mjs";
 import { mergeFigures, option, round } from "./json-out.mjs";
 import { workerdCpuMs } from "./workerd-cpu.mjs";
+import { platformWorkerOptions } from "./worker-options.mjs";
 
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 process.env.WRANGLER_SEND_METRICS = "false";
@@ -82,20 +82,12 @@ export default {
   },
 };`;
 
-async function eventsWorkerOptions() {
-  const { unstable_getMiniflareWorkerOptions } = await import("wrangler");
-  const { workerOptions, main } = unstable_getMiniflareWorkerOptions(path.join(ROOT, "wrangler", "events.jsonc"));
-  return {
-    ...workerOptions,
+const eventsWorkerOptions = () =>
+  platformWorkerOptions("events", {
     name: CPP,
-    modules: true,
-    scriptPath: main,
-    modulesRoot: ROOT,
-    modulesRules: MODULE_RULES,
-    bindings: { ...workerOptions.bindings, PLATFORM_ADMIN_TOKEN: ADMIN_TOKEN },
+    bindings: { PLATFORM_ADMIN_TOKEN: ADMIN_TOKEN },
     serviceBindings: { BENCH_TARGET: TARGET }, // the only workflow target of the bench
-  };
-}
+  });
 
 /** Runs the five-drainer bench; returns its figures. */
 export async function runDrainersBench({ events = 10_000, tenants = 10, log = console.log } = {}) {

@@ -14,8 +14,8 @@
 import { createHash } from "node:crypto";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { MODULE_RULES } from "../../scripts/lib/local-mesh.mjs";
 import { option } from "./json-out.mjs";
+import { platformWorkerOptions } from "./worker-options.mjs";
 
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 process.env.WRANGLER_SEND_METRICS = "false";
@@ -45,20 +45,12 @@ export default {
 const percentile = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))];
 const median = (xs) => percentile(xs, 0.5);
 
-async function eventsWorkerOptions() {
-  const { unstable_getMiniflareWorkerOptions } = await import("wrangler");
-  const { workerOptions, main } = unstable_getMiniflareWorkerOptions(path.join(ROOT, "wrangler", "events.jsonc"));
-  return {
-    ...workerOptions,
+const eventsWorkerOptions = () =>
+  platformWorkerOptions("events", {
     name: CPP,
-    modules: true,
-    scriptPath: main,
-    modulesRoot: ROOT,
-    modulesRules: MODULE_RULES,
-    bindings: { ...workerOptions.bindings, PLATFORM_ADMIN_TOKEN: ADMIN_TOKEN },
+    bindings: { PLATFORM_ADMIN_TOKEN: ADMIN_TOKEN },
     serviceBindings: { BENCH_TARGET: TARGET }, // the only workflow target of the bench
-  };
-}
+  });
 
 /**
  * Runs the ledger bench and prints its table.

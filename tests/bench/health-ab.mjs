@@ -9,9 +9,9 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { MODULE_RULES } from "../../scripts/lib/local-mesh.mjs";
 import { PLATFORM_WORKERS } from "../../scripts/lib/workers.mjs";
 import { arg, benchWorkers, median, variantsFromArgs } from "./variants.mjs";
+import { platformWorkerOptions } from "./worker-options.mjs";
 import { workerdCpuMs } from "./workerd-cpu.mjs";
 
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
@@ -54,7 +54,6 @@ function shim(variant, key) {
 }
 
 const { Miniflare } = await import("miniflare");
-const { unstable_getMiniflareWorkerOptions } = await import("wrangler");
 const servers = [];
 async function serve(label, options) {
   const mf = new Miniflare({ cf: false, host: "127.0.0.1", port: 0, workers: [{ name: label, ...options }] });
@@ -64,16 +63,8 @@ async function serve(label, options) {
 }
 await serve("hello", { modules: true, scriptPath: path.join(ROOT, "tests/bench/hello.js") });
 for (const key of WORKERS) {
-  const { workerOptions } = unstable_getMiniflareWorkerOptions(path.join(ROOT, PLATFORM_WORKERS[key].wrangler));
   for (const variant of variants) {
-    await serve(`${key}/${variant.name}`, {
-      ...workerOptions,
-      serviceBindings: {},
-      modules: true,
-      scriptPath: shim(variant, key),
-      modulesRoot: ROOT,
-      modulesRules: MODULE_RULES,
-    });
+    await serve(`${key}/${variant.name}`, await platformWorkerOptions(key, { scriptPath: shim(variant, key) }));
   }
 }
 try {

@@ -12,6 +12,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { loadPhase, ms, peerCli, printPeerTable } from "./peer-run.mjs";
+import { platformWorkerOptions } from "./worker-options.mjs";
 import { option, round, roundedFigures } from "./json-out.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -24,20 +25,13 @@ const WARMUP = 50;
 async function workerOptions(stubsUrl, adminToken) {
   const { MODULE_RULES } = await import("../../scripts/lib/local-mesh.mjs");
   const { localVars } = await import("../../scripts/lib/workers.mjs");
-  const { unstable_getMiniflareWorkerOptions } = await import("wrangler");
-  const { workerOptions, main } = unstable_getMiniflareWorkerOptions(path.join(ROOT, "wrangler", "leads.jsonc"));
   const vars = localVars("leads", { stubsUrl, adminToken });
-  const { queueConsumers: _consumers, serviceBindings: _services, ...cpp } = workerOptions;
   return [
-    {
-      ...cpp,
+    await platformWorkerOptions("leads", {
       name: CPP,
-      modules: true,
-      scriptPath: main,
-      modulesRoot: ROOT,
-      modulesRules: MODULE_RULES,
-      bindings: { ...workerOptions.bindings, ...vars, PLATFORM_ADMIN_TOKEN: adminToken },
-    },
+      bindings: { ...vars, PLATFORM_ADMIN_TOKEN: adminToken },
+      queueConsumers: {},
+    }),
     {
       name: JS,
       modules: true,
