@@ -5,11 +5,14 @@
 #include "shared/app.h"
 #include "shared/json_util.h"
 #include "tests/native/harness.h"
+#include "tests/native/test_support.h"
 
 #include <doctest/doctest.h>
 
 namespace ss {
 namespace {
+
+using test::fetch_message;
 
 struct Item {
   std::string id;
@@ -28,12 +31,6 @@ struct Item {
 
 json ok(const json& effect, json value) {
   return json{{"id", effect["id"]}, {"ok", true}, {"value", std::move(value)}};
-}
-
-json fetch_message(const std::string& path) {
-  return json{{"op", "fetch"},
-              {"entropy", std::string(64, 'a')},
-              {"request", {{"method", "GET"}, {"url", "https://t" + path}}}};
 }
 
 App make_app() {

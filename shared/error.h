@@ -114,4 +114,12 @@ using Status = Result<Unit>;
     if (!ss_check_.ok()) co_return std::move(ss_check_).error(); \
   } while (0)
 
+// `co_return co_await expr;` as g++-12 needs it written: the awaited value in a named local first
+// (g++-12 destroys the temporary of `co_return co_await …` twice; docs/toolchain.md).
+#define SS_CO_RETURN_AWAIT(expr)        \
+  do {                                  \
+    auto ss_awaited_ = co_await (expr); \
+    co_return std::move(ss_awaited_);   \
+  } while (0)
+
 }  // namespace ss

@@ -1,23 +1,17 @@
 #include "shared/form.h"
 
+#include "shared/text.h"
+
 namespace ss {
 
 namespace {
 
 constexpr std::string_view kCrlf = "\r\n";
 
-char to_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = to_lower(c);
-  return out;
-}
-
 bool iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i) {
-    if (to_lower(a[i]) != to_lower(b[i])) return false;
+    if (ascii_lower(a[i]) != ascii_lower(b[i])) return false;
   }
   return true;
 }
@@ -89,15 +83,8 @@ bool parse_params(Cursor& in, std::map<std::string, std::string>& params) {
       if (value.empty()) return false;
     }
     if (++count > kMaxContentTypeParams) return false;
-    params.emplace(lower(name), std::move(value));
+    params.emplace(ascii_lower(name), std::move(value));
   }
-}
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 // Calls visit(name, value) for each non-empty '&'-separated segment, decoded, until it returns
@@ -128,7 +115,7 @@ bool is_valid_boundary(std::string_view b) {
   return true;
 }
 
-std::nullopt_t fail(std::string* why, const char* message) {
+std::nullopt_t refuse_form(std::string* why, const char* message) {
   if (why != nullptr) *why = message;
   return std::nullopt;
 }
@@ -142,10 +129,10 @@ std::optional<std::string> part_field_name(std::string_view headers, std::string
     const std::size_t eol = headers.find(kCrlf);
     const std::string_view line = headers.substr(0, eol);
     headers = eol == std::string_view::npos ? std::string_view() : headers.substr(eol + 2);
-    if (++count > kMaxPartHeaders) return fail(why, "too many part headers");
+    if (++count > kMaxPartHeaders) return refuse_form(why, "too many part headers");
     const std::size_t colon = line.find(':');
     if (colon == std::string_view::npos || colon == 0 || is_ows(line.front())) {
-      return fail(why, "malformed part header");
+      return refuse_form(why, "malformed part header");
     }
     if (!iequals(line.substr(0, colon), "content-disposition")) continue;
     if (name.has_value()) continue;  // first Content-Disposition wins
@@ -154,16 +141,17 @@ std::optional<std::string> part_field_name(std::string_view headers, std::string
     const std::string_view disposition = in.token();
     std::map<std::string, std::string> params;
     if (!iequals(disposition, "form-data") || !parse_params(in, params)) {
-      return fail(why, "malformed Content-Disposition in part");
+      return refuse_form(why, "malformed Content-Disposition in part");
     }
     if (params.count("filename") != 0 || params.count("filename*") != 0) {
-      return fail(why, "file uploads are not accepted");
+      return refuse_form(why, "file uploads are not accepted");
     }
     const auto it = params.find("name");
-    if (it == params.end() || it->second.empty()) return fail(why, "part without a field name");
+    if (it == params.end() || it->second.empty())
+      return refuse_form(why, "part without a field name");
     name = it->second;
   }
-  if (!name.has_value()) return fail(why, "part without Content-Disposition");
+  if (!name.has_value()) return refuse_form(why, "part without Content-Disposition");
   return name;
 }
 
@@ -178,7 +166,7 @@ std::optional<ContentType> parse_content_type(std::string_view header) {
   const std::string_view subtype = in.token();
   if (subtype.empty()) return std::nullopt;
   ContentType out;
-  out.media_type = lower(type) + "/" + lower(subtype);
+  out.media_type = ascii_lower(type) + "/" + ascii_lower(subtype);
   if (!parse_params(in, out.params)) return std::nullopt;
   return out;
 }
@@ -190,9 +178,9 @@ std::string percent_decode_form(std::string_view s) {
     const char c = s[i];
     if (c == '+') {
       out += ' ';
-    } else if (c == '%' && i + 2 < s.size() && hex_value(s[i + 1]) >= 0 &&
-               hex_value(s[i + 2]) >= 0) {
-      out += static_cast<char>(hex_value(s[i + 1]) * 16 + hex_value(s[i + 2]));
+    } else if (c == '%' && i + 2 < s.size() && hex_digit_value(s[i + 1]) >= 0 &&
+               hex_digit_value(s[i + 2]) >= 0) {
+      out += static_cast<char>(hex_digit_value(s[i + 1]) * 16 + hex_digit_value(s[i + 2]));
       i += 2;
     } else {
       out += c;
@@ -218,7 +206,7 @@ std::optional<FormFields> parse_urlencoded(std::string_view body) {
 
 std::optional<FormFields> parse_multipart(std::string_view body, std::string_view boundary,
                                           std::string* why) {
-  if (!is_valid_boundary(boundary)) return fail(why, "invalid multipart boundary");
+  if (!is_valid_boundary(boundary)) return refuse_form(why, "invalid multipart boundary");
   const std::string delimiter = "--" + std::string(boundary);
   const std::string next_delimiter = std::string(kCrlf) + delimiter;
 
@@ -226,7 +214,7 @@ std::optional<FormFields> parse_multipart(std::string_view body, std::string_vie
   std::size_t pos = 0;
   if (body.substr(0, delimiter.size()) != delimiter) {
     const std::size_t found = body.find(next_delimiter);
-    if (found == std::string_view::npos) return fail(why, "missing multipart boundary");
+    if (found == std::string_view::npos) return refuse_form(why, "missing multipart boundary");
     pos = found + kCrlf.size();
   }
   pos += delimiter.size();
@@ -236,7 +224,7 @@ std::optional<FormFields> parse_multipart(std::string_view body, std::string_vie
     // After a delimiter: "--" closes the body, otherwise optional padding then CRLF.
     if (body.substr(pos, 2) == "--") return fields;
     while (pos < body.size() && is_ows(body[pos])) ++pos;
-    if (body.substr(pos, 2) != kCrlf) return fail(why, "malformed multipart boundary line");
+    if (body.substr(pos, 2) != kCrlf) return refuse_form(why, "malformed multipart boundary line");
     pos += 2;
 
     std::string_view headers;
@@ -245,7 +233,7 @@ std::optional<FormFields> parse_multipart(std::string_view body, std::string_vie
       content_start = pos + 2;
     } else {
       const std::size_t end = body.find("\r\n\r\n", pos);
-      if (end == std::string_view::npos) return fail(why, "unterminated part headers");
+      if (end == std::string_view::npos) return refuse_form(why, "unterminated part headers");
       headers = body.substr(pos, end - pos);
       content_start = end + 4;
     }
@@ -253,8 +241,8 @@ std::optional<FormFields> parse_multipart(std::string_view body, std::string_vie
     if (!name) return std::nullopt;
 
     const std::size_t content_end = body.find(next_delimiter, content_start);
-    if (content_end == std::string_view::npos) return fail(why, "missing closing boundary");
-    if (fields.size() >= kMaxFormFields) return fail(why, "too many form fields");
+    if (content_end == std::string_view::npos) return refuse_form(why, "missing closing boundary");
+    if (fields.size() >= kMaxFormFields) return refuse_form(why, "too many form fields");
     fields.emplace_back(std::move(*name),
                         std::string(body.substr(content_start, content_end - content_start)));
     pos = content_end + next_delimiter.size();

@@ -11,12 +11,6 @@
 namespace ss {
 
 namespace {
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 // "https://host:1/a/b?x=1#f" -> path "/a/b", query "x=1". A bare path is accepted too.
 void split_url(std::string_view url, std::string& path, std::string& query) {
@@ -43,7 +37,7 @@ Request Request::from_json(const json& j) {
   r.query = parse_query(r.query_string);
   if (const json* headers = find_field(j, "headers"); headers && headers->is_object()) {
     for (auto it = headers->begin(); it != headers->end(); ++it) {
-      if (it.value().is_string()) r.headers[lower(it.key())] = it.value().get<std::string>();
+      if (it.value().is_string()) r.headers[ascii_lower(it.key())] = it.value().get<std::string>();
     }
   }
   r.body = string_or(j, "body", "");

@@ -6,11 +6,14 @@
 #include "shared/effects.h"
 #include "shared/json_util.h"
 #include "tests/native/harness.h"
+#include "tests/native/test_support.h"
 
 #include <doctest/doctest.h>
 
 namespace ss {
 namespace {
+
+using test::fetch_message;
 
 int g_live_guards = 0;
 struct FrameGuard {
@@ -86,12 +89,6 @@ App make_test_app() {
 json echo_row(const json& effect) {
   json x = effect["params"][0];
   return json{{"id", effect["id"]}, {"ok", true}, {"value", {{"row", {{"x", x}}}}}};
-}
-
-json fetch_message(const std::string& path) {
-  return json{{"op", "fetch"},
-              {"entropy", std::string(64, 'a')},
-              {"request", {{"method", "GET"}, {"url", "https://t" + path}}}};
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace ss {
@@ -38,6 +39,24 @@ class CharClass {
  private:
   std::array<bool, 256> bits_{};
 };
+
+// ASCII only (never the C locale's tolower): header names, schemes, media types, hosts.
+constexpr char ascii_lower(char c) {
+  return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+}
+inline std::string ascii_lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = ascii_lower(c);
+  return out;
+}
+constexpr bool is_ascii_digit(char c) { return c >= '0' && c <= '9'; }
+// The value of one hexadecimal digit (either case), -1 for any other byte.
+constexpr int hex_digit_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
 
 inline constexpr CharClass kDigits = CharClass().range('0', '9');
 inline constexpr CharClass kLowerAlnum = CharClass().range('a', 'z').range('0', '9');

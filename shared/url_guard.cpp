@@ -1,5 +1,7 @@
 #include "shared/url_guard.h"
 
+#include "shared/text.h"
+
 #include <cstddef>
 #include <utility>
 #include <vector>
@@ -19,14 +21,6 @@ Error refuse(UrlRefusal r, std::string message) {
 }
 
 bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
 // WHATWG "forbidden domain code point" (ASCII part; non-ASCII hosts are refused separately).
 bool is_forbidden_domain_char(unsigned char c) {
@@ -81,7 +75,7 @@ std::optional<std::uint64_t> ipv4_number(std::string_view s) {
   }
   std::uint64_t value = 0;
   for (char c : s) {
-    int d = hex_value(c);
+    int d = hex_digit_value(c);
     if (d < 0 || d >= radix) return std::nullopt;
     value = value * static_cast<std::uint64_t>(radix) + static_cast<std::uint64_t>(d);
     if (value > kSaturate) value = kSaturate;
@@ -149,8 +143,8 @@ std::optional<std::array<std::uint16_t, 8>> parse_ipv6(std::string_view in) {
     }
     unsigned value = 0;
     int length = 0;
-    while (length < 4 && at(p) != -1 && hex_value(in[p]) >= 0) {
-      value = value * 16 + static_cast<unsigned>(hex_value(in[p]));
+    while (length < 4 && at(p) != -1 && hex_digit_value(in[p]) >= 0) {
+      value = value * 16 + static_cast<unsigned>(hex_digit_value(in[p]));
       ++p;
       ++length;
     }
@@ -168,8 +162,8 @@ std::optional<std::array<std::uint16_t, 8>> parse_ipv6(std::string_view in) {
             return std::nullopt;
           }
         }
-        if (at(p) == -1 || !is_digit(in[p])) return std::nullopt;
-        while (at(p) != -1 && is_digit(in[p])) {
+        if (at(p) == -1 || !is_ascii_digit(in[p])) return std::nullopt;
+        while (at(p) != -1 && is_ascii_digit(in[p])) {
           int number = in[p] - '0';
           if (ipv4_piece == -1) {
             ipv4_piece = number;
@@ -275,9 +269,10 @@ Status parse_host(std::string_view input, ParsedHttpUrl& out) {
   domain.reserve(input.size());
   for (std::size_t i = 0; i < input.size(); ++i) {
     char c = input[i];
-    if (c == '%' && i + 2 < input.size() && hex_value(input[i + 1]) >= 0 &&
-        hex_value(input[i + 2]) >= 0) {
-      domain.push_back(static_cast<char>(hex_value(input[i + 1]) * 16 + hex_value(input[i + 2])));
+    if (c == '%' && i + 2 < input.size() && hex_digit_value(input[i + 1]) >= 0 &&
+        hex_digit_value(input[i + 2]) >= 0) {
+      domain.push_back(
+          static_cast<char>(hex_digit_value(input[i + 1]) * 16 + hex_digit_value(input[i + 2])));
       i += 2;
     } else {
       domain.push_back(c);
@@ -290,7 +285,7 @@ Status parse_host(std::string_view input, ParsedHttpUrl& out) {
                     "the host is not ASCII (give an internationalised name in its xn-- form)");
     }
     if (is_forbidden_domain_char(u)) return invalid("the host contains a forbidden character");
-    c = lower(c);
+    c = ascii_lower(c);
   }
   if (ends_in_a_number(domain)) {
     auto v4 = parse_ipv4(domain);
@@ -477,10 +472,10 @@ Result<ParsedHttpUrl> parse_http_url(std::string_view url) {
   std::string scheme;
   for (std::size_t i = 0; i < colon; ++i) {
     char c = url[i];
-    if (!is_alpha(c) && !is_digit(c) && c != '+' && c != '-' && c != '.') {
+    if (!is_alpha(c) && !is_ascii_digit(c) && c != '+' && c != '-' && c != '.') {
       return invalid("not an absolute URL");
     }
-    scheme.push_back(lower(c));
+    scheme.push_back(ascii_lower(c));
   }
   if (scheme != "http" && scheme != "https") {
     return refuse(UrlRefusal::scheme, "only http:// and https:// URLs are allowed");
@@ -516,7 +511,7 @@ Result<ParsedHttpUrl> parse_http_url(std::string_view url) {
     static constexpr long kMaxPort = 65535;
     long value = 0;
     for (char c : port) {
-      if (!is_digit(c)) return invalid("the port is not a number");
+      if (!is_ascii_digit(c)) return invalid("the port is not a number");
       value = value * 10 + (c - '0');
       if (value > kMaxPort) return invalid("the port is larger than 65535");
     }

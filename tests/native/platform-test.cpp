@@ -1,6 +1,7 @@
 // Platform routes every worker shares, through the native mesh: health, provisioning, tenant and
 // operator authentication, diagnostics crossing a service binding, and the contract's error shapes.
 #include "tests/native/harness.h"
+#include "tests/native/test_support.h"
 
 #include <doctest/doctest.h>
 
@@ -8,6 +9,7 @@
 
 using ss::json;
 using ss::native::Mesh;
+using ss::test::check_error;
 
 namespace {
 const std::map<std::string, std::string> kOperator = {
@@ -16,14 +18,6 @@ const std::map<std::string, std::string> kOperator = {
 const char* kWorkers[] = {"leads", "cms", "monitoring", "analytics", "events"};
 const char* kDbs[] = {"LEADS_DB", "CMS_DB", "MONITORING_DB", "ANALYTICS_DB", "EVENTS_DB"};
 
-void check_error(const ss::native::HttpReply& r, int status, const std::string& code) {
-  CHECK(r.status == status);
-  CHECK(r.header("content-type").rfind("application/json", 0) == 0);
-  json body = r.body_json();
-  REQUIRE(body.is_object());
-  CHECK(body["error"]["code"] == code);
-  CHECK(body["error"]["message"].is_string());
-}
 }  // namespace
 
 TEST_CASE("every worker answers /health with its wrangler name and version") {

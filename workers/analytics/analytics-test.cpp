@@ -3,6 +3,7 @@
 // stored anywhere, DNT/GPC honoured, tenant only from the tenant context).
 #include "shared/rfc3339.h"
 #include "tests/native/harness.h"
+#include "tests/native/test_support.h"
 #include "workers/analytics/tracker.h"
 
 #include <doctest/doctest.h>
@@ -13,13 +14,13 @@
 using ss::json;
 using ss::native::HttpReply;
 using ss::native::Mesh;
+using ss::test::kAutoAdmin;
+using ss::test::kAutoToken;
+using ss::test::kBakeryAdmin;
+using ss::test::kBakeryToken;
 
 namespace {
 
-const char* kBakeryToken = "bakery-token-0123456789";
-const char* kBakeryAdmin = "bakery-admin-0123456789";
-const char* kAutoToken = "auto-repair-token-012345";
-const char* kAutoAdmin = "auto-repair-admin-012345";
 const char* kChrome =
     "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
     "Chrome/131.0.0.0 Safari/537.36";
@@ -413,7 +414,7 @@ TEST_CASE("analytics: no IP address or user agent is stored anywhere") {
   }
   CHECK(recorded.find("daily_totals") == std::string::npos);  // (rows, not names, were read)
   CHECK(recorded.find("bakery") != std::string::npos);        // the dump did read the tables
-  for (const std::string needle :
+  for (const std::string& needle :
        {std::string(kIp), std::string(kIp2), std::string("203.0.113"), std::string("Mozilla"),
         std::string("AppleWebKit"), std::string("Googlebot")}) {
     INFO(needle);

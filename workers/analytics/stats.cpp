@@ -108,15 +108,9 @@ namespace {
 // so no parameter can name another tenant.
 Task<Result<Tenant>> authenticate_reader(Context& ctx, const Request& req) {
   if (!bearer_token(req).empty() && req.header("x-siteswarm-tenant-token").empty()) {
-    {
-      auto awaited = co_await authenticate_tenant_admin(ctx, req);
-      co_return std::move(awaited);
-    }
+    SS_CO_RETURN_AWAIT(authenticate_tenant_admin(ctx, req));
   }
-  {
-    auto awaited = co_await authenticate_tenant(ctx, req);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(authenticate_tenant(ctx, req));
 }
 
 Task<Result<Response>> get_stats(Context& ctx, const Request& req, const Params&) {

@@ -3,6 +3,7 @@
 // zero-lockout read path under injected D1 / KV faults.
 #include "shared/json_util.h"
 #include "tests/native/harness.h"
+#include "tests/native/test_support.h"
 #include "workers/cms/service.h"
 
 #include <doctest/doctest.h>
@@ -10,15 +11,14 @@
 using ss::json;
 using ss::native::HttpReply;
 using ss::native::Mesh;
+using ss::test::kAutoAdmin;
+using ss::test::kAutoToken;
+using ss::test::kBakeryAdmin;
+using ss::test::kBakeryToken;
 
 namespace {
 
-const char* kBakeryToken = "bakery-token-0123456789";
-const char* kBakeryAdmin = "bakery-admin-0123456789";
-const char* kAutoToken = "auto-repair-token-012345";
-const char* kAutoAdmin = "auto-repair-admin-012345";
-
-json bakery_config() {
+json bakery_cms_config() {
   return json{{"timezone", "America/New_York"},
               {"fallback",
                {{"hours",
@@ -37,7 +37,7 @@ struct Cms {
   Cms() {
     ss::cms::forget_all_remembered();
     mesh.now_ms = 1780315200000;  // 2026-06-01T12:00:00Z, a Monday
-    mesh.provision("bakery", kBakeryToken, kBakeryAdmin, bakery_config(), "cms");
+    mesh.provision("bakery", kBakeryToken, kBakeryAdmin, bakery_cms_config(), "cms");
     mesh.provision("auto-repair", kAutoToken, kAutoAdmin, json{{"timezone", "Europe/London"}},
                    "cms");
   }

@@ -283,12 +283,10 @@ Task<Result<json>> cms_rpc(Context& ctx, const std::string& method, const json& 
   if (args.is_array() && args.size() > 1 && args[1].is_string()) at = args[1].get<std::string>();
   if (at) req.query["at"] = *at;
   if (method == "getContent") {
-    auto awaited = co_await content_answer(ctx, req);
-    co_return std::move(awaited);
+    SS_CO_RETURN_AWAIT(content_answer(ctx, req));
   }
   if (method == "getStatus") {
-    auto awaited = co_await status_answer(ctx, req);
-    co_return std::move(awaited);
+    SS_CO_RETURN_AWAIT(status_answer(ctx, req));
   }
   co_return Error{ErrorCode::not_found, "no RPC method " + method.substr(0, 64)};
 }

@@ -4,19 +4,15 @@
 
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
+#include "tests/native/test_support.h"
 
 #include <doctest/doctest.h>
 
 using namespace ss::cms;
 using ss::json;
+using ss::test::at_seconds;
 
 namespace {
-
-std::int64_t at(const char* rfc3339) {
-  auto ms = ss::parse_rfc3339(rfc3339);
-  REQUIRE(ms.has_value());
-  return *ms / 1000;
-}
 
 Content content_with(const char* zone, json weekly, json overrides = json::array()) {
   json doc{{"tenantId", "t"},
@@ -30,7 +26,7 @@ Content content_with(const char* zone, json weekly, json overrides = json::array
 }
 
 json status(const Content& c, const char* when) {
-  return status_json(compute_status(c, *Zone::find(c.hours.timezone), at(when)));
+  return status_json(compute_status(c, *Zone::find(c.hours.timezone), at_seconds(when)));
 }
 
 }  // namespace

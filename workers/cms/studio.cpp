@@ -168,10 +168,7 @@ Task<Result<Response>> put_hours(Context& ctx, const Request& req, const Params&
     change.answer = json{{"hours", hours_json(hours)}};
     co_return change;
   };
-  {
-    auto awaited = co_await write(ctx, req, input.first, mutate);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(write(ctx, req, input.first, mutate));
 }
 
 Task<Result<Response>> post_override(Context& ctx, const Request& req, const Params&) {
@@ -195,10 +192,7 @@ Task<Result<Response>> post_override(Context& ctx, const Request& req, const Par
     content.overrides.push_back(std::move(o));
     co_return change;
   };
-  {
-    auto awaited = co_await write(ctx, req, input.first, mutate);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(write(ctx, req, input.first, mutate));
 }
 
 Task<Result<Response>> delete_override(Context& ctx, const Request& req, const Params& params) {
@@ -219,10 +213,7 @@ Task<Result<Response>> delete_override(Context& ctx, const Request& req, const P
     change.answer = json{{"deleted", id}};
     co_return change;
   };
-  {
-    auto awaited = co_await write(ctx, req, row, mutate);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(write(ctx, req, row, mutate));
 }
 
 Task<Result<Response>> post_announcement(Context& ctx, const Request& req, const Params&) {
@@ -247,10 +238,7 @@ Task<Result<Response>> post_announcement(Context& ctx, const Request& req, const
     content.announcements.push_back(std::move(a));
     co_return change;
   };
-  {
-    auto awaited = co_await write(ctx, req, input.first, mutate);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(write(ctx, req, input.first, mutate));
 }
 
 Task<Result<Response>> patch_announcement_route(Context& ctx, const Request& req,
@@ -275,10 +263,7 @@ Task<Result<Response>> patch_announcement_route(Context& ctx, const Request& req
     change.answer = json{{"announcement", announcement_json(next)}};
     co_return change;
   };
-  {
-    auto awaited = co_await write(ctx, req, input.first, mutate);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(write(ctx, req, input.first, mutate));
 }
 
 Task<Result<Response>> delete_announcement(Context& ctx, const Request& req, const Params& params) {
@@ -299,10 +284,7 @@ Task<Result<Response>> delete_announcement(Context& ctx, const Request& req, con
     change.answer = json{{"deleted", id}};
     co_return change;
   };
-  {
-    auto awaited = co_await write(ctx, req, row, mutate);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(write(ctx, req, row, mutate));
 }
 
 Task<Result<Response>> get_history(Context& ctx, const Request& req, const Params&) {

@@ -4,6 +4,7 @@
 #include "workers/cms/tz.h"
 
 #include "shared/rfc3339.h"
+#include "tests/native/test_support.h"
 
 #include <doctest/doctest.h>
 
@@ -12,19 +13,14 @@
 
 using ss::cms::PosixRule;
 using ss::cms::Zone;
+using ss::test::at_seconds;
 
 namespace {
-
-std::int64_t at(const char* rfc3339) {
-  auto ms = ss::parse_rfc3339(rfc3339);
-  REQUIRE(ms.has_value());
-  return *ms / 1000;
-}
 
 std::int64_t offset(const char* zone, const char* when) {
   auto z = Zone::find(zone);
   REQUIRE(z.has_value());
-  return z->offset_at(at(when));
+  return z->offset_at(at_seconds(when));
 }
 
 }  // namespace
@@ -73,7 +69,8 @@ TEST_CASE("tz: zones without DST keep one offset") {
     CHECK(offset("Asia/Kathmandu", when) == 5 * 3600 + 2700);
   }
   auto tokyo = Zone::find("Asia/Tokyo");
-  CHECK(tokyo->transitions(at("2020-01-01T00:00:00Z"), at("2037-12-31T00:00:00Z")).empty());
+  CHECK(tokyo->transitions(at_seconds("2020-01-01T00:00:00Z"), at_seconds("2037-12-31T00:00:00Z"))
+            .empty());
 }
 
 TEST_CASE("tz: a skipped wall time has no instant, a repeated one has two") {
@@ -84,8 +81,8 @@ TEST_CASE("tz: a skipped wall time has no instant, a repeated one has two") {
   std::int64_t overlap = ss::days_from_civil(2026, 11, 1) * 86400 + 3600 + 1800;
   auto twice = ny->instants_of_local(overlap);
   REQUIRE(twice.size() == 2);
-  CHECK(twice[0] == at("2026-11-01T05:30:00Z"));
-  CHECK(twice[1] == at("2026-11-01T06:30:00Z"));
+  CHECK(twice[0] == at_seconds("2026-11-01T05:30:00Z"));
+  CHECK(twice[1] == at_seconds("2026-11-01T06:30:00Z"));
 }
 
 TEST_CASE("tz: POSIX TZ rules parse, including angle-bracket names and odd times") {
@@ -98,9 +95,9 @@ TEST_CASE("tz: POSIX TZ rules parse, including angle-bracket names and odd times
   CHECK(godthab->start.time == -3600);
   auto all_year = PosixRule::parse("<-03>3<-02>,0/0,J365/25");
   REQUIRE(all_year.has_value());
-  CHECK(all_year->offset_at(at("2026-06-01T00:00:00Z")) == -2 * 3600);
-  CHECK(all_year->offset_at(at("2026-12-31T12:00:00Z")) == -2 * 3600);
-  CHECK(all_year->offset_at(at("2026-01-01T12:00:00Z")) == -2 * 3600);
+  CHECK(all_year->offset_at(at_seconds("2026-06-01T00:00:00Z")) == -2 * 3600);
+  CHECK(all_year->offset_at(at_seconds("2026-12-31T12:00:00Z")) == -2 * 3600);
+  CHECK(all_year->offset_at(at_seconds("2026-01-01T12:00:00Z")) == -2 * 3600);
   CHECK_FALSE(PosixRule::parse("EST5EDT,M13.2.0,M11.1.0").has_value());
   CHECK_FALSE(PosixRule::parse("<+03").has_value());
 }
@@ -112,15 +109,16 @@ TEST_CASE("tz: POSIX TZ rules parse, including angle-bracket names and odd times
 TEST_CASE("tz: a POSIX rule's offset follows its transitions across a year boundary") {
   auto rule = PosixRule::parse("EST5EDT8,0/0,J365/25");
   REQUIRE(rule.has_value());
-  CHECK(rule->offset_at(at("2020-12-31T23:59:59Z")) == -5 * 3600);
-  CHECK(rule->offset_at(at("2021-01-01T00:00:00Z")) == -5 * 3600);  // was -8 h
-  CHECK(rule->offset_at(at("2021-01-01T05:00:00Z")) == -8 * 3600);  // y+1's start
-  CHECK(rule->offset_at(at("2021-01-01T09:00:00Z")) == -5 * 3600);  // y's end
+  CHECK(rule->offset_at(at_seconds("2020-12-31T23:59:59Z")) == -5 * 3600);
+  CHECK(rule->offset_at(at_seconds("2021-01-01T00:00:00Z")) == -5 * 3600);  // was -8 h
+  CHECK(rule->offset_at(at_seconds("2021-01-01T05:00:00Z")) == -8 * 3600);  // y+1's start
+  CHECK(rule->offset_at(at_seconds("2021-01-01T09:00:00Z")) == -5 * 3600);  // y's end
   std::vector<std::int64_t> changes;
-  rule->transitions(at("2020-12-01T00:00:00Z"), at("2021-02-01T00:00:00Z"), changes);
+  rule->transitions(at_seconds("2020-12-01T00:00:00Z"), at_seconds("2021-02-01T00:00:00Z"),
+                    changes);
   std::sort(changes.begin(), changes.end());  // listed by year, not by instant
-  CHECK(changes ==
-        std::vector<std::int64_t>{at("2021-01-01T05:00:00Z"), at("2021-01-01T09:00:00Z")});
+  CHECK(changes == std::vector<std::int64_t>{at_seconds("2021-01-01T05:00:00Z"),
+                                             at_seconds("2021-01-01T09:00:00Z")});
 }
 
 // Offsets are at most 24 hours (POSIX) and a rule's time at most 167 hours (RFC 8536): beyond that

@@ -3,6 +3,7 @@
 #include "shared/json_util.h"
 #include "shared/ulid.h"
 #include "tests/native/harness.h"
+#include "tests/native/test_support.h"
 #include "workers/events/json_schema.h"
 #include "workers/events/ledger.h"
 
@@ -10,14 +11,14 @@
 
 using ss::json;
 using ss::native::Mesh;
+using ss::test::kAutoToken;
+using ss::test::kBakeryToken;
 
 namespace {
-const char* kBakeryToken = "bakery-token-0123456789";
-const char* kAutoToken = "auto-repair-token-012345";
 
-struct Ledger {
+struct ApiLedger {
   Mesh mesh;
-  Ledger() {
+  ApiLedger() {
     mesh.provision("bakery", kBakeryToken, "bakery-admin-0123456789", {}, "events");
     mesh.provision("auto-repair", kAutoToken, "auto-admin-0123456789", {}, "events");
   }
@@ -42,7 +43,7 @@ json price_event(int amount) {
 }  // namespace
 
 TEST_CASE("the same idempotency key emitted 5 times is one event") {
-  Ledger l;
+  ApiLedger l;
   json body = price_event(1);
   body["idempotency_key"] = "bid-B5875";
   auto first = l.post("bakery", kBakeryToken, body);
@@ -61,7 +62,7 @@ TEST_CASE("the same idempotency key emitted 5 times is one event") {
 }
 
 TEST_CASE("events are stamped with the caller's tenant, and reads see only their own") {
-  Ledger l;
+  ApiLedger l;
   json spoof = price_event(2);
   spoof["tenant_id"] = "auto-repair";
   REQUIRE(l.post("bakery", kBakeryToken, spoof).status == 201);
@@ -81,7 +82,7 @@ TEST_CASE("events are stamped with the caller's tenant, and reads see only their
 }
 
 TEST_CASE("a tenant id without its token writes nothing") {
-  Ledger l;
+  ApiLedger l;
   auto r = l.post("auto-repair", kBakeryToken, price_event(1));
   CHECK(r.status == 401);
   CHECK(r.body_json()["error"]["code"] == "unauthenticated_tenant");
@@ -92,7 +93,7 @@ TEST_CASE("a tenant id without its token writes nothing") {
 }
 
 TEST_CASE("reads filter by glob, entity and cursor") {
-  Ledger l;
+  ApiLedger l;
   const char* types[] = {"price.changed", "price.bid_line_changed", "lead.received", "pricex.y"};
   for (const char* t : types) {
     json b = price_event(1);
@@ -125,7 +126,7 @@ TEST_CASE("reads filter by glob, entity and cursor") {
 }
 
 TEST_CASE("invalid events and queries get the contract's clear errors, nothing written") {
-  Ledger l;
+  ApiLedger l;
   auto expect = [&](const json& body, int status, const std::string& code,
                     const std::string& field) {
     auto r = l.post("bakery", kBakeryToken, body);
@@ -170,7 +171,7 @@ TEST_CASE("invalid events and queries get the contract's clear errors, nothing w
 }
 
 TEST_CASE("producer-supplied ULIDs: kept, deduplicated per tenant") {
-  Ledger l;
+  ApiLedger l;
   json b = price_event(1);
   b["event_id"] = "01JH0000000000000000000000";
   CHECK(l.post("bakery", kBakeryToken, b).status == 201);
@@ -181,7 +182,7 @@ TEST_CASE("producer-supplied ULIDs: kept, deduplicated per tenant") {
 }
 
 TEST_CASE("the operator may post platform-wide or for a tenant, and read across tenants") {
-  Ledger l;
+  ApiLedger l;
   auto op = std::map<std::string, std::string>{
       {"Authorization", std::string("Bearer ") + Mesh::kAdminToken},
       {"Content-Type", "application/json"}};
@@ -198,7 +199,7 @@ TEST_CASE("the operator may post platform-wide or for a tenant, and read across 
 }
 
 TEST_CASE("emit_event goes through the queue; redelivery lands once") {
-  Ledger l;
+  ApiLedger l;
   ss::EventDraft draft;
   draft.event_type = "lead.received";
   draft.entity_ref = "lead:01JH0000000000000000000001";
@@ -223,7 +224,7 @@ TEST_CASE("emit_event goes through the queue; redelivery lands once") {
 
 TEST_CASE("an event_id another tenant already used is a different event: no 409, nothing leaked") {
   // Before: 409 "event_id is already used" told auto-repair that some tenant holds that id.
-  Ledger l;
+  ApiLedger l;
   json b = price_event(1);
   b["event_id"] = "01JH0000000000000000000000";
   REQUIRE(l.post("bakery", kBakeryToken, b).status == 201);
@@ -246,7 +247,7 @@ TEST_CASE("an event_id another tenant already used is a different event: no 409,
 }
 
 TEST_CASE("a 20,001-item payload against an enum schema at the cap is answered 201 or 422") {
-  Ledger l;
+  ApiLedger l;
   json values = json::array();
   for (std::size_t i = 0; i < ss::events::kMaxEnumValues; ++i) values.push_back(i);
   auto op = std::map<std::string, std::string>{
@@ -275,7 +276,7 @@ TEST_CASE("a 20,001-item payload against an enum schema at the cap is answered 2
 }
 
 TEST_CASE("order=desc pages newest first by insertion, cursor-paged, tenant-scoped") {
-  Ledger l;
+  ApiLedger l;
   std::vector<std::string> ids;
   for (int i = 0; i < 5; ++i) {
     auto r = l.post("bakery", kBakeryToken, price_event(i));
@@ -314,7 +315,7 @@ TEST_CASE("order=desc pages newest first by insertion, cursor-paged, tenant-scop
 // GET /api/events writes its page in one pass, splicing each stored payload as it is: the text must
 // be exactly what dumping the events' JSON views gives, escapes and all.
 TEST_CASE("a read is written as the events' JSON views; an unreadable stored payload shows as {}") {
-  Ledger l;
+  ApiLedger l;
   json tricky{{"event_type", "note.added"},
               {"entity_ref", "note:quote\"back\\slash"},
               {"caused_by", "tab\there\x01\x1f"},

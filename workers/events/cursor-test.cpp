@@ -5,6 +5,7 @@
 #include "shared/rfc3339.h"
 #include "shared/ulid.h"
 #include "tests/native/harness.h"
+#include "tests/native/test_support.h"
 #include "workers/events/drain.h"
 #include "workers/events/ledger.h"
 
@@ -12,18 +13,18 @@
 
 using ss::json;
 using ss::native::Mesh;
+using ss::test::kAutoToken;
+using ss::test::kBakeryToken;
 
 namespace {
 
-const char* kBakeryToken = "bakery-token-0123456789";
-const char* kAutoToken = "auto-repair-token-012345";
 const char* kFarFuture = "7ZZZZZZZZZZZZZZZZZZZZZZZZZ";
 
-struct Ledger {
+struct CursorLedger {
   Mesh mesh;
   std::vector<json> calls;  // workflow starts received by the webhook stub
 
-  Ledger() {
+  CursorLedger() {
     mesh.provision("bakery", kBakeryToken, "bakery-admin-0123456789", {}, "events");
     mesh.provision("auto-repair", kAutoToken, "auto-admin-0123456789", {}, "events");
     mesh.set_env("events", "ALLOW_LOCAL_OUTBOUND", "1");
@@ -84,7 +85,7 @@ struct Ledger {
 TEST_CASE("a far-future event_id is refused on POST, accepted from the queue, and hides nothing") {
   // Before the ledger's own sequence, that one id moved every cursor past all later events of
   // every tenant: the auto-repair event below was never drained (read 0, nothing started).
-  Ledger l;
+  CursorLedger l;
   auto refused = l.post("bakery", kBakeryToken, {{"event_id", kFarFuture}});
   CHECK(refused.status == 400);
   CHECK(refused.body_json()["error"]["code"] == "invalid_event");
@@ -122,7 +123,7 @@ TEST_CASE("a far-future event_id is refused on POST, accepted from the queue, an
 TEST_CASE("an event ingested after the cursor passed its timestamp is still drained") {
   // Before: the cursor was the newest event_id drained, so an event minted earlier and delivered
   // late (a queue retry) sorted behind it and was skipped for good (read 0).
-  Ledger l;
+  CursorLedger l;
   std::string minted = ss::encode_ulid(l.mesh.now_ms - 10 * 60 * 1000, ss::UlidRandom{});
   auto fresh = l.post("bakery", kBakeryToken);
   REQUIRE(fresh.status == 201);
@@ -141,13 +142,13 @@ TEST_CASE("an event ingested after the cursor passed its timestamp is still drai
 }
 
 TEST_CASE("replay maps from_event_id to that event's place in insertion order") {
-  Ledger l;
+  CursorLedger l;
   std::string minted = ss::encode_ulid(l.mesh.now_ms - 60 * 60 * 1000, ss::UlidRandom{});
   std::vector<std::string> ids;
   for (int i = 0; i < 2; ++i) ids.push_back(l.post("bakery", kBakeryToken).body_json()["event_id"]);
   CHECK(l.enqueue("bakery", minted));  // inserted third, whatever its id says
   CHECK(l.drain()["read"] == 3);
-  auto op = Ledger::operator_headers();
+  auto op = CursorLedger::operator_headers();
   auto replay = l.mesh.request("events", "POST", "/admin/consumers/workflow_runner/replay", op,
                                json{{"from_event_id", ids[1]}}.dump());
   REQUIRE(replay.status == 200);
@@ -163,7 +164,7 @@ TEST_CASE("replay maps from_event_id to that event's place in insertion order") 
 }
 
 TEST_CASE("two tenants' events under one event_id are each drained and started once") {
-  Ledger l;
+  CursorLedger l;
   const std::string id = "01JH0000000000000000000000";
   REQUIRE(l.post("bakery", kBakeryToken, {{"event_id", id}}).status == 201);
   REQUIRE(l.post("auto-repair", kAutoToken, {{"event_id", id}}).status == 201);
@@ -181,10 +182,10 @@ TEST_CASE("retention ages events by the ledger's clock, not by the producer's ev
   // Before: retention took every event whose event_id sorted below a ULID of "now - 730 days". An
   // event minted two and a half years ago but ingested today lost its payload at once, and one
   // with a far-future id (accepted from the queue) was never redacted at all.
-  Ledger l;
+  CursorLedger l;
   auto retention = [&] {
-    auto r =
-        l.mesh.request("events", "POST", "/admin/events/retention", Ledger::operator_headers());
+    auto r = l.mesh.request("events", "POST", "/admin/events/retention",
+                            CursorLedger::operator_headers());
     REQUIRE(r.status == 200);
     return r.body_json()["redacted"].get<int>();
   };

@@ -212,10 +212,7 @@ Task<Status> run_health_batch(Context& ctx, DrainReport& report,
     h.updated_at = now;
     statements.push_back(HealthStore::upsert_statement(h));
   }
-  {
-    auto awaited = co_await commit_with_cursor(ctx, report, rows, std::move(statements));
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(commit_with_cursor(ctx, report, rows, std::move(statements)));
 }
 
 }  // namespace ss::events

@@ -7,7 +7,7 @@
 namespace ss::events {
 namespace {
 
-json sample_event() {
+json price_event_sample() {
   return json::parse(R"({
     "event_id": "01J0000000000000000000000",
     "event_type": "price.changed",
@@ -22,7 +22,7 @@ json sample_event() {
 }
 
 // Parses (failing the test if it does not) and evaluates against the sample event.
-bool eval(std::string_view text, const json& event = sample_event()) {
+bool eval(std::string_view text, const json& event = price_event_sample()) {
   auto parsed = FilterExpr::parse(text);
   REQUIRE_MESSAGE(parsed.ok(), std::string(text), " -> ",
                   parsed.ok() ? std::string() : parsed.error().message);
@@ -40,7 +40,7 @@ TEST_CASE("filter_expr: the documented example") {
   auto filter = FilterExpr::parse(R"(payload.amount > 100 && entity_type == "item")");
   REQUIRE(filter.ok());
   CHECK(filter->source() == R"(payload.amount > 100 && entity_type == "item")");
-  json event = sample_event();
+  json event = price_event_sample();
   CHECK(filter->matches(event));
   event["payload"]["amount"] = 99;
   CHECK_FALSE(filter->matches(event));
@@ -126,7 +126,7 @@ TEST_CASE("filter_expr: comparison operators") {
   CHECK(eval(R"("abc" >= "abc")"));
   CHECK(eval(R"("ab" < "abc")"));
   // JSON equality of whole structures.
-  json event = sample_event();
+  json event = price_event_sample();
   event["payload"]["copy"] = event["payload"]["tags"];
   CHECK(eval("payload.copy == payload.tags", event));
   CHECK_FALSE(eval("payload.copy == payload.customer", event));
@@ -325,7 +325,7 @@ TEST_CASE("contains() searches strings in linear time and agrees with std::strin
     }
   }
   // The worst case of a naive search: 60 KB of 'a' against "a…ab". Answered, never timed.
-  json event = sample_event();
+  json event = price_event_sample();
   event["payload"]["text"] = std::string(60 * 1024, 'a');
   event["payload"]["needle"] = std::string(30 * 1024, 'a') + "b";
   CHECK_FALSE(eval("contains(payload.text, payload.needle)", event));

@@ -1,6 +1,7 @@
 #include "workers/events/filter_expr.h"
 
 #include "shared/json_util.h"
+#include "shared/text.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -15,8 +16,7 @@ const json kTrueValue = true;
 const json kFalseValue = false;
 
 bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_ident_char(char c) { return is_ident_start(c) || is_digit(c); }
+bool is_ident_char(char c) { return is_ident_start(c) || is_ascii_digit(c); }
 
 // Events are parsed without a depth limit, and nlohmann's operator== recurses, so `payload.a ==
 // payload.b` on two hostile deep trees could exhaust the stack. Values nested deeper than this
@@ -293,7 +293,7 @@ class FilterParser {
   bool parse_literal(json& out) {
     const char c = peek();
     if (c == '"') return parse_string(out);
-    if (c == '-' || is_digit(c)) return parse_number(out);
+    if (c == '-' || is_ascii_digit(c)) return parse_number(out);
     const std::string_view word = peek_ident();
     if (word == "true" || word == "false" || word == "null") {
       out = word == "true" ? json(true) : word == "false" ? json(false) : json(nullptr);
@@ -334,7 +334,7 @@ class FilterParser {
       if (!consume(")")) return failed("expected ')'");
       return true;
     }
-    if (c == '"' || c == '-' || is_digit(c)) {
+    if (c == '"' || c == '-' || is_ascii_digit(c)) {
       Node node;
       node.kind = NodeKind::literal;
       if (!(c == '"' ? parse_string(node.value) : parse_number(node.value))) return false;
@@ -416,7 +416,7 @@ class FilterParser {
       if (is_ident_start(peek())) {
         while (end < text_.size() && is_ident_char(text_[end])) ++end;
       } else {
-        while (end < text_.size() && is_digit(text_[end])) ++end;
+        while (end < text_.size() && is_ascii_digit(text_[end])) ++end;
         if (end < text_.size() && is_ident_char(text_[end])) {
           return failed("expected a name or an array index after '.'");
         }
@@ -464,15 +464,15 @@ class FilterParser {
     const std::size_t start = pos_;
     std::size_t end = pos_;
     if (end < text_.size() && text_[end] == '-') ++end;
-    while (end < text_.size() && is_digit(text_[end])) ++end;
+    while (end < text_.size() && is_ascii_digit(text_[end])) ++end;
     if (end < text_.size() && text_[end] == '.') {
       ++end;
-      while (end < text_.size() && is_digit(text_[end])) ++end;
+      while (end < text_.size() && is_ascii_digit(text_[end])) ++end;
     }
     if (end < text_.size() && (text_[end] == 'e' || text_[end] == 'E')) {
       ++end;
       if (end < text_.size() && (text_[end] == '+' || text_[end] == '-')) ++end;
-      while (end < text_.size() && is_digit(text_[end])) ++end;
+      while (end < text_.size() && is_ascii_digit(text_[end])) ++end;
     }
     if (end < text_.size() && is_ident_char(text_[end])) return failed_at("invalid number", start);
     const std::string_view token = text_.substr(start, end - start);
@@ -516,7 +516,7 @@ const json* FilterExpr::resolve(const Node& node, const json& event, WorkMeter& 
   for (const std::string& segment : node.path) {
     if (current->is_object()) {
       current = find_field(*current, segment);
-    } else if (current->is_array() && !segment.empty() && is_digit(segment[0])) {
+    } else if (current->is_array() && !segment.empty() && is_ascii_digit(segment[0])) {
       if (segment.size() > 9) return nullptr;  // beyond any array we could hold
       std::size_t index = 0;
       for (char c : segment) index = index * 10 + static_cast<std::size_t>(c - '0');

@@ -7,7 +7,7 @@
 namespace ss::events {
 namespace {
 
-json sample_event() {
+json order_event_sample() {
   return json::parse(R"({
     "event_id": "01J0000000000000000000000",
     "event_type": "order.placed",
@@ -26,7 +26,7 @@ std::string parse_error(const json& mapper) {
   return parsed.error().message;
 }
 
-json apply(const json& mapper, const json& event = sample_event()) {
+json apply(const json& mapper, const json& event = order_event_sample()) {
   auto parsed = InputMapper::parse(mapper);
   REQUIRE_MESSAGE(parsed.ok(), mapper.dump(), " -> ", parsed.ok() ? "" : parsed.error().message);
   return parsed->apply(event);
@@ -65,7 +65,7 @@ TEST_CASE("input_mapper: paths, literals and nested objects") {
 }
 
 TEST_CASE("input_mapper: the whole event and whole subtrees") {
-  const json event = sample_event();
+  const json event = order_event_sample();
   const json out = apply({{"event", "$"}, {"payload", "$.payload"}, {"items", "$.payload.items"}});
   CHECK(out["event"] == event);
   CHECK(out["payload"] == event["payload"]);
@@ -148,7 +148,7 @@ TEST_CASE("input_mapper: limits") {
   for (std::size_t i = 0; i < kMaxMapperDepth; ++i) deep = json{{"d", deep}};
   auto ok = InputMapper::parse(deep);
   REQUIRE(ok.ok());
-  json out = ok->apply(sample_event());
+  json out = ok->apply(order_event_sample());
   for (std::size_t i = 0; i + 1 < kMaxMapperDepth; ++i) out = out["d"];
   CHECK(out["d"] == "v-7");
   CHECK(parse_error(json{{"d", deep}}) ==

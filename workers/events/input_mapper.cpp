@@ -1,6 +1,7 @@
 #include "workers/events/input_mapper.h"
 
 #include "shared/json_util.h"
+#include "shared/text.h"
 
 #include <string_view>
 #include <utility>
@@ -13,9 +14,9 @@ namespace {
 // overflow.
 constexpr std::size_t kMaxIndexDigits = 9;
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_name_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) || c == '_' || c == '-';
+bool is_path_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_ascii_digit(c) || c == '_' ||
+         c == '-';
 }
 
 Error mapper_error(const std::string& key, std::string_view what) {
@@ -94,7 +95,7 @@ Status InputMapper::parse_object(const json& mapper, const std::string& prefix, 
         Step step;
         if (path[pos] == '.') {
           std::size_t end = pos + 1;
-          while (end < path.size() && is_name_char(path[end])) ++end;
+          while (end < path.size() && is_path_name_char(path[end])) ++end;
           if (end == pos + 1) {
             return mapper_error(name,
                                 "expected a name after '.' at offset " + std::to_string(pos + 1));
@@ -103,7 +104,7 @@ Status InputMapper::parse_object(const json& mapper, const std::string& prefix, 
           pos = end;
         } else if (path[pos] == '[') {
           std::size_t end = pos + 1;
-          while (end < path.size() && is_digit(path[end])) ++end;
+          while (end < path.size() && is_ascii_digit(path[end])) ++end;
           if (end == pos + 1 || end >= path.size() || path[end] != ']') {
             return mapper_error(
                 name, "expected an array index like [0] at offset " + std::to_string(pos));

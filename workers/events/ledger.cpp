@@ -17,7 +17,9 @@ Error invalid(const std::string& field, const std::string& message) {
   return e;
 }
 
-bool is_name_char(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; }
+bool is_event_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+}
 
 // Optional string field of bounded length; absent or null is "".
 Result<std::string> optional_text(const json& body, const char* field, std::size_t max) {
@@ -49,7 +51,7 @@ bool is_event_type(std::string_view s) {
     } else if (segment_start) {
       if (c < 'a' || c > 'z') return false;
       segment_start = false;
-    } else if (!is_name_char(c)) {
+    } else if (!is_event_name_char(c)) {
       return false;
     }
   }
@@ -75,7 +77,8 @@ Result<NewEvent> parse_new_event(const json& body) {
   e.entity_type = ref->substr(0, colon);
   e.entity_id = ref->substr(colon + 1);
   for (char c : e.entity_type) {
-    if (!is_name_char(c)) return invalid("entity_ref", "the type must be lower case [a-z0-9_]");
+    if (!is_event_name_char(c))
+      return invalid("entity_ref", "the type must be lower case [a-z0-9_]");
   }
   for (char c : e.entity_id) {
     if (static_cast<unsigned char>(c) < 0x20)

@@ -108,10 +108,7 @@ Task<Status> run_reflexion_batch(Context& ctx, DrainReport& report,
         row.tenant_key(), row.recorded_at, row.seq));
     ++report.patterns;
   }
-  {
-    auto awaited = co_await commit_with_cursor(ctx, report, rows, std::move(statements));
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(commit_with_cursor(ctx, report, rows, std::move(statements)));
 }
 
 }  // namespace ss::events

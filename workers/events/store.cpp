@@ -898,10 +898,7 @@ Task<Result<std::optional<std::string>>> EventStore::schema_for(const std::strin
 Task<Result<std::optional<std::string>>> EventStore::find_by_idempotency(
     const std::string& tenant_key, const std::string& key) {
   json params = json::array({tenant_key, key});
-  {
-    auto awaited = co_await first_event_id(kFindByIdempotency, params);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(first_event_id(kFindByIdempotency, params));
 }
 
 namespace {
@@ -930,18 +927,12 @@ Task<Result<std::optional<std::string>>> EventStore::find_existing(
     const std::string& event_id, const std::string& tenant_key,
     const std::optional<std::string>& idempotency_key) {
   json params = json::array({event_id, tenant_key, text_or_null(idempotency_key)});
-  {
-    auto awaited = co_await first_event_id(kFindExisting, params);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(first_event_id(kFindExisting, params));
 }
 
 Task<Result<std::optional<EventRow>>> EventStore::at(std::int64_t seq) {
   json params = json::array({seq});
-  {
-    auto awaited = co_await first_row<EventRow>(kEventAt, params);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(first_row<EventRow>(kEventAt, params));
 }
 
 Task<Result<std::optional<std::int64_t>>> EventStore::first_seq_of(const std::string& event_id) {
@@ -960,28 +951,18 @@ Task<Result<std::string>> EventStore::event_id_before(std::int64_t seq) {
 Task<Result<std::vector<EventRow>>> EventStore::read(const EventFilter& f) {
   json params = json::array(
       {f.after, text_or_null(f.tenant_id), f.type_like, f.entity_type, f.entity_id, f.limit});
-  {
-    auto awaited =
-        co_await all_rows<EventRow>(f.newest_first ? kReadEventsDesc : kReadEvents, params);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(all_rows<EventRow>(f.newest_first ? kReadEventsDesc : kReadEvents, params));
 }
 
 Task<Result<std::vector<EventRow>>> EventStore::after_cursor(std::int64_t cursor_seq, int limit) {
   json params = json::array({cursor_seq, limit});
-  {
-    auto awaited = co_await all_rows<EventRow>(kEventsAfterCursor, params);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(all_rows<EventRow>(kEventsAfterCursor, params));
 }
 
 Task<Result<std::vector<AgedEvent>>> EventStore::aged(const std::string& recorded_before,
                                                       int limit) {
   json params = json::array({recorded_before, limit});
-  {
-    auto awaited = co_await all_rows<AgedEvent>(kAgedEvents, params);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(all_rows<AgedEvent>(kAgedEvents, params));
 }
 
 D1Statement EventStore::redact_statement(const std::vector<std::int64_t>& seqs,
@@ -1000,10 +981,7 @@ Task<Result<bool>> DrainState::claim(const std::string& lock, const std::string&
 
 Task<Status> DrainState::release(const std::string& lock, const std::string& holder) {
   json params = json::array({lock, holder});
-  {
-    auto awaited = co_await execute(kReleaseLock, params);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(execute(kReleaseLock, params));
 }
 
 D1Statement DrainState::renew_statement(const std::string& lock, const std::string& holder,
@@ -1125,18 +1103,12 @@ D1Statement Quarantine::resolve_statement(const std::string& consumer, std::int6
 Task<Result<std::optional<QuarantineRow>>> Quarantine::find(const std::string& consumer,
                                                             const std::string& event_id) {
   json params = json::array({consumer, event_id});
-  {
-    auto awaited = co_await first_row<QuarantineRow>(kFindQuarantine, params);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(first_row<QuarantineRow>(kFindQuarantine, params));
 }
 
 Task<Result<std::vector<QuarantineRow>>> Quarantine::list(const std::string& consumer, bool all) {
   json params = json::array({consumer, all ? 1 : 0});
-  {
-    auto awaited = co_await all_rows<QuarantineRow>(kListQuarantine, params);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(all_rows<QuarantineRow>(kListQuarantine, params));
 }
 
 // ---- ConfigStore
@@ -1145,32 +1117,20 @@ Task<Status> ConfigStore::insert_subscription(const SubscriptionRow& s) {
   json params = json::array({s.subscription_id, s.event_type_glob, s.workflow_type,
                              text_or_null(s.filter_expr), text_or_null(s.input_mapper),
                              s.enabled ? 1 : 0, s.created_at});
-  {
-    auto awaited = co_await execute(kInsertSubscription, params);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(execute(kInsertSubscription, params));
 }
 
 Task<Result<std::vector<SubscriptionRow>>> ConfigStore::subscriptions() {
-  {
-    auto awaited = co_await all_rows<SubscriptionRow>(kSubscriptions);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(all_rows<SubscriptionRow>(kSubscriptions));
 }
 
 Task<Result<std::vector<SubscriptionRow>>> ConfigStore::enabled_subscriptions() {
-  {
-    auto awaited = co_await all_rows<SubscriptionRow>(kEnabledSubscriptions);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(all_rows<SubscriptionRow>(kEnabledSubscriptions));
 }
 
 Task<Result<std::optional<SubscriptionRow>>> ConfigStore::subscription(const std::string& id) {
   json params = json::array({id});
-  {
-    auto awaited = co_await first_row<SubscriptionRow>(kFindSubscription, params);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(first_row<SubscriptionRow>(kFindSubscription, params));
 }
 
 Task<Result<bool>> ConfigStore::update_subscription(const SubscriptionRow& s) {
@@ -1198,18 +1158,12 @@ Task<Result<bool>> ConfigStore::upsert_workflow(const std::string& type,
 }
 
 Task<Result<std::vector<WorkflowRow>>> ConfigStore::workflows() {
-  {
-    auto awaited = co_await all_rows<WorkflowRow>(kWorkflows);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(all_rows<WorkflowRow>(kWorkflows));
 }
 
 Task<Result<std::optional<WorkflowRow>>> ConfigStore::workflow(const std::string& type) {
   json params = json::array({type});
-  {
-    auto awaited = co_await first_row<WorkflowRow>(kFindWorkflow, params);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(first_row<WorkflowRow>(kFindWorkflow, params));
 }
 
 Task<Result<bool>> ConfigStore::delete_workflow(const std::string& type) {
@@ -1221,17 +1175,11 @@ Task<Result<bool>> ConfigStore::delete_workflow(const std::string& type) {
 Task<Status> ConfigStore::upsert_schema(const std::string& type, const std::string& schema_json,
                                         const std::string& now) {
   json params = json::array({type, schema_json, now});
-  {
-    auto awaited = co_await execute(kUpsertSchema, params);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(execute(kUpsertSchema, params));
 }
 
 Task<Result<std::vector<SchemaRow>>> ConfigStore::schemas() {
-  {
-    auto awaited = co_await all_rows<SchemaRow>(kSchemas);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(all_rows<SchemaRow>(kSchemas));
 }
 
 Task<Result<bool>> ConfigStore::delete_schema(const std::string& type) {
@@ -1243,17 +1191,11 @@ Task<Result<bool>> ConfigStore::delete_schema(const std::string& type) {
 Task<Status> ConfigStore::put_kill_switch(const std::string& name, bool enabled,
                                           const std::string& now) {
   json params = json::array({name, enabled ? 1 : 0, now});
-  {
-    auto awaited = co_await execute(kPutKillSwitch, params);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(execute(kPutKillSwitch, params));
 }
 
 Task<Result<std::vector<KillSwitchRow>>> ConfigStore::kill_switches() {
-  {
-    auto awaited = co_await all_rows<KillSwitchRow>(kKillSwitches);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(all_rows<KillSwitchRow>(kKillSwitches));
 }
 
 // ---- AggregateStore
@@ -1272,10 +1214,7 @@ Task<Result<std::optional<TimelineRow>>> AggregateStore::timeline(const std::str
                                                                   const std::string& entity_type,
                                                                   const std::string& entity_id) {
   json params = json::array({tenant_key, entity_type, entity_id});
-  {
-    auto awaited = co_await first_row<TimelineRow>(kFindTimeline, params);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(first_row<TimelineRow>(kFindTimeline, params));
 }
 
 D1Statement AggregateStore::rate_statement(const std::string& event_type,
@@ -1299,10 +1238,7 @@ Task<Result<std::vector<ConsumerHealthRow>>> AggregateStore::health(
   json names = json::array();
   for (const auto& c : consumers) names.push_back(c);
   json params = json::array({dump_json(names)});
-  {
-    auto awaited = co_await all_rows<ConsumerHealthRow>(kHealth, params);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(all_rows<ConsumerHealthRow>(kHealth, params));
 }
 
 // ---- AnomalyStore
@@ -1311,10 +1247,7 @@ Task<Result<std::vector<RateCandidate>>> AnomalyStore::rate_candidates(
     std::int64_t from_ms, std::int64_t until_ms, std::int64_t baseline_span_ms,
     std::int64_t min_count) {
   json params = json::array({from_ms, until_ms, baseline_span_ms, min_count});
-  {
-    auto awaited = co_await all_rows<RateCandidate>(kRateCandidates, params);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(all_rows<RateCandidate>(kRateCandidates, params));
 }
 
 D1Statement AnomalyStore::signal_statement(const std::string& rule, const std::string& tenant_key,
@@ -1329,10 +1262,7 @@ D1Statement AnomalyStore::signal_statement(const std::string& rule, const std::s
 Task<Result<std::vector<SignalRow>>> AnomalyStore::ended_signals(std::int64_t from_end_ms,
                                                                  std::int64_t until_end_ms) {
   json params = json::array({from_end_ms, until_end_ms});
-  {
-    auto awaited = co_await all_rows<SignalRow>(kEndedSignals, params);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(all_rows<SignalRow>(kEndedSignals, params));
 }
 
 Task<Result<std::int64_t>> AnomalyStore::judged_until(const std::string& consumer) {
@@ -1363,10 +1293,7 @@ D1Statement ReflexionStore::record_statement(const std::string& subject_kind,
 Task<Result<std::vector<ReflexionRow>>> ReflexionStore::list(const std::string& subject,
                                                              int limit) {
   json params = json::array({subject, limit});
-  {
-    auto awaited = co_await all_rows<ReflexionRow>(kReflexionList, params);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(all_rows<ReflexionRow>(kReflexionList, params));
 }
 
 // ---- HealthStore
@@ -1376,18 +1303,12 @@ Task<Result<std::vector<TenantHealthRow>>> HealthStore::rows(
   json list = json::array();
   for (const auto& t : tenants) list.push_back(t);
   json params = json::array({dump_json(list)});
-  {
-    auto awaited = co_await all_rows<TenantHealthRow>(kHealthRows, params);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(all_rows<TenantHealthRow>(kHealthRows, params));
 }
 
 Task<Result<std::optional<TenantHealthRow>>> HealthStore::find(const std::string& tenant_id) {
   json params = json::array({tenant_id});
-  {
-    auto awaited = co_await first_row<TenantHealthRow>(kHealthFind, params);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(first_row<TenantHealthRow>(kHealthFind, params));
 }
 
 D1Statement HealthStore::upsert_statement(const TenantHealthRow& h) {
@@ -1409,10 +1330,7 @@ D1Statement AlertStore::enqueue_statement(const std::string& key, const std::str
 Task<Result<std::vector<AlertRow>>> AlertStore::pending(bool pagerduty, bool slack,
                                                         int max_attempts, int limit) {
   json params = json::array({pagerduty ? 1 : 0, slack ? 1 : 0, max_attempts, limit});
-  {
-    auto awaited = co_await all_rows<AlertRow>(kAlertsPending, params);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(all_rows<AlertRow>(kAlertsPending, params));
 }
 
 D1Statement AlertStore::attempt_statement(const std::string& key, bool pagerduty_sent,
@@ -1426,18 +1344,12 @@ D1Statement AlertStore::attempt_statement(const std::string& key, bool pagerduty
 
 Task<Result<std::vector<AlertRow>>> AlertStore::recent(int limit) {
   json params = json::array({limit});
-  {
-    auto awaited = co_await all_rows<AlertRow>(kAlertsRecent, params);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(all_rows<AlertRow>(kAlertsRecent, params));
 }
 
 Task<Result<std::vector<AlertRow>>> AlertStore::open_stalls(int limit) {
   json params = json::array({limit});
-  {
-    auto awaited = co_await all_rows<AlertRow>(kAlertsOpenStalls, params);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(all_rows<AlertRow>(kAlertsOpenStalls, params));
 }
 
 Task<Status> commit(const std::vector<D1Statement>& statements) {

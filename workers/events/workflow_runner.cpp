@@ -3,6 +3,7 @@
 #include "shared/effects.h"
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
+#include "shared/text.h"
 #include "shared/url_guard.h"
 #include "workers/events/alerts.h"
 #include "workers/events/ledger.h"
@@ -102,12 +103,6 @@ Task<Result<std::map<std::string, WorkflowTarget>>> load_workflows() {
   co_return out;
 }
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
 // One POST to the workflow's target; a 2xx answer counts as started.
 Task<StartOutcome> start_workflow(Context& ctx, const std::string& key, const json& event,
                                   json input, const Subscription* sub, const WorkflowTarget* target,
@@ -138,7 +133,7 @@ Task<StartOutcome> start_workflow(Context& ctx, const std::string& key, const js
     if (tenant != nullptr && tenant->is_string()) {
       call.headers["x-siteswarm-tenant-id"] = tenant->get<std::string>();
     }
-    call.url = "https://" + lower(target->service) + ".internal" + target->path;
+    call.url = "https://" + ascii_lower(target->service) + ".internal" + target->path;
     reply = co_await service_call(target->service, call);
   } else {
     // Judged again right before the call: the definition may predate the guard's rules, or have

@@ -10,13 +10,9 @@ namespace ss {
 namespace {
 Task<Status> run_cron(Context& ctx, const std::string& cron) {
   if (cron == "0 3 * * *") {
-    auto awaited = co_await leads::enforce_retention(ctx);
-    co_return std::move(awaited);
+    SS_CO_RETURN_AWAIT(leads::enforce_retention(ctx));
   }
-  {
-    auto awaited = co_await leads::sweep_unsent(ctx);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(leads::sweep_unsent(ctx));
 }
 }  // namespace
 

@@ -3,6 +3,7 @@
 #include "shared/json_util.h"
 #include "shared/ulid.h"
 #include "tests/native/harness.h"
+#include "tests/native/test_support.h"
 #include "workers/leads/lead.h"
 
 #include <doctest/doctest.h>
@@ -13,17 +14,18 @@ using ss::json;
 using ss::native::HttpReply;
 using ss::native::Mesh;
 using ss::native::StubReply;
+using ss::test::check_error;
+using ss::test::kAutoAdmin;
+using ss::test::kAutoToken;
+using ss::test::kBakeryAdmin;
+using ss::test::kBakeryToken;
 
 namespace {
 
-const char* kBakeryToken = "bakery-token-0123456789";
-const char* kBakeryAdmin = "bakery-admin-0123456789";
-const char* kAutoToken = "auto-repair-token-012345";
-const char* kAutoAdmin = "auto-repair-admin-012345";
 const char* kWebhookSecret = "whsec-0123456789abcdef";
 const char* kDummyToken = "XXXX.DUMMY.TOKEN.XXXX";
 
-json bakery_config() {
+json bakery_leads_config() {
   return json{
       {"fields", {"preferred_date"}},
       {"rateLimit", {{"limit", 5}, {"periodSeconds", 60}}},
@@ -43,7 +45,7 @@ struct Leads {
   std::map<std::string, int> fail_next;  // url substring -> failures left (-1: always)
   bool siteverify_down = false;
 
-  Leads(json config = bakery_config()) {
+  Leads(json config = bakery_leads_config()) {
     mesh.set_env("leads", "TURNSTILE_SECRET_KEY", "1x0000000000000000000000000000000AA");
     mesh.set_env("leads", "TURNSTILE_VERIFY_URL", "https://turnstile.test/siteverify");
     mesh.set_env("leads", "RESEND_API_URL", "https://resend.test");
@@ -155,13 +157,6 @@ json lead_body() {
               {"phone", "(555) 010-2000"},
               {"message", "Two dozen croissants for Saturday?"},
               {"preferred_date", "2026-12-05"}};
-}
-
-void check_error(const HttpReply& r, int status, const std::string& code) {
-  CHECK(r.status == status);
-  json b = r.body_json();
-  REQUIRE(b.is_object());
-  CHECK(b["error"]["code"] == code);
 }
 
 }  // namespace
@@ -340,7 +335,7 @@ TEST_CASE("an Idempotency-Key replay returns the first leadId and creates nothin
 }
 
 TEST_CASE("storeSubmissions:false delivers without storing") {
-  json config = bakery_config();
+  json config = bakery_leads_config();
   config["storeSubmissions"] = false;
   Leads l(config);
   auto r = l.submit(lead_body());
@@ -593,7 +588,7 @@ TEST_CASE("tenant config is validated on provisioning and the webhook secret is 
            {{"notify", {{"webhook", {{"url", "http://10.0.0.1/x"}, {"secret", kWebhookSecret}}}}}}}}
           .dump());
   CHECK(bad_hook.status == 400);
-  json site = bakery_config();
+  json site = bakery_leads_config();
   site["redirectUrl"] = "/thanks.html";
   site["notify"]["email"]["from"] = "Crumb & Crust <forms@bakery.example>";
   CHECK(l.mesh.request("leads", "PUT", "/admin/tenants/bakery", op, json{{"config", site}}.dump())
@@ -608,7 +603,7 @@ TEST_CASE("tenant config is validated on provisioning and the webhook secret is 
 }
 
 TEST_CASE("the retention job removes leads older than the tenant's retentionDays") {
-  json config = bakery_config();
+  json config = bakery_leads_config();
   config["retentionDays"] = 30;
   Leads l(config);
   l.submit(json{{"email", "old@example.com"}});
@@ -859,7 +854,7 @@ TEST_CASE(
 }
 
 TEST_CASE("storeSubmissions:false queues before answering: a trap there is a 500, not a 202") {
-  json config = bakery_config();
+  json config = bakery_leads_config();
   config["storeSubmissions"] = false;
   Leads l(config);
   l.mesh.trap_effect = is_notify_send;
@@ -923,7 +918,7 @@ TEST_CASE("kill:notifications holds notifications, loses none, and off releases 
 }
 
 TEST_CASE("kill:notifications: a retry in backoff and a storeSubmissions:false lead are held too") {
-  json config = bakery_config();
+  json config = bakery_leads_config();
   config["storeSubmissions"] = false;
   Leads l(config);
   l.fail_next["hooks.bakery.example"] = 1;  // the webhook fails once, then would succeed

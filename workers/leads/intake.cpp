@@ -140,8 +140,7 @@ Task<Status> announce(Context& ctx, EventDraft draft) {
 // runs after the handler has returned.
 Task<Status> notify_after_commit(Context& ctx, std::vector<Delivery> deliveries, json lead,
                                  std::string submitted_at) {
-  auto awaited = co_await enqueue_deliveries(ctx, deliveries, lead, submitted_at, true);
-  co_return std::move(awaited);
+  SS_CO_RETURN_AWAIT(enqueue_deliveries(ctx, deliveries, lead, submitted_at, true));
 }
 
 Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {

@@ -165,10 +165,7 @@ Task<Result<HttpCall>> provider_request(const Context& ctx, const NotifyMessage&
     if (!config.webhook) {
       co_return Error{ErrorCode::conflict, "the webhook is no longer configured"};
     }
-    {
-      auto awaited = co_await webhook_request(ctx, msg, *config.webhook);
-      co_return std::move(awaited);
-    }
+    SS_CO_RETURN_AWAIT(webhook_request(ctx, msg, *config.webhook));
   }
   co_return Error{ErrorCode::conflict, "unknown provider " + provider};
 }

@@ -257,10 +257,7 @@ Task<Result<bool>> probe_monitor(Context& ctx, const std::string& tenant, const 
 }
 
 Task<Status> run_cron(Context& ctx, const std::string& cron) {
-  {
-    auto awaited = co_await run_tick(ctx, ctx.now_ms() / kTickMs, cron);
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(run_tick(ctx, ctx.now_ms() / kTickMs, cron));
 }
 
 Task<Status> run_tick(Context& ctx, std::int64_t tick, const std::string& cron) {

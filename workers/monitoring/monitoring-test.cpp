@@ -4,6 +4,7 @@
 // sets; the native host does not parse HTML, so the stub declares which selectors matched.
 #include "shared/json_util.h"
 #include "tests/native/harness.h"
+#include "tests/native/test_support.h"
 #include "workers/monitoring/jobs.h"
 #include "workers/monitoring/status_page.h"
 
@@ -15,13 +16,13 @@ using ss::json;
 using ss::native::HttpReply;
 using ss::native::Mesh;
 using ss::native::StubReply;
+using ss::test::kAutoAdmin;
+using ss::test::kAutoToken;
+using ss::test::kBakeryAdmin;
+using ss::test::kBakeryToken;
 
 namespace {
 
-const char* kBakeryToken = "bakery-token-0123456789";
-const char* kBakeryAdmin = "bakery-admin-0123456789";
-const char* kAutoToken = "auto-repair-token-012345";
-const char* kAutoAdmin = "auto-repair-admin-012345";
 const char* kPagerDutyUrl = "https://events.pd.test/v2/enqueue";
 const char* kSlackUrl = "https://hooks.slack.test/services/T000/B000/XXXX";
 

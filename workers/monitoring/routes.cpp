@@ -189,11 +189,8 @@ Status validate_tenant_config(const Context& ctx, const json& config) {
 Task<Status> sync_tenant_monitors(Context& ctx, const std::string& tenant_id, const json& config) {
   SS_CO_TRY(std::vector<DeclaredMonitor> declared,
             parse_declared_monitors(config, ctx.allow_local_outbound()));
-  {
-    auto awaited = co_await MonitorStore().sync_config_monitors(tenant_id, declared,
-                                                                format_rfc3339(ctx.now_ms()));
-    co_return std::move(awaited);
-  }
+  SS_CO_RETURN_AWAIT(
+      MonitorStore().sync_config_monitors(tenant_id, declared, format_rfc3339(ctx.now_ms())));
 }
 
 json redact_tenant_config(json config) {
