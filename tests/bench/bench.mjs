@@ -214,12 +214,14 @@ if (!process.argv.includes("--no-ledger")) {
 }
 
 const roundAll = (o) =>
-  Object.fromEntries(
-    Object.entries(o).map(([k, v]) => [
-      k,
-      typeof v === "number" ? round(v) : v && typeof v === "object" ? roundAll(v) : v,
-    ]),
-  );
+  Array.isArray(o)
+    ? o.map((v) => (typeof v === "number" ? round(v) : v))
+    : Object.fromEntries(
+        Object.entries(o).map(([k, v]) => [
+          k,
+          typeof v === "number" ? round(v) : v && typeof v === "object" ? roundAll(v) : v,
+        ]),
+      );
 startFigures({
   ratios,
   gzip_kib: gzipKib,
