@@ -12,7 +12,14 @@
 import { perform } from "./effects/index.js";
 import { faultsRoute, hooksOn, InjectedTrap, performWithFaults } from "./faults.js";
 import { Core, CoreTrap, newProfile } from "./instance.js";
-import { envelope, INTERNAL_ERROR, internalErrorResponse, requestMessage, toResponse } from "./messages.js";
+import {
+  bodilessRequestMessage,
+  envelope,
+  INTERNAL_ERROR,
+  internalErrorResponse,
+  requestMessage,
+  toResponse,
+} from "./messages.js";
 import { noStream, ResponseStream } from "./stream.js";
 
 // Workers RPC needs a WorkerEntrypoint class from "cloudflare:workers", which exists only in workerd;
@@ -68,9 +75,11 @@ function workerHandlers(host, service) {
         if (injected) return injected;
       }
       const stream = new ResponseStream();
+      // A request without a body to read (a GET) is built at once: no await before the core runs.
+      const bodiless = bodilessRequestMessage(request);
       const run = host.run(
         env,
-        async () => ({ ...envelope("fetch", env), request: await requestMessage(request) }),
+        bodiless ? () => fetchMessage(env, bodiless) : async () => fetchMessage(env, await requestMessage(request)),
         stream,
       );
       // A streamed body (docs/abi.md "Streamed responses") is answered when the core opens it, a
@@ -123,6 +132,12 @@ function workerHandlers(host, service) {
       settleBatch(batch, out, service);
     },
   };
+}
+
+function fetchMessage(env, request) {
+  const message = envelope("fetch", env);
+  message.request = request;
+  return message;
 }
 
 /** Runs `{"op":"rpc"}` on the isolate's instance of `source`; `{ok:false,...}` on any failure. */
@@ -185,7 +200,8 @@ class Host {
    */
   async run(env, buildMessage, stream = null) {
     try {
-      const message = await buildMessage();
+      let message = buildMessage();
+      if (message instanceof Promise) message = await message;
       const prof = env?.SS_PROFILE === "1" ? newProfile() : null;
       const started = prof ? performance.now() : 0;
       const out = await this.#drive(this.#instance(), message, env, stream, prof);

@@ -5,6 +5,9 @@
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
+// Messages up to this many UTF-16 units are encoded into a 3×-sized allocation directly; larger ones
+// (request bodies, D1 rows) are encoded first, so that memory never grows by 3× their size.
+const DIRECT_ENCODE_MAX_CHARS = 16 * 1024;
 
 // WASI errno values we answer with.
 const ERRNO_SUCCESS = 0;
@@ -55,11 +58,23 @@ export class Core {
     // An env this instance already holds (the same object as in its last accepted message: the
     // host hands every run of an isolate the one cached env, bindings/messages.js) is not sent,
     // parsed and copied again: `"envSame":true` tells the core to reuse it (docs/abi.md).
-    const sameEnv = message.env !== undefined && message.env === this.#lastEnv;
-    const sent = sameEnv ? { ...message, env: undefined, envSame: true } : message;
-    const id = this.#withMessage(sent, (ptr, len) => this.#call("ss_start", [ptr, len]), prof);
-    if (id !== 0 && !sameEnv && message.env !== undefined) this.#lastEnv = message.env;
-    return id;
+    const env = message.env;
+    const sameEnv = env !== undefined && env === this.#lastEnv;
+    if (sameEnv) {
+      // The message is the host's own, built for this run: changed in place rather than copied.
+      message.env = undefined;
+      message.envSame = true;
+    }
+    try {
+      const id = this.#withMessage(message, (ptr, len) => this.#call("ss_start", [ptr, len]), prof);
+      if (id !== 0 && !sameEnv && env !== undefined) this.#lastEnv = env;
+      return id;
+    } finally {
+      if (sameEnv) {
+        message.env = env;
+        delete message.envSame;
+      }
+    }
   }
 
   /** 0 waiting on effects, 1 done, -1 unknown id. */
@@ -105,13 +120,23 @@ export class Core {
     const t0 = prof ? performance.now() : 0;
     const text = JSON.stringify(message);
     const t1 = prof ? performance.now() : 0;
-    const bytes = encoder.encode(text);
-    const ptr = this.#call("ss_alloc", [bytes.length]);
-    // Views on memory.buffer are rebuilt after every call: the allocation may have grown memory.
-    new Uint8Array(this.#exports.memory.buffer, ptr, bytes.length).set(bytes);
+    let ptr;
+    let length;
+    if (text.length <= DIRECT_ENCODE_MAX_CHARS) {
+      // Small messages (every /health) are encoded straight into wasm memory: UTF-8 takes at most
+      // 3 bytes per UTF-16 unit, so the allocation always holds it; no intermediate buffer.
+      ptr = this.#call("ss_alloc", [text.length * 3]);
+      // Views on memory.buffer are rebuilt after every call: the allocation may have grown memory.
+      length = encoder.encodeInto(text, new Uint8Array(this.#exports.memory.buffer, ptr, text.length * 3)).written;
+    } else {
+      const bytes = encoder.encode(text);
+      length = bytes.length;
+      ptr = this.#call("ss_alloc", [length]);
+      new Uint8Array(this.#exports.memory.buffer, ptr, length).set(bytes);
+    }
     const t2 = prof ? performance.now() : 0;
     try {
-      return fn(ptr, bytes.length);
+      return fn(ptr, length);
     } finally {
       if (prof) {
         const t3 = performance.now();
@@ -119,7 +144,7 @@ export class Core {
         prof.copy_in_ms += t2 - t1;
         prof.core_ms += t3 - t2;
         prof.core_calls++;
-        prof.bytes_in += bytes.length;
+        prof.bytes_in += length;
       }
       if (!this.poisoned) this.#call("ss_free", [ptr]);
     }

@@ -41,26 +41,48 @@ export function envelope(op, env) {
 }
 
 export async function requestMessage(request) {
+  const message = bodilessRequestMessage(request);
+  if (message) return message;
+  const body = await readText(request.body, MAX_BODY_BYTES); // never buffers more than the limit
+  return requestFields(request, body.text, body.tooLarge);
+}
+
+/**
+ * The request's message at once when no body is read (GET, HEAD, or a declared length over the
+ * limit); null when the body must be read first (requestMessage). A GET costs no await this way.
+ */
+export function bodilessRequestMessage(request) {
   const declared = Number(request.headers.get("content-length"));
-  let body = { text: "", tooLarge: declared > MAX_BODY_BYTES };
-  if (!body.tooLarge && request.method !== "GET" && request.method !== "HEAD") {
-    body = await readText(request.body, MAX_BODY_BYTES); // never buffers more than the limit
-  }
+  const tooLarge = declared > MAX_BODY_BYTES;
+  if (!tooLarge && request.method !== "GET" && request.method !== "HEAD") return null;
+  return requestFields(request, "", tooLarge);
+}
+
+function requestFields(request, text, tooLarge) {
   return {
     method: request.method,
     url: request.url,
     headers: headersObject(request.headers),
-    body: body.text,
-    bodyTooLarge: body.tooLarge,
+    body: text,
+    bodyTooLarge: tooLarge,
     cf: plainCf(request.cf),
   };
 }
 
-// request.cf minus its nested objects (TLS client auth, bot management): country, colo, asn, …
+// The request.cf fields a core reads (docs/abi.md): analytics' country and colo. workerd's cf holds
+// about twenty plain fields and nested objects besides (TLS client auth, bot management); every one
+// sent would be stringified, copied and parsed on every request of every worker, a /health included
+// (docs/performance.md). A core that needs another field adds it here.
+const CF_FIELDS = ["country", "colo"];
 function plainCf(cf) {
-  return Object.fromEntries(
-    Object.entries(cf ?? {}).filter(([, v]) => ["string", "number", "boolean"].includes(typeof v)),
-  );
+  const out = {};
+  if (!cf) return out;
+  for (const key of CF_FIELDS) {
+    const v = cf[key];
+    const type = typeof v;
+    if (type === "string" || type === "number" || type === "boolean") out[key] = v;
+  }
+  return out;
 }
 
 export function toResponse({ status = 500, headers = {}, body = "" }) {

@@ -96,6 +96,13 @@ class Context {
   const Provenance& provenance() const { return provenance_; }
   void set_provenance(Provenance p) { provenance_ = std::move(p); }
 
+  // State a worker keeps across the runs of one instance (one per isolate in workerd, one per
+  // worker in the native mesh), e.g. a short-lived cache: one default-constructed T per instance,
+  // gone with it (a trap drops the instance). Never for anything a run must not miss: another
+  // isolate, or the next instance, starts empty.
+  template <class T>
+  T& instance_local();
+
  private:
   Runtime& runtime_;
   const App& app_;
@@ -132,6 +139,9 @@ class Runtime {
   std::optional<std::string> next_ulid(std::int64_t now_ms,
                                        const std::array<std::uint8_t, 10>& random);
 
+  // The slot of Context::instance_local<T>() (tag: one address per T).
+  std::shared_ptr<void>& instance_slot(const void* tag) { return instance_locals_[tag]; }
+
   struct Run;
 
  private:
@@ -147,7 +157,16 @@ class Runtime {
   std::uint32_t next_id_ = 1;
   struct UlidState;
   std::unique_ptr<UlidState> ulid_;
+  std::map<const void*, std::shared_ptr<void>> instance_locals_;
 };
+
+template <class T>
+T& Context::instance_local() {
+  static const char tag = 0;  // one per T: its address names the slot
+  std::shared_ptr<void>& slot = runtime_.instance_slot(&tag);
+  if (!slot) slot = std::make_shared<T>();
+  return *static_cast<T*>(slot.get());
+}
 
 // The run whose coroutine is executing right now (set around every resume; nests for in-process
 // calls).

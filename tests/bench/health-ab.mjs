@@ -6,9 +6,10 @@
 // the JS host) and the wasm modules, e.g. a copy of main's for a before/after comparison:
 //   node tests/bench/health-ab.mjs [--workers leads,events] [--rounds 5] [--requests 1000]
 //        [--concurrency 16] [--variant name=DIR[:WASMDIR]] …   (default: "current" = this checkout)
-import { mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { applyMigrations } from "../../scripts/lib/local-mesh.mjs";
 import { PLATFORM_WORKERS } from "../../scripts/lib/workers.mjs";
 import { arg, benchWorkers, median, variantsFromArgs } from "./variants.mjs";
 import { platformWorkerOptions } from "./worker-options.mjs";
@@ -55,16 +56,22 @@ function shim(variant, key) {
 
 const { Miniflare } = await import("miniflare");
 const servers = [];
-async function serve(label, options) {
+// Each worker's D1 gets its migrations first, as deployed (and as bench.mjs does): the ledger's /health
+// reads its drain state, and on an empty database it would measure an error path.
+async function serve(label, options, key) {
   const mf = new Miniflare({ cf: false, host: "127.0.0.1", port: 0, workers: [{ name: label, ...options }] });
   const url = new URL("/health", await mf.ready);
+  const migrations = key && path.join(ROOT, "migrations", key);
+  for (const binding of Object.keys(options.d1Databases ?? {})) {
+    if (existsSync(migrations)) await applyMigrations(await mf.getD1Database(binding, label), migrations);
+  }
   await load(url); // warm-up
   servers.push({ label, mf, url, rps: [], cpu: [] });
 }
 await serve("hello", { modules: true, scriptPath: path.join(ROOT, "tests/bench/hello.js") });
 for (const key of WORKERS) {
   for (const variant of variants) {
-    await serve(`${key}/${variant.name}`, await platformWorkerOptions(key, { scriptPath: shim(variant, key) }));
+    await serve(`${key}/${variant.name}`, await platformWorkerOptions(key, { scriptPath: shim(variant, key) }), key);
   }
 }
 try {

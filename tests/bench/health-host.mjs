@@ -19,7 +19,48 @@ const REQUESTS = Number(arg("requests", 2000));
 const ROUNDS = Number(arg("rounds", 7));
 const variants = variantsFromArgs();
 const hello = { fetch: () => Response.json({ ok: true, service: "hello", version: "0.1.0" }) };
-const newRequest = () => new Request("http://127.0.0.1/health", { headers: { "user-agent": "bench", accept: "*/*" } });
+// What a request carries in workerd: its headers and a request.cf (Miniflare's placeholder, the shape of
+// production's; Node's Request has none).
+const CF = {
+  asOrganization: "",
+  asn: 395747,
+  colo: "DFW",
+  city: "Austin",
+  region: "Texas",
+  regionCode: "TX",
+  metroCode: "635",
+  postalCode: "78701",
+  country: "US",
+  continent: "NA",
+  timezone: "America/Chicago",
+  latitude: "30.27130",
+  longitude: "-97.74260",
+  clientTcpRtt: 0,
+  httpProtocol: "HTTP/1.1",
+  requestPriority: "weight=192;exclusive=0",
+  tlsCipher: "AEAD-AES128-GCM-SHA256",
+  tlsVersion: "TLSv1.3",
+  tlsClientAuth: { certPresented: "0", certVerified: "NONE", certRevoked: "0" },
+  edgeRequestKeepAliveStatus: 0,
+  clientTrustScore: 99,
+  botManagement: { corporateProxy: false, verifiedBot: false, staticResource: false, detectionIds: [], score: 99 },
+  clientAcceptEncoding: "gzip, deflate",
+};
+const HEADERS = {
+  accept: "*/*",
+  "accept-encoding": "br, gzip",
+  "accept-language": "*",
+  "cf-connecting-ip": "127.0.0.1",
+  connection: "keep-alive",
+  host: "127.0.0.1:8788",
+  "sec-fetch-mode": "cors",
+  "user-agent": "node",
+};
+const newRequest = () => {
+  const request = new Request("http://127.0.0.1/health", { headers: HEADERS });
+  Object.defineProperty(request, "cf", { value: CF });
+  return request;
+};
 const ctx = { waitUntil() {} };
 
 async function perRequestUs(handler, env, n) {

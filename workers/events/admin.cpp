@@ -21,6 +21,42 @@ namespace ss::events {
 
 namespace {
 
+// The public /health's consumer status, per instance (Context::instance_local), at most
+// kPublicHealthMaxAgeMs old. Dropped whenever this instance writes through an operator route or
+// runs a cron (forget_public_health), so a change made here shows at once; one made elsewhere (another
+// isolate's drain, time passing into a stall, a database edited by hand) shows within the bound.
+struct PublicHealthSnapshot {
+  bool valid = false;
+  std::int64_t taken_at_ms = 0;
+  json status;
+  json reason;  // null unless stalled
+
+  // A clock that went back (another host's now) makes it stale, never older than the bound.
+  bool fresh(std::int64_t now_ms) const {
+    return valid && now_ms >= taken_at_ms && now_ms - taken_at_ms < kPublicHealthMaxAgeMs;
+  }
+};
+
+void forget_public_health(Context& ctx) {
+  ctx.instance_local<PublicHealthSnapshot>().valid = false;
+}
+
+// An operator route that writes (POST, PUT, PATCH, DELETE): the public /health snapshot is dropped
+// when it is done, so the next public hit reads what it changed (drains, replays, kill switches,
+// quarantine retries).
+Task<Result<Response>> write_then_forget_health(const Handler& handler, Context& ctx,
+                                                const Request& req, const Params& params) {
+  Result<Response> result = co_await handler(ctx, req, params);
+  forget_public_health(ctx);
+  co_return result;
+}
+
+Handler forgets_public_health(Handler handler) {
+  return [handler = std::move(handler)](Context& ctx, const Request& req, const Params& params) {
+    return write_then_forget_health(handler, ctx, req, params);
+  };
+}
+
 inline constexpr std::size_t kMaxAdminBody = 64 * 1024;
 inline constexpr std::size_t kMaxNameLength = 64;
 inline constexpr int kDefaultRetentionDays = 730;  // the seed's "after 2 years"
@@ -422,29 +458,40 @@ Task<Result<Response>> retention_now(Context& ctx, const Request& req, const Par
 
 // GET /health: 200 {"ok":true,"service","version","status"} for anyone, as every worker answers it
 // (status: ok | stalled | degraded; "reason" beside a stall); the consumers' cursors, lag, cap and
-// quarantine counts only with the operator token. One D1 query per hit whoever asks, so an
-// unauthenticated caller cannot buy more than that.
+// quarantine counts only with the operator token. The operator view reads D1 on every hit (one
+// query, never cached). The public view reads the same query at most once per
+// kPublicHealthMaxAgeMs per instance (PublicHealthSnapshot): every other public hit answers from
+// memory, so a /health load costs about what a hello-world worker's does, and an unauthenticated
+// caller cannot buy more than one D1 query a second per isolate.
 //
 // /health stays 200 while a consumer is stalled (the platform contract: it says the worker is up).
 // Outside monitors that must page on a stall probe GET /health/consumers instead: the same single
-// query, 200 {"ok":true,"status"} or, while a consumer is stalled (its oldest unread event recorded
-// over an hour ago, and no kill switch stops it on purpose),
+// query on every hit (never cached), 200 {"ok":true,"status"} or, while a consumer is stalled (its
+// oldest unread event recorded over an hour ago, and no kill switch stops it on purpose),
 // 503 {"ok":false,"status":"stalled","reason","error":{"code":"consumer_stalled","message"}}.
 Task<Result<Response>> health(Context& ctx, const Request& req, const Params&) {
-  json details = co_await consumer_health(ctx);
-  json body{{"ok", true},
-            {"service", ctx.app().service},
-            {"version", ctx.app().version},
-            {"status", details["status"]}};
-  if (details.contains("reason")) body["reason"] = details["reason"];
   bool operator_view = false;
   if (!bearer_token(req).empty()) {
     Status op = co_await authenticate_operator(ctx, req);
     operator_view = op.ok();
   }
+  json body{{"ok", true}, {"service", ctx.app().service}, {"version", ctx.app().version}};
   if (operator_view) {
+    json details = co_await consumer_health(ctx);
     for (auto it = details.begin(); it != details.end(); ++it) body[it.key()] = it.value();
+    co_return Response::json_body(200, body);
   }
+  PublicHealthSnapshot& snapshot = ctx.instance_local<PublicHealthSnapshot>();
+  if (!snapshot.fresh(ctx.now_ms())) {
+    json details = co_await consumer_health(ctx);
+    // Taken when the query answered: its age is counted from the answer, not from the request.
+    snapshot.taken_at_ms = ctx.now_ms();
+    snapshot.status = details["status"];
+    snapshot.reason = details.contains("reason") ? details["reason"] : json(nullptr);
+    snapshot.valid = true;
+  }
+  body["status"] = snapshot.status;
+  if (!snapshot.reason.is_null()) body["reason"] = snapshot.reason;
   co_return Response::json_body(200, body);
 }
 
@@ -557,30 +604,32 @@ void add_health_route(App& app) {
 }
 
 void add_admin_routes(App& app) {
-  app.router.add("POST", "/admin/subscriptions", create_subscription)
+  // Every operator write drops the public /health snapshot once it is done (PublicHealthSnapshot).
+  app.router.add("POST", "/admin/subscriptions", forgets_public_health(create_subscription))
       .add("GET", "/admin/subscriptions", list_subscriptions)
       .add("GET", "/admin/subscriptions/{id}", get_subscription)
-      .add("PATCH", "/admin/subscriptions/{id}", patch_subscription)
-      .add("DELETE", "/admin/subscriptions/{id}", delete_subscription)
+      .add("PATCH", "/admin/subscriptions/{id}", forgets_public_health(patch_subscription))
+      .add("DELETE", "/admin/subscriptions/{id}", forgets_public_health(delete_subscription))
       .add("GET", "/admin/workflows", list_workflows)
-      .add("PUT", "/admin/workflows/{workflowType}", put_workflow)
+      .add("PUT", "/admin/workflows/{workflowType}", forgets_public_health(put_workflow))
       .add("GET", "/admin/workflows/{workflowType}", get_workflow)
-      .add("DELETE", "/admin/workflows/{workflowType}", delete_workflow)
+      .add("DELETE", "/admin/workflows/{workflowType}", forgets_public_health(delete_workflow))
       .add("GET", "/admin/schemas", list_schemas)
-      .add("PUT", "/admin/schemas/{eventType}", put_schema)
-      .add("DELETE", "/admin/schemas/{eventType}", delete_schema)
+      .add("PUT", "/admin/schemas/{eventType}", forgets_public_health(put_schema))
+      .add("DELETE", "/admin/schemas/{eventType}", forgets_public_health(delete_schema))
       .add("GET", "/admin/kill-switches", list_kill_switches)
-      .add("PUT", "/admin/kill-switches/{name}", put_kill_switch)
-      .add("POST", "/admin/events/drain", drain_now)
-      .add("POST", "/admin/events/retention", retention_now)
+      .add("PUT", "/admin/kill-switches/{name}", forgets_public_health(put_kill_switch))
+      .add("POST", "/admin/events/drain", forgets_public_health(drain_now))
+      .add("POST", "/admin/events/retention", forgets_public_health(retention_now))
       .add("GET", "/admin/consumers", list_consumers)
-      .add("POST", "/admin/consumers/{name}/replay", replay)
+      .add("POST", "/admin/consumers/{name}/replay", forgets_public_health(replay))
       .add("GET", "/admin/quarantine", list_quarantine)
-      .add("POST", "/admin/quarantine/{consumer}/{eventId}/retry", retry_quarantine)
+      .add("POST", "/admin/quarantine/{consumer}/{eventId}/retry",
+           forgets_public_health(retry_quarantine))
       .add("GET", "/admin/tenants/{id}/health", tenant_health)
       .add("GET", "/admin/reflexion", list_reflexion)
       .add("GET", "/admin/alerts", list_alerts)
-      .add("POST", "/admin/alerts/deliver", deliver_now)
+      .add("POST", "/admin/alerts/deliver", forgets_public_health(deliver_now))
       .add("GET", "/api/entities/{entityType}/{entityId}/timeline", entity_timeline);
 }
 
@@ -635,6 +684,7 @@ Task<Status> run_cron(Context& ctx, const std::string& cron) {
   // raised by a drain is sent within minutes.
   auto alerts = co_await alert_pass(ctx);
   if (!alerts) ctx.log("alert pass failed: " + alerts.error().message);
+  forget_public_health(ctx);  // the drains moved cursors: the next public /health reads them
   co_return result;
 }
 

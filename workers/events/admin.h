@@ -5,6 +5,11 @@
 
 namespace ss::events {
 
+// The public /health's consumer status is at most this old (per instance; docs/runbook-events.md):
+// a stall that starts elsewhere shows there within it. The operator view and /health/consumers are
+// never cached.
+inline constexpr std::int64_t kPublicHealthMaxAgeMs = 1000;
+
 void add_admin_routes(App& app);
 // The ledger's own GET /health (public status, operator details). Added before the platform
 // routes, so it answers /health instead of the generic one.

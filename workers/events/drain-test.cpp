@@ -5,6 +5,8 @@
 #include "shared/rfc3339.h"
 #include "shared/ulid.h"
 #include "tests/native/harness.h"
+#include "workers/events/admin.h"
+#include "workers/events/cursor.h"
 #include "workers/events/test_ledger.h"
 
 #include <doctest/doctest.h>
@@ -591,8 +593,62 @@ TEST_CASE(
   CHECK(probe.body_json()["ok"] == false);
   CHECK(probe.body_json()["error"]["code"] == "consumer_stalled");
   CHECK_FALSE(probe.body_json().contains("consumers"));
+  // The public view answers from the instance's snapshot for up to kPublicHealthMaxAgeMs: a D1
+  // outage shows once it is that old.
   l.mesh.fail_effect = [](const json& e) { return e["kind"] == "d1.all"; };
+  CHECK(l.mesh.request("events", "GET", "/health").body_json()["status"] == "stalled");
+  l.mesh.now_ms += ss::events::kPublicHealthMaxAgeMs;
   json down = l.mesh.request("events", "GET", "/health").body_json();
   CHECK(down["ok"] == true);
   CHECK(down["status"] == "degraded");
+}
+
+TEST_CASE(
+    "/health's public status is at most kPublicHealthMaxAgeMs old: one D1 query per that span, a "
+    "stall shows within it, an operator write at once; the operator view is never cached") {
+  using ss::events::kPublicHealthMaxAgeMs;
+  Ledger l;
+  // On a whole second: recorded_at keeps seconds, and the lag below is counted to the millisecond.
+  l.mesh.now_ms += (1000 - l.mesh.now_ms % 1000) % 1000;
+  const std::int64_t emitted_at = l.mesh.now_ms;
+  l.emit("order.placed");
+  int d1 = 0;
+  l.mesh.fail_effect = [&](const json& e) {
+    if (e["kind"].get<std::string>().rfind("d1.", 0) == 0) ++d1;
+    return false;
+  };
+  auto public_status = [&] {
+    auto r = l.mesh.request("events", "GET", "/health");
+    CHECK(r.status == 200);
+    return r.body_json()["status"].get<std::string>();
+  };
+  // Half a second before the event is an hour unread: ok, read from D1 once, then from memory.
+  l.mesh.now_ms = emitted_at + ss::events::kLagAlertMs - kPublicHealthMaxAgeMs / 2;
+  CHECK(public_status() == "ok");
+  CHECK(d1 == 1);
+  for (int i = 0; i < 5; ++i) CHECK(public_status() == "ok");
+  CHECK(d1 == 1);
+  // The operator view always reads D1 (and sees the lag the snapshot does not show yet).
+  l.mesh.now_ms = emitted_at + ss::events::kLagAlertMs + 1;  // now over an hour unread
+  json full = l.mesh.request("events", "GET", "/health", l.op(false)).body_json();
+  CHECK(d1 == 2);
+  CHECK(full["status"] == "stalled");
+  // The public view may lag behind by less than the bound, never more.
+  CHECK(public_status() == "ok");
+  CHECK(d1 == 2);
+  l.mesh.now_ms = emitted_at + ss::events::kLagAlertMs + kPublicHealthMaxAgeMs / 2;  // bound old
+  CHECK(public_status() == "stalled");
+  CHECK(d1 == 3);
+  // /health/consumers (the paging probe) reads D1 on every hit.
+  CHECK(l.mesh.request("events", "GET", "/health/consumers").status == 503);
+  CHECK(l.mesh.request("events", "GET", "/health/consumers").status == 503);
+  CHECK(d1 == 5);
+  // Draining through the operator API drops the snapshot: the next public hit reads the cure.
+  for (const char* c : {"workflow_runner", "timeline_indexer", "anomaly_detector",
+                        "reflexion_analyzer", "customer_health_watcher"}) {
+    l.drain(c);
+  }
+  d1 = 0;
+  CHECK(public_status() == "ok");
+  CHECK(d1 == 1);
 }
