@@ -125,15 +125,18 @@ describe("stalls", () => {
 });
 
 describe("alerts", () => {
-  it("a fan-out cap hit: one PagerDuty v2 trigger and one Slack message per subscription and hour", async () => {
+  it("a fan-out cap hit: one PagerDuty v2 trigger and one Slack message per subscription and hour; runbook 'wildcard storm'", async () => {
     await jsonOf(
       await admin("PUT", "/admin/workflows/notify", { target: { webhook: `${mesh.stubs.url}/webhook/n` } }),
       201,
     );
+    const subs = [];
     for (let i = 0; i < 10; i++) {
-      await jsonOf(
-        await admin("POST", "/admin/subscriptions", { event_type_glob: "order.*", workflow_type: "notify" }),
-        201,
+      subs.push(
+        await jsonOf(
+          await admin("POST", "/admin/subscriptions", { event_type_glob: "order.*", workflow_type: "notify" }),
+          201,
+        ),
       );
     }
     const first = await emit("order.placed");
@@ -164,6 +167,25 @@ describe("alerts", () => {
     assert.equal(listed.alerts.length, 1);
     assert.equal(typeof listed.alerts[0].pagerduty_sent_at, "string");
     assert.doesNotMatch(JSON.stringify(listed), /local-events-routing-key/);
+
+    // The runbook's steps: check the cap, find the offender (its query word for word), cull.
+    assert.equal((await jsonOf(await admin("GET", "/health"), 200)).fanout_capped, 2);
+    const offenders = await rows(
+      "SELECT event_type_glob, COUNT(*) FROM event_subscriptions GROUP BY event_type_glob HAVING COUNT(*) > 5",
+    );
+    assert.deepEqual(
+      offenders.map((r) => Object.values(r)),
+      [["order.*", 10]],
+    );
+    for (const sub of subs.slice(8)) {
+      assert.equal((await admin("DELETE", `/admin/subscriptions/${sub.id}`)).status, 204);
+    }
+    await emit("order.placed");
+    // The drain also reads the cap records and run events of before; the new order is not capped
+    // (8 matches) and starts its one workflow type once.
+    const culled = await drain("workflow_runner");
+    assert.deepEqual([culled.started, culled.capped], [1, 0]);
+    assert.equal((await jsonOf(await admin("GET", "/health"), 200)).fanout_capped, 2);
   });
 });
 
@@ -452,6 +474,11 @@ describe("reads and subscriptions", () => {
     );
     assert.equal(narrowed.event_type_glob, "price.changed");
     assert.equal(narrowed.workflow_type, "notify");
+    const { subscriptions } = await jsonOf(await admin("GET", "/admin/subscriptions"), 200);
+    assert.deepEqual(
+      subscriptions.map((s) => [s.id, s.event_type_glob, s.filter_expr]),
+      [[sub.id, "price.changed", "payload.amount > 100"]],
+    );
     const audit = await rows("SELECT * FROM event_subscriptions WHERE event_type_glob LIKE '%*%'");
     assert.equal(audit.length, 0);
   });
