@@ -77,10 +77,12 @@ function workerHandlers(host, service) {
       const stream = new ResponseStream();
       // A request without a body to read (a GET) is built at once: no await before the core runs.
       const bodiless = bodilessRequestMessage(request);
+      const counts = env?.SS_COUNT_D1 === "1" ? { d1: 0 } : null;
       const run = host.run(
         env,
         bodiless ? () => fetchMessage(env, bodiless) : async () => fetchMessage(env, await requestMessage(request)),
         stream,
+        counts,
       );
       // A streamed body (docs/abi.md "Streamed responses") is answered when the core opens it, a
       // response sent early ("Answering early") when the core sends it; the run goes on in waitUntil
@@ -100,7 +102,10 @@ function workerHandlers(host, service) {
         return internalErrorResponse();
       }
       try {
-        return out ? toResponse(out) : internalErrorResponse();
+        if (!out) return internalErrorResponse();
+        const response = toResponse(out);
+        if (counts) response.headers.set(D1_ROUND_TRIPS_HEADER, String(counts.d1));
+        return response;
       } catch (err) {
         host.fail(err); // the core answered something that is not a valid Response
         return internalErrorResponse();
@@ -172,6 +177,11 @@ function settleBatch(batch, out, service) {
 // (instance.js newProfile) goes to the sink set here, or to the log as one `ss-profile {…}` line. Off,
 // a run pays one property read.
 let profileSink = null;
+
+// D1 round trips (docs/performance.md, the five-drainer bench): with SS_COUNT_D1=1 in a worker's env,
+// a fetch answer that is not streamed or sent early names how many calls its run made to D1 bindings.
+// Each d1.* effect is one call: d1.all, d1.first and d1.run one statement, d1.batch one batch().
+const D1_ROUND_TRIPS_HEADER = "x-ss-d1-round-trips";
 /** @param sink null, or a function receiving `{service, op, ...profile}` after each profiled run */
 export function setProfileSink(sink) {
   profileSink = sink;
@@ -198,13 +208,13 @@ class Host {
    * Builds the message, runs it to the end; the output message, or null after logging why. `stream`
    * (fetch runs only) performs the `response.*` effects.
    */
-  async run(env, buildMessage, stream = null) {
+  async run(env, buildMessage, stream = null, counts = null) {
     try {
       let message = buildMessage();
       if (message instanceof Promise) message = await message;
       const prof = env?.SS_PROFILE === "1" ? newProfile() : null;
       const started = prof ? performance.now() : 0;
-      const out = await this.#drive(this.#instance(), message, env, stream, prof);
+      const out = await this.#drive(this.#instance(), message, env, stream, prof, counts);
       for (const line of out.logs ?? []) console.log(line);
       if (prof) {
         prof.total_ms = performance.now() - started;
@@ -237,7 +247,7 @@ class Host {
   }
 
   // The effect loop: start, then perform effects and resume with whatever has settled.
-  async #drive(core, message, env, stream, prof) {
+  async #drive(core, message, env, stream, prof, counts) {
     const id = core.start(message, prof);
     if (id === 0) throw new Error("the core rejected the input message");
     const inFlight = new Map();
@@ -251,6 +261,7 @@ class Host {
         const effects = core.data(id, prof);
         const t0 = prof ? performance.now() : 0;
         for (const effect of effects) {
+          if (counts && String(effect.kind).startsWith("d1.")) counts.d1++;
           const performed = String(effect.kind).startsWith("response.")
             ? (stream?.perform(effect) ?? Promise.resolve(noStream(effect)))
             : performWithFaults(effect, env, perform);

@@ -7,9 +7,12 @@
 //
 // Each drainer is driven through POST /admin/events/drain?consumer=<name> (the function every cron
 // entry point of workers/events calls, one batch of 500 per call) until a call reads nothing. Printed
-// per drainer: events read, calls, wall time, events/s, and workerd CPU per event read (from /proc,
-// tests/bench/workerd-cpu.mjs: every workerd process, so D1 and the target worker are included — an
-// upper bound). Checked (the bench fails otherwise): every workflow start the subscriptions call for
+// per drainer: events read, calls, wall time, events/s, D1 round trips per event read, and workerd CPU
+// per event read (from /proc, tests/bench/workerd-cpu.mjs: every workerd process, so D1 and the target
+// worker are included — an upper bound). D1 round trips are counted by the events worker's JS host
+// (SS_COUNT_D1=1, bindings/host.js): each answer names the calls its run made to D1 — one per
+// all/first/run statement, one per batch() — summed here over the drainer's calls (and over the
+// emits). Checked (the bench fails otherwise): every workflow start the subscriptions call for
 // reached the target exactly once (by Idempotency-Key) and is marked started in the dedupe table;
 // every event of the ledger is counted exactly once in its entity's timeline; every tenant has a
 // health row; nothing is quarantined.
@@ -85,7 +88,7 @@ export default {
 const eventsWorkerOptions = () =>
   platformWorkerOptions("events", {
     name: CPP,
-    bindings: { PLATFORM_ADMIN_TOKEN: ADMIN_TOKEN },
+    bindings: { PLATFORM_ADMIN_TOKEN: ADMIN_TOKEN, SS_COUNT_D1: "1" },
     serviceBindings: { BENCH_TARGET: TARGET }, // the only workflow target of the bench
   });
 
@@ -108,10 +111,17 @@ export async function runDrainersBench({ events = 10_000, tenants = 10, log = co
     await applyMigrations(db, path.join(ROOT, "migrations/events"));
     const operator = { authorization: `Bearer ${ADMIN_TOKEN}` };
     const jsonType = { "content-type": "application/json" };
+    // Every answer's D1 round trips (x-ss-d1-round-trips, set by the host), summed.
+    let d1RoundTrips = 0;
     const call = async (pathname, init = {}, ...ok) => {
       const res = await ledger.fetch(`http://ledger${pathname}`, init);
       const text = await res.text();
       if (!ok.includes(res.status)) throw new Error(`${init.method ?? "GET"} ${pathname}: ${res.status} ${text}`);
+      const trips = Number(res.headers.get("x-ss-d1-round-trips"));
+      if (!Number.isInteger(trips) || res.headers.get("x-ss-d1-round-trips") === null) {
+        throw new Error(`${pathname}: no x-ss-d1-round-trips header (SS_COUNT_D1 is not reaching the host)`);
+      }
+      d1RoundTrips += trips;
       return text ? JSON.parse(text) : null;
     };
     const put = (pathname, body, ...ok) =>
@@ -154,6 +164,7 @@ export async function runDrainersBench({ events = 10_000, tenants = 10, log = co
       error: type === "lead.delivery_failed" ? "provider answered 503" : undefined,
     });
     const emitted = performance.now();
+    const emitD1Before = d1RoundTrips;
     for (let next = 0; next < events; ) {
       const wave = [];
       for (let k = 0; k < CONCURRENCY && next < events; k++, next++) {
@@ -188,12 +199,21 @@ export async function runDrainersBench({ events = 10_000, tenants = 10, log = co
       await Promise.all(wave);
     }
     const emitSeconds = (performance.now() - emitted) / 1000;
-    log(`\nfive drainers: ${events} events emitted across ${tenants} tenants in ${emitSeconds.toFixed(1)} s`);
+    const emitD1 = d1RoundTrips - emitD1Before;
+    log(
+      `\nfive drainers: ${events} events emitted across ${tenants} tenants in ${emitSeconds.toFixed(1)} s (${(emitD1 / events).toFixed(2)} D1 round trips per POST /api/events)`,
+    );
 
     // ---- drain each consumer until it reads nothing; again while any drainer appended events
     // (anomaly.detected, tenant.health_changed) that the others have not read yet.
-    const figures = { events, tenants, emit_per_second: events / emitSeconds, drainers: {} };
-    for (const name of DRAINERS) figures.drainers[name] = { read: 0, calls: 0, started: 0, ms: 0, cpu: 0 };
+    const figures = {
+      events,
+      tenants,
+      emit_per_second: events / emitSeconds,
+      emit_d1_round_trips_per_event: emitD1 / events,
+      drainers: {},
+    };
+    for (const name of DRAINERS) figures.drainers[name] = { read: 0, calls: 0, started: 0, ms: 0, cpu: 0, d1: 0 };
     let rounds = 0;
     for (let moved = true; moved; ) {
       moved = false;
@@ -201,6 +221,7 @@ export async function runDrainersBench({ events = 10_000, tenants = 10, log = co
       for (const name of DRAINERS) {
         const f = figures.drainers[name];
         const cpu0 = workerdCpuMs();
+        const d10 = d1RoundTrips;
         const t0 = performance.now();
         for (;;) {
           const out = await call(`/admin/events/drain?consumer=${name}`, { method: "POST", headers: operator }, 200);
@@ -214,11 +235,13 @@ export async function runDrainersBench({ events = 10_000, tenants = 10, log = co
           moved = true;
         }
         f.ms += performance.now() - t0;
+        f.d1 += d1RoundTrips - d10;
         f.cpu = cpu0 === null || f.cpu === null ? null : f.cpu + workerdCpuMs() - cpu0;
       }
     }
     for (const f of Object.values(figures.drainers)) {
       f.events_per_second = f.read / (f.ms / 1000);
+      f.d1_per_event = f.d1 / f.read;
       f.workerd_cpu_ms_per_event = f.cpu === null || f.read === 0 ? null : f.cpu / f.read;
     }
 
@@ -254,6 +277,16 @@ export async function runDrainersBench({ events = 10_000, tenants = 10, log = co
     if (quarantined) problems.push(`${quarantined} quarantined`);
     if (problems.length) throw new Error(`five-drainer bench: ${problems.join("; ")}`);
     Object.assign(figures, { ledger_events: ledgerEvents, starts: expectedStarts });
+    const all = Object.values(figures.drainers);
+    const totalMs = all.reduce((s, f) => s + f.ms, 0);
+    figures.total = {
+      read: all.reduce((s, f) => s + f.read, 0),
+      d1_round_trips: all.reduce((s, f) => s + f.d1, 0),
+      seconds: totalMs / 1000,
+    };
+    // Per ledger event: what draining one event through all five costs (the column's sum).
+    figures.total.d1_per_ledger_event = figures.total.d1_round_trips / ledgerEvents;
+    figures.total.ledger_events_per_second = ledgerEvents / (totalMs / 1000);
 
     log(
       `  ${ledgerEvents} events in the ledger after the drains (the drainers' own workflow.run_*, anomaly and health events included), ${expectedStarts} workflow starts, ${rounds} rounds`,
@@ -263,14 +296,21 @@ export async function runDrainersBench({ events = 10_000, tenants = 10, log = co
     figures.starts_per_second = runnerFigures.started / (runnerFigures.ms / 1000);
     log(`  workflow_runner: ${runnerFigures.started} starts, ${figures.starts_per_second.toFixed(0)} starts/s`);
     log(
-      `  ${"drainer".padEnd(24)} ${"read".padStart(6)} ${"calls".padStart(5)} ${"s".padStart(7)} ${"events/s".padStart(9)} ${"CPU ms/event".padStart(13)}`,
+      `  ${"drainer".padEnd(24)} ${"read".padStart(6)} ${"calls".padStart(5)} ${"s".padStart(7)} ${"events/s".padStart(9)} ${"D1 trips".padStart(8)} ${"D1/event".padStart(8)} ${"CPU ms/event".padStart(13)}`,
     );
     for (const [name, f] of Object.entries(figures.drainers)) {
       const cpu = f.workerd_cpu_ms_per_event === null ? "n/a" : f.workerd_cpu_ms_per_event.toFixed(3);
       log(
-        `  ${name.padEnd(24)} ${String(f.read).padStart(6)} ${String(f.calls).padStart(5)} ${(f.ms / 1000).toFixed(1).padStart(7)} ${f.events_per_second.toFixed(0).padStart(9)} ${cpu.padStart(13)}`,
+        `  ${name.padEnd(24)} ${String(f.read).padStart(6)} ${String(f.calls).padStart(5)} ${(f.ms / 1000).toFixed(1).padStart(7)} ${f.events_per_second.toFixed(0).padStart(9)} ${String(f.d1).padStart(8)} ${f.d1_per_event.toFixed(4).padStart(8)} ${cpu.padStart(13)}`,
       );
     }
+    const t = figures.total;
+    log(
+      `  ${"all five".padEnd(24)} ${String(t.read).padStart(6)} ${"".padStart(5)} ${t.seconds.toFixed(1).padStart(7)} ${t.ledger_events_per_second.toFixed(0).padStart(9)} ${String(t.d1_round_trips).padStart(8)} ${t.d1_per_ledger_event.toFixed(4).padStart(8)}   (per ledger event: each read it once)`,
+    );
+    log(
+      `  workflow_runner: ${(runnerFigures.d1 / Math.max(1, runnerFigures.started)).toFixed(4)} D1 round trips per start`,
+    );
     mergeFigures({
       drainers: {
         events,
@@ -278,7 +318,14 @@ export async function runDrainersBench({ events = 10_000, tenants = 10, log = co
         ledger_events: ledgerEvents,
         starts: expectedStarts,
         emit_per_second: round(figures.emit_per_second, 1),
+        emit_d1_round_trips_per_event: round(figures.emit_d1_round_trips_per_event, 3),
         starts_per_second: round(figures.starts_per_second, 1),
+        total: {
+          read: figures.total.read,
+          d1_round_trips: figures.total.d1_round_trips,
+          d1_round_trips_per_ledger_event: round(figures.total.d1_per_ledger_event, 4),
+          ledger_events_per_second: round(figures.total.ledger_events_per_second, 1),
+        },
         ...Object.fromEntries(
           Object.entries(figures.drainers).map(([name, f]) => [
             name,
@@ -286,6 +333,8 @@ export async function runDrainersBench({ events = 10_000, tenants = 10, log = co
               read: f.read,
               calls: f.calls,
               events_per_second: round(f.events_per_second, 1),
+              d1_round_trips: f.d1,
+              d1_round_trips_per_event: round(f.d1_per_event, 4),
               workerd_cpu_ms_per_event: round(f.workerd_cpu_ms_per_event, 3),
             },
           ]),

@@ -125,15 +125,18 @@ describe("stalls", () => {
 });
 
 describe("alerts", () => {
-  it("a fan-out cap hit: one PagerDuty v2 trigger and one Slack message per subscription and hour", async () => {
+  it("a fan-out cap hit: one PagerDuty v2 trigger and one Slack message per subscription and hour; runbook 'wildcard storm'", async () => {
     await jsonOf(
       await admin("PUT", "/admin/workflows/notify", { target: { webhook: `${mesh.stubs.url}/webhook/n` } }),
       201,
     );
+    const subs = [];
     for (let i = 0; i < 10; i++) {
-      await jsonOf(
-        await admin("POST", "/admin/subscriptions", { event_type_glob: "order.*", workflow_type: "notify" }),
-        201,
+      subs.push(
+        await jsonOf(
+          await admin("POST", "/admin/subscriptions", { event_type_glob: "order.*", workflow_type: "notify" }),
+          201,
+        ),
       );
     }
     const first = await emit("order.placed");
@@ -164,6 +167,25 @@ describe("alerts", () => {
     assert.equal(listed.alerts.length, 1);
     assert.equal(typeof listed.alerts[0].pagerduty_sent_at, "string");
     assert.doesNotMatch(JSON.stringify(listed), /local-events-routing-key/);
+
+    // The runbook's steps: check the cap, find the offender (its query word for word), cull.
+    assert.equal((await jsonOf(await admin("GET", "/health"), 200)).fanout_capped, 2);
+    const offenders = await rows(
+      "SELECT event_type_glob, COUNT(*) FROM event_subscriptions GROUP BY event_type_glob HAVING COUNT(*) > 5",
+    );
+    assert.deepEqual(
+      offenders.map((r) => Object.values(r)),
+      [["order.*", 10]],
+    );
+    for (const sub of subs.slice(8)) {
+      assert.equal((await admin("DELETE", `/admin/subscriptions/${sub.id}`)).status, 204);
+    }
+    await emit("order.placed");
+    // The drain also reads the cap records and run events of before; the new order is not capped
+    // (8 matches) and starts its one workflow type once.
+    const culled = await drain("workflow_runner");
+    assert.deepEqual([culled.started, culled.capped], [1, 0]);
+    assert.equal((await jsonOf(await admin("GET", "/health"), 200)).fanout_capped, 2);
   });
 });
 
@@ -203,6 +225,201 @@ describe("consumers", () => {
       await mesh.fetch("events", "/admin/tenants/bakery/health", { headers: mesh.tenantHeaders("bakery") }),
       401,
       "unauthorized",
+    );
+  });
+});
+
+describe("runbook 'an anomaly was detected'", () => {
+  const RATE_WINDOW_MS = 15 * 60_000; // anomaly_detector's window (and the delivery_failure_burst rule's)
+  const FLAP_WINDOW_MS = 6 * 3_600_000; // the monitor_flapping rule's window
+  // The window before the one "now" is in has ended whenever the cron runs: the detector judges it.
+  const rfc3339 = (ms) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z"); // the ledger's form, whole seconds
+  const endedWindow = (size) => Math.floor(Date.now() / size) * size - size;
+  const setRecordedAt = (id, ms) =>
+    db.prepare("UPDATE events SET recorded_at = ?1 WHERE event_id = ?2").bind(new Date(ms).toISOString(), id).run();
+  const anomalyCron = async () =>
+    (await mesh.mf.getWorker(EVENTS)).scheduled({ cron: "*/15 * * * *", scheduledTime: new Date() });
+  const anomalyPages = () => pagerDuty().filter((p) => p.payload?.class === "anomaly");
+
+  it("a burst of lead.delivery_failed in an ended window: the */15 cron pages once; the runbook's reads show the evidence", async () => {
+    // What the leads worker emits when a delivery is dead-lettered (workers/leads/notify.cpp): six of
+    // bakery's in one 15-minute window, four of auto-repair's (under the threshold of 5). The ledger
+    // numbers them now; workerd's clock is real, so their recorded_at is set inside the ended window.
+    const start = endedWindow(RATE_WINDOW_MS);
+    const failure = (i) => ({
+      leadId: `L${i}`,
+      deliveryId: `D${i}`,
+      channel: "email",
+      provider: "resend",
+      attempts: 6,
+      error: "HTTP 503",
+    });
+    const bakery = [];
+    for (let i = 0; i < 6; i++) bakery.push(await emit("lead.delivery_failed", failure(i), `lead:L${i}`));
+    const other = [];
+    for (let i = 6; i < 10; i++) {
+      other.push(await emit("lead.delivery_failed", failure(i), `lead:L${i}`, "auto-repair"));
+    }
+    for (const [i, id] of [...bakery, ...other].entries()) await setRecordedAt(id, start + (i + 1) * 60_000);
+
+    await anomalyCron();
+    await anomalyCron(); // the next run judges nothing twice
+
+    // The alert: one PagerDuty trigger (warning) and one Slack message, for bakery only.
+    const pages = anomalyPages();
+    assert.equal(pages.length, 1, JSON.stringify(pagerDuty()));
+    const [page] = pages;
+    const key = `anomaly:delivery_failure_burst:tenant:bakery:${start}`;
+    assert.equal(page.event_action, "trigger");
+    assert.equal(page.routing_key, "local-events-routing-key");
+    assert.equal(page.dedup_key, `siteswarm-events:${key}`);
+    assert.equal(page.payload.severity, "warning");
+    assert.equal(page.payload.source, EVENTS);
+    assert.match(page.payload.summary, /delivery_failure_burst on tenant:bakery/);
+    assert.equal(page.payload.custom_details.tenant_id, "bakery");
+    assert.equal(page.payload.custom_details.count, 6);
+    const messages = slack();
+    assert.equal(messages.length, 1);
+    assert.match(messages[0].text, /anomaly: anomaly delivery_failure_burst on tenant:bakery/);
+
+    // Inspect: the anomaly.* events, newest first; the payload is the evidence.
+    const listed = await jsonOf(await admin("GET", "/api/events?type=anomaly.*&order=desc"), 200);
+    assert.equal(listed.events.length, 1);
+    const [anomaly] = listed.events;
+    assert.equal(anomaly.event_type, "anomaly.detected");
+    assert.equal(anomaly.event_id, page.payload.custom_details.anomaly_event_id, "the page names the event");
+    assert.equal(anomaly.tenant_id, "bakery");
+    assert.equal(anomaly.entity_ref, "tenant:bakery");
+    assert.deepEqual(anomaly.payload, {
+      rule: "delivery_failure_burst",
+      event_type: "lead.delivery_failed",
+      subject: "tenant:bakery",
+      count: 6,
+      threshold: 5,
+      window_minutes: 15,
+      window_start: rfc3339(start),
+      window_end: rfc3339(start + RATE_WINDOW_MS),
+      first_event_id: bakery[0],
+      last_event_id: bakery[5],
+    });
+    // It is bakery's event: its own read shows it, another tenant's does not.
+    const own = async (tenant) =>
+      (
+        await jsonOf(
+          await mesh.fetch("events", "/api/events?type=anomaly.*&order=desc", { headers: mesh.tenantHeaders(tenant) }),
+          200,
+        )
+      ).events.map((e) => e.event_id);
+    assert.deepEqual(await own("bakery"), [anomaly.event_id]);
+    assert.deepEqual(await own("auto-repair"), []);
+
+    // The window counts, word for word: ten failures (both tenants) in the window, none before it.
+    const rates = await rows(
+      "SELECT * FROM event_type_rates WHERE event_type = 'lead.delivery_failed' ORDER BY window_start_ms DESC LIMIT 20",
+    );
+    assert.deepEqual(
+      rates.map((r) => [r.window_start_ms, r.event_count]),
+      [[start, 10]],
+    );
+    // The sequence rules' counts, word for word: both tenants counted, only bakery over the threshold.
+    const signals = await rows("SELECT * FROM anomaly_signals ORDER BY window_end_ms DESC LIMIT 20");
+    assert.deepEqual(
+      signals.map((r) => [r.rule, r.subject, r.event_count, r.window_end_ms, r.first_event_id, r.last_event_id]).sort(),
+      [
+        ["delivery_failure_burst", "tenant:auto-repair", 4, start + RATE_WINDOW_MS, other[0], other[3]],
+        ["delivery_failure_burst", "tenant:bakery", 6, start + RATE_WINDOW_MS, bakery[0], bakery[5]],
+      ],
+    );
+    const alerts = await jsonOf(await admin("GET", "/admin/alerts"), 200);
+    assert.deepEqual(
+      alerts.alerts.map((a) => [a.alert_key, a.kind, a.details.anomaly_event_id]),
+      [[key, "anomaly", page.payload.custom_details.anomaly_event_id]],
+    );
+    assert.equal(typeof alerts.alerts[0].pagerduty_sent_at, "string");
+    assert.equal(typeof alerts.alerts[0].slack_sent_at, "string");
+
+    // The tenant's failures: the events themselves, newest first, with the provider's error...
+    const failures = await jsonOf(
+      await admin("GET", "/api/events?type=lead.delivery_failed&tenant=bakery&order=desc"),
+      200,
+    );
+    assert.deepEqual(
+      failures.events.map((e) => e.event_id),
+      [...bakery].reverse(),
+    );
+    assert.ok(failures.events.every((e) => e.payload.error === "HTTP 503"));
+    // ...and their pattern in reflexion_log, once reflexion_analyzer has read them (*/30, or by hand).
+    await drain("reflexion_analyzer");
+    const { patterns } = await jsonOf(await admin("GET", "/admin/reflexion?subject=lead.delivery_failed"), 200);
+    assert.equal(patterns.length, 1);
+    assert.equal(patterns[0].error_class, "email.resend:http_5xx");
+    assert.equal(patterns[0].count, 10);
+    assert.deepEqual([...patterns[0].tenants].sort(), ["auto-repair", "bakery"]);
+  });
+
+  it("a monitor flapping (3 incidents opened in an ended 6-hour window): one page; its incidents in the ledger", async () => {
+    const start = endedWindow(FLAP_WINDOW_MS);
+    // What the monitoring worker emits (workers/monitoring/jobs.cpp), three flaps of monitor "home".
+    const ids = [];
+    for (let i = 0; i < 3; i++) {
+      const probe = { ok: false, status: 503, reason: "status_mismatch" };
+      ids.push(
+        await emit("monitor.incident_opened", { monitorId: "home", incidentId: `I${i}`, probe }, "monitor:home"),
+      );
+      ids.push(
+        await emit(
+          "monitor.incident_resolved",
+          { monitorId: "home", incidentId: `I${i}`, probe: { ok: true, status: 200, reason: null } },
+          "monitor:home",
+        ),
+      );
+    }
+    // Two incidents of another monitor in the same window: not flapping.
+    for (let i = 0; i < 2; i++) {
+      ids.push(await emit("monitor.incident_opened", { monitorId: "shop", incidentId: `S${i}` }, "monitor:shop"));
+    }
+    for (const [i, id] of ids.entries()) await setRecordedAt(id, start + (i + 1) * 20 * 60_000);
+    // Hours-old events the other consumers have read long ago in production: drained here, so the
+    // alert pass sees no stall and the only page is the anomaly's.
+    for (const c of CONSUMERS.filter((c) => c !== "anomaly_detector")) await drain(c);
+
+    await anomalyCron();
+    await anomalyCron();
+
+    assert.equal(pagerDuty().length, 1, JSON.stringify(pagerDuty()));
+    const [page] = anomalyPages();
+    assert.equal(page.dedup_key, `siteswarm-events:anomaly:monitor_flapping:monitor:home:${start}`);
+    assert.equal(page.payload.custom_details.subject, "monitor:home");
+    assert.equal(slack().length, 1);
+
+    const [anomaly] = (await jsonOf(await admin("GET", "/api/events?type=anomaly.*&order=desc"), 200)).events;
+    assert.equal(anomaly.entity_ref, "monitor:home");
+    assert.equal(anomaly.tenant_id, "bakery");
+    assert.deepEqual(
+      [anomaly.payload.rule, anomaly.payload.count, anomaly.payload.threshold, anomaly.payload.window_minutes],
+      ["monitor_flapping", 3, 3, 360],
+    );
+    assert.equal(anomaly.payload.first_event_id, ids[0]);
+    assert.equal(anomaly.payload.last_event_id, ids[4]);
+    const signals = await rows("SELECT * FROM anomaly_signals ORDER BY window_end_ms DESC LIMIT 20");
+    assert.deepEqual(signals.map((r) => [r.rule, r.subject, r.event_count, r.window_end_ms]).sort(), [
+      ["monitor_flapping", "monitor:home", 3, start + FLAP_WINDOW_MS],
+      ["monitor_flapping", "monitor:shop", 2, start + FLAP_WINDOW_MS],
+    ]);
+    // The monitor's incidents as the ledger saw them, newest first: opened and resolved, three times.
+    const history = await jsonOf(await admin("GET", "/api/events?entity=monitor:home&tenant=bakery&order=desc"), 200);
+    assert.deepEqual(
+      history.events
+        .filter((e) => e.event_type.startsWith("monitor."))
+        .map((e) => [e.event_type, e.payload.incidentId]),
+      [
+        ["monitor.incident_resolved", "I2"],
+        ["monitor.incident_opened", "I2"],
+        ["monitor.incident_resolved", "I1"],
+        ["monitor.incident_opened", "I1"],
+        ["monitor.incident_resolved", "I0"],
+        ["monitor.incident_opened", "I0"],
+      ],
     );
   });
 });
@@ -257,6 +474,11 @@ describe("reads and subscriptions", () => {
     );
     assert.equal(narrowed.event_type_glob, "price.changed");
     assert.equal(narrowed.workflow_type, "notify");
+    const { subscriptions } = await jsonOf(await admin("GET", "/admin/subscriptions"), 200);
+    assert.deepEqual(
+      subscriptions.map((s) => [s.id, s.event_type_glob, s.filter_expr]),
+      [[sub.id, "price.changed", "payload.amount > 100"]],
+    );
     const audit = await rows("SELECT * FROM event_subscriptions WHERE event_type_glob LIKE '%*%'");
     assert.equal(audit.length, 0);
   });

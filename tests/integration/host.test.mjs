@@ -207,6 +207,29 @@ describe("effect loop", () => {
     );
   });
 
+  it("with SS_COUNT_D1=1 a fetch answer names its run's D1 round trips (a batch is one); off, no header", async () => {
+    const core = fakeCore({
+      *"GET /d1"() {
+        yield [
+          { kind: "d1.first", binding: "DB", sql: "SELECT 1" },
+          { kind: "kv.get", binding: "CACHE", key: "k" },
+        ];
+        yield [
+          { kind: "d1.batch", binding: "DB", statements: [{ sql: "A" }, { sql: "B" }, { sql: "C" }] },
+          { kind: "d1.run", binding: "DB", sql: "INSERT" },
+        ];
+        return json(200, {});
+      },
+    });
+    const worker = defineWorker(core);
+    const env = { DB: fakeD1([]), CACHE: { get: async () => null } };
+    const counted = await worker.fetch(get("/d1"), { ...env, SS_COUNT_D1: "1" }, ctx());
+    assert.equal(counted.status, 200);
+    assert.equal(counted.headers.get("x-ss-d1-round-trips"), "3");
+    const plain = await worker.fetch(get("/d1"), env, ctx());
+    assert.equal(plain.headers.get("x-ss-d1-round-trips"), null);
+  });
+
   it("delivers results as they settle, so three sleeps of one run finish in order", async () => {
     const core = fakeCore({
       *"GET /sleeps"() {

@@ -578,6 +578,11 @@ Task<Result<Response>> entity_timeline(Context& ctx, const Request& req, const P
   if (!operator_view) {
     SS_CO_TRY(Tenant t, co_await authenticate_tenant(ctx, req));
     tenant = t.id;
+  } else if (std::string named = req.query_param("tenant"); !named.empty()) {
+    // The operator reads one tenant's timeline (summary and events) with ?tenant=, as on
+    // /api/events; without it, the platform's own (tenant-less) summary and every tenant's events.
+    if (!is_valid_tenant_id(named)) co_return field_error("tenant", "not a tenant id");
+    tenant = named;
   }
   ReadQuery q;
   q.tenant_id = tenant;

@@ -113,12 +113,40 @@ Task<Status> run_anomaly_batch(Context& ctx, DrainReport& report, const std::vec
   if (judged_from == 0) judged_from = judge_until - kFirstJudgeLookbackMs;
   if (judge_until <= judged_from) co_return Unit{};
 
-  SS_CO_TRY(std::vector<RateCandidate> rates,
-            co_await AnomalyStore::rate_candidates(
-                judged_from, judge_until, kBaselineWindows * kRateWindowMs, kMinAnomalyCount));
+  const std::int64_t limit = ctx.env_int("ANOMALY_JUDGE_ROWS", kDefaultJudgeRows, 1, kMaxJudgeRows);
+  json thresholds = json::object();
+  for (const SequenceRule& rule : sequence_rules()) thresholds[rule.name] = rule.threshold;
+  SS_CO_TRY(
+      std::vector<RateCandidate> rates,
+      co_await AnomalyStore::rate_candidates(
+          judged_from, judge_until, kBaselineWindows * kRateWindowMs, kMinAnomalyCount, limit));
   SS_CO_TRY(std::vector<SignalRow> signals,
-            co_await AnomalyStore::ended_signals(judged_from, judge_until));
-  std::int64_t windows = (judge_until - judged_from) / kRateWindowMs;
+            co_await AnomalyStore::ended_signals(judged_from, judge_until, thresholds, limit));
+  // A full list may have left out the rest of its last window: judge up to that window only (its
+  // `cut`). When that window is the first one read, the list holds nothing else: judge what was
+  // read and move past that window (`past`), or the detector would read the same page forever.
+  struct Cut {
+    std::int64_t cut;
+    std::int64_t past;
+  };
+  std::vector<Cut> cuts;
+  if (static_cast<std::int64_t>(rates.size()) == limit) {
+    cuts.push_back({rates.back().window_start_ms, rates.back().window_start_ms + kRateWindowMs});
+  }
+  if (static_cast<std::int64_t>(signals.size()) == limit) {
+    cuts.push_back({signals.back().window_end_ms - 1, signals.back().window_end_ms});
+  }
+  std::int64_t judged_to = judge_until;
+  for (const Cut& c : cuts) {
+    if (c.cut > judged_from) {
+      judged_to = std::min(judged_to, c.cut);
+    } else {
+      ctx.log("anomaly_detector: more than " + std::to_string(limit) +
+              " candidates in one window; the rest of that window is not judged");
+      judged_to = std::min(judged_to, c.past);
+    }
+  }
+  std::int64_t windows = (judged_to - judged_from) / kRateWindowMs;
   report.windows_judged = static_cast<int>(std::min<std::int64_t>(windows, kBaselineWindows));
 
   for (const RateCandidate& c : rates) {
@@ -137,7 +165,8 @@ Task<Status> run_anomaly_batch(Context& ctx, DrainReport& report, const std::vec
                   {"baseline_windows", kBaselineWindows},
                   {"factor", kAnomalyFactor},
                   {"min_count", kMinAnomalyCount},
-                  {"window_minutes", kRateWindowMs / 60000}};
+                  {"window_minutes", kRateWindowMs / 60000},
+                  {"last_event_id", c.last_event_id}};
     SS_CO_TRY(bool fresh, co_await report_anomaly(ctx, std::move(a)));
     report.anomalies += fresh ? 1 : 0;
   }
@@ -163,7 +192,7 @@ Task<Status> run_anomaly_batch(Context& ctx, DrainReport& report, const std::vec
     SS_CO_TRY(bool fresh, co_await report_anomaly(ctx, std::move(a)));
     report.anomalies += fresh ? 1 : 0;
   }
-  std::vector<D1Statement> judged = {AnomalyStore::judged_statement(consumer, judge_until)};
+  std::vector<D1Statement> judged = {AnomalyStore::judged_statement(consumer, judged_to)};
   SS_CO_CHECK(co_await commit(judged));
   co_return Unit{};
 }

@@ -26,6 +26,13 @@ inline constexpr std::int64_t kMinAnomalyCount = 20;
 inline constexpr std::int64_t kAnomalyFactor = 3;
 // A detector that has never judged starts this far back (it does not scan the whole history).
 inline constexpr std::int64_t kFirstJudgeLookbackMs = 24 * 60 * 60 * 1000;
+// A judge pass reads at most this many candidates of each kind (rate windows with enough events;
+// signal windows at or over their rule's threshold), one D1 query each; ANOMALY_JUDGE_ROWS overrides
+// it. When a list comes back full, judged_until_ms stops before the first window that list may not
+// have returned whole, and the next run judges from there (a window judged twice raises nothing
+// twice: the anomaly's idempotency key).
+inline constexpr std::int64_t kDefaultJudgeRows = 200;
+inline constexpr std::int64_t kMaxJudgeRows = 1000;
 
 struct SequenceRule {
   const char* name;

@@ -373,6 +373,12 @@ TEST_CASE("replay shows a consumer the window again and dedupe prevents double s
   CHECK(timeline.body_json()["summary"]["event_count"] == 4);
   CHECK(timeline.body_json()["summary"]["last_event_id"] == ids[3]);
   CHECK(timeline.body_json()["events"].size() == 4);
+  // The operator reads that tenant's timeline with ?tenant= (summary and events alike).
+  auto as_operator = l.admin("GET", "/api/entities/item/7/timeline?tenant=bakery");
+  REQUIRE(as_operator.status == 200);
+  CHECK(as_operator.body_json()["summary"]["event_count"] == 4);
+  CHECK(as_operator.body_json()["events"].size() == 4);
+  CHECK(l.admin("GET", "/api/entities/item/7/timeline?tenant=Not%20One").status == 400);
   CHECK(l.admin("POST", "/admin/consumers/nobody/replay", {{"from_event_id", ids[0]}}).status ==
         404);
   CHECK(

@@ -350,13 +350,13 @@ FROM c LEFT JOIN event_drain_state d ON d.consumer = c.consumer
 
 constexpr std::string_view kRateCandidates = R"sql(
 SELECT r.event_type AS event_type, r.window_start_ms AS window_start_ms,
-       r.event_count AS event_count,
+       r.event_count AS event_count, r.last_event_id AS last_event_id,
        (SELECT COALESCE(SUM(b.event_count), 0) FROM event_type_rates b
         WHERE b.event_type = r.event_type AND b.window_start_ms >= r.window_start_ms - ?3
           AND b.window_start_ms < r.window_start_ms) AS trailing
 FROM event_type_rates r
 WHERE r.window_start_ms >= ?1 AND r.window_start_ms < ?2 AND r.event_count >= ?4
-ORDER BY r.window_start_ms, r.event_type LIMIT 200
+ORDER BY r.window_start_ms, r.event_type LIMIT ?5
 )sql";
 
 constexpr std::string_view kSignalUpsert = R"sql(
@@ -369,9 +369,13 @@ ON CONFLICT (rule, tenant_key, subject, window_start_ms) DO UPDATE SET
 WHERE excluded.last_seq > anomaly_signals.last_seq
 )sql";
 
+// Only the rows at or over their rule's threshold (?3: {"rule": threshold}): one row per tenant or
+// monitor that saw a single matching event must not crowd a burst out of the page.
 constexpr std::string_view kEndedSignals = R"sql(
-SELECT * FROM anomaly_signals WHERE window_end_ms > ?1 AND window_end_ms <= ?2
-ORDER BY window_end_ms, rule, subject LIMIT 200
+SELECT s.* FROM anomaly_signals s
+WHERE s.window_end_ms > ?1 AND s.window_end_ms <= ?2
+  AND s.event_count >= COALESCE((SELECT t.value FROM json_each(?3) t WHERE t.key = s.rule), 1)
+ORDER BY s.window_end_ms, s.rule, s.subject LIMIT ?4
 )sql";
 
 constexpr std::string_view kJudgedUntil = R"sql(
@@ -790,6 +794,7 @@ RateCandidate RateCandidate::decode(RowReader& r) {
   c.window_start_ms = r.integer("window_start_ms");
   c.event_count = r.integer("event_count");
   c.trailing = r.integer("trailing");
+  c.last_event_id = r.text("last_event_id");
   return c;
 }
 
@@ -1245,8 +1250,8 @@ Task<Result<std::vector<ConsumerHealthRow>>> AggregateStore::health(
 
 Task<Result<std::vector<RateCandidate>>> AnomalyStore::rate_candidates(
     std::int64_t from_ms, std::int64_t until_ms, std::int64_t baseline_span_ms,
-    std::int64_t min_count) {
-  json params = json::array({from_ms, until_ms, baseline_span_ms, min_count});
+    std::int64_t min_count, std::int64_t limit) {
+  json params = json::array({from_ms, until_ms, baseline_span_ms, min_count, limit});
   SS_CO_RETURN_AWAIT(all_rows<RateCandidate>(kRateCandidates, params));
 }
 
@@ -1260,8 +1265,10 @@ D1Statement AnomalyStore::signal_statement(const std::string& rule, const std::s
 }
 
 Task<Result<std::vector<SignalRow>>> AnomalyStore::ended_signals(std::int64_t from_end_ms,
-                                                                 std::int64_t until_end_ms) {
-  json params = json::array({from_end_ms, until_end_ms});
+                                                                 std::int64_t until_end_ms,
+                                                                 const json& thresholds,
+                                                                 std::int64_t limit) {
+  json params = json::array({from_end_ms, until_end_ms, dump_json(thresholds), limit});
   SS_CO_RETURN_AWAIT(all_rows<SignalRow>(kEndedSignals, params));
 }
 

@@ -343,6 +343,7 @@ struct RateCandidate {
   std::int64_t window_start_ms = 0;
   std::int64_t event_count = 0;
   std::int64_t trailing = 0;  // events in the baseline span before the window
+  std::string last_event_id;  // the last event counted into the window
   static RateCandidate decode(RowReader& r);
 };
 
@@ -361,18 +362,22 @@ struct SignalRow {
 class AnomalyStore {
  public:
   // Windows starting in [from_ms, until_ms) with at least min_count events, each with the sum of
-  // its type's windows in the baseline_span_ms before it; oldest first.
+  // its type's windows in the baseline_span_ms before it; oldest first, at most `limit`.
   static Task<Result<std::vector<RateCandidate>>> rate_candidates(std::int64_t from_ms,
                                                                   std::int64_t until_ms,
                                                                   std::int64_t baseline_span_ms,
-                                                                  std::int64_t min_count);
+                                                                  std::int64_t min_count,
+                                                                  std::int64_t limit);
   static D1Statement signal_statement(const std::string& rule, const std::string& tenant_key,
                                       const std::string& subject, std::int64_t window_start_ms,
                                       std::int64_t window_end_ms, std::int64_t seq,
                                       const std::string& event_id);
-  // Signal windows that ended in (from_end_ms, until_end_ms].
+  // Signal windows that ended in (from_end_ms, until_end_ms] with a count at or over their rule's
+  // threshold (`thresholds`: {"rule": n}); the earliest ended first, at most `limit`.
   static Task<Result<std::vector<SignalRow>>> ended_signals(std::int64_t from_end_ms,
-                                                            std::int64_t until_end_ms);
+                                                            std::int64_t until_end_ms,
+                                                            const json& thresholds,
+                                                            std::int64_t limit);
   static Task<Result<std::int64_t>> judged_until(const std::string& consumer);
   static D1Statement judged_statement(const std::string& consumer, std::int64_t until_ms);
 };
