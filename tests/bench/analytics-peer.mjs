@@ -6,7 +6,9 @@
 // visitor hash, one Analytics Engine point and one queue message, then 202. The queue has no consumer
 // here: the rollup is measured by analytics-bench.mjs. One beacon in ten carries a crawler's user
 // agent (filtered: no hash), the rest a desktop Chrome's.
-//   node tests/bench/analytics-peer.mjs [--beacons 2000] [--beacon-concurrency 16] [--json FILE]
+//   node tests/bench/analytics-peer.mjs [--beacons 2000] [--beacon-concurrency 16] [--rounds 1] [--json FILE]
+// With --rounds N each side runs N phases of --beacons, alternating which goes first; the figures are
+// the medians over the rounds, the ratio the median of the rounds' own ratios.
 import { createHash, randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import path from "node:path";
@@ -21,6 +23,7 @@ const CPP = "siteswarm-analytics-service";
 const JS = "bench-analytics-js";
 const TENANT = "bakery";
 const WARMUP = 100;
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const CHROME =
   "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
 const CRAWLER = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
@@ -52,7 +55,7 @@ async function workerOptions(adminToken) {
 }
 
 /** Runs both intakes; figures per implementation and `ratio` (C++ throughput over JS throughput). */
-export async function runBeaconPeers({ beacons = 2000, concurrency = 16 } = {}) {
+export async function runBeaconPeers({ beacons = 2000, concurrency = 16, rounds = 1 } = {}) {
   const { Miniflare } = await import("miniflare");
   const { applyMigrations } = await import("../../scripts/lib/local-mesh.mjs");
   const adminToken = randomBytes(24).toString("hex");
@@ -111,20 +114,34 @@ export async function runBeaconPeers({ beacons = 2000, concurrency = 16 } = {}) 
           }),
       });
 
-    const out = {};
     for (const impl of ["cpp", "js"]) await load(impl, WARMUP); // compile, JIT, the salt cached
+    // Rounds alternate the order (C++ then JS, then JS then C++, …) so that a load drifting on a
+    // shared machine weighs on both sides alike; each round's ratio pairs its own two phases.
+    const phases = { cpp: [], js: [] };
+    const ratios = [];
+    for (let round = 0; round < rounds; round++) {
+      const order = round % 2 === 0 ? ["cpp", "js"] : ["js", "cpp"];
+      const done = {};
+      for (const impl of order) done[impl] = await load(impl, beacons);
+      for (const impl of order) phases[impl].push(done[impl]);
+      ratios.push(done.cpp.rps / done.js.rps);
+    }
+    const out = {};
     for (const impl of ["cpp", "js"]) {
-      const r = await load(impl, beacons);
+      const list = phases[impl];
+      const statuses = new Map();
+      for (const r of list) for (const [status, n] of r.statuses) statuses.set(status, (statuses.get(status) ?? 0) + n);
+      const cpu = list.map((r) => r.workerdCpuMsPerRequest);
       out[impl] = {
-        accepted: r.statuses.get(202) ?? 0,
-        statuses: Object.fromEntries(r.statuses),
-        rps: r.rps,
-        p50: r.p50,
-        p99: r.p99,
-        workerdCpuMsPerBeacon: r.workerdCpuMsPerRequest,
+        accepted: statuses.get(202) ?? 0,
+        statuses: Object.fromEntries(statuses),
+        rps: median(list.map((r) => r.rps)),
+        p50: median(list.map((r) => r.p50)),
+        p99: median(list.map((r) => r.p99)),
+        workerdCpuMsPerBeacon: cpu.includes(null) ? null : median(cpu),
       };
     }
-    return { beacons, concurrency, ...out, ratio: out.cpp.rps / out.js.rps };
+    return { beacons, concurrency, rounds, ...out, ratio: median(ratios), ratios };
   } finally {
     await mf.dispose();
   }
@@ -133,7 +150,8 @@ export async function runBeaconPeers({ beacons = 2000, concurrency = 16 } = {}) 
 export function printBeaconPeers(r, log = console.log) {
   const header = [
     `\nBeacons, C++ (analytics.wasm) beside the plain-JS peer (tests/bench/analytics-js.js): ${r.beacons}`,
-    `each at concurrency ${r.concurrency}, straight to each worker, alone in its phase; 1 in 10 a crawler (goal ≥ 0.9×).\n`,
+    `each at concurrency ${r.concurrency}, straight to each worker, alone in its phase; 1 in 10 a crawler (goal ≥ 0.9×);`,
+    `${r.rounds} alternating round(s), medians${r.rounds > 1 ? ` (round ratios ${r.ratios.map((x) => x.toFixed(2)).join(", ")})` : ""}.\n`,
   ];
   printPeerTable(
     r,
@@ -150,12 +168,19 @@ export function printBeaconPeers(r, log = console.log) {
 
 export const beaconPeerProblems = (r) =>
   ["cpp", "js"].flatMap((impl) =>
-    r[impl].accepted !== r.beacons ? [`${impl}: ${r[impl].accepted} of ${r.beacons} beacons answered 202`] : [],
+    r[impl].accepted !== r.beacons * r.rounds
+      ? [`${impl}: ${r[impl].accepted} of ${r.beacons * r.rounds} beacons answered 202`]
+      : [],
   );
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   await peerCli({
-    run: () => runBeaconPeers({ beacons: option("beacons", 2000), concurrency: option("beacon-concurrency", 16) }),
+    run: () =>
+      runBeaconPeers({
+        beacons: option("beacons", 2000),
+        concurrency: option("beacon-concurrency", 16),
+        rounds: option("rounds", 1),
+      }),
     print: printBeaconPeers,
     problems: beaconPeerProblems,
     figures: (result) => ({
@@ -163,6 +188,8 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
       analytics_beacon: {
         beacons: result.beacons,
         concurrency: result.concurrency,
+        rounds: result.rounds,
+        round_ratios: result.ratios.map((x) => round(x, 3)),
         cpp: roundedFigures(result.cpp),
         js: roundedFigures(result.js),
       },

@@ -79,6 +79,7 @@ Result<Beacon> parse_beacon(std::string_view body) {
     return invalid_field("u", "must be an absolute http(s) URL");
   }
   beacon.url = std::move(*url);
+  beacon.page = std::move(parts);
   if (const json* r = find_field(j, "r"); r && !r->is_null()) {
     if (!r->is_string()) return invalid_field("r", "must be a string");
     beacon.referrer = r->get<std::string>();
@@ -95,7 +96,10 @@ Result<Beacon> parse_beacon(std::string_view body) {
 
 PageDimensions page_dimensions(const Beacon& beacon, const std::vector<std::string>& own_hosts) {
   PageDimensions d;
-  auto page = split_url(beacon.url);  // validated by parse_beacon
+  // parse_beacon's split, or (a Beacon made by hand) the URL split here.
+  std::optional<UrlParts> split_here;
+  if (!beacon.page) split_here = split_url(beacon.url);
+  const UrlParts* page = beacon.page ? &*beacon.page : split_here ? &*split_here : nullptr;
   if (page) {
     d.host = page->host;
     d.path = page->path;

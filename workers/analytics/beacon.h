@@ -19,10 +19,18 @@ inline constexpr std::int64_t kMaxViewportWidth = 100000;
 inline constexpr std::string_view kDirect = "(direct)";  // no referrer, or the site's own host
 inline constexpr std::string_view kUnknown = "(unknown)";
 
+struct UrlParts {
+  std::string scheme;  // lower-case
+  std::string host;    // lower-case, without userinfo and port
+  std::string path;    // "/" when empty
+  std::string query;   // without '?'
+};
+
 struct Beacon {
   std::string url;
   std::string referrer;
   std::optional<std::int64_t> width;
+  std::optional<UrlParts> page;  // `url` split, as parse_beacon checked it (not split twice)
 };
 
 // JSON object with "u" (an absolute http(s) URL), optional "r" (string) and "w" (number); other
@@ -41,12 +49,6 @@ struct PageDimensions {
 // page's own host, is direct.
 PageDimensions page_dimensions(const Beacon& beacon, const std::vector<std::string>& own_hosts);
 
-struct UrlParts {
-  std::string scheme;  // lower-case
-  std::string host;    // lower-case, without userinfo and port
-  std::string path;    // "/" when empty
-  std::string query;   // without '?'
-};
 // scheme://[userinfo@]host[:port][/path][?query][#fragment]; nullopt when there is no host.
 std::optional<UrlParts> split_url(std::string_view url);
 

@@ -14,6 +14,7 @@ char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' +
 }  // namespace
 
 std::uint32_t RuleMatcher::child(std::uint32_t node, char c) const {
+  if (node == 0) return root_next_[static_cast<unsigned char>(c)];
   const auto& next = nodes_[node].next;
   auto it = std::lower_bound(next.begin(), next.end(), c,
                              [](const auto& edge, char key) { return edge.first < key; });
@@ -24,7 +25,7 @@ std::uint32_t RuleMatcher::add_literal(std::string_view text) {
   std::uint32_t node = 0;
   for (char raw : text) {
     char c = lower(raw);
-    std::uint32_t next = child(node, c);
+    std::uint32_t next = node == 0 ? root_next_[static_cast<unsigned char>(c)] : child(node, c);
     if (next == 0) {
       next = static_cast<std::uint32_t>(nodes_.size());
       nodes_.emplace_back();
@@ -32,6 +33,7 @@ std::uint32_t RuleMatcher::add_literal(std::string_view text) {
       auto it = std::lower_bound(edges.begin(), edges.end(), c,
                                  [](const auto& edge, char key) { return edge.first < key; });
       edges.insert(it, {c, next});
+      if (node == 0) root_next_[static_cast<unsigned char>(c)] = next;
     }
     node = next;
   }
@@ -90,12 +92,19 @@ RuleMatcher::RuleMatcher(const std::vector<std::string_view>& rules) {
       pending.push(next);
     }
   }
+  literal_stamp_.assign(literals_.size(), 0);
+  rule_stamp_.assign(rule_parts_.size(), 0);
+  rule_found_.assign(rule_parts_.size(), 0);
 }
 
 int RuleMatcher::match(std::string_view text) const {
-  // Per-call scratch: which literals were seen (each counts once) and how many parts each rule has.
-  std::vector<std::uint8_t> seen(literals_.size(), 0);
-  std::vector<std::uint32_t> found(rule_parts_.size(), 0);
+  // A new stamp makes every entry of the scratch stale at once; on wrap-around, clear them.
+  if (++stamp_ == 0) {
+    std::fill(literal_stamp_.begin(), literal_stamp_.end(), 0);
+    std::fill(rule_stamp_.begin(), rule_stamp_.end(), 0);
+    stamp_ = 1;
+  }
+  const std::uint32_t stamp = stamp_;
   std::uint32_t state = 0;
   for (std::size_t i = 0; i < text.size(); ++i) {
     char c = lower(text[i]);
@@ -104,12 +113,16 @@ int RuleMatcher::match(std::string_view text) const {
     for (std::uint32_t o = nodes_[state].output; o != 0; o = nodes_[nodes_[o].fail].output) {
       for (std::uint32_t id : nodes_[o].literals) {
         const Literal& lit = literals_[id];
-        if (seen[id]) continue;
+        if (literal_stamp_[id] == stamp) continue;  // each literal counts once
         if (lit.anchor == Anchor::start && i + 1 != lit.length) continue;
         if (lit.anchor == Anchor::end && i + 1 != text.size()) continue;
-        seen[id] = 1;
+        literal_stamp_[id] = stamp;
         for (std::uint32_t rule : lit.rules) {
-          if (++found[rule] == rule_parts_[rule]) return static_cast<int>(rule);
+          if (rule_stamp_[rule] != stamp) {
+            rule_stamp_[rule] = stamp;
+            rule_found_[rule] = 0;
+          }
+          if (++rule_found_[rule] == rule_parts_[rule]) return static_cast<int>(rule);
         }
       }
     }

@@ -11,6 +11,7 @@
 #include "workers/analytics/store.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace ss::analytics {
@@ -27,6 +28,11 @@ class SaltCache {
  public:
   Task<Result<std::string>> salt_for(Context& ctx, const AnalyticsStore& store,
                                      const std::string& day);
+  // The salt of `day` if this instance already holds it (no effect), else nullopt.
+  std::optional<std::string> cached(const std::string& day) const {
+    if (day_ == day && !salt_hex_.empty()) return salt_hex_;
+    return std::nullopt;
+  }
 
  private:
   std::string day_;
