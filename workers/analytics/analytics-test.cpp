@@ -193,6 +193,28 @@ TEST_CASE("analytics: the tenant comes from the tenant context, never from the b
   CHECK(a.mesh.analytics_points.size() == 1);
 }
 
+TEST_CASE("analytics: a refused beacon draws no salt; a later one is hashed with today's") {
+  Analytics a;  // no cron run yet: no salt
+  auto forged = a.beacon(json{{"u", "https://crumbandcrust.example/"}}, kChrome, kIp, {}, "bakery",
+                         kAutoToken);
+  CHECK(forged.status == 401);
+  CHECK(a.mesh.db("ANALYTICS_DB").rows("SELECT * FROM salts").empty());
+  // The first good beacon draws it; the next ones (salt cached) hash while authenticating, with
+  // the same salt: one visitor.
+  CHECK(a.page("https://crumbandcrust.example/").status == 202);
+  CHECK(a.mesh.db("ANALYTICS_DB").rows("SELECT * FROM salts").size() == 1);
+  auto forged_again = a.beacon(json{{"u", "https://crumbandcrust.example/"}}, kChrome, kIp, {},
+                               "bakery", kAutoToken);
+  CHECK(forged_again.status == 401);
+  CHECK(a.page("https://crumbandcrust.example/menu").status == 202);
+  REQUIRE(a.queued().size() == 2);
+  CHECK(a.queued()[0]["v"] == a.queued()[1]["v"]);
+  a.drain();
+  json totals = a.stats("")["totals"];
+  CHECK(totals["pageviews"] == 2);
+  CHECK(totals["visitors"] == 1);
+}
+
 TEST_CASE("analytics: oversized and malformed beacons are refused and nothing is counted") {
   Analytics a;
   auto big = a.beacon(json{{"u", "https://crumbandcrust.example/" + std::string(5000, 'a')}});
