@@ -6,8 +6,8 @@
 // visitor hash, one Analytics Engine point and one queue message, then 202. The queue has no consumer
 // here: the rollup is measured by analytics-bench.mjs. One beacon in ten carries a crawler's user
 // agent (filtered: no hash), the rest a desktop Chrome's.
-//   node tests/bench/analytics-peer.mjs [--beacons 2000] [--beacon-concurrency 16] [--rounds 1] [--json FILE]
-// With --rounds N each side runs N phases of --beacons, alternating which goes first; the figures are
+//   node tests/bench/analytics-peer.mjs [--beacons 2000] [--beacon-concurrency 16] [--beacon-rounds 1] [--json FILE]
+// With --beacon-rounds N each side runs N phases of --beacons, alternating which goes first; the figures are
 // the medians over the rounds, the ratio the median of the rounds' own ratios.
 import { createHash, randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -179,7 +179,7 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
       runBeaconPeers({
         beacons: option("beacons", 2000),
         concurrency: option("beacon-concurrency", 16),
-        rounds: option("rounds", 1),
+        rounds: option("beacon-rounds", 1),
       }),
     print: printBeaconPeers,
     problems: beaconPeerProblems,
