@@ -14,6 +14,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
+import { beaconInit } from "./beacon-mix.mjs";
 import { loadPhase, ms, peerCli, printPeerTable } from "./peer-run.mjs";
 import { platformWorkerOptions } from "./worker-options.mjs";
 import { option, round, roundedFigures } from "./json-out.mjs";
@@ -24,9 +25,6 @@ const JS = "bench-analytics-js";
 const TENANT = "bakery";
 const WARMUP = 100;
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const CHROME =
-  "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
-const CRAWLER = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
 
 async function workerOptions(adminToken) {
   const { MODULE_RULES } = await import("../../scripts/lib/local-mesh.mjs");
@@ -96,22 +94,7 @@ export async function runBeaconPeers({ beacons = 2000, concurrency = 16, rounds 
       loadPhase({
         count,
         concurrency,
-        send: (n) =>
-          workers[impl].fetch("http://analytics/beacon", {
-            method: "POST",
-            headers: {
-              "content-type": "text/plain;charset=UTF-8",
-              "x-siteswarm-tenant-id": TENANT,
-              "x-siteswarm-tenant-token": token,
-              "user-agent": n % 10 === 9 ? CRAWLER : CHROME,
-              "cf-connecting-ip": `198.51.${(n >> 8) & 255}.${n & 255}`,
-            },
-            body: JSON.stringify({
-              u: `https://crumbandcrust.example/p/${n % 50}?utm_source=news&id=${n}`,
-              r: "https://www.google.com/",
-              w: 1280,
-            }),
-          }),
+        send: (n) => workers[impl].fetch("http://analytics/beacon", beaconInit(n, TENANT, token)),
       });
 
     for (const impl of ["cpp", "js"]) await load(impl, WARMUP); // compile, JIT, the salt cached

@@ -15,6 +15,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { defineWorker, setProfileSink } from "../../bindings/host.js";
+import { beaconInit } from "./beacon-mix.mjs";
 import { mergeFigures, option, round } from "./json-out.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -23,9 +24,6 @@ const ROUNDS = option("rounds", 6);
 const TENANT = "bakery";
 const TOKEN = randomBytes(24).toString("hex");
 const SALT = randomBytes(32).toString("hex");
-const CHROME =
-  "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
-const CRAWLER = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const sha = (s) => createHash("sha256").update(s).digest("hex");
 const io = () => new Promise((resolve) => setImmediate(resolve));
@@ -91,22 +89,7 @@ const cpp = defineWorker(new WebAssembly.Module(readFileSync(WASM)), {
 });
 const js = (await import("./analytics-js.js")).default;
 
-const beacon = (n) =>
-  new Request("http://analytics/beacon", {
-    method: "POST",
-    headers: {
-      "content-type": "text/plain;charset=UTF-8",
-      "x-siteswarm-tenant-id": TENANT,
-      "x-siteswarm-tenant-token": TOKEN,
-      "user-agent": n % 10 === 9 ? CRAWLER : CHROME,
-      "cf-connecting-ip": `198.51.${(n >> 8) & 255}.${n & 255}`,
-    },
-    body: JSON.stringify({
-      u: `https://crumbandcrust.example/p/${n % 50}?utm_source=news&id=${n}`,
-      r: "https://www.google.com/",
-      w: 1280,
-    }),
-  });
+const beacon = (n) => new Request("http://analytics/beacon", beaconInit(n, TENANT, TOKEN));
 
 // CPU ms per beacon (user + system of this process) over `count` beacons, one at a time.
 async function phase(worker, env, count) {
