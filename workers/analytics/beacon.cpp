@@ -2,18 +2,11 @@
 
 #include "shared/http.h"
 #include "shared/json_util.h"
+#include "shared/text.h"
 
 namespace ss::analytics {
 
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
-}
 
 std::string without_www(std::string host) {
   if (host.rfind("www.", 0) == 0) host.erase(0, 4);
@@ -41,7 +34,7 @@ std::optional<UrlParts> split_url(std::string_view url) {
   std::size_t colon = url.find("://");
   if (colon == std::string_view::npos || colon == 0) return std::nullopt;
   UrlParts parts;
-  parts.scheme = lower(url.substr(0, colon));
+  parts.scheme = ascii_lower(url.substr(0, colon));
   std::string_view rest = url.substr(colon + 3);
   std::size_t authority_end = rest.find_first_of("/?#");
   std::string_view authority = rest.substr(0, authority_end);
@@ -57,7 +50,7 @@ std::optional<UrlParts> split_url(std::string_view url) {
     authority = authority.substr(0, port);
   }
   if (authority.empty()) return std::nullopt;
-  parts.host = lower(authority);
+  parts.host = ascii_lower(authority);
   std::size_t fragment = rest.find('#');
   if (fragment != std::string_view::npos) rest = rest.substr(0, fragment);
   std::size_t question = rest.find('?');
@@ -126,7 +119,7 @@ PageDimensions page_dimensions(const Beacon& beacon, const std::vector<std::stri
   if (auto ref = split_url(beacon.referrer); ref && !ref->host.empty()) {
     std::string host = without_www(ref->host);
     bool own = host == without_www(d.host);
-    for (const std::string& h : own_hosts) own = own || host == without_www(lower(h));
+    for (const std::string& h : own_hosts) own = own || host == without_www(ascii_lower(h));
     if (host.size() > kMaxHostLength) host.resize(kMaxHostLength);
     if (!own) d.referrer = host;
   }

@@ -1,5 +1,7 @@
 #include "workers/analytics/rule_matcher.h"
 
+#include "shared/text.h"
+
 #include <algorithm>
 #include <map>
 #include <queue>
@@ -10,7 +12,6 @@ namespace ss::analytics {
 namespace {
 constexpr char kPartSeparator = '\x1f';
 
-char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 }  // namespace
 
 std::uint32_t RuleMatcher::child(std::uint32_t node, char c) const {
@@ -24,7 +25,7 @@ std::uint32_t RuleMatcher::child(std::uint32_t node, char c) const {
 std::uint32_t RuleMatcher::add_literal(std::string_view text) {
   std::uint32_t node = 0;
   for (char raw : text) {
-    char c = lower(raw);
+    char c = ascii_lower(raw);
     std::uint32_t next = node == 0 ? root_next_[static_cast<unsigned char>(c)] : child(node, c);
     if (next == 0) {
       next = static_cast<std::uint32_t>(nodes_.size());
@@ -57,7 +58,7 @@ RuleMatcher::RuleMatcher(const std::vector<std::string_view>& rules) {
                       : part[0] == '$' ? Anchor::end
                                        : Anchor::anywhere;
       std::string text(part.substr(1));
-      for (char& c : text) c = lower(c);
+      for (char& c : text) c = ascii_lower(c);
       auto [it, fresh] =
           literal_ids.try_emplace({text, anchor}, static_cast<std::uint32_t>(literals_.size()));
       if (fresh) {
@@ -107,7 +108,7 @@ int RuleMatcher::match(std::string_view text) const {
   const std::uint32_t stamp = stamp_;
   std::uint32_t state = 0;
   for (std::size_t i = 0; i < text.size(); ++i) {
-    char c = lower(text[i]);
+    char c = ascii_lower(text[i]);
     while (state != 0 && child(state, c) == 0) state = nodes_[state].fail;
     state = child(state, c);
     for (std::uint32_t o = nodes_[state].output; o != 0; o = nodes_[nodes_[o].fail].output) {

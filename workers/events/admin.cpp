@@ -27,7 +27,8 @@ namespace {
 // isolate's drain, time passing into a stall, a database edited by hand) shows within the bound.
 struct PublicHealthSnapshot {
   bool valid = false;
-  std::int64_t taken_at_ms = 0;
+  std::int64_t taken_at_ms = 0;  // when the query that made it was asked
+  std::uint64_t generation = 0;  // moved by every forget: a read asked before it is not kept
   json status;
   json reason;  // null unless stalled
 
@@ -38,7 +39,9 @@ struct PublicHealthSnapshot {
 };
 
 void forget_public_health(Context& ctx) {
-  ctx.instance_local<PublicHealthSnapshot>().valid = false;
+  PublicHealthSnapshot& snapshot = ctx.instance_local<PublicHealthSnapshot>();
+  snapshot.valid = false;
+  ++snapshot.generation;
 }
 
 // An operator route that writes (POST, PUT, PATCH, DELETE): the public /health snapshot is dropped
@@ -459,10 +462,11 @@ Task<Result<Response>> retention_now(Context& ctx, const Request& req, const Par
 // GET /health: 200 {"ok":true,"service","version","status"} for anyone, as every worker answers it
 // (status: ok | stalled | degraded; "reason" beside a stall); the consumers' cursors, lag, cap and
 // quarantine counts only with the operator token. The operator view reads D1 on every hit (one
-// query, never cached). The public view reads the same query at most once per
-// kPublicHealthMaxAgeMs per instance (PublicHealthSnapshot): every other public hit answers from
-// memory, so a /health load costs about what a hello-world worker's does, and an unauthenticated
-// caller cannot buy more than one D1 query a second per isolate.
+// query, never cached). The public view keeps the same query's answer for kPublicHealthMaxAgeMs per
+// instance (PublicHealthSnapshot): every public hit while it is fresh answers from memory, so a
+// /health load costs about what a hello-world worker's does. Hits that arrive while a refresh is
+// still waiting on D1 each read D1 too (no request waits on another's query), so an unauthenticated
+// caller buys one query per second per isolate plus those that overlap one D1 round trip.
 //
 // /health stays 200 while a consumer is stalled (the platform contract: it says the worker is up).
 // Outside monitors that must page on a stall probe GET /health/consumers instead: the same single
@@ -482,16 +486,28 @@ Task<Result<Response>> health(Context& ctx, const Request& req, const Params&) {
     co_return Response::json_body(200, body);
   }
   PublicHealthSnapshot& snapshot = ctx.instance_local<PublicHealthSnapshot>();
-  if (!snapshot.fresh(ctx.now_ms())) {
-    json details = co_await consumer_health(ctx);
-    // Taken when the query answered: its age is counted from the answer, not from the request.
-    snapshot.taken_at_ms = ctx.now_ms();
-    snapshot.status = details["status"];
-    snapshot.reason = details.contains("reason") ? details["reason"] : json(nullptr);
-    snapshot.valid = true;
+  if (snapshot.fresh(ctx.now_ms())) {
+    body["status"] = snapshot.status;
+    if (!snapshot.reason.is_null()) body["reason"] = snapshot.reason;
+    co_return Response::json_body(200, body);
   }
-  body["status"] = snapshot.status;
-  if (!snapshot.reason.is_null()) body["reason"] = snapshot.reason;
+  // Its age counts from when the query was asked (the clock moves while D1 answers), and a read
+  // asked before an operator write or a cron on this instance dropped the snapshot is answered but
+  // not kept: it may predate what they changed.
+  const std::int64_t asked_ms = ctx.now_ms();
+  const std::uint64_t generation = snapshot.generation;
+  json details = co_await consumer_health(ctx);
+  json status = details["status"];
+  json reason = details.contains("reason") ? details["reason"] : json(nullptr);
+  PublicHealthSnapshot& kept = ctx.instance_local<PublicHealthSnapshot>();
+  if (kept.generation == generation) {
+    kept.taken_at_ms = asked_ms;
+    kept.status = status;
+    kept.reason = reason;
+    kept.valid = true;
+  }
+  body["status"] = status;
+  if (!reason.is_null()) body["reason"] = reason;
   co_return Response::json_body(200, body);
 }
 

@@ -123,8 +123,9 @@ Task<Status> run_anomaly_batch(Context& ctx, DrainReport& report, const std::vec
   SS_CO_TRY(std::vector<SignalRow> signals,
             co_await AnomalyStore::ended_signals(judged_from, judge_until, thresholds, limit));
   // A full list may have left out the rest of its last window: judge up to that window only (its
-  // `cut`). When that window is the first one read, the list holds nothing else: judge what was
-  // read and move past that window (`past`), or the detector would read the same page forever.
+  // `cut`). When that window is the first one read, the page holds nothing else: that window is read
+  // again whole (up to kWholeWindowRows candidates) and judged, and the next run goes on after it
+  // (`past`), so a page never leaves a candidate of a window it moved past.
   struct Cut {
     std::int64_t cut;
     std::int64_t past;
@@ -137,13 +138,21 @@ Task<Status> run_anomaly_batch(Context& ctx, DrainReport& report, const std::vec
     cuts.push_back({signals.back().window_end_ms - 1, signals.back().window_end_ms});
   }
   std::int64_t judged_to = judge_until;
+  bool first_window_full = false;
   for (const Cut& c : cuts) {
-    if (c.cut > judged_from) {
-      judged_to = std::min(judged_to, c.cut);
-    } else {
-      ctx.log("anomaly_detector: more than " + std::to_string(limit) +
+    first_window_full = first_window_full || c.cut <= judged_from;
+    judged_to = std::min(judged_to, c.cut > judged_from ? c.cut : c.past);
+  }
+  if (first_window_full) {
+    SS_CO_TRY(rates, co_await AnomalyStore::rate_candidates(judged_from, judged_to,
+                                                            kBaselineWindows * kRateWindowMs,
+                                                            kMinAnomalyCount, kWholeWindowRows));
+    SS_CO_TRY(signals, co_await AnomalyStore::ended_signals(judged_from, judged_to, thresholds,
+                                                            kWholeWindowRows));
+    if (static_cast<std::int64_t>(rates.size()) == kWholeWindowRows ||
+        static_cast<std::int64_t>(signals.size()) == kWholeWindowRows) {
+      ctx.log("anomaly_detector: more than " + std::to_string(kWholeWindowRows) +
               " candidates in one window; the rest of that window is not judged");
-      judged_to = std::min(judged_to, c.past);
     }
   }
   std::int64_t windows = (judged_to - judged_from) / kRateWindowMs;

@@ -33,6 +33,10 @@ inline constexpr std::int64_t kFirstJudgeLookbackMs = 24 * 60 * 60 * 1000;
 // twice: the anomaly's idempotency key).
 inline constexpr std::int64_t kDefaultJudgeRows = 200;
 inline constexpr std::int64_t kMaxJudgeRows = 1000;
+// When one window alone fills a page, it is read again whole, up to this many candidates of each kind
+// (a candidate is a tenant or monitor at or over a rule's threshold, or an event type over the rate
+// minimum: bounded by the platform's size, not by traffic).
+inline constexpr std::int64_t kWholeWindowRows = 20000;
 
 struct SequenceRule {
   const char* name;

@@ -207,6 +207,22 @@ TEST_CASE(
   CHECK(anomalies(l).size() == 6);
 }
 
+TEST_CASE("anomaly_detector: one window with more candidates than a page is judged whole") {
+  Ledger l;
+  l.mesh.set_env("events", "ANOMALY_JUDGE_ROWS", "2");
+  // Five event types over the rate rule's minimum in the same window: a page holds two of them.
+  const std::vector<std::string> types = {"order.placed", "order.paid", "order.packed",
+                                          "order.shipped", "order.refunded"};
+  for (int i = 0; i < 21; ++i) {
+    for (const std::string& type : types) l.emit(type);
+  }
+  l.mesh.now_ms += 15 * kMinute;
+  for (int run = 0; run < 4; ++run) l.drain("anomaly_detector");
+  std::set<std::string> judged;
+  for (const json& a : anomalies(l)) judged.insert(a["entity_id"].get<std::string>());
+  CHECK(judged == std::set<std::string>(types.begin(), types.end()));
+}
+
 TEST_CASE("reflexion_analyzer keeps failure patterns per workflow / event type, replay-safe") {
   Ledger l;
   std::string f1 = l.emit("workflow.run_failed",
