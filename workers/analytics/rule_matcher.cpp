@@ -26,7 +26,7 @@ std::uint32_t RuleMatcher::add_literal(std::string_view text) {
   std::uint32_t node = 0;
   for (char raw : text) {
     char c = ascii_lower(raw);
-    std::uint32_t next = node == 0 ? root_next_[static_cast<unsigned char>(c)] : child(node, c);
+    std::uint32_t next = child(node, c);
     if (next == 0) {
       next = static_cast<std::uint32_t>(nodes_.size());
       nodes_.emplace_back();

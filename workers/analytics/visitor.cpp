@@ -32,7 +32,7 @@ Task<Result<std::string>> draw_salt(Context& ctx, const AnalyticsStore& store,
 
 Task<Result<std::string>> SaltCache::salt_for(Context& ctx, const AnalyticsStore& store,
                                               const std::string& day) {
-  if (day_ == day && !salt_hex_.empty()) co_return salt_hex_;
+  if (std::optional<std::string> held = cached(day)) co_return std::move(*held);
   SS_CO_TRY(std::optional<std::string> found, co_await store.find_salt(day));
   std::string salt;
   if (found) {

@@ -499,12 +499,11 @@ Task<Result<Response>> health(Context& ctx, const Request& req, const Params&) {
   json details = co_await consumer_health(ctx);
   json status = details["status"];
   json reason = details.contains("reason") ? details["reason"] : json(nullptr);
-  PublicHealthSnapshot& kept = ctx.instance_local<PublicHealthSnapshot>();
-  if (kept.generation == generation) {
-    kept.taken_at_ms = asked_ms;
-    kept.status = status;
-    kept.reason = reason;
-    kept.valid = true;
+  if (snapshot.generation == generation) {  // the instance's, alive as long as it
+    snapshot.taken_at_ms = asked_ms;
+    snapshot.status = status;
+    snapshot.reason = reason;
+    snapshot.valid = true;
   }
   body["status"] = status;
   if (!reason.is_null()) body["reason"] = reason;
