@@ -4,6 +4,7 @@
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
 #include "shared/tenant.h"
+#include "shared/tenant_cache.h"
 #include "shared/tenant_store.h"
 
 namespace ss {
@@ -109,6 +110,7 @@ Task<Result<Response>> put_tenant(Context& ctx, const Request& req, const Params
 
   std::string now = format_rfc3339(ctx.now_ms());
   SS_CO_CHECK(co_await store.upsert(id, token_hash, admin_hash, config, now));
+  tenant_cache(ctx).forget(id);  // a new token or config takes effect in this instance at once
   if (ctx.app().apply_tenant_config) {
     SS_CO_CHECK(co_await ctx.app().apply_tenant_config(ctx, id, config));
   }
@@ -131,6 +133,7 @@ Task<Result<Response>> delete_tenant(Context& ctx, const Request& req, const Par
   SS_CO_TRY(std::string id, tenant_id_param(params));
   SS_CO_TRY(bool disabled,
             co_await TenantStore(ctx.app().db_binding).disable(id, format_rfc3339(ctx.now_ms())));
+  tenant_cache(ctx).forget(id);  // other instances: within kTenantCacheTtlMs
   if (!disabled) co_return Error{ErrorCode::not_found, "no tenant " + id};
   ctx.log("tenant " + id + " disabled");
   co_return Response::json_body(200, {{"tenantId", id}, {"enabled", false}});

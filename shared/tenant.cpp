@@ -3,6 +3,7 @@
 #include "shared/app.h"
 #include "shared/bytes.h"
 #include "shared/json_util.h"
+#include "shared/tenant_cache.h"
 #include "shared/tenant_store.h"
 #include "shared/text.h"
 
@@ -39,22 +40,44 @@ Status check_capability_version(const std::string& version) {
 
 enum class Secret { token, admin_token };
 
-// Loads the tenant row and hashes the presented secret concurrently, then compares digests;
-// nullopt when the tenant is unknown, disabled or the secret does not match.
-Task<Result<std::optional<Tenant>>> verify_secret(Context& ctx, const std::string& tenant_id,
-                                                  std::string secret, Secret which) {
-  auto [found, digest] = co_await when_all(TenantStore(ctx.app().db_binding).find(tenant_id),
-                                           sha256_hex(std::move(secret)));
-  if (!found) co_return std::move(found).error();
-  if (!digest) co_return std::move(digest).error();
-  const std::optional<TenantRow>& row = *found;
-  if (!row || !row->enabled) co_return std::optional<Tenant>{};
-  const std::string& stored = which == Secret::token ? row->token_hash : row->admin_token_hash;
-  if (stored.empty() || !constant_time_equal(stored, *digest)) co_return std::optional<Tenant>{};
+const std::string& stored_digest(const TenantRow& row, Secret which) {
+  return which == Secret::token ? row.token_hash : row.admin_token_hash;
+}
+
+std::optional<Tenant> tenant_if_matches(const std::string& tenant_id, const TenantRow& row,
+                                        const std::string& digest, Secret which) {
+  const std::string& stored = stored_digest(row, which);
+  if (!row.enabled || stored.empty() || !constant_time_equal(stored, digest)) return std::nullopt;
   Tenant tenant;
   tenant.id = tenant_id;
-  tenant.config = row->config;
-  co_return std::optional<Tenant>{std::move(tenant)};
+  tenant.config = row.config;
+  return tenant;
+}
+
+// Hashes the presented secret and compares it with the tenant's stored digest; nullopt when the
+// tenant is unknown, disabled or the secret does not match. A tenant token is first checked
+// against this instance's cached row (shared/tenant_cache.h): a match answers without D1; anything
+// else reads D1 (and refreshes the cache). Without a fresh cached row, the D1 read and the hash run
+// concurrently. A tenant admin token always reads D1.
+Task<Result<std::optional<Tenant>>> verify_secret(Context& ctx, const std::string& tenant_id,
+                                                  std::string secret, Secret which) {
+  bool cacheable = which == Secret::token;
+  if (cacheable && tenant_cache(ctx).fresh(tenant_id, ctx.now_ms()) != nullptr) {
+    SS_CO_TRY(std::string digest, co_await sha256_hex(std::move(secret)));
+    // Looked up again: the cache may have changed during the await.
+    if (const TenantRow* row = tenant_cache(ctx).fresh(tenant_id, ctx.now_ms())) {
+      if (auto tenant = tenant_if_matches(tenant_id, *row, digest, which)) co_return tenant;
+    }
+    SS_CO_TRY(std::optional<TenantRow> row, co_await read_tenant(ctx, tenant_id));
+    if (!row) co_return std::optional<Tenant>{};
+    co_return tenant_if_matches(tenant_id, *row, digest, which);
+  }
+  auto [found, digest] =
+      co_await when_all(read_tenant(ctx, tenant_id), sha256_hex(std::move(secret)));
+  if (!found) co_return std::move(found).error();
+  if (!digest) co_return std::move(digest).error();
+  if (!*found) co_return std::optional<Tenant>{};
+  co_return tenant_if_matches(tenant_id, **found, *digest, which);
 }
 }  // namespace
 

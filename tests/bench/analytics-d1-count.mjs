@@ -211,7 +211,7 @@ export function printD1Count(r, log = console.log) {
   );
   log(
     `  beacon path: ${r.beacon.statements} statements in ${r.beacon.roundTrips} round trips, ` +
-      `${r.beacon.writes} writes (the tenant lookup per beacon, the salt once per isolate and day)`,
+      `${r.beacon.writes} writes (each tenant's row once per isolate and 30 s, the salt once per isolate and day)`,
   );
   log(
     `  queue consumer: ${r.queueBatches.length} message batches (sizes ${r.queueBatches.join(", ")}) → ` +

@@ -1,7 +1,9 @@
 // What every plain-JS peer worker of the benches (leads-js.js, analytics-js.js) does the same way as the
 // C++ workers' shared code: the contract's JSON errors, SHA-256 through WebCrypto, and tenant
 // authentication (SHA-256 of X-SiteSwarm-Tenant-Token against tenants.token_hash, enabled, capability
-// major 1; shared/tenant.cpp).
+// major 1; shared/tenant.cpp), with the same per-isolate cache of tenant rows (shared/tenant_cache.h:
+// a row at most 30 s old answers a match; anything else reads D1), so the peers are compared like for
+// like.
 const TENANT_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
 const STATUS = {
@@ -28,6 +30,25 @@ export const encoder = new TextEncoder();
 const hex = (buf) => Array.from(new Uint8Array(buf), (b) => b.toString(16).padStart(2, "0")).join("");
 export const sha256 = async (text) => hex(await crypto.subtle.digest("SHA-256", encoder.encode(text)));
 
+const TENANT_CACHE_MS = 30_000;
+const tenantRows = new Map(); // tenant id -> { row, readAt }
+
+async function readTenant(db, tenantId) {
+  const readAt = Date.now();
+  const row = await db
+    .prepare("SELECT token_hash, config_json, enabled FROM tenants WHERE tenant_id = ?1")
+    .bind(tenantId)
+    .first();
+  if (row) tenantRows.set(tenantId, { row, readAt });
+  else tenantRows.delete(tenantId);
+  return row;
+}
+
+function cachedTenant(tenantId) {
+  const hit = tenantRows.get(tenantId);
+  return hit && Date.now() - hit.readAt < TENANT_CACHE_MS ? hit.row : null;
+}
+
 /** `{ row }` (tenant_id, config_json) for a request whose tenant headers check out in `db`, else `{ error }`. */
 export async function authenticateTenant(request, db) {
   const tenantId = request.headers.get("x-siteswarm-tenant-id") ?? "";
@@ -39,10 +60,15 @@ export async function authenticateTenant(request, db) {
     ),
   };
   if (!TENANT_ID.test(tenantId) || !token) return unauthenticated;
-  const [row, digest] = await Promise.all([
-    db.prepare("SELECT token_hash, config_json, enabled FROM tenants WHERE tenant_id = ?1").bind(tenantId).first(),
-    sha256(token),
-  ]);
+  let row;
+  let digest;
+  if (cachedTenant(tenantId)) {
+    digest = await sha256(token);
+    row = cachedTenant(tenantId);
+    if (!row?.enabled || row.token_hash !== digest) row = await readTenant(db, tenantId);
+  } else {
+    [row, digest] = await Promise.all([readTenant(db, tenantId), sha256(token)]);
+  }
   if (!row?.enabled || row.token_hash !== digest) return unauthenticated;
   const version = request.headers.get("x-siteswarm-capability-version");
   if (version && version.split(".")[0] !== "1") {

@@ -206,3 +206,76 @@ TEST_CASE("the trap route exists only with test hooks on") {
   Mesh mesh;
   check_error(mesh.request("leads", "GET", "/__test/trap"), 404, "not_found");
 }
+
+TEST_CASE(
+    "tenant tokens are checked against the instance's cached row: D1 read once per 30 s, "
+    "a new token at once, revocation through this instance at once, elsewhere within 30 s") {
+  Mesh mesh;
+  mesh.provision("bakery", ss::test::kBakeryToken, ss::test::kBakeryAdmin, json::object(), "leads");
+  int tenant_reads = 0;
+  mesh.observe_effects = [&](const json& effects) {
+    for (const json& e : effects) {
+      if (e.value("kind", "").rfind("d1.", 0) == 0 &&
+          e.value("sql", "").find("FROM tenants") != std::string::npos) {
+        ++tenant_reads;
+      }
+    }
+  };
+  auto whoami = [&](const std::string& token) {
+    return mesh.request("leads", "GET", "/v1/tenant", Mesh::tenant_headers("bakery", token));
+  };
+  for (int i = 0; i < 5; ++i) CHECK(whoami(ss::test::kBakeryToken).status == 200);
+  CHECK(tenant_reads == 1);
+
+  // A wrong token is never answered from the cache: D1 decides every refusal.
+  check_error(whoami("bakery-token-wrong-000000"), 401, "unauthenticated_tenant");
+  CHECK(tenant_reads == 2);
+  CHECK(whoami(ss::test::kBakeryToken).status == 200);
+  CHECK(tenant_reads == 2);
+
+  // The cached row lives kTenantCacheTtlMs (30 s) from when D1 was asked.
+  mesh.now_ms += 29'999;
+  CHECK(whoami(ss::test::kBakeryToken).status == 200);
+  CHECK(tenant_reads == 2);
+  mesh.now_ms += 1;
+  CHECK(whoami(ss::test::kBakeryToken).status == 200);
+  CHECK(tenant_reads == 3);
+
+  // A rotation made elsewhere (another isolate, written straight into D1): the new token works at
+  // once (a mismatch reads D1); the old one keeps working until the cached row is 30 s old.
+  const std::string rotated = "bakery-token-rotated-0001";
+  mesh.db("LEADS_DB")
+      .execute("UPDATE tenants SET token_hash = ?1 WHERE tenant_id = 'bakery'",
+               json::array({ss::native::sha256_hex(rotated)}));
+  CHECK(whoami(rotated).status == 200);
+  check_error(whoami(ss::test::kBakeryToken), 401, "unauthenticated_tenant");
+  mesh.db("LEADS_DB")
+      .execute("UPDATE tenants SET token_hash = ?1 WHERE tenant_id = 'bakery'",
+               json::array({ss::native::sha256_hex(ss::test::kBakeryToken)}));
+  CHECK(whoami(ss::test::kBakeryToken).status == 200);  // re-read: the row matches again
+  mesh.db("LEADS_DB")
+      .execute("UPDATE tenants SET enabled = 0 WHERE tenant_id = 'bakery'", json::array());
+  CHECK(whoami(ss::test::kBakeryToken).status == 200);  // the documented lag, at most 30 s
+  mesh.now_ms += 30'000;
+  check_error(whoami(ss::test::kBakeryToken), 401, "unauthenticated_tenant");
+
+  // Through this instance's operator route, a disable takes effect on the next request.
+  mesh.db("LEADS_DB")
+      .execute("UPDATE tenants SET enabled = 1 WHERE tenant_id = 'bakery'", json::array());
+  CHECK(whoami(ss::test::kBakeryToken).status == 200);
+  auto disabled = mesh.request("leads", "DELETE", "/admin/tenants/bakery", kOperator);
+  CHECK(disabled.status == 200);
+  check_error(whoami(ss::test::kBakeryToken), 401, "unauthenticated_tenant");
+
+  // Tenant admin tokens always read D1.
+  mesh.request(
+      "leads", "PUT", "/admin/tenants/bakery", kOperator,
+      json{{"token", ss::test::kBakeryToken}, {"adminToken", ss::test::kBakeryAdmin}}.dump());
+  int before = tenant_reads;
+  std::map<std::string, std::string> admin = {
+      {"X-SiteSwarm-Tenant-Id", "bakery"},
+      {"Authorization", std::string("Bearer ") + ss::test::kBakeryAdmin}};
+  CHECK(mesh.request("leads", "GET", "/api/leads", admin).status == 200);
+  CHECK(mesh.request("leads", "GET", "/api/leads", admin).status == 200);
+  CHECK(tenant_reads == before + 2);
+}

@@ -7,6 +7,7 @@
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
 #include "shared/tenant.h"
+#include "shared/tenant_cache.h"
 #include "shared/text.h"
 #include "workers/cms/schedule.h"
 #include "workers/cms/service.h"
@@ -22,9 +23,13 @@ namespace {
 
 constexpr std::size_t kMaxRemembered = 1024;
 
+// The isolate's last-known-good copy per tenant (the fallback replica's first choice), kept as the
+// parsed Content. `kv_text` is the KV document it was last read from, when it was: the next read of
+// the same bytes reuses the parsed copy instead of parsing and validating the document again.
 struct Remembered {
   std::string token_hash;
-  json content;
+  Content content;
+  std::string kv_text;
 };
 
 std::map<std::string, Remembered>& remembered() {
@@ -53,7 +58,19 @@ std::optional<CachedCopy> read_copy(const json& doc) {
 std::optional<CachedCopy> remembered_copy(const std::string& tenant_id) {
   auto it = remembered().find(tenant_id);
   if (it == remembered().end()) return std::nullopt;
-  return read_copy(json{{"tokenHash", it->second.token_hash}, {"content", it->second.content}});
+  return CachedCopy{it->second.token_hash, it->second.content};
+}
+
+// The copy in a KV document: the remembered one when the document is byte for byte the one it was
+// read from, else parsed (nullopt: not a valid document).
+std::optional<CachedCopy> kv_document_copy(const std::string& tenant_id, const std::string& text) {
+  auto it = remembered().find(tenant_id);
+  if (it != remembered().end() && !it->second.kv_text.empty() && it->second.kv_text == text) {
+    return CachedCopy{it->second.token_hash, it->second.content};
+  }
+  auto doc = parse_json(text);
+  if (!doc) return std::nullopt;
+  return read_copy(*doc);
 }
 
 std::optional<CachedCopy> bundled_copy(const Context& ctx, const std::string& tenant_id) {
@@ -87,6 +104,33 @@ struct Served {
   std::string source;
 };
 
+struct Lookup {
+  Result<std::optional<TenantRow>> row;  // an error: D1 is unreachable
+  std::string digest;                    // of the presented token
+  Result<std::optional<std::string>> cached;
+};
+
+// The tenant row (D1's answer, or this instance's cached copy of it when that copy matches the
+// token: shared/tenant_cache.h), the token's digest and the KV document, fetched concurrently.
+Task<Result<Lookup>> look_up(Context& ctx, const std::string& id, const std::string& token) {
+  if (tenant_cache(ctx).fresh(id, ctx.now_ms()) != nullptr) {
+    auto [digest, cached] =
+        co_await when_all(sha256_hex(token), Kv(kCacheBinding).get(cache_key(id)));
+    if (!digest) co_return std::move(digest).error();
+    const TenantRow* hit = tenant_cache(ctx).fresh(id, ctx.now_ms());
+    if (hit != nullptr && hit->enabled && constant_time_equal(hit->token_hash, *digest)) {
+      std::optional<TenantRow> row = *hit;
+      co_return Lookup{std::move(row), std::move(*digest), std::move(cached)};
+    }
+    auto row = co_await read_tenant(ctx, id);
+    co_return Lookup{std::move(row), std::move(*digest), std::move(cached)};
+  }
+  auto [row, digest, cached] = co_await when_all(read_tenant(ctx, id), sha256_hex(token),
+                                                 Kv(kCacheBinding).get(cache_key(id)));
+  if (!digest) co_return std::move(digest).error();
+  co_return Lookup{std::move(row), std::move(*digest), std::move(cached)};
+}
+
 // The whole read path: authentication, then KV → D1 → fallback replica.
 Task<Result<Served>> read_content(Context& ctx, const Request& req) {
   std::string id = req.header("x-siteswarm-tenant-id");
@@ -96,13 +140,13 @@ Task<Result<Served>> read_content(Context& ctx, const Request& req) {
   if (token.empty()) co_return unauthenticated("missing X-SiteSwarm-Tenant-Token");
   SS_CO_CHECK(check_capability_version(req.header("x-siteswarm-capability-version")));
 
-  auto [row, digest, cached] =
-      co_await when_all(TenantStore(ctx.app().db_binding).find(id), sha256_hex(token),
-                        Kv(kCacheBinding).get(cache_key(id)));
-  if (!digest) co_return std::move(digest).error();
+  SS_CO_TRY(Lookup lookup, co_await look_up(ctx, id, token));
+  auto& [row, digest, cached] = lookup;
   std::optional<CachedCopy> kv_copy;
+  std::string kv_text;
   if (cached && cached->has_value()) {
-    if (auto doc = parse_json(**cached)) kv_copy = read_copy(*doc);
+    kv_text = std::move(**cached);
+    kv_copy = kv_document_copy(id, kv_text);
   } else if (!cached) {
     ctx.log("cms: KV read failed: " + cached.error().message);
   }
@@ -111,9 +155,9 @@ Task<Result<Served>> read_content(Context& ctx, const Request& req) {
     // D1 answers: it alone decides who the tenant is.
     const std::optional<TenantRow>& tenant = *row;
     if (!tenant || !tenant->enabled) co_return unauthenticated("unknown tenant");
-    if (!constant_time_equal(tenant->token_hash, *digest)) co_return unauthenticated("bad token");
+    if (!constant_time_equal(tenant->token_hash, digest)) co_return unauthenticated("bad token");
     if (kv_copy && kv_copy->token_hash == tenant->token_hash) {
-      remember(kv_copy->content, tenant->token_hash);
+      remember(kv_copy->content, tenant->token_hash, std::move(kv_text));
       co_return Served{std::move(kv_copy->content), "kv"};
     }
     auto stored = co_await CmsStore(ctx.app().db_binding).load(id);
@@ -144,8 +188,8 @@ Task<Result<Served>> read_content(Context& ctx, const Request& req) {
     co_return Error{ErrorCode::service_unavailable,
                     "cms storage is unreachable and no fallback copy can verify this tenant"};
   }
-  if (!constant_time_equal(copy->token_hash, *digest)) co_return unauthenticated("bad token");
-  if (source == "kv") remember(copy->content, copy->token_hash);
+  if (!constant_time_equal(copy->token_hash, digest)) co_return unauthenticated("bad token");
+  if (source == "kv") remember(copy->content, copy->token_hash, std::move(kv_text));
   co_return Served{std::move(copy->content), source};
 }
 
@@ -240,12 +284,21 @@ Task<Status> refresh_cache(Context& ctx, const Content& content, const std::stri
   co_return put;
 }
 
-void remember(const Content& content, const std::string& token_hash) {
+void remember(const Content& content, const std::string& token_hash, std::string kv_text) {
   auto& copies = remembered();
   auto it = copies.find(content.tenant_id);
-  if (it != copies.end() && int_or(it->second.content, "version", -1) > content.version) return;
-  if (it == copies.end() && copies.size() >= kMaxRemembered) copies.erase(copies.begin());
-  copies[content.tenant_id] = Remembered{token_hash, content_json(content)};
+  if (it != copies.end()) {
+    Remembered& kept = it->second;
+    if (kept.content.version > content.version) return;
+    if (kept.content.version == content.version && kept.token_hash == token_hash) {
+      // The same copy again (every read remembers what it served): keep it, learn its KV bytes.
+      if (!kv_text.empty()) kept.kv_text = std::move(kv_text);
+      return;
+    }
+  } else if (copies.size() >= kMaxRemembered) {
+    copies.erase(copies.begin());
+  }
+  copies[content.tenant_id] = Remembered{token_hash, content, std::move(kv_text)};
 }
 
 void forget_all_remembered() { remembered().clear(); }

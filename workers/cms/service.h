@@ -23,7 +23,8 @@ json cache_document(const Content& content, const std::string& token_hash);
 // Writes the KV document; a failed put removes the key so no reader sees the old one.
 Task<Status> refresh_cache(Context& ctx, const Content& content, const std::string& token_hash);
 // The isolate's last-known-good copy (survives across requests in one isolate).
-void remember(const Content& content, const std::string& token_hash);
+// The isolate's last-known-good copy (kv_text: the KV document it was read from, if it was).
+void remember(const Content& content, const std::string& token_hash, std::string kv_text = "");
 void forget_all_remembered();  // tests
 
 // A tenant's version-0 content: the manifest snapshot of its config (config.fallback) in its zone.

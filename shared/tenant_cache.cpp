@@ -1,0 +1,48 @@
+#include "shared/tenant_cache.h"
+
+#include "shared/app.h"
+
+namespace ss {
+
+const TenantRow* TenantCache::fresh(const std::string& tenant_id, std::int64_t now_ms) const {
+  auto it = entries_.find(tenant_id);
+  if (it == entries_.end()) return nullptr;
+  std::int64_t age = now_ms - it->second.read_at_ms;
+  // A clock that went backwards (another host's time) counts as stale, like an old entry.
+  if (age < 0 || age >= kTenantCacheTtlMs) return nullptr;
+  return &it->second.row;
+}
+
+void TenantCache::remember(const std::string& tenant_id, const std::optional<TenantRow>& row,
+                           std::int64_t asked_at_ms, std::uint64_t asked_generation) {
+  if (asked_generation != generation_) return;
+  if (!row) {
+    entries_.erase(tenant_id);
+    return;
+  }
+  auto it = entries_.find(tenant_id);
+  if (it == entries_.end() && entries_.size() >= kTenantCacheMaxEntries) {
+    // Full: the entry read longest ago goes (a scan of at most kTenantCacheMaxEntries, only when an
+    // instance serves more tenants than that).
+    auto oldest = entries_.begin();
+    for (auto e = entries_.begin(); e != entries_.end(); ++e) {
+      if (e->second.read_at_ms < oldest->second.read_at_ms) oldest = e;
+    }
+    entries_.erase(oldest);
+  }
+  entries_.insert_or_assign(tenant_id, Entry{*row, asked_at_ms});
+}
+
+TenantCache& tenant_cache(Context& ctx) { return ctx.instance_local<TenantCache>(); }
+
+Task<Result<std::optional<TenantRow>>> read_tenant(Context& ctx, const std::string& tenant_id) {
+  std::int64_t asked_at = ctx.now_ms();
+  std::uint64_t asked_generation = tenant_cache(ctx).generation();
+  SS_CO_TRY(std::optional<TenantRow> row,
+            co_await TenantStore(ctx.app().db_binding).find(tenant_id));
+  // Aged from when the read was asked: the row may have changed while D1 answered.
+  tenant_cache(ctx).remember(tenant_id, row, asked_at, asked_generation);
+  co_return row;
+}
+
+}  // namespace ss

@@ -1,0 +1,57 @@
+#pragma once
+// Tenant rows as D1 last gave them, kept per instance (one isolate in workerd) for a few seconds, so
+// the hot public paths (a beacon, a lead, a cms read) do not read the tenants table on every request:
+// with the cache, D1 load follows the number of tenants and isolates, not traffic.
+//
+// Only a *success* is ever answered from the cache: a cached row that is enabled and whose token
+// digest matches the presented one. Everything else — no entry, an entry older than
+// kTenantCacheTtlMs, a disabled row, a digest that does not match (a rotated token) — reads D1
+// again, so a new tenant or a new token works at once. What can lag, by at most kTenantCacheTtlMs,
+// is a revocation (disable, token rotation) made through *another* isolate; the operator routes of
+// this instance drop their tenant's entry at once (docs/architecture.md, "Tenant authentication").
+// Tenant admin authentication never uses the cache.
+
+#include "shared/tenant_store.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace ss {
+
+inline constexpr std::int64_t kTenantCacheTtlMs = 30'000;
+inline constexpr std::size_t kTenantCacheMaxEntries = 1024;
+
+class TenantCache {
+ public:
+  // The row read for tenant_id at most kTenantCacheTtlMs before now_ms; nullptr otherwise. The
+  // pointer is valid until the next co_await (another run may change the cache meanwhile).
+  const TenantRow* fresh(const std::string& tenant_id, std::int64_t now_ms) const;
+  // Remembers what D1 answered (nullopt: no such tenant, which is not kept).
+  // A read asked before the last forget() (generation() has moved since) is not kept: it may
+  // predate the change that made the forget.
+  void remember(const std::string& tenant_id, const std::optional<TenantRow>& row,
+                std::int64_t asked_at_ms, std::uint64_t asked_generation);
+  void forget(const std::string& tenant_id) {
+    entries_.erase(tenant_id);
+    ++generation_;
+  }
+  std::uint64_t generation() const { return generation_; }
+  std::size_t size() const { return entries_.size(); }
+
+ private:
+  struct Entry {
+    TenantRow row;
+    std::int64_t read_at_ms = 0;
+  };
+  std::map<std::string, Entry, std::less<>> entries_;
+  std::uint64_t generation_ = 0;
+};
+
+// This instance's cache.
+TenantCache& tenant_cache(Context& ctx);
+
+// The tenant row from D1 (never the cache), remembered in the cache.
+Task<Result<std::optional<TenantRow>>> read_tenant(Context& ctx, const std::string& tenant_id);
+
+}  // namespace ss
