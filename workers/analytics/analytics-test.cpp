@@ -512,3 +512,54 @@ TEST_CASE("analytics: the dashboard is escaped HTML with an SVG chart, for the t
                              {"Authorization", std::string("Bearer ") + kBakeryAdmin}});
   CHECK(bad.status == 400);
 }
+
+TEST_CASE("analytics: each finished day is announced to the ledger once, an hour after it ends") {
+  Analytics a;
+  a.page("https://crumbandcrust.example/", kChrome, kIp);
+  a.page("https://crumbandcrust.example/menu", kChrome, kIp);
+  a.page("https://crumbandcrust.example/", kIphone, kIp2);
+  a.beacon(json{{"u", "https://crumbandcrust.example/"}},
+           "Googlebot/2.1 (+http://www.google.com/bot.html)");
+  a.drain();
+  auto announced = [&] {
+    std::vector<json> out;
+    for (const json& body : a.mesh.queue_sent["EVENTS_QUEUE"]) {
+      if (body.value("event_type", "") == "analytics.day_summarized") out.push_back(body);
+    }
+    return out;
+  };
+  a.maintenance();  // the same day: not finished
+  CHECK(announced().empty());
+  a.mesh.now_ms = kDay + ss::kMsPerDay + 59 * 60'000;  // 00:59 the next day: still within the hour
+  a.maintenance();
+  CHECK(announced().empty());
+
+  // The hourly run fails to send: nothing is marked, the next run sends it.
+  a.mesh.now_ms = kDay + ss::kMsPerDay + 60 * 60'000;
+  a.mesh.fail_effect = [](const json& e) { return e.value("kind", "") == "queue.sendBatch"; };
+  a.maintenance();
+  CHECK(announced().empty());
+  a.mesh.fail_effect = nullptr;
+  a.mesh.now_ms += 60 * 60'000;
+  a.maintenance();
+  std::vector<json> events = announced();
+  REQUIRE(events.size() == 1);  // bakery only: auto-repair had no traffic
+  const json& e = events[0];
+  CHECK(e["tenant_id"] == "bakery");
+  CHECK(e["entity_ref"] == "tenant:bakery");
+  CHECK(e["idempotency_key"] == "analytics.day_summarized:2025-11-29");
+  CHECK(e["source_system"] == "siteswarm-analytics-service");
+  CHECK(e["payload"] == json{{"day", "2025-11-29"},
+                             {"pageviews", 3},
+                             {"visitors", 2},
+                             {"bounces", 1},
+                             {"filtered", 1}});
+
+  // Announced once: later runs send nothing more for that day.
+  a.mesh.now_ms += 60 * 60'000;
+  a.maintenance();
+  CHECK(announced().size() == 1);
+  CHECK(a.mesh.db("ANALYTICS_DB")
+            .rows("SELECT day FROM daily_totals WHERE summarized_at IS NULL")
+            .empty());
+}

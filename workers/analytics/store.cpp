@@ -58,6 +58,16 @@ constexpr std::string_view kPurgeVisitorDims = R"sql(DELETE FROM visitor_dims WH
 constexpr std::string_view kPurgeTotals = R"sql(DELETE FROM daily_totals WHERE day < ?1)sql";
 constexpr std::string_view kPurgeDims = R"sql(DELETE FROM daily_dims WHERE day < ?1)sql";
 
+constexpr std::string_view kUnsummarizedDays = R"sql(
+SELECT tenant_id, day, pageviews, visitors, bounces, filtered FROM daily_totals
+ WHERE day >= ?1 AND day < ?2 AND summarized_at IS NULL
+ ORDER BY day, tenant_id LIMIT ?3
+)sql";
+
+constexpr std::string_view kMarkSummarized = R"sql(
+UPDATE daily_totals SET summarized_at = ?3 WHERE tenant_id = ?1 AND day = ?2
+)sql";
+
 constexpr std::string_view kTotals = R"sql(
 SELECT COALESCE(SUM(pageviews), 0) AS pageviews, COALESCE(SUM(visitors), 0) AS visitors,
        COALESCE(SUM(bounces), 0) AS bounces, COALESCE(SUM(filtered), 0) AS filtered
@@ -85,6 +95,14 @@ struct SaltRow {
 Totals Totals::decode(RowReader& r) {
   return Totals{r.integer("pageviews"), r.integer("visitors"), r.integer("bounces"),
                 r.integer("filtered")};
+}
+
+DaySummary DaySummary::decode(RowReader& r) {
+  DaySummary d;
+  d.tenant_id = r.text("tenant_id");
+  d.day = r.text("day");
+  d.totals = Totals::decode(r);
+  return d;
 }
 
 KeyCount KeyCount::decode(RowReader& r) {
@@ -155,6 +173,26 @@ Task<Status> AnalyticsStore::purge_visitor_state_before(const std::string& day) 
 Task<Status> AnalyticsStore::purge_rollups_before(const std::string& day) const {
   std::vector<D1Statement> statements = {{std::string(kPurgeTotals), json::array({day})},
                                          {std::string(kPurgeDims), json::array({day})}};
+  SS_CO_TRY(std::vector<D1Result> ignored, co_await db_.batch(statements));
+  co_return Unit{};
+}
+
+Task<Result<std::vector<DaySummary>>> AnalyticsStore::unsummarized_days(const std::string& from,
+                                                                        const std::string& before,
+                                                                        int limit) const {
+  json params = json::array({from, before, limit});
+  SS_CO_TRY(D1Result r, co_await db_.all(kUnsummarizedDays, params));
+  co_return r.as<DaySummary>();
+}
+
+Task<Status> AnalyticsStore::mark_summarized(const std::vector<DaySummary>& days,
+                                             const std::string& now) const {
+  if (days.empty()) co_return Unit{};
+  std::vector<D1Statement> statements;
+  statements.reserve(days.size());
+  for (const DaySummary& d : days) {
+    statements.push_back({std::string(kMarkSummarized), json::array({d.tenant_id, d.day, now})});
+  }
   SS_CO_TRY(std::vector<D1Result> ignored, co_await db_.batch(statements));
   co_return Unit{};
 }

@@ -27,6 +27,14 @@ struct Totals {
   static Totals decode(RowReader& r);
 };
 
+// A finished day of one tenant, to announce to the ledger (analytics.day_summarized).
+struct DaySummary {
+  std::string tenant_id;
+  std::string day;
+  Totals totals;
+  static DaySummary decode(RowReader& r);
+};
+
 struct KeyCount {
   std::string key;
   std::int64_t pageviews = 0;
@@ -52,6 +60,11 @@ class AnalyticsStore {
   // ---- retention
   Task<Status> purge_visitor_state_before(const std::string& day) const;
   Task<Status> purge_rollups_before(const std::string& day) const;
+  // Days in [from, before) not announced yet, oldest first, at most `limit`.
+  Task<Result<std::vector<DaySummary>>> unsummarized_days(const std::string& from,
+                                                          const std::string& before,
+                                                          int limit) const;
+  Task<Status> mark_summarized(const std::vector<DaySummary>& days, const std::string& now) const;
 
   // ---- reads for /v1/stats and the dashboard (days inclusive, YYYY-MM-DD)
   Task<Result<Totals>> totals(const std::string& tenant, const std::string& from,
