@@ -221,6 +221,47 @@ describe("analytics: beacons on virtual days", () => {
     assert.deepEqual(s.rows, [{ key: "/ok", pageviews: 1, visitors: 1 }]);
   });
 
+  it("each finished day reaches the event ledger once as analytics.day_summarized", async () => {
+    const t = freshDay() + 3_600_000;
+    const day = utcDay(t);
+    await beacon({ u: "https://crumbandcrust.example/" }, { at: t });
+    await beacon({ u: "https://crumbandcrust.example/menu" }, { at: t + 1000 });
+    await statsWhen("two pageviews", `?from=${day}&to=${day}`, (s) => s.totals.pageviews === 2);
+    const maintenance = async (at) =>
+      jsonOf(
+        await mesh.fetch("analytics", "/__test/maintenance", {
+          method: "POST",
+          headers: { "x-siteswarm-test-now": String(at) },
+        }),
+        200,
+      );
+    const summaries = async (tenant) =>
+      (
+        await jsonOf(
+          await mesh.fetch("events", "/api/events?type=analytics.day_summarized&order=desc&limit=500", {
+            headers: mesh.tenantHeaders(tenant),
+          }),
+          200,
+        )
+      ).events.filter((e) => e.payload.day === day);
+    const nextMidnight = Date.parse(`${day}T00:00:00Z`) + DAY_MS;
+    // Twice in the hour that announces it, and again later: the ledger holds it once.
+    await maintenance(nextMidnight + 3_600_000);
+    await maintenance(nextMidnight + 3_600_000 + 1000);
+    const [event] = await waitFor("the day summary in the ledger", async () => {
+      const found = await summaries("bakery");
+      return found.length ? found : null;
+    });
+    await maintenance(nextMidnight + 2 * 3_600_000);
+    assert.equal(event.tenant_id, "bakery");
+    assert.equal(event.entity_ref, "tenant:bakery");
+    assert.equal(event.source_system, "siteswarm-analytics-service");
+    assert.deepEqual(event.payload, { day, pageviews: 2, visitors: 1, bounces: 0, filtered: 0 });
+    await sleep(1000); // a repeat, had one been sent, would have reached the ledger by now
+    assert.equal((await summaries("bakery")).length, 1);
+    assert.deepEqual(await summaries("auto-repair"), []);
+  });
+
   it("salts rotate at 00:00 UTC and are deleted 48 hours after their day began", async () => {
     const midnight = freshDay() + DAY_MS;
     const [d0, d1, d2, d3] = [-1, 0, 1, 2].map((n) => utcDay(midnight + n * DAY_MS));
