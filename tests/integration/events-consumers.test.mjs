@@ -232,7 +232,10 @@ describe("consumers", () => {
 
 describe("entity timelines", () => {
   it("the hourly cron materializes an entity's timeline; a read shows it, then the events recorded since", async () => {
-    const mine = [await emit("lead.received", { name: "Jane" }, "lead:T1"), await emit("lead.delivered", {}, "lead:T1")];
+    const mine = [
+      await emit("lead.received", { name: "Jane" }, "lead:T1"),
+      await emit("lead.delivered", {}, "lead:T1"),
+    ];
     const theirs = await emit("lead.received", {}, "lead:T1", "auto-repair");
     const timeline = async (query = "") =>
       jsonOf(
