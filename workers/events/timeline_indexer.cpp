@@ -7,8 +7,9 @@ std::string timeline_title(std::string_view event_type) {
   for (char& c : title) {
     if (c == '.' || c == '_') c = ' ';
   }
-  if (!title.empty() && title[0] >= 'a' && title[0] <= 'z')
+  if (!title.empty() && title[0] >= 'a' && title[0] <= 'z') {
     title[0] = static_cast<char>(title[0] - 'a' + 'A');
+  }
   return title;
 }
 
