@@ -22,6 +22,7 @@ const TABLES = [
   "cron_locks",
   "kill_switches",
   "entity_timelines",
+  "entity_timeline_entries",
   "event_type_rates",
   "anomaly_signals",
   "reflexion_log",
@@ -225,6 +226,67 @@ describe("consumers", () => {
       await mesh.fetch("events", "/admin/tenants/bakery/health", { headers: mesh.tenantHeaders("bakery") }),
       401,
       "unauthorized",
+    );
+  });
+});
+
+describe("entity timelines", () => {
+  it("the hourly cron materializes an entity's timeline; a read shows it, then the events recorded since", async () => {
+    const mine = [
+      await emit("lead.received", { name: "Jane" }, "lead:T1"),
+      await emit("lead.delivered", {}, "lead:T1"),
+    ];
+    const theirs = await emit("lead.received", {}, "lead:T1", "auto-repair");
+    const timeline = async (query = "") =>
+      jsonOf(
+        await mesh.fetch("events", `/api/entities/lead/T1/timeline${query}`, { headers: mesh.tenantHeaders("bakery") }),
+        200,
+      );
+    const before = await timeline();
+    assert.deepEqual(
+      before.events.map((e) => [e.event_id, e.indexed]),
+      mine.map((id) => [id, false]),
+    );
+
+    await (await mesh.mf.getWorker(EVENTS)).scheduled({ cron: "0 * * * *", scheduledTime: new Date() });
+    const entries = await rows("SELECT * FROM entity_timeline_entries ORDER BY seq");
+    assert.deepEqual(
+      entries.map((e) => [e.event_id, e.tenant_key, e.title]),
+      [
+        [mine[0], "bakery", "Lead received"],
+        [mine[1], "bakery", "Lead delivered"],
+        [theirs, "auto-repair", "Lead received"],
+      ],
+    );
+    const later = await emit("workflow.run_failed", {}, "lead:T1");
+    const page = await timeline();
+    assert.deepEqual(
+      page.events.map((e) => [e.event_id, e.indexed, e.title]),
+      [
+        [mine[0], true, "Lead received"],
+        [mine[1], true, "Lead delivered"],
+        [later, false, "Workflow run failed"],
+      ],
+    );
+    assert.deepEqual(page.events[0].payload, { name: "Jane" });
+    assert.equal(page.summary.event_count, 2);
+    assert.equal(page.next, null);
+    // Newest first, two to a page, across the indexed/live boundary.
+    const first = await timeline("?order=desc&limit=2&payload=false");
+    assert.deepEqual(
+      first.events.map((e) => e.event_id),
+      [later, mine[1]],
+    );
+    assert.equal("payload" in first.events[0], false);
+    const second = await timeline(`?order=desc&limit=2&after=${first.next}`);
+    assert.deepEqual(
+      second.events.map((e) => e.event_id),
+      [mine[0]],
+    );
+    await errorOf(
+      await mesh.fetch("events", "/api/entities/lead/T1/timeline?order=up", { headers: mesh.tenantHeaders("bakery") }),
+      400,
+      "invalid_request",
     );
   });
 });

@@ -25,6 +25,7 @@ const LEDGER_TABLES = [
   "kill_switches",
   "events_schema",
   "entity_timelines",
+  "entity_timeline_entries",
   "event_type_rates",
   "events_retention_summaries",
 ];

@@ -599,21 +599,37 @@ Task<Result<Response>> entity_timeline(Context& ctx, const Request& req, const P
     if (!is_valid_tenant_id(named)) co_return field_error("tenant", "not a tenant id");
     tenant = named;
   }
-  ReadQuery q;
-  q.tenant_id = tenant;
-  q.entity_type = param(params, "entityType");
-  q.entity_id = param(params, "entityId");
-  q.after = req.query_param("after");
-  if (!q.after.empty() && !is_ulid(q.after)) co_return field_error("after", "must be an event_id");
-  q.limit = kMaxReadLimit;
+  // The materialized list up to timeline_indexer's cursor, then the events after it read live:
+  // a page is never staler than the ledger (docs/runbook-events.md, "Entity timelines").
+  TimelineFilter f;
+  f.tenant_id = tenant;
+  f.entity_type = param(params, "entityType");
+  f.entity_id = param(params, "entityId");
+  f.after = req.query_param("after");
+  if (!f.after.empty() && !is_ulid(f.after)) co_return field_error("after", "must be an event_id");
+  std::string order = req.query_param("order");
+  if (!order.empty() && order != "asc" && order != "desc") {
+    co_return field_error("order", "use asc or desc");
+  }
+  f.newest_first = order == "desc";
+  // payload=false: the list a UI shows (title, type, times, provenance) without reading payloads.
+  std::string payload = req.query_param("payload");
+  if (!payload.empty() && payload != "true" && payload != "false") {
+    co_return field_error("payload", "use true or false");
+  }
+  f.with_payload = payload != "false";
+  // Pages of kMaxReadLimit unless asked for fewer: what this endpoint has always answered.
+  SS_CO_TRY(std::int64_t limit, req.int_param("limit", kMaxReadLimit, 1, kMaxReadLimit));
+  f.limit = static_cast<int>(limit);
   auto [timeline, page] = co_await when_all(
-      AggregateStore::timeline(tenant.value_or(""), q.entity_type, q.entity_id), read_events(q));
+      AggregateStore::timeline(tenant.value_or(""), f.entity_type, f.entity_id), read_timeline(f));
   if (!timeline) co_return std::move(timeline).error();
   if (!page) co_return std::move(page).error();
   json summary = *timeline ? (*timeline)->view() : json(nullptr);
   json out = std::move(page).value();
-  out["entity_ref"] = q.entity_type + ":" + q.entity_id;
+  out["entity_ref"] = f.entity_type + ":" + f.entity_id;
   out["summary"] = summary;
+  out["order"] = f.newest_first ? "desc" : "asc";
   co_return Response::json_body(200, out);
 }
 

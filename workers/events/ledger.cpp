@@ -263,16 +263,6 @@ EventFilter filter_of(const ReadQuery& q) {
 }
 }  // namespace
 
-Task<Result<json>> read_events(const ReadQuery& q) {
-  EventFilter filter = filter_of(q);
-  SS_CO_TRY(std::vector<EventRow> rows, co_await EventStore::read(filter));
-  json events = json::array();
-  for (const EventRow& row : rows) events.push_back(row.view());
-  json next = nullptr;
-  if (static_cast<int>(events.size()) == q.limit) next = events.back()["event_id"];
-  co_return json{{"events", std::move(events)}, {"next", std::move(next)}};
-}
-
 Task<Result<std::string>> read_events_text(const ReadQuery& q) {
   EventFilter filter = filter_of(q);
   SS_CO_TRY(std::vector<EventRow> rows, co_await EventStore::read(filter));

@@ -69,9 +69,8 @@ struct ReadQuery {
   int limit = kDefaultReadLimit;
 };
 Result<ReadQuery> parse_read_query(const Request& req);
-Task<Result<json>> read_events(const ReadQuery& query);  // {"events":[…],"next":…}
-// The same page as JSON text, written in one pass onto one string (GET /api/events: the payloads are
-// spliced as stored, never parsed into trees and dumped again).
+// A page of events as JSON text, {"events":[…],"next":…}, written in one pass onto one string
+// (GET /api/events: the payloads are spliced as stored, never parsed into trees and dumped again).
 Task<Result<std::string>> read_events_text(const ReadQuery& query);
 
 // Translates an event-type glob into a LIKE pattern (escape '\'): * → %, ? → _, _ → \_.

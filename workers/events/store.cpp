@@ -310,6 +310,168 @@ constexpr std::string_view kFindTimeline = R"sql(
 SELECT * FROM entity_timelines WHERE tenant_key = ?1 AND entity_type = ?2 AND entity_id = ?3
 )sql";
 
+// ?1 is a JSON array of rows [entity_type, entity_id, tenant_key, seq, event_id, event_type, title,
+// occurred_at, recorded_at, caused_by, workflow_run_id, source_system, idempotency_key,
+// sequence_no]. The primary key (entity, tenant, seq) makes a replayed event a no-op.
+constexpr std::string_view kTimelineEntries = R"sql(
+INSERT OR IGNORE INTO entity_timeline_entries (entity_type, entity_id, tenant_key, seq, event_id,
+                                               event_type, title, occurred_at, recorded_at,
+                                               caused_by, workflow_run_id, source_system,
+                                               idempotency_key, sequence_no)
+SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6,
+       value ->> 7, value ->> 8, value ->> 9, value ->> 10, value ->> 11, value ->> 12, value ->> 13
+FROM json_each(?1)
+)sql";
+
+// A page of an entity's timeline: ?1 tenant, ?2 entity_type, ?3 entity_id, ?4 the `after` event_id
+// ('' from the start), ?5 the page size, ?6 1 to read payloads. The indexer's cursor splits the
+// ledger: entries at or before it come from the materialized list, events after it from `events`
+// (its entity index), both in the one query so the split and the entries agree (the indexer commits
+// its entries and its cursor in one batch). Each side is limited before the merge, so a page reads
+// at most twice its size. The cursor maps to its event's first insertion in this entity (and
+// tenant); an unknown one is NULL, and the page is empty. Four variants: one tenant (the key's
+// tenant column is an equality, so the page is a range scan in seq order) or every tenant (the
+// operator without ?tenant=; that entity's entries are sorted), oldest or newest first.
+constexpr std::string_view kTimelinePageTenantAsc = R"sql(
+WITH pos AS (
+  SELECT COALESCE((SELECT cursor_seq FROM event_drain_state WHERE consumer = 'timeline_indexer'), 0)
+           AS indexed_seq,
+         CASE WHEN ?4 = '' THEN 0 ELSE
+           (SELECT MIN(c.seq) FROM events c
+            WHERE c.event_id = ?4 AND COALESCE(c.tenant_id, '') = ?1 AND c.entity_type = ?2 AND c.entity_id = ?3)
+         END AS bound_seq
+)
+SELECT * FROM (
+  SELECT * FROM (
+    SELECT t.seq, t.event_id, NULLIF(t.tenant_key, '') AS tenant_id, t.event_type, t.entity_type,
+           t.entity_id, t.title, t.occurred_at, t.recorded_at, t.caused_by, t.workflow_run_id,
+           t.source_system, t.idempotency_key, t.sequence_no,
+           CASE WHEN ?6 THEN (SELECT p.payload_json FROM events p WHERE p.seq = t.seq) END
+             AS payload_json,
+           1 AS is_indexed
+    FROM entity_timeline_entries t, pos
+    WHERE t.entity_type = ?2 AND t.entity_id = ?3 AND t.tenant_key = ?1
+      AND t.seq > pos.bound_seq AND t.seq <= pos.indexed_seq
+    ORDER BY t.seq LIMIT ?5)
+  UNION ALL
+  SELECT * FROM (
+    SELECT e.seq, e.event_id, e.tenant_id, e.event_type, e.entity_type, e.entity_id, '' AS title,
+           e.occurred_at, e.recorded_at, e.caused_by, e.workflow_run_id, e.source_system,
+           e.idempotency_key, e.sequence_no, CASE WHEN ?6 THEN e.payload_json END AS payload_json,
+           0 AS is_indexed
+    FROM events e, pos
+    WHERE e.entity_type = ?2 AND e.entity_id = ?3 AND e.tenant_id = ?1
+      AND e.seq > pos.bound_seq AND e.seq > pos.indexed_seq
+    ORDER BY e.seq LIMIT ?5)
+)
+ORDER BY seq LIMIT ?5
+)sql";
+
+constexpr std::string_view kTimelinePageTenantDesc = R"sql(
+WITH pos AS (
+  SELECT COALESCE((SELECT cursor_seq FROM event_drain_state WHERE consumer = 'timeline_indexer'), 0)
+           AS indexed_seq,
+         CASE WHEN ?4 = '' THEN 9223372036854775807 ELSE
+           (SELECT MIN(c.seq) FROM events c
+            WHERE c.event_id = ?4 AND COALESCE(c.tenant_id, '') = ?1 AND c.entity_type = ?2 AND c.entity_id = ?3)
+         END AS bound_seq
+)
+SELECT * FROM (
+  SELECT * FROM (
+    SELECT t.seq, t.event_id, NULLIF(t.tenant_key, '') AS tenant_id, t.event_type, t.entity_type,
+           t.entity_id, t.title, t.occurred_at, t.recorded_at, t.caused_by, t.workflow_run_id,
+           t.source_system, t.idempotency_key, t.sequence_no,
+           CASE WHEN ?6 THEN (SELECT p.payload_json FROM events p WHERE p.seq = t.seq) END
+             AS payload_json,
+           1 AS is_indexed
+    FROM entity_timeline_entries t, pos
+    WHERE t.entity_type = ?2 AND t.entity_id = ?3 AND t.tenant_key = ?1
+      AND t.seq < pos.bound_seq AND t.seq <= pos.indexed_seq
+    ORDER BY t.seq DESC LIMIT ?5)
+  UNION ALL
+  SELECT * FROM (
+    SELECT e.seq, e.event_id, e.tenant_id, e.event_type, e.entity_type, e.entity_id, '' AS title,
+           e.occurred_at, e.recorded_at, e.caused_by, e.workflow_run_id, e.source_system,
+           e.idempotency_key, e.sequence_no, CASE WHEN ?6 THEN e.payload_json END AS payload_json,
+           0 AS is_indexed
+    FROM events e, pos
+    WHERE e.entity_type = ?2 AND e.entity_id = ?3 AND e.tenant_id = ?1
+      AND e.seq < pos.bound_seq AND e.seq > pos.indexed_seq
+    ORDER BY e.seq DESC LIMIT ?5)
+)
+ORDER BY seq DESC LIMIT ?5
+)sql";
+
+constexpr std::string_view kTimelinePageAllAsc = R"sql(
+WITH pos AS (
+  SELECT COALESCE((SELECT cursor_seq FROM event_drain_state WHERE consumer = 'timeline_indexer'), 0)
+           AS indexed_seq,
+         CASE WHEN ?4 = '' THEN 0 ELSE
+           (SELECT MIN(c.seq) FROM events c
+            WHERE c.event_id = ?4 AND ?1 IS NULL AND c.entity_type = ?2 AND c.entity_id = ?3)
+         END AS bound_seq
+)
+SELECT * FROM (
+  SELECT * FROM (
+    SELECT t.seq, t.event_id, NULLIF(t.tenant_key, '') AS tenant_id, t.event_type, t.entity_type,
+           t.entity_id, t.title, t.occurred_at, t.recorded_at, t.caused_by, t.workflow_run_id,
+           t.source_system, t.idempotency_key, t.sequence_no,
+           CASE WHEN ?6 THEN (SELECT p.payload_json FROM events p WHERE p.seq = t.seq) END
+             AS payload_json,
+           1 AS is_indexed
+    FROM entity_timeline_entries t, pos
+    WHERE t.entity_type = ?2 AND t.entity_id = ?3 AND ?1 IS NULL
+      AND t.seq > pos.bound_seq AND t.seq <= pos.indexed_seq
+    ORDER BY t.seq LIMIT ?5)
+  UNION ALL
+  SELECT * FROM (
+    SELECT e.seq, e.event_id, e.tenant_id, e.event_type, e.entity_type, e.entity_id, '' AS title,
+           e.occurred_at, e.recorded_at, e.caused_by, e.workflow_run_id, e.source_system,
+           e.idempotency_key, e.sequence_no, CASE WHEN ?6 THEN e.payload_json END AS payload_json,
+           0 AS is_indexed
+    FROM events e, pos
+    WHERE e.entity_type = ?2 AND e.entity_id = ?3 AND ?1 IS NULL
+      AND e.seq > pos.bound_seq AND e.seq > pos.indexed_seq
+    ORDER BY e.seq LIMIT ?5)
+)
+ORDER BY seq LIMIT ?5
+)sql";
+
+constexpr std::string_view kTimelinePageAllDesc = R"sql(
+WITH pos AS (
+  SELECT COALESCE((SELECT cursor_seq FROM event_drain_state WHERE consumer = 'timeline_indexer'), 0)
+           AS indexed_seq,
+         CASE WHEN ?4 = '' THEN 9223372036854775807 ELSE
+           (SELECT MIN(c.seq) FROM events c
+            WHERE c.event_id = ?4 AND ?1 IS NULL AND c.entity_type = ?2 AND c.entity_id = ?3)
+         END AS bound_seq
+)
+SELECT * FROM (
+  SELECT * FROM (
+    SELECT t.seq, t.event_id, NULLIF(t.tenant_key, '') AS tenant_id, t.event_type, t.entity_type,
+           t.entity_id, t.title, t.occurred_at, t.recorded_at, t.caused_by, t.workflow_run_id,
+           t.source_system, t.idempotency_key, t.sequence_no,
+           CASE WHEN ?6 THEN (SELECT p.payload_json FROM events p WHERE p.seq = t.seq) END
+             AS payload_json,
+           1 AS is_indexed
+    FROM entity_timeline_entries t, pos
+    WHERE t.entity_type = ?2 AND t.entity_id = ?3 AND ?1 IS NULL
+      AND t.seq < pos.bound_seq AND t.seq <= pos.indexed_seq
+    ORDER BY t.seq DESC LIMIT ?5)
+  UNION ALL
+  SELECT * FROM (
+    SELECT e.seq, e.event_id, e.tenant_id, e.event_type, e.entity_type, e.entity_id, '' AS title,
+           e.occurred_at, e.recorded_at, e.caused_by, e.workflow_run_id, e.source_system,
+           e.idempotency_key, e.sequence_no, CASE WHEN ?6 THEN e.payload_json END AS payload_json,
+           0 AS is_indexed
+    FROM events e, pos
+    WHERE e.entity_type = ?2 AND e.entity_id = ?3 AND ?1 IS NULL
+      AND e.seq < pos.bound_seq AND e.seq > pos.indexed_seq
+    ORDER BY e.seq DESC LIMIT ?5)
+)
+ORDER BY seq DESC LIMIT ?5
+)sql";
+
 // Guarded by the insertion sequence: a replayed event (seq at or below last_seq) is not counted
 // again.
 constexpr std::string_view kRateUpsert = R"sql(
@@ -788,6 +950,48 @@ json TimelineRow::view() const {
               {"last_occurred_at", last_occurred_at}};
 }
 
+TimelineEntry TimelineEntry::decode(RowReader& r) {
+  TimelineEntry t;
+  t.seq = r.integer("seq");
+  t.event_id = r.text("event_id");
+  t.tenant_id = r.nullable_text("tenant_id");
+  t.event_type = r.text("event_type");
+  t.entity_type = r.text("entity_type");
+  t.entity_id = r.text("entity_id");
+  t.title = r.text("title");
+  t.occurred_at = r.text("occurred_at");
+  t.recorded_at = r.text("recorded_at");
+  t.caused_by = r.nullable_text("caused_by");
+  t.workflow_run_id = r.nullable_text("workflow_run_id");
+  t.source_system = r.nullable_text("source_system");
+  t.idempotency_key = r.nullable_text("idempotency_key");
+  t.sequence_no = r.nullable_integer("sequence_no");
+  t.payload_json = r.nullable_text("payload_json");
+  t.indexed = r.flag("is_indexed");
+  return t;
+}
+
+json TimelineEntry::view() const {
+  json out{{"event_id", event_id},     {"tenant_id", text_or_null(tenant_id)},
+           {"event_type", event_type}, {"entity_type", entity_type},
+           {"entity_id", entity_id},   {"entity_ref", entity_type + ":" + entity_id}};
+  if (payload_json) {
+    auto payload = parse_json(*payload_json);
+    out["payload"] = payload ? *payload : json::object();
+  }
+  out["idempotency_key"] = text_or_null(idempotency_key);
+  out["caused_by"] = text_or_null(caused_by);
+  out["workflow_run_id"] = text_or_null(workflow_run_id);
+  out["source_system"] = text_or_null(source_system);
+  out["occurred_at"] = occurred_at;
+  out["recorded_at"] = recorded_at;
+  out["sequence_no"] = sequence_no ? json(*sequence_no) : json(nullptr);
+  out["seq"] = seq;
+  out["title"] = title;
+  out["indexed"] = indexed;
+  return out;
+}
+
 RateCandidate RateCandidate::decode(RowReader& r) {
   RateCandidate c;
   c.event_type = r.text("event_type");
@@ -1220,6 +1424,30 @@ Task<Result<std::optional<TimelineRow>>> AggregateStore::timeline(const std::str
                                                                   const std::string& entity_id) {
   json params = json::array({tenant_key, entity_type, entity_id});
   SS_CO_RETURN_AWAIT(first_row<TimelineRow>(kFindTimeline, params));
+}
+
+std::vector<D1Statement> AggregateStore::timeline_entry_statements(
+    const std::vector<EventRow>& events, const std::vector<std::string>& titles) {
+  json rows = json::array();
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const EventRow& e = events[i];
+    rows.push_back(json::array(
+        {e.entity_type, e.entity_id, e.tenant_key(), e.seq, e.event_id, e.event_type,
+         i < titles.size() ? titles[i] : e.event_type, e.occurred_at, e.recorded_at,
+         text_or_null(e.caused_by), text_or_null(e.workflow_run_id), text_or_null(e.source_system),
+         text_or_null(e.idempotency_key), e.sequence_no ? json(*e.sequence_no) : json(nullptr)}));
+  }
+  return bulk(kTimelineEntries, std::move(rows),
+              [](std::string list) { return json::array({std::move(list)}); });
+}
+
+Task<Result<std::vector<TimelineEntry>>> AggregateStore::timeline_page(const TimelineFilter& f) {
+  std::string_view sql = f.tenant_id
+                             ? (f.newest_first ? kTimelinePageTenantDesc : kTimelinePageTenantAsc)
+                             : (f.newest_first ? kTimelinePageAllDesc : kTimelinePageAllAsc);
+  json params = json::array({text_or_null(f.tenant_id), f.entity_type, f.entity_id, f.after,
+                             f.limit, f.with_payload ? 1 : 0});
+  SS_CO_RETURN_AWAIT(all_rows<TimelineEntry>(sql, params));
 }
 
 D1Statement AggregateStore::rate_statement(const std::string& event_type,

@@ -301,6 +301,43 @@ struct TimelineRow {
   static TimelineRow decode(RowReader& r);
 };
 
+// One line of an entity's timeline (entity_timeline_entries, migration 0007): every column of the
+// event but its payload, plus a display title. `indexed` rows come from the materialized list (up to
+// timeline_indexer's cursor); the others were read live from `events` (the tail after the cursor),
+// and their title is "" until the reader fills it (timeline_indexer.h).
+struct TimelineEntry {
+  std::int64_t seq = 0;
+  std::string event_id;
+  std::optional<std::string> tenant_id;
+  std::string event_type;
+  std::string entity_type;
+  std::string entity_id;
+  std::string title;
+  std::string occurred_at;
+  std::string recorded_at;
+  std::optional<std::string> caused_by;
+  std::optional<std::string> workflow_run_id;
+  std::optional<std::string> source_system;
+  std::optional<std::string> idempotency_key;
+  std::optional<std::int64_t> sequence_no;
+  std::optional<std::string> payload_json;  // only when the read asked for payloads
+  bool indexed = false;
+  // The keys of EventRow::view() (payload only when read), plus seq, title and indexed.
+  json view() const;
+  static TimelineEntry decode(RowReader& r);
+};
+
+// One page of an entity's timeline: one tenant's (tenant_id set) or every tenant's (nullopt).
+struct TimelineFilter {
+  std::optional<std::string> tenant_id;
+  std::string entity_type;
+  std::string entity_id;
+  std::string after;  // event_id of the previous page's last entry, exclusive; "" from the start
+  bool newest_first = false;
+  bool with_payload = true;
+  int limit = 500;
+};
+
 // One consumer's line of the health snapshot; the ledger-wide counts repeat on every line.
 struct ConsumerHealthRow {
   std::string consumer;
@@ -320,6 +357,15 @@ class AggregateStore {
   static Task<Result<std::optional<TimelineRow>>> timeline(const std::string& tenant_key,
                                                            const std::string& entity_type,
                                                            const std::string& entity_id);
+  // One materialized entry per event (titles[i] is events[i]'s), INSERT OR IGNORE on the event's
+  // (entity, tenant, seq): a replayed batch adds nothing. Bulk statements, to commit with the cursor.
+  static std::vector<D1Statement> timeline_entry_statements(const std::vector<EventRow>& events,
+                                                            const std::vector<std::string>& titles);
+  // A page of the entity's timeline in insertion order (seq): the materialized entries up to
+  // timeline_indexer's cursor and, after it, the events not yet indexed, read live from `events`
+  // in the same query (so a page is never older than the ledger and never holds an event twice).
+  // An `after` that is not an event of this entity (for this tenant) is an empty page.
+  static Task<Result<std::vector<TimelineEntry>>> timeline_page(const TimelineFilter& filter);
   // Counts one event into its type's window unless the window already counted a later seq.
   static D1Statement rate_statement(const std::string& event_type, std::int64_t window_start_ms,
                                     std::int64_t seq, const std::string& event_id);

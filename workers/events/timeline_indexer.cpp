@@ -2,11 +2,43 @@
 
 namespace ss::events {
 
+std::string timeline_title(std::string_view event_type) {
+  std::string title(event_type);
+  for (char& c : title) {
+    if (c == '.' || c == '_') c = ' ';
+  }
+  if (!title.empty() && title[0] >= 'a' && title[0] <= 'z') {
+    title[0] = static_cast<char>(title[0] - 'a' + 'A');
+  }
+  return title;
+}
+
 Task<Status> run_timeline_batch(Context& ctx, DrainReport& report,
                                 const std::vector<EventRow>& rows) {
-  // The whole batch in a few bulk statements, committed with the cursor: one D1 round trip.
+  // The whole batch in a few bulk statements (summaries, then entries), committed with the cursor:
+  // one D1 round trip, and the entries never run ahead of or behind the cursor the reader splits on.
   std::vector<D1Statement> statements = AggregateStore::timeline_statements(rows);
+  std::vector<std::string> titles;
+  titles.reserve(rows.size());
+  for (const EventRow& row : rows) titles.push_back(timeline_title(row.event_type));
+  for (D1Statement& s : AggregateStore::timeline_entry_statements(rows, titles)) {
+    statements.push_back(std::move(s));
+  }
   SS_CO_RETURN_AWAIT(commit_with_cursor(ctx, report, rows, std::move(statements)));
+}
+
+Task<Result<json>> read_timeline(const TimelineFilter& filter) {
+  SS_CO_TRY(std::vector<TimelineEntry> entries, co_await AggregateStore::timeline_page(filter));
+  json events = json::array();
+  for (TimelineEntry& entry : entries) {
+    if (!entry.indexed) entry.title = timeline_title(entry.event_type);
+    events.push_back(entry.view());
+  }
+  json next = nullptr;
+  if (!entries.empty() && static_cast<int>(entries.size()) == filter.limit) {
+    next = entries.back().event_id;
+  }
+  co_return json{{"events", std::move(events)}, {"next", std::move(next)}};
 }
 
 }  // namespace ss::events
