@@ -30,12 +30,27 @@ bool nesting_within(std::string_view text, int limit) {
 }
 }  // namespace
 
+json parse_json_or_discarded(std::string_view text) {
+  // The same parser and DOM builder json::parse uses without a callback (one lexer instantiation,
+  // iterator_input_adapter<const char*>, shared with every other parse), driven through sax_parse
+  // so the callback branch of parser::parse is never compiled in.
+  using Input = nlohmann::detail::iterator_input_adapter<const char*>;
+  json result;
+  nlohmann::detail::json_sax_dom_parser<json> builder(result, /*allow_exceptions_=*/false);
+  nlohmann::detail::parser<json, Input> parser(Input(text.data(), text.data() + text.size()),
+                                               nullptr, /*allow_exceptions_=*/false);
+  if (!parser.sax_parse(&builder, /*strict=*/true) || builder.is_errored()) {
+    return json(json::value_t::discarded);
+  }
+  return result;
+}
+
 Result<json> parse_json(std::string_view text) {
   if (!nesting_within(text, kMaxJsonDepth)) {
     return Error{ErrorCode::invalid_json,
                  "the body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels"};
   }
-  json value = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  json value = parse_json_or_discarded(text);
   if (value.is_discarded()) return Error{ErrorCode::invalid_json, "the body is not valid JSON"};
   return value;
 }

@@ -17,6 +17,11 @@ inline constexpr int kMaxJsonDepth = 64;
 
 // Parses any JSON text; malformed or nested deeper than kMaxJsonDepth → 400 invalid_json.
 Result<json> parse_json(std::string_view text);
+// Parses JSON text into a value, or a discarded value (`is_discarded()`) when the text is not JSON:
+// what `json::parse(first, last, nullptr, false)` returns, without instantiating nlohmann's
+// callback parser (its second DOM builder and std::function; docs/performance.md "Size"). No depth
+// limit: parse_json adds one.
+json parse_json_or_discarded(std::string_view text);
 // Parses a JSON object; malformed → 400 invalid_json, another JSON type → 400 invalid_request.
 Result<json> parse_json_object(std::string_view text);
 

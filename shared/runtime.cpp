@@ -140,7 +140,7 @@ std::optional<std::string> Runtime::next_ulid(std::int64_t now_ms,
 }
 
 std::uint32_t Runtime::start(std::string_view message) {
-  json msg = json::parse(message.begin(), message.end(), nullptr, false);
+  json msg = parse_json_or_discarded(message);
   if (msg.is_discarded() || !msg.is_object()) return 0;
   std::uint32_t id = next_id_++;
   if (next_id_ == 0) next_id_ = 1;
@@ -207,7 +207,7 @@ void Runtime::resume(std::uint32_t id, std::string_view results) {
   auto it = runs_.find(id);
   if (it == runs_.end() || it->second->done) return;
   Run& run = *it->second;
-  json msg = json::parse(results.begin(), results.end(), nullptr, false);
+  json msg = parse_json_or_discarded(results);
   if (auto now = get_int(msg, "now")) run.ctx.set_now_ms(*now);
   const json* list = find_field(msg, "results");
   static const json kNoResults = json::array();

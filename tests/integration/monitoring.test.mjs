@@ -351,6 +351,10 @@ describe("monitoring: status page", () => {
     const data = await jsonOf(await mesh.fetch("monitoring", "/status/bakery.json"), 200);
     assert.ok(data.monitors.length >= 1);
     assert.equal(data.monitors[0].days.length, 90);
+    // The page prints the 90-day uptime with two decimals (the wasm's own snprintf, shared/printf_lite).
+    const up90 = data.monitors[0].uptime["90d"];
+    assert.equal(typeof up90, "number");
+    assert.ok(html.includes(`${up90.toFixed(2)}% uptime`), `no "${up90.toFixed(2)}% uptime" in the page`);
     await errorOf(await mesh.fetch("monitoring", "/status/nobody"), 404, "not_found");
   });
 });

@@ -476,7 +476,7 @@ class FilterParser {
     }
     if (end < text_.size() && is_ident_char(text_[end])) return failed_at("invalid number", start);
     const std::string_view token = text_.substr(start, end - start);
-    json value = json::parse(token.begin(), token.end(), nullptr, /*allow_exceptions=*/false);
+    json value = parse_json_or_discarded(token);
     if (value.is_discarded() || !value.is_number()) return failed_at("invalid number", start);
     out = std::move(value);
     pos_ = end;

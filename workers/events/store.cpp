@@ -678,17 +678,9 @@ Task<Result<std::optional<std::string>>> first_event_id(std::string_view sql, js
   co_return std::optional<std::string>{std::move(row->event_id)};
 }
 
-template <class Row>
-Task<Result<std::vector<Row>>> all_rows(std::string_view sql, json params = json::array()) {
-  SS_CO_TRY(D1Result r, co_await db().all(sql, std::move(params)));
-  co_return r.as<Row>();
-}
-
-template <class Row>
-Task<Result<std::optional<Row>>> first_row(std::string_view sql, json params) {
-  SS_CO_TRY(D1Result r, co_await db().first(sql, std::move(params)));
-  co_return r.first_as<Row>();
-}
+// Typed reads await db().all/first and decode in the calling coroutine: a helper coroutine
+// template per Row type (all_rows<Row>, first_row<Row>) cost a coroutine body each, about 1 KB of
+// wasm per Row type (docs/performance.md "Size").
 
 Task<Status> execute(std::string_view sql, json params) {
   SS_CO_TRY(D1Result ignored, co_await db().run(sql, std::move(params)));
@@ -1098,8 +1090,8 @@ ConsumerHealthRow ConsumerHealthRow::decode(RowReader& r) {
 
 Task<Result<std::optional<std::string>>> EventStore::schema_for(const std::string& event_type) {
   json params = json::array({event_type});
-  SS_CO_TRY(std::optional<SchemaTextRow> row,
-            co_await first_row<SchemaTextRow>(kSchemaFor, params));
+  SS_CO_TRY(D1Result fetched, co_await db().first(kSchemaFor, params));
+  SS_CO_TRY(std::optional<SchemaTextRow> row, fetched.first_as<SchemaTextRow>());
   if (!row) co_return std::optional<std::string>{};
   co_return std::optional<std::string>{std::move(row->schema_json)};
 }
@@ -1141,12 +1133,14 @@ Task<Result<std::optional<std::string>>> EventStore::find_existing(
 
 Task<Result<std::optional<EventRow>>> EventStore::at(std::int64_t seq) {
   json params = json::array({seq});
-  SS_CO_RETURN_AWAIT(first_row<EventRow>(kEventAt, params));
+  SS_CO_TRY(D1Result fetched, co_await db().first(kEventAt, params));
+  co_return fetched.first_as<EventRow>();
 }
 
 Task<Result<std::optional<std::int64_t>>> EventStore::first_seq_of(const std::string& event_id) {
   json params = json::array({event_id});
-  SS_CO_TRY(std::optional<SeqRow> row, co_await first_row<SeqRow>(kFirstSeqOf, params));
+  SS_CO_TRY(D1Result fetched, co_await db().first(kFirstSeqOf, params));
+  SS_CO_TRY(std::optional<SeqRow> row, fetched.first_as<SeqRow>());
   if (!row) co_return std::optional<std::int64_t>{};
   co_return std::optional<std::int64_t>{row->seq};
 }
@@ -1160,18 +1154,22 @@ Task<Result<std::string>> EventStore::event_id_before(std::int64_t seq) {
 Task<Result<std::vector<EventRow>>> EventStore::read(const EventFilter& f) {
   json params = json::array(
       {f.after, text_or_null(f.tenant_id), f.type_like, f.entity_type, f.entity_id, f.limit});
-  SS_CO_RETURN_AWAIT(all_rows<EventRow>(f.newest_first ? kReadEventsDesc : kReadEvents, params));
+  const std::string_view sql = f.newest_first ? kReadEventsDesc : kReadEvents;
+  SS_CO_TRY(D1Result fetched, co_await db().all(sql, params));
+  co_return fetched.as<EventRow>();
 }
 
 Task<Result<std::vector<EventRow>>> EventStore::after_cursor(std::int64_t cursor_seq, int limit) {
   json params = json::array({cursor_seq, limit});
-  SS_CO_RETURN_AWAIT(all_rows<EventRow>(kEventsAfterCursor, params));
+  SS_CO_TRY(D1Result fetched, co_await db().all(kEventsAfterCursor, params));
+  co_return fetched.as<EventRow>();
 }
 
 Task<Result<std::vector<AgedEvent>>> EventStore::aged(const std::string& recorded_before,
                                                       int limit) {
   json params = json::array({recorded_before, limit});
-  SS_CO_RETURN_AWAIT(all_rows<AgedEvent>(kAgedEvents, params));
+  SS_CO_TRY(D1Result fetched, co_await db().all(kAgedEvents, params));
+  co_return fetched.as<AgedEvent>();
 }
 
 D1Statement EventStore::redact_statement(const std::vector<std::int64_t>& seqs,
@@ -1200,7 +1198,8 @@ D1Statement DrainState::renew_statement(const std::string& lock, const std::stri
 
 Task<Result<Cursor>> DrainState::cursor(const std::string& consumer) {
   json params = json::array({consumer});
-  SS_CO_TRY(std::optional<Cursor> row, co_await first_row<Cursor>(kReadCursor, params));
+  SS_CO_TRY(D1Result fetched, co_await db().first(kReadCursor, params));
+  SS_CO_TRY(std::optional<Cursor> row, fetched.first_as<Cursor>());
   co_return row.value_or(Cursor{});
 }
 
@@ -1223,7 +1222,8 @@ Task<Result<bool>> DrainState::any_switch_on(const std::vector<std::string>& nam
 Task<Result<std::vector<std::pair<std::int64_t, std::string>>>> Dedupe::started_keys(
     const std::string& consumer, std::int64_t after, std::int64_t last) {
   json params = json::array({consumer, after, last});
-  SS_CO_TRY(std::vector<KeyRow> rows, co_await all_rows<KeyRow>(kStartedKeys, params));
+  SS_CO_TRY(D1Result fetched, co_await db().all(kStartedKeys, params));
+  SS_CO_TRY(std::vector<KeyRow> rows, fetched.as<KeyRow>());
   std::vector<std::pair<std::int64_t, std::string>> keys;
   keys.reserve(rows.size());
   for (KeyRow& k : rows) keys.emplace_back(k.seq, std::move(k.dedupe_key));
@@ -1312,12 +1312,14 @@ D1Statement Quarantine::resolve_statement(const std::string& consumer, std::int6
 Task<Result<std::optional<QuarantineRow>>> Quarantine::find(const std::string& consumer,
                                                             const std::string& event_id) {
   json params = json::array({consumer, event_id});
-  SS_CO_RETURN_AWAIT(first_row<QuarantineRow>(kFindQuarantine, params));
+  SS_CO_TRY(D1Result fetched, co_await db().first(kFindQuarantine, params));
+  co_return fetched.first_as<QuarantineRow>();
 }
 
 Task<Result<std::vector<QuarantineRow>>> Quarantine::list(const std::string& consumer, bool all) {
   json params = json::array({consumer, all ? 1 : 0});
-  SS_CO_RETURN_AWAIT(all_rows<QuarantineRow>(kListQuarantine, params));
+  SS_CO_TRY(D1Result fetched, co_await db().all(kListQuarantine, params));
+  co_return fetched.as<QuarantineRow>();
 }
 
 // ---- ConfigStore
@@ -1330,16 +1332,19 @@ Task<Status> ConfigStore::insert_subscription(const SubscriptionRow& s) {
 }
 
 Task<Result<std::vector<SubscriptionRow>>> ConfigStore::subscriptions() {
-  SS_CO_RETURN_AWAIT(all_rows<SubscriptionRow>(kSubscriptions));
+  SS_CO_TRY(D1Result fetched, co_await db().all(kSubscriptions));
+  co_return fetched.as<SubscriptionRow>();
 }
 
 Task<Result<std::vector<SubscriptionRow>>> ConfigStore::enabled_subscriptions() {
-  SS_CO_RETURN_AWAIT(all_rows<SubscriptionRow>(kEnabledSubscriptions));
+  SS_CO_TRY(D1Result fetched, co_await db().all(kEnabledSubscriptions));
+  co_return fetched.as<SubscriptionRow>();
 }
 
 Task<Result<std::optional<SubscriptionRow>>> ConfigStore::subscription(const std::string& id) {
   json params = json::array({id});
-  SS_CO_RETURN_AWAIT(first_row<SubscriptionRow>(kFindSubscription, params));
+  SS_CO_TRY(D1Result fetched, co_await db().first(kFindSubscription, params));
+  co_return fetched.first_as<SubscriptionRow>();
 }
 
 Task<Result<bool>> ConfigStore::update_subscription(const SubscriptionRow& s) {
@@ -1367,12 +1372,14 @@ Task<Result<bool>> ConfigStore::upsert_workflow(const std::string& type,
 }
 
 Task<Result<std::vector<WorkflowRow>>> ConfigStore::workflows() {
-  SS_CO_RETURN_AWAIT(all_rows<WorkflowRow>(kWorkflows));
+  SS_CO_TRY(D1Result fetched, co_await db().all(kWorkflows));
+  co_return fetched.as<WorkflowRow>();
 }
 
 Task<Result<std::optional<WorkflowRow>>> ConfigStore::workflow(const std::string& type) {
   json params = json::array({type});
-  SS_CO_RETURN_AWAIT(first_row<WorkflowRow>(kFindWorkflow, params));
+  SS_CO_TRY(D1Result fetched, co_await db().first(kFindWorkflow, params));
+  co_return fetched.first_as<WorkflowRow>();
 }
 
 Task<Result<bool>> ConfigStore::delete_workflow(const std::string& type) {
@@ -1388,7 +1395,8 @@ Task<Status> ConfigStore::upsert_schema(const std::string& type, const std::stri
 }
 
 Task<Result<std::vector<SchemaRow>>> ConfigStore::schemas() {
-  SS_CO_RETURN_AWAIT(all_rows<SchemaRow>(kSchemas));
+  SS_CO_TRY(D1Result fetched, co_await db().all(kSchemas));
+  co_return fetched.as<SchemaRow>();
 }
 
 Task<Result<bool>> ConfigStore::delete_schema(const std::string& type) {
@@ -1404,7 +1412,8 @@ Task<Status> ConfigStore::put_kill_switch(const std::string& name, bool enabled,
 }
 
 Task<Result<std::vector<KillSwitchRow>>> ConfigStore::kill_switches() {
-  SS_CO_RETURN_AWAIT(all_rows<KillSwitchRow>(kKillSwitches));
+  SS_CO_TRY(D1Result fetched, co_await db().all(kKillSwitches));
+  co_return fetched.as<KillSwitchRow>();
 }
 
 // ---- AggregateStore
@@ -1423,7 +1432,8 @@ Task<Result<std::optional<TimelineRow>>> AggregateStore::timeline(const std::str
                                                                   const std::string& entity_type,
                                                                   const std::string& entity_id) {
   json params = json::array({tenant_key, entity_type, entity_id});
-  SS_CO_RETURN_AWAIT(first_row<TimelineRow>(kFindTimeline, params));
+  SS_CO_TRY(D1Result fetched, co_await db().first(kFindTimeline, params));
+  co_return fetched.first_as<TimelineRow>();
 }
 
 std::vector<D1Statement> AggregateStore::timeline_entry_statements(
@@ -1471,7 +1481,8 @@ Task<Result<std::vector<ConsumerHealthRow>>> AggregateStore::health(
   json names = json::array();
   for (const auto& c : consumers) names.push_back(c);
   json params = json::array({dump_json(names)});
-  SS_CO_RETURN_AWAIT(all_rows<ConsumerHealthRow>(kHealth, params));
+  SS_CO_TRY(D1Result fetched, co_await db().all(kHealth, params));
+  co_return fetched.as<ConsumerHealthRow>();
 }
 
 // ---- AnomalyStore
@@ -1480,7 +1491,8 @@ Task<Result<std::vector<RateCandidate>>> AnomalyStore::rate_candidates(
     std::int64_t from_ms, std::int64_t until_ms, std::int64_t baseline_span_ms,
     std::int64_t min_count, std::int64_t limit) {
   json params = json::array({from_ms, until_ms, baseline_span_ms, min_count, limit});
-  SS_CO_RETURN_AWAIT(all_rows<RateCandidate>(kRateCandidates, params));
+  SS_CO_TRY(D1Result fetched, co_await db().all(kRateCandidates, params));
+  co_return fetched.as<RateCandidate>();
 }
 
 D1Statement AnomalyStore::signal_statement(const std::string& rule, const std::string& tenant_key,
@@ -1497,12 +1509,14 @@ Task<Result<std::vector<SignalRow>>> AnomalyStore::ended_signals(std::int64_t fr
                                                                  const json& thresholds,
                                                                  std::int64_t limit) {
   json params = json::array({from_end_ms, until_end_ms, dump_json(thresholds), limit});
-  SS_CO_RETURN_AWAIT(all_rows<SignalRow>(kEndedSignals, params));
+  SS_CO_TRY(D1Result fetched, co_await db().all(kEndedSignals, params));
+  co_return fetched.as<SignalRow>();
 }
 
 Task<Result<std::int64_t>> AnomalyStore::judged_until(const std::string& consumer) {
   json params = json::array({consumer});
-  SS_CO_TRY(std::optional<CountRow> row, co_await first_row<CountRow>(kJudgedUntil, params));
+  SS_CO_TRY(D1Result fetched, co_await db().first(kJudgedUntil, params));
+  SS_CO_TRY(std::optional<CountRow> row, fetched.first_as<CountRow>());
   co_return row ? row->n : 0;
 }
 
@@ -1528,7 +1542,8 @@ D1Statement ReflexionStore::record_statement(const std::string& subject_kind,
 Task<Result<std::vector<ReflexionRow>>> ReflexionStore::list(const std::string& subject,
                                                              int limit) {
   json params = json::array({subject, limit});
-  SS_CO_RETURN_AWAIT(all_rows<ReflexionRow>(kReflexionList, params));
+  SS_CO_TRY(D1Result fetched, co_await db().all(kReflexionList, params));
+  co_return fetched.as<ReflexionRow>();
 }
 
 // ---- HealthStore
@@ -1538,12 +1553,14 @@ Task<Result<std::vector<TenantHealthRow>>> HealthStore::rows(
   json list = json::array();
   for (const auto& t : tenants) list.push_back(t);
   json params = json::array({dump_json(list)});
-  SS_CO_RETURN_AWAIT(all_rows<TenantHealthRow>(kHealthRows, params));
+  SS_CO_TRY(D1Result fetched, co_await db().all(kHealthRows, params));
+  co_return fetched.as<TenantHealthRow>();
 }
 
 Task<Result<std::optional<TenantHealthRow>>> HealthStore::find(const std::string& tenant_id) {
   json params = json::array({tenant_id});
-  SS_CO_RETURN_AWAIT(first_row<TenantHealthRow>(kHealthFind, params));
+  SS_CO_TRY(D1Result fetched, co_await db().first(kHealthFind, params));
+  co_return fetched.first_as<TenantHealthRow>();
 }
 
 D1Statement HealthStore::upsert_statement(const TenantHealthRow& h) {
@@ -1565,7 +1582,8 @@ D1Statement AlertStore::enqueue_statement(const std::string& key, const std::str
 Task<Result<std::vector<AlertRow>>> AlertStore::pending(bool pagerduty, bool slack,
                                                         int max_attempts, int limit) {
   json params = json::array({pagerduty ? 1 : 0, slack ? 1 : 0, max_attempts, limit});
-  SS_CO_RETURN_AWAIT(all_rows<AlertRow>(kAlertsPending, params));
+  SS_CO_TRY(D1Result fetched, co_await db().all(kAlertsPending, params));
+  co_return fetched.as<AlertRow>();
 }
 
 D1Statement AlertStore::attempt_statement(const std::string& key, bool pagerduty_sent,
@@ -1579,12 +1597,14 @@ D1Statement AlertStore::attempt_statement(const std::string& key, bool pagerduty
 
 Task<Result<std::vector<AlertRow>>> AlertStore::recent(int limit) {
   json params = json::array({limit});
-  SS_CO_RETURN_AWAIT(all_rows<AlertRow>(kAlertsRecent, params));
+  SS_CO_TRY(D1Result fetched, co_await db().all(kAlertsRecent, params));
+  co_return fetched.as<AlertRow>();
 }
 
 Task<Result<std::vector<AlertRow>>> AlertStore::open_stalls(int limit) {
   json params = json::array({limit});
-  SS_CO_RETURN_AWAIT(all_rows<AlertRow>(kAlertsOpenStalls, params));
+  SS_CO_TRY(D1Result fetched, co_await db().all(kAlertsOpenStalls, params));
+  co_return fetched.as<AlertRow>();
 }
 
 Task<Status> commit(const std::vector<D1Statement>& statements) {
