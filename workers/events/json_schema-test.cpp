@@ -136,6 +136,10 @@ TEST_CASE("json_schema: items, minItems, maxItems") {
 TEST_CASE("json_schema: enum and const") {
   CHECK(valid(R"({"enum":["a","b",1]})", R"("b")"));
   CHECK(valid(R"({"enum":["a","b",1]})", "1.0"));
+  CHECK(valid(R"({"enum":[1.5,0.1]})", "0.1"));
+  CHECK(valid(R"({"enum":[1.5,0.1]})", "1.5"));
+  CHECK_FALSE(valid(R"({"enum":[1.5,0.1]})", "0.30000000000000004"));
+  CHECK_FALSE(valid(R"({"enum":[1.5]})", "1.5000000000000002"));
   CHECK(only_violation(R"({"enum":["a","b"]})", R"("c")") ==
         R"({"message":"expected one of [\"a\",\"b\"]","path":""})");
   CHECK(valid(R"({"enum":[{"x":[1]}]})", R"({"x":[1]})"));

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <string_view>
 
 namespace ss::events {
@@ -370,9 +371,12 @@ void append_canonical(const json& v, std::string& out) {
         out += ';';
         return;
       }
-      char buffer[40];
-      std::snprintf(buffer, sizeof buffer, "#%.17g;", d);
-      out += buffer;
+      // Any other (finite: JSON has no NaN or infinity) double: its bits, which two equal
+      // non-integral doubles share. No printf: the wasm build's formatter has no %g
+      // (shared/printf_lite.h).
+      std::uint64_t bits = 0;
+      std::memcpy(&bits, &d, sizeof bits);
+      out += "#f" + std::to_string(bits) + ';';
       return;
     }
     case json::value_t::string: {
