@@ -769,6 +769,24 @@ TEST_CASE("DRAIN_BATCHES_PER_RUN bounds a cron run; the next run continues at th
   CHECK(bad.body_json()["error"]["field"] == "batches");
 }
 
+TEST_CASE(
+    "the subrequest budget is the run's: a cron run of several batches stops when it is spent") {
+  Ledger l;
+  l.workflow("notify");
+  l.subscribe("*", "notify");
+  // One start per event: 700 subrequests cover the first batch (500 starts) and part of the second.
+  l.mesh.set_env("events", "DRAIN_SUBREQUEST_BUDGET", "700");
+  std::vector<std::string> ids = emit_many(l, 1001, "order.placed");
+  l.mesh.message("events", kRunnerCron);
+  std::size_t first_run = l.calls.size();
+  CHECK(first_run > 500);
+  CHECK(first_run < 700);
+  CHECK(drain_state(l, "workflow_runner")["cursor"] == ids[first_run - 1]);
+  CHECK(l.db("SELECT * FROM cron_locks").empty());
+  for (int i = 0; i < 3 && l.calls.size() < ids.size(); ++i) l.mesh.message("events", kRunnerCron);
+  check_started_once(l, ids);
+}
+
 TEST_CASE("a kill switch turned on mid-run stops the run at the next batch, lock released") {
   Ledger l;
   l.workflow("notify");
