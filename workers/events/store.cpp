@@ -121,10 +121,6 @@ constexpr std::string_view kRenewLock = R"sql(
 UPDATE cron_locks SET expires_at_ms = ?3 WHERE name = ?1 AND holder = ?2
 )sql";
 
-constexpr std::string_view kReadCursor = R"sql(
-SELECT cursor_seq, cursor FROM event_drain_state WHERE consumer = ?1
-)sql";
-
 constexpr std::string_view kAdvanceCursor = R"sql(
 INSERT INTO event_drain_state (consumer, cursor_seq, cursor, last_run_at, events_read)
 VALUES (?1, ?2, ?3, ?4, ?5)
@@ -1033,12 +1029,6 @@ Task<Status> DrainState::release(const std::string& lock, const std::string& hol
 D1Statement DrainState::renew_statement(const std::string& lock, const std::string& holder,
                                         std::int64_t expires_at_ms) {
   return D1Statement{std::string(kRenewLock), json::array({lock, holder, expires_at_ms})};
-}
-
-Task<Result<Cursor>> DrainState::cursor(const std::string& consumer) {
-  json params = json::array({consumer});
-  SS_CO_TRY(std::optional<Cursor> row, co_await first_row<Cursor>(kReadCursor, params));
-  co_return row.value_or(Cursor{});
 }
 
 D1Statement DrainState::advance_statement(const std::string& consumer, const Cursor& cursor,

@@ -167,8 +167,6 @@ class DrainState {
   static Task<Status> release(const std::string& lock, const std::string& holder);
   static D1Statement renew_statement(const std::string& lock, const std::string& holder,
                                      std::int64_t expires_at_ms);
-  // The consumer's cursor (seq 0 before its first event).
-  static Task<Result<Cursor>> cursor(const std::string& consumer);
   static D1Statement advance_statement(const std::string& consumer, const Cursor& cursor,
                                        const std::string& now, int read);
   // true when any of the named kill switches is on.
