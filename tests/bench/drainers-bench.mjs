@@ -6,8 +6,9 @@
 // customer_health_watcher, which also read the runner's own workflow.run_* events.
 //
 // Each drainer is driven through POST /admin/events/drain?consumer=<name> (the function every cron
-// entry point of workers/events calls, one batch of 500 per call) until a call reads nothing. Printed
-// per drainer: events read, calls, wall time, events/s, D1 round trips per event read, and workerd CPU
+// entry point of workers/events calls; one batch of 500 per call unless --drain-batches) until a call
+// reads nothing. Printed per drainer: events read, calls, batches, wall time, events/s, D1 round trips
+// per call and per event read, and workerd CPU
 // per event read (from /proc, tests/bench/workerd-cpu.mjs: every workerd process, so D1 and the target
 // worker are included — an upper bound). D1 round trips are counted by the events worker's JS host
 // (SS_COUNT_D1=1, bindings/host.js): each answer names the calls its run made to D1 — one per
@@ -17,7 +18,11 @@
 // every event of the ledger is counted exactly once in its entity's timeline; every tenant has a
 // health row; nothing is quarantined.
 //
-//   node tests/bench/drainers-bench.mjs [--drain-events 10000] [--drain-tenants 10] [--json FILE]
+// --drain-batches N makes each call drain up to N batches back to back (`&batches=N`, what a cron run
+// does under DRAIN_BATCHES_PER_RUN); the default, 1, is one batch per call.
+//
+//   node tests/bench/drainers-bench.mjs [--drain-events 10000] [--drain-tenants 10] [--drain-batches 1]
+//                                       [--json FILE]
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { mergeFigures, option, round } from "./json-out.mjs";
@@ -93,7 +98,7 @@ const eventsWorkerOptions = () =>
   });
 
 /** Runs the five-drainer bench; returns its figures. */
-export async function runDrainersBench({ events = 10_000, tenants = 10, log = console.log } = {}) {
+export async function runDrainersBench({ events = 10_000, tenants = 10, drainBatches = 1, log = console.log } = {}) {
   const { Miniflare } = await import("miniflare");
   const { applyMigrations } = await import("../../scripts/lib/local-mesh.mjs");
   const mf = new Miniflare({
@@ -213,7 +218,13 @@ export async function runDrainersBench({ events = 10_000, tenants = 10, log = co
       emit_d1_round_trips_per_event: emitD1 / events,
       drainers: {},
     };
-    for (const name of DRAINERS) figures.drainers[name] = { read: 0, calls: 0, started: 0, ms: 0, cpu: 0, d1: 0 };
+    // --drain-batches N: each call drains up to N batches back to back, as a cron run does
+    // (DRAIN_BATCHES_PER_RUN); 1 (the default) is one batch per call.
+    const batchesParam = drainBatches > 1 ? `&batches=${drainBatches}` : "";
+    figures.drain_batches_per_call = drainBatches;
+    for (const name of DRAINERS) {
+      figures.drainers[name] = { read: 0, calls: 0, batches: 0, started: 0, ms: 0, cpu: 0, d1: 0 };
+    }
     let rounds = 0;
     for (let moved = true; moved; ) {
       moved = false;
@@ -224,9 +235,17 @@ export async function runDrainersBench({ events = 10_000, tenants = 10, log = co
         const d10 = d1RoundTrips;
         const t0 = performance.now();
         for (;;) {
-          const out = await call(`/admin/events/drain?consumer=${name}`, { method: "POST", headers: operator }, 200);
+          const out = await call(
+            `/admin/events/drain?consumer=${name}${batchesParam}`,
+            {
+              method: "POST",
+              headers: operator,
+            },
+            200,
+          );
           const report = out.consumers[name];
           f.calls++;
+          f.batches += report.batches ?? 1;
           if (report.locked || report.killed) throw new Error(`${name}: ${JSON.stringify(report)}`);
           if (report.quarantined) throw new Error(`${name} quarantined: ${JSON.stringify(report)}`);
           f.read += report.read;
@@ -296,17 +315,17 @@ export async function runDrainersBench({ events = 10_000, tenants = 10, log = co
     figures.starts_per_second = runnerFigures.started / (runnerFigures.ms / 1000);
     log(`  workflow_runner: ${runnerFigures.started} starts, ${figures.starts_per_second.toFixed(0)} starts/s`);
     log(
-      `  ${"drainer".padEnd(24)} ${"read".padStart(6)} ${"calls".padStart(5)} ${"s".padStart(7)} ${"events/s".padStart(9)} ${"D1 trips".padStart(8)} ${"D1/event".padStart(8)} ${"CPU ms/event".padStart(13)}`,
+      `  ${"drainer".padEnd(24)} ${"read".padStart(6)} ${"calls".padStart(5)} ${"batches".padStart(7)} ${"s".padStart(7)} ${"events/s".padStart(9)} ${"D1 trips".padStart(8)} ${"D1/call".padStart(7)} ${"D1/event".padStart(8)} ${"CPU ms/event".padStart(13)}`,
     );
     for (const [name, f] of Object.entries(figures.drainers)) {
       const cpu = f.workerd_cpu_ms_per_event === null ? "n/a" : f.workerd_cpu_ms_per_event.toFixed(3);
       log(
-        `  ${name.padEnd(24)} ${String(f.read).padStart(6)} ${String(f.calls).padStart(5)} ${(f.ms / 1000).toFixed(1).padStart(7)} ${f.events_per_second.toFixed(0).padStart(9)} ${String(f.d1).padStart(8)} ${f.d1_per_event.toFixed(4).padStart(8)} ${cpu.padStart(13)}`,
+        `  ${name.padEnd(24)} ${String(f.read).padStart(6)} ${String(f.calls).padStart(5)} ${String(f.batches).padStart(7)} ${(f.ms / 1000).toFixed(1).padStart(7)} ${f.events_per_second.toFixed(0).padStart(9)} ${String(f.d1).padStart(8)} ${(f.d1 / f.calls).toFixed(2).padStart(7)} ${f.d1_per_event.toFixed(4).padStart(8)} ${cpu.padStart(13)}`,
       );
     }
     const t = figures.total;
     log(
-      `  ${"all five".padEnd(24)} ${String(t.read).padStart(6)} ${"".padStart(5)} ${t.seconds.toFixed(1).padStart(7)} ${t.ledger_events_per_second.toFixed(0).padStart(9)} ${String(t.d1_round_trips).padStart(8)} ${t.d1_per_ledger_event.toFixed(4).padStart(8)}   (per ledger event: each read it once)`,
+      `  ${"all five".padEnd(24)} ${String(t.read).padStart(6)} ${"".padStart(5)} ${"".padStart(7)} ${t.seconds.toFixed(1).padStart(7)} ${t.ledger_events_per_second.toFixed(0).padStart(9)} ${String(t.d1_round_trips).padStart(8)} ${"".padStart(7)} ${t.d1_per_ledger_event.toFixed(4).padStart(8)}   (per ledger event: each read it once)`,
     );
     log(
       `  workflow_runner: ${(runnerFigures.d1 / Math.max(1, runnerFigures.started)).toFixed(4)} D1 round trips per start`,
@@ -332,6 +351,8 @@ export async function runDrainersBench({ events = 10_000, tenants = 10, log = co
             {
               read: f.read,
               calls: f.calls,
+              batches: f.batches,
+              d1_round_trips_per_call: round(f.d1 / f.calls, 2),
               events_per_second: round(f.events_per_second, 1),
               d1_round_trips: f.d1,
               d1_round_trips_per_event: round(f.d1_per_event, 4),
@@ -348,5 +369,9 @@ export async function runDrainersBench({ events = 10_000, tenants = 10, log = co
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1]).href) {
-  await runDrainersBench({ events: option("drain-events", 10_000), tenants: option("drain-tenants", 10) });
+  await runDrainersBench({
+    events: option("drain-events", 10_000),
+    tenants: option("drain-tenants", 10),
+    drainBatches: option("drain-batches", 1),
+  });
 }

@@ -736,3 +736,50 @@ describe("provenance and kill switches", () => {
     assert.equal(mesh.stubs.find("/webhook/notify", "POST").length, 1);
   });
 });
+
+describe("draining on cron", () => {
+  it("one */2 cron run catches up a backlog of 1,100 events (over two batches of 500), each start once", async () => {
+    // Before: one batch of 500 per cron run, so a backlog drained at 250 events a minute at best.
+    await jsonOf(
+      await admin("PUT", "/admin/workflows/notify", { target: { webhook: `${mesh.stubs.url}/webhook/backlog` } }),
+      201,
+    );
+    await jsonOf(
+      await admin("POST", "/admin/subscriptions", { event_type_glob: "order.*", workflow_type: "notify" }),
+      201,
+    );
+    const BACKLOG = 1100;
+    // The backlog by SQL in one D1 call (emitting 1,100 events one request at a time takes minutes):
+    // the rows the ledger writes for an emit, ids 01J0000B<18 digits>.
+    await db
+      .prepare(
+        `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
+         INSERT INTO events (event_id, tenant_id, event_type, entity_type, entity_id, payload_json,
+                             idempotency_key, occurred_at, recorded_at)
+         SELECT printf('01J0000B%018d', i), 'bakery', 'order.placed', 'order', CAST(i AS TEXT),
+                json_object('n', i), 'backlog:' || i, ?2, ?2
+         FROM n`,
+      )
+      .bind(BACKLOG, new Date().toISOString())
+      .run();
+    const last = `01J0000B${String(BACKLOG).padStart(18, "0")}`;
+
+    await (await mesh.mf.getWorker(EVENTS)).scheduled({ cron: "*/2 * * * *", scheduledTime: new Date() });
+
+    const starts = mesh.stubs.find("/webhook/backlog", "POST");
+    const keys = new Set(starts.map((s) => s.headers["idempotency-key"]));
+    assert.equal(starts.length, BACKLOG, "every event of the backlog started in one cron run");
+    assert.equal(keys.size, BACKLOG, "each start once");
+    assert.ok(keys.has(`workflow_runner:${last}:notify`));
+    const [state] = await rows(
+      "SELECT cursor_seq, events_read FROM event_drain_state WHERE consumer = 'workflow_runner'",
+    );
+    const [lastSeq] = await rows("SELECT seq FROM events WHERE event_id = ?1", last);
+    assert.ok(state.cursor_seq >= lastSeq.seq, "the cursor is past the backlog");
+    assert.ok(state.events_read > 1000, `read ${state.events_read} events in one run`);
+    assert.equal((await rows("SELECT * FROM cron_locks")).length, 0, "the lock released after the run");
+    assert.equal((await rows("SELECT * FROM event_consumer_dedupe WHERE status = 'started'")).length, BACKLOG);
+    // Caught up: the operator's drain finds nothing of the backlog left.
+    assert.equal((await drain("workflow_runner")).started, 0);
+  });
+});

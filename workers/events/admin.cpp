@@ -399,10 +399,14 @@ Task<Result<Response>> drain_now(Context& ctx, const Request& req, const Params&
   SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   std::string only = req.query_param("consumer");
   if (!only.empty() && !is_consumer(only)) co_return field_error("consumer", "unknown consumer");
+  // One batch per consumer unless asked for more: an operator's call answers in about one batch's
+  // time, and each call's report says what that batch did. `batches=N` drains like a cron run does
+  // (up to N batches while they come back full).
+  SS_CO_TRY(std::int64_t batches, req.int_param("batches", 1, 1, kMaxDrainBatchesPerRun));
   json consumers = json::object();
   for (const std::string& name : consumer_names()) {
     if (!only.empty() && name != only) continue;
-    SS_CO_TRY(DrainReport report, co_await drain_consumer(ctx, name));
+    SS_CO_TRY(DrainReport report, co_await drain_consumer(ctx, name, batches));
     consumers[name] = report.to_json();
   }
   co_return Response::json_body(200, {{"consumers", consumers}});
@@ -692,8 +696,11 @@ Task<Status> run_cron(Context& ctx, const std::string& cron) {
       if (!released) ctx.log("release of held starts failed: " + released.error().message);
     }
   }
+  // Each consumer drains batch after batch until it has caught up or the run's bound is reached:
+  // one batch per tick could never keep up with a busy ledger (docs/runbook-events.md).
+  const std::int64_t batches = drain_batches_per_run(ctx);
   for (const std::string& name : consumers) {
-    auto report = co_await drain_consumer(ctx, name);
+    auto report = co_await drain_consumer(ctx, name, batches);
     if (!report) {
       ctx.log("drain " + name + " failed: " + report.error().message);
       result = report.error();

@@ -100,7 +100,9 @@ Task<Status> run_anomaly_batch(Context& ctx, DrainReport& report, const std::vec
                                                             row.event_id));
       }
     }
-    SS_CO_CHECK(co_await commit_with_cursor(ctx, report, rows, std::move(statements)));
+    // Not the batch's last commit: the judging below commits after it (and carries the run's tail).
+    SS_CO_CHECK(
+        co_await commit_with_cursor(ctx, report, rows, std::move(statements), /*last=*/false));
   }
 
   // Which windows are complete: those before the window "now" is in, and — when more events may be
@@ -202,7 +204,7 @@ Task<Status> run_anomaly_batch(Context& ctx, DrainReport& report, const std::vec
     report.anomalies += fresh ? 1 : 0;
   }
   std::vector<D1Statement> judged = {AnomalyStore::judged_statement(consumer, judged_to)};
-  SS_CO_CHECK(co_await commit(judged));
+  SS_CO_CHECK(co_await commit_batch(ctx, report, std::move(judged)));
   co_return Unit{};
 }
 

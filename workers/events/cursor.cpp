@@ -35,6 +35,7 @@ json DrainReport::to_json() const {
     j["work_units"] = work_units;
   }
   if (contended) j["contended"] = true;
+  if (batches > 1) j["batches"] = batches;  // a run that drained several batches back to back
   if (killed) j["killed"] = true;
   if (held > 0) j["held"] = held;
   if (consumer == kAnomalyDetector) {
@@ -48,15 +49,47 @@ json DrainReport::to_json() const {
 
 std::string lock_name(const std::string& consumer) { return "drain:" + consumer; }
 
+bool DrainRun::continues_after(const DrainReport& batch) const {
+  return batch_full && batches_left && !batch.budget_exhausted && !batch.contended && !batch.killed;
+}
+
+std::vector<D1Statement> DrainRun::tail(const DrainReport& batch, std::int64_t now_ms) const {
+  if (continues_after(batch)) {
+    return DrainState::continue_statements(key, now_ms + kLockTtlMs, kDrainBatchSize);
+  }
+  return {DrainState::release_statement(key.lock, key.holder)};
+}
+
+Task<Status> commit_batch(Context& ctx, DrainReport& report, std::vector<D1Statement> statements) {
+  DrainRun* run = report.run;
+  if (run == nullptr || run->tail_sent) SS_CO_RETURN_AWAIT(commit(statements));
+  std::vector<D1Statement> tail = run->tail(report, ctx.now_ms());
+  const std::size_t tail_size = tail.size();
+  for (D1Statement& t : tail) statements.push_back(std::move(t));
+  SS_CO_TRY(std::vector<D1Result> results, co_await D1(kDb).batch(statements));
+  if (results.size() != statements.size()) {
+    co_return Error{ErrorCode::internal, "d1.batch answered the wrong number of results"};
+  }
+  run->tail_sent = true;
+  run->tail_continues = run->continues_after(report);
+  run->tail_results.assign(std::make_move_iterator(results.end() - static_cast<long>(tail_size)),
+                           std::make_move_iterator(results.end()));
+  co_return Unit{};
+}
+
 Task<Status> commit_with_cursor(Context& ctx, DrainReport& report,
                                 const std::vector<EventRow>& rows,
-                                std::vector<D1Statement> statements) {
-  Cursor last{rows.back().seq, rows.back().event_id};
+                                std::vector<D1Statement> statements, bool last) {
+  Cursor cursor{rows.back().seq, rows.back().event_id};
   statements.push_back(DrainState::advance_statement(
-      report.consumer, last, format_rfc3339(ctx.now_ms()), static_cast<int>(rows.size())));
-  SS_CO_CHECK(co_await commit(statements));
+      report.consumer, cursor, format_rfc3339(ctx.now_ms()), static_cast<int>(rows.size())));
+  if (last) {
+    SS_CO_CHECK(co_await commit_batch(ctx, report, std::move(statements)));
+  } else {
+    SS_CO_CHECK(co_await commit(statements));
+  }
   report.read = static_cast<int>(rows.size());
-  report.cursor = last.event_id;
+  report.cursor = cursor.event_id;
   co_return Unit{};
 }
 

@@ -13,6 +13,17 @@ namespace ss::events {
 inline constexpr int kDrainBatchSize = 500;
 inline constexpr std::int64_t kLockTtlMs = 5 * 60 * 1000;
 inline constexpr std::int64_t kLagAlertMs = 60 * 60 * 1000;
+// How many batches one cron run of a consumer may drain back to back while each comes back full
+// (DRAIN_BATCHES_PER_RUN overrides it within 1..kMaxDrainBatchesPerRun; docs/runbook-events.md,
+// "Draining on cron"). Sized from Workers' per-invocation limits and the drainers bench: a batch of
+// the aggregate drainers costs 1-3 D1 calls once the run is open, so 100 batches (50,000 events)
+// make at most ~300 of the 1,000 D1 queries an invocation may make, and <= 0.13 ms of CPU an event
+// is <= 7 s of the 30 s default CPU limit. workflow_runner also stops at its per-run subrequest and
+// work budgets (work_budget.h), whichever comes first. The maximum keeps the costliest drainer
+// (anomaly_detector, ~3 D1 calls a batch) under ~650 D1 calls. A run longer than the cron interval
+// only makes the next tick find the lock taken.
+inline constexpr std::int64_t kDefaultDrainBatchesPerRun = 100;
+inline constexpr std::int64_t kMaxDrainBatchesPerRun = 200;
 
 inline constexpr const char* kWorkflowRunner = "workflow_runner";
 inline constexpr const char* kTimelineIndexer = "timeline_indexer";
@@ -22,8 +33,35 @@ inline constexpr const char* kCustomerHealthWatcher = "customer_health_watcher";
 const std::vector<std::string>& consumer_names();
 bool is_consumer(std::string_view name);
 
+struct DrainReport;
+
+// One drain run across its batches (drain.cpp owns it; a consumer sees it through
+// DrainReport::run). A batch's last commit carries the run's tail in the same D1 batch: the lock's
+// release when the run ends there, or — when the batch came back full and the run may go on — the
+// lock's renewal and the next batch's opening reads (DrainState::continue_statements). So a run pays
+// one D1 round trip to open, and none of its own after that.
+struct DrainRun {
+  DrainOpeningKey key;
+  int batch_index = 0;        // 0 for the run's first batch
+  bool batch_full = false;    // the batch in hand read a whole kDrainBatchSize
+  bool batches_left = false;  // the run may read another batch after this one
+  // workflow_runner's per-run budgets (work_budget.h, DRAIN_SUBREQUEST_BUDGET): what the run's
+  // earlier batches spent.
+  std::uint64_t work_used = 0;
+  int subrequests_used = 0;
+  // Set by the commit that carried the tail.
+  bool tail_sent = false;
+  bool tail_continues = false;
+  std::vector<D1Result> tail_results;
+
+  // The tail for `batch`: the run goes on only after a full batch that did not stop early.
+  bool continues_after(const DrainReport& batch) const;
+  std::vector<D1Statement> tail(const DrainReport& batch, std::int64_t now_ms) const;
+};
+
 struct DrainReport {
   std::string consumer;
+  DrainRun* run = nullptr;  // the run this batch belongs to (null outside a drain run)
   int read = 0;
   int started = 0;
   int duplicates = 0;
@@ -42,16 +80,22 @@ struct DrainReport {
   // workflow_runner: budget_exhausted because DRAIN_WORK_BUDGET was spent (work_budget.h).
   bool work_budget_exhausted = false;
   std::uint64_t work_units = 0;  // workflow_runner: the work counted this run
+  int batches = 0;               // batches drained, when a run drained more than one
   json to_json() const;
 };
 
 // The name of a consumer's drain lock in cron_locks.
 std::string lock_name(const std::string& consumer);
 
+// Commits a batch's last statements, with its run's tail when it has one (report.run) and has not
+// sent it yet. An empty list still goes to D1 when there is a tail.
+Task<Status> commit_batch(Context& ctx, DrainReport& report, std::vector<D1Statement> statements);
+
 // The aggregate consumers commit a whole batch at once: their rows plus the cursor past the batch.
+// `last`: nothing else of the batch is committed after it, so the run's tail rides along.
 Task<Status> commit_with_cursor(Context& ctx, DrainReport& report,
                                 const std::vector<EventRow>& rows,
-                                std::vector<D1Statement> statements);
+                                std::vector<D1Statement> statements, bool last = true);
 
 // Sets a consumer's cursor just before the first insertion of from_event_id, so that it reads that
 // event and everything inserted after it again. An event_id the ledger does not hold is 404.

@@ -30,13 +30,14 @@ TEST_CASE("a drainer that dies mid-batch and is re-run starts every workflow exa
   std::vector<std::string> ids;
   for (int i = 0; i < 6; ++i) ids.push_back(l.emit("price.changed", {{"n", i}}));
 
-  // The isolate "dies" while the third batch travels (the second chunk's commit with the third
-  // chunk's claims): events 1-2 are committed, events 3-4 were claimed and started but not
-  // committed. Every effect after that fails.
+  // The isolate "dies" while the fourth D1 batch travels (after the opening: the first chunk's
+  // claims, then the first chunk's commit with the second chunk's claims, then the second chunk's
+  // commit with the third chunk's claims): events 1-2 are committed, events 3-4 were claimed and
+  // started but not committed. Every effect after that fails.
   int batches = 0;
   bool dead = false;
   l.mesh.fail_effect = [&](const json& e) {
-    if (!dead && e["kind"] == "d1.batch" && ++batches == 3) dead = true;
+    if (!dead && e["kind"] == "d1.batch" && ++batches == 4) dead = true;
     return dead;
   };
   auto died = l.admin("POST", "/admin/events/drain?consumer=workflow_runner");
@@ -93,7 +94,8 @@ TEST_CASE("a batch of events is claimed and committed in one D1 batch each, star
   CHECK(report["read"] == 40);
   CHECK(report["started"] == 320);
   CHECK(l.calls.size() == 320);
-  CHECK(batches == 2);         // the claims of all 320 starts, then the commit
+  CHECK(batches == 3);  // the opening (lock, cursor, events), the claims of all 320 starts, then
+                        // the commit (with the lock's release)
   CHECK(starts_at_once == 6);  // Workers' simultaneous-connection limit
   CHECK(l.db("SELECT * FROM event_consumer_dedupe WHERE status = 'started'").size() == 320);
   CHECK(l.db("SELECT * FROM workflow_run_log WHERE status = 'started'").size() == 320);
@@ -657,4 +659,239 @@ TEST_CASE(
   d1 = 0;
   CHECK(public_status() == "ok");
   CHECK(d1 == 1);
+}
+
+// --- draining on cron: batch after batch in one run ------------------------------------------------
+
+namespace {
+
+const json kRunnerCron = {{"op", "scheduled"}, {"cron", "*/2 * * * *"}};
+
+// `n` events of `type` for bakery; their event_ids in insertion order.
+std::vector<std::string> emit_many(Ledger& l, int n, const std::string& type,
+                                   const json& payload = json::object()) {
+  std::vector<std::string> ids;
+  ids.reserve(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) ids.push_back(l.emit(type, payload));
+  return ids;
+}
+
+json drain_state(Ledger& l, const std::string& consumer) {
+  json rows =
+      l.db("SELECT cursor, events_read FROM event_drain_state WHERE consumer = '" + consumer + "'");
+  return rows.empty() ? json(nullptr) : rows[0];
+}
+
+// Every start the webhook received went out once, and those are exactly the events' starts.
+void check_started_once(Ledger& l, const std::vector<std::string>& ids) {
+  std::multiset<std::string> keys = l.keys();
+  CHECK(keys.size() == ids.size());
+  for (const std::string& id : ids) CHECK(keys.count("workflow_runner:" + id + ":notify") == 1);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "one cron run drains a backlog of three batches, holding one lock it renews with each commit") {
+  // Before: one batch of 500 per run, so workflow_runner's */2 cron drained at most 250 events a
+  // minute however long the backlog.
+  Ledger l;
+  l.workflow("notify");
+  l.subscribe("*", "notify");
+  std::vector<std::string> ids = emit_many(l, 1201, "order.placed");
+  // 90 s of virtual time pass at each D1 batch: the run outlives the lock's 5 minute TTL, so its
+  // lock must be renewed to stay its own.
+  struct LockSeen {
+    std::string holder;
+    std::int64_t expires_at_ms = 0;
+    std::int64_t now_ms = 0;
+  };
+  std::vector<LockSeen> seen;
+  l.mesh.fail_effect = [&](const json& e) {
+    if (e["kind"] != "d1.batch") return false;
+    l.mesh.now_ms += 90 * 1000;
+    json lock = l.db(
+        "SELECT holder, expires_at_ms FROM cron_locks WHERE name = "
+        "'drain:workflow_runner'");
+    LockSeen s;
+    s.now_ms = l.mesh.now_ms;
+    if (!lock.empty()) {
+      s.holder = lock[0]["holder"];
+      s.expires_at_ms = lock[0]["expires_at_ms"];
+    }
+    seen.push_back(s);
+    return false;
+  };
+  json out = l.mesh.message("events", kRunnerCron);
+  CHECK(out["ok"] == true);
+  check_started_once(l, ids);
+  json state = drain_state(l, "workflow_runner");
+  CHECK(state["cursor"] == ids.back());
+  CHECK(state["events_read"] == 1201);
+  // Opening, then per batch its claims and its commit (which opens the next batch or releases).
+  REQUIRE(seen.size() >= 7);
+  CHECK(seen[0].holder.empty());  // the opening takes the lock
+  for (std::size_t i = 1; i < 7; ++i) {
+    CHECK(seen[i].holder == seen[1].holder);        // one run, one holder
+    CHECK(seen[i].expires_at_ms > seen[i].now_ms);  // still live: renewed by each commit
+  }
+  CHECK(seen[6].now_ms - seen[1].now_ms > ss::events::kLockTtlMs);
+  CHECK(l.db("SELECT * FROM cron_locks WHERE name = 'drain:workflow_runner'").empty());
+  // The operator's drain reads one batch per call unless asked for more.
+  l.mesh.fail_effect = nullptr;
+  CHECK(l.drain()["read"] == 0);
+}
+
+TEST_CASE("DRAIN_BATCHES_PER_RUN bounds a cron run; the next run continues at the cursor") {
+  Ledger l;
+  l.workflow("notify");
+  l.subscribe("*", "notify");
+  l.mesh.set_env("events", "DRAIN_BATCHES_PER_RUN", "2");
+  std::vector<std::string> ids = emit_many(l, 1001, "order.placed");
+  l.mesh.message("events", kRunnerCron);
+  CHECK(l.calls.size() == 1000);
+  CHECK(drain_state(l, "workflow_runner")["cursor"] == ids[999]);
+  CHECK(l.db("SELECT * FROM cron_locks").empty());
+  l.mesh.message("events", kRunnerCron);
+  check_started_once(l, ids);
+  CHECK(drain_state(l, "workflow_runner")["cursor"] == ids.back());
+  // POST /admin/events/drain?batches=N drains like a cron run and says how many batches it took.
+  std::vector<std::string> more = emit_many(l, 600, "order.placed");
+  auto r = l.admin("POST", "/admin/events/drain?consumer=workflow_runner&batches=5");
+  REQUIRE(r.status == 200);
+  json report = r.body_json()["consumers"]["workflow_runner"];
+  CHECK(report["read"] == 600);
+  CHECK(report["started"] == 600);
+  CHECK(report["batches"] == 2);
+  CHECK(report["cursor"] == more.back());
+  auto bad = l.admin("POST", "/admin/events/drain?consumer=workflow_runner&batches=0");
+  CHECK(bad.status == 400);
+  CHECK(bad.body_json()["error"]["field"] == "batches");
+}
+
+TEST_CASE(
+    "the subrequest budget is the run's: a cron run of several batches stops when it is spent") {
+  Ledger l;
+  l.workflow("notify");
+  l.subscribe("*", "notify");
+  // One start per event: 700 subrequests cover the first batch (500 starts) and part of the second.
+  l.mesh.set_env("events", "DRAIN_SUBREQUEST_BUDGET", "700");
+  std::vector<std::string> ids = emit_many(l, 1001, "order.placed");
+  l.mesh.message("events", kRunnerCron);
+  std::size_t first_run = l.calls.size();
+  CHECK(first_run > 500);
+  CHECK(first_run < 700);
+  CHECK(drain_state(l, "workflow_runner")["cursor"] == ids[first_run - 1]);
+  CHECK(l.db("SELECT * FROM cron_locks").empty());
+  for (int i = 0; i < 3 && l.calls.size() < ids.size(); ++i) l.mesh.message("events", kRunnerCron);
+  check_started_once(l, ids);
+}
+
+TEST_CASE("a kill switch turned on mid-run stops the run at the next batch, lock released") {
+  Ledger l;
+  l.workflow("notify");
+  l.subscribe("*", "notify");
+  std::vector<std::string> ids = emit_many(l, 1001, "order.placed");
+  int batches = 0;
+  l.mesh.fail_effect = [&](const json& e) {
+    // The second D1 batch is the first batch's claims: the switch goes on while it is processed.
+    if (e["kind"] == "d1.batch" && ++batches == 2) {
+      l.mesh.db("EVENTS_DB")
+          .execute(
+              "INSERT INTO kill_switches (name, enabled, updated_at) "
+              "VALUES ('kill:fanout', 1, '2025-11-29T14:20:00Z')",
+              json::array());
+    }
+    return false;
+  };
+  l.mesh.message("events", kRunnerCron);
+  CHECK(l.calls.size() == 500);  // the batch in hand finishes; the next one is not read
+  CHECK(drain_state(l, "workflow_runner")["cursor"] == ids[499]);
+  CHECK(l.db("SELECT * FROM cron_locks").empty());
+  l.mesh.fail_effect = nullptr;
+  l.mesh.message("events", kRunnerCron);  // still on: nothing
+  CHECK(l.calls.size() == 500);
+  REQUIRE(l.admin("PUT", "/admin/kill-switches/kill:fanout", {{"enabled", false}}).status == 200);
+  l.mesh.message("events", kRunnerCron);
+  check_started_once(l, ids);
+}
+
+TEST_CASE("a failure in batch 2 keeps batch 1 committed; the next run redoes batch 2 once") {
+  SUBCASE("workflow_runner: batch 2's claims fail, nothing of it was started") {
+    Ledger l;
+    l.workflow("notify");
+    l.subscribe("*", "notify");
+    std::vector<std::string> ids = emit_many(l, 1001, "order.placed");
+    int batches = 0;
+    // Opening, batch 1's claims, batch 1's commit (opening batch 2), batch 2's claims.
+    l.mesh.fail_effect = [&](const json& e) { return e["kind"] == "d1.batch" && ++batches == 4; };
+    l.mesh.message("events", kRunnerCron);
+    CHECK(l.calls.size() == 500);
+    CHECK(drain_state(l, "workflow_runner")["cursor"] == ids[499]);
+    CHECK(l.db("SELECT * FROM cron_locks").empty());  // released on the way out
+    l.mesh.fail_effect = nullptr;
+    l.mesh.message("events", kRunnerCron);
+    check_started_once(l, ids);
+    CHECK(l.db("SELECT * FROM event_consumer_dedupe WHERE status = 'started'").size() == 1001);
+  }
+  SUBCASE("reflexion_analyzer: batch 2's commit fails; every failure is counted once") {
+    Ledger l;
+    std::vector<std::string> ids =
+        emit_many(l, 1001, "lead.spam_absorbed", {{"reason", "honeypot"}});
+    int batches = 0;
+    // Opening, batch 1's commit (opening batch 2), batch 2's commit.
+    l.mesh.fail_effect = [&](const json& e) { return e["kind"] == "d1.batch" && ++batches == 3; };
+    const json cron = {{"op", "scheduled"}, {"cron", "*/30 * * * *"}};
+    l.mesh.message("events", cron);
+    auto counted = [&] {
+      json rows =
+          l.db("SELECT failure_count FROM reflexion_log WHERE subject = 'lead.spam_absorbed'");
+      return rows.empty() ? 0 : rows[0]["failure_count"].get<int>();
+    };
+    CHECK(counted() == 500);
+    CHECK(drain_state(l, "reflexion_analyzer")["cursor"] == ids[499]);
+    CHECK(l.db("SELECT * FROM cron_locks").empty());
+    l.mesh.fail_effect = nullptr;
+    l.mesh.message("events", cron);
+    CHECK(counted() == 1001);
+    CHECK(drain_state(l, "reflexion_analyzer")["cursor"] == ids.back());
+    l.mesh.message("events", cron);  // caught up: nothing counted twice
+    CHECK(counted() == 1001);
+  }
+}
+
+TEST_CASE("a drain call costs one D1 round trip to open and releases its lock in its commit") {
+  // Before: the kill switches, the lock, the cursor and the batch were four D1 calls, and the
+  // release a fifth after the commit.
+  Ledger l;
+  emit_many(l, 3, "lead.spam_absorbed", {{"reason", "honeypot"}});
+  std::vector<std::string> kinds;
+  l.mesh.fail_effect = [&](const json& e) {
+    std::string kind = e["kind"];
+    if (kind.rfind("d1.", 0) == 0) kinds.push_back(kind);
+    return false;
+  };
+  json report = l.drain("reflexion_analyzer");
+  CHECK(report["read"] == 3);
+  CHECK(kinds == std::vector<std::string>{"d1.batch", "d1.batch"});  // open; commit + release
+  CHECK(l.db("SELECT * FROM cron_locks").empty());
+  kinds.clear();
+  CHECK(l.drain("reflexion_analyzer")["read"] == 0);  // caught up: open, then the release alone
+  CHECK(kinds.size() == 2);
+  // Locked or killed: the opening alone.
+  l.mesh.db("EVENTS_DB")
+      .execute("INSERT INTO cron_locks VALUES ('drain:reflexion_analyzer', 'other', ?1)",
+               json::array({l.mesh.now_ms + 60000}));
+  kinds.clear();
+  CHECK(l.drain("reflexion_analyzer")["locked"] == true);
+  CHECK(kinds.size() == 1);
+  l.mesh.db("EVENTS_DB").execute("DELETE FROM cron_locks", json::array());
+  REQUIRE(
+      l.admin("PUT", "/admin/kill-switches/kill:reflexion_analyzer", {{"enabled", true}}).status ==
+      200);
+  kinds.clear();
+  json killed = l.drain("reflexion_analyzer");
+  CHECK(killed["killed"] == true);
+  CHECK(kinds.size() == 1);
+  CHECK(l.db("SELECT * FROM cron_locks").empty());  // a stopped consumer takes no lock
 }

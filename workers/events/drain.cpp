@@ -4,55 +4,129 @@
 
 namespace ss::events {
 
-Task<Result<DrainReport>> drain_consumer(Context& ctx, const std::string& consumer) {
-  DrainReport report;
-  report.consumer = consumer;
+namespace {
+
+// Adds one batch's report to the run's.
+void add_batch(DrainReport& total, const DrainReport& batch) {
+  total.read += batch.read;
+  total.started += batch.started;
+  total.duplicates += batch.duplicates;
+  total.quarantined += batch.quarantined;
+  total.capped += batch.capped;
+  if (!batch.cursor.empty()) total.cursor = batch.cursor;
+  total.budget_exhausted = total.budget_exhausted || batch.budget_exhausted;
+  total.contended = total.contended || batch.contended;
+  total.anomalies += batch.anomalies;
+  total.windows_judged += batch.windows_judged;
+  total.health_changes += batch.health_changes;
+  total.patterns += batch.patterns;
+  total.held += batch.held;
+  total.work_budget_exhausted = total.work_budget_exhausted || batch.work_budget_exhausted;
+  total.work_units += batch.work_units;
+}
+
+Task<Status> run_batch(Context& ctx, DrainReport& report, const std::vector<EventRow>& rows,
+                       const Cursor& cursor, const std::string& holder) {
+  const std::string& consumer = report.consumer;
+  if (consumer == kAnomalyDetector) {
+    // Runs with nothing new to read too: a window that ended since the last run is judged.
+    bool full = static_cast<int>(rows.size()) == kDrainBatchSize;
+    SS_CO_RETURN_AWAIT(run_anomaly_batch(ctx, report, rows, full));
+  }
+  if (rows.empty()) co_return Unit{};
+  if (consumer == kWorkflowRunner) {
+    SS_CO_RETURN_AWAIT(run_workflow_batch(ctx, report, rows, cursor, holder));
+  }
+  if (consumer == kTimelineIndexer) SS_CO_RETURN_AWAIT(run_timeline_batch(ctx, report, rows));
+  if (consumer == kReflexionAnalyzer) SS_CO_RETURN_AWAIT(run_reflexion_batch(ctx, report, rows));
+  SS_CO_RETURN_AWAIT(run_health_batch(ctx, report, rows));
+}
+
+std::vector<std::string> kill_switches_of(const std::string& consumer) {
   std::vector<std::string> switches = {"kill:" + consumer};
   if (consumer == kWorkflowRunner) switches.push_back("kill:fanout");
-  SS_CO_TRY(bool killed, co_await DrainState::any_switch_on(switches));
-  if (killed) {
-    report.killed = true;
-    SS_CO_TRY(Cursor cursor, co_await DrainState::cursor(consumer));
-    report.cursor = cursor.event_id;
+  return switches;
+}
+
+}  // namespace
+
+std::int64_t drain_batches_per_run(const Context& ctx) {
+  return ctx.env_int("DRAIN_BATCHES_PER_RUN", kDefaultDrainBatchesPerRun, 1,
+                     kMaxDrainBatchesPerRun);
+}
+
+Task<Result<DrainReport>> drain_consumer(Context& ctx, const std::string& consumer,
+                                         std::int64_t max_batches) {
+  DrainReport report;
+  report.consumer = consumer;
+  DrainRun run;
+  run.key.consumer = consumer;
+  run.key.lock = lock_name(consumer);
+  run.key.switches = kill_switches_of(consumer);
+  SS_CO_TRY(run.key.holder, co_await ctx.new_ulid());
+  // One D1 batch: the lock (unless a switch is on), the switches, the cursor and the first batch.
+  std::vector<D1Statement> open =
+      DrainState::open_statements(run.key, ctx.now_ms(), kLockTtlMs, kDrainBatchSize);
+  SS_CO_TRY(std::vector<D1Result> opened, co_await D1(kDb).batch(open));
+  SS_CO_TRY(DrainOpening opening, DrainState::opening_of(opened));
+  if (opening.killed || !opening.holds_lock) {
+    report.killed = opening.killed;
+    report.locked = !opening.killed;
+    report.cursor = opening.cursor.event_id;
     co_return report;
   }
-  SS_CO_TRY(std::string holder, co_await ctx.new_ulid());
-  SS_CO_TRY(bool acquired,
-            co_await DrainState::claim(lock_name(consumer), holder, ctx.now_ms(), kLockTtlMs));
-  if (!acquired) {
-    report.locked = true;
-    SS_CO_TRY(Cursor cursor, co_await DrainState::cursor(consumer));
-    report.cursor = cursor.event_id;
-    co_return report;
-  }
+  report.cursor = opening.cursor.event_id;
+  int batches = 0;
   Status result = Unit{};
-  auto cursor = co_await DrainState::cursor(consumer);
-  if (!cursor) {
-    result = cursor.error();
-  } else {
-    report.cursor = cursor->event_id;
-    auto batch = co_await EventStore::after_cursor(cursor->seq, kDrainBatchSize);
-    if (!batch) {
-      result = batch.error();
-    } else if (consumer == kAnomalyDetector) {
-      // Runs with nothing new to read too: a window that ended since the last run is judged.
-      bool full = static_cast<int>(batch->size()) == kDrainBatchSize;
-      result = co_await run_anomaly_batch(ctx, report, *batch, full);
-    } else if (!batch->empty()) {
-      if (consumer == kWorkflowRunner) {
-        result = co_await run_workflow_batch(ctx, report, *batch, *cursor, holder);
-      } else if (consumer == kTimelineIndexer) {
-        result = co_await run_timeline_batch(ctx, report, *batch);
-      } else if (consumer == kReflexionAnalyzer) {
-        result = co_await run_reflexion_batch(ctx, report, *batch);
-      } else {
-        result = co_await run_health_batch(ctx, report, *batch);
-      }
+  for (;;) {
+    DrainReport batch;
+    batch.consumer = consumer;
+    batch.run = &run;
+    batch.cursor = opening.cursor.event_id;
+    run.batch_index = batches;
+    run.batch_full = static_cast<int>(opening.rows.size()) == kDrainBatchSize;
+    run.batches_left = batches + 1 < max_batches;
+    run.tail_sent = false;
+    run.tail_continues = false;
+    run.tail_results.clear();
+    result = co_await run_batch(ctx, batch, opening.rows, opening.cursor, run.key.holder);
+    ++batches;
+    if (!result) break;
+    if (!run.tail_sent) {
+      // The consumer committed nothing this batch (nothing new, or nothing it had to write): the
+      // tail goes alone.
+      result = co_await commit_batch(ctx, batch, {});
+      if (!result) break;
+    }
+    add_batch(report, batch);
+    if (!run.tail_continues) break;
+    auto next = DrainState::opening_of(run.tail_results);
+    if (!next) {
+      result = std::move(next).error();
+      break;
+    }
+    opening = std::move(next).value();
+    if (opening.killed) {
+      // A switch turned on during the run: the tail let the lock go; the next batch waits.
+      report.killed = true;
+      break;
+    }
+    if (!opening.holds_lock) {
+      // The lock expired and another run took it: that run goes on from the committed cursor.
+      ctx.log("drain " + consumer + ": lock lost after " + std::to_string(batches) + " batches");
+      break;
     }
   }
-  Status released = co_await DrainState::release(lock_name(consumer), holder);
-  if (!released) ctx.log("lock release failed for " + consumer + " (it expires by itself)");
+  if (!result && (!run.tail_sent || run.tail_continues)) {
+    // The failed batch's commit (and its tail) did not land, or the failure came after a tail that
+    // renewed the lock: let the lock go now (it expires by itself otherwise).
+    std::vector<D1Statement> release = {
+        DrainState::release_statement(run.key.lock, run.key.holder)};
+    Status released = co_await commit(release);
+    if (!released) ctx.log("lock release failed for " + consumer + " (it expires by itself)");
+  }
   if (!result) co_return std::move(result).error();
+  if (batches > 1) report.batches = batches;
   if (report.quarantined > 0) {
     // One alert per consumer and hour while its quarantine keeps growing.
     std::int64_t hour = ctx.now_ms() / kQuarantineAlertPeriodMs;

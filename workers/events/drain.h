@@ -23,8 +23,17 @@ namespace ss::events {
 
 inline constexpr std::int64_t kQuarantineAlertPeriodMs = 60 * 60 * 1000;
 
-// Runs one consumer once (one batch). Errors (D1 down) leave the cursor at the last committed
-// event.
-Task<Result<DrainReport>> drain_consumer(Context& ctx, const std::string& consumer);
+// DRAIN_BATCHES_PER_RUN (kDefaultDrainBatchesPerRun): how many batches a cron run may drain.
+std::int64_t drain_batches_per_run(const Context& ctx);
+
+// Runs one consumer: one batch, then batch after batch while each comes back full and did not stop
+// early, up to `max_batches`. The lock is held across the batches (renewed with each commit), the
+// cursor committed with each batch, and the kill switches read again before each batch: a switch
+// turned on mid-run stops it at the next batch. Costs one D1 round trip to open (lock, switches,
+// cursor and the first batch in one D1 batch); each later batch is read inside the previous one's
+// commit, and the lock is released inside the last. Errors (D1 down) leave the cursor at the last
+// committed batch and are returned (the batches before it stay done).
+Task<Result<DrainReport>> drain_consumer(Context& ctx, const std::string& consumer,
+                                         std::int64_t max_batches = 1);
 
 }  // namespace ss::events

@@ -121,16 +121,53 @@ constexpr std::string_view kRenewLock = R"sql(
 UPDATE cron_locks SET expires_at_ms = ?3 WHERE name = ?1 AND holder = ?2
 )sql";
 
-constexpr std::string_view kReadCursor = R"sql(
-SELECT cursor_seq, cursor FROM event_drain_state WHERE consumer = ?1
-)sql";
-
 constexpr std::string_view kAdvanceCursor = R"sql(
 INSERT INTO event_drain_state (consumer, cursor_seq, cursor, last_run_at, events_read)
 VALUES (?1, ?2, ?3, ?4, ?5)
 ON CONFLICT (consumer) DO UPDATE SET cursor_seq = excluded.cursor_seq, cursor = excluded.cursor,
                                      last_run_at = excluded.last_run_at,
                                      events_read = events_read + excluded.events_read
+)sql";
+
+// A drain run's batches (drain.cpp). The first takes the lock unless one of the consumer's kill
+// switches (?5, a JSON array of names) is on: a stopped consumer holds nothing.
+constexpr std::string_view kClaimDrainLock = R"sql(
+INSERT INTO cron_locks (name, holder, expires_at_ms)
+SELECT ?1, ?2, ?3
+WHERE NOT EXISTS (SELECT 1 FROM kill_switches
+                  WHERE enabled = 1 AND name IN (SELECT value FROM json_each(?5)))
+ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at_ms = excluded.expires_at_ms
+WHERE cron_locks.expires_at_ms <= ?4
+)sql";
+
+// A later batch opens inside the previous batch's commit: a switch turned on since lets the lock go
+// there and then (the run stops), otherwise kRenewLock moves its expiry.
+constexpr std::string_view kReleaseDrainLockIfKilled = R"sql(
+DELETE FROM cron_locks WHERE name = ?1 AND holder = ?2
+  AND EXISTS (SELECT 1 FROM kill_switches
+              WHERE enabled = 1 AND name IN (SELECT value FROM json_each(?3)))
+)sql";
+
+// What either opening reads after its lock statement, in the same transaction: ?1 consumer, ?2 lock,
+// ?3 holder, ?4 the switches. One row.
+constexpr std::string_view kDrainOpeningState = R"sql(
+SELECT EXISTS (SELECT 1 FROM kill_switches
+               WHERE enabled = 1 AND name IN (SELECT value FROM json_each(?4))) AS killed,
+       EXISTS (SELECT 1 FROM cron_locks WHERE name = ?2 AND holder = ?3) AS holds_lock,
+       COALESCE((SELECT cursor_seq FROM event_drain_state WHERE consumer = ?1), 0) AS cursor_seq,
+       COALESCE((SELECT cursor FROM event_drain_state WHERE consumer = ?1), '') AS cursor
+)sql";
+
+// The batch after the cursor, read only by the lock's holder while no switch is on (a run that finds
+// the lock taken or a switch on reads no events). The cursor is read here, after whatever the same
+// D1 batch committed before it.
+constexpr std::string_view kDrainOpeningEvents = R"sql(
+SELECT * FROM events
+WHERE seq > COALESCE((SELECT cursor_seq FROM event_drain_state WHERE consumer = ?1), 0)
+  AND EXISTS (SELECT 1 FROM cron_locks WHERE name = ?2 AND holder = ?3)
+  AND NOT EXISTS (SELECT 1 FROM kill_switches
+                  WHERE enabled = 1 AND name IN (SELECT value FROM json_each(?4)))
+ORDER BY seq LIMIT ?5
 )sql";
 
 // ?1 is a JSON array of switch names.
@@ -1196,17 +1233,87 @@ D1Statement DrainState::renew_statement(const std::string& lock, const std::stri
   return D1Statement{std::string(kRenewLock), json::array({lock, holder, expires_at_ms})};
 }
 
-Task<Result<Cursor>> DrainState::cursor(const std::string& consumer) {
-  json params = json::array({consumer});
-  SS_CO_TRY(D1Result fetched, co_await db().first(kReadCursor, params));
-  SS_CO_TRY(std::optional<Cursor> row, fetched.first_as<Cursor>());
-  co_return row.value_or(Cursor{});
-}
-
 D1Statement DrainState::advance_statement(const std::string& consumer, const Cursor& cursor,
                                           const std::string& now, int read) {
   return D1Statement{std::string(kAdvanceCursor),
                      json::array({consumer, cursor.seq, cursor.event_id, now, read})};
+}
+
+namespace {
+
+struct DrainStateRow {
+  bool killed = false;
+  bool holds_lock = false;
+  Cursor cursor;
+  static DrainStateRow decode(RowReader& r) {
+    DrainStateRow row;
+    row.killed = r.flag("killed");
+    row.holds_lock = r.flag("holds_lock");
+    row.cursor = Cursor::decode(r);
+    return row;
+  }
+};
+
+void push_opening_reads(std::vector<D1Statement>& out, const std::string& consumer,
+                        const std::string& lock, const std::string& holder,
+                        const std::string& switches, int limit) {
+  out.push_back(D1Statement{std::string(kDrainOpeningState),
+                            json::array({consumer, lock, holder, switches})});
+  out.push_back(D1Statement{std::string(kDrainOpeningEvents),
+                            json::array({consumer, lock, holder, switches, limit})});
+}
+
+std::string switch_list(const std::vector<std::string>& names) {
+  json list = json::array();
+  for (const auto& n : names) list.push_back(n);
+  return dump_json(list);
+}
+
+}  // namespace
+
+std::vector<D1Statement> DrainState::open_statements(const DrainOpeningKey& key,
+                                                     std::int64_t now_ms, std::int64_t ttl_ms,
+                                                     int limit) {
+  std::string switches = switch_list(key.switches);
+  std::vector<D1Statement> out;
+  out.push_back(
+      D1Statement{std::string(kClaimDrainLock),
+                  json::array({key.lock, key.holder, now_ms + ttl_ms, now_ms, switches})});
+  push_opening_reads(out, key.consumer, key.lock, key.holder, switches, limit);
+  return out;
+}
+
+std::vector<D1Statement> DrainState::continue_statements(const DrainOpeningKey& key,
+                                                         std::int64_t expires_at_ms, int limit) {
+  std::string switches = switch_list(key.switches);
+  std::vector<D1Statement> out;
+  out.push_back(D1Statement{std::string(kReleaseDrainLockIfKilled),
+                            json::array({key.lock, key.holder, switches})});
+  out.push_back(renew_statement(key.lock, key.holder, expires_at_ms));
+  push_opening_reads(out, key.consumer, key.lock, key.holder, switches, limit);
+  return out;
+}
+
+D1Statement DrainState::release_statement(const std::string& lock, const std::string& holder) {
+  return D1Statement{std::string(kReleaseLock), json::array({lock, holder})};
+}
+
+Result<DrainOpening> DrainState::opening_of(const std::vector<D1Result>& results) {
+  if (results.size() < 2) {
+    return Error{ErrorCode::internal, "d1.batch answered the wrong number of results"};
+  }
+  const D1Result& state = results[results.size() - 2];
+  Result<std::optional<DrainStateRow>> row = state.first_as<DrainStateRow>();
+  if (!row) return std::move(row).error();
+  if (!*row) return Error{ErrorCode::internal, "the drain state read answered no row"};
+  Result<std::vector<EventRow>> rows = results.back().as<EventRow>();
+  if (!rows) return std::move(rows).error();
+  DrainOpening out;
+  out.killed = (*row)->killed;
+  out.holds_lock = (*row)->holds_lock;
+  out.cursor = std::move((*row)->cursor);
+  out.rows = std::move(rows).value();
+  return out;
 }
 
 Task<Result<bool>> DrainState::any_switch_on(const std::vector<std::string>& names) {
@@ -1457,7 +1564,8 @@ Task<Result<std::vector<TimelineEntry>>> AggregateStore::timeline_page(const Tim
                              : (f.newest_first ? kTimelinePageAllDesc : kTimelinePageAllAsc);
   json params = json::array({text_or_null(f.tenant_id), f.entity_type, f.entity_id, f.after,
                              f.limit, f.with_payload ? 1 : 0});
-  SS_CO_RETURN_AWAIT(all_rows<TimelineEntry>(sql, params));
+  SS_CO_TRY(D1Result fetched, co_await db().all(sql, params));
+  co_return fetched.as<TimelineEntry>();
 }
 
 D1Statement AggregateStore::rate_statement(const std::string& event_type,

@@ -131,16 +131,42 @@ struct Cursor {
   static Cursor decode(RowReader& r);
 };
 
+// Who opens a drain batch: the consumer, its lock, the run holding it and the kill switches that
+// stop it.
+struct DrainOpeningKey {
+  std::string consumer;
+  std::string lock;
+  std::string holder;
+  std::vector<std::string> switches;
+};
+
+// What opening a drain batch read, in the same D1 batch as its lock statement.
+struct DrainOpening {
+  bool killed = false;      // one of the switches is on (the run holds no lock)
+  bool holds_lock = false;  // this run holds the consumer's lock
+  Cursor cursor;
+  std::vector<EventRow> rows;  // the batch after the cursor; empty unless holding and not killed
+};
+
 class DrainState {
  public:
+  // The one D1 batch that opens a drain run: take the lock unless a switch is on, then the reads of
+  // DrainOpening (up to `limit` events).
+  static std::vector<D1Statement> open_statements(const DrainOpeningKey& key, std::int64_t now_ms,
+                                                  std::int64_t ttl_ms, int limit);
+  // The statements that open a run's next batch at the end of the previous batch's commit: let the
+  // lock go if a switch is on, renew it otherwise, then the same reads.
+  static std::vector<D1Statement> continue_statements(const DrainOpeningKey& key,
+                                                      std::int64_t expires_at_ms, int limit);
+  // Decodes the reads of either list: the last two results of its D1 batch.
+  static Result<DrainOpening> opening_of(const std::vector<D1Result>& results);
+  static D1Statement release_statement(const std::string& lock, const std::string& holder);
   // Takes the named lock for `holder` unless a live one exists; true when taken.
   static Task<Result<bool>> claim(const std::string& lock, const std::string& holder,
                                   std::int64_t now_ms, std::int64_t ttl_ms);
   static Task<Status> release(const std::string& lock, const std::string& holder);
   static D1Statement renew_statement(const std::string& lock, const std::string& holder,
                                      std::int64_t expires_at_ms);
-  // The consumer's cursor (seq 0 before its first event).
-  static Task<Result<Cursor>> cursor(const std::string& consumer);
   static D1Statement advance_statement(const std::string& consumer, const Cursor& cursor,
                                        const std::string& now, int read);
   // true when any of the named kill switches is on.

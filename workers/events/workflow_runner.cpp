@@ -608,8 +608,12 @@ Task<Status> run_workflow_batch(Context& ctx, DrainReport& report,
                                          lock_name(consumer)));
   // Plan the batch and cut it into chunks of at most kMaxChunkStarts starts, stopping before an
   // event could overrun the platform's subrequest limit (the next run continues at the cursor).
+  // Both budgets are the run's: a run of several batches goes on from what the earlier ones spent,
+  // and only the run's first event goes whatever it costs.
+  DrainRun* run = report.run;
+  const bool first_of_run = run == nullptr || run->batch_index == 0;
   int budget = subrequest_budget(ctx);
-  int used = kDrainFixedSubrequests;
+  int used = (run == nullptr ? 0 : run->subrequests_used) + kDrainFixedSubrequests;
   std::vector<EventWork> works;
   std::vector<std::size_t> chunk_ends;  // works[chunk_ends[i-1], chunk_ends[i]) is chunk i
   std::size_t chunk_starts = 0;
@@ -620,17 +624,17 @@ Task<Status> run_workflow_batch(Context& ctx, DrainReport& report,
   // event that is over the whole budget on its own (the first of a run) is quarantined instead,
   // and the run ends with it.
   const std::uint64_t work_limit = work_budget(ctx);
-  std::uint64_t work_taken = 0;  // by the events this run handles
+  std::uint64_t work_taken = run == nullptr ? 0 : run->work_used;  // by the events this run handles
   for (const EventRow& row : rows) {
     WorkMeter meter;
-    meter.limit = work_limit - work_taken;
+    meter.limit = work_taken < work_limit ? work_limit - work_taken : 0;
     EventWork w = plan_event(consumer, row, fc, meter);
     report.work_units += meter.used;  // counted whether or not the event is taken
     bool alone_over_budget = false;
     if (meter.over()) {
       report.budget_exhausted = true;
       report.work_budget_exhausted = true;
-      if (!works.empty()) {
+      if (!works.empty() || !first_of_run) {
         ctx.log("workflow_runner: work budget spent (" + std::to_string(work_taken) + " of " +
                 std::to_string(work_limit) + " units) before event " + row.event_id +
                 "; the next run starts there");
@@ -643,8 +647,8 @@ Task<Status> run_workflow_batch(Context& ctx, DrainReport& report,
     }
     bool new_chunk = works.empty() || chunk_starts + w.todo.size() > chunk_limit;
     int cost = event_cost(w) + (new_chunk ? 1 : 0);  // a chunk is one claims batch
-    // The first event always goes: a run that could never take one would stall the consumer.
-    if (!works.empty() && used + cost + kDrainClosingSubrequests > budget) {
+    // The run's first event always goes: a run that could never take one would stall the consumer.
+    if ((!works.empty() || !first_of_run) && used + cost + kDrainClosingSubrequests > budget) {
       report.budget_exhausted = true;
       break;
     }
@@ -676,7 +680,12 @@ Task<Status> run_workflow_batch(Context& ctx, DrainReport& report,
     first = end;
     if (chunk.stop || stopped) break;
   }
-  SS_CO_CHECK(co_await commit(carry));
+  if (run != nullptr) {
+    run->work_used = work_taken;
+    run->subrequests_used = used;
+  }
+  // The last commit carries the run's tail: the lock's release, or the next batch's opening.
+  SS_CO_CHECK(co_await commit_batch(ctx, pending, std::move(carry)));
   report = pending;
   co_return Unit{};
 }

@@ -11,13 +11,14 @@ namespace ss::events {
 
 // Workers Paid allows 10,000 subrequests per invocation (Free: 50); a run stops well before, and
 // the next run continues at the cursor. DRAIN_SUBREQUEST_BUDGET overrides it (e.g. 45 on the Free
-// plan).
+// plan). The budget is the run's, shared by all the batches it drains (DrainRun).
 inline constexpr int kDefaultSubrequestBudget = 9000;
-// What a run spends besides its starts: the kill switch, the lock, the cursor, the batch read and
-// the four reads of the fan-out context before; the commit and the lock release after. Each chunk
-// adds one claims batch, each capped event its record (3) and alert (1).
-inline constexpr int kDrainFixedSubrequests = 8;
-inline constexpr int kDrainClosingSubrequests = 2;
+// What a batch spends besides its starts: the opening D1 batch (lock, switches, cursor and events;
+// a later batch reads them inside the previous commit) and the four reads of the fan-out context
+// before; the commit, which carries the lock's release or renewal, after. Each chunk adds one claims
+// batch, each capped event its record (3) and alert (1).
+inline constexpr int kDrainFixedSubrequests = 5;
+inline constexpr int kDrainClosingSubrequests = 1;
 
 // A batch is claimed and committed in chunks of at most this many starts: one D1 batch per chunk
 // (its claims, carrying the previous chunk's commit) plus the last commit, so 500 events × 8 starts
