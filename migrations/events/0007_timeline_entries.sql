@@ -41,3 +41,7 @@ SELECT entity_type, entity_id, COALESCE(tenant_id, ''), seq, event_id, event_typ
 FROM events
 WHERE seq <= (SELECT COALESCE(MAX(cursor_seq), 0) FROM event_drain_state
               WHERE consumer = 'timeline_indexer');
+
+-- The live tail of one tenant's entity (events after the indexer's cursor), read as a range scan in
+-- seq order instead of every event of the entity.
+CREATE INDEX IF NOT EXISTS events_by_entity_seq ON events (entity_type, entity_id, tenant_id, seq);

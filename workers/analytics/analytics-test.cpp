@@ -520,7 +520,13 @@ TEST_CASE("analytics: each finished day is announced to the ledger once, an hour
   a.page("https://crumbandcrust.example/", kIphone, kIp2);
   a.beacon(json{{"u", "https://crumbandcrust.example/"}},
            "Googlebot/2.1 (+http://www.google.com/bot.html)");
+  // auto-repair's day has bot hits only: filtered, never traffic to announce.
+  a.beacon(json{{"u", "https://auto.example/"}}, "Googlebot/2.1 (+http://www.google.com/bot.html)",
+           kIp, {}, "auto-repair", kAutoToken);
   a.drain();
+  CHECK(a.mesh.db("ANALYTICS_DB")
+            .rows("SELECT * FROM daily_totals WHERE tenant_id = 'auto-repair' AND filtered = 1")
+            .size() == 1);
   auto announced = [&] {
     std::vector<json> out;
     for (const json& body : a.mesh.queue_sent["EVENTS_QUEUE"]) {
@@ -543,7 +549,7 @@ TEST_CASE("analytics: each finished day is announced to the ledger once, an hour
   a.mesh.now_ms += 60 * 60'000;
   a.maintenance();
   std::vector<json> events = announced();
-  REQUIRE(events.size() == 1);  // bakery only: auto-repair had no traffic
+  REQUIRE(events.size() == 1);  // bakery only: auto-repair had bots only
   const json& e = events[0];
   CHECK(e["tenant_id"] == "bakery");
   CHECK(e["entity_ref"] == "tenant:bakery");

@@ -12,8 +12,9 @@ namespace {
 // Announces every finished (tenant, day) of daily_totals to the event ledger, once:
 // `analytics.day_summarized` (entity `tenant:<id>`, payload day + totals), the traffic signal of the
 // ledger's customer_health_watcher. A day is finished an hour after it ended (pageviews still in
-// the queue have been rolled up by then); days up to kSummaryLookbackDays back are caught up
-// after an outage. The events go out in sendBatch()es of kSummaryPage, then the rows are marked in
+// the queue have been rolled up by then; pageviews rolled up later still count in /v1/stats but are
+// not announced again); days up to kSummaryLookbackDays back are caught up after an outage. A day
+// of bot hits only is marked, not announced. The events go out in sendBatch()es of kSummaryPage, then the rows are marked in
 // one D1 batch: a failure between the two sends them again next hour, and the ledger drops the
 // repeat by its idempotency key (`analytics.day_summarized:<day>`, unique per tenant).
 constexpr int kSummaryPage = 100;  // queue.sendBatch's maximum
@@ -33,6 +34,8 @@ Task<Status> announce_finished_days(Context& ctx, const AnalyticsStore& store, s
     bodies.reserve(days.size());
     for (std::size_t i = 0; i < days.size(); ++i) {
       const DaySummary& d = days[i];
+      if (d.totals.pageviews == 0)
+        continue;  // bots only: no traffic to announce (marked all the same)
       EventDraft draft;
       draft.event_type = "analytics.day_summarized";
       draft.entity_ref = "tenant:" + d.tenant_id;
@@ -45,7 +48,9 @@ Task<Status> announce_finished_days(Context& ctx, const AnalyticsStore& store, s
                            {"filtered", d.totals.filtered}};
       bodies.push_back(event_message(draft, ids[i], ctx.app().service, now));
     }
-    SS_CO_CHECK(co_await queue_send_batch(kEventsQueueBinding, std::move(bodies)));
+    if (!bodies.empty()) {
+      SS_CO_CHECK(co_await queue_send_batch(kEventsQueueBinding, std::move(bodies)));
+    }
     SS_CO_CHECK(co_await store.mark_summarized(days, format_rfc3339(now)));
     if (static_cast<int>(days.size()) < kSummaryPage) break;
   }

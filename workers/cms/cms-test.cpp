@@ -111,6 +111,25 @@ TEST_CASE("cms: /v1/content starts from the manifest snapshot, then KV serves it
   CHECK(t.get("/v1/content").body_json()["source"] == "kv");
 }
 
+TEST_CASE(
+    "cms: a new manifest snapshot for a tenant without edits is served at once, then from KV") {
+  Cms t;
+  CHECK(t.get("/v1/content").body_json()["source"] == "d1");
+  CHECK(t.get("/v1/content").body_json()["source"] == "kv");
+  CHECK(t.get("/v1/content").body_json()["hours"]["weekly"]["sat"].size() == 1);
+  // Provisioning pushes a new snapshot (Saturdays closed): version 0 still, so only the config changed.
+  json config = bakery_cms_config();
+  config["fallback"]["hours"]["weekly"]["sat"] = json::array();
+  t.mesh.provision("bakery", kBakeryToken, kBakeryAdmin, config, "cms");
+  for (int i = 0; i < 3;
+       ++i) {  // D1 refills KV, then KV (parsed once) and the isolate's copy serve it
+    json body = t.get("/v1/content").body_json();
+    CHECK(body["version"] == 0);
+    CHECK(body["source"] == (i == 0 ? "d1" : "kv"));
+    CHECK(body["hours"]["weekly"]["sat"] == json::array());
+  }
+}
+
 TEST_CASE("cms: tenant authentication: missing or wrong token is 401 and reads nothing") {
   Cms t;
   CHECK(t.get("/v1/content", "bakery", "wrong-token-000000000000").status == 401);

@@ -290,11 +290,9 @@ void remember(const Content& content, const std::string& token_hash, std::string
   if (it != copies.end()) {
     Remembered& kept = it->second;
     if (kept.content.version > content.version) return;
-    if (kept.content.version == content.version && kept.token_hash == token_hash) {
-      // The same copy again (every read remembers what it served): keep it, learn its KV bytes.
-      if (!kv_text.empty()) kept.kv_text = std::move(kv_text);
-      return;
-    }
+    // The very copy already kept (served from these KV bytes): nothing to do. Anything else
+    // replaces it, even at the same version: a version-0 seed changes with the tenant's config.
+    if (!kv_text.empty() && kept.kv_text == kv_text && kept.token_hash == token_hash) return;
   } else if (copies.size() >= kMaxRemembered) {
     copies.erase(copies.begin());
   }
@@ -302,6 +300,12 @@ void remember(const Content& content, const std::string& token_hash, std::string
 }
 
 void forget_all_remembered() { remembered().clear(); }
+
+Task<Status> apply_cms_config(Context& ctx, const std::string& tenant_id, const json&) {
+  remembered().erase(tenant_id);
+  Kv kv(kCacheBinding);
+  SS_CO_RETURN_AWAIT(kv.remove(cache_key(tenant_id)));
+}
 
 Content seed_content(const TenantRow& row) {
   const json* snapshot = find_field(row.config, "fallback");

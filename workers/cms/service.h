@@ -36,5 +36,9 @@ void add_studio_routes(App& app);
 // capabilityVersion?}.
 Task<Result<json>> cms_rpc(Context& ctx, const std::string& method, const json& args);
 Status validate_cms_config(const Context& ctx, const json& config);
+// PUT /admin/tenants/{id} on cms: the tenant's config (time zone, the manifest's fallback snapshot)
+// feeds its version-0 content, so the KV document and this isolate's copy are dropped; the next read
+// refills them from D1.
+Task<Status> apply_cms_config(Context& ctx, const std::string& tenant_id, const json& config);
 
 }  // namespace ss::cms

@@ -15,15 +15,16 @@ inline constexpr std::int64_t kLockTtlMs = 5 * 60 * 1000;
 inline constexpr std::int64_t kLagAlertMs = 60 * 60 * 1000;
 // How many batches one cron run of a consumer may drain back to back while each comes back full
 // (DRAIN_BATCHES_PER_RUN overrides it within 1..kMaxDrainBatchesPerRun; docs/runbook-events.md,
-// "Draining on cron"). Sized from Workers' per-invocation limits and the drainers bench: a batch of
-// the aggregate drainers costs 1-3 D1 calls once the run is open, so 100 batches (50,000 events)
-// make at most ~300 of the 1,000 D1 queries an invocation may make, and <= 0.13 ms of CPU an event
-// is <= 7 s of the 30 s default CPU limit. workflow_runner also stops at its per-run subrequest and
-// work budgets (work_budget.h), whichever comes first. The maximum keeps the costliest drainer
-// (anomaly_detector, ~3 D1 calls a batch) under ~650 D1 calls. A run longer than the cron interval
-// only makes the next tick find the lock taken.
+// "Draining on cron"). Sized from Workers' per-invocation limits and the drainers bench: once the run
+// is open a batch costs timeline/reflexion ~1.1 D1 calls, anomaly/health ~3 and workflow_runner ~5.3,
+// so 100 batches (50,000 events) make at most ~530 of the 1,000 D1 queries an invocation may make
+// (the runner; the others <= ~300), and <= 0.13 ms of CPU an event is <= 7 s of the 30 s default CPU
+// limit. workflow_runner also stops at its per-run subrequest and work budgets (work_budget.h),
+// whichever comes first. The maximum, 150, keeps the costliest drainer (workflow_runner) near ~800
+// D1 calls, under the 1,000 with room for its held-start release and the lock. A run longer than
+// the cron interval only makes the next tick find the lock taken.
 inline constexpr std::int64_t kDefaultDrainBatchesPerRun = 100;
-inline constexpr std::int64_t kMaxDrainBatchesPerRun = 200;
+inline constexpr std::int64_t kMaxDrainBatchesPerRun = 150;
 
 inline constexpr const char* kWorkflowRunner = "workflow_runner";
 inline constexpr const char* kTimelineIndexer = "timeline_indexer";

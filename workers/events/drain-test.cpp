@@ -767,6 +767,11 @@ TEST_CASE("DRAIN_BATCHES_PER_RUN bounds a cron run; the next run continues at th
   auto bad = l.admin("POST", "/admin/events/drain?consumer=workflow_runner&batches=0");
   CHECK(bad.status == 400);
   CHECK(bad.body_json()["error"]["field"] == "batches");
+  // Over the maximum (kMaxDrainBatchesPerRun, sized to keep a run under 1,000 D1 queries).
+  auto over = l.admin("POST", "/admin/events/drain?consumer=workflow_runner&batches=151");
+  CHECK(over.status == 400);
+  CHECK(over.body_json()["error"]["field"] == "batches");
+  CHECK(l.admin("POST", "/admin/events/drain?consumer=workflow_runner&batches=150").status == 200);
 }
 
 TEST_CASE(

@@ -345,8 +345,9 @@ class SchemaValidator {
 
 namespace {
 
-// Integral numbers (1, 1.0, -0.0) print as their exact integer; others as the shortest text that
-// round-trips the double. Length prefixes keep strings, arrays and objects unambiguous.
+// Integral numbers (1, 1.0, -0.0) print as their exact integer; others as their IEEE bits (`#f…`),
+// which two equal non-integral doubles share. Length prefixes keep strings, arrays and objects
+// unambiguous.
 void append_canonical(const json& v, std::string& out) {
   switch (v.type()) {
     case json::value_t::null:
