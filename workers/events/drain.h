@@ -3,12 +3,13 @@
 //
 //   lock → read `seq > cursor ORDER BY seq LIMIT 500` → process → commit (cursor included)
 //
-// This file runs one consumer once (drain.cpp); the cursors, locks, replay and lag live in
+// This file runs one drain call of a consumer (drain.cpp: batch after batch while they come back
+// full, up to DRAIN_BATCHES_PER_RUN, under one lock); the cursors, locks, replay and lag live in
 // cursor.h; each consumer has its own file: workflow_runner (fan-out to workflows, dedupe,
-// quarantine), timeline_indexer (per-entity summaries), anomaly_detector (windowed rates and
-// sequences), reflexion_analyzer (failure patterns), customer_health_watcher (tenant scores), and
-// retention (payload redaction). All are idempotent under replay: dedupe rows for workflow starts,
-// "seq newer than the last one counted" guards for the aggregates.
+// quarantine), timeline_indexer (per-entity event lists and summaries), anomaly_detector
+// (windowed rates and sequences), reflexion_analyzer (failure patterns), customer_health_watcher
+// (tenant scores), and retention (payload redaction). All are idempotent under replay: dedupe rows
+// for workflow starts, "seq newer than the last one counted" guards for the aggregates.
 
 #include "shared/app.h"
 #include "workers/events/anomaly_detector.h"
