@@ -44,14 +44,18 @@ const std::string& stored_digest(const TenantRow& row, Secret which) {
   return which == Secret::token ? row.token_hash : row.admin_token_hash;
 }
 
-std::optional<Tenant> tenant_if_matches(const std::string& tenant_id, const TenantRow& row,
-                                        const std::string& digest, Secret which) {
-  const std::string& stored = stored_digest(row, which);
-  if (!row.enabled || stored.empty() || !constant_time_equal(stored, digest)) return std::nullopt;
+Tenant tenant_of(const std::string& tenant_id, const TenantRow& row) {
   Tenant tenant;
   tenant.id = tenant_id;
   tenant.config = row.config;
   return tenant;
+}
+
+std::optional<Tenant> tenant_if_matches(const std::string& tenant_id, const TenantRow& row,
+                                        const std::string& digest, Secret which) {
+  const std::string& stored = stored_digest(row, which);
+  if (!row.enabled || stored.empty() || !constant_time_equal(stored, digest)) return std::nullopt;
+  return tenant_of(tenant_id, row);
 }
 
 // Hashes the presented secret and compares it with the tenant's stored digest; nullopt when the
@@ -65,8 +69,8 @@ Task<Result<std::optional<Tenant>>> verify_secret(Context& ctx, const std::strin
   if (cacheable && tenant_cache(ctx).fresh(tenant_id, ctx.now_ms()) != nullptr) {
     SS_CO_TRY(std::string digest, co_await sha256_hex(std::move(secret)));
     // Looked up again: the cache may have changed during the await.
-    if (const TenantRow* row = tenant_cache(ctx).fresh(tenant_id, ctx.now_ms())) {
-      if (auto tenant = tenant_if_matches(tenant_id, *row, digest, which)) co_return tenant;
+    if (const TenantRow* row = tenant_cache(ctx).verified(tenant_id, ctx.now_ms(), digest)) {
+      co_return std::optional<Tenant>{tenant_of(tenant_id, *row)};
     }
     SS_CO_TRY(std::optional<TenantRow> row, co_await read_tenant(ctx, tenant_id));
     if (!row) co_return std::optional<Tenant>{};

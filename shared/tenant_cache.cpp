@@ -1,6 +1,7 @@
 #include "shared/tenant_cache.h"
 
 #include "shared/app.h"
+#include "shared/bytes.h"
 
 namespace ss {
 
@@ -11,6 +12,16 @@ const TenantRow* TenantCache::fresh(const std::string& tenant_id, std::int64_t n
   // A clock that went backwards (another host's time) counts as stale, like an old entry.
   if (age < 0 || age >= kTenantCacheTtlMs) return nullptr;
   return &it->second.row;
+}
+
+const TenantRow* TenantCache::verified(const std::string& tenant_id, std::int64_t now_ms,
+                                       const std::string& token_digest) const {
+  const TenantRow* row = fresh(tenant_id, now_ms);
+  if (row == nullptr || !row->enabled || row->token_hash.empty() ||
+      !constant_time_equal(row->token_hash, token_digest)) {
+    return nullptr;
+  }
+  return row;
 }
 
 void TenantCache::remember(const std::string& tenant_id, const std::optional<TenantRow>& row,

@@ -27,6 +27,10 @@ class TenantCache {
   // The row read for tenant_id at most kTenantCacheTtlMs before now_ms; nullptr otherwise. The
   // pointer is valid until the next co_await (another run may change the cache meanwhile).
   const TenantRow* fresh(const std::string& tenant_id, std::int64_t now_ms) const;
+  // The fresh row when it may answer a request on its own: enabled, and its token digest is the
+  // presented token's (compared in constant time). nullptr: read D1.
+  const TenantRow* verified(const std::string& tenant_id, std::int64_t now_ms,
+                            const std::string& token_digest) const;
   // Remembers what D1 answered (nullopt: no such tenant, which is not kept).
   // A read asked before the last forget() (generation() has moved since) is not kept: it may
   // predate the change that made the forget.

@@ -60,6 +60,16 @@ const statsWhen = (what, query, ok, tenant) =>
     return ok(s) ? s : null;
   });
 
+/** The hourly job at `at` (ms), through the test hook. */
+const maintenance = async (at) =>
+  jsonOf(
+    await mesh.fetch("analytics", "/__test/maintenance", {
+      method: "POST",
+      headers: { "x-siteswarm-test-now": String(at) },
+    }),
+    200,
+  );
+
 async function allRows() {
   const db = await mesh.d1("analytics", "ANALYTICS_DB");
   const tables = (await db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all()).results;
@@ -227,14 +237,6 @@ describe("analytics: beacons on virtual days", () => {
     await beacon({ u: "https://crumbandcrust.example/" }, { at: t });
     await beacon({ u: "https://crumbandcrust.example/menu" }, { at: t + 1000 });
     await statsWhen("two pageviews", `?from=${day}&to=${day}`, (s) => s.totals.pageviews === 2);
-    const maintenance = async (at) =>
-      jsonOf(
-        await mesh.fetch("analytics", "/__test/maintenance", {
-          method: "POST",
-          headers: { "x-siteswarm-test-now": String(at) },
-        }),
-        200,
-      );
     const summaries = async (tenant) =>
       (
         await jsonOf(
@@ -265,14 +267,6 @@ describe("analytics: beacons on virtual days", () => {
   it("salts rotate at 00:00 UTC and are deleted 48 hours after their day began", async () => {
     const midnight = freshDay() + DAY_MS;
     const [d0, d1, d2, d3] = [-1, 0, 1, 2].map((n) => utcDay(midnight + n * DAY_MS));
-    const maintenance = async (at) =>
-      jsonOf(
-        await mesh.fetch("analytics", "/__test/maintenance", {
-          method: "POST",
-          headers: { "x-siteswarm-test-now": String(at) },
-        }),
-        200,
-      );
     const late = await maintenance(midnight - 1000);
     assert.ok(late.saltDays.includes(d0) && late.saltDays.includes(d1), JSON.stringify(late));
     // The same person just before and just after midnight: two different visitor hashes.

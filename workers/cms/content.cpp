@@ -117,8 +117,7 @@ Task<Result<Lookup>> look_up(Context& ctx, const std::string& id, const std::str
     auto [digest, cached] =
         co_await when_all(sha256_hex(token), Kv(kCacheBinding).get(cache_key(id)));
     if (!digest) co_return std::move(digest).error();
-    const TenantRow* hit = tenant_cache(ctx).fresh(id, ctx.now_ms());
-    if (hit != nullptr && hit->enabled && constant_time_equal(hit->token_hash, *digest)) {
+    if (const TenantRow* hit = tenant_cache(ctx).verified(id, ctx.now_ms(), *digest)) {
       std::optional<TenantRow> row = *hit;
       co_return Lookup{std::move(row), std::move(*digest), std::move(cached)};
     }

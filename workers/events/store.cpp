@@ -733,7 +733,7 @@ Task<Result<std::int64_t>> changes(std::string_view sql, json params) {
 
 // ---- rows
 
-EventRow EventRow::decode(RowReader& r) {
+EventRow EventRow::decode_without_payload(RowReader& r) {
   EventRow e;
   e.seq = r.integer("seq");
   e.event_id = r.text("event_id");
@@ -741,7 +741,6 @@ EventRow EventRow::decode(RowReader& r) {
   e.event_type = r.text("event_type");
   e.entity_type = r.text("entity_type");
   e.entity_id = r.text("entity_id");
-  e.payload_json = r.text("payload_json");
   e.idempotency_key = r.nullable_text("idempotency_key");
   e.caused_by = r.nullable_text("caused_by");
   e.workflow_run_id = r.nullable_text("workflow_run_id");
@@ -749,6 +748,12 @@ EventRow EventRow::decode(RowReader& r) {
   e.occurred_at = r.text("occurred_at");
   e.recorded_at = r.text("recorded_at");
   e.sequence_no = r.nullable_integer("sequence_no");
+  return e;
+}
+
+EventRow EventRow::decode(RowReader& r) {
+  EventRow e = decode_without_payload(r);
+  e.payload_json = r.text("payload_json");
   return e;
 }
 
@@ -981,41 +986,19 @@ json TimelineRow::view() const {
 
 TimelineEntry TimelineEntry::decode(RowReader& r) {
   TimelineEntry t;
-  t.seq = r.integer("seq");
-  t.event_id = r.text("event_id");
-  t.tenant_id = r.nullable_text("tenant_id");
-  t.event_type = r.text("event_type");
-  t.entity_type = r.text("entity_type");
-  t.entity_id = r.text("entity_id");
+  t.event = EventRow::decode_without_payload(r);
+  std::optional<std::string> payload = r.nullable_text("payload_json");
+  t.with_payload = payload.has_value();
+  t.event.payload_json = std::move(payload).value_or("");
   t.title = r.text("title");
-  t.occurred_at = r.text("occurred_at");
-  t.recorded_at = r.text("recorded_at");
-  t.caused_by = r.nullable_text("caused_by");
-  t.workflow_run_id = r.nullable_text("workflow_run_id");
-  t.source_system = r.nullable_text("source_system");
-  t.idempotency_key = r.nullable_text("idempotency_key");
-  t.sequence_no = r.nullable_integer("sequence_no");
-  t.payload_json = r.nullable_text("payload_json");
   t.indexed = r.flag("is_indexed");
   return t;
 }
 
 json TimelineEntry::view() const {
-  json out{{"event_id", event_id},     {"tenant_id", text_or_null(tenant_id)},
-           {"event_type", event_type}, {"entity_type", entity_type},
-           {"entity_id", entity_id},   {"entity_ref", entity_type + ":" + entity_id}};
-  if (payload_json) {
-    auto payload = parse_json(*payload_json);
-    out["payload"] = payload ? *payload : json::object();
-  }
-  out["idempotency_key"] = text_or_null(idempotency_key);
-  out["caused_by"] = text_or_null(caused_by);
-  out["workflow_run_id"] = text_or_null(workflow_run_id);
-  out["source_system"] = text_or_null(source_system);
-  out["occurred_at"] = occurred_at;
-  out["recorded_at"] = recorded_at;
-  out["sequence_no"] = sequence_no ? json(*sequence_no) : json(nullptr);
-  out["seq"] = seq;
+  json out = event.view();
+  if (!with_payload) out.erase("payload");
+  out["seq"] = event.seq;
   out["title"] = title;
   out["indexed"] = indexed;
   return out;

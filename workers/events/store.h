@@ -49,6 +49,8 @@ struct EventRow {
   // stored payload text is spliced in without being parsed into a tree (it is checked, not built).
   void append_view(std::string& out) const;
   static EventRow decode(RowReader& r);
+  // Every column but payload_json (a timeline page may leave it out).
+  static EventRow decode_without_payload(RowReader& r);
 };
 
 // What an INSERT of a new event binds; nullopt fields are stored as NULL.
@@ -332,21 +334,9 @@ struct TimelineRow {
 // timeline_indexer's cursor); the others were read live from `events` (the tail after the cursor),
 // and their title is "" until the reader fills it (timeline_indexer.h).
 struct TimelineEntry {
-  std::int64_t seq = 0;
-  std::string event_id;
-  std::optional<std::string> tenant_id;
-  std::string event_type;
-  std::string entity_type;
-  std::string entity_id;
+  EventRow event;  // payload_json empty when the read did not ask for payloads
+  bool with_payload = false;
   std::string title;
-  std::string occurred_at;
-  std::string recorded_at;
-  std::optional<std::string> caused_by;
-  std::optional<std::string> workflow_run_id;
-  std::optional<std::string> source_system;
-  std::optional<std::string> idempotency_key;
-  std::optional<std::int64_t> sequence_no;
-  std::optional<std::string> payload_json;  // only when the read asked for payloads
   bool indexed = false;
   // The keys of EventRow::view() (payload only when read), plus seq, title and indexed.
   json view() const;

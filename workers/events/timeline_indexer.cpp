@@ -31,12 +31,12 @@ Task<Result<json>> read_timeline(const TimelineFilter& filter) {
   SS_CO_TRY(std::vector<TimelineEntry> entries, co_await AggregateStore::timeline_page(filter));
   json events = json::array();
   for (TimelineEntry& entry : entries) {
-    if (!entry.indexed) entry.title = timeline_title(entry.event_type);
+    if (!entry.indexed) entry.title = timeline_title(entry.event.event_type);
     events.push_back(entry.view());
   }
   json next = nullptr;
   if (!entries.empty() && static_cast<int>(entries.size()) == filter.limit) {
-    next = entries.back().event_id;
+    next = entries.back().event.event_id;
   }
   co_return json{{"events", std::move(events)}, {"next", std::move(next)}};
 }
