@@ -564,8 +564,8 @@ Task<Result<Response>> list_alerts(Context& ctx, const Request& req, const Param
   co_return list_response("alerts", rows);
 }
 
-// Raises stall alerts from a fresh health snapshot and delivers what is pending, under a lock so two
-// cron invocations that fire together never send an alert twice.
+}  // namespace
+
 Task<Result<json>> alert_pass(Context& ctx) {
   json health = co_await consumer_health(ctx);
   SS_CO_CHECK(co_await raise_stall_alerts(ctx, health));
@@ -577,6 +577,8 @@ Task<Result<json>> alert_pass(Context& ctx) {
   if (!released) ctx.log("alerts lock release failed (it expires by itself)");
   co_return delivered;
 }
+
+namespace {
 
 // POST /admin/alerts/deliver: the alert pass of a cron run, now.
 Task<Result<Response>> deliver_now(Context& ctx, const Request& req, const Params&) {
@@ -643,8 +645,8 @@ void add_health_route(App& app) {
   app.router.add("GET", "/health", health).add("GET", "/health/consumers", consumers_probe);
 }
 
-void add_admin_routes(App& app) {
-  // Every operator write drops the public /health snapshot once it is done (PublicHealthSnapshot).
+// Every operator write drops the public /health snapshot once it is done (PublicHealthSnapshot).
+void add_admin_config_routes(App& app) {
   app.router.add("POST", "/admin/subscriptions", forgets_public_health(create_subscription))
       .add("GET", "/admin/subscriptions", list_subscriptions)
       .add("GET", "/admin/subscriptions/{id}", get_subscription)
@@ -659,18 +661,29 @@ void add_admin_routes(App& app) {
       .add("DELETE", "/admin/schemas/{eventType}", forgets_public_health(delete_schema))
       .add("GET", "/admin/kill-switches", list_kill_switches)
       .add("PUT", "/admin/kill-switches/{name}", forgets_public_health(put_kill_switch))
-      .add("POST", "/admin/events/drain", forgets_public_health(drain_now))
-      .add("POST", "/admin/events/retention", forgets_public_health(retention_now))
       .add("GET", "/admin/consumers", list_consumers)
-      .add("POST", "/admin/consumers/{name}/replay", forgets_public_health(replay))
       .add("GET", "/admin/quarantine", list_quarantine)
-      .add("POST", "/admin/quarantine/{consumer}/{eventId}/retry",
-           forgets_public_health(retry_quarantine))
       .add("GET", "/admin/tenants/{id}/health", tenant_health)
       .add("GET", "/admin/reflexion", list_reflexion)
-      .add("GET", "/admin/alerts", list_alerts)
-      .add("POST", "/admin/alerts/deliver", forgets_public_health(deliver_now))
-      .add("GET", "/api/entities/{entityType}/{entityId}/timeline", entity_timeline);
+      .add("GET", "/admin/alerts", list_alerts);
+}
+
+void add_admin_drain_routes(App& app) {
+  app.router.add("POST", "/admin/events/drain", forgets_public_health(drain_now))
+      .add("POST", "/admin/events/retention", forgets_public_health(retention_now))
+      .add("POST", "/admin/consumers/{name}/replay", forgets_public_health(replay))
+      .add("POST", "/admin/quarantine/{consumer}/{eventId}/retry",
+           forgets_public_health(retry_quarantine))
+      .add("POST", "/admin/alerts/deliver", forgets_public_health(deliver_now));
+}
+
+void add_admin_routes(App& app) {
+  add_admin_config_routes(app);
+  add_admin_drain_routes(app);
+}
+
+void add_timeline_route(App& app) {
+  app.router.add("GET", "/api/entities/{entityType}/{entityId}/timeline", entity_timeline);
 }
 
 Task<Status> run_cron(Context& ctx, const std::string& cron) {

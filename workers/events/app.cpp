@@ -15,6 +15,7 @@ App make_events_app() {
   add_platform_routes(app);
   events::add_api_routes(app);
   events::add_admin_routes(app);
+  events::add_timeline_route(app);
   events::add_test_program_routes(app);
   app.scheduled = [](Context& ctx, const std::string& cron) { return events::run_cron(ctx, cron); };
   app.queue = [](Context& ctx, const std::string&, std::vector<QueueMessage> batch) {

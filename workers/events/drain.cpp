@@ -57,6 +57,11 @@ std::int64_t drain_batches_per_run(const Context& ctx) {
 
 Task<Result<DrainReport>> drain_consumer(Context& ctx, const std::string& consumer,
                                          std::int64_t max_batches) {
+  return drain_consumer_with(ctx, consumer, max_batches, &run_batch);
+}
+
+Task<Result<DrainReport>> drain_consumer_with(Context& ctx, const std::string& consumer,
+                                              std::int64_t max_batches, BatchStep step) {
   DrainReport report;
   report.consumer = consumer;
   DrainRun run;
@@ -89,7 +94,7 @@ Task<Result<DrainReport>> drain_consumer(Context& ctx, const std::string& consum
     run.tail_sent = false;
     run.tail_continues = false;
     run.tail_results.clear();
-    result = co_await run_batch(ctx, batch, opening.rows, opening.cursor, run.key.holder);
+    result = co_await step(ctx, batch, opening.rows, opening.cursor, run.key.holder);
     ++batches;
     if (!result) break;
     if (!run.tail_sent) {

@@ -37,4 +37,14 @@ std::int64_t drain_batches_per_run(const Context& ctx);
 Task<Result<DrainReport>> drain_consumer(Context& ctx, const std::string& consumer,
                                          std::int64_t max_batches = 1);
 
+// One batch of one consumer: reads `rows` (after `cursor`), writes its products and queues its
+// commit on report.run (drain_consumer dispatches on report.consumer to every consumer's step).
+using BatchStep = Task<Status> (*)(Context& ctx, DrainReport& report,
+                                   const std::vector<EventRow>& rows, const Cursor& cursor,
+                                   const std::string& holder);
+// drain_consumer with the batch step given: a module that runs only some consumers links only
+// their code (docs/performance.md "Size", the split candidates). `step` must handle `consumer`.
+Task<Result<DrainReport>> drain_consumer_with(Context& ctx, const std::string& consumer,
+                                              std::int64_t max_batches, BatchStep step);
+
 }  // namespace ss::events

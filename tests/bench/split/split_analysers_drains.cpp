@@ -1,0 +1,21 @@
+// Split candidate split_analysers_drains (docs/performance.md "Size", "Splitting the ledger"): the
+// analysers' crons plus the drain routes.
+#include "tests/bench/split/split_steps.h"
+#include "workers/events/api.h"
+#include "workers/events/test_programs.h"
+
+namespace ss {
+
+App make_split_analysers_drains_app() {
+  App app;
+  app.service = "siteswarm-events-service";
+  app.db_binding = "EVENTS_DB";
+  add_platform_routes(app);
+  events::add_admin_drain_routes(app);
+  app.scheduled = [](Context& ctx, const std::string& cron) {
+    return events::split::analyser_cron(ctx, cron);
+  };
+  return app;
+}
+
+}  // namespace ss

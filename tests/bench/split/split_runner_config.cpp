@@ -1,0 +1,21 @@
+// Split candidate split_runner_config (docs/performance.md "Size", "Splitting the ledger"):
+// workflow_runner's cron plus the operator config routes.
+#include "tests/bench/split/split_steps.h"
+#include "workers/events/api.h"
+#include "workers/events/test_programs.h"
+
+namespace ss {
+
+App make_split_runner_config_app() {
+  App app;
+  app.service = "siteswarm-events-service";
+  app.db_binding = "EVENTS_DB";
+  add_platform_routes(app);
+  events::add_admin_config_routes(app);
+  app.scheduled = [](Context& ctx, const std::string& cron) {
+    return events::split::runner_cron(ctx, cron);
+  };
+  return app;
+}
+
+}  // namespace ss
