@@ -566,6 +566,7 @@ Task<Result<Response>> list_alerts(Context& ctx, const Request& req, const Param
 
 }  // namespace
 
+// Under a lock so two cron invocations that fire together never send an alert twice.
 Task<Result<json>> alert_pass(Context& ctx) {
   json health = co_await consumer_health(ctx);
   SS_CO_CHECK(co_await raise_stall_alerts(ctx, health));

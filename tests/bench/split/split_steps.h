@@ -9,6 +9,8 @@
 
 namespace ss::events::split {
 
+// The default of EVENTS_RETENTION_DAYS: the setting's reader lives with the admin routes, and what a
+// candidate links matters here, not which day it redacts.
 inline constexpr int kRetentionDays = 730;
 
 inline Task<Status> runner_step(Context& ctx, DrainReport& report,
