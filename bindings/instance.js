@@ -8,6 +8,7 @@ const decoder = new TextDecoder();
 // Messages up to this many UTF-16 units are encoded into a 3×-sized allocation directly; larger ones
 // (request bodies, D1 rows) are encoded first, so that memory never grows by 3× their size.
 const DIRECT_ENCODE_MAX_CHARS = 16 * 1024;
+const LINE_FEED = 0x0a;
 
 // WASI errno values we answer with.
 const ERRNO_SUCCESS = 0;
@@ -87,10 +88,17 @@ export class Core {
     const t0 = prof ? performance.now() : 0;
     const ptr = this.#call("ss_data_ptr", [id]);
     const len = this.#call("ss_data_len", [id]);
-    const text = decoder.decode(new Uint8Array(this.#exports.memory.buffer, ptr, len));
+    const bytes = new Uint8Array(this.#exports.memory.buffer, ptr, len);
+    // A fetch output may carry its body after the JSON, past the first line feed (a compact JSON
+    // text holds none): neither escaped by the core nor unescaped here (docs/abi.md).
+    const split = bytes.indexOf(LINE_FEED);
+    const text = decoder.decode(split < 0 ? bytes : bytes.subarray(0, split));
+    const body = split < 0 ? undefined : decoder.decode(bytes.subarray(split + 1));
     const t1 = prof ? performance.now() : 0;
     try {
-      return JSON.parse(text);
+      const out = JSON.parse(text);
+      if (body !== undefined) out.body = body;
+      return out;
     } catch (err) {
       throw this.#poison(err); // the core wrote something that is not JSON: a core bug
     } finally {

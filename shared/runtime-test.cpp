@@ -48,6 +48,10 @@ App make_test_app() {
   App app;
   app.service = "test";
   app.db_binding = "DB";
+  app.router.add("GET", "/text",
+                 [](Context&, const Request&, const Params&) -> Task<Result<Response>> {
+                   co_return Response::text(200, "line one\n\"two\" \\ é\n", "text/plain");
+                 });
   app.router.add("GET", "/nested",
                  [](Context&, const Request&, const Params&) -> Task<Result<Response>> {
                    SS_CO_TRY(int v, co_await middle(5));
@@ -259,6 +263,39 @@ TEST_CASE("a message with envSame runs with the env of the last message that car
   second["env"] = {{"MODE", "two"}};
   CHECK(mode_of(second) == "two");
   CHECK(mode_of(same) == "two");
+}
+
+TEST_CASE("a fetch message with bodyApart gets its body after the output's JSON, unescaped") {
+  App app = make_test_app();
+  Runtime rt(app);
+  auto data_of = [&](json message) {
+    auto id = rt.start(dump_json(message));
+    REQUIRE(rt.state(id) == Runtime::State::done);
+    std::string data = rt.data(id);
+    rt.drop(id);
+    return data;
+  };
+  const std::string body = "line one\n\"two\" \\ é\n";
+  json inline_out = json::parse(data_of(fetch_message("/text")));
+  CHECK(inline_out["body"] == body);  // without the flag: as before
+  json apart = fetch_message("/text");
+  apart["bodyApart"] = true;
+  std::string data = data_of(apart);
+  auto split = data.find('\n');
+  REQUIRE(split != std::string::npos);
+  json head = json::parse(data.substr(0, split));
+  CHECK(head["status"] == 200);
+  CHECK(head["headers"]["content-type"] == "text/plain");
+  CHECK(!head.contains("body"));
+  CHECK(data.substr(split + 1) == body);
+  // An error answer comes the same way.
+  json missing = fetch_message("/nowhere");
+  missing["bodyApart"] = true;
+  std::string not_found = data_of(missing);
+  split = not_found.find('\n');
+  REQUIRE(split != std::string::npos);
+  CHECK(json::parse(not_found.substr(0, split))["status"] == 404);
+  CHECK(json::parse(not_found.substr(split + 1))["error"]["code"] == "not_found");
 }
 
 }  // namespace ss

@@ -16,7 +16,8 @@ struct Runtime::Run {
   std::uint32_t id;
   Context ctx;
   Task<json> root;
-  json issued = json::array();  // effects not yet handed to the host
+  // Effects not yet handed to the host, each written as JSON text when it is issued, comma-separated.
+  std::string issued;
   struct Pending {
     detail::EffectSlot slot;
     std::string kind;
@@ -25,6 +26,9 @@ struct Runtime::Run {
   std::int64_t next_effect_id = 1;
   std::string data;
   bool done = false;
+  // The host asked for a fetch output's body after the JSON instead of inside it (docs/abi.md
+  // "Output messages"): the body is then neither escaped here nor unescaped by the host.
+  bool body_apart = false;
 };
 
 struct Runtime::UlidState {
@@ -59,8 +63,13 @@ void Effect::await_suspend(co::coroutine_handle<> h) {
   if (run == nullptr) std::abort();  // an effect awaited outside the runtime is a programming error
   std::int64_t id = run->next_effect_id++;
   std::string kind = string_or(request_, "kind", "effect");
-  request_["id"] = id;
-  run->issued.push_back(std::move(request_));
+  // Written once, with the id in front: no id member added to the tree, no array of trees dumped.
+  std::string text = request_.is_object() ? dump_json(request_) : std::string("{}");
+  if (!run->issued.empty()) run->issued += ',';
+  run->issued += "{\"id\":";
+  run->issued += std::to_string(id);
+  if (text.size() > 2) run->issued += ',';  // a request of no members is "{}"
+  run->issued.append(text, 1, std::string::npos);
   run->outstanding.emplace(id, Runtime::Run::Pending{{&result_, h}, std::move(kind)});
 }
 
@@ -156,6 +165,7 @@ std::uint32_t Runtime::start(std::string_view message) {
   auto run = std::make_unique<Run>(*this, id, app_, std::move(env), int_or(msg, "now", 0),
                                    string_or(msg, "entropy", ""));
   Run& r = *run;
+  r.body_apart = get_bool(msg, "bodyApart").value_or(false) && string_or(msg, "op", "") == "fetch";
   runs_.emplace(id, std::move(run));
   r.root = handle_message(r.ctx, std::move(msg));
   step(r, r.root.handle());
@@ -175,7 +185,22 @@ void Runtime::finish_if_done(Run& run) {
   if (run.done || !run.root.done()) return;
   json out = run.root.take();
   if (out.is_object() && !run.ctx.logs().empty()) out["logs"] = run.ctx.logs();
+  std::string body;
+  bool apart = false;
+  if (run.body_apart && out.is_object()) {
+    if (auto b = out.find("body"); b != out.end() && b->is_string()) {
+      body = std::move(b->get_ref<std::string&>());
+      out.erase(b);
+      apart = true;
+    }
+  }
   run.data = dump_json(out);
+  if (apart) {
+    // A compact dump holds no raw line feed, so the first one ends the JSON.
+    run.data.reserve(run.data.size() + 1 + body.size());
+    run.data += '\n';
+    run.data += body;
+  }
   run.done = true;
 }
 
@@ -199,8 +224,12 @@ void Runtime::publish(Run& run) {
     run.done = true;
     return;
   }
-  run.data = dump_json(run.issued);
-  run.issued = json::array();
+  run.data.clear();
+  run.data.reserve(run.issued.size() + 2);
+  run.data += '[';
+  run.data += run.issued;
+  run.data += ']';
+  run.issued.clear();
 }
 
 void Runtime::resume(std::uint32_t id, std::string_view results) {
@@ -209,9 +238,12 @@ void Runtime::resume(std::uint32_t id, std::string_view results) {
   Run& run = *it->second;
   json msg = parse_json_or_discarded(results);
   if (auto now = get_int(msg, "now")) run.ctx.set_now_ms(*now);
-  const json* list = find_field(msg, "results");
-  static const json kNoResults = json::array();
-  for (const json& r : (list && list->is_array()) ? *list : kNoResults) {
+  auto list = msg.is_object() ? msg.find("results") : msg.end();
+  if (list == msg.end() || !list->is_array()) {
+    publish(run);
+    return;
+  }
+  for (json& r : *list) {
     auto effect_id = get_int(r, "id");
     if (!effect_id) continue;
     auto pending = run.outstanding.find(*effect_id);
@@ -219,8 +251,9 @@ void Runtime::resume(std::uint32_t id, std::string_view results) {
     Run::Pending p = std::move(pending->second);
     run.outstanding.erase(pending);
     if (get_bool(r, "ok").value_or(false)) {
-      const json* value = find_field(r, "value");
-      *p.slot.result = value ? *value : json(nullptr);
+      // Moved, not copied: a D1 result of 500 rows is a large tree (docs/performance.md).
+      auto value = r.is_object() ? r.find("value") : r.end();
+      *p.slot.result = value != r.end() ? std::move(*value) : json(nullptr);
     } else {
       const json* err = find_field(r, "error");
       std::string code = err ? string_or(*err, "code", "error") : "error";
