@@ -174,9 +174,13 @@ struct Served {
 };
 
 struct Lookup {
-  Result<std::optional<TenantRow>> row;  // an error: D1 is unreachable
-  std::string digest;                    // of the presented token
+  // An error: D1 is unreachable. Left empty when `cache_verified` (no copy of the row is made).
+  Result<std::optional<TenantRow>> row;
+  std::string digest;  // of the presented token
   Result<std::optional<std::string>> cached;
+  // The tenant cache's row for this tenant is enabled and its token hash is `digest`: it stands
+  // for D1's answer (shared/tenant_cache.h).
+  bool cache_verified = false;
 };
 
 // The tenant row (D1's answer, or this instance's cached copy of it when that copy matches the
@@ -200,21 +204,21 @@ Task<Result<Lookup>> look_up(Context& ctx, const std::string& id, const std::str
       digest = std::move(*hashed);
       cached.emplace(std::move(read));
     }
-    if (const TenantRow* hit = tenant_cache(ctx).verified(id, ctx.now_ms(), digest)) {
-      std::optional<TenantRow> row = *hit;
-      co_return Lookup{std::move(row), std::move(digest), std::move(*cached)};
+    if (tenant_cache(ctx).verified(id, ctx.now_ms(), digest) != nullptr) {
+      std::optional<TenantRow> none;
+      co_return Lookup{std::move(none), std::move(digest), std::move(*cached), true};
     }
     auto row = co_await read_tenant(ctx, id);
-    co_return Lookup{std::move(row), std::move(digest), std::move(*cached)};
+    co_return Lookup{std::move(row), std::move(digest), std::move(*cached), false};
   }
   if (known) {
     auto [row, cached] = co_await when_all(read_tenant(ctx, id), kv.get(key));
-    co_return Lookup{std::move(row), std::move(*known), std::move(cached)};
+    co_return Lookup{std::move(row), std::move(*known), std::move(cached), false};
   }
   auto [row, digest, cached] =
       co_await when_all(read_tenant(ctx, id), sha256_hex(token), kv.get(key));
   if (!digest) co_return std::move(digest).error();
-  co_return Lookup{std::move(row), std::move(*digest), std::move(cached)};
+  co_return Lookup{std::move(row), std::move(*digest), std::move(cached), false};
 }
 
 // The whole read path: authentication, then KV → D1 → fallback replica.
@@ -227,7 +231,7 @@ Task<Result<Served>> read_content(Context& ctx, const Request& req) {
   SS_CO_CHECK(check_capability_version(req.header("x-siteswarm-capability-version")));
 
   SS_CO_TRY(Lookup lookup, co_await look_up(ctx, id, token));
-  auto& [row, digest, cached] = lookup;
+  auto& [row, digest, cached, cache_verified] = lookup;
   std::optional<KvCopy> kv_copy;
   std::string kv_text;
   if (cached && cached->has_value()) {
@@ -246,13 +250,21 @@ Task<Result<Served>> read_content(Context& ctx, const Request& req) {
   };
 
   if (row) {
-    // D1 answers: it alone decides who the tenant is.
-    const std::optional<TenantRow>& tenant = *row;
-    if (!tenant || !tenant->enabled) co_return unauthenticated("unknown tenant");
-    if (!constant_time_equal(tenant->token_hash, digest)) co_return unauthenticated("bad token");
+    // D1 answers (or the tenant cache stands for it): it alone decides who the tenant is.
+    if (!cache_verified) {
+      const std::optional<TenantRow>& found = *row;
+      if (!found || !found->enabled) co_return unauthenticated("unknown tenant");
+      if (!constant_time_equal(found->token_hash, digest)) co_return unauthenticated("bad token");
+    }
     learn_token(id, token, digest);
-    if (kv_copy && kv_copy->token_hash == tenant->token_hash) {
-      co_return serve_kv(std::move(*kv_copy));
+    // Authenticated: the tenant's token hash is `digest`.
+    if (kv_copy && kv_copy->token_hash == digest) co_return serve_kv(std::move(*kv_copy));
+    std::optional<TenantRow> tenant = std::move(*row);
+    if (cache_verified) {
+      // No co_await since look_up() checked it: the cached row is still there.
+      const TenantRow* hit = tenant_cache(ctx).verified(id, ctx.now_ms(), digest);
+      if (hit == nullptr) co_return Error{ErrorCode::internal, "cms: the tenant cache changed"};
+      tenant = *hit;
     }
     auto stored = co_await CmsStore(ctx.app().db_binding).load(id);
     if (stored) {
