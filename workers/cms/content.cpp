@@ -111,24 +111,26 @@ std::optional<CachedCopy> remembered_copy(const std::string& tenant_id) {
   return CachedCopy{it->second.token_hash, it->second.content};
 }
 
-// The copy in a KV document. `parsed` is empty when the isolate's copy was read from these very
-// bytes: that copy serves, without parsing the document again or copying the content.
+// The copy in a KV document: `kept` when the isolate's copy was read from these very bytes (that
+// copy serves, without parsing the document again or copying the content; valid until the next
+// co_await), else `parsed`.
 struct KvCopy {
   std::string token_hash;
   std::optional<Content> parsed;
+  Remembered* kept = nullptr;
 };
 
 // nullopt: not a valid document.
 std::optional<KvCopy> kv_document_copy(const std::string& tenant_id, const std::string& text) {
   auto it = remembered().find(tenant_id);
   if (it != remembered().end() && !it->second.kv_text.empty() && it->second.kv_text == text) {
-    return KvCopy{it->second.token_hash, std::nullopt};
+    return KvCopy{it->second.token_hash, std::nullopt, &it->second};
   }
   auto doc = parse_json(text);
   if (!doc) return std::nullopt;
   auto copy = read_copy(*doc);
   if (!copy) return std::nullopt;
-  return KvCopy{std::move(copy->token_hash), std::move(copy->content)};
+  return KvCopy{std::move(copy->token_hash), std::move(copy->content), nullptr};
 }
 
 // The isolate's copy of tenant_id when it holds exactly these KV bytes, else nullptr. Valid until
@@ -242,8 +244,10 @@ Task<Result<Served>> read_content(Context& ctx, const Request& req) {
   }
   // Served from the KV document: its parsed copy is remembered, and when the isolate's copy holds
   // these bytes (now or already) that copy answers.
+  // No co_await between kv_document_copy() and this.
   auto serve_kv = [&](KvCopy copy) {
-    if (copy.parsed) remember(*copy.parsed, copy.token_hash, kv_text);
+    if (copy.kept != nullptr) return Served{Content{}, "kv", copy.kept};
+    remember(*copy.parsed, copy.token_hash, kv_text);
     if (Remembered* kept = kept_for(id, kv_text)) return Served{Content{}, "kv", kept};
     // An isolate copy of a later version stays (a stale KV document): the document still answers.
     return Served{std::move(*copy.parsed), "kv"};
