@@ -14,6 +14,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startMesh } from "../integration/mesh.mjs";
 import { mergeFigures, option, round } from "./json-out.mjs";
+import { workerdCpuMs } from "./workerd-cpu.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const REQUESTS = option("cms-requests", 1000);
@@ -37,6 +38,7 @@ const BASELINE = {
 async function load(fetchOnce) {
   let next = 0;
   let failures = 0;
+  const cpuBefore = workerdCpuMs();
   const started = performance.now();
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
@@ -47,7 +49,12 @@ async function load(fetchOnce) {
       }
     }),
   );
-  return { rps: Math.round(REQUESTS / ((performance.now() - started) / 1000)), failures };
+  const rps = Math.round(REQUESTS / ((performance.now() - started) / 1000));
+  const cpuAfter = workerdCpuMs();
+  // workerd CPU per request (every workerd process of the mesh; null off Linux): steadier than req/s
+  // when other work shares the machine.
+  const cpuMs = cpuBefore === null || cpuAfter === null ? null : (cpuAfter - cpuBefore) / REQUESTS;
+  return { rps, failures, cpuMs };
 }
 
 function statusCpu() {
@@ -112,15 +119,24 @@ try {
     const xs = rounds.map((r) => r[key].rps / r.js.rps);
     return `${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)}`;
   };
+  const cpu = (key) => (rounds.every((r) => r[key].cpuMs !== null) ? median(rounds.map((r) => r[key].cpuMs)) : null);
+  const cpuRatio = (key) =>
+    rounds.every((r) => r[key].cpuMs && r.js.cpuMs) ? median(rounds.map((r) => r.js.cpuMs / r[key].cpuMs)) : null;
+  const cpuText = (key) =>
+    cpu(key) === null
+      ? ""
+      : `  workerd CPU ${cpu(key).toFixed(3)} ms/req${key === "js" ? "" : ` (JS/C++ ${cpuRatio(key).toFixed(2)}×)`}`;
   console.log(
     `cms bench: ${ROUNDS} interleaved rounds of ${REQUESTS} requests per phase, concurrency ${CONCURRENCY}, local workerd (median round)`,
   );
-  console.log(`  plain-JS KV read        ${String(rps("js")).padStart(6)} req/s  (failures ${failures("js")})`);
   console.log(
-    `  cms /v1/content (kv)    ${String(rps("content")).padStart(6)} req/s  ${ratio("content").toFixed(2)}× JS (rounds ${range("content")})  (failures ${failures("content")})`,
+    `  plain-JS KV read        ${String(rps("js")).padStart(6)} req/s  (failures ${failures("js")})${cpuText("js")}`,
   );
   console.log(
-    `  cms /v1/status          ${String(rps("status")).padStart(6)} req/s  ${ratio("status").toFixed(2)}× JS (rounds ${range("status")})  (failures ${failures("status")})`,
+    `  cms /v1/content (kv)    ${String(rps("content")).padStart(6)} req/s  ${ratio("content").toFixed(2)}× JS (rounds ${range("content")})  (failures ${failures("content")})${cpuText("content")}`,
+  );
+  console.log(
+    `  cms /v1/status          ${String(rps("status")).padStart(6)} req/s  ${ratio("status").toFixed(2)}× JS (rounds ${range("status")})  (failures ${failures("status")})${cpuText("status")}`,
   );
   const statusUs = statusCpu();
   console.log(`  status computation      ${statusUs.toFixed(1)} µs CPU each (wasm in Node, incl. nextChange)`);
@@ -132,6 +148,8 @@ try {
       content_rps: rps("content"),
       status_rps: rps("status"),
       status_cpu_us: round(statusUs),
+      workerd_cpu_ms: { js: cpu("js"), content: cpu("content"), status: cpu("status") },
+      workerd_cpu_ratio: { content: cpuRatio("content"), status: cpuRatio("status") },
     },
   });
 } finally {

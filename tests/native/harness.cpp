@@ -339,6 +339,17 @@ void Mesh::provision(const std::string& tenant, const std::string& token,
   }
 }
 
+std::optional<std::string> Mesh::kv_value(const std::string& binding,
+                                          const std::string& key) const {
+  auto it = kv_.find(binding + "/" + key);
+  if (it == kv_.end()) return std::nullopt;
+  return it->second.value;
+}
+
+void Mesh::kv_set(const std::string& binding, const std::string& key, std::string value) {
+  kv_[binding + "/" + key] = KvEntry{std::move(value), 0};
+}
+
 std::map<std::string, std::string> Mesh::tenant_headers(const std::string& tenant,
                                                         const std::string& token) {
   return {{"X-SiteSwarm-Tenant-Id", tenant},

@@ -121,6 +121,9 @@ class Mesh {
   std::map<std::string, std::vector<json>> queue_sent;  // binding -> bodies
   std::vector<json> analytics_points;
   std::vector<std::string> effect_kinds;  // every effect performed, in order
+  // KV as the cores see it (no expiry): a write made elsewhere, e.g. by another isolate.
+  std::optional<std::string> kv_value(const std::string& binding, const std::string& key) const;
+  void kv_set(const std::string& binding, const std::string& key, std::string value);
 
   static std::map<std::string, std::string> tenant_headers(const std::string& tenant,
                                                            const std::string& token);

@@ -8,6 +8,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 using ss::json;
 using ss::native::HttpReply;
 using ss::native::Mesh;
@@ -463,4 +465,145 @@ TEST_CASE("cms: provisioning refuses an unknown time zone") {
                                    .dump());
   CHECK(r.status == 400);
   CHECK(r.body_json()["error"]["field"] == "config.timezone");
+}
+
+// ---- The isolate's kept answers and known tokens (docs/cms.md, "Kept answers").
+
+TEST_CASE("cms: kept answers: a KV document written by another isolate is served at once") {
+  Cms t;
+  const std::string key = ss::cms::cache_key("bakery");
+  REQUIRE(t.get("/v1/content").body_json()["source"] == "d1");
+  for (int i = 0; i < 3; ++i) {  // parsed once, then the kept bodies
+    json body = t.get("/v1/content").body_json();
+    CHECK(body["source"] == "kv");
+    CHECK(body["version"] == 0);
+    CHECK(body["announcements"].size() == 1);
+    CHECK(t.get("/v1/status").body_json()["open"] == false);  // Monday 08:00 EDT: closed
+  }
+  // Another isolate commits version 5 (Mondays 07:00–15:00, no announcements) and puts its
+  // document; this isolate's copy and kept bodies still hold version 0, in the same second.
+  auto text = t.mesh.kv_value("CMS_CACHE", key);
+  REQUIRE(text);
+  json doc = json::parse(*text);
+  doc["content"]["version"] = 5;
+  doc["content"]["hours"]["weekly"]["mon"] = json::array({{{"open", "07:00"}, {"close", "15:00"}}});
+  doc["content"]["announcements"] = json::array();
+  t.mesh.kv_set("CMS_CACHE", key, doc.dump());
+  for (int i = 0; i < 2; ++i) {
+    json body = t.get("/v1/content").body_json();
+    CHECK(body["source"] == "kv");
+    CHECK(body["version"] == 5);
+    CHECK(body["announcements"] == json::array());
+    json status = t.get("/v1/status").body_json();
+    CHECK(status["open"] == true);
+    CHECK(status["source"] == "kv");
+    CHECK(status["nextChange"] == "2026-06-01T19:00:00Z");
+  }
+}
+
+TEST_CASE("cms: kept answers never cross tenants") {
+  Cms t;
+  for (int i = 0; i < 3; ++i) {  // the bakery's bodies are kept
+    CHECK(t.get("/v1/content").status == 200);
+    CHECK(t.get("/v1/status").status == 200);
+  }
+  REQUIRE(t.get("/v1/content").body_json()["source"] == "kv");
+  for (int i = 0; i < 3; ++i) {
+    json other = t.get("/v1/content", "auto-repair", kAutoToken).body_json();
+    CHECK(other["tenantId"] == "auto-repair");
+    CHECK(other["hours"]["timezone"] == "Europe/London");
+    CHECK(other["announcements"] == json::array());
+    json status = t.get("/v1/status", "auto-repair", kAutoToken).body_json();
+    CHECK(status["open"] == false);
+    CHECK(status["nextChange"].is_null());  // no hours at all
+  }
+  // A token opens only its own tenant, kept bodies or not.
+  CHECK(t.get("/v1/content", "bakery", kAutoToken).status == 401);
+  CHECK(t.get("/v1/status", "bakery", kAutoToken).status == 401);
+  CHECK(t.get("/v1/content", "auto-repair", kBakeryToken).status == 401);
+  CHECK(t.get("/v1/status", "auto-repair", kBakeryToken).status == 401);
+  json bakery = t.get("/v1/content").body_json();
+  CHECK(bakery["tenantId"] == "bakery");
+  CHECK(bakery["hours"]["timezone"] == "America/New_York");
+}
+
+TEST_CASE("cms: a kept /v1/status answer changes at its nextChange instant") {
+  Cms t;
+  t.mesh.now_ms = 1780426799000;  // 2026-06-02T18:59:59Z, Tuesday 14:59:59 EDT: open until 15:00
+  REQUIRE(t.get("/v1/content").status == 200);  // fills KV
+  for (int i = 0; i < 3; ++i) {
+    json s = t.get("/v1/status").body_json();
+    CHECK(s["open"] == true);
+    CHECK(s["source"] == "kv");
+    CHECK(s["nextChange"] == "2026-06-02T19:00:00Z");
+  }
+  t.mesh.now_ms += 999;  // 18:59:59.999: the same second
+  CHECK(t.get("/v1/status").body_json()["open"] == true);
+  t.mesh.now_ms += 1;  // 19:00:00Z
+  json closed = t.get("/v1/status").body_json();
+  CHECK(closed["open"] == false);
+  CHECK(closed["reason"] == "closed");
+  CHECK(closed["nextChange"] == "2026-06-06T12:00:00Z");  // Saturday 08:00 EDT
+  // An explicit `at` is its own second.
+  CHECK(t.get("/v1/status?at=2026-06-02T18:00:00Z").body_json()["open"] == true);
+  CHECK(t.get("/v1/status").body_json()["open"] == false);
+}
+
+TEST_CASE("cms: a kept /v1/content answer changes when an announcement starts or ends") {
+  Cms t;  // 2026-06-01T12:00:00Z
+  HttpReply r = t.studio("POST", "/admin/v1/announcements",
+                         json{{"text", "Ten seconds of fame"},
+                              {"level", "info"},
+                              {"startsAt", "2026-06-01T12:00:10Z"},
+                              {"endsAt", "2026-06-01T12:00:20Z"}});
+  REQUIRE(r.status == 201);
+  auto announcements = [&t] {
+    json body = t.get("/v1/content").body_json();
+    CHECK(body["source"] == "kv");
+    return body["announcements"].size();
+  };
+  CHECK(announcements() == 1);  // the seed's
+  CHECK(announcements() == 1);
+  t.mesh.now_ms += 9999;  // 12:00:09.999
+  CHECK(announcements() == 1);
+  t.mesh.now_ms += 1;  // 12:00:10
+  CHECK(announcements() == 2);
+  CHECK(announcements() == 2);
+  t.mesh.now_ms += 9999;  // 12:00:19.999
+  CHECK(announcements() == 2);
+  t.mesh.now_ms += 1;  // 12:00:20
+  CHECK(announcements() == 1);
+  t.mesh.now_ms -= 5000;  // a clock that steps back is answered for its own instant
+  CHECK(announcements() == 2);
+}
+
+TEST_CASE(
+    "cms: a repeat token costs no crypto effect; wrong and rotated tokens are still refused") {
+  Cms t;
+  REQUIRE(t.get("/v1/content").status == 200);
+  REQUIRE(t.get("/v1/content").status == 200);
+  t.mesh.effect_kinds.clear();
+  HttpReply hit = t.get("/v1/content");
+  CHECK(hit.status == 200);
+  CHECK(hit.body_json()["source"] == "kv");
+  CHECK(t.mesh.effect_kinds == std::vector<std::string>{"kv.get"});  // no hash, no D1
+  t.mesh.effect_kinds.clear();
+  CHECK(t.get("/v1/content", "bakery", "wrong-token-000000000000").status == 401);
+  CHECK(std::count(t.mesh.effect_kinds.begin(), t.mesh.effect_kinds.end(), "crypto.sha256") == 1);
+  CHECK(t.get("/v1/content").status == 200);
+
+  // The operator rotates the bakery's token: the old one is refused at once, the new one works.
+  const std::string rotated = "bakery-rotated-token-0123456789abcdef";
+  t.mesh.provision("bakery", rotated, kBakeryAdmin, bakery_cms_config(), "cms");
+  CHECK(t.get("/v1/content").status == 401);
+  CHECK(t.get("/v1/status").status == 401);
+  for (int i = 0; i < 3; ++i) CHECK(t.get("/v1/content", "bakery", rotated).status == 200);
+  CHECK(t.get("/v1/content").status == 401);
+  // With D1 down the copy that answers still knows only the new token's hash.
+  t.fail(true, false);
+  HttpReply from_kv = t.get("/v1/content", "bakery", rotated);
+  CHECK(from_kv.status == 200);
+  CHECK(from_kv.body_json()["source"] == "kv");
+  CHECK(t.get("/v1/content").status == 401);
+  CHECK(t.get("/v1/status").status == 401);
 }

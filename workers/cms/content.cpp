@@ -15,7 +15,10 @@
 
 #include "shared/bytes.h"
 
+#include <algorithm>
+#include <limits>
 #include <map>
+#include <tuple>
 
 namespace ss::cms {
 
@@ -26,15 +29,62 @@ constexpr std::size_t kMaxRemembered = 1024;
 // The isolate's last-known-good copy per tenant (the fallback replica's first choice), kept as the
 // parsed Content. `kv_text` is the KV document it was last read from, when it was: the next read of
 // the same bytes reuses the parsed copy instead of parsing and validating the document again.
+//
+// The rendered answers below belong to this copy: remember() replaces the whole entry (so they are
+// dropped) whenever the content, the token hash or the KV bytes change, and they are used only when
+// a request was served from KV bytes equal to `kv_text`. Each is a pure function of the copy and the
+// instant, so it is kept with the instants it holds for:
+// - the /v1/content body only depends on the announcements active at `now`: it holds from the last
+//   announcement start/end at or before the instant it was rendered for to the next one after it;
+// - the /v1/status body is kept for the second it was computed for (the answer's resolution: the
+//   schedule works in whole seconds), so under load the schedule runs once a second per tenant.
 struct Remembered {
   std::string token_hash;
   Content content;
   std::string kv_text;
+  std::string content_body;
+  std::int64_t content_from = 0;
+  std::int64_t content_until = 0;  // empty window: nothing rendered yet
+  std::string status_body;
+  std::optional<std::int64_t> status_at;
 };
 
 std::map<std::string, Remembered>& remembered() {
   static std::map<std::string, Remembered> copies;
   return copies;
+}
+
+// The SHA-256 of the last token that authenticated each tenant in this isolate, so a repeat token
+// costs no crypto effect. A digest is a fixed function of the token, so it never goes stale: the
+// digest is still compared with D1's (or the serving copy's) token hash on every request, and a
+// rotated, revoked or wrong token is refused exactly as before. Only a token that authenticated is
+// kept (one per tenant, at most kMaxRemembered tenants), so bad tokens cannot fill it. The token
+// stays in the isolate's memory only; it is never logged or returned.
+struct KnownToken {
+  std::string token;
+  std::string digest;
+};
+
+std::map<std::string, KnownToken>& known_tokens() {
+  static std::map<std::string, KnownToken> tokens;
+  return tokens;
+}
+
+std::optional<std::string> known_digest(const std::string& tenant_id, const std::string& token) {
+  auto it = known_tokens().find(tenant_id);
+  if (it == known_tokens().end() || !constant_time_equal(it->second.token, token)) {
+    return std::nullopt;
+  }
+  return it->second.digest;
+}
+
+void learn_token(const std::string& tenant_id, const std::string& token,
+                 const std::string& digest) {
+  auto& tokens = known_tokens();
+  if (tokens.find(tenant_id) == tokens.end() && tokens.size() >= kMaxRemembered) {
+    tokens.erase(tokens.begin());
+  }
+  tokens[tenant_id] = KnownToken{token, digest};
 }
 
 Error unauthenticated(const std::string& why) {
@@ -61,16 +111,34 @@ std::optional<CachedCopy> remembered_copy(const std::string& tenant_id) {
   return CachedCopy{it->second.token_hash, it->second.content};
 }
 
-// The copy in a KV document: the remembered one when the document is byte for byte the one it was
-// read from, else parsed (nullopt: not a valid document).
-std::optional<CachedCopy> kv_document_copy(const std::string& tenant_id, const std::string& text) {
+// The copy in a KV document: `kept` when the isolate's copy was read from these very bytes (that
+// copy serves, without parsing the document again or copying the content; valid until the next
+// co_await), else `parsed`.
+struct KvCopy {
+  std::string token_hash;
+  std::optional<Content> parsed;
+  Remembered* kept = nullptr;
+};
+
+// nullopt: not a valid document.
+std::optional<KvCopy> kv_document_copy(const std::string& tenant_id, const std::string& text) {
   auto it = remembered().find(tenant_id);
   if (it != remembered().end() && !it->second.kv_text.empty() && it->second.kv_text == text) {
-    return CachedCopy{it->second.token_hash, it->second.content};
+    return KvCopy{it->second.token_hash, std::nullopt, &it->second};
   }
   auto doc = parse_json(text);
   if (!doc) return std::nullopt;
-  return read_copy(*doc);
+  auto copy = read_copy(*doc);
+  if (!copy) return std::nullopt;
+  return KvCopy{std::move(copy->token_hash), std::move(copy->content), nullptr};
+}
+
+// The isolate's copy of tenant_id when it holds exactly these KV bytes, else nullptr. Valid until
+// the next co_await.
+Remembered* kept_for(const std::string& tenant_id, const std::string& kv_text) {
+  auto it = remembered().find(tenant_id);
+  if (it == remembered().end() || kv_text.empty() || it->second.kv_text != kv_text) return nullptr;
+  return &it->second;
 }
 
 std::optional<CachedCopy> bundled_copy(const Context& ctx, const std::string& tenant_id) {
@@ -99,35 +167,60 @@ Status check_capability_version(const std::string& version) {
   return Unit{};
 }
 
+// What answers a read. `kept` (source "kv"): the isolate's copy of the tenant, read from the same
+// KV bytes, answers; `content` is then left empty (no copy of it is made).
 struct Served {
   Content content;
   std::string source;
+  Remembered* kept = nullptr;  // valid until the next co_await
 };
 
 struct Lookup {
-  Result<std::optional<TenantRow>> row;  // an error: D1 is unreachable
-  std::string digest;                    // of the presented token
+  // An error: D1 is unreachable. Left empty when `cache_verified` (no copy of the row is made).
+  Result<std::optional<TenantRow>> row;
+  std::string digest;  // of the presented token
   Result<std::optional<std::string>> cached;
+  // The tenant cache's row for this tenant is enabled and its token hash is `digest`: it stands
+  // for D1's answer (shared/tenant_cache.h).
+  bool cache_verified = false;
 };
 
 // The tenant row (D1's answer, or this instance's cached copy of it when that copy matches the
-// token: shared/tenant_cache.h), the token's digest and the KV document, fetched concurrently.
+// token: shared/tenant_cache.h), the token's digest and the KV document, fetched concurrently. A
+// token that authenticated this tenant before in this isolate has its digest already (known_tokens):
+// then a tenant row from the cache leaves the KV read as the request's only effect.
 Task<Result<Lookup>> look_up(Context& ctx, const std::string& id, const std::string& token) {
+  std::optional<std::string> known = known_digest(id, token);
+  Kv kv(kCacheBinding);
+  const std::string key = cache_key(id);
   if (tenant_cache(ctx).fresh(id, ctx.now_ms()) != nullptr) {
-    auto [digest, cached] =
-        co_await when_all(sha256_hex(token), Kv(kCacheBinding).get(cache_key(id)));
-    if (!digest) co_return std::move(digest).error();
-    if (const TenantRow* hit = tenant_cache(ctx).verified(id, ctx.now_ms(), *digest)) {
-      std::optional<TenantRow> row = *hit;
-      co_return Lookup{std::move(row), std::move(*digest), std::move(cached)};
+    std::string digest;
+    std::optional<Result<std::optional<std::string>>> cached;
+    if (known) {
+      digest = std::move(*known);
+      auto read = co_await kv.get(key);
+      cached.emplace(std::move(read));
+    } else {
+      auto [hashed, read] = co_await when_all(sha256_hex(token), kv.get(key));
+      if (!hashed) co_return std::move(hashed).error();
+      digest = std::move(*hashed);
+      cached.emplace(std::move(read));
+    }
+    if (tenant_cache(ctx).verified(id, ctx.now_ms(), digest) != nullptr) {
+      std::optional<TenantRow> none;
+      co_return Lookup{std::move(none), std::move(digest), std::move(*cached), true};
     }
     auto row = co_await read_tenant(ctx, id);
-    co_return Lookup{std::move(row), std::move(*digest), std::move(cached)};
+    co_return Lookup{std::move(row), std::move(digest), std::move(*cached), false};
   }
-  auto [row, digest, cached] = co_await when_all(read_tenant(ctx, id), sha256_hex(token),
-                                                 Kv(kCacheBinding).get(cache_key(id)));
+  if (known) {
+    auto [row, cached] = co_await when_all(read_tenant(ctx, id), kv.get(key));
+    co_return Lookup{std::move(row), std::move(*known), std::move(cached), false};
+  }
+  auto [row, digest, cached] =
+      co_await when_all(read_tenant(ctx, id), sha256_hex(token), kv.get(key));
   if (!digest) co_return std::move(digest).error();
-  co_return Lookup{std::move(row), std::move(*digest), std::move(cached)};
+  co_return Lookup{std::move(row), std::move(*digest), std::move(cached), false};
 }
 
 // The whole read path: authentication, then KV → D1 → fallback replica.
@@ -140,8 +233,8 @@ Task<Result<Served>> read_content(Context& ctx, const Request& req) {
   SS_CO_CHECK(check_capability_version(req.header("x-siteswarm-capability-version")));
 
   SS_CO_TRY(Lookup lookup, co_await look_up(ctx, id, token));
-  auto& [row, digest, cached] = lookup;
-  std::optional<CachedCopy> kv_copy;
+  auto& [row, digest, cached, cache_verified] = lookup;
+  std::optional<KvCopy> kv_copy;
   std::string kv_text;
   if (cached && cached->has_value()) {
     kv_text = std::move(**cached);
@@ -149,15 +242,33 @@ Task<Result<Served>> read_content(Context& ctx, const Request& req) {
   } else if (!cached) {
     ctx.log("cms: KV read failed: " + cached.error().message);
   }
+  // Served from the KV document: its parsed copy is remembered, and when the isolate's copy holds
+  // these bytes (now or already) that copy answers.
+  // No co_await between kv_document_copy() and this.
+  auto serve_kv = [&](KvCopy copy) {
+    if (copy.kept != nullptr) return Served{Content{}, "kv", copy.kept};
+    remember(*copy.parsed, copy.token_hash, kv_text);
+    if (Remembered* kept = kept_for(id, kv_text)) return Served{Content{}, "kv", kept};
+    // An isolate copy of a later version stays (a stale KV document): the document still answers.
+    return Served{std::move(*copy.parsed), "kv"};
+  };
 
   if (row) {
-    // D1 answers: it alone decides who the tenant is.
-    const std::optional<TenantRow>& tenant = *row;
-    if (!tenant || !tenant->enabled) co_return unauthenticated("unknown tenant");
-    if (!constant_time_equal(tenant->token_hash, digest)) co_return unauthenticated("bad token");
-    if (kv_copy && kv_copy->token_hash == tenant->token_hash) {
-      remember(kv_copy->content, tenant->token_hash, std::move(kv_text));
-      co_return Served{std::move(kv_copy->content), "kv"};
+    // D1 answers (or the tenant cache stands for it): it alone decides who the tenant is.
+    if (!cache_verified) {
+      const std::optional<TenantRow>& found = *row;
+      if (!found || !found->enabled) co_return unauthenticated("unknown tenant");
+      if (!constant_time_equal(found->token_hash, digest)) co_return unauthenticated("bad token");
+    }
+    learn_token(id, token, digest);
+    // Authenticated: the tenant's token hash is `digest`.
+    if (kv_copy && kv_copy->token_hash == digest) co_return serve_kv(std::move(*kv_copy));
+    std::optional<TenantRow> tenant = std::move(*row);
+    if (cache_verified) {
+      // No co_await since look_up() checked it: the cached row is still there.
+      const TenantRow* hit = tenant_cache(ctx).verified(id, ctx.now_ms(), digest);
+      if (hit == nullptr) co_return Error{ErrorCode::internal, "cms: the tenant cache changed"};
+      tenant = *hit;
     }
     auto stored = co_await CmsStore(ctx.app().db_binding).load(id);
     if (stored) {
@@ -176,27 +287,86 @@ Task<Result<Served>> read_content(Context& ctx, const Request& req) {
 
   // D1 is unreachable: the token is checked against the copy that answers.
   ctx.log("cms: D1 tenant read failed: " + row.error().message);
-  std::string source = "kv";
-  std::optional<CachedCopy> copy = std::move(kv_copy);
-  if (!copy) {
-    source = "fallback";
-    copy = remembered_copy(id);
-    if (!copy) copy = bundled_copy(ctx, id);
+  if (kv_copy) {
+    if (!constant_time_equal(kv_copy->token_hash, digest)) co_return unauthenticated("bad token");
+    learn_token(id, token, digest);
+    co_return serve_kv(std::move(*kv_copy));
   }
+  std::optional<CachedCopy> copy = remembered_copy(id);
+  if (!copy) copy = bundled_copy(ctx, id);
   if (!copy) {
     co_return Error{ErrorCode::service_unavailable,
                     "cms storage is unreachable and no fallback copy can verify this tenant"};
   }
   if (!constant_time_equal(copy->token_hash, digest)) co_return unauthenticated("bad token");
-  if (source == "kv") remember(copy->content, copy->token_hash, std::move(kv_text));
-  co_return Served{std::move(copy->content), source};
+  learn_token(id, token, digest);
+  co_return Served{std::move(copy->content), "fallback"};
 }
 
 std::int64_t now_seconds(const Context& ctx) { return ctx.now_ms() / 1000; }
 
+const Content& content_of(const Served& served) {
+  return served.kept != nullptr ? served.kept->content : served.content;
+}
+
+json status_value(const Content& content, std::int64_t at, const std::string& source) {
+  std::optional<Zone> zone = Zone::find(content.hours.timezone);
+  if (!zone) zone = Zone::find("UTC");
+  json out = status_json(compute_status(content, *zone, at));
+  out["source"] = source;
+  return out;
+}
+
+// The announcements' starts and ends around `now`: public_content_json() gives the same answer for
+// every instant in [from, until) (no announcement starts or ends inside it).
+std::pair<std::int64_t, std::int64_t> announcement_window(const Content& content,
+                                                          std::int64_t now) {
+  std::int64_t from = std::numeric_limits<std::int64_t>::min();
+  std::int64_t until = std::numeric_limits<std::int64_t>::max();
+  for (const Announcement& a : content.announcements) {
+    for (const std::optional<std::int64_t>& edge : {a.starts_at, a.ends_at}) {
+      if (!edge) continue;
+      if (*edge <= now) {
+        from = std::max(from, *edge);
+      } else {
+        until = std::min(until, *edge);
+      }
+    }
+  }
+  return {from, until};
+}
+
+// The /v1/content body: the isolate copy's rendered one while its window holds, else rendered now.
+std::string content_body(const Served& served, std::int64_t now) {
+  Remembered* kept = served.kept;
+  if (kept == nullptr) return dump_json(public_content_json(served.content, now, served.source));
+  if (kept->content_from > now || now >= kept->content_until) {
+    kept->content_body = dump_json(public_content_json(kept->content, now, served.source));
+    std::tie(kept->content_from, kept->content_until) = announcement_window(kept->content, now);
+  }
+  return kept->content_body;
+}
+
+// The /v1/status body for the second `at`: the isolate copy's when it was computed for that second.
+std::string status_body(const Served& served, std::int64_t at) {
+  Remembered* kept = served.kept;
+  if (kept == nullptr) return dump_json(status_value(served.content, at, served.source));
+  if (kept->status_at != at) {
+    kept->status_body = dump_json(status_value(kept->content, at, served.source));
+    kept->status_at = at;
+  }
+  return kept->status_body;
+}
+
+Response json_answer(std::string body) {
+  Response response = Response::text(200, std::move(body), "application/json; charset=utf-8");
+  response.set_header("cache-control", "no-store");
+  return response;
+}
+
 Task<Result<json>> content_answer(Context& ctx, const Request& req) {
   SS_CO_TRY(Served served, co_await read_content(ctx, req));
-  co_return public_content_json(served.content, now_seconds(ctx), served.source);
+  co_return public_content_json(content_of(served), now_seconds(ctx), served.source);
 }
 
 Result<std::int64_t> at_param(const Context& ctx, const Request& req) {
@@ -215,21 +385,19 @@ Result<std::int64_t> at_param(const Context& ctx, const Request& req) {
 Task<Result<json>> status_answer(Context& ctx, const Request& req) {
   SS_CO_TRY(Served served, co_await read_content(ctx, req));
   SS_CO_TRY(std::int64_t at, at_param(ctx, req));
-  std::optional<Zone> zone = Zone::find(served.content.hours.timezone);
-  if (!zone) zone = Zone::find("UTC");
-  json out = status_json(compute_status(served.content, *zone, at));
-  out["source"] = served.source;
-  co_return out;
+  co_return status_value(content_of(served), at, served.source);
 }
 
+// The HTTP routes answer with text: a kept body goes out as it is, with no JSON built or dumped.
 Task<Result<Response>> get_content(Context& ctx, const Request& req, const Params&) {
-  SS_CO_TRY(json body, co_await content_answer(ctx, req));
-  co_return Response::json_body(200, body).set_header("cache-control", "no-store");
+  SS_CO_TRY(Served served, co_await read_content(ctx, req));
+  co_return json_answer(content_body(served, now_seconds(ctx)));
 }
 
 Task<Result<Response>> get_status(Context& ctx, const Request& req, const Params&) {
-  SS_CO_TRY(json body, co_await status_answer(ctx, req));
-  co_return Response::json_body(200, body).set_header("cache-control", "no-store");
+  SS_CO_TRY(Served served, co_await read_content(ctx, req));
+  SS_CO_TRY(std::int64_t at, at_param(ctx, req));
+  co_return json_answer(status_body(served, at));
 }
 
 // Test-only (SITESWARM_TEST_HOOKS=1): the zone data and the schedule for many instants at once,
@@ -295,10 +463,17 @@ void remember(const Content& content, const std::string& token_hash, std::string
   } else if (copies.size() >= kMaxRemembered) {
     copies.erase(copies.begin());
   }
-  copies[content.tenant_id] = Remembered{token_hash, content, std::move(kv_text)};
+  Remembered fresh;  // no rendered answers yet
+  fresh.token_hash = token_hash;
+  fresh.content = content;
+  fresh.kv_text = std::move(kv_text);
+  copies[content.tenant_id] = std::move(fresh);
 }
 
-void forget_all_remembered() { remembered().clear(); }
+void forget_all_remembered() {
+  remembered().clear();
+  known_tokens().clear();
+}
 
 Task<Status> apply_cms_config(Context& ctx, const std::string& tenant_id, const json&) {
   remembered().erase(tenant_id);
