@@ -1,7 +1,5 @@
 #include "shared/json_util.h"
 
-#include "shared/json_reader.h"
-
 #include <cmath>
 
 namespace ss {
@@ -33,10 +31,6 @@ bool nesting_within(std::string_view text, int limit) {
 }  // namespace
 
 json parse_json_or_discarded(std::string_view text) {
-  // Almost every text is read by the fast reader (shared/json_reader.h); what it gives up on
-  // (malformed, unusual or very deep) is nlohmann's to decide, so the result is nlohmann's always.
-  json fast;
-  if (read_json_fast(text, fast)) return fast;
   // The same parser and DOM builder json::parse uses without a callback (one lexer instantiation,
   // iterator_input_adapter<const char*>, shared with every other parse), driven through sax_parse
   // so the callback branch of parser::parse is never compiled in.

@@ -1,6 +1,5 @@
 #include "workers/events/store.h"
 
-#include "shared/json_reader.h"
 #include "shared/json_util.h"
 
 namespace ss::events {
@@ -850,10 +849,9 @@ void EventRow::append_view(std::string& out) const {
   out += ",\"occurred_at\":";
   append_json_string(out, occurred_at);
   out += ",\"payload\":";
-  // Written by dump_json at insert (or by the redaction): spliced as stored. It is checked without
-  // building a tree (the fast check, nlohmann's for what that one leaves undecided); text that is
-  // not JSON shows as {}, as in view().
-  if (accept_json_fast(payload_json) || json::accept(payload_json.begin(), payload_json.end())) {
+  // Written by dump_json at insert (or by the redaction): spliced as stored. accept() checks it
+  // without building a tree; text that is not JSON shows as {}, as in view().
+  if (json::accept(payload_json.begin(), payload_json.end())) {
     out += payload_json;
   } else {
     out += "{}";
