@@ -133,12 +133,19 @@ Error no_such(const std::string& what, const std::string& value) {
   return Error{ErrorCode::not_found, "no " + what + " " + value};
 }
 
+// {"<name>": list}: one function for every operator list (the template below only collects views).
+Response named_list(const char* name, json list) {
+  json body = json::object();
+  body[name] = std::move(list);
+  return Response::json_body(200, body);
+}
+
 // Every row of an operator list, through its view, as {"<name>": [...]}.
 template <class Row>
 Response list_response(const char* name, const std::vector<Row>& rows) {
   json list = json::array();
   for (const Row& row : rows) list.push_back(row.view());
-  return Response::json_body(200, {{name, list}});
+  return named_list(name, std::move(list));
 }
 
 // --- subscriptions -------------------------------------------------------------------------------
