@@ -163,7 +163,7 @@ Task<StartOutcome> start_workflow(Context& ctx, const std::string& key, const js
 
 // Appends the events.fanout_capped record of a cap hit (once per consumer and event) and raises
 // the operator alert: one per subscription that broke the cap (the first one dropped) and hour.
-// Never for a cap record itself. (It was a second coroutine wrapping this one to make that check.)
+// Never for a cap record itself.
 Task<Unit> record_cap(Context& ctx, const std::string& consumer, const EventRow& row,
                       std::size_t matched, const std::vector<std::string>& dropped_ids,
                       const std::vector<Subscription>& subs) {
