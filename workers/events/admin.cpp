@@ -103,10 +103,25 @@ bool is_binding_name(std::string_view s) {
   return true;
 }
 
-Task<Result<json>> operator_body(Context& ctx, const Request& req) {
+// The JSON object body of an operator write (the route's operator_only has authenticated it).
+Result<json> operator_body(const Request& req) {
+  if (Status ok = require_json_body(req, kMaxAdminBody); !ok) return std::move(ok).error();
+  return parse_json_object(req.body);
+}
+
+// Operator routes authenticate here, before their handler runs: one coroutine for every route
+// rather than one more suspend point (and its error path) in each handler.
+Task<Result<Response>> authenticate_then(const Handler& handler, Context& ctx, const Request& req,
+                                         const Params& params) {
   SS_CO_CHECK(co_await authenticate_operator(ctx, req));
-  SS_CO_CHECK(require_json_body(req, kMaxAdminBody));
-  co_return parse_json_object(req.body);
+  Result<Response> result = co_await handler(ctx, req, params);
+  co_return result;
+}
+
+Handler operator_only(Handler handler) {
+  return [handler = std::move(handler)](Context& ctx, const Request& req, const Params& params) {
+    return authenticate_then(handler, ctx, req, params);
+  };
 }
 
 std::string param(const Params& params, const char* name) {
@@ -118,73 +133,96 @@ Error no_such(const std::string& what, const std::string& value) {
   return Error{ErrorCode::not_found, "no " + what + " " + value};
 }
 
+// {"<name>": list}: one function for every operator list (the template below only collects views).
+Response named_list(const char* name, json list) {
+  json body = json::object();
+  body[name] = std::move(list);
+  return Response::json_body(200, body);
+}
+
 // Every row of an operator list, through its view, as {"<name>": [...]}.
 template <class Row>
 Response list_response(const char* name, const std::vector<Row>& rows) {
   json list = json::array();
   for (const Row& row : rows) list.push_back(row.view());
-  return Response::json_body(200, {{name, list}});
+  return named_list(name, std::move(list));
 }
 
 // --- subscriptions -------------------------------------------------------------------------------
 
+// The fields of a subscription in a POST (`patch` false) or PATCH body, validated in this order and
+// set on `row` (400 naming the field). A POST needs event_type_glob and workflow_type, and a null
+// filter_expr, input_mapper or enabled there is "not given"; a PATCH changes the fields it names,
+// and null clears filter_expr or input_mapper. One function for both routes: the same checks.
+Status read_subscription_fields(const json& body, bool patch, SubscriptionRow& row) {
+  if (const json* g = find_field(body, "event_type_glob"); g != nullptr || !patch) {
+    if (g == nullptr || !g->is_string()) {
+      return field_error("event_type_glob", patch ? "must be a string" : "is required");
+    }
+    std::string why;
+    if (!is_valid_glob(g->get<std::string>(), &why)) return field_error("event_type_glob", why);
+    row.event_type_glob = g->get<std::string>();
+  }
+  if (const json* w = find_field(body, "workflow_type"); w != nullptr || !patch) {
+    if (w == nullptr || !w->is_string() || !is_workflow_type(w->get<std::string>())) {
+      return field_error("workflow_type", "must match [a-z][a-z0-9_.-]{0,63}");
+    }
+    row.workflow_type = w->get<std::string>();
+  }
+  if (const json* f = find_field(body, "filter_expr")) {
+    if (f->is_null()) {
+      row.filter_expr.reset();
+    } else {
+      if (!f->is_string()) {
+        return field_error("filter_expr", patch ? "must be a string or null" : "must be a string");
+      }
+      auto parsed = FilterExpr::parse(f->get<std::string>());
+      if (!parsed) return std::move(parsed).error().with("field", "filter_expr");
+      row.filter_expr = f->get<std::string>();
+    }
+  }
+  if (const json* m = find_field(body, "input_mapper")) {
+    if (m->is_null()) {
+      row.input_mapper.reset();
+    } else {
+      auto parsed = InputMapper::parse(*m);
+      if (!parsed) return std::move(parsed).error().with("field", "input_mapper");
+      row.input_mapper = dump_json(*m);
+    }
+  }
+  if (const json* e = find_field(body, "enabled"); e && (patch || !e->is_null())) {
+    if (!e->is_boolean()) return field_error("enabled", "must be true or false");
+    row.enabled = e->get<bool>();
+  }
+  return Unit{};
+}
+
 Task<Result<Response>> create_subscription(Context& ctx, const Request& req, const Params&) {
-  SS_CO_TRY(json body, co_await operator_body(ctx, req));
-  auto glob = get_string(body, "event_type_glob");
-  std::string why;
-  if (!glob) co_return field_error("event_type_glob", "is required");
-  if (!is_valid_glob(*glob, &why)) co_return field_error("event_type_glob", why);
-  auto workflow = get_string(body, "workflow_type");
-  if (!workflow || !is_workflow_type(*workflow)) {
-    co_return field_error("workflow_type", "must match [a-z][a-z0-9_.-]{0,63}");
-  }
-  json filter_value = nullptr;
-  if (const json* f = find_field(body, "filter_expr"); f && !f->is_null()) {
-    if (!f->is_string()) co_return field_error("filter_expr", "must be a string");
-    auto parsed = FilterExpr::parse(f->get<std::string>());
-    if (!parsed) co_return std::move(parsed).error().with("field", "filter_expr");
-    filter_value = *f;
-  }
-  json mapper_value = nullptr;
-  if (const json* m = find_field(body, "input_mapper"); m && !m->is_null()) {
-    auto parsed = InputMapper::parse(*m);
-    if (!parsed) co_return std::move(parsed).error().with("field", "input_mapper");
-    mapper_value = dump_json(*m);
-  }
-  bool enabled = true;
-  if (const json* e = find_field(body, "enabled"); e && !e->is_null()) {
-    if (!e->is_boolean()) co_return field_error("enabled", "must be true or false");
-    enabled = e->get<bool>();
-  }
-  SS_CO_TRY(std::string id, co_await ctx.new_ulid());
+  SS_CO_TRY(json body, operator_body(req));
   SubscriptionRow row;
+  row.enabled = true;
+  SS_CO_CHECK(read_subscription_fields(body, /*patch=*/false, row));
+  SS_CO_TRY(std::string id, co_await ctx.new_ulid());
   row.subscription_id = id;
-  row.event_type_glob = *glob;
-  row.workflow_type = *workflow;
-  if (filter_value.is_string()) row.filter_expr = filter_value.get<std::string>();
-  if (mapper_value.is_string()) row.input_mapper = mapper_value.get<std::string>();
-  row.enabled = enabled;
   row.created_at = format_rfc3339(ctx.now_ms());
   SS_CO_CHECK(co_await ConfigStore::insert_subscription(row));
   json view{
       {"id", id},
-      {"event_type_glob", *glob},
-      {"workflow_type", *workflow},
-      {"filter_expr", filter_value},
+      {"event_type_glob", row.event_type_glob},
+      {"workflow_type", row.workflow_type},
+      {"filter_expr", row.filter_expr ? json(*row.filter_expr) : json(nullptr)},
       {"input_mapper", find_field(body, "input_mapper") ? body["input_mapper"] : json(nullptr)},
-      {"enabled", enabled},
+      {"enabled", row.enabled},
       {"created_at", format_rfc3339(ctx.now_ms())}};
   co_return Response::json_body(201, view);
 }
 
 Task<Result<Response>> list_subscriptions(Context& ctx, const Request& req, const Params&) {
-  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   SS_CO_TRY(std::vector<SubscriptionRow> rows, co_await ConfigStore::subscriptions());
   co_return list_response("subscriptions", rows);
 }
 
 Task<Result<Response>> get_subscription(Context& ctx, const Request& req, const Params& params) {
-  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   std::string id = param(params, "id");
   SS_CO_TRY(std::optional<SubscriptionRow> row, co_await ConfigStore::subscription(id));
   if (!row) co_return no_such("subscription", id);
@@ -195,7 +233,7 @@ Task<Result<Response>> get_subscription(Context& ctx, const Request& req, const 
 // clears), input_mapper (null clears), enabled; validated like a POST (400 naming the field), an
 // unknown id is 404. The change applies from the next drain on: events already started stay started.
 Task<Result<Response>> patch_subscription(Context& ctx, const Request& req, const Params& params) {
-  SS_CO_TRY(json body, co_await operator_body(ctx, req));
+  SS_CO_TRY(json body, operator_body(req));
   std::string id = param(params, "id");
   SS_CO_TRY(std::optional<SubscriptionRow> found, co_await ConfigStore::subscription(id));
   if (!found) co_return no_such("subscription", id);
@@ -206,41 +244,7 @@ Task<Result<Response>> patch_subscription(Context& ctx, const Request& req, cons
     if (!kFields.count(it.key())) co_return field_error(it.key(), "cannot be changed");
   }
   if (body.empty()) co_return field_error("body", "name at least one field to change");
-  if (const json* g = find_field(body, "event_type_glob")) {
-    std::string why;
-    if (!g->is_string()) co_return field_error("event_type_glob", "must be a string");
-    if (!is_valid_glob(g->get<std::string>(), &why)) co_return field_error("event_type_glob", why);
-    row.event_type_glob = g->get<std::string>();
-  }
-  if (const json* w = find_field(body, "workflow_type")) {
-    if (!w->is_string() || !is_workflow_type(w->get<std::string>())) {
-      co_return field_error("workflow_type", "must match [a-z][a-z0-9_.-]{0,63}");
-    }
-    row.workflow_type = w->get<std::string>();
-  }
-  if (const json* f = find_field(body, "filter_expr")) {
-    if (f->is_null()) {
-      row.filter_expr.reset();
-    } else {
-      if (!f->is_string()) co_return field_error("filter_expr", "must be a string or null");
-      auto parsed = FilterExpr::parse(f->get<std::string>());
-      if (!parsed) co_return std::move(parsed).error().with("field", "filter_expr");
-      row.filter_expr = f->get<std::string>();
-    }
-  }
-  if (const json* m = find_field(body, "input_mapper")) {
-    if (m->is_null()) {
-      row.input_mapper.reset();
-    } else {
-      auto parsed = InputMapper::parse(*m);
-      if (!parsed) co_return std::move(parsed).error().with("field", "input_mapper");
-      row.input_mapper = dump_json(*m);
-    }
-  }
-  if (const json* e = find_field(body, "enabled")) {
-    if (!e->is_boolean()) co_return field_error("enabled", "must be true or false");
-    row.enabled = e->get<bool>();
-  }
+  SS_CO_CHECK(read_subscription_fields(body, /*patch=*/true, row));
   SS_CO_TRY(bool updated, co_await ConfigStore::update_subscription(row));
   if (!updated) co_return no_such("subscription", id);
   ctx.log("subscription " + id + " changed: " + dump_json(body));
@@ -248,7 +252,6 @@ Task<Result<Response>> patch_subscription(Context& ctx, const Request& req, cons
 }
 
 Task<Result<Response>> delete_subscription(Context& ctx, const Request& req, const Params& params) {
-  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   std::string id = param(params, "id");
   SS_CO_TRY(bool deleted, co_await ConfigStore::delete_subscription(id));
   if (!deleted) co_return no_such("subscription", id);
@@ -284,7 +287,7 @@ Result<json> parse_target(const Context& ctx, const json& body) {
 }
 
 Task<Result<Response>> put_workflow(Context& ctx, const Request& req, const Params& params) {
-  SS_CO_TRY(json body, co_await operator_body(ctx, req));
+  SS_CO_TRY(json body, operator_body(req));
   std::string type = param(params, "workflowType");
   if (!is_workflow_type(type))
     co_return field_error("workflow_type", "must match [a-z][a-z0-9_.-]{0,63}");
@@ -307,13 +310,11 @@ Task<Result<Response>> put_workflow(Context& ctx, const Request& req, const Para
 }
 
 Task<Result<Response>> list_workflows(Context& ctx, const Request& req, const Params&) {
-  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   SS_CO_TRY(std::vector<WorkflowRow> rows, co_await ConfigStore::workflows());
   co_return list_response("workflows", rows);
 }
 
 Task<Result<Response>> get_workflow(Context& ctx, const Request& req, const Params& params) {
-  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   std::string type = param(params, "workflowType");
   SS_CO_TRY(std::optional<WorkflowRow> row, co_await ConfigStore::workflow(type));
   if (!row) co_return no_such("workflow", type);
@@ -321,7 +322,6 @@ Task<Result<Response>> get_workflow(Context& ctx, const Request& req, const Para
 }
 
 Task<Result<Response>> delete_workflow(Context& ctx, const Request& req, const Params& params) {
-  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   std::string type = param(params, "workflowType");
   SS_CO_TRY(bool deleted, co_await ConfigStore::delete_workflow(type));
   if (!deleted) co_return no_such("workflow", type);
@@ -331,7 +331,7 @@ Task<Result<Response>> delete_workflow(Context& ctx, const Request& req, const P
 // --- JSON Schemas per event type -----------------------------------------------------------------
 
 Task<Result<Response>> put_schema(Context& ctx, const Request& req, const Params& params) {
-  SS_CO_TRY(json body, co_await operator_body(ctx, req));
+  SS_CO_TRY(json body, operator_body(req));
   std::string type = param(params, "eventType");
   if (!is_event_type(type)) co_return field_error("event_type", "must be a dotted lower-case name");
   const json* schema = find_field(body, "schema");
@@ -344,13 +344,11 @@ Task<Result<Response>> put_schema(Context& ctx, const Request& req, const Params
 }
 
 Task<Result<Response>> list_schemas(Context& ctx, const Request& req, const Params&) {
-  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   SS_CO_TRY(std::vector<SchemaRow> rows, co_await ConfigStore::schemas());
   co_return list_response("schemas", rows);
 }
 
 Task<Result<Response>> delete_schema(Context& ctx, const Request& req, const Params& params) {
-  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   std::string type = param(params, "eventType");
   SS_CO_TRY(bool deleted, co_await ConfigStore::delete_schema(type));
   if (!deleted) co_return no_such("schema for", type);
@@ -360,7 +358,7 @@ Task<Result<Response>> delete_schema(Context& ctx, const Request& req, const Par
 // --- kill switches -------------------------------------------------------------------------------
 
 Task<Result<Response>> put_kill_switch(Context& ctx, const Request& req, const Params& params) {
-  SS_CO_TRY(json body, co_await operator_body(ctx, req));
+  SS_CO_TRY(json body, operator_body(req));
   std::string name = param(params, "name");
   if (!is_switch_name(name)) co_return field_error("name", "must match [a-z0-9:_-]{1,64}");
   auto enabled = get_bool(body, "enabled");
@@ -388,7 +386,6 @@ Task<Result<Response>> put_kill_switch(Context& ctx, const Request& req, const P
 }
 
 Task<Result<Response>> list_kill_switches(Context& ctx, const Request& req, const Params&) {
-  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   SS_CO_TRY(std::vector<KillSwitchRow> rows, co_await ConfigStore::kill_switches());
   co_return list_response("kill_switches", rows);
 }
@@ -396,7 +393,6 @@ Task<Result<Response>> list_kill_switches(Context& ctx, const Request& req, cons
 // --- drains, replay, quarantine, retention -------------------------------------------------------
 
 Task<Result<Response>> drain_now(Context& ctx, const Request& req, const Params&) {
-  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   std::string only = req.query_param("consumer");
   if (!only.empty() && !is_consumer(only)) co_return field_error("consumer", "unknown consumer");
   // One batch per consumer unless asked for more: an operator's call answers in about one batch's
@@ -413,7 +409,7 @@ Task<Result<Response>> drain_now(Context& ctx, const Request& req, const Params&
 }
 
 Task<Result<Response>> replay(Context& ctx, const Request& req, const Params& params) {
-  SS_CO_TRY(json body, co_await operator_body(ctx, req));
+  SS_CO_TRY(json body, operator_body(req));
   std::string name = param(params, "name");
   if (!is_consumer(name)) co_return Error{ErrorCode::not_found, "no consumer " + name};
   auto from = get_string(body, "from_event_id");
@@ -428,13 +424,11 @@ Task<Result<Response>> replay(Context& ctx, const Request& req, const Params& pa
 }
 
 Task<Result<Response>> list_consumers(Context& ctx, const Request& req, const Params&) {
-  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   json health = co_await consumer_health(ctx);
   co_return Response::json_body(200, health);
 }
 
 Task<Result<Response>> list_quarantine(Context& ctx, const Request& req, const Params&) {
-  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   std::string consumer = req.query_param("consumer");
   bool all = req.query_param("all") == "1";
   SS_CO_TRY(std::vector<QuarantineRow> rows, co_await Quarantine::list(consumer, all));
@@ -442,7 +436,6 @@ Task<Result<Response>> list_quarantine(Context& ctx, const Request& req, const P
 }
 
 Task<Result<Response>> retry_quarantine(Context& ctx, const Request& req, const Params& params) {
-  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   std::string consumer = param(params, "consumer");
   std::string event_id = param(params, "eventId");
   if (!is_consumer(consumer)) co_return Error{ErrorCode::not_found, "no consumer " + consumer};
@@ -456,7 +449,6 @@ int retention_days(const Context& ctx) {
 }
 
 Task<Result<Response>> retention_now(Context& ctx, const Request& req, const Params&) {
-  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   SS_CO_TRY(json result, co_await apply_retention(ctx, retention_days(ctx)));
   co_return Response::json_body(200, result);
 }
@@ -531,7 +523,6 @@ Task<Result<Response>> consumers_probe(Context& ctx, const Request&, const Param
 // platform's signals). A tenant this worker does not know is 404; a known tenant without events yet
 // is a healthy 100.
 Task<Result<Response>> tenant_health(Context& ctx, const Request& req, const Params& params) {
-  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   std::string id = param(params, "id");
   if (!is_valid_tenant_id(id)) co_return no_such("tenant", id);
   TenantStore tenants(kDb);
@@ -547,7 +538,6 @@ Task<Result<Response>> tenant_health(Context& ctx, const Request& req, const Par
 // GET /admin/reflexion[?subject=<workflow or event type>&limit=] → {"patterns":[…]}, most failures
 // first.
 Task<Result<Response>> list_reflexion(Context& ctx, const Request& req, const Params&) {
-  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   SS_CO_TRY(std::int64_t limit,
             req.int_param("limit", kDefaultReflexionLimit, 1, kMaxReflexionLimit));
   std::string subject = req.query_param("subject");
@@ -559,7 +549,6 @@ Task<Result<Response>> list_reflexion(Context& ctx, const Request& req, const Pa
 
 // GET /admin/alerts → {"alerts":[…]} (the outbox, newest first, with what was sent where).
 Task<Result<Response>> list_alerts(Context& ctx, const Request& req, const Params&) {
-  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   SS_CO_TRY(std::vector<AlertRow> rows, co_await AlertStore::recent(kAlertListLimit));
   co_return list_response("alerts", rows);
 }
@@ -583,7 +572,6 @@ namespace {
 
 // POST /admin/alerts/deliver: the alert pass of a cron run, now.
 Task<Result<Response>> deliver_now(Context& ctx, const Request& req, const Params&) {
-  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
   SS_CO_TRY(json result, co_await alert_pass(ctx));
   co_return Response::json_body(200, result);
 }
@@ -648,34 +636,42 @@ void add_health_route(App& app) {
 
 // Every operator write drops the public /health snapshot once it is done (PublicHealthSnapshot).
 void add_admin_config_routes(App& app) {
-  app.router.add("POST", "/admin/subscriptions", forgets_public_health(create_subscription))
-      .add("GET", "/admin/subscriptions", list_subscriptions)
-      .add("GET", "/admin/subscriptions/{id}", get_subscription)
-      .add("PATCH", "/admin/subscriptions/{id}", forgets_public_health(patch_subscription))
-      .add("DELETE", "/admin/subscriptions/{id}", forgets_public_health(delete_subscription))
-      .add("GET", "/admin/workflows", list_workflows)
-      .add("PUT", "/admin/workflows/{workflowType}", forgets_public_health(put_workflow))
-      .add("GET", "/admin/workflows/{workflowType}", get_workflow)
-      .add("DELETE", "/admin/workflows/{workflowType}", forgets_public_health(delete_workflow))
-      .add("GET", "/admin/schemas", list_schemas)
-      .add("PUT", "/admin/schemas/{eventType}", forgets_public_health(put_schema))
-      .add("DELETE", "/admin/schemas/{eventType}", forgets_public_health(delete_schema))
-      .add("GET", "/admin/kill-switches", list_kill_switches)
-      .add("PUT", "/admin/kill-switches/{name}", forgets_public_health(put_kill_switch))
-      .add("GET", "/admin/consumers", list_consumers)
-      .add("GET", "/admin/quarantine", list_quarantine)
-      .add("GET", "/admin/tenants/{id}/health", tenant_health)
-      .add("GET", "/admin/reflexion", list_reflexion)
-      .add("GET", "/admin/alerts", list_alerts);
+  app.router
+      .add("POST", "/admin/subscriptions",
+           forgets_public_health(operator_only(create_subscription)))
+      .add("GET", "/admin/subscriptions", operator_only(list_subscriptions))
+      .add("GET", "/admin/subscriptions/{id}", operator_only(get_subscription))
+      .add("PATCH", "/admin/subscriptions/{id}",
+           forgets_public_health(operator_only(patch_subscription)))
+      .add("DELETE", "/admin/subscriptions/{id}",
+           forgets_public_health(operator_only(delete_subscription)))
+      .add("GET", "/admin/workflows", operator_only(list_workflows))
+      .add("PUT", "/admin/workflows/{workflowType}",
+           forgets_public_health(operator_only(put_workflow)))
+      .add("GET", "/admin/workflows/{workflowType}", operator_only(get_workflow))
+      .add("DELETE", "/admin/workflows/{workflowType}",
+           forgets_public_health(operator_only(delete_workflow)))
+      .add("GET", "/admin/schemas", operator_only(list_schemas))
+      .add("PUT", "/admin/schemas/{eventType}", forgets_public_health(operator_only(put_schema)))
+      .add("DELETE", "/admin/schemas/{eventType}",
+           forgets_public_health(operator_only(delete_schema)))
+      .add("GET", "/admin/kill-switches", operator_only(list_kill_switches))
+      .add("PUT", "/admin/kill-switches/{name}",
+           forgets_public_health(operator_only(put_kill_switch)))
+      .add("GET", "/admin/consumers", operator_only(list_consumers))
+      .add("GET", "/admin/quarantine", operator_only(list_quarantine))
+      .add("GET", "/admin/tenants/{id}/health", operator_only(tenant_health))
+      .add("GET", "/admin/reflexion", operator_only(list_reflexion))
+      .add("GET", "/admin/alerts", operator_only(list_alerts));
 }
 
 void add_admin_drain_routes(App& app) {
-  app.router.add("POST", "/admin/events/drain", forgets_public_health(drain_now))
-      .add("POST", "/admin/events/retention", forgets_public_health(retention_now))
-      .add("POST", "/admin/consumers/{name}/replay", forgets_public_health(replay))
+  app.router.add("POST", "/admin/events/drain", forgets_public_health(operator_only(drain_now)))
+      .add("POST", "/admin/events/retention", forgets_public_health(operator_only(retention_now)))
+      .add("POST", "/admin/consumers/{name}/replay", forgets_public_health(operator_only(replay)))
       .add("POST", "/admin/quarantine/{consumer}/{eventId}/retry",
-           forgets_public_health(retry_quarantine))
-      .add("POST", "/admin/alerts/deliver", forgets_public_health(deliver_now));
+           forgets_public_health(operator_only(retry_quarantine)))
+      .add("POST", "/admin/alerts/deliver", forgets_public_health(operator_only(deliver_now)));
 }
 
 void add_admin_routes(App& app) {

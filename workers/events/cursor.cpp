@@ -21,12 +21,13 @@ bool is_consumer(std::string_view name) {
 }
 
 json DrainReport::to_json() const {
-  json j{{"read", read},
-         {"started", started},
-         {"duplicates", duplicates},
-         {"quarantined", quarantined},
-         {"capped", capped},
-         {"cursor", cursor.empty() ? json(nullptr) : json(cursor)}};
+  json j = json::object();
+  j["read"] = read;
+  j["started"] = started;
+  j["duplicates"] = duplicates;
+  j["quarantined"] = quarantined;
+  j["capped"] = capped;
+  j["cursor"] = cursor.empty() ? json(nullptr) : json(cursor);
   if (locked) j["locked"] = true;
   if (budget_exhausted) j["budget_exhausted"] = true;
   if (work_budget_exhausted) {

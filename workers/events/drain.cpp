@@ -25,21 +25,23 @@ void add_batch(DrainReport& total, const DrainReport& batch) {
   total.work_units += batch.work_units;
 }
 
+Task<Status> nothing_to_run() { co_return Unit{}; }
+
+// Picks the consumer's batch. A plain function returning the consumer's own (lazy) task, awaited
+// at once by the caller, whose arguments it references: no coroutine frame of its own to forward it.
 Task<Status> run_batch(Context& ctx, DrainReport& report, const std::vector<EventRow>& rows,
                        const Cursor& cursor, const std::string& holder) {
   const std::string& consumer = report.consumer;
   if (consumer == kAnomalyDetector) {
     // Runs with nothing new to read too: a window that ended since the last run is judged.
     bool full = static_cast<int>(rows.size()) == kDrainBatchSize;
-    SS_CO_RETURN_AWAIT(run_anomaly_batch(ctx, report, rows, full));
+    return run_anomaly_batch(ctx, report, rows, full);
   }
-  if (rows.empty()) co_return Unit{};
-  if (consumer == kWorkflowRunner) {
-    SS_CO_RETURN_AWAIT(run_workflow_batch(ctx, report, rows, cursor, holder));
-  }
-  if (consumer == kTimelineIndexer) SS_CO_RETURN_AWAIT(run_timeline_batch(ctx, report, rows));
-  if (consumer == kReflexionAnalyzer) SS_CO_RETURN_AWAIT(run_reflexion_batch(ctx, report, rows));
-  SS_CO_RETURN_AWAIT(run_health_batch(ctx, report, rows));
+  if (rows.empty()) return nothing_to_run();
+  if (consumer == kWorkflowRunner) return run_workflow_batch(ctx, report, rows, cursor, holder);
+  if (consumer == kTimelineIndexer) return run_timeline_batch(ctx, report, rows);
+  if (consumer == kReflexionAnalyzer) return run_reflexion_batch(ctx, report, rows);
+  return run_health_batch(ctx, report, rows);
 }
 
 std::vector<std::string> kill_switches_of(const std::string& consumer) {

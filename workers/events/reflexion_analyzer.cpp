@@ -108,7 +108,8 @@ Task<Status> run_reflexion_batch(Context& ctx, DrainReport& report,
         row.tenant_key(), row.recorded_at, row.seq));
     ++report.patterns;
   }
-  SS_CO_RETURN_AWAIT(commit_with_cursor(ctx, report, rows, std::move(statements)));
+  // A plain function returning the commit's task (the statements move into its frame).
+  return commit_with_cursor(ctx, report, rows, std::move(statements));
 }
 
 }  // namespace ss::events

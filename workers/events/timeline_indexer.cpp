@@ -24,7 +24,8 @@ Task<Status> run_timeline_batch(Context& ctx, DrainReport& report,
   for (D1Statement& s : AggregateStore::timeline_entry_statements(rows, titles)) {
     statements.push_back(std::move(s));
   }
-  SS_CO_RETURN_AWAIT(commit_with_cursor(ctx, report, rows, std::move(statements)));
+  // A plain function returning the commit's task (the statements move into its frame).
+  return commit_with_cursor(ctx, report, rows, std::move(statements));
 }
 
 Task<Result<json>> read_timeline(const TimelineFilter& filter) {

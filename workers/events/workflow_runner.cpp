@@ -163,17 +163,20 @@ Task<StartOutcome> start_workflow(Context& ctx, const std::string& key, const js
 
 // Appends the events.fanout_capped record of a cap hit (once per consumer and event) and raises
 // the operator alert: one per subscription that broke the cap (the first one dropped) and hour.
+// Never for a cap record itself.
 Task<Unit> record_cap(Context& ctx, const std::string& consumer, const EventRow& row,
-                      const FanoutPlan& plan, const std::vector<Subscription>& subs) {
+                      std::size_t matched, const std::vector<std::string>& dropped_ids,
+                      const std::vector<Subscription>& subs) {
+  if (row.event_type == "events.fanout_capped") co_return Unit{};
   NewEvent cap;
   cap.event_type = "events.fanout_capped";
   cap.entity_type = "event";
   cap.entity_id = row.event_id;
   cap.tenant_id = row.tenant_id;
   json dropped = json::array();
-  for (const std::string& id : plan.dropped) dropped.push_back(id);
+  for (const std::string& id : dropped_ids) dropped.push_back(id);
   cap.payload = {{"event_id", row.event_id},    {"event_type", row.event_type},
-                 {"consumer", consumer},        {"matched", plan.matched},
+                 {"consumer", consumer},        {"matched", matched},
                  {"started_limit", kMaxFanout}, {"dropped_subscriptions", dropped}};
   cap.idempotency_key = "fanout_capped:" + consumer + ":" + row.event_id;
   cap.source_system = "siteswarm-events-service";
@@ -181,7 +184,7 @@ Task<Unit> record_cap(Context& ctx, const std::string& consumer, const EventRow&
   if (!appended) ctx.log("fanout cap record failed: " + appended.error().message);
 
   json patterns = json::array();
-  for (const std::string& id : plan.dropped) {
+  for (const std::string& id : dropped_ids) {
     for (const Subscription& s : subs) {
       if (s.id == id) {
         patterns.push_back({{"subscription_id", id},
@@ -191,18 +194,18 @@ Task<Unit> record_cap(Context& ctx, const std::string& consumer, const EventRow&
     }
   }
   AlertDraft alert;
-  alert.key = "fanout_capped:" + plan.dropped.front() + ":" +
+  alert.key = "fanout_capped:" + dropped_ids.front() + ":" +
               std::to_string(ctx.now_ms() / kCapAlertPeriodMs);
   alert.kind = "fanout_capped";
   alert.summary = "event " + row.event_type + " " + row.event_id + " matched " +
-                  std::to_string(plan.matched) + " subscriptions; " +
-                  std::to_string(plan.dropped.size()) + " dropped over the cap of " +
+                  std::to_string(matched) + " subscriptions; " +
+                  std::to_string(dropped_ids.size()) + " dropped over the cap of " +
                   std::to_string(kMaxFanout);
   alert.details = {{"event_id", row.event_id},
                    {"event_type", row.event_type},
                    {"tenant_id", row.tenant_id ? json(*row.tenant_id) : json(nullptr)},
                    {"consumer", consumer},
-                   {"matched", plan.matched},
+                   {"matched", matched},
                    {"started_limit", kMaxFanout},
                    {"dropped_patterns", patterns},
                    {"cap_record_event_id", appended ? json(appended->event_id) : json(nullptr)}};
@@ -310,17 +313,6 @@ void refuse_over_budget(EventWork& w, std::uint64_t budget) {
   w.failure = "over the drain work budget: needs more than " + std::to_string(budget) +
               " work units (DRAIN_WORK_BUDGET); narrow the subscriptions' filters or mappers, "
               "or raise the budget, then retry";
-}
-
-// A cap hit is recorded once per consumer and event (never for a cap record itself).
-Task<Unit> record_cap_of(Context& ctx, const std::string& consumer, EventWork& w,
-                         const FanoutContext& fc) {
-  if (w.row->event_type == "events.fanout_capped") co_return Unit{};
-  FanoutPlan plan;
-  plan.matched = w.matched;
-  plan.dropped = w.dropped;
-  co_await record_cap(ctx, consumer, *w.row, plan, fc.subs);
-  co_return Unit{};
 }
 
 // Subrequests an event costs: its starts, and a cap record (3) + alert (1).
@@ -664,7 +656,7 @@ Task<Status> run_workflow_batch(Context& ctx, DrainReport& report,
   }
   if (!works.empty()) chunk_ends.push_back(works.size());
   for (EventWork& w : works) {
-    if (w.capped) co_await record_cap_of(ctx, consumer, w, fc);
+    if (w.capped) co_await record_cap(ctx, consumer, *w.row, w.matched, w.dropped, fc.subs);
   }
 
   // Each chunk's commit (its dedupe marks, run log, quarantine rows, the cursor past it and the
@@ -713,7 +705,7 @@ Task<Result<json>> retry_quarantined(Context& ctx, const std::string& consumer,
   works.push_back(plan_event(consumer, *row, fc, meter));
   EventWork& w = works.front();
   if (meter.over()) refuse_over_budget(w, meter.limit);
-  if (w.capped) co_await record_cap_of(ctx, consumer, w, fc);
+  if (w.capped) co_await record_cap(ctx, consumer, *w.row, w.matched, w.dropped, fc.subs);
   std::vector<D1Statement> statements;
   if (w.failure.empty()) {
     SS_CO_TRY(ChunkResult chunk, co_await run_chunk(ctx, consumer, works, 0, 1, fc, statements));
