@@ -5,6 +5,9 @@
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
+// A body after the output's JSON is the handler's bytes as they are: a leading U+FEFF stays (the
+// default decoder would drop it, which the body inside the JSON never did).
+const bodyDecoder = new TextDecoder("utf-8", { ignoreBOM: true });
 // Messages up to this many UTF-16 units are encoded into a 3×-sized allocation directly; larger ones
 // (request bodies, D1 rows) are encoded first, so that memory never grows by 3× their size.
 const DIRECT_ENCODE_MAX_CHARS = 16 * 1024;
@@ -93,7 +96,7 @@ export class Core {
     // text holds none): neither escaped by the core nor unescaped here (docs/abi.md).
     const split = bytes.indexOf(LINE_FEED);
     const text = decoder.decode(split < 0 ? bytes : bytes.subarray(0, split));
-    const body = split < 0 ? undefined : decoder.decode(bytes.subarray(split + 1));
+    const body = split < 0 ? undefined : bodyDecoder.decode(bytes.subarray(split + 1));
     const t1 = prof ? performance.now() : 0;
     try {
       const out = JSON.parse(text);

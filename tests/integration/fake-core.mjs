@@ -67,7 +67,8 @@ function makeExports(handlers, stats) {
       const key =
         message.op === "fetch" ? `${message.request.method} ${new URL(message.request.url).pathname}` : message.op;
       const handler = handlers[key] ?? handlers[message.op] ?? notFound;
-      const run = { gen: handler(message), state: 0, nextEffect: 1, pending: [] };
+      const bodyApart = message.op === "fetch" && message.bodyApart === true;
+      const run = { gen: handler(message), state: 0, nextEffect: 1, pending: [], bodyApart };
       const id = nextRun++;
       runs.set(id, run);
       step(run, undefined);
@@ -78,7 +79,10 @@ function makeExports(handlers, stats) {
       const run = runs.get(id);
       const data = run.state === 1 ? run.data : run.pending;
       if (run.state === 0) run.pending = [];
-      const bytes = encoder.encode(JSON.stringify(data));
+      // docs/abi.md "Body apart": a fetch output's string body after its JSON and one line feed.
+      const apart = run.state === 1 && run.bodyApart && typeof data?.body === "string";
+      const { body, ...rest } = apart ? data : {};
+      const bytes = encoder.encode(apart ? `${JSON.stringify(rest)}\n${body}` : JSON.stringify(data));
       const ptr = alloc(bytes.length);
       new Uint8Array(memory.buffer, ptr, bytes.length).set(bytes);
       run.lastData = bytes.length;

@@ -247,6 +247,47 @@ describe("effect loop", () => {
     assert.deepEqual(core.stats.deliveries, [[2], [3], [1]]);
   });
 
+  it("a body after the output's JSON arrives byte for byte: line feeds, a leading BOM, non-ASCII", async () => {
+    const body = '\uFEFFline one\nline two\r\n{"x":"é\\n"}\n';
+    const core = fakeCore({
+      *"GET /page"(message) {
+        assert.equal(message.bodyApart, true); // the JS host always asks for it
+        return { status: 200, headers: { "content-type": "text/plain" }, body, logs: ["paged"] };
+      },
+    });
+    const res = await defineWorker(core).fetch(get("/page"), {}, ctx());
+    assert.equal(res.status, 200);
+    assert.deepEqual(new Uint8Array(await res.arrayBuffer()), new TextEncoder().encode(body));
+    assert.deepEqual(logs, ["paged"]);
+  });
+
+  it("an ae.write result waits for the next result worth a resume; alone, it resumes at once", async () => {
+    const points = [];
+    const env = { AE: { writeDataPoint: (p) => points.push(p) } };
+    const core = fakeCore({
+      *"GET /both"() {
+        const [ae, slept] = yield [
+          { kind: "ae.write", binding: "AE", blobs: ["/"], doubles: [1], indexes: ["t"] },
+          { kind: "sleep", ms: 30 },
+        ];
+        return json(200, { ae: ae.ok, slept: slept.ok });
+      },
+      *"GET /alone"() {
+        const [ae] = yield [{ kind: "ae.write", binding: "AE", blobs: ["/"], doubles: [2], indexes: ["t"] }];
+        return json(200, { ae: ae.ok });
+      },
+    });
+    const worker = defineWorker(core);
+    const both = await worker.fetch(get("/both"), env, ctx());
+    assert.deepEqual(await both.json(), { ae: true, slept: true });
+    // One resume carrying both results, the AE point's first (it settled first): not two resumes.
+    assert.deepEqual(core.stats.deliveries, [[1, 2]]);
+    const alone = await worker.fetch(get("/alone"), env, ctx());
+    assert.deepEqual(await alone.json(), { ae: true });
+    assert.deepEqual(core.stats.deliveries, [[1, 2], [1]]);
+    assert.equal(points.length, 2);
+  });
+
   it("interleaves concurrent runs on one instance", async () => {
     const core = fakeCore({
       *"GET /sleep"(message) {
