@@ -17,6 +17,7 @@ import {
   envelope,
   INTERNAL_ERROR,
   internalErrorResponse,
+  NO_CF,
   requestMessage,
   toResponse,
 } from "./messages.js";
@@ -36,9 +37,11 @@ const WorkerEntrypoint = await import("cloudflare:workers").then(
  * @param options.rpc names of the core's RPC methods. When given (and inside workerd), the result is
  *   a WorkerEntrypoint class: the same handlers, plus those methods over Workers RPC on the default
  *   entrypoint (`env.CMS_SERVICE.getContent(...)`). See also defineRpcEntrypoint (bindings/rpc.js).
+ * @param options.cf the `request.cf` fields the core reads (e.g. `["country", "colo"]`); none by
+ *   default, and then `request.cf` is never read (docs/abi.md).
  */
-export function defineWorker(source, { service, rpc = [] } = {}) {
-  const handlers = workerHandlers(hostFor(source, service), service);
+export function defineWorker(source, { service, rpc = [], cf = NO_CF } = {}) {
+  const handlers = workerHandlers(hostFor(source, service), service, cf);
   if (rpc.length === 0 || !WorkerEntrypoint) return handlers;
 
   class CoreWorker extends WorkerEntrypoint {
@@ -67,7 +70,7 @@ export function addRpcMethods(cls, source, service, methods) {
   }
 }
 
-function workerHandlers(host, service) {
+function workerHandlers(host, service, cfFields) {
   return {
     async fetch(request, env, ctx) {
       if (hooksOn(env)) {
@@ -76,11 +79,11 @@ function workerHandlers(host, service) {
       }
       const stream = new ResponseStream();
       // A request without a body to read (a GET) is built at once: no await before the core runs.
-      const bodiless = bodilessRequestMessage(request);
+      const bodiless = bodilessRequestMessage(request, cfFields);
       const counts = env?.SS_COUNT_D1 === "1" ? { d1: 0 } : null;
       const run = host.run(
         env,
-        bodiless ? () => fetchMessage(env, bodiless) : async () => fetchMessage(env, await requestMessage(request)),
+        bodiless ? () => fetchMessage(env, bodiless) : async () => fetchMessage(env, await requestMessage(request, cfFields)),
         stream,
         counts,
       );

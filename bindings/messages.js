@@ -40,44 +40,47 @@ export function envelope(op, env) {
   return { op, now: Date.now(), entropy: entropyHex(), env: stringsOf(env) };
 }
 
-export async function requestMessage(request) {
-  const message = bodilessRequestMessage(request);
+/** @param cfFields the `request.cf` fields the worker's core reads (defineWorker's `cf` option) */
+export async function requestMessage(request, cfFields = NO_CF) {
+  const message = bodilessRequestMessage(request, cfFields);
   if (message) return message;
   const body = await readText(request.body, MAX_BODY_BYTES); // never buffers more than the limit
-  return requestFields(request, body.text, body.tooLarge);
+  return requestFields(request, body.text, body.tooLarge, cfFields);
 }
 
 /**
  * The request's message at once when no body is read (GET, HEAD, or a declared length over the
  * limit); null when the body must be read first (requestMessage). A GET costs no await this way.
  */
-export function bodilessRequestMessage(request) {
+export function bodilessRequestMessage(request, cfFields = NO_CF) {
   const declared = Number(request.headers.get("content-length"));
   const tooLarge = declared > MAX_BODY_BYTES;
   if (!tooLarge && request.method !== "GET" && request.method !== "HEAD") return null;
-  return requestFields(request, "", tooLarge);
+  return requestFields(request, "", tooLarge, cfFields);
 }
 
-function requestFields(request, text, tooLarge) {
-  return {
+function requestFields(request, text, tooLarge, cfFields) {
+  const message = {
     method: request.method,
     url: request.url,
     headers: headersObject(request.headers),
     body: text,
     bodyTooLarge: tooLarge,
-    cf: plainCf(request.cf),
   };
+  if (cfFields.length > 0) message.cf = plainCf(request.cf, cfFields);
+  return message;
 }
 
-// The request.cf fields a core reads (docs/abi.md): analytics' country and colo. workerd's cf holds
-// about twenty plain fields and nested objects besides (TLS client auth, bot management); every one
-// sent would be stringified, copied and parsed on every request of every worker, a /health included
-// (docs/performance.md). A core that needs another field adds it here.
-const CF_FIELDS = ["country", "colo"];
-function plainCf(cf) {
+// Only the request.cf fields a worker's core reads cross (docs/abi.md), named by its shim
+// (`defineWorker(wasm, { cf: ["country", "colo"] })`: analytics). workerd's cf holds about twenty
+// plain fields and nested objects besides (TLS client auth, bot management), and reading
+// `request.cf` at all costs workerd a deserialisation per request: a worker that names no field
+// never touches it, and its message has no `cf` (docs/performance.md, "cms beside a bare KV read").
+export const NO_CF = Object.freeze([]);
+function plainCf(cf, fields) {
   const out = {};
   if (!cf) return out;
-  for (const key of CF_FIELDS) {
+  for (const key of fields) {
     const v = cf[key];
     const type = typeof v;
     if (type === "string" || type === "number" || type === "boolean") out[key] = v;

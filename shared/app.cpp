@@ -224,8 +224,8 @@ Task<json> dispatch_message(Context& ctx, json message) {
   const App& app = ctx.app();
   std::string op = string_or(message, "op", "");
   if (op == "fetch") {
-    const json* request = find_field(message, "request");
-    Request req = Request::from_json(request ? *request : json::object());
+    auto request = message.find("request");
+    Request req = Request::from_json(request != message.end() ? std::move(*request) : json::object());
     // A workflow start from the ledger names its run; events this request emits carry it.
     static constexpr std::size_t kMaxProvenance = 200;
     std::string run_id = req.header("x-siteswarm-workflow-run-id");

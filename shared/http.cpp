@@ -29,20 +29,32 @@ void split_url(std::string_view url, std::string& path, std::string& query) {
 }
 }  // namespace
 
-Request Request::from_json(const json& j) {
+namespace {
+// The string at `key` moved out of the message (it is the run's own and read once), else `fallback`.
+std::string take_string(json& object, const char* key, const char* fallback) {
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_string()) return fallback;
+  return std::move(it->get_ref<std::string&>());
+}
+}  // namespace
+
+Request Request::from_json(json&& j) {
   Request r;
-  r.method = string_or(j, "method", "GET");
-  r.url = string_or(j, "url", "/");
+  if (!j.is_object()) j = json::object();
+  r.method = take_string(j, "method", "GET");
+  r.url = take_string(j, "url", "/");
   split_url(r.url, r.path, r.query_string);
   r.query = parse_query(r.query_string);
-  if (const json* headers = find_field(j, "headers"); headers && headers->is_object()) {
+  if (auto headers = j.find("headers"); headers != j.end() && headers->is_object()) {
     for (auto it = headers->begin(); it != headers->end(); ++it) {
-      if (it.value().is_string()) r.headers[ascii_lower(it.key())] = it.value().get<std::string>();
+      if (it.value().is_string()) {
+        r.headers[ascii_lower(it.key())] = std::move(it.value().get_ref<std::string&>());
+      }
     }
   }
-  r.body = string_or(j, "body", "");
+  r.body = take_string(j, "body", "");
   r.body_too_large = get_bool(j, "bodyTooLarge").value_or(false);
-  if (const json* cf = find_field(j, "cf"); cf && cf->is_object()) r.cf = *cf;
+  if (auto cf = j.find("cf"); cf != j.end() && cf->is_object()) r.cf = std::move(*cf);
   return r;
 }
 

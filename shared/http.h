@@ -28,8 +28,9 @@ struct Request {
   bool body_too_large = false;  // the host stopped reading (over its hard cap)
   json cf = json::object();
 
-  // From the host's {"method","url","headers","body","bodyTooLarge","cf"}.
-  static Request from_json(const json& j);
+  // From the host's {"method","url","headers","body","bodyTooLarge","cf"}: its strings are moved
+  // out, not copied (the message is the run's own).
+  static Request from_json(json&& j);
   std::string header(std::string_view lower_name) const;
   bool has_header(std::string_view lower_name) const;
   std::string query_param(std::string_view name) const;

@@ -51,7 +51,7 @@ describe("fetch", () => {
         return json(200, {});
       },
     });
-    const worker = defineWorker(core, { service: "svc" });
+    const worker = defineWorker(core, { service: "svc", cf: ["country", "colo"] });
     const request = get("/echo?x=1", {
       method: "POST",
       headers: { "Content-Type": "application/json", "X-Custom": "A" },
@@ -73,6 +73,30 @@ describe("fetch", () => {
       bodyTooLarge: false,
       cf: { country: "US", colo: "DFW" },
     });
+  });
+
+  it("never reads request.cf for a worker that names no cf field", async () => {
+    let seen;
+    const core = fakeCore({
+      *"GET /echo"(message) {
+        seen = message.request;
+        return json(200, {});
+      },
+    });
+    const worker = defineWorker(core, { service: "svc" });
+    const request = get("/echo");
+    let reads = 0;
+    Object.defineProperty(request, "cf", {
+      get() {
+        reads++;
+        return { country: "US", colo: "DFW" };
+      },
+    });
+    const res = await worker.fetch(request, {}, ctx());
+    assert.equal(res.status, 200);
+    assert.equal(reads, 0);
+    assert.equal("cf" in seen, false);
+    assert.equal(seen.url, "https://worker.test/echo");
   });
 
   it("refuses to buffer more than 1 MiB, even without content-length", async () => {

@@ -2,4 +2,5 @@
 import wasm from "../../dist/wasm/analytics.wasm";
 import { defineWorker } from "../../bindings/host.js";
 
-export default defineWorker(wasm, { service: "siteswarm-analytics-service" });
+// The core reads request.cf's country and colo (the pageview's dimensions); no other worker reads cf.
+export default defineWorker(wasm, { service: "siteswarm-analytics-service", cf: ["country", "colo"] });
