@@ -83,7 +83,9 @@ function workerHandlers(host, service, cfFields) {
       const counts = env?.SS_COUNT_D1 === "1" ? { d1: 0 } : null;
       const run = host.run(
         env,
-        bodiless ? () => fetchMessage(env, bodiless) : async () => fetchMessage(env, await requestMessage(request, cfFields)),
+        bodiless
+          ? () => fetchMessage(env, bodiless)
+          : async () => fetchMessage(env, await requestMessage(request, cfFields)),
         stream,
         counts,
       );
