@@ -128,6 +128,37 @@ TEST_CASE("D1Result::first() and RowReader::has() read either form") {
   CHECK_FALSE(D1Result{}.first());
 }
 
+TEST_CASE("as<Row>() on a result the caller gives up moves the TEXT values; on one it keeps, copies") {
+  D1Result kept;
+  kept.columns = json::array({"id", "qty", "note", "extra"});
+  kept.rows = json::parse(R"([["a-long-identifier-0001",1,"a note longer than SSO","{}"],
+                              ["b-long-identifier-0002",2,null,"{\"k\":1}"]])");
+  const json before = kept.rows;
+  Result<std::vector<Item>> copied = kept.as<Item>();
+  REQUIRE(copied.ok());
+  CHECK(kept.rows == before);  // a kept result is left as it was
+
+  D1Result given = kept;
+  Result<std::vector<Item>> moved = std::move(given).as<Item>();
+  REQUIRE(moved.ok());
+  REQUIRE(moved->size() == 2);
+  for (std::size_t i = 0; i < 2; ++i) {
+    CHECK((*moved)[i].id == (*copied)[i].id);
+    CHECK((*moved)[i].qty == (*copied)[i].qty);
+    CHECK((*moved)[i].note == (*copied)[i].note);
+    CHECK((*moved)[i].extra == (*copied)[i].extra);
+  }
+  // The strings left the rows (moved, not copied).
+  CHECK(given.rows[0][0] == "");  // NOLINT(bugprone-use-after-move): checked on purpose
+  CHECK(given.rows[0][2] == "");
+
+  D1Result corrupt = kept;
+  corrupt.rows[1][1] = "2";
+  Result<std::vector<Item>> refused = std::move(corrupt).as<Item>();
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().message.find("qty") != std::string::npos);
+}
+
 TEST_CASE("a corrupt row is an error naming the column, not a silent default") {
   App app = make_app();
   Runtime rt(app);

@@ -178,6 +178,13 @@ const json* RowReader::column(std::string_view name, bool allow_null) {
   return v;
 }
 
+// A movable reader was built on a row it may change (RowReader(columns, json&)): the value is moved
+// out; a value is read once per decode, so nothing reads the emptied string.
+std::string RowReader::take_string(const json& v) const {
+  if (movable_) return std::move(const_cast<json&>(v).get_ref<std::string&>());
+  return v.get<std::string>();
+}
+
 std::string RowReader::text(std::string_view name) {
   const json* v = column(name, false);
   if (v == nullptr) return {};
@@ -185,7 +192,7 @@ std::string RowReader::text(std::string_view name) {
     corrupt(name, "is not TEXT");
     return {};
   }
-  return v->get<std::string>();
+  return take_string(*v);
 }
 
 std::optional<std::string> RowReader::nullable_text(std::string_view name) {
@@ -195,7 +202,7 @@ std::optional<std::string> RowReader::nullable_text(std::string_view name) {
     corrupt(name, "is not TEXT");
     return std::nullopt;
   }
-  return v->get<std::string>();
+  return take_string(*v);
 }
 
 std::int64_t RowReader::integer(std::string_view name) {

@@ -54,6 +54,10 @@ struct D1Meta {
 class RowReader {
  public:
   RowReader(const json& columns, const json& row) : columns_(columns), row_(row) {}
+  // A row the caller gives up: its TEXT values are moved out, not copied (D1Result::as() &&).
+  struct TakeValues {};
+  RowReader(const json& columns, json& row, TakeValues)
+      : columns_(columns), row_(row), movable_(true) {}
   explicit RowReader(const json& row) : RowReader(no_columns(), row) {}
   std::string text(std::string_view column);
   std::optional<std::string> nullable_text(std::string_view column);
@@ -71,8 +75,10 @@ class RowReader {
   const json* find(std::string_view name) const;
   const json* column(std::string_view name, bool allow_null);
   void corrupt(std::string_view column, std::string_view why);
+  std::string take_string(const json& v) const;
   const json& columns_;
   const json& row_;
+  bool movable_ = false;
   // Decoders read the columns mostly in SELECT order: the search for the next one starts here.
   mutable std::size_t next_ = 0;
   Status status_ = Unit{};
@@ -80,11 +86,15 @@ class RowReader {
 
 // Decodes one row into Row through `static Row Row::decode(RowReader&)`.
 template <class Row>
-Result<Row> decode_row(const json& columns, const json& row) {
-  RowReader reader(columns, row);
+Result<Row> decode_row(RowReader& reader) {
   Row out = Row::decode(reader);
   if (!reader.status().ok()) return reader.status().error();
   return out;
+}
+template <class Row>
+Result<Row> decode_row(const json& columns, const json& row) {
+  RowReader reader(columns, row);
+  return decode_row<Row>(reader);
 }
 
 struct D1Result {
@@ -98,11 +108,26 @@ struct D1Result {
   std::optional<json> first() const;
   // Every row decoded into Row; the first corrupt row fails the whole result.
   template <class Row>
-  Result<std::vector<Row>> as() const {
+  Result<std::vector<Row>> as() const& {
     std::vector<Row> out;
     out.reserve(rows.size());
     for (const json& r : rows) {
       Result<Row> decoded = decode_row<Row>(columns, r);
+      if (!decoded.ok()) return std::move(decoded).error();
+      out.push_back(std::move(decoded).value());
+    }
+    return out;
+  }
+  // The same from a result the caller is done with: TEXT values are moved out of the rows, not
+  // copied (a ledger page of 500 rows is thousands of string copies fewer). Only for Row types
+  // whose decode reads each column once.
+  template <class Row>
+  Result<std::vector<Row>> as() && {
+    std::vector<Row> out;
+    out.reserve(rows.size());
+    for (json& r : rows) {
+      RowReader reader(columns, r, RowReader::TakeValues{});
+      Result<Row> decoded = decode_row<Row>(reader);
       if (!decoded.ok()) return std::move(decoded).error();
       out.push_back(std::move(decoded).value());
     }
@@ -116,6 +141,7 @@ struct D1Result {
     if (!decoded.ok()) return std::move(decoded).error();
     return std::optional<Row>{std::move(decoded).value()};
   }
+
 };
 
 struct D1Statement {

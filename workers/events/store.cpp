@@ -1176,13 +1176,13 @@ Task<Result<std::vector<EventRow>>> EventStore::read(const EventFilter& f) {
       {f.after, text_or_null(f.tenant_id), f.type_like, f.entity_type, f.entity_id, f.limit});
   const std::string_view sql = f.newest_first ? kReadEventsDesc : kReadEvents;
   SS_CO_TRY(D1Result fetched, co_await db().all(sql, params));
-  co_return fetched.as<EventRow>();
+  co_return std::move(fetched).as<EventRow>();  // EventRow::decode reads each column once
 }
 
 Task<Result<std::vector<EventRow>>> EventStore::after_cursor(std::int64_t cursor_seq, int limit) {
   json params = json::array({cursor_seq, limit});
   SS_CO_TRY(D1Result fetched, co_await db().all(kEventsAfterCursor, params));
-  co_return fetched.as<EventRow>();
+  co_return std::move(fetched).as<EventRow>();
 }
 
 Task<Result<std::vector<AgedEvent>>> EventStore::aged(const std::string& recorded_before,
