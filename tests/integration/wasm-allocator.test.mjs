@@ -1,0 +1,118 @@
+// The wasm32-wasi modules' allocator (docs/toolchain.md "emmalloc"): Emscripten's emmalloc, linked in
+// place of wasi-libc's dlmalloc. (1) The link maps scripts/build leaves in build/wasm show one allocator:
+// malloc and free defined by the modules' own LTO object (emmalloc.c is bitcode beside the cores),
+// nothing from libc.a's dlmalloc.o or its page-only sbrk.o. (2) Through the raw ABI (ss_alloc is
+// malloc, ss_free is free: docs/abi.md), thousands of blocks of mixed sizes, some far over a 64 KiB page
+// so memory must grow, are written, freed in random order and reused, and no block overlaps another or
+// loses its bytes.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync, existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { PLATFORM_WORKERS } from "../../scripts/lib/workers.mjs";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+const modules = [
+  ...Object.values(PLATFORM_WORKERS).map((w) => ({
+    name: w.key,
+    map: `build/wasm/wasm/${w.wasm.replace(/\.wasm$/, ".map")}`,
+    wasm: `dist/wasm/${w.wasm}`,
+  })),
+  { name: "floor", map: "build/wasm/wasm-bench/floor.map", wasm: "dist/bench/floor.wasm" },
+];
+
+// Lines of wasm-ld's map: "Addr Off Size Out In Symbol"; a function's input reads `FILE:(symbol)`.
+function definitions(mapText, symbol) {
+  const files = [];
+  for (const line of mapText.split("\n")) {
+    const m = /\s(\S+):\((\S+)\)\s*$/.exec(line);
+    if (m && m[2] === symbol) files.push(m[1]);
+  }
+  return files;
+}
+
+for (const mod of modules) {
+  test(`${mod.name}: one allocator, emmalloc, in the link map`, () => {
+    const path = `${root}/${mod.map}`;
+    assert.ok(existsSync(path), `${mod.map} is written by scripts/build (wasm32-wasi)`);
+    const text = readFileSync(path, "utf8");
+    assert.ok(!text.includes("libc.a(dlmalloc.o)"), "wasi-libc's dlmalloc is not linked");
+    assert.ok(!text.includes("libc.a(sbrk.o)"), "wasi-libc's sbrk (whole pages only) is not linked");
+    for (const symbol of ["malloc", "free"]) {
+      assert.deepEqual(definitions(text, symbol), ["lto.tmp"], `${symbol} is defined once, by the LTO object`);
+    }
+    // operator new and delete are libc++'s, calling malloc and free above.
+    assert.ok(definitions(text, "_Znwm").every((file) => file.endsWith("libc++.a(stdlib_new_delete.cpp.o)")));
+  });
+}
+
+// A deterministic generator, so a failure repeats.
+function rng(seed) {
+  let s = seed >>> 0;
+  return () => {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    return s / 2 ** 32;
+  };
+}
+
+for (const mod of modules.filter((m) => m.name === "floor" || m.name === "events")) {
+  test(`${mod.name}: malloc/free through ss_alloc/ss_free keep every block intact`, () => {
+    const path = `${root}/${mod.wasm}`;
+    assert.ok(existsSync(path), `${mod.wasm} is built`);
+    const wasm = new WebAssembly.Module(readFileSync(path));
+    const imports = {};
+    for (const imp of WebAssembly.Module.imports(wasm)) {
+      imports[imp.module] ??= {};
+      imports[imp.module][imp.name] = () => 0;
+    }
+    const ex = new WebAssembly.Instance(wasm, imports).exports;
+    ex._initialize?.();
+    const random = rng(12);
+    const live = new Map(); // ptr -> [len, fill byte]
+    const pagesBefore = ex.memory.buffer.byteLength / 65536;
+    const check = (ptr, len, fill) => {
+      const view = new Uint8Array(ex.memory.buffer, ptr, len);
+      for (let i = 0; i < len; i += Math.max(1, len >> 6)) assert.equal(view[i], fill, `block ${ptr}+${i}`);
+      assert.equal(view[len - 1], fill, `block ${ptr} end`);
+    };
+    for (let step = 0; step < 6000; step++) {
+      if (live.size > 0 && random() < 0.45) {
+        const keys = [...live.keys()];
+        const ptr = keys[Math.floor(random() * keys.length)];
+        const [len, fill] = live.get(ptr);
+        check(ptr, len, fill);
+        ex.ss_free(ptr);
+        live.delete(ptr);
+        continue;
+      }
+      const r = random();
+      const len =
+        r < 0.7
+          ? 1 + Math.floor(random() * 64)
+          : r < 0.97
+            ? 65 + Math.floor(random() * 4000)
+            : 70000 + Math.floor(random() * 200000);
+      const ptr = ex.ss_alloc(len);
+      assert.notEqual(ptr, 0, `malloc(${len})`);
+      assert.equal(ptr % 8, 0, `malloc(${len}) is 8-aligned`);
+      assert.ok(ptr + len <= ex.memory.buffer.byteLength);
+      const fill = 1 + (step % 255);
+      new Uint8Array(ex.memory.buffer, ptr, len).fill(fill);
+      live.set(ptr, [len, fill]);
+    }
+    // No two live blocks overlap, and each still holds what was written to it.
+    const sorted = [...live.entries()].sort((a, b) => a[0] - b[0]);
+    for (let i = 0; i < sorted.length; i++) {
+      const [ptr, [len, fill]] = sorted[i];
+      check(ptr, len, fill);
+      if (i + 1 < sorted.length)
+        assert.ok(ptr + len <= sorted[i + 1][0], `blocks at ${ptr} and ${sorted[i + 1][0]} overlap`);
+    }
+    assert.ok(ex.memory.buffer.byteLength / 65536 > pagesBefore, "memory grew for the large blocks");
+    for (const ptr of live.keys()) ex.ss_free(ptr);
+    // Freed memory is reused: a second round of the same sizes does not grow memory much further.
+    const pagesAfterFirst = ex.memory.buffer.byteLength / 65536;
+    for (const [, [len]] of sorted) ex.ss_free(ex.ss_alloc(len));
+    assert.ok(ex.memory.buffer.byteLength / 65536 <= pagesAfterFirst + 8, "freed blocks are reused");
+  });
+}
