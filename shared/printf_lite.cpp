@@ -267,8 +267,13 @@ std::size_t parse_count(const char*& p) {
   return n;
 }
 
+// %f and %F: null until use_printf_fixed(), so a module that never calls it links no formatter.
+void (*fixed_formatter)(Sink&, const Spec&, double, bool) = nullptr;
+
 }  // namespace printf_lite_impl
 }  // namespace
+
+void use_printf_fixed() { printf_lite_impl::fixed_formatter = printf_lite_impl::format_fixed; }
 
 int printf_lite(char* out, std::size_t size, const char* format, std::va_list args) {
   using namespace printf_lite_impl;
@@ -366,8 +371,8 @@ int printf_lite(char* out, std::size_t size, const char* format, std::va_list ar
       }
       case 'f':
       case 'F':
-        if (length != Length::none && length != Length::l) unsupported();
-        format_fixed(s, spec, va_arg(ap, double), *p == 'F');
+        if ((length != Length::none && length != Length::l) || fixed_formatter == nullptr) unsupported();
+        fixed_formatter(s, spec, va_arg(ap, double), *p == 'F');
         break;
       case '%':
         s.put('%');

@@ -2,6 +2,7 @@
 // routes and the consumer live beside it (docs/analytics.md describes the whole pipeline).
 #include "shared/app.h"
 #include "shared/json_util.h"
+#include "shared/printf_lite.h"
 #include "workers/analytics/dashboard.h"
 #include "workers/analytics/intake.h"
 #include "workers/analytics/retention.h"
@@ -51,6 +52,7 @@ Task<Result<Response>> test_maintenance(Context& ctx, const Request& req, const 
 }  // namespace
 
 App make_analytics_app() {
+  use_printf_fixed();  // the dashboard's chart coordinates are "%.1f"
   App app;
   app.service = "siteswarm-analytics-service";
   app.db_binding = "ANALYTICS_DB";

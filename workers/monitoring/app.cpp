@@ -3,6 +3,7 @@
 // worker; each concern lives beside it (monitor, probe, incident, store, jobs, routes,
 // status_page).
 #include "shared/app.h"
+#include "shared/printf_lite.h"
 #include "workers/monitoring/jobs.h"
 #include "workers/monitoring/routes.h"
 #include "workers/monitoring/status_page.h"
@@ -10,6 +11,7 @@
 namespace ss {
 
 App make_monitoring_app() {
+  use_printf_fixed();  // the status page prints uptime with "%.2f%%"
   App app;
   app.service = "siteswarm-synthetic-monitoring";
   app.db_binding = "MONITORING_DB";

@@ -1,10 +1,13 @@
-// The wasm32-wasi modules' allocator (docs/toolchain.md "emmalloc"): Emscripten's emmalloc, linked in
-// place of wasi-libc's dlmalloc. (1) The link maps scripts/build leaves in build/wasm show one allocator:
-// malloc and free defined by the modules' own LTO object (emmalloc.c is bitcode beside the cores),
-// nothing from libc.a's dlmalloc.o or its page-only sbrk.o. (2) Through the raw ABI (ss_alloc is
-// malloc, ss_free is free: docs/abi.md), thousands of blocks of mixed sizes, some far over a 64 KiB page
-// so memory must grow, are written, freed in random order and reused, and no block overlaps another or
-// loses its bytes.
+// What the wasm32-wasi modules link, from the link maps scripts/build leaves in build/wasm
+// (`-Wl,-Map`), and the allocator at work:
+// (1) One allocator, Emscripten's emmalloc, in place of wasi-libc's dlmalloc (docs/toolchain.md
+//     "emmalloc"): malloc and free defined by the modules' own LTO object (emmalloc.c is bitcode beside
+//     the cores), nothing from libc.a's dlmalloc.o or its page-only sbrk.o.
+// (2) snprintf's %f formatter (shared/printf_lite.h, use_printf_fixed) only in the modules that print a
+//     double (monitoring, analytics): the others link none of it.
+// (3) Through the raw ABI (ss_alloc is malloc, ss_free is free: docs/abi.md), thousands of blocks of
+//     mixed sizes, some far over a 64 KiB page so memory must grow, are written, freed in random order
+//     and reused, and no block overlaps another or loses its bytes.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, existsSync } from "node:fs";
@@ -43,6 +46,19 @@ for (const mod of modules) {
     }
     // operator new and delete are libc++'s, calling malloc and free above.
     assert.ok(definitions(text, "_Znwm").every((file) => file.endsWith("libc++.a(stdlib_new_delete.cpp.o)")));
+  });
+}
+
+const PRINTS_DOUBLES = new Set(["monitoring", "analytics"]);
+for (const mod of modules.filter((m) => !PRINTS_DOUBLES.has(m.name))) {
+  test(`${mod.name}: no %f formatter linked`, () => {
+    const path = `${root}/${mod.map}`;
+    assert.ok(existsSync(path), `${mod.map} is written by scripts/build (wasm32-wasi)`);
+    const text = readFileSync(path, "utf8");
+    // Its parts, by their mangled names: format_fixed and the big-integer helper Big.
+    for (const part of ["printf_lite_impl12format_fixed", "printf_lite_impl3Big"]) {
+      assert.ok(!text.includes(part), `${part} is linked into ${mod.name}`);
+    }
   });
 }
 

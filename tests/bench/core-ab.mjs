@@ -1,0 +1,186 @@
+// CPU of the core alone, two or more builds of one module side by side (e.g. main's events.wasm and a
+// branch's), through the raw ABI of docs/abi.md in Node's V8 with no host, no HTTP and effects answered
+// synchronously — what a change to the core's own code or its libc (the allocator) costs or saves,
+// without workerd's or the JS host's share diluting it. Rounds alternate the builds (A B, then B A, …)
+// so a drifting load weighs on each alike; each figure is this process's CPU time (process.cpuUsage)
+// per operation, median over the rounds, and the linear memory each instance ended with.
+//   node tests/bench/core-ab.mjs --variant main=DIR/events.wasm --variant new=dist/wasm/events.wasm
+//        [--rounds 9] [--scale 1]
+// Operations (each a full ss_start … ss_drop):
+//   parse500  ss_start on `[resume message]` holding 500 ledger rows as objects (~125 KB): the core
+//             parses all of it into a DOM and frees it, then rejects it (not an object), as profile.mjs
+//   health    GET /health (the ledger's reads one D1 row, answered empty)
+//   tenant    GET /v1/tenant: the tenant row from D1 and the token's SHA-256 (precomputed here)
+import { readFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { parseArgs } from "node:util";
+
+const { values } = parseArgs({
+  options: {
+    variant: { type: "string", multiple: true },
+    rounds: { type: "string", default: "9" },
+    scale: { type: "string", default: "1" },
+  },
+});
+const variants = (values.variant ?? []).map((v) => {
+  const i = v.indexOf("=");
+  return { name: v.slice(0, i), file: v.slice(i + 1) };
+});
+if (variants.length < 2) throw new Error("give two or more --variant name=FILE.wasm");
+const ROUNDS = Number(values.rounds);
+const SCALE = Number(values.scale);
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+function instantiate(file) {
+  const mod = new WebAssembly.Module(readFileSync(file));
+  const imports = {};
+  for (const imp of WebAssembly.Module.imports(mod)) {
+    imports[imp.module] ??= {};
+    imports[imp.module][imp.name] = () => 0;
+  }
+  const ex = new WebAssembly.Instance(mod, imports).exports;
+  ex._initialize?.();
+  const put = (bytes) => {
+    const ptr = ex.ss_alloc(bytes.length);
+    new Uint8Array(ex.memory.buffer, ptr, bytes.length).set(bytes);
+    return ptr;
+  };
+  const data = (id) => dec.decode(new Uint8Array(ex.memory.buffer, ex.ss_data_ptr(id), ex.ss_data_len(id)));
+  return {
+    ex,
+    // ss_start on bytes the core must reject after parsing them.
+    probe(bytes) {
+      const ptr = put(bytes);
+      const id = ex.ss_start(ptr, bytes.length);
+      ex.ss_free(ptr);
+      if (id !== 0) throw new Error("the parse probe was accepted as a run");
+    },
+    run(messageText, perform) {
+      const bytes = enc.encode(messageText);
+      let ptr = put(bytes);
+      const id = ex.ss_start(ptr, bytes.length);
+      ex.ss_free(ptr);
+      while (ex.ss_state(id) === 0) {
+        const results = JSON.parse(data(id)).map((e) => ({ id: e.id, ...perform(e) }));
+        const r = enc.encode(JSON.stringify({ now: Date.now(), results }));
+        ptr = put(r);
+        ex.ss_resume(id, ptr, r.length);
+        ex.ss_free(ptr);
+      }
+      if (ex.ss_state(id) !== 1) throw new Error("run failed");
+      const out = data(id);
+      ex.ss_drop(id);
+      return out;
+    },
+  };
+}
+
+const rows = Array.from({ length: 500 }, (_, n) => ({
+  id: `01J0000A${String(n).padStart(18, "0")}`,
+  tenant_id: "bench",
+  event_type: "profile.read",
+  entity_type: "item",
+  entity_id: String(n % 97),
+  payload_json: JSON.stringify({ n, amount: n % 1000, sku: `SKU-${n}`, note: "bench" }),
+  idempotency_key: `profile.read:A${n}`,
+  occurred_at: "2026-12-01T00:00:00.000Z",
+  recorded_at: "2026-12-01T00:00:00.000Z",
+}));
+const parseBytes = enc.encode(
+  `[${JSON.stringify({ now: 1, results: [{ id: 1, ok: true, value: { results: rows } }] })}]`,
+);
+
+const token = "bench-token-0123456789";
+const digest = createHash("sha256").update(token).digest("hex");
+const tenantRow = {
+  tenant_id: "bench",
+  token_hash: digest,
+  admin_token_hash: "x",
+  config_json: "{}",
+  enabled: 1,
+  created_at: "2026-01-01T00:00:00Z",
+  updated_at: "2026-01-01T00:00:00Z",
+};
+const fetchMessage = (path, headers = {}) =>
+  JSON.stringify({
+    op: "fetch",
+    now: 1767225600000,
+    entropy: "00".repeat(32),
+    env: {},
+    request: { method: "GET", url: `https://svc.internal${path}`, headers, body: "" },
+  });
+const healthMessage = fetchMessage("/health");
+const tenantMessage = fetchMessage("/v1/tenant", {
+  "x-siteswarm-tenant-id": "bench",
+  "x-siteswarm-tenant-token": token,
+});
+const emptyD1 = (e) => ({ ok: true, value: e.kind === "d1.first" ? { row: null } : { results: [] } });
+const tenantEffects = (e) => {
+  if (e.kind === "d1.first") return { ok: true, value: { row: tenantRow } };
+  if (e.kind === "crypto.sha256") return { ok: true, value: { hex: digest } };
+  return { ok: false, error: { code: "unsupported_effect", message: e.kind } };
+};
+
+const ops = {
+  parse500: { n: 40 * SCALE, fn: (m) => m.probe(parseBytes) },
+  health: { n: 2000 * SCALE, fn: (m) => m.run(healthMessage, emptyD1) },
+  tenant: { n: 1000 * SCALE, fn: (m) => m.run(tenantMessage, tenantEffects) },
+};
+
+// A fresh instance per variant and operation, warmed up, as a worker's instance is after its first requests.
+const cpuMicros = () => {
+  const u = process.cpuUsage();
+  return u.user + u.system;
+};
+const samples = {};
+for (const v of variants) samples[v.name] = Object.fromEntries(Object.keys(ops).map((k) => [k, []]));
+const instances = new Map();
+for (const v of variants) {
+  for (const [name, op] of Object.entries(ops)) {
+    const m = instantiate(v.file);
+    for (let i = 0; i < Math.max(5, op.n / 10); i++) op.fn(m);
+    instances.set(`${v.name}/${name}`, m);
+  }
+}
+for (let round = 0; round < ROUNDS; round++) {
+  const order = round % 2 === 0 ? variants : [...variants].reverse();
+  for (const [name, op] of Object.entries(ops)) {
+    for (const v of order) {
+      const m = instances.get(`${v.name}/${name}`);
+      const t = cpuMicros();
+      for (let i = 0; i < op.n; i++) op.fn(m);
+      samples[v.name][name].push((cpuMicros() - t) / op.n);
+    }
+  }
+}
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const load = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
+console.log(`core CPU µs per operation, median of ${ROUNDS} alternating rounds (load ${load})`);
+console.log(
+  ["op", ...variants.map((v) => v.name), ...variants.slice(1).map((v) => `${v.name}/${variants[0].name}`)].join("\t"),
+);
+for (const name of Object.keys(ops)) {
+  const med = variants.map((v) => median(samples[v.name][name]));
+  // Per-round ratios, then their median: steadier than the ratio of medians on a drifting machine.
+  const ratios = variants.slice(1).map((v) => {
+    const r = samples[v.name][name].map((x, i) => x / samples[variants[0].name][name][i]);
+    return median(r).toFixed(3);
+  });
+  console.log([name, ...med.map((x) => x.toFixed(1)), ...ratios].join("\t"));
+}
+// Linear memory each instance ended with (the allocator's footprint after the same work).
+console.log(
+  [
+    "memory KiB",
+    ...variants.map((v) =>
+      Object.keys(ops)
+        .map((name) => instances.get(`${v.name}/${name}`).ex.memory.buffer.byteLength / 1024)
+        .join("/"),
+    ),
+  ].join("\t"),
+);
