@@ -11,6 +11,7 @@
 //             parses all of it into a DOM and frees it, then rejects it (not an object), as profile.mjs
 //   health    GET /health (the ledger's reads one D1 row, answered empty)
 //   tenant    GET /v1/tenant: the tenant row from D1 and the token's SHA-256 (precomputed here)
+//   read500   (events.wasm) GET /api/events?limit=500 as the operator: one D1 page of 500 rows in, ~240 KB out
 import { readFileSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { parseArgs } from "node:util";
@@ -123,11 +124,69 @@ const tenantEffects = (e) => {
   return { ok: false, error: { code: "unsupported_effect", message: e.kind } };
 };
 
+// The ledger's read of 500 (events.wasm only): the operator's two token digests, then one D1 page of
+// 500 rows in the compact form the host passes (docs/abi.md), decoded, and 500 events written out.
+const opToken = "op-token";
+const opDigest = createHash("sha256").update(opToken).digest("hex");
+const columns = [
+  "seq",
+  "event_id",
+  "tenant_id",
+  "event_type",
+  "entity_type",
+  "entity_id",
+  "payload_json",
+  "idempotency_key",
+  "caused_by",
+  "workflow_run_id",
+  "source_system",
+  "occurred_at",
+  "recorded_at",
+  "sequence_no",
+  "redacted_at",
+];
+const page = rows.map((r, n) => [
+  n + 1,
+  r.id,
+  r.tenant_id,
+  r.event_type,
+  r.entity_type,
+  r.entity_id,
+  r.payload_json,
+  r.idempotency_key,
+  null,
+  null,
+  null,
+  r.occurred_at,
+  r.recorded_at,
+  n + 1,
+  null,
+]);
+const readMessage = JSON.stringify({
+  op: "fetch",
+  now: 1767225600000,
+  entropy: "00".repeat(32),
+  env: { PLATFORM_ADMIN_TOKEN: opToken },
+  request: {
+    method: "GET",
+    url: "https://svc.internal/api/events?limit=500",
+    headers: { authorization: `Bearer ${opToken}` },
+    body: "",
+  },
+});
+const readEffects = (e) => {
+  if (e.kind === "crypto.sha256") return { ok: true, value: { hex: opDigest } };
+  if (e.kind === "d1.all") return { ok: true, value: { columns, rows: page } };
+  return { ok: false, error: { code: "unsupported_effect", message: e.kind } };
+};
+const isLedger = variants.every((v) => v.file.endsWith("events.wasm"));
+
 const ops = {
   parse500: { n: 40 * SCALE, fn: (m) => m.probe(parseBytes) },
   health: { n: 2000 * SCALE, fn: (m) => m.run(healthMessage, emptyD1) },
   tenant: { n: 1000 * SCALE, fn: (m) => m.run(tenantMessage, tenantEffects) },
 };
+if (isLedger) ops.read500 = { n: 20 * SCALE, fn: (m) => m.run(readMessage, readEffects) };
 
 // A fresh instance per variant and operation, warmed up, as a worker's instance is after its first requests.
 const cpuMicros = () => {
@@ -137,6 +196,16 @@ const cpuMicros = () => {
 const samples = {};
 for (const v of variants) samples[v.name] = Object.fromEntries(Object.keys(ops).map((k) => [k, []]));
 const instances = new Map();
+// Each operation answers what it should (so the figures are of real work, not of an error path).
+{
+  const m = instantiate(variants[0].file);
+  if (!JSON.parse(m.run(healthMessage, emptyD1)).body.includes('"ok":true')) throw new Error("health failed");
+  if (JSON.parse(m.run(tenantMessage, tenantEffects)).status !== 200) throw new Error("tenant failed");
+  const read = isLedger && JSON.parse(m.run(readMessage, readEffects));
+  if (isLedger && JSON.parse(read.body).events.length !== 500) {
+    throw new Error("read500 did not answer 500 events");
+  }
+}
 for (const v of variants) {
   for (const [name, op] of Object.entries(ops)) {
     const m = instantiate(v.file);
