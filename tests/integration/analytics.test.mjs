@@ -326,6 +326,8 @@ describe("analytics: beacons on virtual days", () => {
     assert.match(res.headers.get("content-security-policy"), /default-src 'none'/);
     const html = await res.text();
     assert.match(html, /<svg/);
+    // Bars placed with "%.1f" (shared/printf_lite's %f, which analytics turns on: use_printf_fixed).
+    assert.match(html, /<rect class="pv" x="\d+\.\d" y="\d+\.\d"/);
     assert.match(html, /<h2>Pages<\/h2>/);
     assert.doesNotMatch(html, /<script/);
     const tenantOnly = await mesh.fetch("analytics", "/dashboard", { headers: mesh.tenantHeaders("bakery") });
