@@ -5,7 +5,8 @@
 //     the cores), nothing from libc.a's dlmalloc.o or its page-only sbrk.o.
 // (2) snprintf's %f formatter (shared/printf_lite.h, use_printf_fixed) only in the modules that print a
 //     double (monitoring, analytics): the others link none of it.
-// (3) Through the raw ABI (ss_alloc is malloc, ss_free is free: docs/abi.md), thousands of blocks of
+// (3) std::string's members instantiated in the modules' own objects, not taken from libc++.a.
+// (4) Through the raw ABI (ss_alloc is malloc, ss_free is free: docs/abi.md), thousands of blocks of
 //     mixed sizes, some far over a 64 KiB page so memory must grow, are written, freed in random order
 //     and reused, and no block overlaps another or loses its bytes.
 import { test } from "node:test";
@@ -59,6 +60,21 @@ for (const mod of modules.filter((m) => !PRINTS_DOUBLES.has(m.name))) {
     for (const part of ["printf_lite_impl12format_fixed", "printf_lite_impl3Big"]) {
       assert.ok(!text.includes(part), `${part} is linked into ${mod.name}`);
     }
+  });
+}
+
+// std::string's members come from the modules' own objects (CMakeLists.txt: _LIBCPP_DISABLE_EXTERN_TEMPLATE,
+// through LTO with the rest), not compiled from libc++.a; its string.cpp.o gives at most std::to_string.
+for (const mod of modules) {
+  test(`${mod.name}: std::string's members are not libc++.a's`, () => {
+    const path = `${root}/${mod.map}`;
+    assert.ok(existsSync(path), `${mod.map} is written by scripts/build (wasm32-wasi)`);
+    const fromArchive = [];
+    for (const line of readFileSync(path, "utf8").split("\n")) {
+      const m = /libc\+\+\.a\(string\.cpp\.o\):\((\S+)\)\s*$/.exec(line);
+      if (m?.[1].includes("basic_string")) fromArchive.push(m[1]);
+    }
+    assert.deepEqual(fromArchive, [], "basic_string members linked from libc++.a");
   });
 }
 
