@@ -30,7 +30,11 @@ bool nesting_within(std::string_view text, int limit) {
 }
 }  // namespace
 
-json parse_json_or_discarded(std::string_view text) {
+bool accept_json(std::string_view text) {
+  return rapid_json_accept(text) || json::accept(text.begin(), text.end());
+}
+
+json nlohmann_parse_or_discarded(std::string_view text) {
   // The same parser and DOM builder json::parse uses without a callback (one lexer instantiation,
   // iterator_input_adapter<const char*>, shared with every other parse), driven through sax_parse
   // so the callback branch of parser::parse is never compiled in.
@@ -43,6 +47,12 @@ json parse_json_or_discarded(std::string_view text) {
     return json(json::value_t::discarded);
   }
   return result;
+}
+
+json parse_json_or_discarded(std::string_view text) {
+  json result;
+  if (rapid_json_parse(text, result)) return result;
+  return nlohmann_parse_or_discarded(text);
 }
 
 Result<json> parse_json(std::string_view text) {

@@ -18,10 +18,20 @@ inline constexpr int kMaxJsonDepth = 64;
 // Parses any JSON text; malformed or nested deeper than kMaxJsonDepth → 400 invalid_json.
 Result<json> parse_json(std::string_view text);
 // Parses JSON text into a value, or a discarded value (`is_discarded()`) when the text is not JSON:
-// what `json::parse(first, last, nullptr, false)` returns, without instantiating nlohmann's
-// callback parser (its second DOM builder and std::function; docs/performance.md "Size"). No depth
-// limit: parse_json adds one.
+// exactly what `json::parse(first, last, nullptr, false)` returns, read by RapidJSON's SAX reader into
+// nlohmann's DOM builder, nlohmann's own parser deciding whatever RapidJSON does not accept
+// (docs/performance.md "RapidJSON in front of nlohmann"); nlohmann's callback parser is never
+// instantiated (docs/performance.md "Size"). No depth limit: parse_json adds one.
 json parse_json_or_discarded(std::string_view text);
+// `json::accept(text)`, the same way: true when the text is JSON, nothing built.
+bool accept_json(std::string_view text);
+
+// The two halves of parse_json_or_discarded and accept_json, for the differential test, the fuzzer
+// and the bench: RapidJSON's verdict (true only when nlohmann's value is the one in `out`; false
+// leaves the text to nlohmann), and nlohmann's parser alone.
+bool rapid_json_parse(std::string_view text, json& out);
+bool rapid_json_accept(std::string_view text);
+json nlohmann_parse_or_discarded(std::string_view text);
 // Parses a JSON object; malformed → 400 invalid_json, another JSON type → 400 invalid_request.
 Result<json> parse_json_object(std::string_view text);
 

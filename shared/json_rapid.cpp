@@ -1,0 +1,190 @@
+// RapidJSON's SAX reader into nlohmann's DOM: the fast path of parse_json_or_discarded and accept_json
+// (shared/json_util.h). In a file of its own: RapidJSON 1.1's internal stack adds an offset to its
+// null pointer before its first allocation, which the sanitized native builds are told to ignore for
+// this file only (CMakeLists.txt).
+#include "shared/json_util.h"
+
+#include <rapidjson/memorystream.h>
+#include <rapidjson/reader.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+namespace ss {
+
+namespace {
+// The fast path of parse_json_or_discarded and accept_json: RapidJSON's SAX reader (docs/performance.md
+// "RapidJSON in front of nlohmann"). What it accepts gives exactly what nlohmann gives; everything it
+// rejects, or does not follow, is left to nlohmann to decide, so the verdict is always nlohmann's.
+// Where the two differ and how that is closed:
+// - numbers come as text (kParseNumbersAsStringsFlag) and are converted the way nlohmann's lexer does
+//   (rapid_json_number); RapidJSON also refuses a few numbers nlohmann takes ("0e400", an integer of
+//   400 digits with a negative exponent): those are rejections, so nlohmann decides them;
+// - RapidJSON 1.1 decodes a lone low surrogate escape ("\udc00") into UTF-8 that nlohmann refuses:
+//   such a string stops the fast path (rapid_json_lone_surrogate);
+// - RapidJSON's reader recurses: nesting deeper than kRapidJsonDepth is left to nlohmann (iterative);
+// - a leading UTF-8 BOM, which nlohmann skips, is a RapidJSON error: nlohmann decides.
+// A NUL byte ends the text for both (nlohmann's lexer takes it for the end of input, RapidJSON's
+// MemoryStream peeks '\0' there too).
+constexpr int kRapidJsonDepth = 256;
+constexpr unsigned kRapidJsonFlags =
+    rapidjson::kParseValidateEncodingFlag | rapidjson::kParseNumbersAsStringsFlag;
+
+struct RapidJsonNumber {
+  enum class Kind { integer, unsigned_integer, floating } kind = Kind::floating;
+  std::int64_t integer = 0;
+  std::uint64_t unsigned_integer = 0;
+  double floating = 0;
+};
+
+// A number's text (RapidJSON checked its grammar; NUL-terminated) converted as nlohmann's lexer
+// converts it: without fraction or exponent, an int64 when signed, a uint64 otherwise, when in range;
+// else strtod, and a result that is not finite is an error (nlohmann: "number overflow").
+bool rapid_json_number(const char* text, std::size_t length, RapidJsonNumber& out) {
+  const char* end = text + length;
+  const bool integral = std::none_of(text, end, [](char c) { return c == '.' || c == 'e' || c == 'E'; });
+  if (integral) {
+    if (*text == '-') {
+      auto [last, error] = std::from_chars(text, end, out.integer);
+      if (error == std::errc() && last == end) {
+        out.kind = RapidJsonNumber::Kind::integer;
+        return true;
+      }
+    } else {
+      auto [last, error] = std::from_chars(text, end, out.unsigned_integer);
+      if (error == std::errc() && last == end) {
+        out.kind = RapidJsonNumber::Kind::unsigned_integer;
+        return true;
+      }
+    }
+  }
+  out.kind = RapidJsonNumber::Kind::floating;
+  out.floating = std::strtod(text, nullptr);
+  return std::isfinite(out.floating);
+}
+
+// True when decoded string bytes hold an encoded UTF-16 surrogate (ED A0..BF): with the input's UTF-8
+// validated, only a lone low surrogate escape puts one there.
+bool rapid_json_lone_surrogate(const char* text, std::size_t length) {
+  const char* end = text + length;
+  for (const char* p = text;
+       (p = static_cast<const char*>(std::memchr(p, '\xED', static_cast<std::size_t>(end - p)))) != nullptr;
+       ++p) {
+    if (end - p > 1 && static_cast<unsigned char>(p[1]) >= 0xA0) return true;
+  }
+  return false;
+}
+
+// RapidJSON events into nlohmann's own DOM builder (the one json::parse uses).
+class RapidJsonDomHandler {
+ public:
+  explicit RapidJsonDomHandler(json& result) : builder_(result, /*allow_exceptions_=*/false) {}
+
+  bool Null() { return builder_.null(); }
+  bool Bool(bool value) { return builder_.boolean(value); }
+  // With kParseNumbersAsStringsFlag every number comes through RawNumber; these only satisfy the
+  // handler concept.
+  bool Int(int value) { return builder_.number_integer(value); }
+  bool Uint(unsigned value) { return builder_.number_unsigned(value); }
+  bool Int64(std::int64_t value) { return builder_.number_integer(value); }
+  bool Uint64(std::uint64_t value) { return builder_.number_unsigned(value); }
+  bool Double(double) { return false; }
+  bool RawNumber(const char* text, rapidjson::SizeType length, bool) {
+    RapidJsonNumber number;
+    if (!rapid_json_number(text, length, number)) return false;
+    switch (number.kind) {
+      case RapidJsonNumber::Kind::integer:
+        return builder_.number_integer(number.integer);
+      case RapidJsonNumber::Kind::unsigned_integer:
+        return builder_.number_unsigned(number.unsigned_integer);
+      case RapidJsonNumber::Kind::floating:
+        break;
+    }
+    return builder_.number_float(number.floating, text_);
+  }
+  bool String(const char* text, rapidjson::SizeType length, bool) {
+    if (rapid_json_lone_surrogate(text, length)) return false;
+    text_.assign(text, length);
+    return builder_.string(text_);
+  }
+  bool Key(const char* text, rapidjson::SizeType length, bool) {
+    if (rapid_json_lone_surrogate(text, length)) return false;
+    text_.assign(text, length);
+    return builder_.key(text_);
+  }
+  bool StartObject() {
+    return ++depth_ <= kRapidJsonDepth && builder_.start_object(static_cast<std::size_t>(-1));
+  }
+  bool EndObject(rapidjson::SizeType) {
+    --depth_;
+    return builder_.end_object();
+  }
+  bool StartArray() {
+    return ++depth_ <= kRapidJsonDepth && builder_.start_array(static_cast<std::size_t>(-1));
+  }
+  bool EndArray(rapidjson::SizeType) {
+    --depth_;
+    return builder_.end_array();
+  }
+  bool errored() const { return builder_.is_errored(); }
+
+ private:
+  nlohmann::detail::json_sax_dom_parser<json> builder_;
+  std::string text_;  // one buffer for every string and key: the builder copies it into the DOM
+  int depth_ = 0;
+};
+
+// The same checks with nothing built (accept_json).
+class RapidJsonAcceptHandler
+    : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, RapidJsonAcceptHandler> {
+ public:
+  bool RawNumber(const char* text, rapidjson::SizeType length, bool) {
+    RapidJsonNumber number;
+    return rapid_json_number(text, length, number);
+  }
+  bool String(const char* text, rapidjson::SizeType length, bool) {
+    return !rapid_json_lone_surrogate(text, length);
+  }
+  bool Key(const char* text, rapidjson::SizeType length, bool copy) { return String(text, length, copy); }
+  bool Double(double) { return false; }
+  bool StartObject() { return ++depth_ <= kRapidJsonDepth; }
+  bool EndObject(rapidjson::SizeType) {
+    --depth_;
+    return true;
+  }
+  bool StartArray() { return ++depth_ <= kRapidJsonDepth; }
+  bool EndArray(rapidjson::SizeType) {
+    --depth_;
+    return true;
+  }
+
+ private:
+  int depth_ = 0;
+};
+
+// True when RapidJSON read all of `text` as one JSON value and the handler took every event.
+template <typename Handler>
+bool rapid_json_read(std::string_view text, Handler& handler) {
+  rapidjson::MemoryStream stream(text.data(), text.size());
+  rapidjson::Reader reader;
+  return !reader.Parse<kRapidJsonFlags>(stream, handler).IsError();
+}
+}  // namespace
+
+bool rapid_json_parse(std::string_view text, json& out) {
+  json result;
+  RapidJsonDomHandler handler(result);
+  if (!rapid_json_read(text, handler) || handler.errored()) return false;
+  out = std::move(result);
+  return true;
+}
+
+bool rapid_json_accept(std::string_view text) {
+  RapidJsonAcceptHandler handler;
+  return rapid_json_read(text, handler);
+}
+
+}  // namespace ss
