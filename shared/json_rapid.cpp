@@ -4,11 +4,12 @@
 // this file only (CMakeLists.txt).
 #include "shared/json_util.h"
 
+#define RAPIDJSON_FORCEINLINE
 #include <rapidjson/memorystream.h>
 #include <rapidjson/reader.h>
 
 #include <algorithm>
-#include <charconv>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -40,23 +41,28 @@ struct RapidJsonNumber {
   double floating = 0;
 };
 
-// A number's text (RapidJSON checked its grammar; NUL-terminated) converted as nlohmann's lexer
-// converts it: without fraction or exponent, an int64 when signed, a uint64 otherwise, when in range;
-// else strtod, and a result that is not finite is an error (nlohmann: "number overflow").
+// A number's text (RapidJSON checked its grammar; NUL-terminated) converted the way nlohmann's lexer
+// converts it, with the same C library calls: without fraction or exponent, strtoll when signed,
+// strtoull otherwise, when in range; else strtod, and a result that is not finite is an error
+// (nlohmann: "number overflow").
 bool rapid_json_number(const char* text, std::size_t length, RapidJsonNumber& out) {
   const char* end = text + length;
   const bool integral = std::none_of(text, end, [](char c) { return c == '.' || c == 'e' || c == 'E'; });
   if (integral) {
+    char* last = nullptr;
+    errno = 0;
     if (*text == '-') {
-      auto [last, error] = std::from_chars(text, end, out.integer);
-      if (error == std::errc() && last == end) {
+      const long long value = std::strtoll(text, &last, 10);
+      if (errno == 0 && last == end) {
         out.kind = RapidJsonNumber::Kind::integer;
+        out.integer = value;
         return true;
       }
     } else {
-      auto [last, error] = std::from_chars(text, end, out.unsigned_integer);
-      if (error == std::errc() && last == end) {
+      const unsigned long long value = std::strtoull(text, &last, 10);
+      if (errno == 0 && last == end) {
         out.kind = RapidJsonNumber::Kind::unsigned_integer;
+        out.unsigned_integer = value;
         return true;
       }
     }
@@ -78,23 +84,25 @@ bool rapid_json_lone_surrogate(const char* text, std::size_t length) {
   return false;
 }
 
-// RapidJSON events into nlohmann's own DOM builder (the one json::parse uses).
-class RapidJsonDomHandler {
+// RapidJSON events into nlohmann's own DOM builder (the one json::parse uses), or, without a result,
+// only the checks (accept_json): one handler type, so the reader is instantiated once.
+class RapidJsonHandler {
  public:
-  explicit RapidJsonDomHandler(json& result) : builder_(result, /*allow_exceptions_=*/false) {}
+  explicit RapidJsonHandler(json* result) : builder_(result != nullptr ? *result : unused_, false), build_(result != nullptr) {}
 
-  bool Null() { return builder_.null(); }
-  bool Bool(bool value) { return builder_.boolean(value); }
+  bool Null() { return !build_ || builder_.null(); }
+  bool Bool(bool value) { return !build_ || builder_.boolean(value); }
   // With kParseNumbersAsStringsFlag every number comes through RawNumber; these only satisfy the
   // handler concept.
-  bool Int(int value) { return builder_.number_integer(value); }
-  bool Uint(unsigned value) { return builder_.number_unsigned(value); }
-  bool Int64(std::int64_t value) { return builder_.number_integer(value); }
-  bool Uint64(std::uint64_t value) { return builder_.number_unsigned(value); }
+  bool Int(int) { return false; }
+  bool Uint(unsigned) { return false; }
+  bool Int64(std::int64_t) { return false; }
+  bool Uint64(std::uint64_t) { return false; }
   bool Double(double) { return false; }
   bool RawNumber(const char* text, rapidjson::SizeType length, bool) {
     RapidJsonNumber number;
     if (!rapid_json_number(text, length, number)) return false;
+    if (!build_) return true;
     switch (number.kind) {
       case RapidJsonNumber::Kind::integer:
         return builder_.number_integer(number.integer);
@@ -107,67 +115,42 @@ class RapidJsonDomHandler {
   }
   bool String(const char* text, rapidjson::SizeType length, bool) {
     if (rapid_json_lone_surrogate(text, length)) return false;
+    if (!build_) return true;
     text_.assign(text, length);
     return builder_.string(text_);
   }
   bool Key(const char* text, rapidjson::SizeType length, bool) {
     if (rapid_json_lone_surrogate(text, length)) return false;
+    if (!build_) return true;
     text_.assign(text, length);
     return builder_.key(text_);
   }
   bool StartObject() {
-    return ++depth_ <= kRapidJsonDepth && builder_.start_object(static_cast<std::size_t>(-1));
+    return ++depth_ <= kRapidJsonDepth && (!build_ || builder_.start_object(static_cast<std::size_t>(-1)));
   }
   bool EndObject(rapidjson::SizeType) {
     --depth_;
-    return builder_.end_object();
+    return !build_ || builder_.end_object();
   }
   bool StartArray() {
-    return ++depth_ <= kRapidJsonDepth && builder_.start_array(static_cast<std::size_t>(-1));
+    return ++depth_ <= kRapidJsonDepth && (!build_ || builder_.start_array(static_cast<std::size_t>(-1)));
   }
   bool EndArray(rapidjson::SizeType) {
     --depth_;
-    return builder_.end_array();
+    return !build_ || builder_.end_array();
   }
   bool errored() const { return builder_.is_errored(); }
 
  private:
+  json unused_;
   nlohmann::detail::json_sax_dom_parser<json> builder_;
+  bool build_;
   std::string text_;  // one buffer for every string and key: the builder copies it into the DOM
   int depth_ = 0;
 };
 
-// The same checks with nothing built (accept_json).
-class RapidJsonAcceptHandler
-    : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, RapidJsonAcceptHandler> {
- public:
-  bool RawNumber(const char* text, rapidjson::SizeType length, bool) {
-    RapidJsonNumber number;
-    return rapid_json_number(text, length, number);
-  }
-  bool String(const char* text, rapidjson::SizeType length, bool) {
-    return !rapid_json_lone_surrogate(text, length);
-  }
-  bool Key(const char* text, rapidjson::SizeType length, bool copy) { return String(text, length, copy); }
-  bool Double(double) { return false; }
-  bool StartObject() { return ++depth_ <= kRapidJsonDepth; }
-  bool EndObject(rapidjson::SizeType) {
-    --depth_;
-    return true;
-  }
-  bool StartArray() { return ++depth_ <= kRapidJsonDepth; }
-  bool EndArray(rapidjson::SizeType) {
-    --depth_;
-    return true;
-  }
-
- private:
-  int depth_ = 0;
-};
-
 // True when RapidJSON read all of `text` as one JSON value and the handler took every event.
-template <typename Handler>
-bool rapid_json_read(std::string_view text, Handler& handler) {
+bool rapid_json_read(std::string_view text, RapidJsonHandler& handler) {
   rapidjson::MemoryStream stream(text.data(), text.size());
   rapidjson::Reader reader;
   return !reader.Parse<kRapidJsonFlags>(stream, handler).IsError();
@@ -176,14 +159,14 @@ bool rapid_json_read(std::string_view text, Handler& handler) {
 
 bool rapid_json_parse(std::string_view text, json& out) {
   json result;
-  RapidJsonDomHandler handler(result);
+  RapidJsonHandler handler(&result);
   if (!rapid_json_read(text, handler) || handler.errored()) return false;
   out = std::move(result);
   return true;
 }
 
 bool rapid_json_accept(std::string_view text) {
-  RapidJsonAcceptHandler handler;
+  RapidJsonHandler handler(nullptr);
   return rapid_json_read(text, handler);
 }
 
