@@ -4,7 +4,7 @@
 // this file only (CMakeLists.txt).
 #include "shared/json_util.h"
 
-#define RAPIDJSON_FORCEINLINE
+#define RAPIDJSON_FORCEINLINE  // -0.25 KiB gz per module and no slower in wasm (docs/performance.md)
 #include <rapidjson/memorystream.h>
 #include <rapidjson/reader.h>
 
