@@ -1,4 +1,4 @@
-// RapidJSON's SAX reader into nlohmann's DOM: the fast path of parse_json_or_discarded and accept_json
+// RapidJSON's SAX reader into nlohmann's DOM: the reader of parse_json_or_discarded and accept_json
 // (shared/json_util.h). In a file of its own: RapidJSON 1.1's internal stack adds an offset to its
 // null pointer before its first allocation, which the sanitized native builds are told to ignore for
 // this file only (CMakeLists.txt).
@@ -21,17 +21,18 @@
 namespace ss {
 
 namespace {
-// The fast path of parse_json_or_discarded and accept_json: RapidJSON's SAX reader (docs/performance.md
-// "RapidJSON in front of nlohmann"). What it accepts gives exactly what nlohmann gives; everything it
-// rejects, or does not follow, is left to nlohmann to decide, so the verdict is always nlohmann's.
-// Where the two differ and how that is closed:
+// The reader of parse_json_or_discarded and accept_json: RapidJSON's SAX reader (docs/performance.md
+// "RapidJSON as the reader"), giving the value nlohmann's parser gives. Where the two differ and how
+// that is closed:
 // - numbers come as text (kParseNumbersAsStringsFlag) and are converted the way nlohmann's lexer does
-//   (rapid_json_number); RapidJSON also refuses a few numbers nlohmann takes ("0e400", an integer of
-//   400 digits with a negative exponent): those are rejections, so nlohmann decides them;
+//   (rapid_json_number); RapidJSON refuses a few numbers nlohmann takes as finite ("0e400", an integer
+//   of 309+ digits): refused here too (rapid_json_number_too_big tells them; the tests and the fuzzer
+//   allow no other disagreement);
 // - RapidJSON 1.1 decodes a lone low surrogate escape ("\udc00") into UTF-8 that nlohmann refuses:
-//   such a string stops the fast path (rapid_json_lone_surrogate);
-// - RapidJSON's reader recurses: nesting deeper than kRapidJsonDepth is left to nlohmann (iterative);
-// - a leading UTF-8 BOM, which nlohmann skips, is a RapidJSON error: nlohmann decides.
+//   such a string is refused (rapid_json_lone_surrogate);
+// - RapidJSON's reader recurses: nesting deeper than kRapidJsonDepth is refused (nlohmann parses
+//   iteratively; every body goes through parse_json's 64-level limit first anyway);
+// - a leading UTF-8 BOM, which nlohmann skips, is skipped by the callers (json_util.cpp).
 // A NUL byte ends the text for both (nlohmann's lexer takes it for the end of input, RapidJSON's
 // MemoryStream peeks '\0' there too).
 constexpr int kRapidJsonDepth = 256;
@@ -172,6 +173,13 @@ bool rapid_json_parse(std::string_view text, json& out) {
 bool rapid_json_accept(std::string_view text) {
   RapidJsonHandler handler(nullptr);
   return rapid_json_read(text, handler);
+}
+
+bool rapid_json_number_too_big(std::string_view text) {
+  RapidJsonHandler handler(nullptr);
+  rapidjson::MemoryStream stream(text.data(), text.size());
+  rapidjson::Reader reader;
+  return reader.Parse<kRapidJsonFlags>(stream, handler).Code() == rapidjson::kParseErrorNumberTooBig;
 }
 
 }  // namespace ss

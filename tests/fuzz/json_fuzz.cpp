@@ -42,9 +42,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   ss::fuzz::require(ss::rapid_json_accept(in) == fast_ok);
   const ss::json combined = ss::parse_json_or_discarded(in);
-  ss::fuzz::require(combined.is_discarded() == reference.is_discarded());
-  if (!reference.is_discarded()) ss::fuzz::require(same_json(combined, reference));
-  ss::fuzz::require(ss::accept_json(in) == !reference.is_discarded());
+  if (!reference.is_discarded() && combined.is_discarded()) {
+    // The only texts nlohmann reads that the reader refuses (shared/json_util.h): a number RapidJSON
+    // calls too big, nesting deeper than 256 levels.
+    std::string_view body = in;
+    if (body.substr(0, 3) == "\xEF\xBB\xBF") body.remove_prefix(3);
+    ss::fuzz::require(ss::rapid_json_number_too_big(body) || !ss::depth_within(reference, 256));
+  } else {
+    ss::fuzz::require(combined.is_discarded() == reference.is_discarded());
+    if (!reference.is_discarded()) ss::fuzz::require(same_json(combined, reference));
+  }
+  ss::fuzz::require(ss::accept_json(in) == !combined.is_discarded());
 
   auto parsed = ss::parse_json(in);
   if (!parsed) {
