@@ -30,10 +30,18 @@ bool nesting_within(std::string_view text, int limit) {
 }
 }  // namespace
 
-json parse_json_or_discarded(std::string_view text) {
-  // The same parser and DOM builder json::parse uses without a callback (one lexer instantiation,
-  // iterator_input_adapter<const char*>, shared with every other parse), driven through sax_parse
-  // so the callback branch of parser::parse is never compiled in.
+// A leading UTF-8 byte order mark is skipped, as nlohmann does (RFC 8259 §8.1 lets a parser ignore it).
+std::string_view without_bom(std::string_view text) {
+  constexpr std::string_view kBom = "\xEF\xBB\xBF";
+  return text.substr(0, kBom.size()) == kBom ? text.substr(kBom.size()) : text;
+}
+
+bool accept_json(std::string_view text) { return rapid_json_accept(without_bom(text)); }
+
+json nlohmann_parse_or_discarded(std::string_view text) {
+  // The same parser and DOM builder json::parse uses without a callback, driven through sax_parse so
+  // the callback branch of parser::parse is never compiled in. Only the differential tests, the
+  // fuzzer and the bench call it (what ships reads with RapidJSON).
   using Input = nlohmann::detail::iterator_input_adapter<const char*>;
   json result;
   nlohmann::detail::json_sax_dom_parser<json> builder(result, /*allow_exceptions_=*/false);
@@ -43,6 +51,12 @@ json parse_json_or_discarded(std::string_view text) {
     return json(json::value_t::discarded);
   }
   return result;
+}
+
+json parse_json_or_discarded(std::string_view text) {
+  json result;
+  if (rapid_json_parse(without_bom(text), result)) return result;
+  return json(json::value_t::discarded);
 }
 
 Result<json> parse_json(std::string_view text) {

@@ -18,10 +18,22 @@ inline constexpr int kMaxJsonDepth = 64;
 // Parses any JSON text; malformed or nested deeper than kMaxJsonDepth → 400 invalid_json.
 Result<json> parse_json(std::string_view text);
 // Parses JSON text into a value, or a discarded value (`is_discarded()`) when the text is not JSON:
-// what `json::parse(first, last, nullptr, false)` returns, without instantiating nlohmann's
-// callback parser (its second DOM builder and std::function; docs/performance.md "Size"). No depth
-// limit: parse_json adds one.
+// RapidJSON's SAX reader (validating UTF-8) into nlohmann's DOM builder, the value nlohmann's own
+// parser would give (numbers converted the way its lexer converts them), nlohmann's parser not linked
+// (docs/performance.md "RapidJSON as the reader"). Refused where nlohmann would accept: a number
+// RapidJSON calls too big although its value is finite (`0e400`, a 309-digit integer) and nesting
+// deeper than 256 levels. A leading BOM is skipped. No other depth limit: parse_json adds one.
 json parse_json_or_discarded(std::string_view text);
+// True when the text is JSON (the same reader, nothing built).
+bool accept_json(std::string_view text);
+
+// For the differential tests, the fuzzer and the bench: RapidJSON's verdict (with the value in `out`),
+// its error when it refused, and nlohmann's parser alone.
+bool rapid_json_parse(std::string_view text, json& out);
+bool rapid_json_accept(std::string_view text);
+// True when RapidJSON refused `text` for a number its grammar allows but it calls too big.
+bool rapid_json_number_too_big(std::string_view text);
+json nlohmann_parse_or_discarded(std::string_view text);
 // Parses a JSON object; malformed → 400 invalid_json, another JSON type → 400 invalid_request.
 Result<json> parse_json_object(std::string_view text);
 

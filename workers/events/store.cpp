@@ -849,9 +849,9 @@ void EventRow::append_view(std::string& out) const {
   out += ",\"occurred_at\":";
   append_json_string(out, occurred_at);
   out += ",\"payload\":";
-  // Written by dump_json at insert (or by the redaction): spliced as stored. accept() checks it
+  // Written by dump_json at insert (or by the redaction): spliced as stored. accept_json checks it
   // without building a tree; text that is not JSON shows as {}, as in view().
-  if (json::accept(payload_json.begin(), payload_json.end())) {
+  if (accept_json(payload_json)) {
     out += payload_json;
   } else {
     out += "{}";

@@ -1,0 +1,185 @@
+// RapidJSON's SAX reader into nlohmann's DOM: the reader of parse_json_or_discarded and accept_json
+// (shared/json_util.h). In a file of its own: RapidJSON 1.1's internal stack adds an offset to its
+// null pointer before its first allocation, which the sanitized native builds are told to ignore for
+// this file only (CMakeLists.txt).
+#include "shared/json_util.h"
+
+#if defined(__wasm__)
+// RapidJSON's always_inline hints: -0.25 KiB gz per module without them and no slower in wasm; natively
+// they make the reader ~1.3x faster (docs/performance.md "RapidJSON in front of nlohmann", measured there).
+#define RAPIDJSON_FORCEINLINE
+#endif
+#include <rapidjson/memorystream.h>
+#include <rapidjson/reader.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+namespace ss {
+
+namespace {
+// The reader of parse_json_or_discarded and accept_json: RapidJSON's SAX reader (docs/performance.md
+// "RapidJSON as the reader"), giving the value nlohmann's parser gives. Where the two differ and how
+// that is closed:
+// - numbers come as text (kParseNumbersAsStringsFlag) and are converted the way nlohmann's lexer does
+//   (rapid_json_number); RapidJSON refuses a few numbers nlohmann takes as finite ("0e400", an integer
+//   of 309+ digits): refused here too (rapid_json_number_too_big tells them; the tests and the fuzzer
+//   allow no other disagreement);
+// - RapidJSON 1.1 decodes a lone low surrogate escape ("\udc00") into UTF-8 that nlohmann refuses:
+//   such a string is refused (rapid_json_lone_surrogate);
+// - RapidJSON's reader recurses: nesting deeper than kRapidJsonDepth is refused (nlohmann parses
+//   iteratively; every body goes through parse_json's 64-level limit first anyway);
+// - a leading UTF-8 BOM, which nlohmann skips, is skipped by the callers (json_util.cpp).
+// A NUL byte ends the text for both (nlohmann's lexer takes it for the end of input, RapidJSON's
+// MemoryStream peeks '\0' there too).
+constexpr int kRapidJsonDepth = 256;
+constexpr unsigned kRapidJsonFlags =
+    rapidjson::kParseValidateEncodingFlag | rapidjson::kParseNumbersAsStringsFlag;
+
+struct RapidJsonNumber {
+  enum class Kind { integer, unsigned_integer, floating } kind = Kind::floating;
+  std::int64_t integer = 0;
+  std::uint64_t unsigned_integer = 0;
+  double floating = 0;
+};
+
+// A number's text (RapidJSON checked its grammar; NUL-terminated) converted the way nlohmann's lexer
+// converts it, with the same C library calls: without fraction or exponent, strtoll when signed,
+// strtoull otherwise, when in range; else strtod, and a result that is not finite is an error
+// (nlohmann: "number overflow").
+bool rapid_json_number(const char* text, std::size_t length, RapidJsonNumber& out) {
+  const char* end = text + length;
+  const bool integral = std::none_of(text, end, [](char c) { return c == '.' || c == 'e' || c == 'E'; });
+  if (integral) {
+    char* last = nullptr;
+    errno = 0;
+    if (*text == '-') {
+      const long long value = std::strtoll(text, &last, 10);
+      if (errno == 0 && last == end) {
+        out.kind = RapidJsonNumber::Kind::integer;
+        out.integer = value;
+        return true;
+      }
+    } else {
+      const unsigned long long value = std::strtoull(text, &last, 10);
+      if (errno == 0 && last == end) {
+        out.kind = RapidJsonNumber::Kind::unsigned_integer;
+        out.unsigned_integer = value;
+        return true;
+      }
+    }
+  }
+  out.kind = RapidJsonNumber::Kind::floating;
+  out.floating = std::strtod(text, nullptr);
+  return std::isfinite(out.floating);
+}
+
+// True when decoded string bytes hold an encoded UTF-16 surrogate (ED A0..BF): with the input's UTF-8
+// validated, only a lone low surrogate escape puts one there.
+bool rapid_json_lone_surrogate(const char* text, std::size_t length) {
+  const char* end = text + length;
+  for (const char* p = text;
+       (p = static_cast<const char*>(std::memchr(p, '\xED', static_cast<std::size_t>(end - p)))) != nullptr;
+       ++p) {
+    if (end - p > 1 && static_cast<unsigned char>(p[1]) >= 0xA0) return true;
+  }
+  return false;
+}
+
+// RapidJSON events into nlohmann's own DOM builder (the one json::parse uses), or, without a result,
+// only the checks (accept_json): one handler type, so the reader is instantiated once.
+class RapidJsonHandler {
+ public:
+  explicit RapidJsonHandler(json* result) : builder_(result != nullptr ? *result : unused_, false), build_(result != nullptr) {}
+
+  bool Null() { return !build_ || builder_.null(); }
+  bool Bool(bool value) { return !build_ || builder_.boolean(value); }
+  // With kParseNumbersAsStringsFlag every number comes through RawNumber; these only satisfy the
+  // handler concept.
+  bool Int(int) { return false; }
+  bool Uint(unsigned) { return false; }
+  bool Int64(std::int64_t) { return false; }
+  bool Uint64(std::uint64_t) { return false; }
+  bool Double(double) { return false; }
+  bool RawNumber(const char* text, rapidjson::SizeType length, bool) {
+    RapidJsonNumber number;
+    if (!rapid_json_number(text, length, number)) return false;
+    if (!build_) return true;
+    switch (number.kind) {
+      case RapidJsonNumber::Kind::integer:
+        return builder_.number_integer(number.integer);
+      case RapidJsonNumber::Kind::unsigned_integer:
+        return builder_.number_unsigned(number.unsigned_integer);
+      case RapidJsonNumber::Kind::floating:
+        break;
+    }
+    return builder_.number_float(number.floating, text_);
+  }
+  bool String(const char* text, rapidjson::SizeType length, bool) {
+    if (rapid_json_lone_surrogate(text, length)) return false;
+    if (!build_) return true;
+    text_.assign(text, length);
+    return builder_.string(text_);
+  }
+  bool Key(const char* text, rapidjson::SizeType length, bool) {
+    if (rapid_json_lone_surrogate(text, length)) return false;
+    if (!build_) return true;
+    text_.assign(text, length);
+    return builder_.key(text_);
+  }
+  bool StartObject() {
+    return ++depth_ <= kRapidJsonDepth && (!build_ || builder_.start_object(static_cast<std::size_t>(-1)));
+  }
+  bool EndObject(rapidjson::SizeType) {
+    --depth_;
+    return !build_ || builder_.end_object();
+  }
+  bool StartArray() {
+    return ++depth_ <= kRapidJsonDepth && (!build_ || builder_.start_array(static_cast<std::size_t>(-1)));
+  }
+  bool EndArray(rapidjson::SizeType) {
+    --depth_;
+    return !build_ || builder_.end_array();
+  }
+  bool errored() const { return builder_.is_errored(); }
+
+ private:
+  json unused_;
+  nlohmann::detail::json_sax_dom_parser<json> builder_;
+  bool build_;
+  std::string text_;  // one buffer for every string and key: the builder copies it into the DOM
+  int depth_ = 0;
+};
+
+// True when RapidJSON read all of `text` as one JSON value and the handler took every event.
+bool rapid_json_read(std::string_view text, RapidJsonHandler& handler) {
+  rapidjson::MemoryStream stream(text.data(), text.size());
+  rapidjson::Reader reader;
+  return !reader.Parse<kRapidJsonFlags>(stream, handler).IsError();
+}
+}  // namespace
+
+bool rapid_json_parse(std::string_view text, json& out) {
+  json result;
+  RapidJsonHandler handler(&result);
+  if (!rapid_json_read(text, handler) || handler.errored()) return false;
+  out = std::move(result);
+  return true;
+}
+
+bool rapid_json_accept(std::string_view text) {
+  RapidJsonHandler handler(nullptr);
+  return rapid_json_read(text, handler);
+}
+
+bool rapid_json_number_too_big(std::string_view text) {
+  RapidJsonHandler handler(nullptr);
+  rapidjson::MemoryStream stream(text.data(), text.size());
+  rapidjson::Reader reader;
+  return reader.Parse<kRapidJsonFlags>(stream, handler).Code() == rapidjson::kParseErrorNumberTooBig;
+}
+
+}  // namespace ss
