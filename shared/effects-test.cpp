@@ -4,6 +4,7 @@
 
 #include "shared/app.h"
 #include "shared/json_util.h"
+#include "shared/tenant_store.h"
 #include "tests/native/harness.h"
 #include "tests/native/test_support.h"
 
@@ -64,6 +65,29 @@ App make_app() {
 }
 
 json body_of(const json& out) { return *parse_json(out["body"].get<std::string>()); }
+
+// TenantStore's calls are effects decoded to their types (no coroutine of their own): the same
+// typed results and corrupt_row errors as any D1 read.
+App make_tenant_app() {
+  App app;
+  app.service = "tenant-store-test";
+  app.db_binding = "DB";
+  app.router.add(
+      "GET", "/tenant", [](Context&, const Request&, const Params&) -> Task<Result<Response>> {
+        TenantStore store("DB");
+        auto [found, count] = co_await when_all(store.find("t1"), store.count());
+        SS_CO_TRY(std::optional<TenantRow> row, std::move(found));
+        SS_CO_TRY(std::int64_t n, std::move(count));
+        SS_CO_TRY(bool disabled, co_await store.disable("t1", "now"));
+        SS_CO_CHECK(co_await store.upsert("t1", "h", "a", json::object(), "now"));
+        co_return Response::json_body(200, {{"found", row ? json(row->tenant_id) : json()},
+                                            {"enabled", row ? json(row->enabled) : json()},
+                                            {"config", row ? row->config : json()},
+                                            {"n", n},
+                                            {"disabled", disabled}});
+      });
+  return app;
+}
 
 }  // namespace
 
@@ -225,6 +249,43 @@ TEST_CASE("a missing KV key is nullopt; a host answer in the wrong shape is an i
   out = native::drive(rt, fetch_message("/pair"), now, perform);
   CHECK(out["status"] == 500);
   CHECK(body_of(out)["error"]["code"] == "internal");
+}
+
+TEST_CASE("TenantStore: typed rows, counts and changes; a corrupt tenant row is an error") {
+  App app = make_tenant_app();
+  Runtime rt(app);
+  std::int64_t now = 0;
+  auto host = [](json row, std::int64_t changes) {
+    return [row, changes](const json& e) {
+      std::string sql = e["sql"].get<std::string>();
+      if (e["kind"] == "d1.run") {
+        return ok(e, {{"results", json::array()}, {"meta", {{"changes", changes}}}});
+      }
+      if (sql.find("COUNT(*)") != std::string::npos) return ok(e, {{"row", {{"n", 3}}}});
+      return ok(e, {{"row", row}});
+    };
+  };
+  json good = {{"tenant_id", "t1"},
+               {"token_hash", "h"},
+               {"admin_token_hash", "a"},
+               {"config_json", R"({"k":1})"},
+               {"enabled", 1},
+               {"created_at", "c"},
+               {"updated_at", "u"}};
+  json out = native::drive(rt, fetch_message("/tenant"), now, host(good, 1));
+  REQUIRE(out["status"] == 200);
+  CHECK(body_of(out) == json::parse(R"({"found":"t1","enabled":true,"config":{"k":1},"n":3,
+                                        "disabled":true})"));
+
+  out = native::drive(rt, fetch_message("/tenant"), now, host(nullptr, 0));
+  REQUIRE(out["status"] == 200);
+  CHECK(body_of(out) == json::parse(R"({"found":null,"enabled":null,"config":null,"n":3,
+                                        "disabled":false})"));
+
+  json corrupt = good;
+  corrupt.erase("token_hash");
+  out = native::drive(rt, fetch_message("/tenant"), now, host(corrupt, 1));
+  CHECK(out["status"] == 500);
 }
 
 }  // namespace ss

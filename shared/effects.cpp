@@ -266,6 +266,12 @@ std::optional<json> D1Result::first() const {
   return out;
 }
 
+json D1::request(const char* kind, std::string_view sql, json params) const {
+  return d1_request(kind, binding_, sql, std::move(params));
+}
+Result<D1Result> D1::first_result(json&& value) { return decode_d1_first(std::move(value)); }
+Result<D1Result> D1::all_result(json&& value) { return decode_d1_all(std::move(value)); }
+
 EffectOf<D1Result> D1::all(std::string_view sql, json params) const {
   return {d1_request("d1.all", binding_, sql, std::move(params)), decode_d1_all};
 }

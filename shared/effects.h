@@ -159,7 +159,24 @@ class D1 {
   EffectOf<std::vector<D1Result>> batch(const std::vector<D1Statement>& statements) const;
   const std::string& binding() const { return binding_; }
 
+  // The same statements with the D1Result decoded further in the effect's own decode step, by a
+  // plain `Result<T> (json&&)` function that starts from first_result / all_result: a store's typed
+  // read or write as a plain function returning the effect, with no coroutine frame of its own.
+  template <class T>
+  EffectOf<T> first_decoded(std::string_view sql, json params,
+                            typename EffectOf<T>::Decode decode) const {
+    return {request("d1.first", sql, std::move(params)), decode};
+  }
+  template <class T>
+  EffectOf<T> run_decoded(std::string_view sql, json params,
+                          typename EffectOf<T>::Decode decode) const {
+    return {request("d1.run", sql, std::move(params)), decode};
+  }
+  static Result<D1Result> first_result(json&& value);  // what first() yields
+  static Result<D1Result> all_result(json&& value);    // what all() and run() yield
+
  private:
+  json request(const char* kind, std::string_view sql, json params) const;
   std::string binding_;
 };
 

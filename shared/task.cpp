@@ -12,4 +12,20 @@ void resume_parent_if_last(WhenAllCounter& counter) noexcept {
 }
 #endif
 
+WhenAllDrivers::~WhenAllDrivers() {
+  for (auto h : drivers) h.destroy();
+}
+
+void WhenAllDrivers::add(DriverTask driver) {
+  driver.h.promise().counter = this;
+  drivers.push_back(driver.h);
+}
+
+bool WhenAllDrivers::start(co::coroutine_handle<> parent) {
+  this->parent = parent;
+  remaining = drivers.size() + 1;  // +1: a guard so no child resumes us before we return
+  for (auto h : drivers) h.resume();
+  return --remaining != 0;  // every child finished synchronously: do not suspend
+}
+
 }  // namespace ss::detail

@@ -192,15 +192,23 @@ struct DriverTask {
   co::coroutine_handle<promise_type> h;
 };
 
+// What both when_all awaiters share, typed by nothing (task.cpp): the driver frames, started
+// together and destroyed with the state. One copy per module instead of one per when_all signature.
+struct WhenAllDrivers : WhenAllCounter {
+  std::vector<co::coroutine_handle<DriverTask::promise_type>> drivers;
+  WhenAllDrivers() = default;
+  WhenAllDrivers(const WhenAllDrivers&) = delete;
+  WhenAllDrivers& operator=(const WhenAllDrivers&) = delete;
+  ~WhenAllDrivers();  // destroys every driver frame (a child still suspended inside goes with it)
+  void add(DriverTask driver);
+  // Resumes every driver; false when all finished synchronously (the parent must not suspend).
+  bool start(co::coroutine_handle<> parent);
+};
+
 template <class T>
-struct WhenAllState : WhenAllCounter {
+struct WhenAllState : WhenAllDrivers {
   std::vector<Task<T>> children;
   std::vector<std::optional<T>> results;
-  std::vector<co::coroutine_handle<DriverTask::promise_type>> drivers;
-
-  ~WhenAllState() {
-    for (auto h : drivers) h.destroy();
-  }
 };
 
 template <class T>
@@ -223,15 +231,8 @@ class WhenAllAwaiter {
   bool
   await_suspend(co::coroutine_handle<> parent) {
     auto* s = state_.get();
-    s->parent = parent;
-    s->remaining = s->children.size() + 1;  // +1: a guard so no child resumes us before we return
-    for (std::size_t i = 0; i < s->children.size(); ++i) {
-      auto driver = drive_child(s, i).h;
-      driver.promise().counter = s;
-      s->drivers.push_back(driver);
-    }
-    for (auto h : s->drivers) h.resume();
-    return --s->remaining != 0;  // every child finished synchronously: do not suspend
+    for (std::size_t i = 0; i < s->children.size(); ++i) s->add(drive_child(s, i));
+    return s->start(parent);
   }
   std::vector<T> await_resume() {
     std::vector<T> out;
@@ -257,12 +258,8 @@ DriverTask drive_into(Awaitable* awaitable, std::optional<T>* slot) {
 
 template <class... As>
 class WhenAllTupleAwaiter {
-  struct State : WhenAllCounter {
+  struct State : WhenAllDrivers {
     std::tuple<std::optional<awaited_t<As>>...> results;
-    std::vector<co::coroutine_handle<DriverTask::promise_type>> drivers;
-    ~State() {
-      for (auto h : drivers) h.destroy();
-    }
   };
 
  public:
@@ -274,12 +271,8 @@ class WhenAllTupleAwaiter {
 #endif
   bool
   await_suspend(co::coroutine_handle<> parent) {
-    State* s = state_.get();
-    s->parent = parent;
-    s->remaining = sizeof...(As) + 1;  // +1: a guard so no child resumes us before we return
     start(std::index_sequence_for<As...>{});
-    for (auto h : s->drivers) h.resume();
-    return --s->remaining != 0;
+    return state_->start(parent);
   }
   std::tuple<awaited_t<As>...> await_resume() { return take(std::index_sequence_for<As...>{}); }
 
@@ -287,11 +280,7 @@ class WhenAllTupleAwaiter {
   template <std::size_t... I>
   void start(std::index_sequence<I...>) {
     State* s = state_.get();
-    (add(drive_into(&std::get<I>(children_), &std::get<I>(s->results))), ...);
-  }
-  void add(DriverTask driver) {
-    driver.h.promise().counter = state_.get();
-    state_->drivers.push_back(driver.h);
+    (s->add(drive_into(&std::get<I>(children_), &std::get<I>(s->results))), ...);
   }
   template <std::size_t... I>
   std::tuple<awaited_t<As>...> take(std::index_sequence<I...>) {

@@ -25,6 +25,31 @@ UPDATE tenants SET enabled = 0, updated_at = ?2 WHERE tenant_id = ?1
 
 constexpr std::string_view kCountTenants = R"sql(SELECT COUNT(*) AS n FROM tenants)sql";
 
+Result<std::optional<TenantRow>> tenant_found(json&& value) {
+  Result<D1Result> r = D1::first_result(std::move(value));
+  if (!r.ok()) return std::move(r).error();
+  return r.value().first_as<TenantRow>();
+}
+
+Result<Unit> tenant_upserted(json&& value) {
+  Result<D1Result> r = D1::all_result(std::move(value));
+  if (!r.ok()) return std::move(r).error();
+  return Unit{};
+}
+
+Result<bool> tenant_disabled(json&& value) {
+  Result<D1Result> r = D1::all_result(std::move(value));
+  if (!r.ok()) return std::move(r).error();
+  return r.value().meta.changes > 0;
+}
+
+Result<std::int64_t> tenants_counted(json&& value) {
+  Result<D1Result> r = D1::first_result(std::move(value));
+  if (!r.ok()) return std::move(r).error();
+  std::optional<json> row = r.value().first();
+  return row ? int_or(*row, "n", 0) : std::int64_t{0};
+}
+
 }  // namespace
 
 TenantRow TenantRow::decode(RowReader& r) {
@@ -40,31 +65,25 @@ TenantRow TenantRow::decode(RowReader& r) {
   return row;
 }
 
-Task<Result<std::optional<TenantRow>>> TenantStore::find(const std::string& tenant_id) const {
-  json params = json::array({tenant_id});
-  SS_CO_TRY(D1Result r, co_await db_.first(kFindTenant, params));
-  co_return r.first_as<TenantRow>();
+EffectOf<std::optional<TenantRow>> TenantStore::find(const std::string& tenant_id) const {
+  return db_.first_decoded<std::optional<TenantRow>>(kFindTenant, json::array({tenant_id}),
+                                                     tenant_found);
 }
 
-Task<Status> TenantStore::upsert(const std::string& tenant_id, const std::string& token_hash,
-                                 const std::string& admin_token_hash, const json& config,
-                                 const std::string& now) const {
-  json params = json::array({tenant_id, token_hash, admin_token_hash, dump_json(config), now});
-  SS_CO_TRY(D1Result ignored, co_await db_.run(kUpsertTenant, params));
-  co_return Unit{};
+EffectOf<Unit> TenantStore::upsert(const std::string& tenant_id, const std::string& token_hash,
+                                   const std::string& admin_token_hash, const json& config,
+                                   const std::string& now) const {
+  return db_.run_decoded<Unit>(
+      kUpsertTenant, json::array({tenant_id, token_hash, admin_token_hash, dump_json(config), now}),
+      tenant_upserted);
 }
 
-Task<Result<bool>> TenantStore::disable(const std::string& tenant_id,
-                                        const std::string& now) const {
-  json params = json::array({tenant_id, now});
-  SS_CO_TRY(D1Result r, co_await db_.run(kDisableTenant, params));
-  co_return r.meta.changes > 0;
+EffectOf<bool> TenantStore::disable(const std::string& tenant_id, const std::string& now) const {
+  return db_.run_decoded<bool>(kDisableTenant, json::array({tenant_id, now}), tenant_disabled);
 }
 
-Task<Result<std::int64_t>> TenantStore::count() const {
-  SS_CO_TRY(D1Result r, co_await db_.first(kCountTenants));
-  std::optional<json> row = r.first();
-  co_return row ? int_or(*row, "n", 0) : 0;
+EffectOf<std::int64_t> TenantStore::count() const {
+  return db_.first_decoded<std::int64_t>(kCountTenants, json::array(), tenants_counted);
 }
 
 }  // namespace ss

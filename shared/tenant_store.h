@@ -25,14 +25,16 @@ class TenantStore {
  public:
   explicit TenantStore(std::string binding) : db_(std::move(binding)) {}
 
-  Task<Result<std::optional<TenantRow>>> find(const std::string& tenant_id) const;
+  // Each returns the D1 effect itself, decoded to its type when it completes (no coroutine of its
+  // own: awaiting it yields the same Result a Task would).
+  EffectOf<std::optional<TenantRow>> find(const std::string& tenant_id) const;
   // Inserts or updates the tenant (enabled again) with config stored as JSON text.
-  Task<Status> upsert(const std::string& tenant_id, const std::string& token_hash,
-                      const std::string& admin_token_hash, const json& config,
-                      const std::string& now) const;
+  EffectOf<Unit> upsert(const std::string& tenant_id, const std::string& token_hash,
+                        const std::string& admin_token_hash, const json& config,
+                        const std::string& now) const;
   // false when there is no such tenant.
-  Task<Result<bool>> disable(const std::string& tenant_id, const std::string& now) const;
-  Task<Result<std::int64_t>> count() const;
+  EffectOf<bool> disable(const std::string& tenant_id, const std::string& now) const;
+  EffectOf<std::int64_t> count() const;
 
  private:
   D1 db_;
