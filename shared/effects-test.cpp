@@ -172,9 +172,26 @@ TEST_CASE("as<Row>() on a result the caller gives up moves the TEXT values; on o
     CHECK((*moved)[i].note == (*copied)[i].note);
     CHECK((*moved)[i].extra == (*copied)[i].extra);
   }
-  // The strings left the rows (moved, not copied).
-  CHECK(given.rows[0][0] == "");  // NOLINT(bugprone-use-after-move): checked on purpose
-  CHECK(given.rows[0][2] == "");
+  // The strings left the rows (moved, not copied); the cells are NULL now.
+  CHECK(given.rows[0][0].is_null());  // NOLINT(bugprone-use-after-move): checked on purpose
+  CHECK(given.rows[0][2].is_null());
+
+  // Rows as objects take the same path.
+  D1Result objects;
+  objects.rows = json::parse(R"([{"id":"object-row-identifier","qty":3,"note":null,"extra":"[]"}])");
+  Result<std::vector<Item>> from_objects = std::move(objects).as<Item>();
+  REQUIRE(from_objects.ok());
+  CHECK((*from_objects)[0].id == "object-row-identifier");
+  CHECK((*from_objects)[0].extra == json::array());
+
+  // A decoder that read a column twice from a moving reader gets corrupt_row, not an empty string.
+  json row = json::array({"twice-read-identifier"});
+  const json columns = json::array({"id"});
+  RowReader twice(columns, row, RowReader::TakeValues{});
+  CHECK(twice.text("id") == "twice-read-identifier");
+  CHECK(twice.text("id").empty());
+  REQUIRE_FALSE(twice.status().ok());
+  CHECK(twice.status().error().message.find("is NULL") != std::string::npos);
 
   D1Result corrupt = kept;
   corrupt.rows[1][1] = "2";

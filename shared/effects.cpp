@@ -178,11 +178,15 @@ const json* RowReader::column(std::string_view name, bool allow_null) {
   return v;
 }
 
-// A movable reader was built on a row it may change (RowReader(columns, json&)): the value is moved
-// out; a value is read once per decode, so nothing reads the emptied string.
+// A movable reader was built on a row it may change (RowReader(columns, json&, TakeValues)): the
+// value is moved out and the cell set to NULL, so a decoder that read the column twice would get a
+// corrupt_row ("is NULL") error, never a silently empty string.
 std::string RowReader::take_string(const json& v) const {
-  if (movable_) return std::move(const_cast<json&>(v).get_ref<std::string&>());
-  return v.get<std::string>();
+  if (!movable_) return v.get<std::string>();
+  json& cell = const_cast<json&>(v);
+  std::string out = std::move(cell.get_ref<std::string&>());
+  cell = nullptr;
+  return out;
 }
 
 std::string RowReader::text(std::string_view name) {

@@ -25,8 +25,8 @@ namespace {
 // "RapidJSON as the reader"), giving the value nlohmann's parser gives. Where the two differ and how
 // that is closed:
 // - numbers come as text (kParseNumbersAsStringsFlag) and are converted the way nlohmann's lexer does
-//   (rapid_json_number); RapidJSON refuses a few numbers nlohmann takes as finite ("0e400", an integer
-//   of 309+ digits): refused here too (rapid_json_number_too_big tells them; the tests and the fuzzer
+//   (rapid_json_number); RapidJSON refuses a few numbers nlohmann takes as finite ("0e400", a 400-digit
+//   integer part with exponent -300): refused here too (rapid_json_number_too_big tells them; the tests and the fuzzer
 //   allow no other disagreement);
 // - RapidJSON 1.1 decodes a lone low surrogate escape ("\udc00") into UTF-8 that nlohmann refuses:
 //   such a string is refused (rapid_json_lone_surrogate);

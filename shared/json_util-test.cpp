@@ -1,5 +1,5 @@
-// parse_json_or_discarded and accept_json read with RapidJSON and leave to nlohmann what RapidJSON
-// does not accept: differential checks against nlohmann's own json::parse / json::accept.
+// parse_json_or_discarded and accept_json read with RapidJSON: differential checks against nlohmann's
+// own json::parse / json::accept, which they disagree with only on the documented refusals.
 #include "shared/json_util.h"
 
 #include <doctest/doctest.h>

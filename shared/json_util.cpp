@@ -30,11 +30,13 @@ bool nesting_within(std::string_view text, int limit) {
 }
 }  // namespace
 
+namespace {
 // A leading UTF-8 byte order mark is skipped, as nlohmann does (RFC 8259 §8.1 lets a parser ignore it).
 std::string_view without_bom(std::string_view text) {
   constexpr std::string_view kBom = "\xEF\xBB\xBF";
   return text.substr(0, kBom.size()) == kBom ? text.substr(kBom.size()) : text;
 }
+}  // namespace
 
 bool accept_json(std::string_view text) { return rapid_json_accept(without_bom(text)); }
 

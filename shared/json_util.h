@@ -21,7 +21,7 @@ Result<json> parse_json(std::string_view text);
 // RapidJSON's SAX reader (validating UTF-8) into nlohmann's DOM builder, the value nlohmann's own
 // parser would give (numbers converted the way its lexer converts them), nlohmann's parser not linked
 // (docs/performance.md "RapidJSON as the reader"). Refused where nlohmann would accept: a number
-// RapidJSON calls too big although its value is finite (`0e400`, a 309-digit integer) and nesting
+// RapidJSON calls too big although its value is finite (`0e400`, `1` and 400 zeros `e-300`) and nesting
 // deeper than 256 levels. A leading BOM is skipped. No other depth limit: parse_json adds one.
 json parse_json_or_discarded(std::string_view text);
 // True when the text is JSON (the same reader, nothing built).

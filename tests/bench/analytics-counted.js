@@ -10,7 +10,7 @@
 import wasm from "../../dist/wasm/analytics.wasm";
 import { defineWorker } from "../../bindings/host.js";
 
-const worker = defineWorker(wasm, { service: "siteswarm-analytics-service" });
+const worker = defineWorker(wasm, { service: "siteswarm-analytics-service", cf: ["country", "colo"] });
 const WRITE = /^\s*(?:insert|update|delete|replace)\b/i;
 const TABLE = /\b(?:from|into|update)\s+"?(\w+)/i; // the statement's first table, per-table counts
 

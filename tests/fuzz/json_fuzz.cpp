@@ -1,7 +1,7 @@
 // The non-throwing JSON helpers (shared/json_util.h) every untrusted body goes through: no abort
 // (nlohmann's throws are aborts here), the depth limit holds, dump → parse is a fixed point, and the
-// RapidJSON fast path agrees with nlohmann: what RapidJSON accepts nlohmann accepts, with the same
-// value and number types; parse_json_or_discarded and accept_json give nlohmann's verdict.
+// RapidJSON reader agrees with nlohmann: what RapidJSON accepts nlohmann accepts, with the same value
+// and number types; it refuses what nlohmann reads only as documented (shared/json_util.h).
 #include "shared/json_util.h"
 #include "tests/fuzz/fuzz_util.h"
 
