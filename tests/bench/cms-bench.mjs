@@ -15,6 +15,7 @@ import { fileURLToPath } from "node:url";
 import { startMesh } from "../integration/mesh.mjs";
 import { mergeFigures, option, round } from "./json-out.mjs";
 import { workerdCpuMs } from "./workerd-cpu.mjs";
+import { rawCoreExports } from "../integration/raw-core.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const REQUESTS = option("cms-requests", 1000);
@@ -58,14 +59,7 @@ async function load(fetchOnce) {
 }
 
 function statusCpu() {
-  const mod = new WebAssembly.Module(readFileSync(path.join(ROOT, "dist/wasm/cms.wasm")));
-  const imports = {};
-  for (const imp of WebAssembly.Module.imports(mod)) {
-    imports[imp.module] ??= {};
-    imports[imp.module][imp.name] = () => 0;
-  }
-  const ex = new WebAssembly.Instance(mod, imports).exports;
-  ex._initialize?.();
+  const ex = rawCoreExports(path.join(ROOT, "dist/wasm/cms.wasm"));
   const manifest = JSON.parse(readFileSync(path.join(ROOT, "examples/bakery/swarm.config.json"), "utf8"));
   const instants = Array.from({ length: 2000 }, (_, i) => Date.UTC(2026, 0, 1) / 1000 + i * 7919);
   const body = JSON.stringify({ zone: "America/New_York", weekly: manifest.fallback.hours.weekly, instants });

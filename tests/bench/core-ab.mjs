@@ -15,6 +15,7 @@
 import { readFileSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { parseArgs } from "node:util";
+import { rawCoreExports } from "../integration/raw-core.mjs";
 
 const { values } = parseArgs({
   options: {
@@ -35,14 +36,7 @@ const enc = new TextEncoder();
 const dec = new TextDecoder();
 
 function instantiate(file) {
-  const mod = new WebAssembly.Module(readFileSync(file));
-  const imports = {};
-  for (const imp of WebAssembly.Module.imports(mod)) {
-    imports[imp.module] ??= {};
-    imports[imp.module][imp.name] = () => 0;
-  }
-  const ex = new WebAssembly.Instance(mod, imports).exports;
-  ex._initialize?.();
+  const ex = rawCoreExports(file);
   const put = (bytes) => {
     const ptr = ex.ss_alloc(bytes.length);
     new Uint8Array(ex.memory.buffer, ptr, bytes.length).set(bytes);

@@ -21,6 +21,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { mergeFigures, option, round } from "./json-out.mjs";
+import { rawCoreExports } from "../integration/raw-core.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const MIN_MS = option("worst-min-ms", 100);
@@ -39,14 +40,7 @@ const CAPS = {
 };
 
 function instantiate() {
-  const mod = new WebAssembly.Module(readFileSync(path.join(ROOT, "dist/wasm/events.wasm")));
-  const imports = {};
-  for (const imp of WebAssembly.Module.imports(mod)) {
-    imports[imp.module] ??= {};
-    imports[imp.module][imp.name] = () => 0;
-  }
-  const ex = new WebAssembly.Instance(mod, imports).exports;
-  ex._initialize?.();
+  const ex = rawCoreExports(path.join(ROOT, "dist/wasm/events.wasm"));
   return ex;
 }
 

@@ -7,6 +7,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
+import { rawCoreExports } from "./raw-core.mjs";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const WASM = `${root}/dist/wasm/cms.wasm`;
@@ -40,14 +41,7 @@ function coreZones() {
 }
 
 function loadCore() {
-  const mod = new WebAssembly.Module(readFileSync(WASM));
-  const imports = {};
-  for (const imp of WebAssembly.Module.imports(mod)) {
-    imports[imp.module] ??= {};
-    imports[imp.module][imp.name] = () => 0;
-  }
-  const ex = new WebAssembly.Instance(mod, imports).exports;
-  ex._initialize?.();
+  const ex = rawCoreExports(WASM);
   const enc = new TextEncoder();
   const dec = new TextDecoder();
   return (body) => {

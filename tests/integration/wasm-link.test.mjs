@@ -14,6 +14,7 @@ import assert from "node:assert/strict";
 import { readFileSync, existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { PLATFORM_WORKERS } from "../../scripts/lib/workers.mjs";
+import { rawCoreExports } from "./raw-core.mjs";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const modules = [
@@ -91,14 +92,7 @@ for (const mod of modules.filter((m) => m.name === "floor" || m.name === "events
   test(`${mod.name}: malloc/free through ss_alloc/ss_free keep every block intact`, () => {
     const path = `${root}/${mod.wasm}`;
     assert.ok(existsSync(path), `${mod.wasm} is built`);
-    const wasm = new WebAssembly.Module(readFileSync(path));
-    const imports = {};
-    for (const imp of WebAssembly.Module.imports(wasm)) {
-      imports[imp.module] ??= {};
-      imports[imp.module][imp.name] = () => 0;
-    }
-    const ex = new WebAssembly.Instance(wasm, imports).exports;
-    ex._initialize?.();
+    const ex = rawCoreExports(path);
     const random = rng(12);
     const live = new Map(); // ptr -> [len, fill byte]
     const pagesBefore = ex.memory.buffer.byteLength / 65536;

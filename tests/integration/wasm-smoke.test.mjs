@@ -7,19 +7,13 @@ import { readFileSync, existsSync } from "node:fs";
 import { createHash, randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { PLATFORM_WORKERS } from "../../scripts/lib/workers.mjs";
+import { rawCoreExports } from "./raw-core.mjs";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const WORKERS = Object.fromEntries(Object.values(PLATFORM_WORKERS).map((w) => [w.key, w.name]));
 
 function instantiate(path) {
-  const mod = new WebAssembly.Module(readFileSync(path));
-  const imports = {};
-  for (const imp of WebAssembly.Module.imports(mod)) {
-    imports[imp.module] ??= {};
-    imports[imp.module][imp.name] = () => 0;
-  }
-  const ex = new WebAssembly.Instance(mod, imports).exports;
-  ex._initialize?.();
+  const ex = rawCoreExports(path);
   const enc = new TextEncoder();
   const dec = new TextDecoder();
   const call = (fn, id, text) => {
