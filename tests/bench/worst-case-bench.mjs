@@ -17,7 +17,6 @@
 // drain's work budget (DRAIN_WORK_BUDGET).
 //   node tests/bench/worst-case-bench.mjs [--worst-min-ms 100] [--json FILE]
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { mergeFigures, option, round } from "./json-out.mjs";

@@ -3,7 +3,7 @@
 // docs/abi.md (with a fake performer standing in for D1 and WebCrypto).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync, existsSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { createHash, randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { PLATFORM_WORKERS } from "../../scripts/lib/workers.mjs";
