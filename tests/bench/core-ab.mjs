@@ -16,6 +16,7 @@ import { readFileSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { parseArgs } from "node:util";
 import { rawCoreExports } from "../integration/raw-core.mjs";
+import { EVENT_COLUMNS } from "./ledger-columns.mjs";
 
 const { values } = parseArgs({
   options: {
@@ -122,23 +123,7 @@ const tenantEffects = (e) => {
 // 500 rows in the compact form the host passes (docs/abi.md), decoded, and 500 events written out.
 const opToken = "op-token";
 const opDigest = createHash("sha256").update(opToken).digest("hex");
-const columns = [
-  "seq",
-  "event_id",
-  "tenant_id",
-  "event_type",
-  "entity_type",
-  "entity_id",
-  "payload_json",
-  "idempotency_key",
-  "caused_by",
-  "workflow_run_id",
-  "source_system",
-  "occurred_at",
-  "recorded_at",
-  "sequence_no",
-  "redacted_at",
-];
+const columns = EVENT_COLUMNS;
 const page = rows.map((r, n) => [
   n + 1,
   r.id,

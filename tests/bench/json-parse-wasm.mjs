@@ -9,29 +9,14 @@
 import { readFileSync } from "node:fs";
 import { wasmImports } from "../../bindings/instance.js";
 import { option } from "./json-out.mjs";
+import { EVENT_COLUMNS } from "./ledger-columns.mjs";
 
 const rounds = option("rounds", 9);
 const files = process.argv.slice(2).filter((a, i, all) => a.endsWith(".wasm") && all[i - 1] !== "--rounds");
 
 const two = (n) => String(n).padStart(2, "0");
 const payload = (n) => JSON.stringify({ amount: n % 1000, n, note: "bench", sku: `SKU-${n}` });
-const columns = [
-  "seq",
-  "event_id",
-  "tenant_id",
-  "event_type",
-  "entity_type",
-  "entity_id",
-  "payload_json",
-  "idempotency_key",
-  "caused_by",
-  "workflow_run_id",
-  "source_system",
-  "occurred_at",
-  "recorded_at",
-  "sequence_no",
-  "redacted_at",
-];
+const columns = EVENT_COLUMNS;
 const rows = [];
 for (let n = 0; n < 500; n++) {
   const at = `2026-12-01T05:${two(Math.floor(n / 60) % 60)}:${two(n % 60)}.123Z`;
