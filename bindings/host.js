@@ -21,6 +21,7 @@ import {
   requestMessage,
   toResponse,
 } from "./messages.js";
+import { mutates, ReplayMemo, stillHolds } from "./replay.js";
 import { noStream, ResponseStream } from "./stream.js";
 
 // Workers RPC needs a WorkerEntrypoint class from "cloudflare:workers", which exists only in workerd;
@@ -77,10 +78,24 @@ function workerHandlers(host, service, cfFields) {
         const injected = await faultsRoute(request, env); // test hooks only (bindings/faults.js)
         if (injected) return injected;
       }
+      const counts = env?.SS_COUNT_D1 === "1" ? { d1: 0 } : null;
+      // SS_REPLAY=0 in the env turns replays off (a bench measures every request through the core).
+      const replays = env?.SS_REPLAY === "0" ? null : host.replays;
+      if (replays && request.method === "GET") {
+        // An answer the core marked replayable, while its reads still give the same (bindings/replay.js).
+        const answer = replays.find(request, Date.now());
+        if (answer && (await stillHolds(replays, answer, (effect) => performWithFaults(effect, env, perform)))) {
+          const response = toResponse(answer.response);
+          if (counts) response.headers.set(D1_ROUND_TRIPS_HEADER, "0");
+          if (hooksOn(env)) response.headers.set(REPLAYED_HEADER, "1"); // tests tell a replay apart
+          return response;
+        }
+      }
+      const generation = replays?.generation;
+      const trace = replays && request.method === "GET" ? [] : null;
       const stream = new ResponseStream();
       // A request without a body to read (a GET) is built at once: no await before the core runs.
       const bodiless = bodilessRequestMessage(request, cfFields);
-      const counts = env?.SS_COUNT_D1 === "1" ? { d1: 0 } : null;
       const run = host.run(
         env,
         bodiless
@@ -88,6 +103,7 @@ function workerHandlers(host, service, cfFields) {
           : async () => fetchMessage(env, await requestMessage(request, cfFields)),
         stream,
         counts,
+        trace,
       );
       // A streamed body (docs/abi.md "Streamed responses") is answered when the core opens it, a
       // response sent early ("Answering early") when the core sends it; the run goes on in waitUntil
@@ -109,6 +125,7 @@ function workerHandlers(host, service, cfFields) {
       try {
         if (!out) return internalErrorResponse();
         const response = toResponse(out);
+        if (out.replay && trace) replays.record(request, out, trace, generation);
         if (counts) response.headers.set(D1_ROUND_TRIPS_HEADER, String(counts.d1));
         return response;
       } catch (err) {
@@ -188,6 +205,8 @@ let profileSink = null;
 // a fetch answer that is not streamed or sent early names how many calls its run made to D1 bindings.
 // Each d1.* effect is one call: d1.all, d1.first and d1.run one statement, d1.batch one batch().
 const D1_ROUND_TRIPS_HEADER = "x-ss-d1-round-trips";
+// With test hooks on, a replayed answer (bindings/replay.js) says so.
+const REPLAYED_HEADER = "x-ss-replayed";
 /** @param sink null, or a function receiving `{service, op, ...profile}` after each profiled run */
 export function setProfileSink(sink) {
   profileSink = sink;
@@ -210,6 +229,8 @@ class Host {
   #source;
   #service;
   #core = null;
+  /** This instance's replayable answers (bindings/replay.js). */
+  replays = new ReplayMemo();
 
   constructor(source, service) {
     this.#source = source;
@@ -220,13 +241,13 @@ class Host {
    * Builds the message, runs it to the end; the output message, or null after logging why. `stream`
    * (fetch runs only) performs the `response.*` effects.
    */
-  async run(env, buildMessage, stream = null, counts = null) {
+  async run(env, buildMessage, stream = null, counts = null, trace = null) {
     try {
       let message = buildMessage();
       if (message instanceof Promise) message = await message;
       const prof = env?.SS_PROFILE === "1" ? newProfile() : null;
       const started = prof ? performance.now() : 0;
-      const out = await this.#drive(this.#instance(), message, env, stream, prof, counts);
+      const out = await this.#drive(this.#instance(), message, env, stream, prof, counts, trace);
       for (const line of out.logs ?? []) console.log(line);
       if (prof) {
         prof.total_ms = performance.now() - started;
@@ -244,6 +265,7 @@ class Host {
   /** Logs a failure without its stack or any message content; a trap once per instance. */
   fail(err) {
     if (err instanceof CoreTrap) {
+      this.replays.clear(); // what the trapped instance answered is not the next one's
       if (err.logged) return;
       err.logged = true;
       const cause = err.cause?.message ?? String(err.cause);
@@ -258,14 +280,16 @@ class Host {
     return this.#core;
   }
 
-  // The effect loop: start, then perform effects and resume with whatever has settled.
-  async #drive(core, message, env, stream, prof, counts) {
+  // The effect loop: start, then perform effects and resume with whatever has settled. `trace`
+  // (an array, or null) receives each performed effect with its result.
+  async #drive(core, message, env, stream, prof, counts, trace) {
     const id = core.start(message, prof);
     if (id === 0) throw new Error("the core rejected the input message");
     const inFlight = new Map();
     const settled = [];
     const quiet = new Set(); // ids of settled-at-once effects whose result need not resume the core
     let failure = null; // a performer that threw: an injected trap (bindings/faults.js) or a host bug
+    let mutated = false; // an effect that may change what a replayable answer would be: see finally
     try {
       for (;;) {
         const state = core.state(id);
@@ -275,6 +299,10 @@ class Host {
         const t0 = prof ? performance.now() : 0;
         for (const effect of effects) {
           if (counts && String(effect.kind).startsWith("d1.")) counts.d1++;
+          if (mutates(effect.kind)) {
+            mutated = true;
+            this.replays.clear();
+          }
           const performed = String(effect.kind).startsWith("response.")
             ? (stream?.perform(effect) ?? Promise.resolve(noStream(effect)))
             : performWithFaults(effect, env, perform);
@@ -282,6 +310,7 @@ class Host {
             (result) => {
               inFlight.delete(done);
               settled.push(result);
+              trace?.push({ effect, result });
             },
             (err) => {
               inFlight.delete(done);
@@ -311,6 +340,8 @@ class Host {
         core.resume(id, { now: Date.now(), results: settled.splice(0) }, prof);
       }
     } finally {
+      // Again at the end: an answer recorded while this run's writes were in flight may predate them.
+      if (mutated) this.replays.clear();
       if (!core.poisoned) core.drop(id);
     }
   }

@@ -236,7 +236,12 @@ Task<json> dispatch_message(Context& ctx, json message) {
     }
     Response res = co_await app.router.dispatch(ctx, req);
     if (req.method == "HEAD") res.body.clear();
-    co_return fetch_output(std::move(res));
+    const std::optional<std::int64_t> until = ctx.replay_until();
+    const bool replayable = until && req.method == "GET" && res.status == 200 && !res.streamed &&
+                            ctx.logs().empty() && !ctx.has_background();
+    json out = fetch_output(std::move(res));
+    if (replayable) out["replay"] = {{"until", *until}, {"headers", req.headers_read()}};
+    co_return out;
   }
   if (op == "scheduled") {
     std::string cron = string_or(message, "cron", "");

@@ -58,12 +58,21 @@ Request Request::from_json(json&& j) {
   return r;
 }
 
+void Request::note_read(std::string_view lower_name) const {
+  for (const std::string& name : headers_read_) {
+    if (name == lower_name) return;
+  }
+  headers_read_.emplace_back(lower_name);
+}
+
 std::string Request::header(std::string_view lower_name) const {
+  note_read(lower_name);
   auto it = headers.find(std::string(lower_name));
   return it == headers.end() ? std::string() : it->second;
 }
 
 bool Request::has_header(std::string_view lower_name) const {
+  note_read(lower_name);
   return headers.count(std::string(lower_name)) != 0;
 }
 

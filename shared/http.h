@@ -39,6 +39,13 @@ struct Request {
   Result<std::int64_t> int_param(std::string_view name, std::int64_t fallback, std::int64_t min,
                                  std::int64_t max) const;
   std::string client_ip() const { return header("cf-connecting-ip"); }
+  // The names header() and has_header() were asked for, in first-asked order: what this request's
+  // answer can depend on among its headers (a replayable answer names them: docs/abi.md).
+  const std::vector<std::string>& headers_read() const { return headers_read_; }
+
+ private:
+  void note_read(std::string_view lower_name) const;
+  mutable std::vector<std::string> headers_read_;
 };
 
 struct Response {

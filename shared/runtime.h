@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -86,6 +87,15 @@ class Context {
   void log(std::string line) { logs_.push_back(std::move(line)); }
   std::vector<std::string>& logs() { return logs_; }
 
+  // A GET's answer may be replayed by the host, without a run, until `until_ms` (ms since the
+  // epoch): to a request with the same URL and the same values of every header this run's Request
+  // read, while each effect of this run would give the same result again (docs/abi.md "Replayable
+  // answers"). Only for an answer that is a function of exactly those: no other state, no clock
+  // before `until_ms`, no entropy. The host keeps it only when every effect of the run was a read
+  // it can repeat (kv.get); a run that logs or hands work to wait_until is never replayed.
+  void allow_replay(std::int64_t until_ms) { replay_until_ms_ = until_ms; }
+  std::optional<std::int64_t> replay_until() const { return replay_until_ms_; }
+
   // The workflow run this request belongs to, when the ledger's workflow_runner started it
   // (headers X-SiteSwarm-Workflow-Run-Id / -Workflow-Type / -Caused-By, set in handle_message):
   // emit_event() stamps it on events whose producer does not say otherwise.
@@ -111,6 +121,7 @@ class Context {
   std::int64_t now_ms_;
   std::string entropy_;  // raw bytes not yet used
   std::vector<std::string> logs_;
+  std::optional<std::int64_t> replay_until_ms_;
   Provenance provenance_;
   std::vector<Task<Status>> background_;  // wait_until(), not started yet
 };

@@ -14,6 +14,11 @@ const TenantRow* TenantCache::fresh(const std::string& tenant_id, std::int64_t n
   return &it->second.row;
 }
 
+std::int64_t TenantCache::fresh_until(const std::string& tenant_id, std::int64_t now_ms) const {
+  if (fresh(tenant_id, now_ms) == nullptr) return 0;
+  return entries_.find(tenant_id)->second.read_at_ms + kTenantCacheTtlMs;
+}
+
 const TenantRow* TenantCache::verified(const std::string& tenant_id, std::int64_t now_ms,
                                        const std::string& token_digest) const {
   const TenantRow* row = fresh(tenant_id, now_ms);

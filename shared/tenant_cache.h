@@ -31,6 +31,8 @@ class TenantCache {
   // presented token's (compared in constant time). nullptr: read D1.
   const TenantRow* verified(const std::string& tenant_id, std::int64_t now_ms,
                             const std::string& token_digest) const;
+  // When the fresh row of tenant_id stops being fresh (ms since the epoch); 0 when there is none.
+  std::int64_t fresh_until(const std::string& tenant_id, std::int64_t now_ms) const;
   // Remembers what D1 answered (nullopt: no such tenant, which is not kept).
   // A read asked before the last forget() (generation() has moved since) is not kept: it may
   // predate the change that made the forget.

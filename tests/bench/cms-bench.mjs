@@ -2,11 +2,13 @@
 // scripts/bench, cms part: requests per second on local workerd (Miniflare, the whole mesh) for
 //   GET /v1/content served from KV, GET /v1/status, and a plain-JS worker that reads the same KV key
 //   and returns it (the baseline), in the same run, in interleaved rounds (JS, content, status, then
-//   again: load that comes and goes on a shared machine hits all three alike; each figure is the
+//   content, status, JS, …: load that comes and goes on a shared machine hits all three alike, and no
+//   phase always runs first; each figure is the
 //   median over the rounds, each ratio the median of the per-round ratios); then the CPU time of one
 //   status computation in the cms core (dist/wasm/cms.wasm in Node, through the test hook
 //   POST /__test/zone).
-//   node tests/bench/cms-bench.mjs [--cms-requests 1000] [--cms-rounds 5] [--concurrency 16] [--json FILE]
+//   node tests/bench/cms-bench.mjs [--cms-requests 1000] [--cms-rounds 5] [--concurrency 16] [--no-replay]
+//     [--json FILE]
 //   (--cms-requests per phase and round)
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -85,7 +87,13 @@ function statusCpu() {
   return ((performance.now() - t) * 1000) / instants.length;
 }
 
-const mesh = await startMesh({ extraWorkers: [BASELINE] });
+// --no-replay: SS_REPLAY=0 for the cms worker, so every request runs the core (bindings/replay.js):
+// the figure of the core path alone, beside the default run's (docs/performance.md).
+const NO_REPLAY = process.argv.includes("--no-replay");
+const mesh = await startMesh({
+  extraWorkers: [BASELINE],
+  bindings: NO_REPLAY ? { cms: { SS_REPLAY: "0" } } : {},
+});
 try {
   const headers = mesh.tenantHeaders("bakery");
   const cms = await mesh.mf.getWorker("siteswarm-cms-service");
@@ -95,11 +103,20 @@ try {
   if (first.tenantId !== "bakery" || check.source !== "kv")
     throw new Error(`cms did not serve from KV: ${check.source}`);
   const rounds = [];
+  const phases = {
+    js: () => baseline.fetch("http://localhost/"),
+    content: () => cms.fetch("http://localhost/v1/content", { headers }),
+    status: () => cms.fetch("http://localhost/v1/status", { headers }),
+  };
+  const order = Object.keys(phases);
   for (let i = 0; i < ROUNDS; i++) {
-    const js = await load(() => baseline.fetch("http://localhost/"));
-    const content = await load(() => cms.fetch("http://localhost/v1/content", { headers }));
-    const status = await load(() => cms.fetch("http://localhost/v1/status", { headers }));
-    rounds.push({ js, content, status });
+    // The phases' order rotates from round to round, so none always runs first or after another.
+    const round = {};
+    for (let k = 0; k < order.length; k++) {
+      const name = order[(i + k) % order.length];
+      round[name] = await load(phases[name]);
+    }
+    rounds.push(round);
   }
   const median = (xs) => {
     const sorted = [...xs].sort((a, b) => a - b);
@@ -121,7 +138,7 @@ try {
       ? ""
       : `  workerd CPU ${cpu(key).toFixed(3)} ms/req${key === "js" ? "" : ` (JS/C++ ${cpuRatio(key).toFixed(2)}×)`}`;
   console.log(
-    `cms bench: ${ROUNDS} interleaved rounds of ${REQUESTS} requests per phase, concurrency ${CONCURRENCY}, local workerd (median round)`,
+    `cms bench: ${ROUNDS} interleaved rounds of ${REQUESTS} requests per phase, concurrency ${CONCURRENCY}, local workerd (median round)${NO_REPLAY ? ", replays off (every request runs the core)" : ""}`,
   );
   console.log(
     `  plain-JS KV read        ${String(rps("js")).padStart(6)} req/s  (failures ${failures("js")})${cpuText("js")}`,
@@ -135,8 +152,8 @@ try {
   const statusUs = statusCpu();
   console.log(`  status computation      ${statusUs.toFixed(1)} µs CPU each (wasm in Node, incl. nextChange)`);
   mergeFigures({
-    ratios: { cms_content_kv: round(ratio("content"), 3), cms_status: round(ratio("status"), 3) },
-    cms: {
+    ratios: NO_REPLAY ? {} : { cms_content_kv: round(ratio("content"), 3), cms_status: round(ratio("status"), 3) },
+    [NO_REPLAY ? "cms_no_replay" : "cms"]: {
       rounds: ROUNDS,
       js_kv_rps: rps("js"),
       content_rps: rps("content"),

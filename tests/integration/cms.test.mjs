@@ -240,3 +240,93 @@ describe("cms over Workers RPC and on the bakery page", () => {
     assert.match(html, /<form id="contact"/);
   });
 });
+
+describe("cms replayed answers (the host repeats a kept answer while KV holds its bytes)", () => {
+  const tenant = "software-agency";
+  const replayed = (res) => res.headers.get("x-ss-replayed") === "1";
+  // Reads until the core's answer is the kept one and the host has recorded it: the next is a replay.
+  async function warm(path, options = {}) {
+    for (let i = 0; i < 3; i++) await (await read(path, { tenant, ...options })).arrayBuffer();
+  }
+
+  it("repeats the core's kept answer byte for byte; any other token or tenant runs the core", async () => {
+    await warm("/v1/content");
+    const core = await read("/v1/content", { tenant });
+    const coreBody = await core.text();
+    const replay = await read("/v1/content", { tenant });
+    assert.ok(replayed(replay));
+    assert.equal(await replay.text(), coreBody);
+    assert.equal(replay.headers.get("content-type"), core.headers.get("content-type"));
+    assert.equal(replay.headers.get("cache-control"), "no-store");
+    assert.equal(JSON.parse(coreBody).source, "kv");
+    const wrong = await read("/v1/content", { tenant, token: "wrong-token-0000000000000000" });
+    assert.ok(!replayed(wrong));
+    await errorOf(wrong, 401, "unauthenticated_tenant");
+    const other = await read("/v1/content", { tenant: "bakery" });
+    assert.equal((await jsonOf(other, 200)).tenantId, "bakery");
+  });
+
+  it("a Studio write is seen by the very next read, not a replay of the old version", async () => {
+    await warm("/v1/content");
+    const before = await jsonOf(await read("/v1/content", { tenant }), 200);
+    await jsonOf(
+      await studio("POST", "/admin/v1/announcements", { text: "Replays end here", level: "info" }, { tenant }),
+      201,
+    );
+    const after = await read("/v1/content", { tenant });
+    assert.ok(!replayed(after));
+    const body = await jsonOf(after, 200);
+    assert.equal(body.version, before.version + 1);
+    assert.ok(body.announcements.some((a) => a.text === "Replays end here"));
+  });
+
+  it("a KV document written elsewhere is served at once; KV down falls back to D1", async () => {
+    await warm("/v1/content");
+    const kv = await mesh.mf.getKVNamespace("CMS_CACHE", "siteswarm-cms-service");
+    const key = `content:v1:${tenant}`;
+    const doc = JSON.parse(await kv.get(key));
+    doc.content.announcements = [
+      { ...doc.content.announcements[0], id: "01HREPLAYREPLAYREPLAYREPLA", text: "Written by another isolate" },
+    ];
+    doc.content.version += 1;
+    await kv.put(key, JSON.stringify(doc));
+    const fresh = await read("/v1/content", { tenant });
+    assert.ok(!replayed(fresh));
+    const body = await jsonOf(fresh, 200);
+    assert.equal(body.version, doc.content.version);
+    assert.deepEqual(
+      body.announcements.map((a) => a.text),
+      ["Written by another isolate"],
+    );
+    await warm("/v1/content");
+    const down = await read("/v1/content", { tenant, fault: "kv" });
+    assert.ok(!replayed(down));
+    assert.equal((await jsonOf(down, 200)).source, "d1");
+  });
+
+  it("/v1/status for now is replayed within its second only; an operator's disable ends replays at once", async () => {
+    await warm("/v1/status");
+    // Five reads in a row: a second boundary can fall between two of them, not between all.
+    let replays = 0;
+    for (let k = 0; k < 5; k++) {
+      const res = await read("/v1/status", { tenant });
+      if (replayed(res)) replays++;
+      await res.arrayBuffer();
+    }
+    assert.ok(replays >= 3, `${replays} of 5 replayed`);
+    await new Promise((r) => setTimeout(r, 1100));
+    const nextSecond = await read("/v1/status", { tenant });
+    assert.ok(!replayed(nextSecond));
+    await jsonOf(nextSecond, 200);
+    await warm("/v1/status?at=2026-06-02T12:00:00Z");
+    assert.ok(replayed(await read("/v1/status?at=2026-06-02T12:00:00Z", { tenant })));
+    const disabled = await mesh.fetch("cms", `/admin/tenants/${tenant}`, {
+      method: "DELETE",
+      headers: mesh.operator(),
+    });
+    assert.ok(disabled.status < 300, `disable: ${disabled.status}`);
+    const refused = await read("/v1/status?at=2026-06-02T12:00:00Z", { tenant });
+    assert.ok(!replayed(refused));
+    await errorOf(refused, 401, "unauthenticated_tenant");
+  });
+});

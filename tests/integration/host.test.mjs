@@ -791,3 +791,153 @@ describe("answering early (response.send)", () => {
     assert.equal(res.status, 500);
   });
 });
+
+describe("replayable answers (bindings/replay.js)", () => {
+  // A core whose GET /doc reads one KV key and marks its answer replayable for the tenant header, and
+  // whose POST /doc writes the key; `runs` counts the core's runs of GET /doc.
+  function docWorker({ until = () => Date.now() + 60_000, extraEffect = null } = {}) {
+    const seen = { runs: 0 };
+    const core = fakeCore({
+      *"GET /doc"(message) {
+        seen.runs++;
+        const tenant = message.request.headers["x-tenant"] ?? "";
+        const effects = [{ kind: "kv.get", binding: "KV", key: `doc:${tenant}` }];
+        if (extraEffect) effects.push(extraEffect);
+        const [doc] = yield effects;
+        if (!doc.ok) return json(503, { error: "kv" });
+        if (doc.value.value === null) return json(404, { tenant });
+        return json(
+          200,
+          { tenant, doc: doc.value.value, run: seen.runs },
+          {
+            replay: { until: until(), headers: ["x-tenant"] },
+          },
+        );
+      },
+      *"POST /doc"(message) {
+        const tenant = message.request.headers["x-tenant"] ?? "";
+        yield [{ kind: "kv.put", binding: "KV", key: `doc:${tenant}`, value: message.request.body }];
+        return json(204, {});
+      },
+      *"GET /trap"() {
+        yield [{ kind: "sleep", ms: 1 }];
+        throw new WebAssembly.RuntimeError("unreachable");
+      },
+      *"GET /slow"() {
+        // Reads, then waits for the test to write behind it, and marks its answer replayable.
+        const [doc] = yield [
+          { kind: "kv.get", binding: "KV", key: "doc:a" },
+          { kind: "sleep", ms: 30 },
+        ];
+        return json(200, { doc: doc.value.value }, { replay: { until: Date.now() + 60_000, headers: [] } });
+      },
+    });
+    const store = new Map([
+      ["doc:a", "A1"],
+      ["doc:b", "B1"],
+    ]);
+    const kvCalls = [];
+    const env = {
+      SITESWARM_TEST_HOOKS: "1",
+      KV: {
+        get: async (k) => {
+          kvCalls.push(k);
+          return store.get(k) ?? null;
+        },
+        put: async (k, v) => store.set(k, v),
+        delete: async (k) => store.delete(k),
+      },
+    };
+    return { worker: defineWorker(core, { service: "svc" }), core, env, store, seen, kvCalls };
+  }
+  const doc = (worker, env, tenant, path = "/doc") =>
+    worker.fetch(get(path, { headers: tenant === null ? {} : { "x-tenant": tenant } }), env, ctx());
+
+  it("replays a marked answer for the same URL and header values while its KV read gives the same", async () => {
+    const { worker, env, seen, kvCalls } = docWorker();
+    const first = await doc(worker, env, "a");
+    assert.equal(first.status, 200);
+    assert.equal(first.headers.get("x-ss-replayed"), null);
+    const firstBody = await first.text();
+    const again = await doc(worker, env, "a");
+    assert.equal(again.status, 200);
+    assert.equal(again.headers.get("x-ss-replayed"), "1");
+    assert.equal(again.headers.get("content-type"), "application/json");
+    assert.equal(await again.text(), firstBody); // byte for byte, run 1's answer
+    assert.equal(seen.runs, 1);
+    assert.deepEqual(kvCalls, ["doc:a", "doc:a"]); // the replay read KV again
+    // Another value of a named header, another URL: the core runs.
+    assert.deepEqual(await (await doc(worker, env, "b")).json(), { tenant: "b", doc: "B1", run: 2 });
+    assert.equal((await doc(worker, env, "a", "/doc?x=1")).headers.get("x-ss-replayed"), null);
+    assert.equal(seen.runs, 3);
+    // The header absent is a value of its own, not "".
+    assert.equal((await doc(worker, env, null)).status, 404);
+    assert.equal((await doc(worker, env, "")).status, 404);
+    assert.equal(seen.runs, 5);
+  });
+
+  it("runs the core when the KV value changed, failed, or the answer's time is up", async () => {
+    const { worker, env, store, seen } = docWorker({ until: () => Date.now() + 40 });
+    await doc(worker, env, "a");
+    store.set("doc:a", "A2"); // written by another isolate
+    assert.deepEqual(await (await doc(worker, env, "a")).json(), { tenant: "a", doc: "A2", run: 2 });
+    assert.equal((await doc(worker, env, "a")).headers.get("x-ss-replayed"), "1");
+    const down = async () => Promise.reject(new Error("KV down"));
+    const failing = { ...env, KV: { get: down, put: down, delete: down } };
+    assert.equal((await doc(worker, failing, "a")).status, 503); // the core's own answer to the failure
+    assert.equal(seen.runs, 3);
+    await doc(worker, env, "a"); // run 4 records again
+    await new Promise((r) => setTimeout(r, 50));
+    const late = await doc(worker, env, "a");
+    assert.equal(late.headers.get("x-ss-replayed"), null);
+    assert.equal(seen.runs, 5);
+  });
+
+  it("any run that writes forgets every answer; a run that began before a write records nothing", async () => {
+    const { worker, env, seen } = docWorker();
+    await doc(worker, env, "a");
+    await doc(worker, env, "b");
+    const post = await worker.fetch(
+      get("/doc", { method: "POST", headers: { "x-tenant": "a" }, body: "A2" }),
+      env,
+      ctx(),
+    );
+    assert.equal(post.status, 204);
+    // b's document did not change, but its answer is forgotten too (a write may change what any
+    // answer would be, e.g. a tenant disabled on this isolate).
+    assert.equal((await doc(worker, env, "b")).headers.get("x-ss-replayed"), null);
+    assert.deepEqual(await (await doc(worker, env, "a")).json(), { tenant: "a", doc: "A2", run: 4 });
+    assert.equal(seen.runs, 4);
+    // /slow reads, a write runs while it waits, /slow ends marked replayable: not recorded.
+    const slow = worker.fetch(get("/slow"), env, ctx());
+    await new Promise((r) => setTimeout(r, 5));
+    await worker.fetch(get("/doc", { method: "POST", headers: { "x-tenant": "b" }, body: "B2" }), env, ctx());
+    assert.equal((await slow).status, 200);
+    assert.equal((await worker.fetch(get("/slow"), env, ctx())).headers.get("x-ss-replayed"), null);
+  });
+
+  it("records only runs whose every effect is a KV read, never an unmarked or failed answer", async () => {
+    const withHash = docWorker({ extraEffect: { kind: "crypto.sha256", data: "x" } });
+    await doc(withHash.worker, withHash.env, "a");
+    assert.equal((await doc(withHash.worker, withHash.env, "a")).headers.get("x-ss-replayed"), null);
+    assert.equal(withHash.seen.runs, 2);
+    const plain = docWorker();
+    await doc(plain.worker, plain.env, "missing"); // 404, unmarked
+    await doc(plain.worker, plain.env, "missing");
+    assert.equal(plain.seen.runs, 2);
+  });
+
+  it("a trap's new instance starts with no answers; SS_REPLAY=0 turns replays off", async () => {
+    const { worker, env, core, seen } = docWorker();
+    await doc(worker, env, "a");
+    assert.equal((await doc(worker, env, "a")).headers.get("x-ss-replayed"), "1");
+    assert.equal((await worker.fetch(get("/trap"), env, ctx())).status, 500);
+    assert.equal((await doc(worker, env, "a")).headers.get("x-ss-replayed"), null);
+    assert.equal(core.stats.instances, 2);
+    assert.equal((await doc(worker, env, "a")).headers.get("x-ss-replayed"), "1");
+    const off = { ...env, SS_REPLAY: "0" };
+    assert.equal((await doc(worker, off, "a")).headers.get("x-ss-replayed"), null);
+    assert.equal((await doc(worker, off, "a")).headers.get("x-ss-replayed"), null);
+    assert.equal(seen.runs, 4);
+  });
+});

@@ -77,7 +77,10 @@ export async function startMesh({
     worker.serviceBindings = { ...worker.serviceBindings, ...more };
   }
   workers.push(RPC_PROBE, ...extraWorkers);
-  const mf = new Miniflare({ cf: false, workers });
+  // SS_INSPECTOR_PORT: V8's inspector on that port, for profiles inside workerd
+  // (tests/bench/workerd-profile.mjs).
+  const inspector = process.env.SS_INSPECTOR_PORT ? { inspectorPort: Number(process.env.SS_INSPECTOR_PORT) } : {};
+  const mf = new Miniflare({ cf: false, workers, ...inspector });
   await mf.ready;
   for (const [name, binding, dir] of migrations) {
     await applyMigrations(await mf.getD1Database(binding, name), dir);

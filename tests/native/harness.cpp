@@ -312,6 +312,7 @@ HttpReply Mesh::request(const std::string& worker, const std::string& method,
   reply.status = static_cast<int>(int_or(out, "status", 0));
   if (out.contains("headers")) reply.headers = out["headers"];
   reply.body = string_or(out, "body", "");
+  if (out.contains("replay")) reply.replay = out["replay"];
   return reply;
 }
 

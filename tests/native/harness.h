@@ -44,6 +44,9 @@ struct HttpReply {
   // mesh ran it to the end before returning (effect_kinds shows what came after "response.send").
   bool answered_early = false;
   std::vector<std::string> chunks;
+  // The output's `replay` ({until, headers}: docs/abi.md "Replayable answers"); null when absent.
+  // The native host never replays: tests read what the core allowed.
+  json replay;
   json body_json() const;  // discarded json when the body is not JSON
   std::string header(const std::string& name) const;
 };

@@ -607,3 +607,52 @@ TEST_CASE(
   CHECK(t.get("/v1/content").status == 401);
   CHECK(t.get("/v1/status").status == 401);
 }
+
+TEST_CASE("cms: a read from the kept copy with the tenant cache standing for D1 is replayable") {
+  Cms t;  // 2026-06-01T12:00:00Z
+  // First read: D1 answers (content and tenant row): not replayable.
+  HttpReply first = t.get("/v1/content");
+  REQUIRE(first.status == 200);
+  CHECK(first.replay.is_null());
+  REQUIRE(t.get("/v1/content").status == 200);
+  HttpReply kept = t.get("/v1/content");
+  REQUIRE(kept.status == 200);
+  REQUIRE(kept.replay.is_object());
+  // Until the cached tenant row's freshness ends (read at most 30 s ago), no later.
+  const std::int64_t until = kept.replay["until"].get<std::int64_t>();
+  CHECK(until > t.mesh.now_ms);
+  CHECK(until <= t.mesh.now_ms + 30'000);
+  // It names every header the run read: the tenant's id, token and capability version among them.
+  std::vector<std::string> names = kept.replay["headers"].get<std::vector<std::string>>();
+  for (const char* h :
+       {"x-siteswarm-tenant-id", "x-siteswarm-tenant-token", "x-siteswarm-capability-version"}) {
+    CHECK(std::find(names.begin(), names.end(), h) != names.end());
+  }
+  // /v1/status for now: until the end of this second; with `at`: as long as the row is fresh.
+  HttpReply now = t.get("/v1/status");
+  REQUIRE(now.replay.is_object());
+  CHECK(now.replay["until"] == (t.mesh.now_ms / 1000 + 1) * 1000);
+  HttpReply at = t.get("/v1/status?at=2026-06-02T18:00:00Z");
+  REQUIRE(at.replay.is_object());
+  CHECK(at.replay["until"] == until);
+
+  // An announcement that starts in 10 s caps the content answer's replay there.
+  REQUIRE(t.studio("POST", "/admin/v1/announcements",
+                   json{{"text", "Soon"}, {"level", "info"}, {"startsAt", "2026-06-01T12:00:10Z"}})
+              .status == 201);
+  REQUIRE(t.get("/v1/content").status == 200);  // the write's KV document, remembered
+  HttpReply capped = t.get("/v1/content");
+  REQUIRE(capped.replay.is_object());
+  CHECK(capped.replay["until"] == 1780315210000);
+
+  // Never replayable: an error, a read D1 answers because the tenant cache could not stand for it,
+  // a read with D1 or KV down.
+  CHECK(t.get("/v1/content", "bakery", "wrong-token-000000000000").replay.is_null());
+  t.fail(false, true);  // KV down
+  CHECK(t.get("/v1/content").replay.is_null());
+  t.fail(true, false);  // D1 down, KV answers: the token is checked against the KV copy
+  t.mesh.now_ms += 31'000;  // the cached tenant row is stale
+  HttpReply d1_down = t.get("/v1/content");
+  CHECK(d1_down.status == 200);
+  CHECK(d1_down.replay.is_null());
+}

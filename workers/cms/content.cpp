@@ -173,6 +173,8 @@ struct Served {
   Content content;
   std::string source;
   Remembered* kept = nullptr;  // valid until the next co_await
+  // The tenant cache's row stood for D1 (no D1 read), and stays fresh until then (ms); 0 otherwise.
+  std::int64_t verified_until_ms = 0;
 };
 
 struct Lookup {
@@ -262,7 +264,11 @@ Task<Result<Served>> read_content(Context& ctx, const Request& req) {
     }
     learn_token(id, token, digest);
     // Authenticated: the tenant's token hash is `digest`.
-    if (kv_copy && kv_copy->token_hash == digest) co_return serve_kv(std::move(*kv_copy));
+    if (kv_copy && kv_copy->token_hash == digest) {
+      Served served = serve_kv(std::move(*kv_copy));
+      if (cache_verified) served.verified_until_ms = tenant_cache(ctx).fresh_until(id, ctx.now_ms());
+      co_return served;
+    }
     std::optional<TenantRow> tenant = std::move(*row);
     if (cache_verified) {
       // No co_await since look_up() checked it: the cached row is still there.
@@ -388,15 +394,37 @@ Task<Result<json>> status_answer(Context& ctx, const Request& req) {
   co_return status_value(content_of(served), at, served.source);
 }
 
+// An answer from the isolate's copy of the KV document, with the tenant cache standing for D1, is
+// a function of the request's headers and URL, the KV bytes (the run's one effect) and the time:
+// the host may replay it until `until_ms` while KV still holds those bytes (docs/cms.md "Replayed
+// answers"). `until_ms` is capped by the cached tenant row's freshness, so a revocation made through
+// another isolate lags no more than it does without replays.
+void allow_replay(Context& ctx, const Served& served, std::int64_t until_ms) {
+  if (served.kept == nullptr || served.verified_until_ms == 0) return;
+  ctx.allow_replay(std::min(until_ms, served.verified_until_ms));
+}
+
+// Seconds to ms for an answer's end of validity; a window without end keeps its max.
+std::int64_t end_ms(std::int64_t until_seconds) {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max() / 1000;
+  return until_seconds >= kMax ? std::numeric_limits<std::int64_t>::max() : until_seconds * 1000;
+}
+
 // The HTTP routes answer with text: a kept body goes out as it is, with no JSON built or dumped.
 Task<Result<Response>> get_content(Context& ctx, const Request& req, const Params&) {
   SS_CO_TRY(Served served, co_await read_content(ctx, req));
-  co_return json_answer(content_body(served, now_seconds(ctx)));
+  std::string body = content_body(served, now_seconds(ctx));
+  // content_body() left the kept copy's announcement window around now.
+  if (served.kept != nullptr) allow_replay(ctx, served, end_ms(served.kept->content_until));
+  co_return json_answer(std::move(body));
 }
 
 Task<Result<Response>> get_status(Context& ctx, const Request& req, const Params&) {
   SS_CO_TRY(Served served, co_await read_content(ctx, req));
   SS_CO_TRY(std::int64_t at, at_param(ctx, req));
+  // Without `at` the answer is for the current second; with it, for that instant whenever asked.
+  const bool now_answer = req.query_param("at").empty();
+  allow_replay(ctx, served, now_answer ? end_ms(at + 1) : std::numeric_limits<std::int64_t>::max());
   co_return json_answer(status_body(served, at));
 }
 
