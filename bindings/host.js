@@ -83,8 +83,12 @@ function workerHandlers(host, service, cfFields) {
       const replays = env?.SS_REPLAY === "0" ? null : host.replays;
       if (replays && request.method === "GET") {
         // An answer the core marked replayable, while its reads still give the same (bindings/replay.js).
+        const asked = replays.generation;
         const answer = replays.find(request, Date.now());
-        if (answer && (await stillHolds(replays, answer, (effect) => performWithFaults(effect, env, perform)))) {
+        const holds =
+          answer && (await stillHolds(replays, answer, (effect) => performWithFaults(effect, env, perform)));
+        // Nothing was cleared and the answer's time did not run out while KV answered.
+        if (holds && replays.generation === asked && Date.now() < answer.until) {
           const response = toResponse(answer.response);
           if (counts) response.headers.set(D1_ROUND_TRIPS_HEADER, "0");
           if (hooksOn(env)) response.headers.set(REPLAYED_HEADER, "1"); // tests tell a replay apart
@@ -306,11 +310,14 @@ class Host {
           const performed = String(effect.kind).startsWith("response.")
             ? (stream?.perform(effect) ?? Promise.resolve(noStream(effect)))
             : performWithFaults(effect, env, perform);
+          // Traced when issued, its result filled in when it settles: a run whose effect is still in
+          // flight at its end has a trace entry without a result, and is not recorded.
+          const traced = { effect, result: null };
           const done = performed.then(
             (result) => {
               inFlight.delete(done);
               settled.push(result);
-              trace?.push({ effect, result });
+              traced.result = result;
             },
             (err) => {
               inFlight.delete(done);
@@ -318,6 +325,7 @@ class Host {
             },
           );
           inFlight.set(done, effect.id);
+          trace?.push(traced);
           if (QUIET_KINDS.has(effect.kind)) quiet.add(effect.id);
         }
         const t1 = prof ? performance.now() : 0;

@@ -15,12 +15,15 @@
 const READ_KINDS = new Set(["kv.get", "crypto.sha256", "crypto.hmac_sha256", "crypto.random", "ae.write", "sleep"]);
 const REPEATABLE_KINDS = new Set(["kv.get"]);
 const MAX_ANSWERS = 512;
+// The bytes of bodies and read values kept per instance: beyond it every answer is forgotten.
+const MAX_BYTES = 4 * 1024 * 1024;
 
 export const mutates = (kind) => !READ_KINDS.has(kind) && !String(kind).startsWith("response.");
 
 export class ReplayMemo {
   #byUrl = new Map(); // url → Map(header names joined → { names, answers: Map(values key → answer) })
   #count = 0;
+  #bytes = 0;
   #generation = 0;
 
   get generation() {
@@ -36,6 +39,7 @@ export class ReplayMemo {
     if (this.#count === 0) return;
     this.#byUrl.clear();
     this.#count = 0;
+    this.#bytes = 0;
   }
 
   /** The recorded answer for this request at `now`, or null. */
@@ -55,10 +59,15 @@ export class ReplayMemo {
   }
 
   forget(answer) {
-    if (answer.group.answers.get(answer.key) === answer) {
-      answer.group.answers.delete(answer.key);
-      this.#count--;
-    }
+    const { group } = answer;
+    if (group.answers.get(answer.key) !== answer) return;
+    group.answers.delete(answer.key);
+    this.#count--;
+    this.#bytes -= answer.bytes;
+    if (group.answers.size > 0) return;
+    const groups = this.#byUrl.get(answer.url);
+    groups?.delete(group.namesKey);
+    if (groups?.size === 0) this.#byUrl.delete(answer.url);
   }
 
   /**
@@ -71,7 +80,10 @@ export class ReplayMemo {
     if (!replay || request.method !== "GET" || generation !== this.#generation) return;
     if (!(Number(replay.until) > Date.now()) || !Array.isArray(replay.headers)) return;
     if (!trace.every(({ effect, result }) => REPEATABLE_KINDS.has(effect.kind) && result?.ok)) return;
-    if (this.#count >= MAX_ANSWERS) this.clear();
+    const reads = trace.map(({ effect, result }) => ({ effect, value: result.value?.value }));
+    const { replay: _, logs: __, ...response } = out;
+    const bytes = String(response.body ?? "").length + reads.reduce((n, r) => n + String(r.value ?? "").length, 0);
+    if (this.#count >= MAX_ANSWERS || this.#bytes + bytes > MAX_BYTES) this.clear();
     const names = replay.headers.map(String);
     let groups = this.#byUrl.get(request.url);
     if (!groups) {
@@ -81,19 +93,15 @@ export class ReplayMemo {
     const namesKey = names.join("\n");
     let group = groups.get(namesKey);
     if (!group) {
-      group = { names, answers: new Map() };
+      group = { names, namesKey, answers: new Map() };
       groups.set(namesKey, group);
     }
     const key = valuesKey(request.headers, names);
-    const { replay: _, logs: __, ...response } = out;
-    const answer = {
-      group,
-      key,
-      until: Number(replay.until),
-      reads: trace.map(({ effect, result }) => ({ effect, value: result.value?.value })),
-      response,
-    };
-    if (!group.answers.has(key)) this.#count++;
+    const previous = group.answers.get(key);
+    if (previous) this.forget(previous);
+    const answer = { url: request.url, group, key, until: Number(replay.until), reads, response, bytes };
+    this.#count++;
+    this.#bytes += bytes;
     group.answers.set(key, answer);
   }
 }

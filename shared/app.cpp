@@ -237,8 +237,9 @@ Task<json> dispatch_message(Context& ctx, json message) {
     Response res = co_await app.router.dispatch(ctx, req);
     if (req.method == "HEAD") res.body.clear();
     const std::optional<std::int64_t> until = ctx.replay_until();
+    // request.cf is not part of what the host compares: an answer given with it is never replayed.
     const bool replayable = until && req.method == "GET" && res.status == 200 && !res.streamed &&
-                            ctx.logs().empty() && !ctx.has_background();
+                            ctx.logs().empty() && !ctx.has_background() && req.cf.empty();
     json out = fetch_output(std::move(res));
     if (replayable) out["replay"] = {{"until", *until}, {"headers", req.headers_read()}};
     co_return out;

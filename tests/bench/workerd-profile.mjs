@@ -1,6 +1,6 @@
 // V8's sampling profile of one worker inside workerd while a load runs, summed by function: where a
 // request's CPU goes in the real runtime (docs/performance.md "Profiles inside workerd").
-//   node tests/bench/workerd-profile.mjs [--worker cms] [--path /v1/content] [--tenant bakery]
+//   node tests/bench/workerd-profile.mjs [--worker cms] [--path /v1/content] [--tenant bakery] [--inspector-port 9339]
 //     [--requests 4000] [--concurrency 16] [--interval-us 100] [--top 40] [--out FILE.cpuprofile]
 // Wasm frames are named only when the module carries a name section (the recipe in the doc above);
 // otherwise they add up under "wasm-function[N]" and the "(wasm, all)" line sums them.
@@ -9,7 +9,7 @@ import { WebSocket } from "ws";
 import { option } from "./json-out.mjs";
 import { arg as stringOption } from "./variants.mjs";
 
-const PORT = 9339;
+const PORT = option("inspector-port", 9339);
 process.env.SS_INSPECTOR_PORT = String(PORT);
 const { startMesh } = await import("../integration/mesh.mjs");
 
@@ -50,6 +50,7 @@ function cdp(url) {
 }
 
 const mesh = await startMesh();
+let session = null;
 try {
   const worker = await mesh.mf.getWorker(`siteswarm-${WORKER}-service`);
   const headers = mesh.tenantHeaders(TENANT);
@@ -58,7 +59,7 @@ try {
   const targets = await (await fetch(`http://127.0.0.1:${PORT}/json`)).json();
   const target = targets.find((t) => t.title.includes(`core:user:siteswarm-${WORKER}`));
   if (!target) throw new Error(`no inspector target for ${WORKER}: ${targets.map((t) => t.title).join(", ")}`);
-  const session = cdp(target.webSocketDebuggerUrl);
+  session = cdp(target.webSocketDebuggerUrl);
   await session.opened;
   await session.send("Profiler.enable");
   await session.send("Profiler.setSamplingInterval", { interval: INTERVAL });
@@ -74,7 +75,6 @@ try {
     }),
   );
   const { result } = await session.send("Profiler.stop");
-  session.close();
   const profile = result.profile;
   if (OUT) writeFileSync(OUT, JSON.stringify(profile));
   const self = new Map();
@@ -104,5 +104,6 @@ try {
   for (const [name, us] of rows)
     console.log(`  ${per(us).padStart(7)} µs  ${((us / total) * 100).toFixed(1).padStart(5)} %  ${name}`);
 } finally {
+  session?.close();
   await mesh.dispose();
 }

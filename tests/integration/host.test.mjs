@@ -824,11 +824,8 @@ describe("replayable answers (bindings/replay.js)", () => {
         throw new WebAssembly.RuntimeError("unreachable");
       },
       *"GET /slow"() {
-        // Reads, then waits for the test to write behind it, and marks its answer replayable.
-        const [doc] = yield [
-          { kind: "kv.get", binding: "KV", key: "doc:a" },
-          { kind: "sleep", ms: 30 },
-        ];
+        // One KV read, held open by the test (`gate`), then an answer marked replayable.
+        const [doc] = yield [{ kind: "kv.get", binding: "KV", key: "slow" }];
         return json(200, { doc: doc.value.value }, { replay: { until: Date.now() + 60_000, headers: [] } });
       },
     });
@@ -837,18 +834,26 @@ describe("replayable answers (bindings/replay.js)", () => {
       ["doc:b", "B1"],
     ]);
     const kvCalls = [];
+    // A read of "slow" waits until the test opens the gate.
+    const gate = { open: null, wait: null };
+    const closeGate = () => {
+      gate.wait = new Promise((resolve) => {
+        gate.open = resolve;
+      });
+    };
     const env = {
       SITESWARM_TEST_HOOKS: "1",
       KV: {
         get: async (k) => {
           kvCalls.push(k);
+          if (k === "slow") await gate.wait;
           return store.get(k) ?? null;
         },
         put: async (k, v) => store.set(k, v),
         delete: async (k) => store.delete(k),
       },
     };
-    return { worker: defineWorker(core, { service: "svc" }), core, env, store, seen, kvCalls };
+    return { worker: defineWorker(core, { service: "svc" }), core, env, store, seen, kvCalls, gate, closeGate };
   }
   const doc = (worker, env, tenant, path = "/doc") =>
     worker.fetch(get(path, { headers: tenant === null ? {} : { "x-tenant": tenant } }), env, ctx());
@@ -909,11 +914,30 @@ describe("replayable answers (bindings/replay.js)", () => {
     assert.deepEqual(await (await doc(worker, env, "a")).json(), { tenant: "a", doc: "A2", run: 4 });
     assert.equal(seen.runs, 4);
     // /slow reads, a write runs while it waits, /slow ends marked replayable: not recorded.
-    const slow = worker.fetch(get("/slow"), env, ctx());
+    const slowWorker = docWorker();
+    const { closeGate, gate } = slowWorker;
+    const slowGet = () => slowWorker.worker.fetch(get("/slow"), slowWorker.env, ctx());
+    const write = () =>
+      slowWorker.worker.fetch(
+        get("/doc", { method: "POST", headers: { "x-tenant": "a" }, body: "A9" }),
+        slowWorker.env,
+        ctx(),
+      );
+    closeGate();
+    const slow = slowGet();
     await new Promise((r) => setTimeout(r, 5));
-    await worker.fetch(get("/doc", { method: "POST", headers: { "x-tenant": "b" }, body: "B2" }), env, ctx());
+    assert.equal((await write()).status, 204);
+    gate.open();
     assert.equal((await slow).status, 200);
-    assert.equal((await worker.fetch(get("/slow"), env, ctx())).headers.get("x-ss-replayed"), null);
+    assert.equal((await slowGet()).headers.get("x-ss-replayed"), null); // not recorded: the core ran
+    assert.equal((await slowGet()).headers.get("x-ss-replayed"), "1"); // that run was recorded
+    // A replay whose KV read is overtaken by a write is not sent: the core answers.
+    closeGate();
+    const overtaken = slowGet();
+    await new Promise((r) => setTimeout(r, 5));
+    assert.equal((await write()).status, 204);
+    gate.open();
+    assert.equal((await overtaken).headers.get("x-ss-replayed"), null);
   });
 
   it("records only runs whose every effect is a KV read, never an unmarked or failed answer", async () => {

@@ -614,14 +614,15 @@ TEST_CASE("cms: a read from the kept copy with the tenant cache standing for D1 
   HttpReply first = t.get("/v1/content");
   REQUIRE(first.status == 200);
   CHECK(first.replay.is_null());
+  const std::int64_t row_read_at = t.mesh.now_ms;  // the tenant row came from D1 just now
   REQUIRE(t.get("/v1/content").status == 200);
+  t.mesh.now_ms += 10'000;
   HttpReply kept = t.get("/v1/content");
   REQUIRE(kept.status == 200);
   REQUIRE(kept.replay.is_object());
-  // Until the cached tenant row's freshness ends (read at most 30 s ago), no later.
+  // Until the cached tenant row's freshness ends (30 s after D1 gave it), not 30 s from now.
   const std::int64_t until = kept.replay["until"].get<std::int64_t>();
-  CHECK(until > t.mesh.now_ms);
-  CHECK(until <= t.mesh.now_ms + 30'000);
+  CHECK(until == row_read_at + 30'000);
   // It names every header the run read: the tenant's id, token and capability version among them.
   std::vector<std::string> names = kept.replay["headers"].get<std::vector<std::string>>();
   for (const char* h :
@@ -636,14 +637,14 @@ TEST_CASE("cms: a read from the kept copy with the tenant cache standing for D1 
   REQUIRE(at.replay.is_object());
   CHECK(at.replay["until"] == until);
 
-  // An announcement that starts in 10 s caps the content answer's replay there.
+  // An announcement that starts in 10 s (at 12:00:20) caps the content answer's replay there.
   REQUIRE(t.studio("POST", "/admin/v1/announcements",
-                   json{{"text", "Soon"}, {"level", "info"}, {"startsAt", "2026-06-01T12:00:10Z"}})
+                   json{{"text", "Soon"}, {"level", "info"}, {"startsAt", "2026-06-01T12:00:20Z"}})
               .status == 201);
   REQUIRE(t.get("/v1/content").status == 200);  // the write's KV document, remembered
   HttpReply capped = t.get("/v1/content");
   REQUIRE(capped.replay.is_object());
-  CHECK(capped.replay["until"] == 1780315210000);
+  CHECK(capped.replay["until"] == 1780315220000);
 
   // Never replayable: an error, a read D1 answers because the tenant cache could not stand for it,
   // a read with D1 or KV down.
