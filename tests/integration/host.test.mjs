@@ -875,10 +875,14 @@ describe("replayable answers (bindings/replay.js)", () => {
     assert.deepEqual(await (await doc(worker, env, "b")).json(), { tenant: "b", doc: "B1", run: 2 });
     assert.equal((await doc(worker, env, "a", "/doc?x=1")).headers.get("x-ss-replayed"), null);
     assert.equal(seen.runs, 3);
+    // Two runs of one request that end together record it twice: the later stands, and replays.
+    await Promise.all([doc(worker, env, "a", "/doc?twice=1"), doc(worker, env, "a", "/doc?twice=1")]);
+    assert.equal((await doc(worker, env, "a", "/doc?twice=1")).headers.get("x-ss-replayed"), "1");
+    assert.equal(seen.runs, 5);
     // The header absent is a value of its own, not "".
     assert.equal((await doc(worker, env, null)).status, 404);
     assert.equal((await doc(worker, env, "")).status, 404);
-    assert.equal(seen.runs, 5);
+    assert.equal(seen.runs, 7);
   });
 
   it("runs the core when the KV value changed, failed, or the answer's time is up", async () => {
