@@ -92,8 +92,9 @@ class Context {
   // read, while each effect of this run would give the same result again (docs/abi.md "Replayable
   // answers"). Only for an answer that is a function of exactly those: no other state, no clock
   // before `until_ms`, no entropy, no body, and no header read other than through
-  // Request::header()/has_header() (a direct look at `req.headers` is not recorded). The host keeps it only when every effect of the run was a read
-  // it can repeat (kv.get); a run that logs or hands work to wait_until is never replayed.
+  // Request::header()/has_header() (a direct look at `req.headers` is not recorded). The host
+  // keeps it only when every effect of the run was a read it can repeat (kv.get); a run that logs
+  // or hands work to wait_until is never replayed.
   void allow_replay(std::int64_t until_ms) { replay_until_ms_ = until_ms; }
   std::optional<std::int64_t> replay_until() const { return replay_until_ms_; }
 

@@ -266,7 +266,9 @@ Task<Result<Served>> read_content(Context& ctx, const Request& req) {
     // Authenticated: the tenant's token hash is `digest`.
     if (kv_copy && kv_copy->token_hash == digest) {
       Served served = serve_kv(std::move(*kv_copy));
-      if (cache_verified) served.verified_until_ms = tenant_cache(ctx).fresh_until(id, ctx.now_ms());
+      if (cache_verified) {
+        served.verified_until_ms = tenant_cache(ctx).fresh_until(id, ctx.now_ms());
+      }
       co_return served;
     }
     std::optional<TenantRow> tenant = std::move(*row);
