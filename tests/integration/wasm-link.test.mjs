@@ -5,13 +5,16 @@
 //     the cores), nothing from libc.a's dlmalloc.o or its page-only sbrk.o.
 // (2) snprintf's %f formatter (shared/printf_lite.h, use_printf_fixed) only in the modules that print a
 //     double (monitoring, analytics): the others link none of it.
+//     And from the sources: a printf-family call with a %f/%F conversion only in the sources of a worker
+//     that calls use_printf_fixed() (without it the conversion traps in wasm, while the native build's C
+//     library prints it, so the native tests cannot tell).
 // (3) std::string's members instantiated in the modules' own objects, not taken from libc++.a.
 // (4) Through the raw ABI (ss_alloc is malloc, ss_free is free: docs/abi.md), thousands of blocks of
 //     mixed sizes, some far over a 64 KiB page so memory must grow, are written, freed in random order
 //     and reused, and no block overlaps another or loses its bytes.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync, existsSync } from "node:fs";
+import { readdirSync, readFileSync, existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { PLATFORM_WORKERS } from "../../scripts/lib/workers.mjs";
 import { rawCoreExports } from "./raw-core.mjs";
@@ -51,7 +54,45 @@ for (const mod of modules) {
   });
 }
 
-const PRINTS_DOUBLES = new Set(["monitoring", "analytics"]);
+// C++ sources of a folder (not its tests), as [relative path, text].
+function cppSources(dir) {
+  return readdirSync(`${root}/${dir}`)
+    .filter((f) => /\.(cpp|h)$/.test(f) && !f.endsWith("-test.cpp"))
+    .map((f) => [`${dir}/${f}`, readFileSync(`${root}/${dir}/${f}`, "utf8")]);
+}
+// A printf-family call whose format literal has a %f or %F conversion (flags, width, precision allowed).
+const FIXED_CONVERSION = /printf\w*\s*\([^;]*"[^"\n]*%[-+ #0]*(?:\d+|\*)?(?:\.(?:\d+|\*)?)?[fF][^"\n]*"/;
+// A call on a line of code, not in a comment.
+const callsUseFixed = (sources) => sources.some(([, text]) => /^[^/\n]*\buse_printf_fixed\(\)\s*;/m.test(text));
+const PRINTS_DOUBLES = new Set(
+  Object.values(PLATFORM_WORKERS)
+    .filter((w) => callsUseFixed(cppSources(`workers/${w.key}`)))
+    .map((w) => w.key),
+);
+
+test("%f is printed only by workers that call use_printf_fixed()", () => {
+  const offenders = [];
+  for (const [file, text] of cppSources("shared")) {
+    if (file !== "shared/printf_lite.cpp" && FIXED_CONVERSION.test(text)) offenders.push(file);
+  }
+  for (const w of Object.values(PLATFORM_WORKERS)) {
+    const sources = cppSources(`workers/${w.key}`);
+    if (callsUseFixed(sources)) continue;
+    for (const [file, text] of sources) if (FIXED_CONVERSION.test(text)) offenders.push(file);
+  }
+  assert.deepEqual(offenders, [], "these print %f without use_printf_fixed() in their worker (a trap in wasm)");
+  // The scan finds what it looks for: the two workers that print a double are seen doing so.
+  assert.deepEqual([...PRINTS_DOUBLES].sort(), ["analytics", "monitoring"]);
+  for (const key of PRINTS_DOUBLES) {
+    assert.ok(
+      cppSources(`workers/${key}`).some(([, text]) => FIXED_CONVERSION.test(text)),
+      `${key} calls use_printf_fixed() and prints %f`,
+    );
+  }
+  assert.ok(FIXED_CONVERSION.test('std::snprintf(buf, sizeof buf, "%.2f%%", v);'));
+  assert.ok(FIXED_CONVERSION.test('snprintf(b, n, "x=%08.3F", d)'));
+  assert.ok(!FIXED_CONVERSION.test('std::snprintf(buf, sizeof buf, "%04x", c);'));
+});
 for (const mod of modules.filter((m) => !PRINTS_DOUBLES.has(m.name))) {
   test(`${mod.name}: no %f formatter linked`, () => {
     const path = `${root}/${mod.map}`;
