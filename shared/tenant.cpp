@@ -62,27 +62,45 @@ std::optional<Tenant> tenant_if_matches(const std::string& tenant_id, const Tena
 // tenant is unknown, disabled or the secret does not match. A tenant token is first checked
 // against this instance's cached row (shared/tenant_cache.h): a match answers without D1; anything
 // else reads D1 (and refreshes the cache). Without a fresh cached row, the D1 read and the hash run
-// concurrently. A tenant admin token always reads D1.
+// concurrently. A tenant token that authenticated before in this instance has its digest already
+// (TenantCache::known_digest): with a fresh cached row it costs no effect at all. A tenant admin token always
+// reads D1 and is always hashed.
 Task<Result<std::optional<Tenant>>> verify_secret(Context& ctx, const std::string& tenant_id,
                                                   std::string secret, Secret which) {
-  bool cacheable = which == Secret::token;
-  if (cacheable && tenant_cache(ctx).fresh(tenant_id, ctx.now_ms()) != nullptr) {
-    SS_CO_TRY(std::string digest, co_await sha256_hex(std::move(secret)));
-    // Looked up again: the cache may have changed during the await.
-    if (const TenantRow* row = tenant_cache(ctx).verified(tenant_id, ctx.now_ms(), digest)) {
-      co_return std::optional<Tenant>{tenant_of(tenant_id, *row)};
+  const bool cacheable = which == Secret::token;
+  std::optional<std::string> known =
+      cacheable ? tenant_cache(ctx).known_digest(tenant_id, secret) : std::nullopt;
+  const bool fresh = cacheable && tenant_cache(ctx).fresh(tenant_id, ctx.now_ms()) != nullptr;
+  std::string digest;
+  std::optional<TenantRow> read;  // D1's answer, when D1 was asked
+  const TenantRow* row = nullptr;
+  if (!fresh && !known) {
+    auto [found, hashed] = co_await when_all(read_tenant(ctx, tenant_id), sha256_hex(secret));
+    if (!found) co_return std::move(found).error();
+    if (!hashed) co_return std::move(hashed).error();
+    digest = std::move(*hashed);
+    read = std::move(*found);
+  } else {
+    if (known) {
+      digest = std::move(*known);
+    } else {
+      SS_CO_TRY(std::string hashed, co_await sha256_hex(secret));
+      digest = std::move(hashed);
     }
-    SS_CO_TRY(std::optional<TenantRow> row, co_await read_tenant(ctx, tenant_id));
-    if (!row) co_return std::optional<Tenant>{};
-    co_return tenant_if_matches(tenant_id, *row, digest, which);
+    // Looked up after the await (the cache may have changed meanwhile); valid until the next one.
+    row = fresh ? tenant_cache(ctx).verified(tenant_id, ctx.now_ms(), digest) : nullptr;
+    if (row == nullptr) {
+      SS_CO_TRY(std::optional<TenantRow> found, co_await read_tenant(ctx, tenant_id));
+      read = std::move(found);
+    }
   }
-  auto [found, digest] =
-      co_await when_all(read_tenant(ctx, tenant_id), sha256_hex(std::move(secret)));
-  if (!found) co_return std::move(found).error();
-  if (!digest) co_return std::move(digest).error();
-  if (!*found) co_return std::optional<Tenant>{};
-  co_return tenant_if_matches(tenant_id, **found, *digest, which);
+  if (row == nullptr && read) row = &*read;
+  if (row == nullptr) co_return std::optional<Tenant>{};
+  std::optional<Tenant> verified = tenant_if_matches(tenant_id, *row, digest, which);
+  if (verified && cacheable) tenant_cache(ctx).learn_token(tenant_id, secret, digest);
+  co_return verified;
 }
+
 }  // namespace
 
 bool is_valid_tenant_id(std::string_view id) {

@@ -46,7 +46,30 @@ void TenantCache::remember(const std::string& tenant_id, const std::optional<Ten
     }
     entries_.erase(oldest);
   }
-  entries_.insert_or_assign(tenant_id, Entry{*row, asked_at_ms});
+  if (it != entries_.end()) {
+    it->second.row = *row;  // the known token stays: it is checked against this row
+    it->second.read_at_ms = asked_at_ms;
+    return;
+  }
+  entries_.emplace(tenant_id, Entry{*row, asked_at_ms, {}, {}});
+}
+
+std::optional<std::string> TenantCache::known_digest(const std::string& tenant_id,
+                                                     const std::string& token) const {
+  auto it = entries_.find(tenant_id);
+  if (it == entries_.end() || it->second.known_token.empty() ||
+      !constant_time_equal(it->second.known_token, token)) {
+    return std::nullopt;
+  }
+  return it->second.known_digest;
+}
+
+void TenantCache::learn_token(const std::string& tenant_id, const std::string& token,
+                              const std::string& digest) {
+  auto it = entries_.find(tenant_id);
+  if (it == entries_.end()) return;
+  it->second.known_token = token;
+  it->second.known_digest = digest;
 }
 
 TenantCache& tenant_cache(Context& ctx) { return ctx.instance_local<TenantCache>(); }

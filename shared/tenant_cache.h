@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 namespace ss {
@@ -38,6 +39,19 @@ class TenantCache {
   // predate the change that made the forget.
   void remember(const std::string& tenant_id, const std::optional<TenantRow>& row,
                 std::int64_t asked_at_ms, std::uint64_t asked_generation);
+  // Known tokens: the SHA-256 of the last tenant token that authenticated each cached tenant, so a
+  // repeat token costs no crypto.sha256 effect. A digest is a fixed function of its token, so it
+  // never goes stale: it is still compared with D1's (or the cached row's, or a serving copy's)
+  // token hash on every request, and a rotated, revoked or wrong token is refused exactly as before.
+  // Kept beside the tenant's entry (a re-read of the row keeps it; forget() and a tenant D1 no
+  // longer has drop it), and only for a token that authenticated, so wrong tokens cannot fill it.
+  // Tokens stay in the instance's memory; they are never logged or returned.
+  // The digest of `token` when it last authenticated tenant_id (compared in constant time).
+  std::optional<std::string> known_digest(const std::string& tenant_id,
+                                          const std::string& token) const;
+  // Remembers an authenticated token's digest; nothing when the tenant has no entry.
+  void learn_token(const std::string& tenant_id, const std::string& token,
+                   const std::string& digest);
   void forget(const std::string& tenant_id) {
     entries_.erase(tenant_id);
     ++generation_;
@@ -49,6 +63,8 @@ class TenantCache {
   struct Entry {
     TenantRow row;
     std::int64_t read_at_ms = 0;
+    std::string known_token;  // empty: none yet
+    std::string known_digest;
   };
   std::map<std::string, Entry, std::less<>> entries_;
   std::uint64_t generation_ = 0;

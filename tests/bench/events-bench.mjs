@@ -58,7 +58,7 @@ const eventsWorkerOptions = () =>
  */
 export async function runEventsBench({ emits = 300, batch = 500, reads = 10, rounds = 2, log = console.log } = {}) {
   const { Miniflare } = await import("miniflare");
-  const { applyMigrations } = await import("../../scripts/lib/local-mesh.mjs");
+  const { applyMigrations, MODULE_RULES } = await import("../../scripts/lib/local-mesh.mjs");
   const mf = new Miniflare({
     cf: false,
     workers: [
@@ -67,6 +67,8 @@ export async function runEventsBench({ emits = 300, batch = 500, reads = 10, rou
         name: JS,
         modules: true,
         scriptPath: path.join(ROOT, "tests/bench/events-js.js"),
+        modulesRoot: ROOT,
+        modulesRules: MODULE_RULES, // it imports peer-common.js
         compatibilityDate: "2026-04-20",
         d1Databases: { EVENTS_DB: "bench-events-js" },
         serviceBindings: { BENCH_TARGET: TARGET },
@@ -185,9 +187,8 @@ export async function runEventsBench({ emits = 300, batch = 500, reads = 10, rou
     }
 
     // (c) drain: skip what came before (cursor to the end), then 500 matching events per round.
-    // Before every round: the emits above, and the C++ runner's own workflow.run_* events of the
-    // previous round (4,000, written in the drain's commits; the JS peer writes none), would
-    // otherwise be the next batch.
+    // Before every round: the emits above, and each runner's own workflow.run_started events of the
+    // previous round (4,000, written in the drain's commits), would otherwise be the next batch.
     const drainMs = { cpp: [], js: [] };
     const skipToEnd = async (impl) => {
       // Both drain by insertion order (cursor_seq).

@@ -3,7 +3,8 @@
 // (migrations/events) with the same SQL, so that the figures compare the C++ core + effect host with
 // what a hand-written Worker would do. Not a product: no subscriptions API (the bench writes
 // subscriptions and workflow definitions with SQL), no filter_expr / input_mapper, no fan-out cap
-// record, no quarantine, and no claim-before-start (events.wasm claims every start in D1 first, so
+// record, no quarantine, no workflow.run_failed / run_completed (the bench's starts all succeed and none
+// completes; workflow.run_started is written, as events.wasm does), and no claim-before-start (events.wasm claims every start in D1 first, so
 // overlapping runs can never start a workflow twice; that costs it the extra work in each D1 batch);
 // only what the bench exercises.
 //
@@ -11,13 +12,14 @@
 //   GET  /api/events?limit=&after= operator: read a batch
 //   POST /admin/events/drain       operator: one workflow_runner batch → {read, started, duplicates, cursor}
 
+import { authenticateTenant } from "./peer-common.js";
+
 const CONSUMER = "workflow_runner";
 const BATCH = 500;
 const MAX_PAYLOAD = 64 * 1024;
 const LOCK_TTL_MS = 5 * 60 * 1000;
 const EVENT_TYPE = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/;
 const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
-const encoder = new TextEncoder();
 
 const json = (status, body) => Response.json(body, { status });
 const error = (status, code, message, field) => json(status, { error: { code, message, ...(field && { field }) } });
@@ -44,11 +46,6 @@ function ulid(now = Date.now()) {
   return time + lastRandom.map((v) => CROCKFORD[v]).join("");
 }
 
-async function sha256Hex(text) {
-  const digest = await crypto.subtle.digest("SHA-256", encoder.encode(text));
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
-
 function constantTimeEqual(a, b) {
   if (a.length !== b.length) return false;
   let diff = 0;
@@ -61,28 +58,12 @@ function isOperator(request, env) {
   return !!env.PLATFORM_ADMIN_TOKEN && constantTimeEqual(auth, `Bearer ${env.PLATFORM_ADMIN_TOKEN}`);
 }
 
-// The tenant check of shared/tenant.cpp: row and digest concurrently, constant-time compare.
-async function tenantOf(request, env) {
-  const id = request.headers.get("x-siteswarm-tenant-id") ?? "";
-  const token = request.headers.get("x-siteswarm-tenant-token") ?? "";
-  if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(id) || !token) return null;
-  const [row, presented] = await Promise.all([
-    env.EVENTS_DB.prepare(
-      "SELECT tenant_id, token_hash, admin_token_hash, config_json, enabled FROM tenants WHERE tenant_id = ?1",
-    )
-      .bind(id)
-      .first(),
-    sha256Hex(token),
-  ]);
-  if (row?.enabled !== 1 || !constantTimeEqual(row.token_hash, presented)) return null;
-  const version = request.headers.get("x-siteswarm-capability-version");
-  if (version && version.split(".")[0] !== "1") return null;
-  return id;
-}
-
 async function emit(request, env) {
-  const tenant = await tenantOf(request, env);
-  if (!tenant) return error(401, "unauthenticated_tenant", "tenant authentication failed");
+  // The tenant check of shared/tenant.cpp, with its per-isolate row cache and known tokens, as the
+  // other peers do it (peer-common.js).
+  const auth = await authenticateTenant(request, env.EVENTS_DB);
+  if (auth.error) return auth.error;
+  const tenant = auth.row.tenant_id;
   if (!(request.headers.get("content-type") ?? "").startsWith("application/json")) {
     return error(415, "unsupported_media_type", "send application/json");
   }
@@ -286,6 +267,34 @@ async function drain(env) {
       for (const r of results) {
         if (r.started) {
           report.started++;
+          // The run's provenance, as workflow_runner.cpp writes it in the same commit as the start
+          // (workflow.run_started; the bench's target never answers "completed").
+          const payload = {
+            workflow_type: r.sub.workflow_type,
+            workflow_run_id: r.runId,
+            subscription_id: r.sub.subscription_id,
+            trigger_event_id: event.event_id,
+            trigger_event_type: event.event_type,
+            idempotency_key: r.key,
+            http_status: r.status,
+          };
+          statements.push(
+            db
+              .prepare(
+                "INSERT OR IGNORE INTO events (event_id, tenant_id, event_type, entity_type, entity_id, payload_json, " +
+                  "idempotency_key, caused_by, workflow_run_id, source_system, occurred_at, recorded_at) " +
+                  "VALUES (?1, ?2, 'workflow.run_started', 'workflow_run', ?3, ?4, ?5, ?6, ?3, 'siteswarm-events-service', ?7, ?7)",
+              )
+              .bind(
+                ulid(),
+                row.tenant_id,
+                r.runId,
+                JSON.stringify(payload),
+                `workflow.run_started:${r.key}`,
+                `event:${event.event_id}`,
+                stamp,
+              ),
+          );
           statements.push(
             db
               .prepare(

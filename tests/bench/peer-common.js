@@ -2,8 +2,8 @@
 // C++ workers' shared code: the contract's JSON errors, SHA-256 through WebCrypto, and tenant
 // authentication (SHA-256 of X-SiteSwarm-Tenant-Token against tenants.token_hash, enabled, capability
 // major 1; shared/tenant.cpp), with the same per-isolate cache of tenant rows (shared/tenant_cache.h:
-// a row at most 30 s old answers a match; anything else reads D1), so the peers are compared like for
-// like.
+// a row at most 30 s old answers a match; anything else reads D1) and of the digest of the last token
+// that authenticated each tenant (KnownTokens), so the peers are compared like for like.
 const TENANT_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
 const STATUS = {
@@ -31,7 +31,9 @@ const hex = (buf) => Array.from(new Uint8Array(buf), (b) => b.toString(16).padSt
 export const sha256 = async (text) => hex(await crypto.subtle.digest("SHA-256", encoder.encode(text)));
 
 const TENANT_CACHE_MS = 30_000;
+const TENANT_CACHE_MAX = 1024;
 const tenantRows = new Map(); // tenant id -> { row, readAt }
+const knownTokens = new Map(); // tenant id -> { token, digest } of the last token that authenticated
 
 async function readTenant(db, tenantId) {
   const readAt = Date.now();
@@ -61,15 +63,19 @@ export async function authenticateTenant(request, db) {
   };
   if (!TENANT_ID.test(tenantId) || !token) return unauthenticated;
   let row;
-  let digest;
+  // A repeat token's digest is known (shared/tenant_cache.h KnownTokens): no hash.
+  const known = knownTokens.get(tenantId);
+  let digest = known?.token === token ? known.digest : null;
   if (cachedTenant(tenantId)) {
-    digest = await sha256(token);
+    digest ??= await sha256(token);
     row = cachedTenant(tenantId);
     if (!row?.enabled || row.token_hash !== digest) row = await readTenant(db, tenantId);
   } else {
-    [row, digest] = await Promise.all([readTenant(db, tenantId), sha256(token)]);
+    [row, digest] = await Promise.all([readTenant(db, tenantId), digest ?? sha256(token)]);
   }
   if (!row?.enabled || row.token_hash !== digest) return unauthenticated;
+  if (knownTokens.size >= TENANT_CACHE_MAX && !knownTokens.has(tenantId)) knownTokens.clear();
+  knownTokens.set(tenantId, { token, digest });
   const version = request.headers.get("x-siteswarm-capability-version");
   if (version && version.split(".")[0] !== "1") {
     return { error: fail("unsupported_capability_version", "capability version not supported") };

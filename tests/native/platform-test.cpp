@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <set>
 
 using ss::json;
@@ -278,4 +279,60 @@ TEST_CASE(
   CHECK(mesh.request("leads", "GET", "/api/leads", admin).status == 200);
   CHECK(mesh.request("leads", "GET", "/api/leads", admin).status == 200);
   CHECK(tenant_reads == before + 2);
+}
+
+TEST_CASE(
+    "a tenant token that authenticated before costs no hash; wrong, rotated and revoked tokens are "
+    "still refused") {
+  Mesh mesh;
+  mesh.provision("bakery", ss::test::kBakeryToken, ss::test::kBakeryAdmin, json::object(),
+                 "analytics");
+  auto hashes = [&] {
+    return std::count(mesh.effect_kinds.begin(), mesh.effect_kinds.end(), "crypto.sha256");
+  };
+  auto whoami = [&](const std::string& token) {
+    return mesh.request("analytics", "GET", "/v1/tenant", Mesh::tenant_headers("bakery", token));
+  };
+  // The first request hashes the token (beside D1's read of the row); the repeats do not, and with
+  // the row in the tenant cache they perform no effect at all.
+  mesh.effect_kinds.clear();
+  CHECK(whoami(ss::test::kBakeryToken).status == 200);
+  CHECK(hashes() == 1);
+  mesh.effect_kinds.clear();
+  for (int i = 0; i < 3; ++i) CHECK(whoami(ss::test::kBakeryToken).status == 200);
+  CHECK(mesh.effect_kinds.empty());
+
+  // A wrong token is hashed and refused, and does not displace the known one.
+  mesh.effect_kinds.clear();
+  check_error(whoami("bakery-token-wrong-000000"), 401, "unauthenticated_tenant");
+  CHECK(hashes() == 1);
+  mesh.effect_kinds.clear();
+  CHECK(whoami(ss::test::kBakeryToken).status == 200);
+  CHECK(mesh.effect_kinds.empty());
+
+  // Past the cached row's 30 s the known digest still saves the hash: D1's row is read alone.
+  mesh.now_ms += 30'000;
+  mesh.effect_kinds.clear();
+  CHECK(whoami(ss::test::kBakeryToken).status == 200);
+  CHECK(hashes() == 0);
+  CHECK(mesh.effect_kinds.size() == 1);
+
+  // Rotated in D1 (elsewhere): the new token is hashed once and works; the old one, though its
+  // digest is known, no longer matches D1's row once the cached row is stale.
+  const std::string rotated = "bakery-token-rotated-0001";
+  mesh.db("ANALYTICS_DB")
+      .execute("UPDATE tenants SET token_hash = ?1 WHERE tenant_id = 'bakery'",
+               json::array({ss::native::sha256_hex(rotated)}));
+  mesh.now_ms += 30'000;
+  mesh.effect_kinds.clear();
+  CHECK(whoami(rotated).status == 200);
+  CHECK(hashes() == 1);
+  check_error(whoami(ss::test::kBakeryToken), 401, "unauthenticated_tenant");
+  mesh.effect_kinds.clear();
+  CHECK(whoami(rotated).status == 200);
+  CHECK(mesh.effect_kinds.empty());
+
+  // Revoked through this instance's operator route: refused at once, known digest or not.
+  CHECK(mesh.request("analytics", "DELETE", "/admin/tenants/bakery", kOperator).status == 200);
+  check_error(whoami(rotated), 401, "unauthenticated_tenant");
 }

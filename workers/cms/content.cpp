@@ -54,39 +54,6 @@ std::map<std::string, Remembered>& remembered() {
   return copies;
 }
 
-// The SHA-256 of the last token that authenticated each tenant in this isolate, so a repeat token
-// costs no crypto effect. A digest is a fixed function of the token, so it never goes stale: the
-// digest is still compared with D1's (or the serving copy's) token hash on every request, and a
-// rotated, revoked or wrong token is refused exactly as before. Only a token that authenticated is
-// kept (one per tenant, at most kMaxRemembered tenants), so bad tokens cannot fill it. The token
-// stays in the isolate's memory only; it is never logged or returned.
-struct KnownToken {
-  std::string token;
-  std::string digest;
-};
-
-std::map<std::string, KnownToken>& known_tokens() {
-  static std::map<std::string, KnownToken> tokens;
-  return tokens;
-}
-
-std::optional<std::string> known_digest(const std::string& tenant_id, const std::string& token) {
-  auto it = known_tokens().find(tenant_id);
-  if (it == known_tokens().end() || !constant_time_equal(it->second.token, token)) {
-    return std::nullopt;
-  }
-  return it->second.digest;
-}
-
-void learn_token(const std::string& tenant_id, const std::string& token,
-                 const std::string& digest) {
-  auto& tokens = known_tokens();
-  if (tokens.find(tenant_id) == tokens.end() && tokens.size() >= kMaxRemembered) {
-    tokens.erase(tokens.begin());
-  }
-  tokens[tenant_id] = KnownToken{token, digest};
-}
-
 Error unauthenticated(const std::string& why) {
   return Error{ErrorCode::unauthenticated_tenant, "tenant authentication failed: " + why};
 }
@@ -189,10 +156,11 @@ struct Lookup {
 
 // The tenant row (D1's answer, or this instance's cached copy of it when that copy matches the
 // token: shared/tenant_cache.h), the token's digest and the KV document, fetched concurrently. A
-// token that authenticated this tenant before in this isolate has its digest already (known_tokens):
+// token that authenticated this tenant before in this instance has its digest already (TenantCache::known_digest,
+// shared/tenant_cache.h):
 // then a tenant row from the cache leaves the KV read as the request's only effect.
 Task<Result<Lookup>> look_up(Context& ctx, const std::string& id, const std::string& token) {
-  std::optional<std::string> known = known_digest(id, token);
+  std::optional<std::string> known = tenant_cache(ctx).known_digest(id, token);
   Kv kv(kCacheBinding);
   const std::string key = cache_key(id);
   if (tenant_cache(ctx).fresh(id, ctx.now_ms()) != nullptr) {
@@ -262,7 +230,7 @@ Task<Result<Served>> read_content(Context& ctx, const Request& req) {
       if (!found || !found->enabled) co_return unauthenticated("unknown tenant");
       if (!constant_time_equal(found->token_hash, digest)) co_return unauthenticated("bad token");
     }
-    learn_token(id, token, digest);
+    tenant_cache(ctx).learn_token(id, token, digest);
     // Authenticated: the tenant's token hash is `digest`.
     if (kv_copy && kv_copy->token_hash == digest) {
       Served served = serve_kv(std::move(*kv_copy));
@@ -297,7 +265,7 @@ Task<Result<Served>> read_content(Context& ctx, const Request& req) {
   ctx.log("cms: D1 tenant read failed: " + row.error().message);
   if (kv_copy) {
     if (!constant_time_equal(kv_copy->token_hash, digest)) co_return unauthenticated("bad token");
-    learn_token(id, token, digest);
+    tenant_cache(ctx).learn_token(id, token, digest);
     co_return serve_kv(std::move(*kv_copy));
   }
   std::optional<CachedCopy> copy = remembered_copy(id);
@@ -307,7 +275,7 @@ Task<Result<Served>> read_content(Context& ctx, const Request& req) {
                     "cms storage is unreachable and no fallback copy can verify this tenant"};
   }
   if (!constant_time_equal(copy->token_hash, digest)) co_return unauthenticated("bad token");
-  learn_token(id, token, digest);
+  tenant_cache(ctx).learn_token(id, token, digest);
   co_return Served{std::move(copy->content), "fallback"};
 }
 
@@ -500,10 +468,7 @@ void remember(const Content& content, const std::string& token_hash, std::string
   copies[content.tenant_id] = std::move(fresh);
 }
 
-void forget_all_remembered() {
-  remembered().clear();
-  known_tokens().clear();
-}
+void forget_all_remembered() { remembered().clear(); }
 
 Task<Status> apply_cms_config(Context& ctx, const std::string& tenant_id, const json&) {
   remembered().erase(tenant_id);
