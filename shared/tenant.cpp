@@ -63,8 +63,8 @@ std::optional<Tenant> tenant_if_matches(const std::string& tenant_id, const Tena
 // against this instance's cached row (shared/tenant_cache.h): a match answers without D1; anything
 // else reads D1 (and refreshes the cache). Without a fresh cached row, the D1 read and the hash run
 // concurrently. A tenant token that authenticated before in this instance has its digest already
-// (TenantCache::known_digest): with a fresh cached row it costs no effect at all. A tenant admin token always
-// reads D1 and is always hashed.
+// (TenantCache::known_digest): with a fresh cached row it costs no effect at all. A tenant admin
+// token always reads D1 and is always hashed.
 Task<Result<std::optional<Tenant>>> verify_secret(Context& ctx, const std::string& tenant_id,
                                                   std::string secret, Secret which) {
   const bool cacheable = which == Secret::token;

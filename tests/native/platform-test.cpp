@@ -317,20 +317,33 @@ TEST_CASE(
   CHECK(hashes() == 0);
   CHECK(mesh.effect_kinds.size() == 1);
 
-  // Rotated in D1 (elsewhere): the new token is hashed once and works; the old one, though its
-  // digest is known, no longer matches D1's row once the cached row is stale.
+  // Rotated in D1 (elsewhere): once the cached row is stale, the old token — its digest still known,
+  // so it is not hashed again — no longer matches D1's row and is refused; the new token is hashed
+  // once and works, and is then the known one.
   const std::string rotated = "bakery-token-rotated-0001";
   mesh.db("ANALYTICS_DB")
       .execute("UPDATE tenants SET token_hash = ?1 WHERE tenant_id = 'bakery'",
                json::array({ss::native::sha256_hex(rotated)}));
   mesh.now_ms += 30'000;
   mesh.effect_kinds.clear();
+  check_error(whoami(ss::test::kBakeryToken), 401, "unauthenticated_tenant");
+  CHECK(hashes() == 0);
   CHECK(whoami(rotated).status == 200);
   CHECK(hashes() == 1);
-  check_error(whoami(ss::test::kBakeryToken), 401, "unauthenticated_tenant");
   mesh.effect_kinds.clear();
   CHECK(whoami(rotated).status == 200);
   CHECK(mesh.effect_kinds.empty());
+
+  // Disabled in D1 (elsewhere): the known token is refused once the cached row is stale, unhashed.
+  mesh.db("ANALYTICS_DB")
+      .execute("UPDATE tenants SET enabled = 0 WHERE tenant_id = 'bakery'", json::array());
+  mesh.now_ms += 30'000;
+  mesh.effect_kinds.clear();
+  check_error(whoami(rotated), 401, "unauthenticated_tenant");
+  CHECK(hashes() == 0);
+  mesh.db("ANALYTICS_DB")
+      .execute("UPDATE tenants SET enabled = 1 WHERE tenant_id = 'bakery'", json::array());
+  CHECK(whoami(rotated).status == 200);
 
   // Revoked through this instance's operator route: refused at once, known digest or not.
   CHECK(mesh.request("analytics", "DELETE", "/admin/tenants/bakery", kOperator).status == 200);

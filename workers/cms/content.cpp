@@ -156,9 +156,9 @@ struct Lookup {
 
 // The tenant row (D1's answer, or this instance's cached copy of it when that copy matches the
 // token: shared/tenant_cache.h), the token's digest and the KV document, fetched concurrently. A
-// token that authenticated this tenant before in this instance has its digest already (TenantCache::known_digest,
-// shared/tenant_cache.h):
-// then a tenant row from the cache leaves the KV read as the request's only effect.
+// token that authenticated this tenant before in this instance has its digest already
+// (TenantCache::known_digest): then a tenant row from the cache leaves the KV read as the request's
+// only effect.
 Task<Result<Lookup>> look_up(Context& ctx, const std::string& id, const std::string& token) {
   std::optional<std::string> known = tenant_cache(ctx).known_digest(id, token);
   Kv kv(kCacheBinding);
