@@ -103,12 +103,21 @@ for (const build of ["wasm", "wasm-emscripten"]) {
       assert.equal(ok.status, 200, ok.body);
       assert.equal(JSON.parse(ok.body).tenantId, "bakery");
       assert.deepEqual(kinds.sort(), ["crypto.sha256", "d1.first"]);
+      // Again with the same token: the instance's cached row and the token's known digest answer it,
+      // no effect at all (shared/tenant_cache.h).
+      kinds.length = 0;
+      const again = await run(request("GET", "/v1/tenant", headers), perform);
+      assert.equal(again.status, 200, again.body);
+      assert.deepEqual(kinds, []);
 
       const bad = await run(request("GET", "/v1/tenant", { ...headers, "x-siteswarm-tenant-token": "wrong" }), perform);
       assert.equal(bad.status, 401);
       assert.equal(JSON.parse(bad.body).error.code, "unauthenticated_tenant");
 
-      const down = await run(request("GET", "/v1/tenant", headers), async () => ({
+      // Another tenant (the bakery's row and token are now in the instance's tenant cache, which
+      // answers without D1: shared/tenant_cache.h), with D1 and the hash failing.
+      const otherTenant = { ...headers, "x-siteswarm-tenant-id": "auto-repair" };
+      const down = await run(request("GET", "/v1/tenant", otherTenant), async () => ({
         ok: false,
         error: { code: "d1_error", message: "D1 is down" },
       }));
