@@ -70,6 +70,7 @@ Task<Result<std::optional<Tenant>>> verify_secret(Context& ctx, const std::strin
   const bool cacheable = which == Secret::token;
   std::optional<std::string> known =
       cacheable ? tenant_cache(ctx).known_digest(tenant_id, secret) : std::nullopt;
+  const bool was_known = known.has_value();
   const bool fresh = cacheable && tenant_cache(ctx).fresh(tenant_id, ctx.now_ms()) != nullptr;
   std::string digest;
   std::optional<TenantRow> read;  // D1's answer, when D1 was asked
@@ -97,7 +98,7 @@ Task<Result<std::optional<Tenant>>> verify_secret(Context& ctx, const std::strin
   if (row == nullptr && read) row = &*read;
   if (row == nullptr) co_return std::optional<Tenant>{};
   std::optional<Tenant> verified = tenant_if_matches(tenant_id, *row, digest, which);
-  if (verified && cacheable) tenant_cache(ctx).learn_token(tenant_id, secret, digest);
+  if (verified && cacheable && !was_known) tenant_cache(ctx).learn_token(tenant_id, secret, digest);
   co_return verified;
 }
 

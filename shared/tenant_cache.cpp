@@ -37,7 +37,12 @@ void TenantCache::remember(const std::string& tenant_id, const std::optional<Ten
     return;
   }
   auto it = entries_.find(tenant_id);
-  if (it == entries_.end() && entries_.size() >= kTenantCacheMaxEntries) {
+  if (it != entries_.end()) {
+    it->second.row = *row;  // the known token stays: it is checked against this row
+    it->second.read_at_ms = asked_at_ms;
+    return;
+  }
+  if (entries_.size() >= kTenantCacheMaxEntries) {
     // Full: the entry read longest ago goes (a scan of at most kTenantCacheMaxEntries, only when an
     // instance serves more tenants than that).
     auto oldest = entries_.begin();
@@ -45,11 +50,6 @@ void TenantCache::remember(const std::string& tenant_id, const std::optional<Ten
       if (e->second.read_at_ms < oldest->second.read_at_ms) oldest = e;
     }
     entries_.erase(oldest);
-  }
-  if (it != entries_.end()) {
-    it->second.row = *row;  // the known token stays: it is checked against this row
-    it->second.read_at_ms = asked_at_ms;
-    return;
   }
   entries_.emplace(tenant_id, Entry{*row, asked_at_ms, {}, {}});
 }

@@ -3,10 +3,10 @@
 // (migrations/events) with the same SQL, so that the figures compare the C++ core + effect host with
 // what a hand-written Worker would do. Not a product: no subscriptions API (the bench writes
 // subscriptions and workflow definitions with SQL), no filter_expr / input_mapper, no fan-out cap
-// record, no quarantine, no workflow.run_failed / run_completed (the bench's starts all succeed and none
-// completes; workflow.run_started is written, as events.wasm does), and no claim-before-start (events.wasm claims every start in D1 first, so
-// overlapping runs can never start a workflow twice; that costs it the extra work in each D1 batch);
-// only what the bench exercises.
+// record, no quarantine, no workflow.run_failed / run_completed (the bench's starts all succeed and
+// none completes; workflow.run_started is written, as events.wasm does), and no claim-before-start
+// (events.wasm claims every start in D1 first, so overlapping runs can never start a workflow twice;
+// that costs it the extra work in each D1 batch); only what the bench exercises.
 //
 //   POST /api/events               tenant headers, {event_type, entity_ref, payload, idempotency_key?}
 //   GET  /api/events?limit=&after= operator: read a batch

@@ -3,7 +3,7 @@
 // authentication (SHA-256 of X-SiteSwarm-Tenant-Token against tenants.token_hash, enabled, capability
 // major 1; shared/tenant.cpp), with the same per-isolate cache of tenant rows (shared/tenant_cache.h:
 // a row at most 30 s old answers a match; anything else reads D1) and of the digest of the last token
-// that authenticated each tenant (KnownTokens), so the peers are compared like for like.
+// that authenticated each tenant (TenantCache::known_digest), so the peers are compared like for like.
 const TENANT_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
 const STATUS = {
@@ -63,7 +63,7 @@ export async function authenticateTenant(request, db) {
   };
   if (!TENANT_ID.test(tenantId) || !token) return unauthenticated;
   let row;
-  // A repeat token's digest is known (shared/tenant_cache.h KnownTokens): no hash.
+  // A repeat token's digest is known (shared/tenant_cache.h, TenantCache::known_digest): no hash.
   const known = knownTokens.get(tenantId);
   let digest = known?.token === token ? known.digest : null;
   if (cachedTenant(tenantId)) {
@@ -74,8 +74,10 @@ export async function authenticateTenant(request, db) {
     [row, digest] = await Promise.all([readTenant(db, tenantId), digest ?? sha256(token)]);
   }
   if (!row?.enabled || row.token_hash !== digest) return unauthenticated;
-  if (knownTokens.size >= TENANT_CACHE_MAX && !knownTokens.has(tenantId)) knownTokens.clear();
-  knownTokens.set(tenantId, { token, digest });
+  if (known?.token !== token) {
+    if (knownTokens.size >= TENANT_CACHE_MAX && !knownTokens.has(tenantId)) knownTokens.clear();
+    knownTokens.set(tenantId, { token, digest });
+  }
   const version = request.headers.get("x-siteswarm-capability-version");
   if (version && version.split(".")[0] !== "1") {
     return { error: fail("unsupported_capability_version", "capability version not supported") };
