@@ -16,7 +16,8 @@ inline constexpr std::size_t kMinSecretLength = 16;
 inline constexpr std::size_t kMaxSecretLength = 512;
 
 Task<Result<Response>> health(Context& ctx, const Request&, const Params&) {
-  json body{{"ok", true}, {"service", ctx.app().service}, {"version", ctx.app().version}};
+  json body =
+      json_object({{"ok", true}, {"service", ctx.app().service}, {"version", ctx.app().version}});
   if (ctx.app().health_details) {
     json details = co_await ctx.app().health_details(ctx);
     if (details.is_object()) {
@@ -31,17 +32,18 @@ Task<Result<Response>> health(Context& ctx, const Request&, const Params&) {
 Task<Result<Response>> whoami(Context& ctx, const Request& req, const Params&) {
   SS_CO_TRY(Tenant tenant, co_await authenticate_tenant(ctx, req));
   co_return Response::json_body(
-      200, {{"tenantId", tenant.id}, {"capabilityVersion", tenant.capability_version}});
+      200,
+      json_object({{"tenantId", tenant.id}, {"capabilityVersion", tenant.capability_version}}));
 }
 
 json tenant_view(const App& app, const TenantRow& row) {
   json config = row.config;
   if (app.redact_tenant_config) config = app.redact_tenant_config(std::move(config));
-  return json{{"tenantId", row.tenant_id},
-              {"enabled", row.enabled},
-              {"config", config},
-              {"createdAt", row.created_at},
-              {"updatedAt", row.updated_at}};
+  return json_object({{"tenantId", row.tenant_id},
+                      {"enabled", row.enabled},
+                      {"config", config},
+                      {"createdAt", row.created_at},
+                      {"updatedAt", row.updated_at}});
 }
 
 Result<std::string> tenant_id_param(const Params& params) {
@@ -136,33 +138,33 @@ Task<Result<Response>> delete_tenant(Context& ctx, const Request& req, const Par
   tenant_cache(ctx).forget(id);  // other instances: within kTenantCacheTtlMs
   if (!disabled) co_return Error{ErrorCode::not_found, "no tenant " + id};
   ctx.log("tenant " + id + " disabled");
-  co_return Response::json_body(200, {{"tenantId", id}, {"enabled", false}});
+  co_return Response::json_body(200, json_object({{"tenantId", id}, {"enabled", false}}));
 }
 
 // One dependency check as a task, so all of them run concurrently.
 Task<json> check_d1(const std::string& binding) {
   auto n = co_await TenantStore(binding).count();
-  if (!n) co_return json{{"ok", false}, {"error", n.error().message}};
-  co_return json{{"ok", true}, {"tenants", *n}};
+  if (!n) co_return json_object({{"ok", false}, {"error", n.error().message}});
+  co_return json_object({{"ok", true}, {"tenants", *n}});
 }
 
 Task<json> check_kv(const std::string& binding, std::string marker) {
   static constexpr const char* kKey = "__siteswarm_diagnostics";
   Kv kv(binding);
   auto put = co_await kv.put(kKey, marker, 60);
-  if (!put) co_return json{{"ok", false}, {"error", put.error().message}};
+  if (!put) co_return json_object({{"ok", false}, {"error", put.error().message}});
   auto got = co_await kv.get(kKey);
-  if (!got) co_return json{{"ok", false}, {"error", got.error().message}};
-  co_return json{{"ok", *got == marker}};
+  if (!got) co_return json_object({{"ok", false}, {"error", got.error().message}});
+  co_return json_object({{"ok", *got == marker}});
 }
 
 Task<json> check_service(std::string binding) {
   HttpCall call;
   call.url = "https://" + binding + ".internal/health";
   auto r = co_await service_call(binding, call);
-  if (!r) co_return json{{"ok", false}, {"error", r.error().message}};
+  if (!r) co_return json_object({{"ok", false}, {"error", r.error().message}});
   auto body = parse_json(r->body);
-  json out{{"ok", r->status == 200}, {"status", r->status}};
+  json out = json_object({{"ok", r->status == 200}, {"status", r->status}});
   if (body) out["service"] = string_or(*body, "service", "");
   co_return out;
 }
@@ -185,7 +187,7 @@ Task<Result<Response>> diagnostics(Context& ctx, const Request& req, const Param
   out["services"] = services;
   bool ok = true;
   for (const auto& r : results) ok = ok && get_bool(r, "ok").value_or(false);
-  co_return Response::json_body(ok ? 200 : 503, {{"ok", ok}, {"checks", out}});
+  co_return Response::json_body(ok ? 200 : 503, json_object({{"ok", ok}, {"checks", out}}));
 }
 
 // Lets integration tests prove that a trap answers 500 and the next request gets a fresh instance.
@@ -225,7 +227,8 @@ Task<json> dispatch_message(Context& ctx, json message) {
   std::string op = string_or(message, "op", "");
   if (op == "fetch") {
     auto request = message.find("request");
-    Request req = Request::from_json(request != message.end() ? std::move(*request) : json::object());
+    Request req =
+        Request::from_json(request != message.end() ? std::move(*request) : json::object());
     // A workflow start from the ledger names its run; events this request emits carry it.
     static constexpr std::size_t kMaxProvenance = 200;
     std::string run_id = req.header("x-siteswarm-workflow-run-id");
@@ -241,15 +244,16 @@ Task<json> dispatch_message(Context& ctx, json message) {
     const bool replayable = until && req.method == "GET" && res.status == 200 && !res.streamed &&
                             ctx.logs().empty() && !ctx.has_background() && req.cf.empty();
     json out = fetch_output(std::move(res));
-    if (replayable) out["replay"] = {{"until", *until}, {"headers", req.headers_read()}};
+    if (replayable)
+      out["replay"] = json_object({{"until", *until}, {"headers", req.headers_read()}});
     co_return out;
   }
   if (op == "scheduled") {
     std::string cron = string_or(message, "cron", "");
-    if (!app.scheduled) co_return json{{"ok", true}, {"skipped", true}};
+    if (!app.scheduled) co_return json_object({{"ok", true}, {"skipped", true}});
     Status s = co_await app.scheduled(ctx, cron);
-    if (!s) co_return json{{"ok", false}, {"error", s.error().body()["error"]}};
-    co_return json{{"ok", true}};
+    if (!s) co_return json_object({{"ok", false}, {"error", s.error().body()["error"]}});
+    co_return json_object({{"ok", true}});
   }
   if (op == "queue") {
     std::vector<QueueMessage> batch;
@@ -273,8 +277,9 @@ Task<json> dispatch_message(Context& ctx, json message) {
       for (auto& id : ids) outcome.retry.emplace_back(id, 60);
     }
     json retry = json::array();
-    for (auto& [id, delay] : outcome.retry) retry.push_back({{"id", id}, {"delaySeconds", delay}});
-    co_return json{{"ack", outcome.ack}, {"retry", retry}};
+    for (auto& [id, delay] : outcome.retry)
+      retry.push_back(json_object({{"id", id}, {"delaySeconds", delay}}));
+    co_return json_object({{"ack", outcome.ack}, {"retry", retry}});
   }
   if (op == "rpc") {
     std::string method = string_or(message, "method", "");
@@ -285,9 +290,9 @@ Task<json> dispatch_message(Context& ctx, json message) {
     if (app.rpc) r = co_await app.rpc(ctx, method, arg_list);
     if (!r) {
       const Error& e = r.error();
-      co_return json{{"ok", false}, {"status", e.status()}, {"error", e.body()["error"]}};
+      co_return json_object({{"ok", false}, {"status", e.status()}, {"error", e.body()["error"]}});
     }
-    co_return json{{"ok", true}, {"value", std::move(r).value()}};
+    co_return json_object({{"ok", true}, {"value", std::move(r).value()}});
   }
   co_return Response::from_error(Error{ErrorCode::internal, "unknown message op"}).to_json();
 }
@@ -317,7 +322,7 @@ Task<json> handle_message(Context& ctx, json message) {
     json send = out;
     send["kind"] = "response.send";
     auto sent = co_await Effect(std::move(send));
-    if (sent) out = json{{"sent", true}};
+    if (sent) out = json_object({{"sent", true}});
   }
   co_await run_background(ctx);
   co_return out;

@@ -15,19 +15,19 @@ Error malformed(std::string_view effect, std::string_view why) {
 
 json d1_request(const char* kind, const std::string& binding, std::string_view sql, json params) {
   if (!params.is_array()) params = json::array();
-  return json{{"kind", kind},
-              {"binding", binding},
-              {"sql", std::string(sql)},
-              {"params", std::move(params)}};
+  return json_object({{"kind", kind},
+                      {"binding", binding},
+                      {"sql", std::string(sql)},
+                      {"params", std::move(params)}});
 }
 
 json http_request_json(const HttpCall& call) {
   json headers = json::object();
   for (const auto& [k, v] : call.headers) headers[k] = v;
-  return json{{"method", call.method},
-              {"url", call.url},
-              {"headers", std::move(headers)},
-              {"body", call.body}};
+  return json_object({{"method", call.method},
+                      {"url", call.url},
+                      {"headers", std::move(headers)},
+                      {"body", call.body}});
 }
 
 D1Meta decode_meta(const json& value) {
@@ -287,28 +287,31 @@ EffectOf<D1Result> D1::run(std::string_view sql, json params) const {
 }
 EffectOf<std::vector<D1Result>> D1::batch(const std::vector<D1Statement>& statements) const {
   json list = json::array();
-  for (const auto& s : statements) list.push_back({{"sql", s.sql}, {"params", s.params}});
-  return {json{{"kind", "d1.batch"}, {"binding", binding_}, {"statements", std::move(list)}},
-          decode_d1_batch};
+  for (const auto& s : statements)
+    list.push_back(json_object({{"sql", s.sql}, {"params", s.params}}));
+  return {
+      json_object({{"kind", "d1.batch"}, {"binding", binding_}, {"statements", std::move(list)}}),
+      decode_d1_batch};
 }
 
 // ---- KV
 // ------------------------------------------------------------------------------------------
 
 EffectOf<std::optional<std::string>> Kv::get(std::string key) const {
-  return {json{{"kind", "kv.get"}, {"binding", binding_}, {"key", std::move(key)}},
+  return {json_object({{"kind", "kv.get"}, {"binding", binding_}, {"key", std::move(key)}}),
           decode_kv_value};
 }
 EffectOf<Unit> Kv::put(std::string key, std::string value, std::optional<int> ttl_seconds) const {
-  json r{{"kind", "kv.put"},
-         {"binding", binding_},
-         {"key", std::move(key)},
-         {"value", std::move(value)}};
+  json r = json_object({{"kind", "kv.put"},
+                        {"binding", binding_},
+                        {"key", std::move(key)},
+                        {"value", std::move(value)}});
   if (ttl_seconds) r["ttlSeconds"] = *ttl_seconds;
   return {std::move(r), decode_unit};
 }
 EffectOf<Unit> Kv::remove(std::string key) const {
-  return {json{{"kind", "kv.delete"}, {"binding", binding_}, {"key", std::move(key)}}, decode_unit};
+  return {json_object({{"kind", "kv.delete"}, {"binding", binding_}, {"key", std::move(key)}}),
+          decode_unit};
 }
 
 // ---- HTTP
@@ -331,10 +334,10 @@ EffectOf<FetchReply> fetch(const HttpCall& call) {
 }
 
 EffectOf<FetchReply> service_call(std::string binding, const HttpCall& call) {
-  return {json{{"kind", "service"},
-               {"binding", std::move(binding)},
-               {"request", http_request_json(call)},
-               {"timeoutMs", call.timeout_ms}},
+  return {json_object({{"kind", "service"},
+                       {"binding", std::move(binding)},
+                       {"request", http_request_json(call)},
+                       {"timeoutMs", call.timeout_ms}}),
           decode_reply};
 }
 
@@ -342,41 +345,47 @@ EffectOf<FetchReply> service_call(std::string binding, const HttpCall& call) {
 // ------------------------------------------------------------------------------------
 
 EffectOf<Unit> queue_send(std::string binding, json body, int delay_seconds) {
-  json r{{"kind", "queue.send"}, {"binding", std::move(binding)}, {"body", std::move(body)}};
+  json r = json_object(
+      {{"kind", "queue.send"}, {"binding", std::move(binding)}, {"body", std::move(body)}});
   if (delay_seconds > 0) r["delaySeconds"] = delay_seconds;
   return {std::move(r), decode_unit};
 }
 
 EffectOf<Unit> queue_send_batch(std::string binding, std::vector<json> bodies) {
   json messages = json::array();
-  for (json& body : bodies) messages.push_back(json{{"body", std::move(body)}});
-  json r{{"kind", "queue.sendBatch"}, {"binding", std::move(binding)}, {"messages", messages}};
+  for (json& body : bodies) messages.push_back(json_object({{"body", std::move(body)}}));
+  json r = json_object(
+      {{"kind", "queue.sendBatch"}, {"binding", std::move(binding)}, {"messages", messages}});
   return {std::move(r), decode_unit};
 }
 
 EffectOf<Unit> analytics_write(std::string binding, json blobs, json doubles, json indexes) {
-  return {json{{"kind", "ae.write"},
-               {"binding", std::move(binding)},
-               {"blobs", std::move(blobs)},
-               {"doubles", std::move(doubles)},
-               {"indexes", std::move(indexes)}},
+  return {json_object({{"kind", "ae.write"},
+                       {"binding", std::move(binding)},
+                       {"blobs", std::move(blobs)},
+                       {"doubles", std::move(doubles)},
+                       {"indexes", std::move(indexes)}}),
           decode_unit};
 }
 
 EffectOf<bool> rate_limit(std::string binding, std::string key) {
-  return {json{{"kind", "ratelimit"}, {"binding", std::move(binding)}, {"key", std::move(key)}},
+  return {json_object(
+              {{"kind", "ratelimit"}, {"binding", std::move(binding)}, {"key", std::move(key)}}),
           decode_success};
 }
 
 EffectOf<std::string> sha256_hex(std::string data) {
-  return {json{{"kind", "crypto.sha256"}, {"data", std::move(data)}}, decode_hex};
+  return {json_object({{"kind", "crypto.sha256"}, {"data", std::move(data)}}), decode_hex};
 }
 
 EffectOf<std::string> hmac_sha256_hex(std::string key, std::string data) {
-  return {json{{"kind", "crypto.hmac_sha256"}, {"key", std::move(key)}, {"data", std::move(data)}},
+  return {json_object(
+              {{"kind", "crypto.hmac_sha256"}, {"key", std::move(key)}, {"data", std::move(data)}}),
           decode_hex};
 }
 
-EffectOf<Unit> sleep_ms(int ms) { return {json{{"kind", "sleep"}, {"ms", ms}}, decode_unit}; }
+EffectOf<Unit> sleep_ms(int ms) {
+  return {json_object({{"kind", "sleep"}, {"ms", ms}}), decode_unit};
+}
 
 }  // namespace ss

@@ -2,19 +2,21 @@
 
 #include "shared/app.h"
 #include "shared/effects.h"
+#include "shared/json_util.h"
 #include "shared/rfc3339.h"
 
 namespace ss {
 
 json event_message(const EventDraft& draft, const std::string& event_id, const std::string& source,
                    std::int64_t now_ms) {
-  json m{{"event_id", event_id},
-         {"event_type", draft.event_type},
-         {"entity_ref", draft.entity_ref},
-         {"payload", draft.payload.is_object() ? draft.payload : json::object()},
-         {"source_system", source},
-         {"occurred_at", format_rfc3339_ms(now_ms)},
-         {"tenant_id", draft.tenant_id.empty() ? json(nullptr) : json(draft.tenant_id)}};
+  json m =
+      json_object({{"event_id", event_id},
+                   {"event_type", draft.event_type},
+                   {"entity_ref", draft.entity_ref},
+                   {"payload", draft.payload.is_object() ? draft.payload : json::object()},
+                   {"source_system", source},
+                   {"occurred_at", format_rfc3339_ms(now_ms)},
+                   {"tenant_id", draft.tenant_id.empty() ? json(nullptr) : json(draft.tenant_id)}});
   if (!draft.idempotency_key.empty()) m["idempotency_key"] = draft.idempotency_key;
   if (!draft.caused_by.empty()) m["caused_by"] = draft.caused_by;
   if (!draft.workflow_run_id.empty()) m["workflow_run_id"] = draft.workflow_run_id;

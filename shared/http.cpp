@@ -139,10 +139,10 @@ Response& Response::set_header(std::string name, std::string value) {
 }
 
 json Response::to_json() const {
-  if (streamed) return json{{"streamed", true}};
+  if (streamed) return json_object({{"streamed", true}});
   json h = json::object();
   for (const auto& [k, v] : headers) h[k] = v;
-  return json{{"status", status}, {"headers", std::move(h)}, {"body", body}};
+  return json_object({{"status", status}, {"headers", std::move(h)}, {"body", body}});
 }
 
 std::string percent_decode(std::string_view s) {

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -52,20 +53,23 @@ struct RapidJsonNumber {
 // (nlohmann: "number overflow").
 bool rapid_json_number(const char* text, std::size_t length, RapidJsonNumber& out) {
   const char* end = text + length;
-  const bool integral = std::none_of(text, end, [](char c) { return c == '.' || c == 'e' || c == 'E'; });
+  const bool integral =
+      std::none_of(text, end, [](char c) { return c == '.' || c == 'e' || c == 'E'; });
   if (integral) {
-    char* last = nullptr;
-    errno = 0;
+    // std::from_chars takes the same digits strtoll/strtoull do here (RapidJSON checked the grammar:
+    // an optional '-', then digits) and reports overflow as strtoll's ERANGE would.
     if (*text == '-') {
-      const long long value = std::strtoll(text, &last, 10);
-      if (errno == 0 && last == end) {
+      long long value = 0;
+      auto [last, ec] = std::from_chars(text, end, value);
+      if (ec == std::errc() && last == end) {
         out.kind = RapidJsonNumber::Kind::integer;
         out.integer = value;
         return true;
       }
     } else {
-      const unsigned long long value = std::strtoull(text, &last, 10);
-      if (errno == 0 && last == end) {
+      unsigned long long value = 0;
+      auto [last, ec] = std::from_chars(text, end, value);
+      if (ec == std::errc() && last == end) {
         out.kind = RapidJsonNumber::Kind::unsigned_integer;
         out.unsigned_integer = value;
         return true;
@@ -82,7 +86,8 @@ bool rapid_json_number(const char* text, std::size_t length, RapidJsonNumber& ou
 bool rapid_json_lone_surrogate(const char* text, std::size_t length) {
   const char* end = text + length;
   for (const char* p = text;
-       (p = static_cast<const char*>(std::memchr(p, '\xED', static_cast<std::size_t>(end - p)))) != nullptr;
+       (p = static_cast<const char*>(std::memchr(p, '\xED', static_cast<std::size_t>(end - p)))) !=
+       nullptr;
        ++p) {
     if (end - p > 1 && static_cast<unsigned char>(p[1]) >= 0xA0) return true;
   }
@@ -93,7 +98,8 @@ bool rapid_json_lone_surrogate(const char* text, std::size_t length) {
 // only the checks (accept_json): one handler type, so the reader is instantiated once.
 class RapidJsonHandler {
  public:
-  explicit RapidJsonHandler(json* result) : builder_(result != nullptr ? *result : unused_, false), build_(result != nullptr) {}
+  explicit RapidJsonHandler(json* result)
+      : builder_(result != nullptr ? *result : unused_, false), build_(result != nullptr) {}
 
   bool Null() { return !build_ || builder_.null(); }
   bool Bool(bool value) { return !build_ || builder_.boolean(value); }
@@ -131,14 +137,16 @@ class RapidJsonHandler {
     return builder_.key(text_);
   }
   bool StartObject() {
-    return ++depth_ <= kRapidJsonDepth && (!build_ || builder_.start_object(static_cast<std::size_t>(-1)));
+    return ++depth_ <= kRapidJsonDepth &&
+           (!build_ || builder_.start_object(static_cast<std::size_t>(-1)));
   }
   bool EndObject(rapidjson::SizeType) {
     --depth_;
     return !build_ || builder_.end_object();
   }
   bool StartArray() {
-    return ++depth_ <= kRapidJsonDepth && (!build_ || builder_.start_array(static_cast<std::size_t>(-1)));
+    return ++depth_ <= kRapidJsonDepth &&
+           (!build_ || builder_.start_array(static_cast<std::size_t>(-1)));
   }
   bool EndArray(rapidjson::SizeType) {
     --depth_;
@@ -179,7 +187,8 @@ bool rapid_json_number_too_big(std::string_view text) {
   RapidJsonHandler handler(nullptr);
   rapidjson::MemoryStream stream(text.data(), text.size());
   rapidjson::Reader reader;
-  return reader.Parse<kRapidJsonFlags>(stream, handler).Code() == rapidjson::kParseErrorNumberTooBig;
+  return reader.Parse<kRapidJsonFlags>(stream, handler).Code() ==
+         rapidjson::kParseErrorNumberTooBig;
 }
 
 }  // namespace ss

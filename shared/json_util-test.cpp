@@ -78,10 +78,19 @@ bool rj_agrees(const std::string& text) {
 
 json rj_random_value(std::mt19937& rng, int depth) {
   std::uniform_int_distribution<int> kind(0, depth > 4 ? 6 : 9);
-  static const std::vector<std::string> kStrings = {
-      "",           "a",      "tenant-1", "quote\" back\\slash",     "tab\tline\nfeed",
-      "é ü ß",      "€ 中文", "emoji 😀",  std::string("nul\0in", 6), "\x7f",
-      "ctl\x01\x1f", "한국어 \xed\x9f\xbf", "/slash"};
+  static const std::vector<std::string> kStrings = {"",
+                                                    "a",
+                                                    "tenant-1",
+                                                    "quote\" back\\slash",
+                                                    "tab\tline\nfeed",
+                                                    "é ü ß",
+                                                    "€ 中文",
+                                                    "emoji 😀",
+                                                    std::string("nul\0in", 6),
+                                                    "\x7f",
+                                                    "ctl\x01\x1f",
+                                                    "한국어 \xed\x9f\xbf",
+                                                    "/slash"};
   switch (kind(rng)) {
     case 0:
       return nullptr;
@@ -106,7 +115,8 @@ json rj_random_value(std::mt19937& rng, int depth) {
       return static_cast<double>(static_cast<std::int32_t>(rng())) / 1024.0;
     case 8: {
       json a = json::array();
-      for (int i = static_cast<int>(rng() % 5); i > 0; --i) a.push_back(rj_random_value(rng, depth + 1));
+      for (int i = static_cast<int>(rng() % 5); i > 0; --i)
+        a.push_back(rj_random_value(rng, depth + 1));
       return a;
     }
     default: {
@@ -144,57 +154,290 @@ std::string rj_random_number(std::mt19937& rng) {
 }  // namespace
 
 TEST_CASE("parse_json_or_discarded and accept_json give nlohmann's verdicts, values and types") {
-  static const std::vector<std::string> kCases = {
-      "0", "-0", "-0.0", "1", "-1", "0.5", "1e2", "1E+2", "1e-2", "-1.25e-3", "01", "-01", "-", "1.",
-      ".5", "1e", "1e+", "+1", "--1", "0x10", "18446744073709551615", "18446744073709551616",
-      "-9223372036854775808", "-9223372036854775809", "9223372036854775807", "9223372036854775808",
-      "4294967295", "4294967296", "-2147483648", "-2147483649", "1e400", "-1e400", "1e309",
-      "1.7976931348623157e308", "1.7976931348623158e308", "1.7976931348623159e308", "4.9e-324",
-      "2.4e-324", "2.5e-324", "1e-400", "-1e-400", "0e400", "-0e999", "0.0e1000000", "0E-99999999999",
-      "10e308", "0.1e309", "1" + std::string(400, '0') + "e-300", "1" + std::string(400, '0'),
-      "0." + std::string(400, '0') + "1e700", "2.2250738585072011e-308", "2.2250738585072012e-308",
-      "9007199254740993", "9007199254740993.0", "0.1000000000000000055511151231257827",
-      "123456789012345678901234567890", "123456789012345678901234567890e-10", "NaN", "Infinity",
-      "-Infinity", "true", "false", "null", "tru", "nul", "True", "nulll", "\"\"", "\"a\\u0041\"",
-      "\"\\u00e9\"", "\"\\ud83d\\ude00\"", "\"\\ud83d\"", "\"\\ude00\"", "\"\\udc00\"", "\"a\\udfffb\"",
-      "{\"\\udc00\":1}", "\"\\ud83dx\"", "\"\\ud83d\\u0041\"", "\"\\u12\"", "\"\\u12g4\"", "\"\\x\"",
-      "\"\\/\\b\\f\\n\\r\\t\\\"\\\\\"", "\"\\u0000\"", "\"a\tb\"", "\"\x7f\"", "\"\xc3\xa9\"", "\"\xc3\"",
-      "\"\xc0\x80\"", "\"\xc1\xbf\"", "\"\xed\x9f\xbf\"", "\"\xed\xa0\x80\"", "\"\xed\xbf\xbf\"",
-      "\"\xee\x80\x80\"", "\"\xf4\x8f\xbf\xbf\"", "\"\xf4\x90\x80\x80\"", "\"\xf0\x9f\x98\x80\"",
-      "\"\xe0\x80\x80\"", "\"\xf0\x80\x80\x80\"", "\"\xf5\x80\x80\x80\"", "\"\xff\"", "\"\x80\"",
-      "\"unterminated", "\"a\\", "[]", "{}", "[1,]", "[,1]", "{\"a\":1,}", "{\"a\" 1}", "{1:2}",
-      "{\"a\":1,\"a\":2}", "{\"b\":{\"c\":[1]},\"b\":3}", "{\"b\":3,\"b\":{\"c\":[1]}}",
-      " \t\r\n[ 1 , 2 ] \n", "\f[1]", "[1]\v", "[1] x", "[1][2]", "", " ", "\xef\xbb\xbf[1]",
-      "\xef\xbb\xbf", "\xef\xbb[1]", " \xef\xbb\xbf[1]", "[1 2]", "{\"a\":[true,false,null,{\"b\":\"c\"}]}",
-      std::string("[1]\0", 4), std::string("[1]\0x", 5), std::string("[1] \0 x", 7),
-      std::string("\0", 1), std::string("[\0]", 3), std::string("\"a\0b\"", 5),
-      std::string("{\"a\":\0}", 7), std::string(" \0", 2), std::string(60, '[') + std::string(60, ']'),
-      std::string(100, '[') + std::string(99, ']'), std::string(300, '[') + std::string(300, ']'),
-      std::string(300, '[') + std::string(299, ']'),
-      [] {
-        std::string deep;
-        for (int i = 0; i < 400; ++i) deep += "{\"k\":";
-        deep += "1";
-        for (int i = 0; i < 400; ++i) deep += "}";
-        return deep;
-      }(),
-      "[" + std::string(70, ' ') + "]", "[\"\\u0000\\u001f\", \"\\u007f\"]"};
+  static const std::vector<std::string> kCases = {"0",
+                                                  "-0",
+                                                  "-0.0",
+                                                  "1",
+                                                  "-1",
+                                                  "0.5",
+                                                  "1e2",
+                                                  "1E+2",
+                                                  "1e-2",
+                                                  "-1.25e-3",
+                                                  "01",
+                                                  "-01",
+                                                  "-",
+                                                  "1.",
+                                                  ".5",
+                                                  "1e",
+                                                  "1e+",
+                                                  "+1",
+                                                  "--1",
+                                                  "0x10",
+                                                  "18446744073709551615",
+                                                  "18446744073709551616",
+                                                  "-9223372036854775808",
+                                                  "-9223372036854775809",
+                                                  "9223372036854775807",
+                                                  "9223372036854775808",
+                                                  "4294967295",
+                                                  "4294967296",
+                                                  "-2147483648",
+                                                  "-2147483649",
+                                                  "1e400",
+                                                  "-1e400",
+                                                  "1e309",
+                                                  "1.7976931348623157e308",
+                                                  "1.7976931348623158e308",
+                                                  "1.7976931348623159e308",
+                                                  "4.9e-324",
+                                                  "2.4e-324",
+                                                  "2.5e-324",
+                                                  "1e-400",
+                                                  "-1e-400",
+                                                  "0e400",
+                                                  "-0e999",
+                                                  "0.0e1000000",
+                                                  "0E-99999999999",
+                                                  "10e308",
+                                                  "0.1e309",
+                                                  "1" + std::string(400, '0') + "e-300",
+                                                  "1" + std::string(400, '0'),
+                                                  "0." + std::string(400, '0') + "1e700",
+                                                  "2.2250738585072011e-308",
+                                                  "2.2250738585072012e-308",
+                                                  "9007199254740993",
+                                                  "9007199254740993.0",
+                                                  "0.1000000000000000055511151231257827",
+                                                  "123456789012345678901234567890",
+                                                  "123456789012345678901234567890e-10",
+                                                  "NaN",
+                                                  "Infinity",
+                                                  "-Infinity",
+                                                  "true",
+                                                  "false",
+                                                  "null",
+                                                  "tru",
+                                                  "nul",
+                                                  "True",
+                                                  "nulll",
+                                                  "\"\"",
+                                                  "\"a\\u0041\"",
+                                                  "\"\\u00e9\"",
+                                                  "\"\\ud83d\\ude00\"",
+                                                  "\"\\ud83d\"",
+                                                  "\"\\ude00\"",
+                                                  "\"\\udc00\"",
+                                                  "\"a\\udfffb\"",
+                                                  "{\"\\udc00\":1}",
+                                                  "\"\\ud83dx\"",
+                                                  "\"\\ud83d\\u0041\"",
+                                                  "\"\\u12\"",
+                                                  "\"\\u12g4\"",
+                                                  "\"\\x\"",
+                                                  "\"\\/\\b\\f\\n\\r\\t\\\"\\\\\"",
+                                                  "\"\\u0000\"",
+                                                  "\"a\tb\"",
+                                                  "\"\x7f\"",
+                                                  "\"\xc3\xa9\"",
+                                                  "\"\xc3\"",
+                                                  "\"\xc0\x80\"",
+                                                  "\"\xc1\xbf\"",
+                                                  "\"\xed\x9f\xbf\"",
+                                                  "\"\xed\xa0\x80\"",
+                                                  "\"\xed\xbf\xbf\"",
+                                                  "\"\xee\x80\x80\"",
+                                                  "\"\xf4\x8f\xbf\xbf\"",
+                                                  "\"\xf4\x90\x80\x80\"",
+                                                  "\"\xf0\x9f\x98\x80\"",
+                                                  "\"\xe0\x80\x80\"",
+                                                  "\"\xf0\x80\x80\x80\"",
+                                                  "\"\xf5\x80\x80\x80\"",
+                                                  "\"\xff\"",
+                                                  "\"\x80\"",
+                                                  "\"unterminated",
+                                                  "\"a\\",
+                                                  "[]",
+                                                  "{}",
+                                                  "[1,]",
+                                                  "[,1]",
+                                                  "{\"a\":1,}",
+                                                  "{\"a\" 1}",
+                                                  "{1:2}",
+                                                  "{\"a\":1,\"a\":2}",
+                                                  "{\"b\":{\"c\":[1]},\"b\":3}",
+                                                  "{\"b\":3,\"b\":{\"c\":[1]}}",
+                                                  " \t\r\n[ 1 , 2 ] \n",
+                                                  "\f[1]",
+                                                  "[1]\v",
+                                                  "[1] x",
+                                                  "[1][2]",
+                                                  "",
+                                                  " ",
+                                                  "\xef\xbb\xbf[1]",
+                                                  "\xef\xbb\xbf",
+                                                  "\xef\xbb[1]",
+                                                  " \xef\xbb\xbf[1]",
+                                                  "[1 2]",
+                                                  "{\"a\":[true,false,null,{\"b\":\"c\"}]}",
+                                                  std::string("[1]\0", 4),
+                                                  std::string("[1]\0x", 5),
+                                                  std::string("[1] \0 x", 7),
+                                                  std::string("\0", 1),
+                                                  std::string("[\0]", 3),
+                                                  std::string("\"a\0b\"", 5),
+                                                  std::string("{\"a\":\0}", 7),
+                                                  std::string(" \0", 2),
+                                                  std::string(60, '[') + std::string(60, ']'),
+                                                  std::string(100, '[') + std::string(99, ']'),
+                                                  std::string(300, '[') + std::string(300, ']'),
+                                                  std::string(300, '[') + std::string(299, ']'),
+                                                  [] {
+                                                    std::string deep;
+                                                    for (int i = 0; i < 400; ++i) deep += "{\"k\":";
+                                                    deep += "1";
+                                                    for (int i = 0; i < 400; ++i) deep += "}";
+                                                    return deep;
+                                                  }(),
+                                                  "[" + std::string(70, ' ') + "]",
+                                                  "[\"\\u0000\\u001f\", \"\\u007f\"]"};
   for (const std::string& text : kCases) rj_agrees(text);
 }
 
 TEST_CASE("what the reader refuses that nlohmann would read, and what it reads as nlohmann does") {
-  for (const std::string& refused :
-       {std::string("0e400"), std::string("[-0e999]"), std::string("1") + std::string(400, '0') + "e-300",
-        std::string(300, '[') + std::string(300, ']')}) {
+  for (const std::string& refused : {std::string("0e400"), std::string("[-0e999]"),
+                                     std::string("1") + std::string(400, '0') + "e-300",
+                                     std::string(300, '[') + std::string(300, ']')}) {
     CAPTURE(refused);
     CHECK_FALSE(json::parse(refused, nullptr, false).is_discarded());  // nlohmann reads it
     CHECK(parse_json_or_discarded(refused).is_discarded());
     CHECK_FALSE(accept_json(refused));
   }
-  CHECK(parse_json_or_discarded("\xef\xbb\xbf[1]") == json::array({1}));  // a leading BOM is skipped
+  CHECK(parse_json_or_discarded("\xef\xbb\xbf[1]") ==
+        json::array({1}));  // a leading BOM is skipped
   CHECK(parse_json_or_discarded(std::string(256, '[') + std::string(256, ']')).is_array());
-  CHECK(parse_json_or_discarded("1e400").is_discarded());   // not finite: refused by both
+  CHECK(parse_json_or_discarded("1e400").is_discarded());        // not finite: refused by both
   CHECK(parse_json_or_discarded("\"\\udc00\"").is_discarded());  // a lone low surrogate: both
+}
+
+// Strings of any bytes, weighted towards what the writer treats apart: escapes, control characters,
+// lead and continuation bytes of every UTF-8 class, sequences cut off and broken off.
+std::string random_bytes(std::mt19937& rng) {
+  static const std::string kInteresting =
+      std::string("\"\\\b\f\n\r\t\x01\x1f\x7f a/", 14) +
+      "\x80\xbf\xc0\xc1\xc2\xdf\xe0\xe1\xec\xed\xee\xef\xf0\xf1\xf3\xf4\xf5\xff\x9f\xa0\x8f\x90";
+  std::string out;
+  for (int i = static_cast<int>(rng() % 24); i > 0; --i) {
+    out +=
+        rng() % 3 == 0 ? static_cast<char>(rng() % 256) : kInteresting[rng() % kInteresting.size()];
+  }
+  return out;
+}
+
+TEST_CASE("dump_json writes what nlohmann's serializer writes, byte for byte") {
+  std::vector<json> cases = {nullptr,
+                             true,
+                             false,
+                             0,
+                             -1,
+                             1u,
+                             json(INT64_MIN),
+                             json(INT64_MAX),
+                             json(UINT64_MAX),
+                             0.0,
+                             -0.0,
+                             1.0,
+                             0.1,
+                             -2.5e-300,
+                             1e300,
+                             5e-324,
+                             1.7976931348623157e308,
+                             123456789.125,
+                             1e21,
+                             1e-7,
+                             std::nan(""),
+                             INFINITY,
+                             -INFINITY,
+                             "",
+                             "plain",
+                             "\"quoted\" and \\back\\slash",
+                             std::string("\0\x01\x08\x09\x0a\x0b\x0c\x0d\x1f\x20\x7f", 11),
+                             "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+                             "\xc3",
+                             "\xe2\x82",
+                             "\xf0\x9f\x98",
+                             "\xc3\x41",
+                             "\xe2\x41\x82",
+                             "\xe0\x80\x80",
+                             "\xe0\xa0\x80",
+                             "\xed\x9f\xbf",
+                             "\xed\xa0\x80",
+                             "\xf0\x8f\xbf\xbf",
+                             "\xf0\x90\x80\x80",
+                             "\xf4\x8f\xbf\xbf",
+                             "\xf4\x90\x80\x80",
+                             "\xf5\x80",
+                             "\xc0\x80",
+                             "\xc1\xbf",
+                             "\x80",
+                             "\xbf\xbf",
+                             "\xff\xfe",
+                             "a\xe2\x82\"b",
+                             "\xe2\x82\xe2\x82\xac",
+                             "\xf0\x9f\x98\x80\xf0",
+                             json::array(),
+                             json::object(),
+                             json::array({1, "two", 3.5, nullptr, json::array({json::object()})}),
+                             json::parse(R"({"b":{"c":[1,2,{"d":"e"}]},"a":"\u0000","":[]})"),
+                             json::binary({1, 2, 255}),
+                             json::binary({}, 7),
+                             json::binary({0}),
+                             json(json::value_t::discarded)};
+  json odd_keys = json::object();
+  odd_keys["\xff key"] = 1;
+  odd_keys["tab\tkey"] = "\xe2\x82";
+  cases.push_back(odd_keys);
+  for (int b = 0; b < 256; ++b) {
+    cases.emplace_back(std::string(1, static_cast<char>(b)));
+    cases.emplace_back("x" + std::string(1, static_cast<char>(b)) + "\x80y");
+  }
+  std::mt19937 rng(20261202);  // fixed: a failure is reproducible
+  for (int n = 0; n < 3000; ++n) cases.emplace_back(random_bytes(rng));
+  for (int n = 0; n < 600; ++n) cases.push_back(rj_random_value(rng, 0));
+  for (int n = 0; n < 200; ++n) {
+    json o = json::object();
+    for (int i = 0; i < 4; ++i)
+      o[random_bytes(rng)] = json::array({random_bytes(rng), rj_random_value(rng, 2)});
+    cases.push_back(o);
+  }
+  for (const json& value : cases) {
+    const std::string reference = nlohmann_dump(value);
+    CAPTURE(reference);
+    CHECK(dump_json(value) == reference);
+  }
+  // Well-formed input passes through; U+FFFD stands where the bytes were ill-formed.
+  CHECK(dump_json("caf\xc3\xa9") == "\"caf\xc3\xa9\"");
+  CHECK(dump_json("a\xffz") == "\"a\xef\xbf\xbdz\"");
+  CHECK(dump_json("a\xe2\x82") == "\"a\xef\xbf\xbd\"");
+  CHECK(dump_json("\x01\n") == "\"\\u0001\\n\"");
+  std::string appended = "x=";
+  append_json_string(appended, "a\"b");
+  CHECK(appended == "x=\"a\\\"b\"");
+}
+
+TEST_CASE("json_object builds what nlohmann's initializer list builds, with values moved in") {
+  const std::string id = "t-1";
+  CHECK(json_object({{"ok", true}, {"id", id}, {"n", 3}, {"list", json::array({1, 2})}}) ==
+        json{{"ok", true}, {"id", id}, {"n", 3}, {"list", json::array({1, 2})}});
+  CHECK(json_object({{"nested", {{"a", 1}}}, {"pair", {1, 2}}}) ==
+        json{{"nested", {{"a", 1}}}, {"pair", {1, 2}}});
+  CHECK(json_object({{"k", 1}, {"k", 2}}) == json{{"k", 1}, {"k", 2}});  // the first wins in both
+  CHECK(json_object({{"k", 1}, {"k", 2}})["k"] == 1);
+  CHECK(json_object({}) == json::object());
+  json big = json::array({std::string(1000, 'x')});
+  json built = json_object({{"body", std::move(big)}});
+  CHECK(built["body"][0].get_ref<const std::string&>().size() == 1000);
+  CHECK(big.is_null());  // moved from, not copied
 }
 
 TEST_CASE("RapidJSON itself reads every text dump_json writes (the fast path is taken)") {

@@ -1,5 +1,6 @@
 #include "shared/json_util.h"
 
+#include <charconv>
 #include <cmath>
 
 namespace ss {
@@ -80,8 +81,214 @@ Result<json> parse_json_object(std::string_view text) {
   return parsed;
 }
 
+namespace {
+// dump_json's writer: the text nlohmann's `dump(-1, ' ', false, error_handler_t::replace)` writes,
+// byte for byte (json_util-test.cpp and the json fuzzer compare the two on every input), without
+// nlohmann's serializer: that one carries indentation, ASCII-only and strict modes the runtime never
+// uses and writes `\u00XX` escapes through snprintf; this one appends runs of plain characters at once
+// (docs/performance.md "Writing JSON without nlohmann's serializer").
+//
+// Strings: `"` `\\` and the control characters U+0000..U+001F are escaped as nlohmann escapes them
+// (\b \t \n \f \r, else \u00xx in lower-case hex); everything else is copied, U+007F and non-ASCII
+// included. Ill-formed UTF-8 (by Unicode's table 3-7, the rule nlohmann's decoder implements) is
+// replaced the way nlohmann replaces it: a byte that cannot start a sequence becomes one U+FFFD; a
+// sequence broken off by a byte that cannot continue it becomes one U+FFFD and that byte is read
+// again as the start of what follows; a sequence cut off by the end of the string becomes one U+FFFD.
+constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
+
+// The continuation bytes a lead byte needs (0: not a lead byte) and the range its first one must be in.
+struct Utf8Lead {
+  int continuations = 0;
+  unsigned char low = 0x80;
+  unsigned char high = 0xBF;
+};
+
+Utf8Lead utf8_lead(unsigned char c) {
+  if (c >= 0xC2 && c <= 0xDF) return {1, 0x80, 0xBF};
+  if (c == 0xE0) return {2, 0xA0, 0xBF};
+  if (c == 0xED) return {2, 0x80, 0x9F};
+  if (c >= 0xE1 && c <= 0xEF) return {2, 0x80, 0xBF};
+  if (c == 0xF0) return {3, 0x90, 0xBF};
+  if (c >= 0xF1 && c <= 0xF3) return {3, 0x80, 0xBF};
+  if (c == 0xF4) return {3, 0x80, 0x8F};
+  return {};
+}
+
+}  // namespace
+
+void append_json_string(std::string& out, std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out.push_back('"');
+  const std::size_t n = s.size();
+  std::size_t i = 0;
+  while (i < n) {
+    // A run of characters copied as they are.
+    std::size_t run = i;
+    while (run < n) {
+      const auto c = static_cast<unsigned char>(s[run]);
+      if (c < 0x20 || c == '"' || c == '\\' || c >= 0x80) break;
+      ++run;
+    }
+    out.append(s.data() + i, run - i);
+    i = run;
+    if (i == n) break;
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      char escape = 0;
+      switch (c) {
+        case '"':
+          escape = '"';
+          break;
+        case '\\':
+          escape = '\\';
+          break;
+        case 0x08:
+          escape = 'b';
+          break;
+        case 0x09:
+          escape = 't';
+          break;
+        case 0x0A:
+          escape = 'n';
+          break;
+        case 0x0C:
+          escape = 'f';
+          break;
+        case 0x0D:
+          escape = 'r';
+          break;
+        default:
+          break;
+      }
+      if (escape != 0) {
+        const char pair[2] = {'\\', escape};
+        out.append(pair, 2);
+      } else {
+        const char u[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xF]};
+        out.append(u, 6);
+      }
+      ++i;
+      continue;
+    }
+    const Utf8Lead lead = utf8_lead(c);
+    if (lead.continuations == 0) {  // cannot start a sequence: replaced, skipped
+      out.append(kReplacement);
+      ++i;
+      continue;
+    }
+    std::size_t k = 1;
+    for (; k <= static_cast<std::size_t>(lead.continuations) && i + k < n; ++k) {
+      const auto next = static_cast<unsigned char>(s[i + k]);
+      const unsigned char low = k == 1 ? lead.low : 0x80;
+      const unsigned char high = k == 1 ? lead.high : 0xBF;
+      if (next < low || next > high) break;
+    }
+    if (k == static_cast<std::size_t>(lead.continuations) + 1) {
+      out.append(s.data() + i, k);  // a whole, well-formed sequence
+    } else {
+      out.append(kReplacement);  // broken off (or cut off by the end): the breaking byte read again
+    }
+    i += k;
+  }
+  out.push_back('"');
+}
+
+namespace {
+
+void write_json(std::string& out, const json& value) {
+  switch (value.type()) {
+    case json::value_t::object: {
+      const auto& object = value.get_ref<const json::object_t&>();
+      out.push_back('{');
+      bool first = true;
+      for (const auto& [key, item] : object) {
+        if (!first) out.push_back(',');
+        first = false;
+        append_json_string(out, key);
+        out.push_back(':');
+        write_json(out, item);
+      }
+      out.push_back('}');
+      return;
+    }
+    case json::value_t::array: {
+      out.push_back('[');
+      bool first = true;
+      for (const json& item : value.get_ref<const json::array_t&>()) {
+        if (!first) out.push_back(',');
+        first = false;
+        write_json(out, item);
+      }
+      out.push_back(']');
+      return;
+    }
+    case json::value_t::string:
+      append_json_string(out, value.get_ref<const json::string_t&>());
+      return;
+    case json::value_t::boolean:
+      out.append(value.get<bool>() ? "true" : "false");
+      return;
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned: {
+      char digits[24];
+      const auto [end, ec] =
+          value.is_number_unsigned()
+              ? std::to_chars(digits, digits + sizeof digits, value.get<std::uint64_t>())
+              : std::to_chars(digits, digits + sizeof digits, value.get<std::int64_t>());
+      out.append(digits, static_cast<std::size_t>(end - digits));
+      return;
+    }
+    case json::value_t::number_float: {
+      const double x = value.get<double>();
+      if (!std::isfinite(x)) {
+        out.append("null");
+        return;
+      }
+      char
+          digits[64];  // nlohmann's own shortest round-trip form (grisu2), as its serializer writes
+      const char* end = nlohmann::detail::to_chars(digits, digits + sizeof digits, x);
+      out.append(digits, static_cast<std::size_t>(end - digits));
+      return;
+    }
+    case json::value_t::binary: {  // never built by this code base; written as nlohmann writes it
+      const auto& binary = value.get_binary();
+      out.append("{\"bytes\":[");
+      for (std::size_t i = 0; i < binary.size(); ++i) {
+        if (i > 0) out.push_back(',');
+        out.append(std::to_string(binary[i]));
+      }
+      out.append("],\"subtype\":");
+      out.append(binary.has_subtype() ? std::to_string(binary.subtype()) : std::string("null"));
+      out.push_back('}');
+      return;
+    }
+    case json::value_t::discarded:
+      out.append("<discarded>");
+      return;
+    case json::value_t::null:
+    default:
+      out.append("null");
+      return;
+  }
+}
+}  // namespace
+
 std::string dump_json(const json& value) {
+  std::string out;
+  write_json(out, value);
+  return out;
+}
+
+std::string nlohmann_dump(const json& value) {
   return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+json json_object(std::initializer_list<JsonField> fields) {
+  json out = json::object();
+  auto& object = out.get_ref<json::object_t&>();
+  for (const JsonField& field : fields)
+    object.emplace(std::string(field.key), std::move(field.value));
+  return out;
 }
 
 const json* find_field(const json& object, std::string_view key) {

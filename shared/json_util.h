@@ -7,6 +7,7 @@
 #include "shared/error.h"
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -37,8 +38,23 @@ json nlohmann_parse_or_discarded(std::string_view text);
 // Parses a JSON object; malformed → 400 invalid_json, another JSON type → 400 invalid_request.
 Result<json> parse_json_object(std::string_view text);
 
-// Serialises; invalid UTF-8 in strings is replaced with U+FFFD instead of aborting.
+// Serialises compactly; invalid UTF-8 in strings is replaced with U+FFFD instead of aborting. The
+// text nlohmann's dump(-1, ' ', false, error_handler_t::replace) gives, without its serializer.
 std::string dump_json(const json& value);
+// Appends `s` as a JSON string literal, exactly as dump_json writes a string.
+void append_json_string(std::string& out, std::string_view s);
+// That nlohmann dump itself: the reference for the differential tests and the fuzzer.
+std::string nlohmann_dump(const json& value);
+
+// An object built from key/value pairs in place: `json_object({{"ok", true}, {"id", id}})`. What
+// `json{{"ok", true}, {"id", id}}` gives (the first of two equal keys wins), without nlohmann's
+// initializer-list detour — a two-element array per pair, checked and taken apart again — that costs
+// code at every such site and an allocation per pair at run time. Values are moved in.
+struct JsonField {
+  std::string_view key;
+  mutable json value;  // moved from by json_object: an initializer list's elements are const
+};
+json json_object(std::initializer_list<JsonField> fields);
 
 // Field accessors that are safe on any json value (a non-object simply has no fields).
 const json* find_field(const json& object, std::string_view key);

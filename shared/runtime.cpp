@@ -90,7 +90,7 @@ std::int64_t Context::env_int(std::string_view name, std::int64_t fallback, std:
 Task<Result<std::string>> Context::random_bytes(std::size_t n) {
   static constexpr std::size_t kRefillBytes = 64;
   if (entropy_.size() < n) {
-    json request = {{"kind", "crypto.random"}, {"bytes", std::max(n, kRefillBytes)}};
+    json request = json_object({{"kind", "crypto.random"}, {"bytes", std::max(n, kRefillBytes)}});
     SS_CO_TRY(json value, co_await Effect(std::move(request)));
     auto bytes = hex_decode(string_or(value, "hex", ""));
     if (!bytes || bytes->size() < n) {

@@ -54,6 +54,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   ss::fuzz::require(ss::accept_json(in) == !combined.is_discarded());
 
+  const ss::json raw = std::string(in);
+  ss::fuzz::require(ss::dump_json(raw) == ss::nlohmann_dump(raw));
+
   auto parsed = ss::parse_json(in);
   if (!parsed) {
     ss::fuzz::require(parsed.error().code == ss::ErrorCode::invalid_json);
@@ -61,6 +64,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   ss::fuzz::require(ss::depth_within(*parsed, ss::kMaxJsonDepth));
   std::string text = ss::dump_json(*parsed);
+  // The writer writes what nlohmann's serializer writes, for every value and for the input itself
+  // as a string (any bytes: ill-formed UTF-8 replaced the same way).
+  ss::fuzz::require(text == ss::nlohmann_dump(*parsed));
   auto again = ss::parse_json(text);
   ss::fuzz::require(again.ok());
   ss::fuzz::require(ss::dump_json(*again) == text);

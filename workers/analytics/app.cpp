@@ -46,7 +46,7 @@ Task<Result<Response>> test_maintenance(Context& ctx, const Request& req, const 
   analytics::AnalyticsStore store{std::string(analytics::kAnalyticsDb)};
   SS_CO_CHECK(co_await analytics::run_maintenance(ctx, store, ctx.now_ms()));
   SS_CO_TRY(std::vector<std::string> days, co_await store.salt_days());
-  co_return Response::json_body(200, json{{"ok", true}, {"saltDays", days}});
+  co_return Response::json_body(200, json_object({{"ok", true}, {"saltDays", days}}));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include "shared/app.h"
 #include "shared/emit.h"
+#include "shared/json_util.h"
 #include "shared/rfc3339.h"
 #include "workers/analytics/visitor.h"
 
@@ -41,11 +42,11 @@ Task<Status> announce_finished_days(Context& ctx, const AnalyticsStore& store, s
       draft.entity_ref = "tenant:" + d.tenant_id;
       draft.tenant_id = d.tenant_id;
       draft.idempotency_key = "analytics.day_summarized:" + d.day;
-      draft.payload = json{{"day", d.day},
-                           {"pageviews", d.totals.pageviews},
-                           {"visitors", d.totals.visitors},
-                           {"bounces", d.totals.bounces},
-                           {"filtered", d.totals.filtered}};
+      draft.payload = json_object({{"day", d.day},
+                                   {"pageviews", d.totals.pageviews},
+                                   {"visitors", d.totals.visitors},
+                                   {"bounces", d.totals.bounces},
+                                   {"filtered", d.totals.filtered}});
       bodies.push_back(event_message(draft, ids[i], ctx.app().service, now));
     }
     if (!bodies.empty()) {

@@ -20,7 +20,7 @@ const std::vector<std::string>& dimension_names() {
 }
 
 json Hit::to_message() const {
-  json body{{"t", tenant}, {"d", day}};
+  json body = json_object({{"t", tenant}, {"d", day}});
   if (filtered) body["f"] = true;
   if (!visitor.empty()) body["v"] = visitor;
   json m = json::object();

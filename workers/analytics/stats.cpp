@@ -1,6 +1,7 @@
 #include "workers/analytics/stats.h"
 
 #include "shared/app.h"
+#include "shared/json_util.h"
 #include "shared/rfc3339.h"
 #include "shared/tenant.h"
 #include "workers/analytics/intake.h"
@@ -90,15 +91,15 @@ Task<Result<json>> read_stats(const AnalyticsStore& store, const std::string& te
                                                  static_cast<double>(totals.visitors)
                                            : 0.0;
   bounce_rate = std::round(bounce_rate * 10000.0) / 10000.0;
-  co_return json{{"from", query.from},
-                 {"to", query.to},
-                 {"by", query.by},
-                 {"totals",
-                  {{"pageviews", totals.pageviews},
-                   {"visitors", totals.visitors},
-                   {"bounceRate", bounce_rate},
-                   {"filtered", totals.filtered}}},
-                 {"rows", std::move(out_rows)}};
+  co_return json_object({{"from", query.from},
+                         {"to", query.to},
+                         {"by", query.by},
+                         {"totals",
+                          {{"pageviews", totals.pageviews},
+                           {"visitors", totals.visitors},
+                           {"bounceRate", bounce_rate},
+                           {"filtered", totals.filtered}}},
+                         {"rows", std::move(out_rows)}});
 }
 
 namespace {

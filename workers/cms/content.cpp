@@ -408,7 +408,7 @@ Task<Result<Response>> test_zone(Context& ctx, const Request& req, const Params&
   std::optional<Zone> zone = Zone::find(string_or(body, "zone", ""));
   if (!zone) co_return field_error("zone", "unknown");
   Content content;
-  json hours{{"timezone", zone->name()}, {"weekly", json::object()}};
+  json hours = json_object({{"timezone", zone->name()}, {"weekly", json::object()}});
   if (const json* weekly = find_field(body, "weekly")) hours["weekly"] = *weekly;
   SS_CO_TRY(content.hours, parse_hours(hours));
   json offsets = json::array();
@@ -424,10 +424,10 @@ Task<Result<Response>> test_zone(Context& ctx, const Request& req, const Params&
       next.push_back(answer.next_change ? json(*answer.next_change) : json());
     }
   }
-  co_return Response::json_body(200, {{"version", Zone::data_version()},
-                                      {"offsets", offsets},
-                                      {"open", open},
-                                      {"nextChange", next}});
+  co_return Response::json_body(200, json_object({{"version", Zone::data_version()},
+                                                  {"offsets", offsets},
+                                                  {"open", open},
+                                                  {"nextChange", next}}));
 }
 
 }  // namespace
@@ -435,7 +435,7 @@ Task<Result<Response>> test_zone(Context& ctx, const Request& req, const Params&
 std::string cache_key(const std::string& tenant_id) { return "content:v1:" + tenant_id; }
 
 json cache_document(const Content& content, const std::string& token_hash) {
-  return json{{"tokenHash", token_hash}, {"content", content_json(content)}};
+  return json_object({{"tokenHash", token_hash}, {"content", content_json(content)}});
 }
 
 Task<Status> refresh_cache(Context& ctx, const Content& content, const std::string& token_hash) {

@@ -270,11 +270,11 @@ json hours_json(const Hours& hours) {
   json weekly = json::object();
   // Monday first, as people read a week.
   for (std::size_t i : {1, 2, 3, 4, 5, 6, 0}) weekly[kDayKeys[i]] = ranges_json(hours.weekly[i]);
-  return json{{"timezone", hours.timezone}, {"weekly", weekly}};
+  return json_object({{"timezone", hours.timezone}, {"weekly", weekly}});
 }
 
 json override_json(const Override& o) {
-  json out{{"id", o.id}};
+  json out = json_object({{"id", o.id}});
   if (o.closed_now) {
     out["closedNow"] = true;
     out["from"] = rfc3339_seconds(o.starts_at);
@@ -291,13 +291,13 @@ json override_json(const Override& o) {
 }
 
 json announcement_json(const Announcement& a) {
-  return json{{"id", a.id},
-              {"text", a.text},
-              {"level", a.level},
-              {"startsAt", instant_or_null(a.starts_at)},
-              {"endsAt", instant_or_null(a.ends_at)},
-              {"createdAt", a.created_at},
-              {"updatedAt", a.updated_at}};
+  return json_object({{"id", a.id},
+                      {"text", a.text},
+                      {"level", a.level},
+                      {"startsAt", instant_or_null(a.starts_at)},
+                      {"endsAt", instant_or_null(a.ends_at)},
+                      {"createdAt", a.created_at},
+                      {"updatedAt", a.updated_at}});
 }
 
 json content_json(const Content& c) {
@@ -305,9 +305,12 @@ json content_json(const Content& c) {
   for (const Override& o : c.overrides) overrides.push_back(override_json(o));
   json announcements = json::array();
   for (const Announcement& a : c.announcements) announcements.push_back(announcement_json(a));
-  return json{{"tenantId", c.tenant_id},        {"version", c.version},
-              {"hours", hours_json(c.hours)},   {"overrides", overrides},
-              {"announcements", announcements}, {"updatedAt", c.updated_at}};
+  return json_object({{"tenantId", c.tenant_id},
+                      {"version", c.version},
+                      {"hours", hours_json(c.hours)},
+                      {"overrides", overrides},
+                      {"announcements", announcements},
+                      {"updatedAt", c.updated_at}});
 }
 
 json public_content_json(const Content& c, std::int64_t now, const std::string& source) {
@@ -317,9 +320,12 @@ json public_content_json(const Content& c, std::int64_t now, const std::string& 
   for (const Announcement& a : c.announcements) {
     if (a.active_at(now)) announcements.push_back(announcement_json(a));
   }
-  return json{{"tenantId", c.tenant_id},        {"version", c.version},
-              {"hours", hours_json(c.hours)},   {"overrides", overrides},
-              {"announcements", announcements}, {"source", source}};
+  return json_object({{"tenantId", c.tenant_id},
+                      {"version", c.version},
+                      {"hours", hours_json(c.hours)},
+                      {"overrides", overrides},
+                      {"announcements", announcements},
+                      {"source", source}});
 }
 
 Result<Override> stored_override(const json& item) {

@@ -1,5 +1,6 @@
 #include "workers/cms/schedule.h"
 
+#include "shared/json_util.h"
 #include "shared/rfc3339.h"
 
 #include <algorithm>
@@ -110,11 +111,12 @@ StatusAnswer compute_status(const Content& c, const Zone& zone, std::int64_t t) 
 }
 
 json status_json(const StatusAnswer& answer) {
-  return json{{"open", answer.state.open},
-              {"reason", answer.state.reason()},
-              {"override", answer.state.override ? override_json(*answer.state.override) : json()},
-              {"nextChange",
-               answer.next_change ? json(format_rfc3339(*answer.next_change * 1000)) : json()}};
+  return json_object(
+      {{"open", answer.state.open},
+       {"reason", answer.state.reason()},
+       {"override", answer.state.override ? override_json(*answer.state.override) : json()},
+       {"nextChange",
+        answer.next_change ? json(format_rfc3339(*answer.next_change * 1000)) : json()}});
 }
 
 }  // namespace ss::cms

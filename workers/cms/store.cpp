@@ -85,7 +85,7 @@ struct OverrideRow {
     row.id = r.text("id");
     row.created_at = r.text("created_at");
     std::string kind = r.text("kind");
-    row.item = json{{"message", r.text("message")}};
+    row.item = json_object({{"message", r.text("message")}});
     auto starts = r.nullable_integer("starts_at");
     auto until = r.nullable_integer("until");
     auto from = r.nullable_text("from_date");
@@ -156,7 +156,7 @@ Task<Result<std::optional<Content>>> CmsStore::load(const std::string& tenant_id
   c.tenant_id = tenant_id;
   c.version = state->version;
   c.updated_at = state->updated_at;
-  json hours{{"timezone", state->timezone}, {"weekly", state->weekly}};
+  json hours = json_object({{"timezone", state->timezone}, {"weekly", state->weekly}});
   auto parsed_hours = parse_hours(hours);
   if (!parsed_hours) co_return corrupt("cms_state", parsed_hours.error());
   c.hours = std::move(parsed_hours).value();

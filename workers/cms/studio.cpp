@@ -164,8 +164,8 @@ Task<Result<Response>> put_hours(Context& ctx, const Request& req, const Params&
     Change change;
     change.name = "hours_changed";
     change.entity_ref = "hours:" + content.tenant_id;
-    change.detail = json{{"timezone", hours.timezone}};
-    change.answer = json{{"hours", hours_json(hours)}};
+    change.detail = json_object({{"timezone", hours.timezone}});
+    change.answer = json_object({{"hours", hours_json(hours)}});
     co_return change;
   };
   SS_CO_RETURN_AWAIT(write(ctx, req, input.first, mutate));
@@ -185,9 +185,9 @@ Task<Result<Response>> post_override(Context& ctx, const Request& req, const Par
     Change change;
     change.name = "override_created";
     change.entity_ref = "override:" + o.id;
-    change.detail = json{{"id", o.id}, {"closedNow", o.closed_now}};
+    change.detail = json_object({{"id", o.id}, {"closedNow", o.closed_now}});
     change.statements.push_back(CmsStore::insert_override_statement(content.tenant_id, o));
-    change.answer = json{{"override", override_json(o)}};
+    change.answer = json_object({{"override", override_json(o)}});
     change.status = 201;
     content.overrides.push_back(std::move(o));
     co_return change;
@@ -208,9 +208,9 @@ Task<Result<Response>> delete_override(Context& ctx, const Request& req, const P
     Change change;
     change.name = "override_deleted";
     change.entity_ref = "override:" + id;
-    change.detail = json{{"id", id}};
+    change.detail = json_object({{"id", id}});
     change.statements.push_back(CmsStore::delete_override_statement(content.tenant_id, id));
-    change.answer = json{{"deleted", id}};
+    change.answer = json_object({{"deleted", id}});
     co_return change;
   };
   SS_CO_RETURN_AWAIT(write(ctx, req, row, mutate));
@@ -231,9 +231,9 @@ Task<Result<Response>> post_announcement(Context& ctx, const Request& req, const
     Change change;
     change.name = "announcement_published";
     change.entity_ref = "announcement:" + a.id;
-    change.detail = json{{"id", a.id}, {"level", a.level}};
+    change.detail = json_object({{"id", a.id}, {"level", a.level}});
     change.statements.push_back(CmsStore::upsert_announcement_statement(content.tenant_id, a));
-    change.answer = json{{"announcement", announcement_json(a)}};
+    change.answer = json_object({{"announcement", announcement_json(a)}});
     change.status = 201;
     content.announcements.push_back(std::move(a));
     co_return change;
@@ -258,9 +258,9 @@ Task<Result<Response>> patch_announcement_route(Context& ctx, const Request& req
     Change change;
     change.name = "announcement_updated";
     change.entity_ref = "announcement:" + id;
-    change.detail = json{{"id", id}, {"level", next.level}};
+    change.detail = json_object({{"id", id}, {"level", next.level}});
     change.statements.push_back(CmsStore::upsert_announcement_statement(content.tenant_id, next));
-    change.answer = json{{"announcement", announcement_json(next)}};
+    change.answer = json_object({{"announcement", announcement_json(next)}});
     co_return change;
   };
   SS_CO_RETURN_AWAIT(write(ctx, req, input.first, mutate));
@@ -279,9 +279,9 @@ Task<Result<Response>> delete_announcement(Context& ctx, const Request& req, con
     Change change;
     change.name = "announcement_deleted";
     change.entity_ref = "announcement:" + id;
-    change.detail = json{{"id", id}};
+    change.detail = json_object({{"id", id}});
     change.statements.push_back(CmsStore::delete_announcement_statement(content.tenant_id, id));
-    change.answer = json{{"deleted", id}};
+    change.answer = json_object({{"deleted", id}});
     co_return change;
   };
   SS_CO_RETURN_AWAIT(write(ctx, req, row, mutate));
@@ -300,7 +300,7 @@ Task<Result<Response>> get_history(Context& ctx, const Request& req, const Param
                         {"change", v.change},
                         {"detail", v.detail}});
   }
-  co_return Response::json_body(200, {{"versions", versions}});
+  co_return Response::json_body(200, json_object({{"versions", versions}}));
 }
 
 }  // namespace

@@ -277,13 +277,14 @@ Result<json> parse_target(const Context& ctx, const json& body) {
     if (path.empty() || path[0] != '/' || path.size() > 512) {
       return field_error("target.path", "must start with /");
     }
-    return json{{"service", *service}, {"path", path}};
+    return json_object({{"service", *service}, {"path", path}});
   }
   auto url = check_outbound_url(*webhook, ctx.allow_local_outbound());
   if (!url) {
     return field_error("target.webhook", "must be a public https:// URL: " + url.error().message);
   }
-  return json{{"webhook", url->href}};  // normalised: the host judged here is the host called
+  return json_object(
+      {{"webhook", url->href}});  // normalised: the host judged here is the host called
 }
 
 Task<Result<Response>> put_workflow(Context& ctx, const Request& req, const Params& params) {
@@ -303,10 +304,10 @@ Task<Result<Response>> put_workflow(Context& ctx, const Request& req, const Para
   SS_CO_TRY(bool created, co_await ConfigStore::upsert_workflow(type, dump_json(target), risk,
                                                                 format_rfc3339(ctx.now_ms())));
   co_return Response::json_body(created ? 201 : 200,
-                                {{"workflow_type", type},
-                                 {"target", target},
-                                 {"risk_level", risk},
-                                 {"updated_at", format_rfc3339(ctx.now_ms())}});
+                                json_object({{"workflow_type", type},
+                                             {"target", target},
+                                             {"risk_level", risk},
+                                             {"updated_at", format_rfc3339(ctx.now_ms())}}));
 }
 
 Task<Result<Response>> list_workflows(Context& ctx, const Request& req, const Params&) {
@@ -340,7 +341,7 @@ Task<Result<Response>> put_schema(Context& ctx, const Request& req, const Params
   if (!parsed) co_return std::move(parsed).error().with("field", "schema");
   SS_CO_CHECK(
       co_await ConfigStore::upsert_schema(type, dump_json(*schema), format_rfc3339(ctx.now_ms())));
-  co_return Response::json_body(200, {{"event_type", type}, {"schema", *schema}});
+  co_return Response::json_body(200, json_object({{"event_type", type}, {"schema", *schema}}));
 }
 
 Task<Result<Response>> list_schemas(Context& ctx, const Request& req, const Params&) {
@@ -366,7 +367,7 @@ Task<Result<Response>> put_kill_switch(Context& ctx, const Request& req, const P
   std::string now = format_rfc3339(ctx.now_ms());
   SS_CO_CHECK(co_await ConfigStore::put_kill_switch(name, *enabled, now));
   ctx.log("kill switch " + name + (*enabled ? " on" : " off"));
-  json out{{"name", name}, {"enabled", *enabled}, {"updated_at", now}};
+  json out = json_object({{"name", name}, {"enabled", *enabled}, {"updated_at", now}});
   // The shared flag store every platform worker reads (KV: eventually consistent, up to ~60 s).
   // The ledger's own switches live in D1 above; a failed KV write is reported, not fatal.
   Kv flags(kFlagsBinding);
@@ -405,7 +406,7 @@ Task<Result<Response>> drain_now(Context& ctx, const Request& req, const Params&
     SS_CO_TRY(DrainReport report, co_await drain_consumer(ctx, name, batches));
     consumers[name] = report.to_json();
   }
-  co_return Response::json_body(200, {{"consumers", consumers}});
+  co_return Response::json_body(200, json_object({{"consumers", consumers}}));
 }
 
 Task<Result<Response>> replay(Context& ctx, const Request& req, const Params& params) {
@@ -417,10 +418,10 @@ Task<Result<Response>> replay(Context& ctx, const Request& req, const Params& pa
     co_return field_error("from_event_id", "must be an event_id (ULID)");
   SS_CO_TRY(Cursor cursor, co_await replay_consumer(ctx, name, *from));
   co_return Response::json_body(
-      200, {{"consumer", name},
-            {"from_event_id", *from},
-            {"cursor", cursor.event_id.empty() ? json(nullptr) : json(cursor.event_id)},
-            {"cursor_seq", cursor.seq}});
+      200, json_object({{"consumer", name},
+                        {"from_event_id", *from},
+                        {"cursor", cursor.event_id.empty() ? json(nullptr) : json(cursor.event_id)},
+                        {"cursor_seq", cursor.seq}}));
 }
 
 Task<Result<Response>> list_consumers(Context& ctx, const Request& req, const Params&) {
@@ -475,7 +476,8 @@ Task<Result<Response>> health(Context& ctx, const Request& req, const Params&) {
     Status op = co_await authenticate_operator(ctx, req);
     operator_view = op.ok();
   }
-  json body{{"ok", true}, {"service", ctx.app().service}, {"version", ctx.app().version}};
+  json body =
+      json_object({{"ok", true}, {"service", ctx.app().service}, {"version", ctx.app().version}});
   if (operator_view) {
     json details = co_await consumer_health(ctx);
     for (auto it = details.begin(); it != details.end(); ++it) body[it.key()] = it.value();
@@ -509,7 +511,8 @@ Task<Result<Response>> health(Context& ctx, const Request& req, const Params&) {
 Task<Result<Response>> consumers_probe(Context& ctx, const Request&, const Params&) {
   json details = co_await consumer_health(ctx);
   bool stalled = details["status"] == "stalled";
-  json body{{"ok", !stalled}, {"service", ctx.app().service}, {"status", details["status"]}};
+  json body = json_object(
+      {{"ok", !stalled}, {"service", ctx.app().service}, {"status", details["status"]}});
   if (stalled) {
     body["reason"] = details["reason"];
     body["error"] = {{"code", "consumer_stalled"}, {"message", details["reason"]}};
@@ -561,7 +564,7 @@ Task<Result<json>> alert_pass(Context& ctx) {
   SS_CO_CHECK(co_await raise_stall_alerts(ctx, health));
   SS_CO_TRY(std::string holder, co_await ctx.new_ulid());
   SS_CO_TRY(bool acquired, co_await DrainState::claim("alerts", holder, ctx.now_ms(), kLockTtlMs));
-  if (!acquired) co_return json{{"locked", true}};
+  if (!acquired) co_return json_object({{"locked", true}});
   auto delivered = co_await deliver_alerts(ctx);
   Status released = co_await DrainState::release("alerts", holder);
   if (!released) ctx.log("alerts lock release failed (it expires by itself)");

@@ -91,39 +91,39 @@ json pagerduty_body(const AlertRow& alert, const std::string& routing_key) {
   json custom = details ? *details : json::object();
   if (auto resolves = get_string(custom, "resolves")) {
     // Events v2 resolve: the routing key, the action and the trigger's dedup_key are all it reads.
-    return json{{"routing_key", routing_key},
-                {"event_action", "resolve"},
-                {"dedup_key", "siteswarm-events:" + *resolves}};
+    return json_object({{"routing_key", routing_key},
+                        {"event_action", "resolve"},
+                        {"dedup_key", "siteswarm-events:" + *resolves}});
   }
   std::string severity = string_or(custom, "severity", "error");
-  return json{{"routing_key", routing_key},
-              {"event_action", "trigger"},
-              {"dedup_key", "siteswarm-events:" + alert.alert_key},
-              {"payload",
-               {{"summary", alert.summary},
-                {"source", "siteswarm-events-service"},
-                {"severity", severity},
-                {"component", "event-ledger"},
-                {"group", "siteswarm-events"},
-                {"class", alert.kind},
-                {"timestamp", alert.created_at},
-                {"custom_details", custom}}}};
+  return json_object({{"routing_key", routing_key},
+                      {"event_action", "trigger"},
+                      {"dedup_key", "siteswarm-events:" + alert.alert_key},
+                      {"payload",
+                       {{"summary", alert.summary},
+                        {"source", "siteswarm-events-service"},
+                        {"severity", severity},
+                        {"component", "event-ledger"},
+                        {"group", "siteswarm-events"},
+                        {"class", alert.kind},
+                        {"timestamp", alert.created_at},
+                        {"custom_details", custom}}}});
 }
 
 json slack_body(const AlertRow& alert) {
   if (alert.alert_key.rfind(kResolvedPrefix, 0) == 0) {
-    return json{{"text", ":white_check_mark: *siteswarm-events* resolved: " + alert.summary +
-                             " (alert " +
-                             alert.alert_key.substr(std::string(kResolvedPrefix).size()) + ")"}};
+    return json_object(
+        {{"text", ":white_check_mark: *siteswarm-events* resolved: " + alert.summary + " (alert " +
+                      alert.alert_key.substr(std::string(kResolvedPrefix).size()) + ")"}});
   }
-  return json{{"text", ":rotating_light: *siteswarm-events* " + alert.kind + ": " + alert.summary +
-                           " (alert " + alert.alert_key + ")"}};
+  return json_object({{"text", ":rotating_light: *siteswarm-events* " + alert.kind + ": " +
+                                   alert.summary + " (alert " + alert.alert_key + ")"}});
 }
 
 Task<Result<json>> deliver_alerts(Context& ctx) {
   Channels ch = channels(ctx);
   if (!ch.pagerduty() && !ch.slack()) {
-    co_return json{{"sent", 0}, {"failed", 0}, {"channels", json::array()}};
+    co_return json_object({{"sent", 0}, {"failed", 0}, {"channels", json::array()}});
   }
   SS_CO_TRY(
       std::vector<AlertRow> rows,
@@ -150,7 +150,7 @@ Task<Result<json>> deliver_alerts(Context& ctx) {
   json used = json::array();
   if (ch.pagerduty()) used.push_back("pagerduty");
   if (ch.slack()) used.push_back("slack");
-  co_return json{{"sent", sent}, {"failed", failed}, {"channels", used}};
+  co_return json_object({{"sent", sent}, {"failed", failed}, {"channels", used}});
 }
 
 Task<Status> raise_stall_alerts(Context& ctx, const json& health) {

@@ -46,9 +46,10 @@ Task<Result<Response>> post_event(Context& ctx, const Request& req, const Params
   }
   SS_CO_TRY(Appended appended, co_await append_event(ctx, std::move(event)));
   if (appended.duplicate) {
-    co_return Response::json_body(200, {{"event_id", appended.event_id}, {"duplicate", true}});
+    co_return Response::json_body(
+        200, json_object({{"event_id", appended.event_id}, {"duplicate", true}}));
   }
-  co_return Response::json_body(201, {{"event_id", appended.event_id}});
+  co_return Response::json_body(201, json_object({{"event_id", appended.event_id}}));
 }
 
 Task<Result<Response>> get_events(Context& ctx, const Request& req, const Params&) {

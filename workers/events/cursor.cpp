@@ -1,5 +1,6 @@
 #include "workers/events/cursor.h"
 
+#include "shared/json_util.h"
 #include "shared/rfc3339.h"
 
 #include <algorithm>
@@ -116,7 +117,7 @@ Task<json> consumer_health(Context& ctx) {
   auto rows = co_await AggregateStore::health(consumer_names());
   if (!rows) {
     ctx.log("health: " + rows.error().message);
-    co_return json{{"status", "degraded"}};
+    co_return json_object({{"status", "degraded"}});
   }
   json consumers = json::object();
   bool any_lagging = false;
@@ -142,11 +143,11 @@ Task<json> consumer_health(Context& ctx) {
     capped = row.capped;
     quarantined = row.quarantined;
   }
-  json out{{"status", any_lagging ? "stalled" : "ok"},
-           {"consumers", consumers},
-           {"lagging", any_lagging},
-           {"fanout_capped", capped},
-           {"quarantined", quarantined}};
+  json out = json_object({{"status", any_lagging ? "stalled" : "ok"},
+                          {"consumers", consumers},
+                          {"lagging", any_lagging},
+                          {"fanout_capped", capped},
+                          {"quarantined", quarantined}});
   if (any_lagging) out["reason"] = reason;
   co_return out;
 }

@@ -81,17 +81,17 @@ std::int64_t HealthSignals::score() const {
 
 json HealthSignals::to_json() const {
   auto r = [](double v) { return std::round(v * 1000) / 1000; };
-  return json{{"leads_received", r(leads_received)},
-              {"leads_delivered", r(leads_delivered)},
-              {"delivery_failures", r(delivery_failures)},
-              {"spam_absorbed", r(spam_absorbed)},
-              {"probe_failures", r(probe_failures)},
-              {"incidents_opened", r(incidents_opened)},
-              {"open_incidents", open_incidents},
-              {"workflow_failures", r(workflow_failures)},
-              {"traffic", r(traffic)},
-              {"activity", r(activity)},
-              {"decayed_at_ms", decayed_at_ms}};
+  return json_object({{"leads_received", r(leads_received)},
+                      {"leads_delivered", r(leads_delivered)},
+                      {"delivery_failures", r(delivery_failures)},
+                      {"spam_absorbed", r(spam_absorbed)},
+                      {"probe_failures", r(probe_failures)},
+                      {"incidents_opened", r(incidents_opened)},
+                      {"open_incidents", open_incidents},
+                      {"workflow_failures", r(workflow_failures)},
+                      {"traffic", r(traffic)},
+                      {"activity", r(activity)},
+                      {"decayed_at_ms", decayed_at_ms}});
 }
 
 HealthSignals HealthSignals::from_json(const json& j) {
@@ -118,10 +118,13 @@ std::string band_of(std::int64_t score) {
 
 json health_view(const std::string& tenant_id, const std::optional<TenantHealthRow>& row) {
   if (!row) {
-    return json{{"tenant_id", tenant_id},   {"score", 100},
-                {"band", "healthy"},        {"signals", HealthSignals{}.to_json()},
-                {"last_event_at", nullptr}, {"band_changed_at", nullptr},
-                {"updated_at", nullptr}};
+    return json_object({{"tenant_id", tenant_id},
+                        {"score", 100},
+                        {"band", "healthy"},
+                        {"signals", HealthSignals{}.to_json()},
+                        {"last_event_at", nullptr},
+                        {"band_changed_at", nullptr},
+                        {"updated_at", nullptr}});
   }
   auto signals = parse_json(row->signals_json);
   return json{

@@ -298,7 +298,7 @@ class SchemaValidator {
   bool full() const { return out_.size() >= kMaxSchemaViolations; }
   void add(const std::string& path, std::string message) {
     if (full()) return;
-    out_.push_back(json{{"path", path}, {"message", std::move(message)}});
+    out_.push_back(json_object({{"path", path}, {"message", std::move(message)}}));
   }
 
   void check_number(const JsonSchema::Node& node, const json& instance, const std::string& path) {
@@ -424,9 +424,9 @@ std::vector<json> JsonSchema::validate(const json& instance) const {
   // Everything below recurses over the instance (and nlohmann's operator== for enum/const does
   // too), so bound the instance first.
   if (!depth_within(instance, kMaxSchemaDepth)) {
-    violations.push_back(
-        json{{"path", ""},
-             {"message", "nested deeper than " + std::to_string(kMaxSchemaDepth) + " levels"}});
+    violations.push_back(json_object(
+        {{"path", ""},
+         {"message", "nested deeper than " + std::to_string(kMaxSchemaDepth) + " levels"}}));
     return violations;
   }
   std::string path;

@@ -1,5 +1,6 @@
 #include "workers/events/retention.h"
 
+#include "shared/json_util.h"
 #include "shared/rfc3339.h"
 #include "workers/events/ledger.h"
 
@@ -9,12 +10,12 @@ namespace ss::events {
 
 Task<Result<json>> apply_retention(Context& ctx, int days) {
   std::int64_t cutoff_ms = ctx.now_ms() - static_cast<std::int64_t>(days) * kMsPerDay;
-  if (cutoff_ms <= 0) co_return json{{"redacted", 0}};
+  if (cutoff_ms <= 0) co_return json_object({{"redacted", 0}});
   // Age is the ledger's clock (recorded_at), as the policy says: a producer's event_id can be
   // minted anywhere in time (queued late, or by a skewed clock) and must not decide when a payload goes.
   std::string cutoff = format_rfc3339_ms(cutoff_ms);
   SS_CO_TRY(std::vector<AgedEvent> rows, co_await EventStore::aged(cutoff, kRetentionBatch));
-  if (rows.empty()) co_return json{{"redacted", 0}};
+  if (rows.empty()) co_return json_object({{"redacted", 0}});
 
   // One tombstone per tenant, and a summary row per (day, tenant, type).
   struct Group {
@@ -60,7 +61,8 @@ Task<Result<json>> apply_retention(Context& ctx, int days) {
   for (const AgedEvent& row : rows) seqs.push_back(row.seq);
   statements.push_back(EventStore::redact_statement(seqs, now));
   SS_CO_CHECK(co_await commit(statements));
-  co_return json{{"redacted", rows.size()}, {"first_event_id", first}, {"last_event_id", last}};
+  co_return json_object(
+      {{"redacted", rows.size()}, {"first_event_id", first}, {"last_event_id", last}});
 }
 
 }  // namespace ss::events

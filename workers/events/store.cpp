@@ -759,66 +759,23 @@ EventRow EventRow::decode(RowReader& r) {
 
 json EventRow::view() const {
   auto payload = parse_json(payload_json);
-  return json{{"event_id", event_id},
-              {"tenant_id", text_or_null(tenant_id)},
-              {"event_type", event_type},
-              {"entity_type", entity_type},
-              {"entity_id", entity_id},
-              {"entity_ref", entity_type + ":" + entity_id},
-              {"payload", payload ? *payload : json::object()},
-              {"idempotency_key", text_or_null(idempotency_key)},
-              {"caused_by", text_or_null(caused_by)},
-              {"workflow_run_id", text_or_null(workflow_run_id)},
-              {"source_system", text_or_null(source_system)},
-              {"occurred_at", occurred_at},
-              {"recorded_at", recorded_at},
-              {"sequence_no", sequence_no ? json(*sequence_no) : json(nullptr)}};
+  return json_object({{"event_id", event_id},
+                      {"tenant_id", text_or_null(tenant_id)},
+                      {"event_type", event_type},
+                      {"entity_type", entity_type},
+                      {"entity_id", entity_id},
+                      {"entity_ref", entity_type + ":" + entity_id},
+                      {"payload", payload ? *payload : json::object()},
+                      {"idempotency_key", text_or_null(idempotency_key)},
+                      {"caused_by", text_or_null(caused_by)},
+                      {"workflow_run_id", text_or_null(workflow_run_id)},
+                      {"source_system", text_or_null(source_system)},
+                      {"occurred_at", occurred_at},
+                      {"recorded_at", recorded_at},
+                      {"sequence_no", sequence_no ? json(*sequence_no) : json(nullptr)}});
 }
 
 namespace {
-
-// A JSON string literal, escaped as nlohmann's dump() escapes it (ensure_ascii off): the quote, the
-// backslash and the control characters; UTF-8 passes through (D1's text arrived as valid JSON).
-void append_json_string(std::string& out, std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out += '"';
-  std::size_t plain = 0;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
-    out.append(s.data() + plain, i - plain);
-    plain = i + 1;
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        out += "\\u00";
-        out += kHex[c >> 4];
-        out += kHex[c & 0xF];
-    }
-  }
-  out.append(s.data() + plain, s.size() - plain);
-  out += '"';
-}
 
 void append_nullable(std::string& out, const std::optional<std::string>& s) {
   if (s) {
@@ -899,12 +856,12 @@ QuarantineRow QuarantineRow::decode(RowReader& r) {
 }
 
 json QuarantineRow::view() const {
-  return json{{"consumer", consumer},
-              {"event_id", event_id},
-              {"reason", reason},
-              {"attempts", attempts},
-              {"quarantined_at", quarantined_at},
-              {"resolved_at", text_or_null(resolved_at)}};
+  return json_object({{"consumer", consumer},
+                      {"event_id", event_id},
+                      {"reason", reason},
+                      {"attempts", attempts},
+                      {"quarantined_at", quarantined_at},
+                      {"resolved_at", text_or_null(resolved_at)}});
 }
 
 SubscriptionRow SubscriptionRow::decode(RowReader& r) {
@@ -921,13 +878,13 @@ SubscriptionRow SubscriptionRow::decode(RowReader& r) {
 
 json SubscriptionRow::view() const {
   auto mapper = input_mapper ? parse_json(*input_mapper) : Result<json>(json(nullptr));
-  return json{{"id", subscription_id},
-              {"event_type_glob", event_type_glob},
-              {"workflow_type", workflow_type},
-              {"filter_expr", text_or_null(filter_expr)},
-              {"input_mapper", mapper ? *mapper : json(nullptr)},
-              {"enabled", enabled},
-              {"created_at", created_at}};
+  return json_object({{"id", subscription_id},
+                      {"event_type_glob", event_type_glob},
+                      {"workflow_type", workflow_type},
+                      {"filter_expr", text_or_null(filter_expr)},
+                      {"input_mapper", mapper ? *mapper : json(nullptr)},
+                      {"enabled", enabled},
+                      {"created_at", created_at}});
 }
 
 WorkflowRow WorkflowRow::decode(RowReader& r) {
@@ -937,10 +894,10 @@ WorkflowRow WorkflowRow::decode(RowReader& r) {
 
 json WorkflowRow::view() const {
   auto target = parse_json(target_json);
-  return json{{"workflow_type", workflow_type},
-              {"target", target ? *target : json::object()},
-              {"risk_level", risk_level},
-              {"updated_at", updated_at}};
+  return json_object({{"workflow_type", workflow_type},
+                      {"target", target ? *target : json::object()},
+                      {"risk_level", risk_level},
+                      {"updated_at", updated_at}});
 }
 
 SchemaRow SchemaRow::decode(RowReader& r) {
@@ -949,9 +906,9 @@ SchemaRow SchemaRow::decode(RowReader& r) {
 
 json SchemaRow::view() const {
   auto schema = parse_json(schema_json);
-  return json{{"event_type", event_type},
-              {"schema", schema ? *schema : json::object()},
-              {"updated_at", updated_at}};
+  return json_object({{"event_type", event_type},
+                      {"schema", schema ? *schema : json::object()},
+                      {"updated_at", updated_at}});
 }
 
 KillSwitchRow KillSwitchRow::decode(RowReader& r) {
@@ -963,7 +920,7 @@ KillSwitchRow KillSwitchRow::decode(RowReader& r) {
 }
 
 json KillSwitchRow::view() const {
-  return json{{"name", name}, {"enabled", enabled}, {"updated_at", updated_at}};
+  return json_object({{"name", name}, {"enabled", enabled}, {"updated_at", updated_at}});
 }
 
 TimelineRow TimelineRow::decode(RowReader& r) {
@@ -977,11 +934,11 @@ TimelineRow TimelineRow::decode(RowReader& r) {
 }
 
 json TimelineRow::view() const {
-  return json{{"event_count", event_count},
-              {"first_event_id", first_event_id},
-              {"last_event_id", last_event_id},
-              {"last_event_type", last_event_type},
-              {"last_occurred_at", last_occurred_at}};
+  return json_object({{"event_count", event_count},
+                      {"first_event_id", first_event_id},
+                      {"last_event_id", last_event_id},
+                      {"last_event_type", last_event_type},
+                      {"last_occurred_at", last_occurred_at}});
 }
 
 TimelineEntry TimelineEntry::decode(RowReader& r) {
@@ -1044,15 +1001,15 @@ ReflexionRow ReflexionRow::decode(RowReader& r) {
 json ReflexionRow::view() const {
   auto examples = parse_json(example_event_ids);
   auto seen = parse_json(tenants);
-  return json{{"subject_kind", subject_kind},
-              {"subject", subject},
-              {"error_class", error_class},
-              {"count", failure_count},
-              {"first_seen_at", first_seen_at},
-              {"last_seen_at", last_seen_at},
-              {"last_error", text_or_null(last_error)},
-              {"example_event_ids", examples ? *examples : json::array()},
-              {"tenants", seen ? *seen : json::array()}};
+  return json_object({{"subject_kind", subject_kind},
+                      {"subject", subject},
+                      {"error_class", error_class},
+                      {"count", failure_count},
+                      {"first_seen_at", first_seen_at},
+                      {"last_seen_at", last_seen_at},
+                      {"last_error", text_or_null(last_error)},
+                      {"example_event_ids", examples ? *examples : json::array()},
+                      {"tenants", seen ? *seen : json::array()}});
 }
 
 TenantHealthRow TenantHealthRow::decode(RowReader& r) {
@@ -1084,15 +1041,15 @@ AlertRow AlertRow::decode(RowReader& r) {
 
 json AlertRow::view() const {
   auto details = parse_json(details_json);
-  return json{{"alert_key", alert_key},
-              {"kind", kind},
-              {"summary", summary},
-              {"details", details ? *details : json::object()},
-              {"created_at", created_at},
-              {"attempts", attempts},
-              {"pagerduty_sent_at", text_or_null(pagerduty_sent_at)},
-              {"slack_sent_at", text_or_null(slack_sent_at)},
-              {"last_error", text_or_null(last_error)}};
+  return json_object({{"alert_key", alert_key},
+                      {"kind", kind},
+                      {"summary", summary},
+                      {"details", details ? *details : json::object()},
+                      {"created_at", created_at},
+                      {"attempts", attempts},
+                      {"pagerduty_sent_at", text_or_null(pagerduty_sent_at)},
+                      {"slack_sent_at", text_or_null(slack_sent_at)},
+                      {"last_error", text_or_null(last_error)}});
 }
 
 ConsumerHealthRow ConsumerHealthRow::decode(RowReader& r) {
@@ -1194,7 +1151,7 @@ Task<Result<std::vector<AgedEvent>>> EventStore::aged(const std::string& recorde
 
 D1Statement EventStore::redact_statement(const std::vector<std::int64_t>& seqs,
                                          const std::string& now) {
-  return D1Statement{std::string(kRedactEvents), json::array({json(seqs).dump(), now})};
+  return D1Statement{std::string(kRedactEvents), json::array({dump_json(json(seqs)), now})};
 }
 
 // ---- DrainState

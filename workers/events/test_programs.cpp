@@ -69,7 +69,7 @@ Task<Result<Response>> test_programs(Context& ctx, const Request& req, const Par
     }
     std::size_t bytes = 0;
     // The ledger sends the mapped input on as JSON text: serialising it is part of the cost.
-    for (std::int64_t i = 0; i < run; ++i) bytes = mapper->apply(event).dump().size();
+    for (std::int64_t i = 0; i < run; ++i) bytes = dump_json(mapper->apply(event)).size();
     out["mapper_bytes"] = bytes;
     out["mapper_work"] = mapper->cost(event);
   }

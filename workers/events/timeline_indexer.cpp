@@ -1,4 +1,5 @@
 #include "workers/events/timeline_indexer.h"
+#include "shared/json_util.h"
 
 namespace ss::events {
 
@@ -39,7 +40,7 @@ Task<Result<json>> read_timeline(const TimelineFilter& filter) {
   if (!entries.empty() && static_cast<int>(entries.size()) == filter.limit) {
     next = entries.back().event.event_id;
   }
-  co_return json{{"events", std::move(events)}, {"next", std::move(next)}};
+  co_return json_object({{"events", std::move(events)}, {"next", std::move(next)}});
 }
 
 }  // namespace ss::events

@@ -121,10 +121,10 @@ Task<StartOutcome> start_workflow(Context& ctx, const std::string& key, const js
                   {"idempotency-key", key},
                   {"x-siteswarm-workflow-run-id", out.run_id},
                   {"x-siteswarm-workflow-type", sub->workflow_type}};
-  call.body = dump_json(json{{"workflow_type", sub->workflow_type},
-                             {"workflow_run_id", out.run_id},
-                             {"event", event},
-                             {"input", std::move(input)}});
+  call.body = dump_json(json_object({{"workflow_type", sub->workflow_type},
+                                     {"workflow_run_id", out.run_id},
+                                     {"event", event},
+                                     {"input", std::move(input)}}));
   Result<FetchReply> reply = Error{ErrorCode::internal, "unreachable"};
   if (!target->service.empty()) {
     // Over a service binding the start carries the tenant whose event caused it (the binding is
@@ -230,9 +230,12 @@ std::vector<std::string> run_event_types(const Context& ctx, const EventRow& row
 
 EventInsert run_event(const EventRow& row, const FanoutDecision& d, const StartOutcome& r,
                       const std::string& type, std::string id, const std::string& now) {
-  json payload{{"workflow_type", d.subscription->workflow_type}, {"workflow_run_id", r.run_id},
-               {"subscription_id", d.subscription->id},          {"trigger_event_id", row.event_id},
-               {"trigger_event_type", row.event_type},           {"idempotency_key", d.key}};
+  json payload = json_object({{"workflow_type", d.subscription->workflow_type},
+                              {"workflow_run_id", r.run_id},
+                              {"subscription_id", d.subscription->id},
+                              {"trigger_event_id", row.event_id},
+                              {"trigger_event_type", row.event_type},
+                              {"idempotency_key", d.key}});
   if (r.http_status != 0) payload["http_status"] = r.http_status;
   if (!r.started) {
     payload["error"] = r.error;
@@ -732,12 +735,12 @@ Task<Result<json>> retry_quarantined(Context& ctx, const std::string& consumer,
     statements.push_back(Quarantine::put_statement(consumer, row->seq, event_id, reason, now));
   }
   SS_CO_CHECK(co_await commit(statements));
-  co_return json{{"consumer", consumer},
-                 {"event_id", event_id},
-                 {"resolved", resolved},
-                 {"started", w.started()},
-                 {"duplicates", w.duplicates},
-                 {"reason", w.failure.empty() ? json(nullptr) : json(w.failure)}};
+  co_return json_object({{"consumer", consumer},
+                         {"event_id", event_id},
+                         {"resolved", resolved},
+                         {"started", w.started()},
+                         {"duplicates", w.duplicates},
+                         {"reason", w.failure.empty() ? json(nullptr) : json(w.failure)}});
 }
 
 Task<Result<json>> release_held(Context& ctx) {
@@ -754,7 +757,7 @@ Task<Result<json>> release_held(Context& ctx) {
       ++still_held;
     }
   }
-  co_return json{{"released", released}, {"still_held", still_held}};
+  co_return json_object({{"released", released}, {"still_held", still_held}});
 }
 
 }  // namespace ss::events

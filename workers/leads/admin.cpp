@@ -24,35 +24,35 @@ inline constexpr int kMaxPage = 200;
 inline constexpr int kExportPage = 200;
 
 json lead_view(const LeadRow& row) {
-  return json{{"id", row.id},
-              {"createdAt", row.created_at},
-              {"turnstileVerified", row.turnstile_verified},
-              {"fields", row.payload.is_object() ? row.payload : json::object()}};
+  return json_object({{"id", row.id},
+                      {"createdAt", row.created_at},
+                      {"turnstileVerified", row.turnstile_verified},
+                      {"fields", row.payload.is_object() ? row.payload : json::object()}});
 }
 
 json optional_json(const std::optional<std::string>& v) { return v ? json(*v) : json(nullptr); }
 
 json delivery_view(const DeliveryRow& row) {
-  json v{{"id", row.id},
-         {"leadId", row.lead_id},
-         {"channel", row.channel},
-         {"provider", row.provider},
-         {"status", row.status},
-         {"attempts", row.attempts},
-         {"lastError", optional_json(row.last_error)},
-         {"createdAt", row.created_at},
-         {"updatedAt", row.updated_at},
-         {"deliveredAt", optional_json(row.delivered_at)}};
+  json v = json_object({{"id", row.id},
+                        {"leadId", row.lead_id},
+                        {"channel", row.channel},
+                        {"provider", row.provider},
+                        {"status", row.status},
+                        {"attempts", row.attempts},
+                        {"lastError", optional_json(row.last_error)},
+                        {"createdAt", row.created_at},
+                        {"updatedAt", row.updated_at},
+                        {"deliveredAt", optional_json(row.delivered_at)}});
   if (!row.recipient.empty()) v["recipient"] = row.recipient;
   return v;
 }
 
 json attempt_view(const AttemptRow& a) {
-  return json{{"attempt", a.attempt},
-              {"at", a.attempted_at},
-              {"ok", a.ok},
-              {"httpStatus", a.http_status ? json(*a.http_status) : json(nullptr)},
-              {"error", optional_json(a.error)}};
+  return json_object({{"attempt", a.attempt},
+                      {"at", a.attempted_at},
+                      {"ok", a.ok},
+                      {"httpStatus", a.http_status ? json(*a.http_status) : json(nullptr)},
+                      {"error", optional_json(a.error)}});
 }
 
 Result<int> page_size(const Request& req) {
@@ -73,7 +73,7 @@ Task<Result<Response>> list_leads(Context& ctx, const Request& req, const Params
   json leads = json::array();
   for (const LeadRow& row : rows) leads.push_back(lead_view(row));
   json next = static_cast<int>(leads.size()) == limit ? leads.back()["id"] : json(nullptr);
-  co_return Response::json_body(200, {{"leads", leads}, {"nextCursor", next}});
+  co_return Response::json_body(200, json_object({{"leads", leads}, {"nextCursor", next}}));
 }
 
 Task<Result<Response>> get_lead(Context& ctx, const Request& req, const Params& params) {
@@ -187,7 +187,7 @@ Task<Result<Response>> dead_letters(Context& ctx, const Request& req, const Para
             co_await LeadStore(kDb).deliveries_by_status(tenant.id, status, limit));
   json list = json::array();
   for (const DeliveryRow& row : rows) list.push_back(delivery_view(row));
-  co_return Response::json_body(200, {{"deliveries", list}});
+  co_return Response::json_body(200, json_object({{"deliveries", list}}));
 }
 
 }  // namespace

@@ -122,7 +122,7 @@ Response accepted(const Request& req, const LeadsConfig& config, const std::stri
     r.set_header("location", config.redirect_url);
     return r;
   }
-  return Response::json_body(202, {{"ok", true}, {"leadId", lead_id}});
+  return Response::json_body(202, json_object({{"ok", true}, {"leadId", lead_id}}));
 }
 
 // A ledger event, sent after the client has its answer (Context::wait_until). Best effort, as it

@@ -69,9 +69,14 @@ std::optional<NotifyMessage> NotifyMessage::from_json(const json& body) {
 }
 
 json NotifyMessage::to_json() const {
-  return json{{"deliveryId", delivery_id},   {"tenantId", tenant_id}, {"leadId", lead_id},
-              {"channel", channel},          {"provider", provider},  {"recipient", recipient},
-              {"submittedAt", submitted_at}, {"lead", lead}};
+  return json_object({{"deliveryId", delivery_id},
+                      {"tenantId", tenant_id},
+                      {"leadId", lead_id},
+                      {"channel", channel},
+                      {"provider", provider},
+                      {"recipient", recipient},
+                      {"submittedAt", submitted_at},
+                      {"lead", lead}});
 }
 
 Result<HttpCall> resend_request(const Context& ctx, const NotifyMessage& msg,
@@ -82,10 +87,10 @@ Result<HttpCall> resend_request(const Context& ctx, const NotifyMessage& msg,
   call.headers = {{"authorization", "Bearer " + key},
                   {"content-type", "application/json"},
                   {"idempotency-key", msg.delivery_id}};
-  json body{{"from", email.from},
-            {"to", email.to},
-            {"subject", subject_for(msg.lead)},
-            {"text", lead_text(msg)}};
+  json body = json_object({{"from", email.from},
+                           {"to", email.to},
+                           {"subject", subject_for(msg.lead)},
+                           {"text", lead_text(msg)}});
   std::string reply_to = string_or(msg.lead, "email", "");
   if (!reply_to.empty()) body["reply_to"] = reply_to;
   call.body = dump_json(body);
@@ -101,10 +106,11 @@ Result<HttpCall> sendgrid_request(const Context& ctx, const NotifyMessage& msg,
   call.headers = {{"authorization", "Bearer " + key}, {"content-type", "application/json"}};
   json to = json::array();
   for (const auto& addr : email.to) to.push_back({{"email", addr}});
-  json body{{"personalizations", json::array({{{"to", to}}})},
-            {"from", {{"email", email.from}}},
-            {"subject", subject_for(msg.lead)},
-            {"content", json::array({{{"type", "text/plain"}, {"value", lead_text(msg)}}})}};
+  json body = json_object(
+      {{"personalizations", json::array({{{"to", to}}})},
+       {"from", {{"email", email.from}}},
+       {"subject", subject_for(msg.lead)},
+       {"content", json::array({{{"type", "text/plain"}, {"value", lead_text(msg)}}})}});
   std::string reply_to = string_or(msg.lead, "email", "");
   if (!reply_to.empty()) body["reply_to"] = {{"email", reply_to}};
   call.body = dump_json(body);
@@ -131,9 +137,12 @@ Result<HttpCall> twilio_request(const Context& ctx, const NotifyMessage& msg,
 
 Task<Result<HttpCall>> webhook_request(const Context& ctx, const NotifyMessage& msg,
                                        const WebhookChannel& webhook) {
-  json body{{"event", "lead.received"},        {"deliveryId", msg.delivery_id},
-            {"tenantId", msg.tenant_id},       {"leadId", msg.lead_id},
-            {"submittedAt", msg.submitted_at}, {"lead", msg.lead}};
+  json body = json_object({{"event", "lead.received"},
+                           {"deliveryId", msg.delivery_id},
+                           {"tenantId", msg.tenant_id},
+                           {"leadId", msg.lead_id},
+                           {"submittedAt", msg.submitted_at},
+                           {"lead", msg.lead}});
   // Judged again right before the call (the rules or ALLOW_LOCAL_OUTBOUND may have changed since
   // the tenant saved the URL); a refusal is permanent: retrying cannot make it pass.
   auto url = check_outbound_url(webhook.url, ctx.allow_local_outbound());

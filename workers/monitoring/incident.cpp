@@ -1,4 +1,5 @@
 #include "workers/monitoring/incident.h"
+#include "shared/json_util.h"
 
 namespace ss::monitoring {
 
@@ -55,7 +56,7 @@ std::vector<AlertRequest> alerts_for(Transition t, const MonitorSpec& spec, cons
                                   c.url + " [" + c.tenant_id + ", incident " + c.incident_id + "]"
                             : ":large_green_circle: *" + c.monitor_id + "* is back up — " + c.url +
                                   " [" + c.tenant_id + ", incident " + c.incident_id + " resolved]";
-    out.push_back({"slack", action, *spec.slack_webhook_url, json{{"text", text}}});
+    out.push_back({"slack", action, *spec.slack_webhook_url, json_object({{"text", text}})});
   }
   return out;
 }

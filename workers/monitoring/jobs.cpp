@@ -18,11 +18,11 @@ namespace {
 json probe_job(std::int64_t tick, const std::vector<MonitorKey>& keys) {
   json monitors = json::array();
   for (const auto& k : keys) monitors.push_back(json::array({k.tenant_id, k.monitor_id}));
-  return json{{"type", "probe"}, {"tick", tick}, {"monitors", monitors}};
+  return json_object({{"type", "probe"}, {"tick", tick}, {"monitors", monitors}});
 }
 
 json alert_job(const std::string& alert_id) {
-  return json{{"type", "alert"}, {"alertId", alert_id}};
+  return json_object({{"type", "alert"}, {"alertId", alert_id}});
 }
 
 // Pages through every enabled monitor and enqueues them, kMaxQueueBatch messages per call.
@@ -243,7 +243,8 @@ Task<Result<bool>> probe_monitor(Context& ctx, const std::string& tenant, const 
     Status sent = co_await queue_send_batch(kJobsQueueBinding, std::move(jobs));
     if (!sent) ctx.log("alert jobs not enqueued (the cron will): " + sent.error().message);
   }
-  json payload{{"monitorId", id}, {"url", effective.url}, {"probe", result.to_json(at)}};
+  json payload =
+      json_object({{"monitorId", id}, {"url", effective.url}, {"probe", result.to_json(at)}});
   if (!result.ok) SS_CO_CHECK(co_await emit(ctx, "monitor.probe_failed", tenant, id, payload));
   if (st.transition == Transition::open) {
     payload["incidentId"] = ac.incident_id;
@@ -319,7 +320,7 @@ Task<Result<Response>> test_tick(Context& ctx, const Request& req, const Params&
   auto tick = get_int(body, "tick");
   if (!tick) co_return Error{ErrorCode::invalid_request, "tick must be an integer"};
   SS_CO_CHECK(co_await run_tick(ctx, *tick, "test"));
-  co_return Response::json_body(200, {{"ok", true}, {"tick", *tick}});
+  co_return Response::json_body(200, json_object({{"ok", true}, {"tick", *tick}}));
 }
 
 }  // namespace

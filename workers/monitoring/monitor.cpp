@@ -39,7 +39,7 @@ Status parse_expect_status(const json& body, MonitorSpec& spec) {
   if (v == nullptr || v->is_null()) return Unit{};
   if (v->is_number_integer()) {
     json list = json::array({*v});
-    return parse_expect_status(json{{"expectStatus", list}}, spec);
+    return parse_expect_status(json_object({{"expectStatus", list}}), spec);
   }
   if (!v->is_array() || v->empty() || v->size() > kMaxExpectStatus) {
     return field_error("expectStatus", "must be a list of 1 to " +
@@ -60,7 +60,7 @@ Status parse_must_contain(const json& body, MonitorSpec& spec) {
   if (v == nullptr || v->is_null()) return Unit{};
   if (v->is_string()) {
     json list = json::array({*v});
-    return parse_must_contain(json{{"mustContain", list}}, spec);
+    return parse_must_contain(json_object({{"mustContain", list}}), spec);
   }
   if (!v->is_array() || v->size() > kMaxSelectors) {
     return field_error("mustContain",
@@ -293,15 +293,15 @@ json monitor_json(const MonitorSpec& spec, bool redact) {
   for (const auto& w : spec.maintenance) windows.push_back({{"start", w.start}, {"end", w.end}});
   // Built as a temporary and moved in: `json out{{…}}` (list-initialising the named variable) traps
   // with "memory access out of bounds" in the clang-14 wasm32 build, though native ASan is clean.
-  json out = json{{"url", spec.url},
-                  {"method", spec.method},
-                  {"expectStatus", spec.expect_status},
-                  {"maxLatencyMs", spec.max_latency_ms},
-                  {"timeoutMs", spec.timeout_ms},
-                  {"mustContain", spec.must_contain},
-                  {"enabled", spec.enabled},
-                  {"alertChannels", channels},
-                  {"maintenance", windows}};
+  json out = json_object({{"url", spec.url},
+                          {"method", spec.method},
+                          {"expectStatus", spec.expect_status},
+                          {"maxLatencyMs", spec.max_latency_ms},
+                          {"timeoutMs", spec.timeout_ms},
+                          {"mustContain", spec.must_contain},
+                          {"enabled", spec.enabled},
+                          {"alertChannels", channels},
+                          {"maintenance", windows}});
   if (!spec.service.empty()) {
     out["service"] = spec.service;
     out["path"] = spec.path;

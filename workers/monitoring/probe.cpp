@@ -30,11 +30,11 @@ std::optional<int> histogram_percentile(const std::vector<std::int64_t>& counts,
 }
 
 json ProbeResult::to_json(std::int64_t at_ms) const {
-  return json{{"at", format_rfc3339(at_ms)},
-              {"ok", ok},
-              {"status", status ? json(*status) : json(nullptr)},
-              {"latencyMs", latency_ms},
-              {"reason", reason.empty() ? json(nullptr) : json(reason)}};
+  return json_object({{"at", format_rfc3339(at_ms)},
+                      {"ok", ok},
+                      {"status", status ? json(*status) : json(nullptr)},
+                      {"latencyMs", latency_ms},
+                      {"reason", reason.empty() ? json(nullptr) : json(reason)}});
 }
 
 ProbeResult evaluate(const MonitorSpec& spec, const ProbeObservation& seen) {
@@ -140,13 +140,13 @@ Result<ProbeReply> decode_probe_reply(json&& value) {
 EffectOf<ProbeReply> probe_fetch(const HttpCall& call, const std::vector<std::string>& selectors) {
   json headers = json::object();
   for (const auto& [k, v] : call.headers) headers[k] = v;
-  json request{{"kind", "fetch"},
-               {"method", call.method},
-               {"url", call.url},
-               {"headers", headers},
-               {"body", ""},
-               {"timeoutMs", call.timeout_ms},
-               {"selectors", selectors}};
+  json request = json_object({{"kind", "fetch"},
+                              {"method", call.method},
+                              {"url", call.url},
+                              {"headers", headers},
+                              {"body", ""},
+                              {"timeoutMs", call.timeout_ms},
+                              {"selectors", selectors}});
   return {std::move(request), decode_probe_reply};
 }
 
@@ -155,11 +155,12 @@ EffectOf<ProbeReply> probe_fetch(const HttpCall& call, const std::vector<std::st
 EffectOf<ProbeReply> probe_service(const std::string& binding, const HttpCall& call) {
   json headers = json::object();
   for (const auto& [k, v] : call.headers) headers[k] = v;
-  json request{{"kind", "service"},
-               {"binding", binding},
-               {"timeoutMs", call.timeout_ms},
-               {"request",
-                {{"method", call.method}, {"url", call.url}, {"headers", headers}, {"body", ""}}}};
+  json request = json_object(
+      {{"kind", "service"},
+       {"binding", binding},
+       {"timeoutMs", call.timeout_ms},
+       {"request",
+        {{"method", call.method}, {"url", call.url}, {"headers", headers}, {"body", ""}}}});
   return {std::move(request), decode_probe_reply};
 }
 

@@ -26,7 +26,7 @@ Result<std::string> monitor_id_param(const Params& params) {
 }
 
 json admin_view(const MonitorRow& row) {
-  json out{{"id", row.monitor_id}};
+  json out = json_object({{"id", row.monitor_id}});
   json spec = row.spec.is_object() ? row.spec : json::object();
   for (auto it = spec.begin(); it != spec.end(); ++it) out[it.key()] = it.value();
   out["enabled"] = row.enabled;
@@ -73,7 +73,7 @@ Task<Result<Response>> delete_monitor(Context& ctx, const Request& req, const Pa
   SS_CO_TRY(std::string id, monitor_id_param(params));
   SS_CO_TRY(bool removed, co_await MonitorStore().remove(tenant.id, id));
   if (!removed) co_return Error{ErrorCode::not_found, "no monitor " + id};
-  co_return Response::json_body(200, {{"id", id}, {"deleted", true}});
+  co_return Response::json_body(200, json_object({{"id", id}, {"deleted", true}}));
 }
 
 Task<Result<Response>> list_monitors(Context& ctx, const Request& req, const Params&) {
@@ -81,7 +81,7 @@ Task<Result<Response>> list_monitors(Context& ctx, const Request& req, const Par
   SS_CO_TRY(std::vector<MonitorRow> rows, co_await MonitorStore().list(tenant.id));
   json list = json::array();
   for (const auto& row : rows) list.push_back(admin_view(row));
-  co_return Response::json_body(200, {{"monitors", list}});
+  co_return Response::json_body(200, json_object({{"monitors", list}}));
 }
 
 Task<Result<Response>> monitor_alerts(Context& ctx, const Request& req, const Params& params) {
@@ -93,7 +93,7 @@ Task<Result<Response>> monitor_alerts(Context& ctx, const Request& req, const Pa
   SS_CO_TRY(std::vector<AlertRow> alerts, co_await store.alerts_of(tenant.id, id, kAlertListLimit));
   json list = json::array();
   for (const auto& a : alerts) list.push_back(a.to_json());
-  co_return Response::json_body(200, {{"alerts", list}});
+  co_return Response::json_body(200, json_object({{"alerts", list}}));
 }
 
 Task<Result<Response>> v1_monitors(Context& ctx, const Request& req, const Params&) {
@@ -143,22 +143,23 @@ Task<Result<json>> monitors_overview(Context& ctx, const std::string& tenant_id,
       state = get_bool(row.last_probe, "ok").value_or(false) ? "up" : "down";
     }
     const MonitorStats* d = stat(*day24, row.monitor_id);
-    json m{{"id", row.monitor_id},
-           {"state", state},
-           {"enabled", row.enabled},
-           {"lastProbe", row.last_probe.is_object() ? row.last_probe : json(nullptr)},
-           {"incident", incident},
-           {"uptime",
-            {{"24h", uptime_percent(d)},
-             {"7d", uptime_percent(stat(*week, row.monitor_id))},
-             {"30d", uptime_percent(stat(*month, row.monitor_id))}}},
-           {"latencyMs",
-            {{"p50", d ? nullable_int(d->p50) : json(nullptr)},
-             {"p95", d ? nullable_int(d->p95) : json(nullptr)}}}};
+    json m =
+        json_object({{"id", row.monitor_id},
+                     {"state", state},
+                     {"enabled", row.enabled},
+                     {"lastProbe", row.last_probe.is_object() ? row.last_probe : json(nullptr)},
+                     {"incident", incident},
+                     {"uptime",
+                      {{"24h", uptime_percent(d)},
+                       {"7d", uptime_percent(stat(*week, row.monitor_id))},
+                       {"30d", uptime_percent(stat(*month, row.monitor_id))}}},
+                     {"latencyMs",
+                      {{"p50", d ? nullable_int(d->p50) : json(nullptr)},
+                       {"p95", d ? nullable_int(d->p95) : json(nullptr)}}}});
     if (include_urls) m["url"] = string_or(row.spec, "url", "");
     list.push_back(std::move(m));
   }
-  co_return json{{"monitors", list}};
+  co_return json_object({{"monitors", list}});
 }
 
 void add_monitor_routes(App& app) {

@@ -72,12 +72,12 @@ Task<Result<json>> build_status(Context& ctx, const std::string& tenant) {
   }
   json recent = json::array();
   for (const auto& i : *incidents) recent.push_back(i.to_json());
-  co_return json{{"tenantId", tenant},
-                 {"generatedAt", format_rfc3339(now)},
-                 {"cacheSeconds", kStatusCacheSeconds},
-                 {"state", overall},
-                 {"monitors", monitors},
-                 {"incidents", recent}};
+  co_return json_object({{"tenantId", tenant},
+                         {"generatedAt", format_rfc3339(now)},
+                         {"cacheSeconds", kStatusCacheSeconds},
+                         {"state", overall},
+                         {"monitors", monitors},
+                         {"incidents", recent}});
 }
 
 // The cached status data, or a fresh build (then cached). KV trouble only costs the cache.

@@ -249,11 +249,11 @@ IncidentRow IncidentRow::decode(RowReader& r) {
 }
 
 json IncidentRow::to_json() const {
-  return json{{"id", incident_id},
-              {"monitorId", monitor_id},
-              {"openedAt", opened_at},
-              {"resolvedAt", nullable(resolved_at)},
-              {"reason", reason}};
+  return json_object({{"id", incident_id},
+                      {"monitorId", monitor_id},
+                      {"openedAt", opened_at},
+                      {"resolvedAt", nullable(resolved_at)},
+                      {"reason", reason}});
 }
 
 AlertRow AlertRow::decode(RowReader& r) {
@@ -274,15 +274,15 @@ AlertRow AlertRow::decode(RowReader& r) {
 }
 
 json AlertRow::to_json() const {
-  return json{{"id", alert_id},
-              {"incidentId", incident_id},
-              {"channel", channel},
-              {"action", action},
-              {"state", state},
-              {"attempts", attempts},
-              {"lastError", nullable(last_error)},
-              {"createdAt", created_at},
-              {"updatedAt", updated_at}};
+  return json_object({{"id", alert_id},
+                      {"incidentId", incident_id},
+                      {"channel", channel},
+                      {"action", action},
+                      {"state", state},
+                      {"attempts", attempts},
+                      {"lastError", nullable(last_error)},
+                      {"createdAt", created_at},
+                      {"updatedAt", updated_at}});
 }
 
 Task<Result<std::optional<MonitorRow>>> MonitorStore::find(const std::string& tenant,
@@ -398,7 +398,7 @@ Task<Status> MonitorStore::commit_probe(const ProbeCommit& c) const {
   std::string now = format_rfc3339_ms(c.at_ms);
   for (const auto& [alert_id, a] : c.alerts) {
     std::string incident_id = c.opened ? c.opened->incident_id : c.resolved_id.value_or("");
-    json request{{"url", a.url}, {"body", a.body}};
+    json request = json_object({{"url", a.url}, {"body", a.body}});
     batch.push_back({std::string(kInsertAlert),
                      json::array({alert_id, c.key.tenant_id, c.key.monitor_id, incident_id,
                                   a.channel, a.action, dump_json(request), now})});
