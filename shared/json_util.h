@@ -49,7 +49,9 @@ std::string nlohmann_dump(const json& value);
 // An object built from key/value pairs in place: `json_object({{"ok", true}, {"id", id}})`. What
 // `json{{"ok", true}, {"id", id}}` gives (the first of two equal keys wins), without nlohmann's
 // initializer-list detour — a two-element array per pair, checked and taken apart again — that costs
-// code at every such site and an allocation per pair at run time. Values are moved in.
+// code at every such site and an allocation per pair at run time. Values are moved in. One difference:
+// an empty `{}` as a value is null here (value-initialised) where nlohmann's list makes it an empty
+// object; write json::object() for that.
 struct JsonField {
   std::string_view key;
   mutable json value;  // moved from by json_object: an initializer list's elements are const
