@@ -123,6 +123,40 @@ describe("fetch", () => {
     assert.ok(pulled <= 6, `read ${pulled} chunks`);
   });
 
+  it("reads a body of a declared length whole, and refuses one longer than its declared length", async () => {
+    const seen = [];
+    const core = fakeCore({
+      *"POST /echo"(message) {
+        seen.push(message.request);
+        return json(200, {});
+      },
+    });
+    const worker = defineWorker(core, { service: "svc" });
+    const text = '{"héllo":1}';
+    const declared = get("/echo", {
+      method: "POST",
+      headers: { "content-type": "application/json", "content-length": String(Buffer.byteLength(text)) },
+      body: text,
+    });
+    assert.equal((await worker.fetch(declared, {}, ctx())).status, 200);
+    assert.equal(seen[0].body, text);
+    assert.equal(seen[0].bodyTooLarge, false);
+
+    // The header claims 3 bytes; the stream gives 2 MiB (no HTTP framing in between here).
+    const chunk = new Uint8Array(256 * 1024).fill(97);
+    let pulled = 0;
+    const body = new ReadableStream({
+      pull(c) {
+        if (pulled++ < 8) c.enqueue(chunk);
+        else c.close();
+      },
+    });
+    const lying = get("/echo", { method: "POST", headers: { "content-length": "3" }, body, duplex: "half" });
+    assert.equal((await worker.fetch(lying, {}, ctx())).status, 200);
+    assert.equal(seen[1].bodyTooLarge, true);
+    assert.equal(seen[1].body, "");
+  });
+
   it("passes a body just under the limit and survives memory growth", async () => {
     let length;
     const core = fakeCore({
