@@ -1,8 +1,14 @@
 // WebCrypto for the core: SHA-256, HMAC-SHA256 and random bytes, always hex out.
 
 const MAX_RANDOM_BYTES = 65536; // getRandomValues' own limit
-const utf8 = (text) => new TextEncoder().encode(String(text ?? ""));
-const hex = (buffer) => Array.from(new Uint8Array(buffer), (b) => b.toString(16).padStart(2, "0")).join("");
+const encoder = new TextEncoder();
+const utf8 = (text) => encoder.encode(String(text ?? ""));
+const HEX = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, "0"));
+const hex = (buffer) => {
+  let out = "";
+  for (const b of new Uint8Array(buffer)) out += HEX[b];
+  return out;
+};
 
 export default {
   async "crypto.sha256"(effect) {
