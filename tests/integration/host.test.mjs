@@ -27,6 +27,19 @@ beforeEach(() => {
 });
 after(() => Object.assign(console, original));
 
+// A 2 MiB body in 256 KiB chunks, and how many chunks were pulled from it.
+function twoMiBStream() {
+  const chunk = new Uint8Array(256 * 1024).fill(97);
+  let count = 0;
+  const body = new ReadableStream({
+    pull(c) {
+      if (count++ < 8) c.enqueue(chunk);
+      else c.close();
+    },
+  });
+  return { body, pulled: () => count };
+}
+
 describe("fetch", () => {
   it("answers from the core's output and prints its logs", async () => {
     const core = fakeCore({
@@ -108,19 +121,12 @@ describe("fetch", () => {
       },
     });
     const worker = defineWorker(core, { service: "svc" });
-    const chunk = new Uint8Array(256 * 1024).fill(97);
-    let pulled = 0;
-    const body = new ReadableStream({
-      pull(c) {
-        if (pulled++ < 8) c.enqueue(chunk);
-        else c.close();
-      },
-    });
+    const { body, pulled } = twoMiBStream();
     const res = await worker.fetch(get("/big", { method: "POST", body, duplex: "half" }), {}, ctx());
     assert.equal(res.status, 413);
     assert.equal(seen.bodyTooLarge, true);
     assert.equal(seen.body, "");
-    assert.ok(pulled <= 6, `read ${pulled} chunks`);
+    assert.ok(pulled() <= 6, `read ${pulled()} chunks`);
   });
 
   it("reads a body of a declared length whole, and refuses one longer than its declared length", async () => {
@@ -143,14 +149,7 @@ describe("fetch", () => {
     assert.equal(seen[0].bodyTooLarge, false);
 
     // The header claims 3 bytes; the stream gives 2 MiB (no HTTP framing in between here).
-    const chunk = new Uint8Array(256 * 1024).fill(97);
-    let pulled = 0;
-    const body = new ReadableStream({
-      pull(c) {
-        if (pulled++ < 8) c.enqueue(chunk);
-        else c.close();
-      },
-    });
+    const { body } = twoMiBStream();
     const lying = get("/echo", { method: "POST", headers: { "content-length": "3" }, body, duplex: "half" });
     assert.equal((await worker.fetch(lying, {}, ctx())).status, 200);
     assert.equal(seen[1].bodyTooLarge, true);
