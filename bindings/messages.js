@@ -44,24 +44,8 @@ export function envelope(op, env) {
 export async function requestMessage(request, cfFields = NO_CF) {
   const message = bodilessRequestMessage(request, cfFields);
   if (message) return message;
-  if (declaredWithinLimit(request)) {
-    // A body of a declared length within the limit is read in one native call: HTTP framing holds
-    // a request body to its Content-Length, so this buffers no more than the limit, and a body that
-    // still came out longer is refused as too large. (The stream reader below takes a promise round
-    // trip per chunk: the beacon's and the intake's small POSTs paid that on every request.)
-    const bytes = await request.arrayBuffer();
-    const tooLarge = bytes.byteLength > MAX_BODY_BYTES;
-    return requestFields(request, tooLarge ? "" : utf8.decode(bytes), tooLarge, cfFields);
-  }
   const body = await readText(request.body, MAX_BODY_BYTES); // never buffers more than the limit
   return requestFields(request, body.text, body.tooLarge, cfFields);
-}
-
-const utf8 = new TextDecoder(); // as readText decodes: replacement characters, a leading BOM dropped
-const DECIMAL = /^[0-9]{1,10}$/;
-function declaredWithinLimit(request) {
-  const declared = request.headers.get("content-length");
-  return declared !== null && DECIMAL.test(declared) && Number(declared) <= MAX_BODY_BYTES;
 }
 
 /**

@@ -48,9 +48,9 @@ struct RapidJsonNumber {
 };
 
 // A number's text (RapidJSON checked its grammar; NUL-terminated) converted the way nlohmann's lexer
-// converts it, with the same C library calls: without fraction or exponent, strtoll when signed,
-// strtoull otherwise, when in range; else strtod, and a result that is not finite is an error
-// (nlohmann: "number overflow").
+// converts it: without fraction or exponent, as a signed integer when it starts with '-', else
+// unsigned, when in range (std::from_chars: the digits and the range strtoll/strtoull take);
+// otherwise strtod, and a result that is not finite is an error (nlohmann: "number overflow").
 bool rapid_json_number(const char* text, std::size_t length, RapidJsonNumber& out) {
   const char* end = text + length;
   const bool integral =

@@ -291,8 +291,8 @@ json monitor_json(const MonitorSpec& spec, bool redact) {
   }
   json windows = json::array();
   for (const auto& w : spec.maintenance) windows.push_back({{"start", w.start}, {"end", w.end}});
-  // Built as a temporary and moved in: `json out{{…}}` (list-initialising the named variable) traps
-  // with "memory access out of bounds" in the clang-14 wasm32 build, though native ASan is clean.
+  // Built by json_object and moved in. (`json out{{…}}`, list-initialising the named variable, trapped
+  // with "memory access out of bounds" in the clang-14 wasm32 build, though native ASan was clean.)
   json out = json_object({{"url", spec.url},
                           {"method", spec.method},
                           {"expectStatus", spec.expect_status},
