@@ -6,7 +6,7 @@
 // visitor hash, one Analytics Engine point and one queue message, then 202. The queue has no consumer
 // here: the rollup is measured by analytics-bench.mjs. One beacon in ten carries a crawler's user
 // agent (filtered: no hash), the rest a desktop Chrome's.
-//   node tests/bench/analytics-peer.mjs [--beacons 2000] [--beacon-concurrency 16] [--beacon-rounds 1] [--json FILE]
+//   node tests/bench/analytics-peer.mjs [--beacons 2000] [--beacon-concurrency 16] [--beacon-rounds 1] [--beacon-warmup 100] [--json FILE]
 // With --beacon-rounds N each side runs N phases of --beacons, alternating which goes first; the figures are
 // the medians over the rounds, the ratio the median of the rounds' own ratios.
 import { createHash, randomBytes } from "node:crypto";
@@ -23,10 +23,12 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
 const CPP = "siteswarm-analytics-service";
 const JS = "bench-analytics-js";
 const TENANT = "bakery";
-const WARMUP = 100;
+// Beacons per side before the timed rounds: compile and instantiate, JIT, the salt cached. (A longer
+// warm-up, 2,000, did not lift the first timed round, each run's lowest: docs/performance.md.)
+const WARMUP = option("beacon-warmup", 100);
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-async function workerOptions(adminToken) {
+export async function workerOptions(adminToken) {
   const { MODULE_RULES } = await import("../../scripts/lib/local-mesh.mjs");
   const crawlers = JSON.parse(
     readFileSync(path.join(ROOT, "node_modules/crawler-user-agents/crawler-user-agents.json")),
@@ -52,43 +54,50 @@ async function workerOptions(adminToken) {
   ];
 }
 
+/**
+ * The same tenant in both workers of `mf` (through the C++ worker's own route, the row copied into the
+ * peer's D1) and the same day's salt: `{ workers: {cpp, js}, token }`.
+ */
+export async function provisionPeers(mf, adminToken) {
+  const { applyMigrations } = await import("../../scripts/lib/local-mesh.mjs");
+  const workers = { cpp: await mf.getWorker(CPP), js: await mf.getWorker(JS) };
+  const dbs = { cpp: await mf.getD1Database("ANALYTICS_DB", CPP), js: await mf.getD1Database("ANALYTICS_DB", JS) };
+  for (const db of Object.values(dbs)) await applyMigrations(db, path.join(ROOT, "migrations/analytics"));
+  const token = randomBytes(24).toString("hex");
+  const config = { hosts: ["crumbandcrust.example"] };
+  const put = await workers.cpp.fetch(`http://analytics/admin/tenants/${TENANT}`, {
+    method: "PUT",
+    headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
+    body: JSON.stringify({ token, adminToken: `${token}-admin`, config }),
+  });
+  if (put.status !== 201) throw new Error(`provisioning failed: ${put.status} ${await put.text()}`);
+  await put.arrayBuffer();
+  const sha = (s) => createHash("sha256").update(s).digest("hex");
+  const now = new Date().toISOString();
+  const salt = randomBytes(32).toString("hex");
+  await dbs.js
+    .prepare(
+      "INSERT INTO tenants (tenant_id, token_hash, admin_token_hash, config_json, enabled, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, 1, ?5, ?5)",
+    )
+    .bind(TENANT, sha(token), sha(`${token}-admin`), JSON.stringify(config), now)
+    .run();
+  for (const db of Object.values(dbs)) {
+    await db
+      .prepare("INSERT OR IGNORE INTO salts (day, salt_hex, created_at) VALUES (?1, ?2, ?3)")
+      .bind(now.slice(0, 10), salt, now)
+      .run();
+  }
+  return { workers, token };
+}
+
 /** Runs both intakes; figures per implementation and `ratio` (C++ throughput over JS throughput). */
 export async function runBeaconPeers({ beacons = 2000, concurrency = 16, rounds = 1 } = {}) {
   const { Miniflare } = await import("miniflare");
-  const { applyMigrations } = await import("../../scripts/lib/local-mesh.mjs");
   const adminToken = randomBytes(24).toString("hex");
   const mf = new Miniflare({ cf: false, workers: await workerOptions(adminToken) });
   try {
     await mf.ready;
-    const workers = { cpp: await mf.getWorker(CPP), js: await mf.getWorker(JS) };
-    const dbs = { cpp: await mf.getD1Database("ANALYTICS_DB", CPP), js: await mf.getD1Database("ANALYTICS_DB", JS) };
-    for (const db of Object.values(dbs)) await applyMigrations(db, path.join(ROOT, "migrations/analytics"));
-
-    // The same tenant in both (through the C++ worker's own route, the row copied) and the same salt.
-    const token = randomBytes(24).toString("hex");
-    const config = { hosts: ["crumbandcrust.example"] };
-    const put = await workers.cpp.fetch(`http://analytics/admin/tenants/${TENANT}`, {
-      method: "PUT",
-      headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
-      body: JSON.stringify({ token, adminToken: `${token}-admin`, config }),
-    });
-    if (put.status !== 201) throw new Error(`provisioning failed: ${put.status} ${await put.text()}`);
-    await put.arrayBuffer();
-    const sha = (s) => createHash("sha256").update(s).digest("hex");
-    const now = new Date().toISOString();
-    const salt = randomBytes(32).toString("hex");
-    await dbs.js
-      .prepare(
-        "INSERT INTO tenants (tenant_id, token_hash, admin_token_hash, config_json, enabled, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, 1, ?5, ?5)",
-      )
-      .bind(TENANT, sha(token), sha(`${token}-admin`), JSON.stringify(config), now)
-      .run();
-    for (const db of Object.values(dbs)) {
-      await db
-        .prepare("INSERT OR IGNORE INTO salts (day, salt_hex, created_at) VALUES (?1, ?2, ?3)")
-        .bind(now.slice(0, 10), salt, now)
-        .run();
-    }
+    const { workers, token } = await provisionPeers(mf, adminToken);
 
     const load = (impl, count) =>
       loadPhase({
@@ -97,7 +106,7 @@ export async function runBeaconPeers({ beacons = 2000, concurrency = 16, rounds 
         send: (n) => workers[impl].fetch("http://analytics/beacon", beaconInit(n, TENANT, token)),
       });
 
-    for (const impl of ["cpp", "js"]) await load(impl, WARMUP); // compile, JIT, the salt cached
+    for (const impl of ["cpp", "js"]) await load(impl, WARMUP);
     // Rounds alternate the order (C++ then JS, then JS then C++, …) so that a load drifting on a
     // shared machine weighs on both sides alike; each round's ratio pairs its own two phases.
     const phases = { cpp: [], js: [] };

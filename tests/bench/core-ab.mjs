@@ -12,10 +12,14 @@
 //   health    GET /health (the ledger's reads one D1 row, answered empty)
 //   tenant    GET /v1/tenant: the tenant row from D1 and the token's SHA-256 (precomputed here)
 //   read500   (events.wasm) GET /api/events?limit=500 as the operator: one D1 page of 500 rows in, ~240 KB out
+//   beacon    (analytics.wasm) POST /beacon as analytics-peer.mjs sends it (a desktop Chrome): after the
+//             first, the tenant row, the token's digest and the day's salt are the instance's, so a beacon
+//             is the visitor hash, then the Analytics Engine point and the queue message (202)
 import { readFileSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { parseArgs } from "node:util";
 import { rawCoreExports } from "../integration/raw-core.mjs";
+import { beaconInit } from "./beacon-mix.mjs";
 import { EVENT_COLUMNS } from "./ledger-columns.mjs";
 
 const { values } = parseArgs({
@@ -160,12 +164,39 @@ const readEffects = (e) => {
 };
 const isLedger = variants.every((v) => v.file.endsWith("events.wasm"));
 
+// The beacon (analytics.wasm only): the bench's desktop Chrome beacon, its tenant row and salt in D1.
+const beaconRequest = beaconInit(0, "bench", token);
+const beaconMessage = JSON.stringify({
+  op: "fetch",
+  now: 1767225600000,
+  entropy: "00".repeat(32),
+  env: {},
+  request: {
+    method: "POST",
+    url: "https://svc.internal/beacon",
+    headers: beaconRequest.headers,
+    body: beaconRequest.body,
+    cf: { country: "US", colo: "DFW" },
+  },
+  bodyApart: true,
+});
+const beaconEffects = (e) => {
+  if (e.kind === "d1.first" && e.sql.includes("FROM tenants")) return { ok: true, value: { row: tenantRow } };
+  if (e.kind === "d1.first" && e.sql.includes("FROM salts"))
+    return { ok: true, value: { row: { salt_hex: "ab".repeat(32) } } };
+  if (e.kind === "crypto.sha256") return { ok: true, value: { hex: e.data === token ? digest : "cd".repeat(32) } };
+  if (e.kind === "ae.write" || e.kind === "queue.send") return { ok: true, value: {} };
+  return { ok: false, error: { code: "unsupported_effect", message: e.kind } };
+};
+const isAnalytics = variants.every((v) => v.file.endsWith("analytics.wasm"));
+
 const ops = {
   parse500: { n: 40 * SCALE, fn: (m) => m.probe(parseBytes) },
   health: { n: 2000 * SCALE, fn: (m) => m.run(healthMessage, emptyD1) },
   tenant: { n: 1000 * SCALE, fn: (m) => m.run(tenantMessage, tenantEffects) },
 };
 if (isLedger) ops.read500 = { n: 20 * SCALE, fn: (m) => m.run(readMessage, readEffects) };
+if (isAnalytics) ops.beacon = { n: 1000 * SCALE, fn: (m) => m.run(beaconMessage, beaconEffects) };
 
 // A fresh instance per variant and operation, warmed up, as a worker's instance is after its first requests.
 const cpuMicros = () => {
@@ -183,6 +214,10 @@ const instances = new Map();
   const read = isLedger && JSON.parse(m.run(readMessage, readEffects));
   if (isLedger && JSON.parse(read.body).events.length !== 500) {
     throw new Error("read500 did not answer 500 events");
+  }
+  if (isAnalytics) {
+    const out = m.run(beaconMessage, beaconEffects);
+    if (JSON.parse(out.split("\n")[0]).status !== 202) throw new Error(`beacon failed: ${out}`);
   }
 }
 for (const v of variants) {

@@ -55,13 +55,15 @@ function cachedTenant(tenantId) {
 export async function authenticateTenant(request, db) {
   const tenantId = request.headers.get("x-siteswarm-tenant-id") ?? "";
   const token = request.headers.get("x-siteswarm-tenant-token") ?? "";
-  const unauthenticated = {
+  // The error is built only when it is the answer (a Response per request would be work the C++
+  // side does not do).
+  const unauthenticated = () => ({
     error: fail(
       "unauthenticated_tenant",
       "tenant authentication failed: send a valid X-SiteSwarm-Tenant-Id and X-SiteSwarm-Tenant-Token",
     ),
-  };
-  if (!TENANT_ID.test(tenantId) || !token) return unauthenticated;
+  });
+  if (!TENANT_ID.test(tenantId) || !token) return unauthenticated();
   let row;
   // A repeat token's digest is known (shared/tenant_cache.h, TenantCache::known_digest): no hash.
   const known = knownTokens.get(tenantId);
@@ -73,7 +75,7 @@ export async function authenticateTenant(request, db) {
   } else {
     [row, digest] = await Promise.all([readTenant(db, tenantId), digest ?? sha256(token)]);
   }
-  if (!row?.enabled || row.token_hash !== digest) return unauthenticated;
+  if (!row?.enabled || row.token_hash !== digest) return unauthenticated();
   if (known?.token !== token) {
     if (knownTokens.size >= TENANT_CACHE_MAX && !knownTokens.has(tenantId)) knownTokens.clear();
     knownTokens.set(tenantId, { token, digest });
