@@ -1,0 +1,128 @@
+// The worker of tests/bench/beacon-loop.mjs: one request runs `n` beacons (or one of their parts) in
+// a loop inside workerd, so that the workerd CPU the bench reads around it is this worker's own work
+// per beacon, without the HTTP, Miniflare routing, D1 and queue broker around a real request. The
+// C++ side is the real dist/wasm/analytics.wasm through the real bindings/host.js; the peer is
+// tests/bench/analytics-js.js; both get the same in-memory bindings (the tenant row and the day's
+// salt as D1 rows, an Analytics Engine dataset and a queue that only count).
+import wasm from "../../dist/wasm/analytics.wasm";
+import { readText } from "../../bindings/effects/http.js";
+import { defineWorker } from "../../bindings/host.js";
+import { Core } from "../../bindings/instance.js";
+import { envelope } from "../../bindings/messages.js";
+import peer from "./analytics-js.js";
+import { beaconInit } from "./beacon-mix.mjs";
+
+const TENANT = "bakery";
+const encoder = new TextEncoder();
+const cpp = defineWorker(wasm, { service: "siteswarm-analytics-service", cf: ["country", "colo"] });
+const ctx = { waitUntil() {} };
+const settled = () => Promise.resolve();
+let setup = null; // { token, digest, row, salt, crawlers } from POST /setup
+let core = null; // the "core" part's own instance
+let counted = { points: 0, sent: 0 };
+
+const rowFor = (sql) =>
+  /FROM tenants/.test(sql) ? setup.row : /FROM salts/.test(sql) ? { salt_hex: setup.salt } : null;
+const d1 = {
+  prepare(sql) {
+    const stmt = {
+      bind: () => stmt,
+      async first() {
+        await settled();
+        return rowFor(sql);
+      },
+      async raw() {
+        await settled();
+        const row = rowFor(sql);
+        return row ? [Object.keys(row), Object.values(row)] : [];
+      },
+      async run() {
+        await settled();
+        return { meta: { changes: 0 } };
+      },
+    };
+    return stmt;
+  },
+  async batch(statements) {
+    await settled();
+    return statements.map(() => ({ results: [], meta: { changes: 0 } }));
+  },
+};
+const bindings = {
+  ANALYTICS_DB: d1,
+  PAGEVIEWS: { writeDataPoint: () => counted.points++ },
+  PAGEVIEWS_QUEUE: {
+    async send() {
+      await settled();
+      counted.sent++;
+    },
+  },
+};
+let envs = null;
+
+// The core alone through bindings/instance.js (its JSON both ways), every effect answered at once.
+function coreBeacon(init) {
+  core ??= Core.create(wasm);
+  const message = envelope("fetch", {});
+  message.request = {
+    method: "POST",
+    url: "http://analytics/beacon",
+    headers: init.headers,
+    body: init.body,
+    bodyTooLarge: false,
+    cf: {},
+  };
+  message.bodyApart = true;
+  const id = core.start(message);
+  while (core.state(id) === 0) {
+    const results = core.data(id).map((e) => {
+      if (e.kind === "d1.first") {
+        const row = rowFor(e.sql);
+        return { id: e.id, ok: true, value: { columns: Object.keys(row), rows: [Object.values(row)] } };
+      }
+      if (e.kind === "crypto.sha256") {
+        return { id: e.id, ok: true, value: { hex: e.data === setup.token ? setup.digest : "cd".repeat(32) } };
+      }
+      return { id: e.id, ok: true, value: {} };
+    });
+    core.resume(id, { now: Date.now(), results });
+  }
+  const out = core.data(id);
+  core.drop(id);
+  return out.status;
+}
+
+// One part of a beacon, on a fresh Request as the runtime would hand it over; the status it ended with.
+const parts = {
+  request: async () => 202, // building the Request only: every other part's baseline
+  host: async (req) => (await cpp.fetch(req, envs.cpp, ctx)).status,
+  peer: async (req) => (await peer.fetch(req, envs.js, ctx)).status,
+  core: async (_req, init) => coreBeacon(init),
+  "body-stream": async (req) => ((await readText(req.body)).text ? 202 : 500),
+  "body-text": async (req) => ((await req.text()) ? 202 : 500),
+  headers: async (req) => (Object.fromEntries(req.headers)["user-agent"] ? 202 : 500),
+  digest: async (_req, init) =>
+    (await crypto.subtle.digest("SHA-256", encoder.encode(init.headers["user-agent"]))).byteLength && 202,
+};
+
+export default {
+  async fetch(request) {
+    const url = new URL(request.url);
+    if (url.pathname === "/setup") {
+      setup = await request.json();
+      envs = { cpp: { ...bindings }, js: { ...bindings, CRAWLER_PATTERNS: setup.crawlers } };
+      return Response.json({ parts: Object.keys(parts) });
+    }
+    const part = parts[url.searchParams.get("part")];
+    const n = Number(url.searchParams.get("n"));
+    if (!setup || !part || !(n > 0)) return new Response("POST /setup first; then ?part=…&n=…", { status: 400 });
+    counted = { points: 0, sent: 0 };
+    for (let i = 0; i < n; i++) {
+      const init = beaconInit(i, TENANT, setup.token);
+      init.headers["content-length"] = String(encoder.encode(init.body).length);
+      const status = await part(new Request("http://analytics/beacon", init), init);
+      if (status !== 202) return new Response(`beacon ${i}: ${status}`, { status: 500 });
+    }
+    return Response.json(counted);
+  },
+};
