@@ -44,16 +44,8 @@ export function envelope(op, env) {
 export async function requestMessage(request, cfFields = NO_CF) {
   const message = bodilessRequestMessage(request, cfFields);
   if (message) return message;
-  // Never buffers more than the limit; stops at a declared length (readText).
-  const body = await readText(request.body, MAX_BODY_BYTES, declaredLength(request.headers));
+  const body = await readText(request.body, MAX_BODY_BYTES); // never buffers more than the limit
   return requestFields(request, body.text, body.tooLarge, cfFields);
-}
-
-// A request's Content-Length when it is a plain decimal and the body is not content-coded; else NaN.
-function declaredLength(headers) {
-  const text = headers.get("content-length");
-  if (text === null || !/^[0-9]{1,16}$/.test(text) || headers.has("content-encoding")) return Number.NaN;
-  return Number(text);
 }
 
 /**

@@ -98,9 +98,8 @@ const parts = {
   host: async (req) => (await cpp.fetch(req, envs.cpp, ctx)).status,
   peer: async (req) => (await peer.fetch(req, envs.js, ctx)).status,
   core: async (_req, init) => coreBeacon(init),
-  // As bindings/messages.js reads a request body (to its declared length, through the stream reader).
-  "body-stream": async (req) =>
-    (await readText(req.body, 1 << 20, Number(req.headers.get("content-length")))).text ? 202 : 500,
+  // As bindings/messages.js reads a request body: through the stream reader, to its end.
+  "body-stream": async (req) => ((await readText(req.body)).text ? 202 : 500),
   "body-text": async (req) => ((await req.text()) ? 202 : 500),
   headers: async (req) => (Object.fromEntries(req.headers)["user-agent"] ? 202 : 500),
   digest: async (_req, init) =>

@@ -181,9 +181,11 @@ const beaconMessage = JSON.stringify({
   bodyApart: true,
 });
 const beaconEffects = (e) => {
-  if (e.kind === "d1.first" && e.sql.includes("FROM tenants")) return { ok: true, value: { row: tenantRow } };
+  // D1 rows in the compact form the JS host passes (docs/abi.md).
+  if (e.kind === "d1.first" && e.sql.includes("FROM tenants"))
+    return { ok: true, value: { columns: Object.keys(tenantRow), rows: [Object.values(tenantRow)] } };
   if (e.kind === "d1.first" && e.sql.includes("FROM salts"))
-    return { ok: true, value: { row: { salt_hex: "ab".repeat(32) } } };
+    return { ok: true, value: { columns: ["salt_hex"], rows: [["ab".repeat(32)]] } };
   if (e.kind === "crypto.sha256") return { ok: true, value: { hex: e.data === token ? digest : "cd".repeat(32) } };
   if (e.kind === "ae.write" || e.kind === "queue.send") return { ok: true, value: {} };
   return { ok: false, error: { code: "unsupported_effect", message: e.kind } };
