@@ -9,13 +9,13 @@
 //   node tests/bench/analytics-peer.mjs [--beacons 2000] [--beacon-concurrency 16] [--beacon-rounds 1] [--beacon-warmup 100] [--json FILE]
 // With --beacon-rounds N each side runs N phases of --beacons, alternating which goes first; the figures are
 // the medians over the rounds, the ratio the median of the rounds' own ratios.
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { beaconInit } from "./beacon-mix.mjs";
-import { loadPhase, ms, peerCli, printPeerTable } from "./peer-run.mjs";
+import { loadPhase, ms, peerCli, printPeerTable, provisionTenantInBoth } from "./peer-run.mjs";
 import { platformWorkerOptions } from "./worker-options.mjs";
 import { option, round, roundedFigures } from "./json-out.mjs";
 
@@ -65,22 +65,18 @@ export async function provisionPeers(mf, adminToken) {
   for (const db of Object.values(dbs)) await applyMigrations(db, path.join(ROOT, "migrations/analytics"));
   const token = randomBytes(24).toString("hex");
   const config = { hosts: ["crumbandcrust.example"] };
-  const put = await workers.cpp.fetch(`http://analytics/admin/tenants/${TENANT}`, {
-    method: "PUT",
-    headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
-    body: JSON.stringify({ token, adminToken: `${token}-admin`, config }),
-  });
-  if (put.status !== 201) throw new Error(`provisioning failed: ${put.status} ${await put.text()}`);
-  await put.arrayBuffer();
-  const sha = (s) => createHash("sha256").update(s).digest("hex");
   const now = new Date().toISOString();
   const salt = randomBytes(32).toString("hex");
-  await dbs.js
-    .prepare(
-      "INSERT INTO tenants (tenant_id, token_hash, admin_token_hash, config_json, enabled, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, 1, ?5, ?5)",
-    )
-    .bind(TENANT, sha(token), sha(`${token}-admin`), JSON.stringify(config), now)
-    .run();
+  await provisionTenantInBoth({
+    cpp: workers.cpp,
+    origin: "http://analytics",
+    jsDb: dbs.js,
+    tenant: TENANT,
+    adminToken,
+    token,
+    config,
+    now,
+  });
   for (const db of Object.values(dbs)) {
     await db
       .prepare("INSERT OR IGNORE INTO salts (day, salt_hex, created_at) VALUES (?1, ?2, ?3)")

@@ -15,6 +15,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { defineWorker, setProfileSink } from "../../bindings/host.js";
+import { beaconBindings } from "./beacon-fakes.mjs";
 import { beaconInit } from "./beacon-mix.mjs";
 import { mergeFigures, option, round } from "./json-out.mjs";
 
@@ -41,43 +42,7 @@ const tenantRow = {
 };
 const saltRow = { salt_hex: SALT };
 const rowFor = (sql) => (/FROM tenants/.test(sql) ? tenantRow : /FROM salts/.test(sql) ? saltRow : null);
-const fakeD1 = {
-  prepare(sql) {
-    const stmt = {
-      bind: () => stmt,
-      async first() {
-        await io();
-        return rowFor(sql);
-      },
-      async raw() {
-        await io();
-        const row = rowFor(sql);
-        return row ? [Object.keys(row), Object.values(row)] : [];
-      },
-      async run() {
-        await io();
-        return { meta: { changes: 0 } };
-      },
-    };
-    return stmt;
-  },
-  async batch(stmts) {
-    await io();
-    return stmts.map(() => ({ results: [], meta: { changes: 0 } }));
-  },
-};
-let points = 0;
-let sent = 0;
-const baseEnv = {
-  ANALYTICS_DB: fakeD1,
-  PAGEVIEWS: { writeDataPoint: () => points++ },
-  PAGEVIEWS_QUEUE: {
-    async send() {
-      await io();
-      sent++;
-    },
-  },
-};
+const { bindings: baseEnv, counts } = beaconBindings(rowFor, io);
 const cppEnv = { ...baseEnv, ANALYTICS_RETENTION_DAYS: "730" };
 const crawlers = JSON.parse(readFileSync(path.join(ROOT, "node_modules/crawler-user-agents/crawler-user-agents.json")));
 const jsEnv = { ...baseEnv, CRAWLER_PATTERNS: JSON.stringify(crawlers.map((c) => c.pattern)) };
@@ -134,7 +99,7 @@ console.log(
 console.log(`  JS / C++: ${(jsMs / cppMs).toFixed(2)}×`);
 console.log("  C++ run profile, mean per beacon (ms; io_wait left out):");
 for (const [k, v] of Object.entries(profile)) console.log(`    ${k.padEnd(16)} ${v}`);
-console.log(`  (${points} AE points, ${sent} queue sends in all)`);
+console.log(`  (${counts.points} AE points, ${counts.sent} queue sends in all)`);
 mergeFigures({
   beacon_cpu: {
     beacons: BEACONS,

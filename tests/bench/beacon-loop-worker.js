@@ -10,6 +10,7 @@ import { defineWorker } from "../../bindings/host.js";
 import { Core } from "../../bindings/instance.js";
 import { envelope } from "../../bindings/messages.js";
 import peer from "./analytics-js.js";
+import { beaconBindings } from "./beacon-fakes.mjs";
 import { beaconInit } from "./beacon-mix.mjs";
 
 const TENANT = "bakery";
@@ -19,45 +20,10 @@ const ctx = { waitUntil() {} };
 const settled = () => Promise.resolve();
 let setup = null; // { token, digest, row, salt, crawlers } from POST /setup
 let core = null; // the "core" part's own instance
-let counted = { points: 0, sent: 0 };
 
 const rowFor = (sql) =>
   /FROM tenants/.test(sql) ? setup.row : /FROM salts/.test(sql) ? { salt_hex: setup.salt } : null;
-const d1 = {
-  prepare(sql) {
-    const stmt = {
-      bind: () => stmt,
-      async first() {
-        await settled();
-        return rowFor(sql);
-      },
-      async raw() {
-        await settled();
-        const row = rowFor(sql);
-        return row ? [Object.keys(row), Object.values(row)] : [];
-      },
-      async run() {
-        await settled();
-        return { meta: { changes: 0 } };
-      },
-    };
-    return stmt;
-  },
-  async batch(statements) {
-    await settled();
-    return statements.map(() => ({ results: [], meta: { changes: 0 } }));
-  },
-};
-const bindings = {
-  ANALYTICS_DB: d1,
-  PAGEVIEWS: { writeDataPoint: () => counted.points++ },
-  PAGEVIEWS_QUEUE: {
-    async send() {
-      await settled();
-      counted.sent++;
-    },
-  },
-};
+const { bindings, counts } = beaconBindings(rowFor, settled);
 let envs = null;
 
 // The core alone through bindings/instance.js (its JSON both ways), every effect answered at once.
@@ -117,13 +83,14 @@ export default {
     const part = parts[url.searchParams.get("part")];
     const n = Number(url.searchParams.get("n"));
     if (!setup || !part || !(n > 0)) return new Response("POST /setup first; then ?part=…&n=…", { status: 400 });
-    counted = { points: 0, sent: 0 };
+    counts.points = 0;
+    counts.sent = 0;
     for (let i = 0; i < n; i++) {
       const init = beaconInit(i, TENANT, setup.token);
       init.headers["content-length"] = String(encoder.encode(init.body).length);
       const status = await part(new Request("http://analytics/beacon", init), init);
       if (status !== 202) return new Response(`beacon ${i}: ${status}`, { status: 500 });
     }
-    return Response.json(counted);
+    return Response.json(counts);
   },
 };

@@ -6,8 +6,8 @@
 // Wasm frames are named only when the module carries a name section (docs/performance.md "Profiles
 // inside workerd"); otherwise they add up under "(wasm, all)".
 import { randomBytes } from "node:crypto";
-import { WebSocket } from "ws";
 import { beaconInit } from "./beacon-mix.mjs";
+import { profileWhile, selfTimes } from "./inspector.mjs";
 import { option } from "./json-out.mjs";
 import { arg as stringOption } from "./variants.mjs";
 
@@ -18,52 +18,6 @@ const INTERVAL = option("interval-us", 100);
 const TOP = option("top", 30);
 const SIDE = stringOption("side", "both");
 const { workerOptions, provisionPeers } = await import("./analytics-peer.mjs");
-
-function cdp(url) {
-  const ws = new WebSocket(url);
-  let id = 0;
-  const waiting = new Map();
-  ws.on("message", (data) => {
-    const msg = JSON.parse(data);
-    if (msg.id && waiting.has(msg.id)) {
-      waiting.get(msg.id)(msg);
-      waiting.delete(msg.id);
-    }
-  });
-  const opened = new Promise((resolve, reject) => {
-    ws.once("open", resolve);
-    ws.once("error", reject);
-  });
-  return {
-    opened,
-    send: (method, params = {}) =>
-      new Promise((resolve) => {
-        const n = ++id;
-        waiting.set(n, resolve);
-        ws.send(JSON.stringify({ id: n, method, params }));
-      }),
-    close: () => ws.close(),
-  };
-}
-
-/** Self time per function name of a V8 .cpuprofile: { total, wasm, rows: [[name, µs]] }. */
-export function summarize(profile) {
-  const self = new Map();
-  for (const node of profile.nodes) self.set(node.id, { node, us: 0 });
-  for (let i = 0; i < profile.samples.length; i++) self.get(profile.samples[i]).us += profile.timeDeltas[i];
-  const byName = new Map();
-  let total = 0;
-  let wasm = 0;
-  for (const { node, us } of self.values()) {
-    const f = node.callFrame;
-    if (f.functionName === "(idle)") continue;
-    const name = `${f.functionName || "(anonymous)"} ${f.url ? f.url.split("/").pop() : ""}`.trim();
-    total += us;
-    if (f.url.startsWith("wasm://") || /^wasm-function|^\$/.test(f.functionName)) wasm += us;
-    byName.set(name, (byName.get(name) ?? 0) + us);
-  }
-  return { total, wasm, rows: [...byName.entries()].sort((a, b) => b[1] - a[1]) };
-}
 
 const { Miniflare } = await import("miniflare");
 const adminToken = randomBytes(24).toString("hex");
@@ -83,20 +37,15 @@ try {
     for (let i = 0; i < 500; i++) await send(i); // warm-up: compile, tier up, the salt cached
     const target = targets.find((t) => t.title.includes(`core:user:${name}`));
     if (!target) throw new Error(`no inspector target for ${name}: ${targets.map((t) => t.title).join(", ")}`);
-    const session = cdp(target.webSocketDebuggerUrl);
-    await session.opened;
-    await session.send("Profiler.enable");
-    await session.send("Profiler.setSamplingInterval", { interval: INTERVAL });
-    await session.send("Profiler.start");
     let next = 0;
-    await Promise.all(
-      Array.from({ length: CONCURRENCY }, async () => {
-        for (let n = next++; n < BEACONS; n = next++) await send(n);
-      }),
+    const profile = await profileWhile(target, INTERVAL, () =>
+      Promise.all(
+        Array.from({ length: CONCURRENCY }, async () => {
+          for (let n = next++; n < BEACONS; n = next++) await send(n);
+        }),
+      ),
     );
-    const { result } = await session.send("Profiler.stop");
-    session.close();
-    const { total, wasm, rows } = summarize(result.profile);
+    const { total, wasm, rows } = selfTimes(profile);
     const per = (us) => (us / BEACONS).toFixed(1);
     console.log(`\n${side} (${name}): ${BEACONS} beacons, busy ${per(total)} µs per beacon (sampled)`);
     console.log(`  (wasm, all)  ${per(wasm)} µs  ${((wasm / total) * 100).toFixed(1)} %`);

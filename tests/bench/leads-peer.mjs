@@ -7,11 +7,11 @@
 // under waitUntil. The queues have no consumer here: the figure is intake, delivery is measured by the
 // main load run (leads-load.mjs).
 //   node tests/bench/leads-peer.mjs [--leads 2000] [--leads-concurrency 20] [--json FILE]
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
-import { loadPhase, ms, peerCli, printPeerTable } from "./peer-run.mjs";
+import { loadPhase, ms, peerCli, printPeerTable, provisionTenantInBoth } from "./peer-run.mjs";
 import { platformWorkerOptions } from "./worker-options.mjs";
 import { option, round, roundedFigures } from "./json-out.mjs";
 
@@ -72,20 +72,16 @@ export async function runIntakePeers({ submissions = 2000, concurrency = 20 } = 
       turnstile: "required",
       notify: { webhook: { url: `${stubs.url}/webhook/peer`, secret: `whsec-${token}` } },
     };
-    const put = await workers.cpp.fetch(`http://leads/admin/tenants/${TENANT}`, {
-      method: "PUT",
-      headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
-      body: JSON.stringify({ token, adminToken: `${token}-admin`, config }),
+    await provisionTenantInBoth({
+      cpp: workers.cpp,
+      origin: "http://leads",
+      jsDb: dbs.js,
+      tenant: TENANT,
+      adminToken,
+      token,
+      config,
+      now: new Date().toISOString(),
     });
-    if (put.status !== 201) throw new Error(`provisioning failed: ${put.status} ${await put.text()}`);
-    await put.arrayBuffer();
-    const sha = (s) => createHash("sha256").update(s).digest("hex");
-    await dbs.js
-      .prepare(
-        "INSERT INTO tenants (tenant_id, token_hash, admin_token_hash, config_json, enabled, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, 1, ?5, ?5)",
-      )
-      .bind(TENANT, sha(token), sha(`${token}-admin`), JSON.stringify(config), new Date().toISOString())
-      .run();
 
     let ipSeq = 0;
     const load = (impl, count) =>

@@ -1,6 +1,7 @@
 // The load loop the C++-beside-plain-JS benches share (leads-peer.mjs, analytics-peer.mjs): `count`
 // requests at `concurrency`, each made by `send(n)` (n = 0, 1, …), timed one by one, with the CPU the
 // workerd processes spent meanwhile (workerd-cpu.mjs: the worker, its queues' local broker and D1).
+import { createHash } from "node:crypto";
 import { workerdCpuMs } from "./workerd-cpu.mjs";
 
 export const percentile = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))];
@@ -58,4 +59,26 @@ export async function peerCli({ run, print, problems, figures }) {
   if (found.length) console.log(`\nPROBLEMS:\n  ${found.join("\n  ")}`);
   mergeFigures(figures(result));
   process.exitCode = found.length ? 1 : 0;
+}
+
+/**
+ * The same tenant in both workers of a peer bench: created through the C++ worker's own admin route
+ * (`cpp`, a Miniflare worker, reached at `origin`), and its row copied into the plain-JS peer's D1
+ * (`jsDb`, migrated from the same migrations/), with `token` and `${token}-admin` as its tokens.
+ */
+export async function provisionTenantInBoth({ cpp, origin, jsDb, tenant, adminToken, token, config, now }) {
+  const put = await cpp.fetch(`${origin}/admin/tenants/${tenant}`, {
+    method: "PUT",
+    headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
+    body: JSON.stringify({ token, adminToken: `${token}-admin`, config }),
+  });
+  if (put.status !== 201) throw new Error(`provisioning failed: ${put.status} ${await put.text()}`);
+  await put.arrayBuffer();
+  const sha = (s) => createHash("sha256").update(s).digest("hex");
+  await jsDb
+    .prepare(
+      "INSERT INTO tenants (tenant_id, token_hash, admin_token_hash, config_json, enabled, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, 1, ?5, ?5)",
+    )
+    .bind(tenant, sha(token), sha(`${token}-admin`), JSON.stringify(config), now)
+    .run();
 }
