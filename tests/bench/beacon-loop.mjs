@@ -5,7 +5,7 @@
 // services that analytics-peer.mjs measures around the same work, what is left is the difference the
 // two implementations make (docs/performance.md, "The beacon inside workerd"). Parts alternate in
 // order round by round; figures are medians (µs per beacon, the request part subtracted from the rest).
-//   node tests/bench/beacon-loop.mjs [--beacons 5000] [--rounds 5] [--parts host,peer,core,...]
+//   node tests/bench/beacon-loop.mjs [--beacons 5000] [--rounds 5] [--parts host,peer,core,+message,...]
 import { createHash, randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import path from "node:path";
@@ -60,7 +60,7 @@ try {
   const parts = ["request", ...arg("parts", all.filter((p) => p !== "request").join(",")).split(",")];
   const cpuPerBeacon = async (part, n) => {
     const before = workerdCpuMs();
-    const res = await worker.fetch(`http://loop/?part=${part}&n=${n}`);
+    const res = await worker.fetch(`http://loop/?part=${encodeURIComponent(part)}&n=${n}`);
     const text = await res.text();
     if (res.status !== 200) throw new Error(`${part}: ${text}`);
     return ((workerdCpuMs() - before) / n) * 1000;
