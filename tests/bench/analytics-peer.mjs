@@ -24,7 +24,7 @@ const CPP = "siteswarm-analytics-service";
 const JS = "bench-analytics-js";
 const TENANT = "bakery";
 // Beacons per side before the timed rounds: compile and instantiate, JIT, the salt cached. (A longer
-// warm-up, 2,000, did not lift the first timed round, each run's lowest: docs/performance.md.)
+// warm-up, 2,000, did not lift the first timed round, usually each run's lowest: docs/performance.md.)
 const WARMUP = option("beacon-warmup", 100);
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
