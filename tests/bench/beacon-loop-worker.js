@@ -27,40 +27,21 @@ const rowFor = (sql) =>
 const { bindings, counts } = beaconBindings(rowFor, settled);
 let envs = null;
 
-// The core alone through bindings/instance.js (its JSON both ways), every effect answered at once.
-function coreBeacon(init) {
-  core ??= Core.create(wasm);
-  const message = envelope("fetch", {});
-  message.request = {
-    method: "POST",
-    url: "http://analytics/beacon",
-    headers: init.headers,
-    body: init.body,
-    bodyTooLarge: false,
-    cf: {},
-  };
-  message.bodyApart = true;
-  const id = core.start(message);
-  while (core.state(id) === 0) {
-    const results = core.data(id).map((e) => {
-      if (e.kind === "d1.first") {
-        const row = rowFor(e.sql);
-        return { id: e.id, ok: true, value: { columns: Object.keys(row), rows: [Object.values(row)] } };
-      }
-      if (e.kind === "crypto.sha256") {
-        return { id: e.id, ok: true, value: { hex: e.data === setup.token ? setup.digest : "cd".repeat(32) } };
-      }
-      return { id: e.id, ok: true, value: {} };
-    });
-    core.resume(id, { now: Date.now(), results });
+// An effect's result made at once from the stand-in rows (the core's parts, no executor).
+function answerAtOnce(e) {
+  if (e.kind === "d1.first") {
+    const row = rowFor(e.sql);
+    return { id: e.id, ok: true, value: { columns: Object.keys(row), rows: [Object.values(row)] } };
   }
-  const out = core.data(id);
-  core.drop(id);
-  return out.status;
+  if (e.kind === "crypto.sha256") {
+    return { id: e.id, ok: true, value: { hex: e.data === setup.token ? setup.digest : "cd".repeat(32) } };
+  }
+  return { id: e.id, ok: true, value: {} };
 }
 
-// The core's run with the host's steps up to `stage`: 1 its request message (else the message built
-// from the beacon's init), 2 its effect executors (else answers made here at once), 3 the Response.
+// The core's run through bindings/instance.js (its JSON both ways) with the host's steps up to
+// `stage`: 0 none (the message built from the beacon's init, every effect answered at once), 1 its
+// request message, 2 its effect executors (the real digest, the stand-in bindings), 3 the Response.
 async function staged(req, init, stage) {
   core ??= Core.create(wasm);
   const message = envelope("fetch", envs.cpp);
@@ -79,26 +60,13 @@ async function staged(req, init, stage) {
   const id = core.start(message);
   while (core.state(id) === 0) {
     const effects = core.data(id);
-    let results;
-    if (stage >= 2) {
-      results = await Promise.all(effects.map((e) => perform(e, envs.cpp)));
-    } else {
-      results = effects.map((e) => {
-        if (e.kind === "d1.first") {
-          const row = rowFor(e.sql);
-          return { id: e.id, ok: true, value: { columns: Object.keys(row), rows: [Object.values(row)] } };
-        }
-        if (e.kind === "crypto.sha256")
-          return { id: e.id, ok: true, value: { hex: e.data === setup.token ? setup.digest : "cd".repeat(32) } };
-        return { id: e.id, ok: true, value: {} };
-      });
-    }
+    const results =
+      stage >= 2 ? await Promise.all(effects.map((e) => perform(e, envs.cpp))) : effects.map(answerAtOnce);
     core.resume(id, { now: Date.now(), results });
   }
   const out = core.data(id);
   core.drop(id);
-  if (stage >= 3) return toResponse(out).status;
-  return out.status;
+  return stage >= 3 ? toResponse(out).status : out.status;
 }
 
 // One part of a beacon, on a fresh Request as the runtime would hand it over; the status it ended with.
@@ -106,11 +74,10 @@ const parts = {
   request: async () => 202, // building the Request only: every other part's baseline
   host: async (req) => (await cpp.fetch(req, envs.cpp, ctx)).status,
   peer: async (req) => (await peer.fetch(req, envs.js, ctx)).status,
-  core: async (_req, init) => coreBeacon(init),
+  core: async (req, init) => staged(req, init, 0),
   // The request message alone, as the host builds it (body, headers, the cf fields analytics names).
   message: async (req) => ((await requestMessage(req, ["country", "colo"])).body ? 202 : 500),
-  // The host's steps added one by one to the core's run: its request message, then its effect
-  // executors (the real digest, the stand-in bindings), then the Response built from the output.
+  // The host's steps added one by one to the core's run (staged above).
   "+message": async (req, init) => staged(req, init, 1),
   "+effects": async (req, init) => staged(req, init, 2),
   "+response": async (req, init) => staged(req, init, 3),
