@@ -86,32 +86,58 @@ export class Core {
     return this.#call("ss_state", [id]);
   }
 
-  /** The effects issued since the last call (waiting) or the output message (done), parsed. */
+  /** The output message of a done run, parsed. */
   data(id, prof = null) {
-    const t0 = prof ? performance.now() : 0;
+    return this.#read(id, prof, (bytes) => this.#output(bytes, prof));
+  }
+
+  /**
+   * A waiting run's effects issued since the last call, and the answer known in advance that came
+   * with them: the output message the run ends with if every one of them succeeds, or null
+   * (docs/abi.md "Answers known in advance").
+   */
+  effects(id, prof = null) {
+    return this.#read(id, prof, (bytes) => {
+      // The effects' JSON holds no raw line feed: the first one starts the answer.
+      const split = bytes.indexOf(LINE_FEED);
+      const effects = this.#json(split < 0 ? bytes : bytes.subarray(0, split), prof);
+      return { effects, answer: split < 0 ? null : this.#output(bytes.subarray(split + 1), prof) };
+    });
+  }
+
+  #read(id, prof, parse) {
     const ptr = this.#call("ss_data_ptr", [id]);
     const len = this.#call("ss_data_len", [id]);
-    const bytes = new Uint8Array(this.#exports.memory.buffer, ptr, len);
-    // A fetch output may carry its body after the JSON, past the first line feed (a compact JSON
-    // text holds none): neither escaped by the core nor unescaped here (docs/abi.md).
-    const split = bytes.indexOf(LINE_FEED);
-    const text = decoder.decode(split < 0 ? bytes : bytes.subarray(0, split));
-    const body = split < 0 ? undefined : bodyDecoder.decode(bytes.subarray(split + 1));
-    const t1 = prof ? performance.now() : 0;
+    if (prof) prof.bytes_out += len;
     try {
-      const out = JSON.parse(text);
-      if (body !== undefined) out.body = body;
-      return out;
+      return parse(new Uint8Array(this.#exports.memory.buffer, ptr, len));
     } catch (err) {
       throw this.#poison(err); // the core wrote something that is not JSON: a core bug
-    } finally {
-      if (prof) {
-        const t2 = performance.now();
-        prof.copy_out_ms += t1 - t0;
-        prof.host_parse_ms += t2 - t1;
-        prof.bytes_out += len;
-      }
     }
+  }
+
+  // An output message: its JSON, and a fetch output's body after the first line feed when there is
+  // one (a compact JSON text holds none), neither escaped by the core nor unescaped here (docs/abi.md).
+  #output(bytes, prof) {
+    const split = bytes.indexOf(LINE_FEED);
+    const out = this.#json(split < 0 ? bytes : bytes.subarray(0, split), prof);
+    if (split >= 0) {
+      const t0 = prof ? performance.now() : 0;
+      out.body = bodyDecoder.decode(bytes.subarray(split + 1));
+      if (prof) prof.copy_out_ms += performance.now() - t0;
+    }
+    return out;
+  }
+
+  #json(bytes, prof) {
+    if (!prof) return JSON.parse(decoder.decode(bytes));
+    const t0 = performance.now();
+    const text = decoder.decode(bytes);
+    const t1 = performance.now();
+    const value = JSON.parse(text);
+    prof.copy_out_ms += t1 - t0;
+    prof.host_parse_ms += performance.now() - t1;
+    return value;
   }
 
   resume(id, message, prof = null) {

@@ -58,6 +58,14 @@ struct App {
 // /health, /v1/tenant, /admin/tenants/{id}, /admin/diagnostics and the test-only /__test/trap.
 void add_platform_routes(App& app);
 
+// A fetch output message from a handler's Response (docs/abi.md "Output messages").
+json fetch_output(Response r);
+
+// The answer a fetch handler gives if every effect it awaits next succeeds: the runtime hands it to
+// the host beside them, and the host may end the run with it without resuming the core (docs/abi.md
+// "Answers known in advance"; Context::expect_output). The handler must then return exactly `r`.
+void expect_answer(Context& ctx, Response r);
+
 // Entry point used by the runtime: routes one input message to the right handler.
 Task<json> handle_message(Context& ctx, json message);
 

@@ -87,6 +87,36 @@ App make_test_app() {
                    }
                    co_return Response::json_body(200, {{"ids", ids}});
                  });
+  // Answers known in advance (docs/abi.md): `accepted` if both statements succeed. ?log logs a line
+  // first (it belongs in the answer), ?background hands work to wait_until first (no promise then).
+  app.router.add("GET", "/promise",
+                 [](Context& ctx, const Request& req, const Params&) -> Task<Result<Response>> {
+                   Response accepted = Response::text(202, "line one\nline two", "text/plain");
+                   accepted.set_header("cache-control", "no-store");
+                   if (req.query_param("log") == "1") ctx.log("before the promise");
+                   if (req.query_param("background") == "1") {
+                     ctx.wait_until([]() -> Task<Status> { co_return Unit{}; }());
+                   }
+                   expect_answer(ctx, accepted);
+                   auto [a, b] = co_await when_all(D1("DB").run("UPDATE a", json::array()),
+                                                   D1("DB").run("UPDATE b", json::array()));
+                   if (!a || !b)
+                     co_return Error{ErrorCode::dependency_unavailable, "a write failed"};
+                   co_return accepted;
+                 });
+  // A promise made while an effect of an earlier step is still in flight (SELECT 0): not passed on.
+  app.router.add("GET", "/promise-stale",
+                 [](Context& ctx, const Request&, const Params&) -> Task<Result<Response>> {
+                   auto late = [](Context& c) -> Task<Status> {
+                     SS_CO_CHECK(co_await D1("DB").first("SELECT 1", json::array()));
+                     expect_answer(c, Response::empty(202));
+                     SS_CO_CHECK(co_await D1("DB").run("UPDATE a", json::array()));
+                     co_return Unit{};
+                   };
+                   auto [slow, fast] =
+                       co_await when_all(D1("DB").first("SELECT 0", json::array()), late(ctx));
+                   co_return Response::empty(202);
+                 });
   return app;
 }
 
@@ -298,4 +328,96 @@ TEST_CASE("a fetch message with bodyApart gets its body after the output's JSON,
   CHECK(json::parse(not_found.substr(split + 1))["error"]["code"] == "not_found");
 }
 
+}  // namespace ss
+
+namespace ss {
+namespace {
+// The run's data split at its first line feed: the effects, and the answer known in advance ("" when
+// none came).
+std::pair<json, std::string> effects_and_promise(const Runtime& rt, std::uint32_t id) {
+  const std::string& data = rt.data(id);
+  const std::size_t split = data.find('\n');
+  if (split == std::string::npos) return {json::parse(data), ""};
+  return {json::parse(data.substr(0, split)), data.substr(split + 1)};
+}
+
+std::string results_of(const json& effects, bool first_ok) {
+  json results = json::array();
+  bool ok = first_ok;
+  for (const json& e : effects) {
+    results.push_back(
+        ok ? json{{"id", e["id"]}, {"ok", true}, {"value", {{"meta", {{"changes", 1}}}}}}
+           : json{{"id", e["id"]}, {"ok", false}, {"error", {{"code", "d1_error"}}}});
+    ok = true;
+  }
+  return dump_json(json{{"now", 1}, {"results", results}});
+}
+}  // namespace
+
+TEST_CASE("an answer known in advance rides after its effects and is the answer they give") {
+  App app = make_test_app();
+  Runtime rt(app);
+  json message = fetch_message("/promise?log=1");
+  message["bodyApart"] = true;
+  auto id = rt.start(dump_json(message));
+  REQUIRE(rt.state(id) == Runtime::State::waiting);
+  auto [effects, promised] = effects_and_promise(rt, id);
+  CHECK(effects.size() == 2);
+  // The answer as a done run's data: JSON with the logs so far, then the body apart.
+  auto split = promised.find('\n');
+  REQUIRE(split != std::string::npos);
+  json head = json::parse(promised.substr(0, split));
+  CHECK(head["status"] == 202);
+  CHECK(head["headers"]["cache-control"] == "no-store");
+  CHECK(head["logs"] == json::array({"before the promise"}));
+  CHECK(promised.substr(split + 1) == "line one\nline two");
+  // Resumed with every effect ok, the core ends with exactly that answer.
+  rt.resume(id, results_of(effects, true));
+  REQUIRE(rt.state(id) == Runtime::State::done);
+  CHECK(rt.data(id) == promised);
+  rt.drop(id);
+
+  // With one failure the core decides again: the promise does not hold.
+  id = rt.start(dump_json(message));
+  auto [effects2, promised2] = effects_and_promise(rt, id);
+  CHECK(promised2 == promised);
+  rt.resume(id, results_of(effects2, false));
+  REQUIRE(rt.state(id) == Runtime::State::done);
+  std::string failed = rt.data(id);
+  CHECK(json::parse(failed.substr(0, failed.find('\n')))["status"] == 503);
+  rt.drop(id);
+  CHECK(g_live_guards == 0);
+}
+
+TEST_CASE("no answer is promised for a HEAD, background work or effects of an earlier step") {
+  App app = make_test_app();
+  Runtime rt(app);
+  auto promise_of = [&](json message) {
+    auto id = rt.start(dump_json(message));
+    REQUIRE(rt.state(id) == Runtime::State::waiting);
+    auto [effects, promised] = effects_and_promise(rt, id);
+    rt.drop(id);
+    return promised;
+  };
+  CHECK(!promise_of(fetch_message("/promise")).empty());  // the control: GET, nothing else
+  json head = fetch_message("/promise");
+  head["request"]["method"] = "HEAD";
+  CHECK(promise_of(head).empty());  // its body would be cleared after the handler
+  CHECK(promise_of(fetch_message("/promise?background=1")).empty());  // answered by response.send
+  // SELECT 1 answered alone: UPDATE a goes out while SELECT 0 is still in flight.
+  auto id = rt.start(dump_json(fetch_message("/promise-stale")));
+  auto [first, none] = effects_and_promise(rt, id);
+  REQUIRE(first.size() == 2);
+  CHECK(none.empty());
+  json value = {{"columns", json::array({"x"})}, {"rows", json::array({json::array({1})})}};
+  json one = json::array({json{{"id", first[1]["id"]}, {"ok", true}, {"value", value}}});
+  rt.resume(id, dump_json(json{{"now", 1}, {"results", one}}));
+  REQUIRE(rt.state(id) == Runtime::State::waiting);
+  auto [second, stale] = effects_and_promise(rt, id);
+  REQUIRE(second.size() == 1);
+  CHECK(second[0]["sql"] == "UPDATE a");
+  CHECK(stale.empty());
+  rt.drop(id);
+  CHECK(g_live_guards == 0);
+}
 }  // namespace ss

@@ -23,6 +23,7 @@ struct Runtime::Run {
     std::string kind;
   };
   std::map<std::int64_t, Pending> outstanding;  // handed to the host, result not yet back
+  std::size_t issued_count = 0;                 // effects in `issued`
   std::int64_t next_effect_id = 1;
   std::string data;
   bool done = false;
@@ -50,6 +51,29 @@ class CurrentRunScope {
   Runtime::Run* previous_;
 };
 
+// An output message as the host reads it (docs/abi.md "Output messages"): the JSON with the run's
+// logs, and with "bodyApart" the body after a line feed instead of inside it.
+std::string encode_output(json out, const std::vector<std::string>& logs, bool body_apart) {
+  if (out.is_object() && !logs.empty()) out["logs"] = logs;
+  std::string body;
+  bool apart = false;
+  if (body_apart && out.is_object()) {
+    if (auto b = out.find("body"); b != out.end() && b->is_string()) {
+      body = std::move(b->get_ref<std::string&>());
+      out.erase(b);
+      apart = true;
+    }
+  }
+  std::string data = dump_json(out);
+  if (apart) {
+    // A compact dump holds no raw line feed, so the first one ends the JSON.
+    data.reserve(data.size() + 1 + body.size());
+    data += '\n';
+    data += body;
+  }
+  return data;
+}
+
 json stalled_output() {
   Response r = Response::from_error(Error{ErrorCode::internal, "internal error"});
   return r.to_json();
@@ -71,6 +95,7 @@ void Effect::await_suspend(co::coroutine_handle<> h) {
   if (text.size() > 2) run->issued += ',';  // a request of no members is "{}"
   run->issued.append(text, 1, std::string::npos);
   run->outstanding.emplace(id, Runtime::Run::Pending{{&result_, h}, std::move(kind)});
+  ++run->issued_count;
 }
 
 Context::Context(Runtime& runtime, const App& app, std::shared_ptr<const json> env,
@@ -183,24 +208,7 @@ void Runtime::step(Run& run, co::coroutine_handle<> h) {
 
 void Runtime::finish_if_done(Run& run) {
   if (run.done || !run.root.done()) return;
-  json out = run.root.take();
-  if (out.is_object() && !run.ctx.logs().empty()) out["logs"] = run.ctx.logs();
-  std::string body;
-  bool apart = false;
-  if (run.body_apart && out.is_object()) {
-    if (auto b = out.find("body"); b != out.end() && b->is_string()) {
-      body = std::move(b->get_ref<std::string&>());
-      out.erase(b);
-      apart = true;
-    }
-  }
-  run.data = dump_json(out);
-  if (apart) {
-    // A compact dump holds no raw line feed, so the first one ends the JSON.
-    run.data.reserve(run.data.size() + 1 + body.size());
-    run.data += '\n';
-    run.data += body;
-  }
+  run.data = encode_output(run.root.take(), run.ctx.logs(), run.body_apart);
   run.done = true;
 }
 
@@ -229,7 +237,17 @@ void Runtime::publish(Run& run) {
   run.data += '[';
   run.data += run.issued;
   run.data += ']';
+  // An answer known in advance rides after the effects, one line feed apart (docs/abi.md), when
+  // these effects are all the run waits for and it has nothing left to do once they succeed.
+  std::optional<json> expected = run.ctx.take_expected_output();
+  if (expected && !expected->contains("streamed") && run.ctx.expected_output_allowed() &&
+      run.issued_count > 0 && run.outstanding.size() == run.issued_count &&
+      !run.ctx.has_background() && !run.ctx.replay_until()) {
+    run.data += '\n';
+    run.data += encode_output(std::move(*expected), run.ctx.logs(), run.body_apart);
+  }
   run.issued.clear();
+  run.issued_count = 0;
 }
 
 void Runtime::resume(std::uint32_t id, std::string_view results) {

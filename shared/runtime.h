@@ -98,6 +98,22 @@ class Context {
   void allow_replay(std::int64_t until_ms) { replay_until_ms_ = until_ms; }
   std::optional<std::int64_t> replay_until() const { return replay_until_ms_; }
 
+  // An answer known in advance (docs/abi.md "Answers known in advance", fetch runs only): the
+  // fetch output this run ends with if every effect it awaits next succeeds. The runtime hands it to
+  // the host beside those effects, and the host may end the run with it as soon as they all come
+  // back ok, without resuming the core: one boundary crossing fewer (the analytics beacon's last
+  // one). Set just before the co_await of those effects (use expect_answer() in shared/app.h); it
+  // applies to the next effects the run publishes and is then forgotten. Whoever sets it promises
+  // that when all those effects succeed the handler returns exactly that answer — no other log, no
+  // further effect, no wait_until work; the native test host checks every such promise. The runtime
+  // does not pass it on when it could not hold: effects of earlier steps still in flight, work
+  // handed to wait_until, a replayable answer, a HEAD request or another op than fetch.
+  void expect_output(json output) { expected_output_ = std::move(output); }
+  std::optional<json> take_expected_output() { return std::exchange(expected_output_, {}); }
+  // Set by handle_message for a fetch run that is not a HEAD: expect_output() is honoured only then.
+  void allow_expected_output(bool allowed) { expected_output_allowed_ = allowed; }
+  bool expected_output_allowed() const { return expected_output_allowed_; }
+
   // The workflow run this request belongs to, when the ledger's workflow_runner started it
   // (headers X-SiteSwarm-Workflow-Run-Id / -Workflow-Type / -Caused-By, set in handle_message):
   // emit_event() stamps it on events whose producer does not say otherwise.
@@ -126,6 +142,8 @@ class Context {
   std::optional<std::int64_t> replay_until_ms_;
   Provenance provenance_;
   std::vector<Task<Status>> background_;  // wait_until(), not started yet
+  std::optional<json> expected_output_;   // expect_output(), not published yet
+  bool expected_output_allowed_ = false;
 };
 
 class Runtime {

@@ -1,7 +1,8 @@
 // A fake C++ core in JS: the exports of docs/abi.md over a real WebAssembly.Memory, so the host can
 // be unit-tested in plain Node. Handlers are generator functions: `yield [effects]` suspends the run
 // and resumes with the results in the same order once all of them have been delivered (the host may
-// deliver them in several ss_resume calls, in the order they settle).
+// deliver them in several ss_resume calls, in the order they settle). `yield { effects, answer }`
+// sends an answer known in advance with them (docs/abi.md): the output if every one succeeds.
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -43,12 +44,21 @@ function makeExports(handlers, stats) {
       run.data = out;
       return;
     }
-    const effects = out.map((e, i) => ({ id: run.nextEffect + i, ...e }));
+    const list = Array.isArray(out) ? out : out.effects;
+    const effects = list.map((e, i) => ({ id: run.nextEffect + i, ...e }));
     run.nextEffect += effects.length;
     run.waitingFor = effects.map((e) => e.id);
     run.results = new Map();
     run.pending = effects;
+    run.answer = Array.isArray(out) ? null : out.answer;
   }
+
+  // docs/abi.md "Body apart": a fetch output's string body after its JSON and one line feed.
+  const outputText = (run, data) => {
+    const apart = run.bodyApart && typeof data?.body === "string";
+    const { body, ...rest } = apart ? data : {};
+    return apart ? `${JSON.stringify(rest)}\n${body}` : JSON.stringify(data);
+  };
 
   return {
     memory,
@@ -77,12 +87,15 @@ function makeExports(handlers, stats) {
     ss_state: (id) => runs.get(id)?.state ?? -1,
     ss_data_ptr(id) {
       const run = runs.get(id);
-      const data = run.state === 1 ? run.data : run.pending;
-      if (run.state === 0) run.pending = [];
-      // docs/abi.md "Body apart": a fetch output's string body after its JSON and one line feed.
-      const apart = run.state === 1 && run.bodyApart && typeof data?.body === "string";
-      const { body, ...rest } = apart ? data : {};
-      const bytes = encoder.encode(apart ? `${JSON.stringify(rest)}\n${body}` : JSON.stringify(data));
+      let text;
+      if (run.state === 1) text = outputText(run, run.data);
+      else {
+        // An answer known in advance comes once, after the effects it belongs to.
+        text = JSON.stringify(run.pending) + (run.answer ? `\n${outputText(run, run.answer)}` : "");
+        run.pending = [];
+        run.answer = null;
+      }
+      const bytes = encoder.encode(text);
       const ptr = alloc(bytes.length);
       new Uint8Array(memory.buffer, ptr, bytes.length).set(bytes);
       run.lastData = bytes.length;

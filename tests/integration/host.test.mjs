@@ -827,6 +827,62 @@ describe("answering early (response.send)", () => {
   });
 });
 
+describe("answers known in advance", () => {
+  // POST /beacon: two effects and the answer if both succeed; `resumed` counts the runs that came
+  // back into the core after them.
+  const beaconCore = (resumed) =>
+    fakeCore({
+      *"POST /beacon"() {
+        const [point, sent] = yield {
+          effects: [
+            { kind: "ae.write", binding: "AE", blobs: ["/"], doubles: [1], indexes: ["t"] },
+            { kind: "queue.send", binding: "Q", body: { path: "/" } },
+          ],
+          answer: { status: 202, headers: { "cache-control": "no-store" }, body: "", logs: ["known"] },
+        };
+        resumed.push([point.ok, sent.ok]);
+        if (!sent.ok) return json(503, { error: { code: "dependency_unavailable" } });
+        return { status: 202, headers: { "cache-control": "no-store" }, body: "" };
+      },
+    });
+  const env = (sent, fail = false) => ({
+    AE: { writeDataPoint: () => {} },
+    Q: {
+      send: async (body) => {
+        await new Promise((resolve) => setTimeout(resolve, 5)); // settles after the AE point
+        if (fail) throw new Error("queue down");
+        sent.push(body);
+      },
+    },
+  });
+
+  it("answers with it once every effect succeeded, without resuming the core", async () => {
+    const resumed = [];
+    const sent = [];
+    const core = beaconCore(resumed);
+    const worker = defineWorker(core, { service: "svc" });
+    const res = await worker.fetch(get("/beacon", { method: "POST", body: "{}" }), env(sent), ctx());
+    assert.equal(res.status, 202);
+    assert.equal(res.headers.get("cache-control"), "no-store");
+    assert.deepEqual(sent, [{ path: "/" }], "the answer waited for the queue send");
+    assert.deepEqual(resumed, [], "the core was not resumed");
+    assert.deepEqual(logs, ["known"], "the answer's logs are logged like an output's");
+    assert.equal(core.stats.deliveries.length, 0);
+  });
+
+  it("resumes the core as usual when an effect fails, and answers what the core decides", async () => {
+    const resumed = [];
+    const core = beaconCore(resumed);
+    const res = await defineWorker(core, { service: "svc" }).fetch(
+      get("/beacon", { method: "POST", body: "{}" }),
+      env([], true),
+      ctx(),
+    );
+    assert.equal(res.status, 503);
+    assert.deepEqual(resumed, [[true, false]], "resumed once, with both results");
+  });
+});
+
 describe("replayable answers (bindings/replay.js)", () => {
   // A core whose GET /doc reads one KV key and marks its answer replayable for the tenant header, and
   // whose POST /doc writes the key; `runs` counts the core's runs of GET /doc.

@@ -8,6 +8,8 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -63,6 +65,21 @@ std::string hmac_sha256_hex(const std::string& key, const std::string& data) {
   return hex_encode(std::string_view(reinterpret_cast<const char*>(digest), len));
 }
 
+namespace {
+
+// Every effect of a list that came with an answer known in advance succeeded: the run must now be
+// done with exactly that answer (a JS host would have ended it there without resuming). A broken
+// promise is a core bug that the JS host would turn into a wrong answer: stop the tests loudly.
+void check_promised_answer(const Runtime& runtime, std::uint32_t id, const std::string& promised) {
+  const bool done = runtime.state(id) == Runtime::State::done;
+  if (done && runtime.data(id) == promised) return;
+  std::fprintf(stderr, "answer known in advance not kept: promised %s, the run %s %s\n",
+               promised.c_str(), done ? "ended with" : "went on with", runtime.data(id).c_str());
+  std::abort();
+}
+
+}  // namespace
+
 json drive(Runtime& runtime, json message, std::int64_t& now_ms, const Performer& perform,
            const std::function<void(const json& effects)>& observe) {
   message["now"] = now_ms;
@@ -70,12 +87,20 @@ json drive(Runtime& runtime, json message, std::int64_t& now_ms, const Performer
   if (id == 0) return json{{"error", "bad message"}};
   std::multimap<std::int64_t, json> sleepers;  // wake time -> effect
   while (runtime.state(id) == Runtime::State::waiting) {
-    json effects = json::parse(runtime.data(id), nullptr, false);
+    // The effects, then perhaps an answer known in advance after a line feed (docs/abi.md). This
+    // host always resumes, and checks that the core then keeps its promise.
+    const std::string& data = runtime.data(id);
+    const std::size_t split = data.find('\n');
+    json effects = json::parse(data.substr(0, split), nullptr, false);
+    std::optional<std::string> promised;
+    if (split != std::string::npos) promised = data.substr(split + 1);
     if (observe) observe(effects);
     json results = json::array();
+    bool all_ok = true;
     for (const json& e : effects) {
       if (string_or(e, "kind", "") == "sleep") {
         sleepers.emplace(now_ms + int_or(e, "ms", 0), e);
+        all_ok = false;  // answered later, one at a time
         continue;
       }
       json result = perform(e);
@@ -83,6 +108,7 @@ json drive(Runtime& runtime, json message, std::int64_t& now_ms, const Performer
         runtime.drop(id);
         return json{{"trapped", true}};
       }
+      all_ok = all_ok && get_bool(result, "ok").value_or(false);
       results.push_back(std::move(result));
     }
     if (results.empty() && !sleepers.empty()) {
@@ -92,6 +118,7 @@ json drive(Runtime& runtime, json message, std::int64_t& now_ms, const Performer
       sleepers.erase(first);
     }
     runtime.resume(id, dump_json(json{{"now", now_ms}, {"results", results}}));
+    if (promised && all_ok) check_promised_answer(runtime, id, *promised);
   }
   json out = json::parse(runtime.data(id), nullptr, false);
   runtime.drop(id);

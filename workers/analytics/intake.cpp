@@ -1,5 +1,6 @@
 #include "workers/analytics/intake.h"
 
+#include "shared/app.h"
 #include "shared/effects.h"
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
@@ -143,6 +144,12 @@ Task<Result<Response>> post_beacon(Context& ctx, const Request& req, const Param
     }
     hit.visitor = std::move(visitor);
   }
+  Response accepted = Response::empty(202);
+  accepted.set_header("cache-control", "no-store");
+  // When both succeed the answer is `accepted` and nothing else happens: the host may answer with
+  // it as they come back, without a crossing back into the core (docs/abi.md "Answers known in
+  // advance").
+  expect_answer(ctx, accepted);
   auto [written, queued] =
       co_await when_all(write_point(hit, ua.bot_reason, beacon.width.value_or(0)),
                         queue_send(std::string(kPageviewsQueue), hit.to_message()));
@@ -150,9 +157,7 @@ Task<Result<Response>> post_beacon(Context& ctx, const Request& req, const Param
   // that /v1/stats reads, so losing it is an error the caller sees.
   if (!written) ctx.log("beacon: Analytics Engine write failed: " + written.error().message);
   if (!queued) co_return std::move(queued).error();
-  Response r = Response::empty(202);
-  r.set_header("cache-control", "no-store");
-  co_return r;
+  co_return accepted;
 }
 
 }  // namespace
