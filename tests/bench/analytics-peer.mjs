@@ -6,9 +6,10 @@
 // visitor hash, one Analytics Engine point and one queue message, then 202. The queue has no consumer
 // here: the rollup is measured by analytics-bench.mjs. One beacon in ten carries a crawler's user
 // agent (filtered: no hash), the rest a desktop Chrome's.
-//   node tests/bench/analytics-peer.mjs [--beacons 2000] [--beacon-concurrency 16] [--beacon-rounds 1] [--beacon-warmup 100] [--json FILE]
-// With --beacon-rounds N each side runs N phases of --beacons, alternating which goes first; the figures are
-// the medians over the rounds, the ratio the median of the rounds' own ratios.
+//   node tests/bench/analytics-peer.mjs [--beacons 2000] [--beacon-concurrency 16] [--beacon-rounds 2] [--beacon-warmup 500] [--json FILE]
+// With --beacon-rounds N (rounded up to an even number) each side runs N phases of --beacons, alternating
+// which goes first; the figures are the medians over the rounds, the ratio the median over pairs of rounds
+// (one of each order) of the geometric mean of their two ratios.
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import path from "node:path";
@@ -23,10 +24,18 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
 const CPP = "siteswarm-analytics-service";
 const JS = "bench-analytics-js";
 const TENANT = "bakery";
-// Beacons per side before the timed rounds: compile and instantiate, JIT, the salt cached. (A longer
-// warm-up, 2,000, did not lift the first timed round, usually each run's lowest: docs/performance.md.)
-const WARMUP = option("beacon-warmup", 100);
+// Beacons per side and per order before the timed rounds (an untimed round each way: C++, JS, JS,
+// C++): compile and instantiate, JIT and wasm tier-up, the salt cached, and each side once right after
+// the other. Until 2026-12-02 this was 100 beacons, C++ then JS, and the first timed round (C++ first)
+// was every run's lowest: docs/performance.md "Answers known in advance, and the bench's order".
+const WARMUP = option("beacon-warmup", 500);
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+// The median that averages the two middle values of an even count (`median` takes the upper one).
+const middle = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const h = Math.floor(s.length / 2);
+  return s.length % 2 ? s[h] : (s[h - 1] + s[h]) / 2;
+};
 
 export async function workerOptions(adminToken) {
   const { MODULE_RULES } = await import("../../scripts/lib/local-mesh.mjs");
@@ -56,12 +65,14 @@ export async function workerOptions(adminToken) {
 
 /**
  * The same tenant in both workers of `mf` (through the C++ worker's own route, the row copied into the
- * peer's D1) and the same day's salt: `{ workers: {cpp, js}, token }`.
+ * peer's D1) and the same day's salt: `{ workers: {cpp, js}, token }`. With `cppOnly`, only the C++
+ * worker named `cppName` (beacon-ab.mjs provisions several builds of it this way).
  */
-export async function provisionPeers(mf, adminToken) {
+export async function provisionPeers(mf, adminToken, { cppName = CPP, cppOnly = false } = {}) {
   const { applyMigrations } = await import("../../scripts/lib/local-mesh.mjs");
-  const workers = { cpp: await mf.getWorker(CPP), js: await mf.getWorker(JS) };
-  const dbs = { cpp: await mf.getD1Database("ANALYTICS_DB", CPP), js: await mf.getD1Database("ANALYTICS_DB", JS) };
+  const workers = { cpp: await mf.getWorker(cppName), js: cppOnly ? null : await mf.getWorker(JS) };
+  const dbs = { cpp: await mf.getD1Database("ANALYTICS_DB", cppName) };
+  if (!cppOnly) dbs.js = await mf.getD1Database("ANALYTICS_DB", JS);
   for (const db of Object.values(dbs)) await applyMigrations(db, path.join(ROOT, "migrations/analytics"));
   const token = randomBytes(24).toString("hex");
   const config = { hosts: ["crumbandcrust.example"] };
@@ -87,7 +98,7 @@ export async function provisionPeers(mf, adminToken) {
 }
 
 /** Runs both intakes; figures per implementation and `ratio` (C++ throughput over JS throughput). */
-export async function runBeaconPeers({ beacons = 2000, concurrency = 16, rounds = 1 } = {}) {
+export async function runBeaconPeers({ beacons = 2000, concurrency = 16, rounds: requested = 2 } = {}) {
   const { Miniflare } = await import("miniflare");
   const adminToken = randomBytes(24).toString("hex");
   const mf = new Miniflare({ cf: false, workers: await workerOptions(adminToken) });
@@ -102,11 +113,16 @@ export async function runBeaconPeers({ beacons = 2000, concurrency = 16, rounds 
         send: (n) => workers[impl].fetch("http://analytics/beacon", beaconInit(n, TENANT, token)),
       });
 
-    for (const impl of ["cpp", "js"]) await load(impl, WARMUP);
+    for (const impl of ["cpp", "js", "js", "cpp"]) await load(impl, WARMUP);
     // Rounds alternate the order (C++ then JS, then JS then C++, …) so that a load drifting on a
-    // shared machine weighs on both sides alike; each round's ratio pairs its own two phases.
+    // shared machine weighs on both sides alike; each round's ratio pairs its own two phases. The
+    // phase that runs right after the other side's is the slower one (round ratios alternate around
+    // the figure), so rounds come in pairs, one of each order, and the ratio is the median over the
+    // pairs of their two ratios' geometric mean: neither side is favoured by going second more often.
     const phases = { cpp: [], js: [] };
     const ratios = [];
+    const pairs = Math.max(1, Math.ceil(requested / 2));
+    const rounds = 2 * pairs;
     for (let round = 0; round < rounds; round++) {
       const order = round % 2 === 0 ? ["cpp", "js"] : ["js", "cpp"];
       const done = {};
@@ -129,7 +145,8 @@ export async function runBeaconPeers({ beacons = 2000, concurrency = 16, rounds 
         workerdCpuMsPerBeacon: cpu.includes(null) ? null : median(cpu),
       };
     }
-    return { beacons, concurrency, rounds, ...out, ratio: median(ratios), ratios };
+    const pairRatios = Array.from({ length: pairs }, (_, p) => Math.sqrt(ratios[2 * p] * ratios[2 * p + 1]));
+    return { beacons, concurrency, rounds, ...out, ratio: middle(pairRatios), ratios, pairRatios };
   } finally {
     await mf.dispose();
   }
@@ -139,7 +156,8 @@ export function printBeaconPeers(r, log = console.log) {
   const header = [
     `\nBeacons, C++ (analytics.wasm) beside the plain-JS peer (tests/bench/analytics-js.js): ${r.beacons}`,
     `each at concurrency ${r.concurrency}, straight to each worker, alone in its phase; 1 in 10 a crawler (goal ≥ 0.9×);`,
-    `${r.rounds} alternating round(s), medians${r.rounds > 1 ? ` (round ratios ${r.ratios.map((x) => x.toFixed(2)).join(", ")})` : ""}.\n`,
+    `${r.rounds} alternating rounds, medians (round ratios ${r.ratios.map((x) => x.toFixed(2)).join(", ")};`,
+    `the ratio: the median over pairs of rounds, one each order, of their geometric mean: ${r.pairRatios.map((x) => x.toFixed(2)).join(", ")}).\n`,
   ];
   printPeerTable(
     r,
@@ -167,7 +185,7 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
       runBeaconPeers({
         beacons: option("beacons", 2000),
         concurrency: option("beacon-concurrency", 16),
-        rounds: option("beacon-rounds", 1),
+        rounds: option("beacon-rounds", 2),
       }),
     print: printBeaconPeers,
     problems: beaconPeerProblems,
@@ -178,6 +196,7 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
         concurrency: result.concurrency,
         rounds: result.rounds,
         round_ratios: result.ratios.map((x) => round(x, 3)),
+        pair_ratios: result.pairRatios.map((x) => round(x, 3)),
         cpp: roundedFigures(result.cpp),
         js: roundedFigures(result.js),
       },

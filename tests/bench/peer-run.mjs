@@ -74,6 +74,7 @@ export async function provisionTenantInBoth({ cpp, origin, jsDb, tenant, adminTo
   });
   if (put.status !== 201) throw new Error(`provisioning failed: ${put.status} ${await put.text()}`);
   await put.arrayBuffer();
+  if (!jsDb) return; // the C++ worker alone (beacon-ab.mjs)
   const sha = (s) => createHash("sha256").update(s).digest("hex");
   await jsDb
     .prepare(

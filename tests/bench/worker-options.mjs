@@ -10,11 +10,11 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
 /**
  * Miniflare worker options for platform worker `key`. `bindings` are added to its vars; service
  * bindings are only the given ones (a bench runs the worker alone); `queueConsumers: {}` leaves its
- * queues unconsumed; `name` and `scriptPath` replace the config's.
+ * queues unconsumed; `name`, `scriptPath` and `d1Databases` replace the config's.
  */
 export async function platformWorkerOptions(
   key,
-  { name, scriptPath, bindings = {}, serviceBindings = {}, queueConsumers } = {},
+  { name, scriptPath, bindings = {}, serviceBindings = {}, queueConsumers, d1Databases } = {},
 ) {
   const { unstable_getMiniflareWorkerOptions } = await import("wrangler");
   const { workerOptions, main } = unstable_getMiniflareWorkerOptions(path.join(ROOT, PLATFORM_WORKERS[key].wrangler));
@@ -28,5 +28,6 @@ export async function platformWorkerOptions(
     bindings: { ...workerOptions.bindings, ...bindings },
     serviceBindings,
     queueConsumers: queueConsumers ?? workerOptions.queueConsumers,
+    ...(d1Databases ? { d1Databases } : {}),
   };
 }
