@@ -16,7 +16,15 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { beaconInit } from "./beacon-mix.mjs";
-import { loadPhase, ms, peerCli, printPeerTable, provisionTenantInBoth } from "./peer-run.mjs";
+import {
+  loadPhase,
+  ms,
+  pairedRounds,
+  peerCli,
+  printPeerTable,
+  provisionTenantInBoth,
+  sideFigures,
+} from "./peer-run.mjs";
 import { platformWorkerOptions } from "./worker-options.mjs";
 import { option, round, roundedFigures } from "./json-out.mjs";
 
@@ -29,13 +37,6 @@ const TENANT = "bakery";
 // the other. Until 2026-12-02 this was 100 beacons, C++ then JS, and the first timed round (C++ first)
 // was every run's lowest: docs/performance.md "Answers known in advance, and the bench's order".
 const WARMUP = option("beacon-warmup", 500);
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-// The median that averages the two middle values of an even count (`median` takes the upper one).
-const middle = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const h = Math.floor(s.length / 2);
-  return s.length % 2 ? s[h] : (s[h - 1] + s[h]) / 2;
-};
 
 export async function workerOptions(adminToken) {
   const { MODULE_RULES } = await import("../../scripts/lib/local-mesh.mjs");
@@ -113,40 +114,18 @@ export async function runBeaconPeers({ beacons = 2000, concurrency = 16, rounds:
         send: (n) => workers[impl].fetch("http://analytics/beacon", beaconInit(n, TENANT, token)),
       });
 
-    for (const impl of ["cpp", "js", "js", "cpp"]) await load(impl, WARMUP);
-    // Rounds alternate the order (C++ then JS, then JS then C++, …) so that a load drifting on a
-    // shared machine weighs on both sides alike; each round's ratio pairs its own two phases. The
-    // phase that runs right after the other side's is the slower one (round ratios alternate around
-    // the figure), so rounds come in pairs, one of each order, and the ratio is the median over the
-    // pairs of their two ratios' geometric mean: neither side is favoured by going second more often.
-    const phases = { cpp: [], js: [] };
-    const ratios = [];
-    const pairs = Math.max(1, Math.ceil(requested / 2));
-    const rounds = 2 * pairs;
-    for (let round = 0; round < rounds; round++) {
-      const order = round % 2 === 0 ? ["cpp", "js"] : ["js", "cpp"];
-      const done = {};
-      for (const impl of order) done[impl] = await load(impl, beacons);
-      for (const impl of order) phases[impl].push(done[impl]);
-      ratios.push(done.cpp.rps / done.js.rps);
-    }
+    const { rounds, phases, ratios, pairRatios, ratio } = await pairedRounds({
+      requested,
+      warmup: WARMUP,
+      count: beacons,
+      phase: load,
+    });
     const out = {};
     for (const impl of ["cpp", "js"]) {
-      const list = phases[impl];
-      const statuses = new Map();
-      for (const r of list) for (const [status, n] of r.statuses) statuses.set(status, (statuses.get(status) ?? 0) + n);
-      const cpu = list.map((r) => r.workerdCpuMsPerRequest);
-      out[impl] = {
-        accepted: statuses.get(202) ?? 0,
-        statuses: Object.fromEntries(statuses),
-        rps: median(list.map((r) => r.rps)),
-        p50: median(list.map((r) => r.p50)),
-        p99: median(list.map((r) => r.p99)),
-        workerdCpuMsPerBeacon: cpu.includes(null) ? null : median(cpu),
-      };
+      const { cpu, ...figures } = sideFigures(phases[impl]);
+      out[impl] = { ...figures, workerdCpuMsPerBeacon: cpu };
     }
-    const pairRatios = Array.from({ length: pairs }, (_, p) => Math.sqrt(ratios[2 * p] * ratios[2 * p + 1]));
-    return { beacons, concurrency, rounds, ...out, ratio: middle(pairRatios), ratios, pairRatios };
+    return { beacons, concurrency, rounds, ...out, ratio, ratios, pairRatios };
   } finally {
     await mf.dispose();
   }

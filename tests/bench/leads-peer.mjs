@@ -6,12 +6,22 @@
 // the 202, then one webhook notification on the notify queue and lead.received on the events queue
 // under waitUntil. The queues have no consumer here: the figure is intake, delivery is measured by the
 // main load run (leads-load.mjs).
-//   node tests/bench/leads-peer.mjs [--leads 2000] [--leads-concurrency 20] [--json FILE]
+//   node tests/bench/leads-peer.mjs [--leads 2000] [--leads-concurrency 20] [--leads-rounds 2] [--leads-warmup 100] [--json FILE]
+// Rounds come in pairs of both orders, the ratio the median over the pairs of their geometric mean
+// (peer-run.mjs pairedRounds; docs/performance.md, "Answers known in advance, and the bench's order").
 import { randomBytes } from "node:crypto";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
-import { loadPhase, ms, peerCli, printPeerTable, provisionTenantInBoth } from "./peer-run.mjs";
+import {
+  loadPhase,
+  ms,
+  pairedRounds,
+  peerCli,
+  printPeerTable,
+  provisionTenantInBoth,
+  sideFigures,
+} from "./peer-run.mjs";
 import { platformWorkerOptions } from "./worker-options.mjs";
 import { option, round, roundedFigures } from "./json-out.mjs";
 
@@ -20,7 +30,8 @@ const CPP = "siteswarm-leads-service";
 const JS = "bench-leads-js";
 const TENANT = "bakery";
 const DUMMY_TOKEN = "XXXX.DUMMY.TOKEN.XXXX";
-const WARMUP = 50;
+// Submissions per side and order before the timed rounds (C++, JS, JS, C++), untimed.
+const WARMUP = option("leads-warmup", 100);
 
 async function workerOptions(stubsUrl, adminToken) {
   const { MODULE_RULES } = await import("../../scripts/lib/local-mesh.mjs");
@@ -53,7 +64,7 @@ async function workerOptions(stubsUrl, adminToken) {
 }
 
 /** Runs both intakes; figures per implementation and `ratio` (C++ throughput over JS throughput). */
-export async function runIntakePeers({ submissions = 2000, concurrency = 20 } = {}) {
+export async function runIntakePeers({ submissions = 2000, concurrency = 20, rounds: requested = 2 } = {}) {
   const { Miniflare } = await import("miniflare");
   const { applyMigrations } = await import("../../scripts/lib/local-mesh.mjs");
   const { startStubs } = await import("../stubs/stub-server.mjs");
@@ -110,24 +121,21 @@ export async function runIntakePeers({ submissions = 2000, concurrency = 20 } = 
         },
       });
 
+    const storedCount = async (impl) =>
+      (await dbs[impl].prepare("SELECT COUNT(*) AS n FROM leads WHERE payload LIKE '%@load.example%'").first()).n;
+    // Compile, JIT, first D1 pages, then the rounds in pairs of both orders (peer-run.mjs pairedRounds).
+    const { rounds, phases, ratios, pairRatios, ratio } = await pairedRounds({
+      requested,
+      warmup: WARMUP,
+      count: submissions,
+      phase: load,
+    });
     const out = {};
-    for (const impl of ["cpp", "js"]) await load(impl, WARMUP); // compile, JIT, first D1 pages
     for (const impl of ["cpp", "js"]) {
-      const r = await load(impl, submissions);
-      const stored = (
-        await dbs[impl].prepare("SELECT COUNT(*) AS n FROM leads WHERE payload LIKE '%@load.example%'").first()
-      ).n;
-      out[impl] = {
-        accepted: r.statuses.get(202) ?? 0,
-        statuses: Object.fromEntries(r.statuses),
-        stored: stored - WARMUP,
-        rps: r.rps,
-        p50: r.p50,
-        p99: r.p99,
-        workerdCpuMsPerLead: r.workerdCpuMsPerRequest,
-      };
+      const { cpu, ...figures } = sideFigures(phases[impl]);
+      out[impl] = { ...figures, stored: (await storedCount(impl)) - 2 * WARMUP, workerdCpuMsPerLead: cpu };
     }
-    return { submissions, concurrency, ...out, ratio: out.cpp.rps / out.js.rps };
+    return { submissions, concurrency, rounds, ...out, ratio, ratios, pairRatios };
   } finally {
     await mf.dispose();
     await stubs.close?.();
@@ -137,7 +145,9 @@ export async function runIntakePeers({ submissions = 2000, concurrency = 20 } = 
 export function printIntakePeers(r, log = console.log) {
   const header = [
     `\nLead intake, C++ (leads.wasm) beside the plain-JS peer (tests/bench/leads-js.js): ${r.submissions}`,
-    `submissions each at concurrency ${r.concurrency}, straight to each worker, alone in its phase; Turnstile on.\n`,
+    `submissions per phase at concurrency ${r.concurrency}, straight to each worker, alone in its phase; Turnstile on;`,
+    `${r.rounds} alternating rounds (round ratios ${r.ratios.map((x) => x.toFixed(2)).join(", ")}; the ratio: the median over`,
+    `pairs of rounds, one each order, of their geometric mean: ${r.pairRatios.map((x) => x.toFixed(2)).join(", ")}).\n`,
   ];
   printPeerTable(
     r,
@@ -154,14 +164,19 @@ export function printIntakePeers(r, log = console.log) {
 
 export const peerProblems = (r) =>
   ["cpp", "js"].flatMap((impl) =>
-    r[impl].accepted !== r.submissions || r[impl].stored !== r.submissions
-      ? [`${impl}: ${r[impl].accepted} accepted, ${r[impl].stored} stored of ${r.submissions}`]
+    r[impl].accepted !== r.submissions * r.rounds || r[impl].stored !== r.submissions * r.rounds
+      ? [`${impl}: ${r[impl].accepted} accepted, ${r[impl].stored} stored of ${r.submissions * r.rounds}`]
       : [],
   );
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   await peerCli({
-    run: () => runIntakePeers({ submissions: option("leads", 2000), concurrency: option("leads-concurrency", 20) }),
+    run: () =>
+      runIntakePeers({
+        submissions: option("leads", 2000),
+        concurrency: option("leads-concurrency", 20),
+        rounds: option("leads-rounds", 2),
+      }),
     print: printIntakePeers,
     problems: peerProblems,
     figures: (result) => ({
@@ -169,6 +184,9 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
       leads_intake: {
         submissions: result.submissions,
         concurrency: result.concurrency,
+        rounds: result.rounds,
+        round_ratios: result.ratios.map((x) => round(x, 3)),
+        pair_ratios: result.pairRatios.map((x) => round(x, 3)),
         cpp: roundedFigures(result.cpp),
         js: roundedFigures(result.js),
         leads_cpu_ms_per_intake: round(result.cpp.workerdCpuMsPerLead),

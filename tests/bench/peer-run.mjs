@@ -36,6 +36,54 @@ export async function loadPhase({ count, concurrency, send }) {
   };
 }
 
+/** The median; of an even count, the mean of the two middle values. */
+export function middle(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const h = Math.floor(s.length / 2);
+  return s.length % 2 ? s[h] : (s[h - 1] + s[h]) / 2;
+}
+
+/**
+ * The two sides' timed phases in a fair order (docs/performance.md, "Answers known in advance, and the
+ * bench's order"): the phase that runs right after the other side's is the slower one, so rounds come in
+ * pairs, C++ first then JS first (`requested` is rounded up to even, at least 2), and the ratio is the
+ * median over the pairs of the geometric mean of their two throughput ratios. Before them, an untimed
+ * phase of `warmup` each way (C++, JS, JS, C++). `phase(impl, count)` runs one phase (loadPhase's result).
+ */
+export async function pairedRounds({ requested, warmup, count, phase }) {
+  for (const impl of ["cpp", "js", "js", "cpp"]) await phase(impl, warmup);
+  const pairs = Math.max(1, Math.ceil(requested / 2));
+  const phases = { cpp: [], js: [] };
+  const ratios = [];
+  for (let round = 0; round < 2 * pairs; round++) {
+    const order = round % 2 === 0 ? ["cpp", "js"] : ["js", "cpp"];
+    const done = {};
+    for (const impl of order) done[impl] = await phase(impl, count);
+    for (const impl of order) phases[impl].push(done[impl]);
+    ratios.push(done.cpp.rps / done.js.rps);
+  }
+  const pairRatios = Array.from({ length: pairs }, (_, p) => Math.sqrt(ratios[2 * p] * ratios[2 * p + 1]));
+  return { rounds: 2 * pairs, phases, ratios, pairRatios, ratio: middle(pairRatios) };
+}
+
+/**
+ * One side's figures over its phases: statuses summed (`accepted` = its 202s), and the medians of
+ * throughput, p50, p99 and workerd CPU per request (null when workerd's CPU could not be read).
+ */
+export function sideFigures(list) {
+  const statuses = new Map();
+  for (const r of list) for (const [status, n] of r.statuses) statuses.set(status, (statuses.get(status) ?? 0) + n);
+  const cpu = list.map((r) => r.workerdCpuMsPerRequest);
+  return {
+    accepted: statuses.get(202) ?? 0,
+    statuses: Object.fromEntries(statuses),
+    rps: middle(list.map((r) => r.rps)),
+    p50: middle(list.map((r) => r.p50)),
+    p99: middle(list.map((r) => r.p99)),
+    cpu: cpu.includes(null) ? null : middle(cpu),
+  };
+}
+
 /** Milliseconds with two decimals, or "n/a". */
 export const ms = (x) => (x === null || x === undefined ? "n/a" : `${x.toFixed(2)} ms`);
 
