@@ -1,7 +1,9 @@
 // Input messages (host → core) and the Response built from a fetch output (docs/abi.md).
 import { headersObject, MAX_BODY_BYTES, readText } from "./effects/http.js";
 
-const ENTROPY_BYTES = 32;
+// Enough for a lead intake with Turnstile and a notification (a UUID and two ULIDs: 36 bytes) without a
+// crypto.random effect, which would cost a crossing into the core of its own (docs/performance.md).
+const ENTROPY_BYTES = 64;
 const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
 
 // Per-message entropy is cut from a pool drawn from the CSPRNG 128 messages at a time, each byte

@@ -316,7 +316,9 @@ Task<Unit> run_background(Context& ctx) {
 
 // A fetch run with background work answers the client first (the `response.send` effect, docs/abi.md
 // "Answering early") and ends with {"sent":true}; a host that cannot answer early gets the response
-// as the output once the background work is done, as if there had been none.
+// as the output once the background work is done, as if there had been none. The answer and the
+// background work's first effects go to the host together, the answer first: one crossing fewer than
+// sending the answer, being resumed, then starting the work (the lead intake's notification and event).
 Task<json> handle_message(Context& ctx, json message) {
   bool fetch = string_or(message, "op", "") == "fetch";
   json out = co_await dispatch_message(ctx, std::move(message));
@@ -324,8 +326,9 @@ Task<json> handle_message(Context& ctx, json message) {
   if (fetch && out.is_object() && !out.contains("streamed")) {
     json send = out;
     send["kind"] = "response.send";
-    auto sent = co_await Effect(std::move(send));
+    auto [sent, done] = co_await when_all(Effect(std::move(send)), run_background(ctx));
     if (sent) out = json_object({{"sent", true}});
+    co_return out;
   }
   co_await run_background(ctx);
   co_return out;

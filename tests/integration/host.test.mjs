@@ -76,7 +76,7 @@ describe("fetch", () => {
     await worker.fetch(request, env, ctx());
     assert.equal(seen.op, "fetch");
     assert.ok(seen.now >= before && seen.now <= Date.now());
-    assert.match(seen.entropy, /^[0-9a-f]{64}$/);
+    assert.match(seen.entropy, /^[0-9a-f]{128}$/);
     assert.deepEqual(seen.env, { SECRET: "s3cret" });
     assert.deepEqual(seen.request, {
       method: "POST",

@@ -288,7 +288,7 @@ std::string Mesh::entropy_hex(std::size_t bytes) {
 }
 
 json Mesh::drive_worker(Worker& w, json message) {
-  message["entropy"] = entropy_hex(32);
+  message["entropy"] = entropy_hex(64);  // as much as the JS host sends (bindings/messages.js)
   message["env"] = w.env;
   return drive(
       *w.runtime, std::move(message), now_ms,

@@ -765,6 +765,46 @@ TEST_CASE(
   CHECK(head.header("content-type").rfind("text/csv", 0) == 0);
 }
 
+TEST_CASE(
+    "an intake with Turnstile and one notification crosses into the core no more than needed") {
+  json config = bakery_leads_config();
+  config["notify"] = json{{"webhook", config["notify"]["webhook"]}};
+  Leads l(config);
+  std::vector<std::vector<std::string>>
+      batches;  // the kinds of every effect list the core published
+  l.mesh.observe_effects = [&](const json& effects) {
+    std::vector<std::string> kinds;
+    for (const json& e : effects) kinds.push_back(e.value("kind", ""));
+    batches.push_back(kinds);
+  };
+  REQUIRE(l.submit(lead_body()).status == 202);  // the instance learns the tenant
+  batches.clear();
+  json second = lead_body();
+  second["email"] = "grace@example.com";
+  REQUIRE(l.submit(second).status == 202);
+  // The message's 64 bytes of entropy cover the siteverify UUID and the lead's and delivery's ULIDs:
+  // no crypto.random round trip.
+  for (const auto& kinds : batches) {
+    CHECK(std::find(kinds.begin(), kinds.end(), "crypto.random") == kinds.end());
+  }
+  // The answer goes out with the background work's first effects (the notification and the event),
+  // the answer first: one list, not two after each other.
+  auto sent = std::find_if(batches.begin(), batches.end(), [](const auto& kinds) {
+    return !kinds.empty() && kinds[0] == "response.send";
+  });
+  REQUIRE(sent != batches.end());
+  CHECK(sent->size() >= 2);
+  CHECK(std::find(sent->begin(), sent->end(), "queue.send") != sent->end());
+  // The rate limit's hash, its window, siteverify, the lead's transaction, then the answer with its
+  // work: five lists, so six calls into the core (start and five resumes).
+  CHECK(batches ==
+        std::vector<std::vector<std::string>>{{"crypto.sha256"},
+                                              {"d1.first"},
+                                              {"fetch"},
+                                              {"d1.batch"},
+                                              {"response.send", "queue.send", "queue.send"}});
+}
+
 TEST_CASE("a request that is a workflow run stamps its events with the run (caused_by)") {
   // The ledger's workflow_runner names the run in headers; emit_event fills the provenance of the
   // events emitted while handling it, unless the producer set its own.
