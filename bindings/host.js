@@ -8,7 +8,8 @@
 // The core is instantiated once per isolate and serves many concurrent runs. A run is driven by the
 // effect loop below: the core issues effects, the host performs them against the real `env`, and
 // feeds every settled result back until the core is done. A trap poisons the instance: every run on
-// it answers 500 internal, and the next request builds a fresh one.
+// it answers 500 internal — except a run whose answer the core had already given in advance (docs/abi.md
+// "Answers known in advance") and whose effects all succeeded — and the next request builds a fresh one.
 import { perform } from "./effects/index.js";
 import { faultsRoute, hooksOn, InjectedTrap, performWithFaults } from "./faults.js";
 import { Core, CoreTrap, newProfile } from "./instance.js";
@@ -216,11 +217,13 @@ export function setProfileSink(sink) {
   profileSink = sink;
 }
 
-// Effects that settle at once and whose result ({}) the core only waits for, never reads: while
-// other effects are in flight, their results ride along with the next resume instead of costing a
-// resume of their own (the analytics beacon's AE point beside its queue send: docs/performance.md
-// "A cheaper boundary"). The core sees the same results, a little later, never out of order.
-const QUIET_KINDS = new Set(["ae.write"]);
+// Effects that settle at once and whose result the core does not need at once: while other effects
+// are in flight, their results ride along with the next resume instead of costing a resume of their
+// own — the analytics beacon's AE point beside its queue send (docs/performance.md "A cheaper
+// boundary"), and `response.send` beside the background work's first effects, whose outcome the core
+// reads only when that work is done (docs/abi.md "Answering early"). The core sees the same results,
+// a little later, never out of order.
+const QUIET_KINDS = new Set(["ae.write", "response.send"]);
 
 const hosts = new WeakMap(); // source → Host: one instance per isolate, whoever asks
 

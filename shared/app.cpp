@@ -241,6 +241,9 @@ Task<json> dispatch_message(Context& ctx, json message) {
       ctx.set_provenance({run_id, workflow_type.empty() ? "" : "workflow:" + workflow_type});
     }
     Response res = co_await app.router.dispatch(ctx, req);
+    // A promise the handler made and did not await effects after (it returned or failed first) must
+    // not ride on a later list: the answer and the background work's, for one.
+    ctx.take_expected_output();
     if (req.method == "HEAD") res.body.clear();
     const std::optional<std::int64_t> until = ctx.replay_until();
     // request.cf is not part of what the host compares: an answer given with it is never replayed.

@@ -103,11 +103,14 @@ class Context {
   // the host beside those effects, and the host may end the run with it as soon as they all come
   // back ok, without resuming the core: one boundary crossing fewer (the analytics beacon's last
   // one). Set just before the co_await of those effects (use expect_answer() in shared/app.h); it
-  // applies to the next effects the run publishes and is then forgotten. Whoever sets it promises
-  // that when all those effects succeed the handler returns exactly that answer — no other log, no
-  // further effect, no wait_until work; the native test host checks every such promise. The runtime
-  // does not pass it on when it could not hold: effects of earlier steps still in flight, work
-  // handed to wait_until, a replayable answer, a HEAD request or another op than fetch.
+  // applies to the next effects the run publishes (every effect issued in that step, a sibling
+  // when_all branch's included) and is then forgotten; one the handler does not await effects after
+  // is dropped when it returns. Whoever sets it promises that when all those effects come back ok —
+  // as the host sees it: `ok:true`, so only for effects whose result cannot fail to decode, such as
+  // the Unit of a queue send or an AE point — the handler returns exactly that answer: no other log,
+  // no further effect, no wait_until work; the native test host checks every such promise. The
+  // runtime does not pass it on when it could not hold: effects of earlier steps still in flight,
+  // work handed to wait_until, a replayable answer, a HEAD request or another op than fetch.
   void expect_output(json output) { expected_output_ = std::move(output); }
   std::optional<json> take_expected_output() { return std::exchange(expected_output_, {}); }
   // Set by handle_message for a fetch run that is not a HEAD: expect_output() is honoured only then.

@@ -15,18 +15,20 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { provisionPeers } from "./analytics-peer.mjs";
 import { beaconInit } from "./beacon-mix.mjs";
-import { loadPhase } from "./peer-run.mjs";
-import { arg, median, variantsFromArgs } from "./variants.mjs";
+import { loadPhase, middle } from "./peer-run.mjs";
+import { arg, variantsFromArgs } from "./variants.mjs";
 import { platformWorkerOptions } from "./worker-options.mjs";
+import { workerdCpuMs } from "./workerd-cpu.mjs";
 
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 process.env.WRANGLER_SEND_METRICS = "false";
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const BEACONS = Number(arg("beacons", 2000));
 const CONCURRENCY = Number(arg("concurrency", 16));
-const ROUNDS = Number(arg("rounds", 6));
-const WARMUP = Number(arg("warmup", 500));
+// Rounded up to a multiple of the builds, so that each is first, second, … equally often.
 const variants = variantsFromArgs();
+const ROUNDS = Math.ceil(Number(arg("rounds", 6)) / variants.length) * variants.length;
+const WARMUP = Number(arg("warmup", 500));
 
 // One shim per variant under build/ab/shims (modulesRoot is the checkout), as workers/analytics/worker.js.
 const SHIMS = path.join(ROOT, "build/ab/shims");
@@ -59,6 +61,7 @@ for (const [i, variant] of variants.entries()) {
     }),
   );
 }
+if (workerdCpuMs() === null) throw new Error("beacon-ab.mjs reads workerd's CPU from /proc: Linux only");
 const mf = new Miniflare({ cf: false, workers: options });
 try {
   await mf.ready;
@@ -94,9 +97,9 @@ try {
     const d =
       i === 0
         ? ""
-        : `  CPU vs ${variants[0].name}: ${(median(diffs[i]) * 1000).toFixed(0)} µs [${diffs[i].map((x) => (x * 1000).toFixed(0)).join(" ")}]`;
+        : `  CPU vs ${variants[0].name}: ${(middle(diffs[i]) * 1000).toFixed(0)} µs [${diffs[i].map((x) => (x * 1000).toFixed(0)).join(" ")}]`;
     console.log(
-      `  ${v.name.padEnd(10)} ${median(f.rps).toFixed(0).padStart(5)} beacons/s  CPU ${(median(f.cpu) * 1000).toFixed(0)} µs/beacon [${f.cpu.map((x) => (x * 1000).toFixed(0)).join(" ")}]${d}`,
+      `  ${v.name.padEnd(10)} ${middle(f.rps).toFixed(0).padStart(5)} beacons/s  CPU ${(middle(f.cpu) * 1000).toFixed(0)} µs/beacon [${f.cpu.map((x) => (x * 1000).toFixed(0)).join(" ")}]${d}`,
     );
   }
 } finally {

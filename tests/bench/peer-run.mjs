@@ -95,7 +95,10 @@ export function printPeerTable(r, header, rows, log = console.log) {
   for (const line of header) log(line);
   log(`${"".padEnd(30)}  ${"C++ (wasm)".padEnd(22)}  plain JS`);
   for (const [label, format] of rows) log(`${label.padEnd(30)}  ${format(r.cpp).padEnd(22)}  ${format(r.js)}`);
-  log(`\nratio (C++ throughput / JS throughput): ${r.ratio.toFixed(2)}×`);
+  const how = r.pairRatios
+    ? "the median over pairs of rounds of their geometric mean"
+    : "C++ throughput / JS throughput";
+  log(`\nratio (${how}): ${r.ratio.toFixed(2)}×`);
 }
 
 /** A peer bench run from the command line: run, print, list problems, merge the figures, exit 1 on a problem. */

@@ -70,15 +70,22 @@ namespace {
 // Every effect of a list that came with an answer known in advance succeeded: the run must now be
 // done with exactly that answer (a JS host would have ended it there without resuming). A broken
 // promise is a core bug that the JS host would turn into a wrong answer: stop the tests loudly.
+std::size_t g_promises_kept = 0;
+
 void check_promised_answer(const Runtime& runtime, std::uint32_t id, const std::string& promised) {
   const bool done = runtime.state(id) == Runtime::State::done;
-  if (done && runtime.data(id) == promised) return;
+  if (done && runtime.data(id) == promised) {
+    ++g_promises_kept;
+    return;
+  }
   std::fprintf(stderr, "answer known in advance not kept: promised %s, the run %s %s\n",
                promised.c_str(), done ? "ended with" : "went on with", runtime.data(id).c_str());
   std::abort();
 }
 
 }  // namespace
+
+std::size_t promises_kept() { return g_promises_kept; }
 
 json drive(Runtime& runtime, json message, std::int64_t& now_ms, const Performer& perform,
            const std::function<void(const json& effects)>& observe) {

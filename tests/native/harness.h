@@ -33,6 +33,10 @@ using Performer = std::function<json(const json& effect)>;
 json drive(Runtime& runtime, json message, std::int64_t& now_ms, const Performer& perform,
            const std::function<void(const json& effects)>& observe = nullptr);
 
+// How many answers known in advance (docs/abi.md) drive() has seen kept, in this process: a test
+// tells that a handler made its promise by the count going up.
+std::size_t promises_kept();
+
 struct HttpReply {
   int status = 0;
   json headers = json::object();
