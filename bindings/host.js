@@ -332,21 +332,12 @@ class Host {
           if (QUIET_KINDS.has(effect.kind)) quiet.add(effect.id);
         }
         const t1 = prof ? performance.now() : 0;
-        if (answer) {
-          // An answer known in advance (docs/abi.md): these effects are all the run waits for, and
-          // if every one succeeds the run ends with it — no resume of the core is needed.
-          while (!failure && inFlight.size > 0) await Promise.race(inFlight.keys());
-          if (!failure && settled.every((r) => r.ok === true)) {
-            if (prof) {
-              prof.perform_ms += t1 - t0;
-              prof.io_wait_ms += performance.now() - t1;
-              prof.effects += effects.length;
-            }
-            return answer;
-          }
-        }
+        // An answer known in advance (docs/abi.md): these effects are all the run waits for, and if
+        // every one succeeds the run ends with it — no resume of the core is needed.
+        if (answer) while (!failure && inFlight.size > 0) await Promise.race(inFlight.keys());
+        const answered = answer !== null && !failure && settled.every((r) => r.ok === true);
         // Waits for a result worth a resume: one that is not quiet, or the last one in flight.
-        while (!failure && !settled.some((r) => !quiet.has(r.id))) {
+        while (!answered && !failure && !settled.some((r) => !quiet.has(r.id))) {
           if (inFlight.size === 0) {
             if (settled.length === 0) throw new Error(`run ${id} waits with no effect in flight`);
             break;
@@ -361,6 +352,7 @@ class Host {
           prof.io_wait_ms += performance.now() - t1;
           prof.effects += effects.length;
         }
+        if (answered) return answer;
         core.resume(id, { now: Date.now(), results: settled.splice(0) }, prof);
       }
     } finally {
