@@ -126,20 +126,12 @@ Result<NewEvent> parse_new_event(const json& body) {
 Task<Result<Appended>> append_event(Context& ctx, NewEvent event) {
   std::string tenant_key = event.tenant_id.value_or("");
 
-  // The schema lookup and the idempotency lookup go out together.
-  using Found = Result<std::optional<std::string>>;
-  auto no_key = []() -> Task<Found> { co_return std::optional<std::string>{}; };
-  // Hoisted: g++-12 destroys a conditional temporary inside a co_await operand twice.
-  Task<Found> key_lookup = event.idempotency_key.empty()
-                               ? no_key()
-                               : EventStore::find_by_idempotency(tenant_key, event.idempotency_key);
-  auto [schema_text, by_key] =
-      co_await when_all(EventStore::schema_for(event.event_type), std::move(key_lookup));
-  if (!schema_text) co_return std::move(schema_text).error();
-  if (!by_key) co_return std::move(by_key).error();
-  if (*by_key) co_return Appended{**by_key, true};
-  if (*schema_text) {
-    auto doc = parse_json(**schema_text);
+  // The schema and the idempotency key are looked up by one statement (one D1 round trip).
+  SS_CO_TRY(EmitLookup found,
+            co_await EventStore::emit_lookup(event.event_type, tenant_key, event.idempotency_key));
+  if (found.existing_event_id) co_return Appended{*found.existing_event_id, true};
+  if (found.schema_json) {
+    auto doc = parse_json(*found.schema_json);
     auto schema = doc ? JsonSchema::parse(*doc) : Result<JsonSchema>(doc.error());
     if (schema) {
       std::vector<json> violations = schema->validate(event.payload);

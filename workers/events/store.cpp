@@ -8,12 +8,13 @@ namespace {
 
 // ---- events
 
-constexpr std::string_view kSchemaFor = R"sql(
-SELECT schema_json FROM events_schema WHERE event_type = ?1
-)sql";
-
-constexpr std::string_view kFindByIdempotency = R"sql(
-SELECT event_id FROM events WHERE COALESCE(tenant_id, '') = ?1 AND idempotency_key = ?2
+// What an emit must know before it writes, in one round trip: the JSON Schema registered for the
+// type (NULL: none) and the tenant's event already holding the idempotency key (NULL: none, and
+// always NULL when ?3 is NULL, an emit without a key). One row, always.
+constexpr std::string_view kEmitLookup = R"sql(
+SELECT (SELECT schema_json FROM events_schema WHERE event_type = ?1) AS schema_json,
+       (SELECT event_id FROM events
+        WHERE COALESCE(tenant_id, '') = ?2 AND idempotency_key = ?3) AS event_id
 )sql";
 
 constexpr std::string_view kInsertEvent = R"sql(
@@ -676,11 +677,6 @@ struct EventIdRow {
   static EventIdRow decode(RowReader& r) { return EventIdRow{r.text("event_id")}; }
 };
 
-struct SchemaTextRow {
-  std::string schema_json;
-  static SchemaTextRow decode(RowReader& r) { return SchemaTextRow{r.text("schema_json")}; }
-};
-
 struct KeyRow {
   std::int64_t seq = 0;
   std::string dedupe_key;
@@ -1065,18 +1061,30 @@ ConsumerHealthRow ConsumerHealthRow::decode(RowReader& r) {
 
 // ---- EventStore
 
-Task<Result<std::optional<std::string>>> EventStore::schema_for(const std::string& event_type) {
-  json params = json::array({event_type});
-  SS_CO_TRY(D1Result fetched, co_await db().first(kSchemaFor, params));
-  SS_CO_TRY(std::optional<SchemaTextRow> row, fetched.first_as<SchemaTextRow>());
-  if (!row) co_return std::optional<std::string>{};
-  co_return std::optional<std::string>{std::move(row->schema_json)};
+EmitLookup EmitLookup::decode(RowReader& r) {
+  EmitLookup out;
+  out.schema_json = r.nullable_text("schema_json");
+  out.existing_event_id = r.nullable_text("event_id");
+  return out;
 }
 
-Task<Result<std::optional<std::string>>> EventStore::find_by_idempotency(
-    const std::string& tenant_key, const std::string& key) {
-  json params = json::array({tenant_key, key});
-  SS_CO_RETURN_AWAIT(first_event_id(kFindByIdempotency, params));
+namespace {
+Result<EmitLookup> decode_emit_lookup(json&& value) {
+  Result<D1Result> fetched = D1::first_result(std::move(value));
+  if (!fetched) return std::move(fetched).error();
+  Result<std::optional<EmitLookup>> row = fetched->first_as<EmitLookup>();
+  if (!row) return std::move(row).error();
+  if (!*row) return Error{ErrorCode::internal, "emit lookup: no row"};
+  return std::move(**row);
+}
+}  // namespace
+
+EffectOf<EmitLookup> EventStore::emit_lookup(const std::string& event_type,
+                                             const std::string& tenant_key,
+                                             const std::string& idempotency_key) {
+  json params = json::array(
+      {event_type, tenant_key, idempotency_key.empty() ? json(nullptr) : json(idempotency_key)});
+  return db().first_decoded<EmitLookup>(kEmitLookup, std::move(params), decode_emit_lookup);
 }
 
 namespace {

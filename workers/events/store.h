@@ -91,13 +91,20 @@ struct AgedEvent {
   static AgedEvent decode(RowReader& r);
 };
 
+// What an emit reads before it writes (one statement, one D1 round trip).
+struct EmitLookup {
+  std::optional<std::string> schema_json;        // the JSON Schema registered for the type
+  std::optional<std::string> existing_event_id;  // the tenant's event holding the idempotency key
+  static EmitLookup decode(RowReader& r);
+};
+
 class EventStore {
  public:
-  // The JSON Schema text registered for a type, if any.
-  static Task<Result<std::optional<std::string>>> schema_for(const std::string& event_type);
-  // The event already holding (tenant, idempotency key), if any.
-  static Task<Result<std::optional<std::string>>> find_by_idempotency(const std::string& tenant_key,
-                                                                      const std::string& key);
+  // The schema of `event_type` and the event already holding (tenant, idempotency key) — the key
+  // empty: none is looked for.
+  static EffectOf<EmitLookup> emit_lookup(const std::string& event_type,
+                                          const std::string& tenant_key,
+                                          const std::string& idempotency_key);
   // true when the row was written; false when a constraint (event_id, idempotency) ignored it.
   static Task<Result<bool>> insert(const EventInsert& event);
   // The same INSERT OR IGNORE for many events, to commit in a batch (the ledger's own events: no
