@@ -12,7 +12,9 @@ namespace ss {
 namespace {
 
 inline constexpr std::size_t kMaxTenantBody = 64 * 1024;
-inline constexpr std::size_t kMinSecretLength = 16;
+// Any non-empty secret is taken (the contract sets no minimum; scripts/provision and scripts/dev
+// generate 32 random bytes); only its SHA-256 digest is stored.
+inline constexpr std::size_t kMinSecretLength = 1;
 inline constexpr std::size_t kMaxSecretLength = 512;
 
 Task<Result<Response>> health(Context& ctx, const Request&, const Params&) {

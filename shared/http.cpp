@@ -187,40 +187,73 @@ Router& Router::add(std::string method, std::string pattern, Handler handler) {
   return *this;
 }
 
-Task<Response> Router::dispatch(Context& ctx, const Request& req) const {
+const Router::Route* Router::select(const Request& req, Params& chosen_params,
+                                    std::string& allow) const {
   std::vector<std::string> segments = split_path(req.path);
   for (auto& s : segments) s = percent_decode(s);
-  std::string allow;
+  // The path's most specific patterns (the most literal segments) decide alone: GET on
+  // /api/leads/submit is a 405 naming POST, not a GET /api/leads/{id}. Among them, the first route
+  // registered for the method runs.
+  const Route* chosen = nullptr;
+  std::size_t best = 0;
+  bool any = false;  // a route matched the path
   for (const Route& route : routes_) {
     if (route.segments.size() != segments.size()) continue;
     Params params;
     bool match = true;
+    std::size_t literals = 0;
     for (std::size_t i = 0; i < segments.size() && match; ++i) {
       const std::string& pat = route.segments[i];
       if (pat.size() > 2 && pat.front() == '{' && pat.back() == '}') {
         params[pat.substr(1, pat.size() - 2)] = segments[i];
       } else if (pat != segments[i]) {
         match = false;
+      } else {
+        ++literals;
       }
     }
-    if (!match) continue;
+    if (!match || (any && literals < best)) continue;
+    if (!any || literals > best) {
+      any = true;
+      best = literals;
+      chosen = nullptr;
+      allow.clear();
+    }
     bool method_ok = route.method == req.method || (route.method == "GET" && req.method == "HEAD");
-    if (!method_ok) {
-      if (allow.find(route.method) == std::string::npos) {
-        allow += allow.empty() ? route.method : ", " + route.method;
+    if (method_ok) {
+      if (!chosen) {
+        chosen = &route;
+        chosen_params = std::move(params);
       }
       continue;
     }
-    Result<Response> result = co_await route.handler(ctx, req, params);
-    if (!result) co_return Response::from_error(result.error());
-    co_return std::move(result).value();
+    if (allow.find(route.method) == std::string::npos) {
+      allow += allow.empty() ? route.method : ", " + route.method;
+      if (route.method == "GET") allow += ", HEAD";
+    }
   }
-  if (!allow.empty()) {
-    Error e{ErrorCode::method_not_allowed, req.method + " is not allowed on " + req.path};
-    e.allow = allow;
-    co_return Response::from_error(e);
-  }
-  co_return Response::from_error(Error{ErrorCode::not_found, "no route for " + req.path});
+  return chosen;
+}
+
+namespace {
+// 405 with Allow when the path takes other methods, else 404.
+Response no_route(const Request& req, const std::string& allow) {
+  if (allow.empty())
+    return Response::from_error(Error{ErrorCode::not_found, "no route for " + req.path});
+  Error e{ErrorCode::method_not_allowed, req.method + " is not allowed on " + req.path};
+  e.allow = allow;
+  return Response::from_error(e);
+}
+}  // namespace
+
+Task<Response> Router::dispatch(Context& ctx, const Request& req) const {
+  Params params;
+  std::string allow;
+  const Route* route = select(req, params, allow);
+  if (!route) co_return no_route(req, allow);
+  Result<Response> result = co_await route->handler(ctx, req, params);
+  if (!result) co_return Response::from_error(result.error());
+  co_return std::move(result).value();
 }
 
 std::string media_type_of(const Request& req) {

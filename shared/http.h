@@ -80,6 +80,9 @@ class Router {
     std::vector<std::string> segments;
     Handler handler;
   };
+  // The route to run for (method, path) with its parameters; null when none: then `allow` names
+  // the methods the path takes (405), or is empty (404).
+  const Route* select(const Request& req, Params& params, std::string& allow) const;
   std::vector<Route> routes_;
 };
 

@@ -236,8 +236,42 @@ TEST_CASE("unknown routes are 404 and wrong methods 405 with Allow, as JSON") {
   post["request"]["method"] = "POST";
   out = native::drive(rt, post, now, [](const json& e) { return e; });
   CHECK(out["status"] == 405);
-  CHECK(out["headers"]["allow"] == "GET");
+  CHECK(out["headers"]["allow"] == "GET, HEAD");  // HEAD is served wherever GET is
   CHECK(parse_json(out["body"].get<std::string>())->at("error").at("code") == "method_not_allowed");
+}
+
+TEST_CASE(
+    "the most specific pattern decides: a literal route's wrong method is 405, not a {param} "
+    "route") {
+  App app = make_test_app();
+  std::vector<std::string> ran;
+  auto handler = [&ran](std::string name) {
+    return [&ran, name](Context&, const Request&, const Params& p) -> Task<Result<Response>> {
+      ran.push_back(name + (p.count("id") ? ":" + p.at("id") : ""));
+      co_return Response::json_body(200, json::object());
+    };
+  };
+  app.router.add("POST", "/items/submit", handler("submit"))
+      .add("GET", "/items/{id}", handler("get"))
+      .add("DELETE", "/items/{id}", handler("delete"));
+  Runtime rt(app);
+  std::int64_t now = 0;
+  auto call = [&](const std::string& method, const std::string& path) {
+    json m = fetch_message(path);
+    m["request"]["method"] = method;
+    return native::drive(rt, m, now, [](const json& e) { return e; });
+  };
+  json out = call("GET", "/items/submit");
+  CHECK(out["status"] == 405);
+  CHECK(out["headers"]["allow"] == "POST");
+  CHECK(call("DELETE", "/items/submit")["status"] == 405);
+  CHECK(ran.empty());
+  CHECK(call("POST", "/items/submit")["status"] == 200);
+  CHECK(call("GET", "/items/42")["status"] == 200);
+  out = call("PUT", "/items/42");
+  CHECK(out["status"] == 405);
+  CHECK(out["headers"]["allow"] == "GET, HEAD, DELETE");
+  CHECK(ran == std::vector<std::string>{"submit", "get:42"});
 }
 
 TEST_CASE("ULIDs from a run are unique, sorted and refill entropy through crypto.random") {

@@ -19,7 +19,7 @@ Error unauthenticated() {
                "X-SiteSwarm-Tenant-Token"};
 }
 Error admin_unauthorized() {
-  return Error{ErrorCode::unauthorized,
+  return Error{ErrorCode::unauthenticated_tenant,
                "tenant admin authentication failed: send a valid X-SiteSwarm-Tenant-Id and "
                "Authorization: Bearer <tenant admin token>"};
 }
@@ -128,6 +128,13 @@ Task<Result<Tenant>> authenticate_tenant(Context& ctx, const Request& req) {
   tenant.capability_version = req.header("x-siteswarm-capability-version");
   SS_CO_CHECK(check_capability_version(tenant.capability_version));
   co_return tenant;
+}
+
+Task<Result<Tenant>> authenticate_tenant_reader(Context& ctx, const Request& req) {
+  if (!bearer_token(req).empty() && req.header("x-siteswarm-tenant-token").empty()) {
+    SS_CO_RETURN_AWAIT(authenticate_tenant_admin(ctx, req));
+  }
+  SS_CO_RETURN_AWAIT(authenticate_tenant(ctx, req));
 }
 
 Task<Result<Tenant>> authenticate_tenant_admin(Context& ctx, const Request& req) {

@@ -30,6 +30,10 @@ bool is_valid_tenant_id(std::string_view id);
 Task<Result<Tenant>> authenticate_tenant(Context& ctx, const Request& req);
 // X-SiteSwarm-Tenant-Id + Authorization: Bearer <tenant admin token>.
 Task<Result<Tenant>> authenticate_tenant_admin(Context& ctx, const Request& req);
+// A tenant's own reads (stats, monitor overviews): its tenant token (what a site's delegation sends)
+// or its tenant admin token (what a dashboard or a script sends) both prove the tenant; the admin
+// token is used when a bearer token comes without X-SiteSwarm-Tenant-Token.
+Task<Result<Tenant>> authenticate_tenant_reader(Context& ctx, const Request& req);
 // Authorization: Bearer <PLATFORM_ADMIN_TOKEN> (401 unauthorized otherwise, also when unset).
 Task<Status> authenticate_operator(Context& ctx, const Request& req);
 

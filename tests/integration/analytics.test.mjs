@@ -331,6 +331,6 @@ describe("analytics: beacons on virtual days", () => {
     assert.match(html, /<h2>Pages<\/h2>/);
     assert.doesNotMatch(html, /<script/);
     const tenantOnly = await mesh.fetch("analytics", "/dashboard", { headers: mesh.tenantHeaders("bakery") });
-    await errorOf(tenantOnly, 401, "unauthorized");
+    await errorOf(tenantOnly, 401, "unauthenticated_tenant");
   });
 });

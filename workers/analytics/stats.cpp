@@ -104,20 +104,11 @@ Task<Result<json>> read_stats(const AnalyticsStore& store, const std::string& te
 
 namespace {
 
-// Stats are the tenant's own: its tenant token (what the site's delegation sends) or its tenant
-// admin token (what an operator's dashboard sends) both prove it; the tenant id comes from them,
-// so no parameter can name another tenant.
-Task<Result<Tenant>> authenticate_reader(Context& ctx, const Request& req) {
-  if (!bearer_token(req).empty() && req.header("x-siteswarm-tenant-token").empty()) {
-    SS_CO_RETURN_AWAIT(authenticate_tenant_admin(ctx, req));
-  }
-  SS_CO_RETURN_AWAIT(authenticate_tenant(ctx, req));
-}
-
 Task<Result<Response>> get_stats(Context& ctx, const Request& req, const Params&) {
   apply_test_clock(ctx, req);
   const std::int64_t now = ctx.now_ms();  // before any effect moves the clock
-  SS_CO_TRY(Tenant tenant, co_await authenticate_reader(ctx, req));
+  // Stats are the tenant's own: the tenant id comes from its token, no parameter can name another.
+  SS_CO_TRY(Tenant tenant, co_await authenticate_tenant_reader(ctx, req));
   SS_CO_TRY(StatsQuery query, parse_stats_query(req, now));
   AnalyticsStore store{std::string(kAnalyticsDb)};
   SS_CO_TRY(json body, co_await read_stats(store, tenant.id, query));

@@ -27,7 +27,7 @@ Task<Result<TenantRow>> authenticate_admin(Context& ctx, const Request& req) {
   std::string id = req.header("x-siteswarm-tenant-id");
   std::string token = bearer_token(req);
   if (id.empty() || !is_valid_tenant_id(id) || token.empty()) {
-    co_return Error{ErrorCode::unauthorized,
+    co_return Error{ErrorCode::unauthenticated_tenant,
                     "send X-SiteSwarm-Tenant-Id and Authorization: Bearer <tenant admin token>"};
   }
   auto [found, digest] =
@@ -36,7 +36,7 @@ Task<Result<TenantRow>> authenticate_admin(Context& ctx, const Request& req) {
   if (!digest) co_return std::move(digest).error();
   std::optional<TenantRow>& row = *found;
   if (!row || !row->enabled || !constant_time_equal(row->admin_token_hash, *digest)) {
-    co_return Error{ErrorCode::unauthorized, "unknown tenant or bad tenant admin token"};
+    co_return Error{ErrorCode::unauthenticated_tenant, "unknown tenant or bad tenant admin token"};
   }
   co_return std::move(*row);
 }
@@ -187,7 +187,8 @@ Task<Result<Response>> post_override(Context& ctx, const Request& req, const Par
     change.entity_ref = "override:" + o.id;
     change.detail = json_object({{"id", o.id}, {"closedNow", o.closed_now}});
     change.statements.push_back(CmsStore::insert_override_statement(content.tenant_id, o));
-    change.answer = json_object({{"override", override_json(o)}});
+    // The new id at the top level too, as every create of the platform answers it.
+    change.answer = json_object({{"id", o.id}, {"override", override_json(o)}});
     change.status = 201;
     content.overrides.push_back(std::move(o));
     co_return change;
@@ -233,7 +234,7 @@ Task<Result<Response>> post_announcement(Context& ctx, const Request& req, const
     change.entity_ref = "announcement:" + a.id;
     change.detail = json_object({{"id", a.id}, {"level", a.level}});
     change.statements.push_back(CmsStore::upsert_announcement_statement(content.tenant_id, a));
-    change.answer = json_object({{"announcement", announcement_json(a)}});
+    change.answer = json_object({{"id", a.id}, {"announcement", announcement_json(a)}});
     change.status = 201;
     content.announcements.push_back(std::move(a));
     co_return change;

@@ -112,9 +112,12 @@ Result<LeadsConfig> parse_config(const json& config, bool allow_local) {
     c.turnstile_required = mode == "required";
   }
   if (const json* v = find_field(config, "rateLimit")) {
-    auto limit = get_int(*v, "limit");
+    if (!v->is_object()) return bad("rateLimit", R"(must be an object {"limit","periodSeconds"})");
+    // Either key may be left out: its default stands (5 per 60 s).
+    auto limit =
+        v->contains("limit") ? get_int(*v, "limit") : std::optional<std::int64_t>{c.rate_limit};
     auto period = get_int(*v, "periodSeconds");
-    if (!v->is_object() || !limit || *limit < 1 || *limit > 10000) {
+    if (!limit || *limit < 1 || *limit > 10000) {
       return bad("rateLimit.limit", "must be 1–10000");
     }
     if (period && (*period < 1 || *period > 86400))
@@ -189,7 +192,7 @@ Result<LeadsConfig> parse_config(const json& config, bool allow_local) {
       return bad("notify.webhook.url", "must be a public https:// URL: " + url.error().message);
     ch.url = url->href;  // normalised: the host judged here is the host called
     if (ch.secret.size() < kMinWebhookSecret || ch.secret.size() > 256) {
-      return bad("notify.webhook.secret", "must be 16–256 characters");
+      return bad("notify.webhook.secret", "must be a string of 1–256 characters");
     }
     c.webhook = std::move(ch);
   }

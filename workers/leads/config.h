@@ -17,7 +17,7 @@ inline constexpr int kDefaultRateLimit = 5;
 inline constexpr int kDefaultRatePeriodSeconds = 60;
 inline constexpr std::size_t kMaxExtraFields = 30;
 inline constexpr std::size_t kMaxRecipients = 10;
-inline constexpr std::size_t kMinWebhookSecret = 16;
+inline constexpr std::size_t kMinWebhookSecret = 1;  // any non-empty secret (the tenant's choice)
 
 struct EmailChannel {
   std::string provider;  // resend | sendgrid

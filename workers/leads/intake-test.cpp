@@ -458,9 +458,9 @@ TEST_CASE(
   CHECK(csv.find(id) == std::string::npos);
   CHECK(l.rows("SELECT * FROM leads").size() == 1);
   check_error(l.mesh.request("leads", "GET", "/api/leads", {{"X-SiteSwarm-Tenant-Id", "bakery"}}),
-              401, "unauthorized");
+              401, "unauthenticated_tenant");
   check_error(l.mesh.request("leads", "GET", "/api/leads", l.admin("bakery", kBakeryToken)), 401,
-              "unauthorized");
+              "unauthenticated_tenant");
 }
 
 TEST_CASE("tenant admin: newest first with cursors, one lead with history, erasure") {
