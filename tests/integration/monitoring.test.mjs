@@ -297,6 +297,26 @@ describe("monitoring: incidents and alerts", () => {
     assert.equal(up.incident, null);
   });
 
+  it("three cron firings seconds apart (real scheduled events, as an operator triggers them) probe three times and open the incident", async () => {
+    await jsonOf(await put("manual", monitor()), 201);
+    origin.status = 503;
+    const worker = await mesh.mf.getWorker("siteswarm-synthetic-monitoring");
+    for (let i = 0; i < 3; i++) {
+      const before = await probeCount("manual");
+      await worker.scheduled({ cron: "*/5 * * * *", scheduledTime: new Date() });
+      await waitFor(async () => (await probeCount("manual")) > before, `probe ${i + 1}`);
+    }
+    await waitFor(async () => (await pendingAlerts()) === 0, "alerts to settle", 20_000);
+    assert.equal(await probeCount("manual"), 3);
+    const down = await monitorView("manual");
+    assert.equal(down.state, "down");
+    assert.equal(down.incident.reason, "status_mismatch");
+    assert.equal(mesh.stubs.find("/v2/enqueue").length, 1);
+    // The status page shows it at once (its cached copy is dropped when the state changes).
+    const status = await jsonOf(await mesh.fetch("monitoring", "/status/bakery.json"), 200);
+    assert.equal(status.monitors.find((m) => m.id === "manual").state, "down");
+  });
+
   it("an alert endpoint down then up: each alert arrives exactly once", async () => {
     await jsonOf(await put("retry", monitor()), 201);
     origin.status = 500;

@@ -7,6 +7,7 @@
 #include "shared/url_guard.h"
 #include "workers/monitoring/incident.h"
 #include "workers/monitoring/probe.h"
+#include "workers/monitoring/status_page.h"
 #include "workers/monitoring/store.h"
 
 #include <algorithm>
@@ -236,6 +237,13 @@ Task<Result<bool>> probe_monitor(Context& ctx, const std::string& tenant, const 
     co_return std::move(committed).error();
   }
 
+  // What the status page shows changed: up ↔ down (or a first probe), an incident opened or closed.
+  const bool was_ok =
+      row->last_probe.is_object() && get_bool(row->last_probe, "ok").value_or(false);
+  if (!row->last_probe.is_object() || was_ok != result.ok || st.transition != Transition::none) {
+    co_await forget_status(ctx, tenant);
+  }
+
   // After the commit: the outbox rows exist, so a lost queue message only delays an alert.
   if (!commit.alerts.empty()) {
     std::vector<json> jobs;
@@ -258,7 +266,10 @@ Task<Result<bool>> probe_monitor(Context& ctx, const std::string& tenant, const 
 }
 
 Task<Status> run_cron(Context& ctx, const std::string& cron) {
-  SS_CO_RETURN_AWAIT(run_tick(ctx, ctx.now_ms() / kTickMs, cron));
+  // Each firing is a tick of its own, keyed by the time it runs (epoch ms): firings minutes apart,
+  // or seconds apart when an operator triggers them by hand, each probe; two at the same instant
+  // probe once, and a probe still running holds its monitor against the next (the lease).
+  SS_CO_RETURN_AWAIT(run_tick(ctx, ctx.now_ms(), cron));
 }
 
 Task<Status> run_tick(Context& ctx, std::int64_t tick, const std::string& cron) {
@@ -312,14 +323,14 @@ Task<QueueOutcome> consume(Context& ctx, std::vector<QueueMessage> batch) {
 
 namespace {
 
-// POST /__test/tick {"tick": n} (SITESWARM_TEST_HOOKS=1 only): the cron for a chosen tick, so
-// workerd tests can run several ticks within five real minutes.
+// POST /__test/tick {"tick": n} (SITESWARM_TEST_HOOKS=1 only): the cron as if fired at n × 5 minutes
+// (epoch ms n × kTickMs), so workerd tests can run several ticks at chosen times.
 Task<Result<Response>> test_tick(Context& ctx, const Request& req, const Params&) {
   if (!ctx.test_hooks_enabled()) co_return Error{ErrorCode::not_found, "no route for /__test/tick"};
   SS_CO_TRY(json body, parse_json_object(req.body));
   auto tick = get_int(body, "tick");
   if (!tick) co_return Error{ErrorCode::invalid_request, "tick must be an integer"};
-  SS_CO_CHECK(co_await run_tick(ctx, *tick, "test"));
+  SS_CO_CHECK(co_await run_tick(ctx, *tick * kTickMs, "test"));
   co_return Response::json_body(200, json_object({{"ok", true}, {"tick", *tick}}));
 }
 

@@ -30,8 +30,9 @@ inline constexpr int kMinRollupRetentionDays = 90;
 inline constexpr int kPruneBatch = 5000;
 
 Task<Status> run_cron(Context& ctx, const std::string& cron);
-// The cron's work for one tick (epoch ms / kTickMs): enqueue probes, re-enqueue stale alerts,
-// prune.
+// The cron's work for one tick (the time a firing runs, epoch ms; each monitor is probed at most
+// once per tick, and only for a tick later than its last): enqueue probes, re-enqueue stale
+// alerts, prune.
 Task<Status> run_tick(Context& ctx, std::int64_t tick, const std::string& cron);
 // POST /__test/tick (test hooks only).
 void add_test_routes(App& app);

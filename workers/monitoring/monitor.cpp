@@ -122,7 +122,9 @@ Status parse_alert_channels(const json& body, MonitorSpec& spec, bool allow_loca
 }
 
 Status parse_windows(const json& body, MonitorSpec& spec) {
+  // "maintenance" (what the API answers), or "maintenanceWindows" (the contract's words).
   const json* v = find_field(body, "maintenance");
+  if (v == nullptr) v = find_field(body, "maintenanceWindows");
   if (v == nullptr || v->is_null()) return Unit{};
   if (!v->is_array() || v->size() > kMaxWindows) {
     return field_error("maintenance", "must be a list of at most " + std::to_string(kMaxWindows) +

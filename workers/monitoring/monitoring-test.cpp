@@ -470,7 +470,10 @@ TEST_CASE("monitoring alerts: a maintenance window records probes and alerts not
   // The mesh clock starts at 2025-11-29T14:20:00Z; the window covers the next hour.
   json windows =
       json::array({json{{"start", "2025-11-29T14:00:00Z"}, {"end", "2025-11-29T15:00:00Z"}}});
-  REQUIRE(t.put("home", site({{"maintenance", windows}})).status == 201);
+  // Sent under the contract's words ("maintenanceWindows"), answered as "maintenance".
+  HttpReply saved = t.put("home", site({{"maintenanceWindows", windows}}));
+  REQUIRE(saved.status == 201);
+  CHECK(saved.body_json()["maintenance"] == windows);
   t.status = 503;
   for (int i = 0; i < 5; ++i) t.tick();
   CHECK(t.pagerduty.empty());
@@ -506,6 +509,31 @@ TEST_CASE("monitoring probe: each monitor is probed once per tick, however often
   t.probed.clear();
   t.tick();
   CHECK(t.probed == std::vector<std::string>{"https://site.example/menu"});
+}
+
+TEST_CASE("monitoring cron: every firing probes, two at the same instant probe once") {
+  Monitoring t;
+  REQUIRE(t.put("home", site()).status == 201);
+  t.status = 503;
+  auto fire = [&](std::int64_t at_ms) {
+    t.mesh.now_ms = at_ms;
+    json out = t.mesh.message("monitoring", json{{"op", "scheduled"}, {"cron", "*/5 * * * *"}});
+    CHECK(out["ok"] == true);
+    t.drain();
+  };
+  // Three firings within one five-minute window (an operator's manual triggers): three probes,
+  // three consecutive failures, so the incident opens and alerts fire once.
+  std::int64_t at = t.mesh.now_ms;
+  fire(at);
+  fire(at);  // a second firing at the same instant: no second probe
+  CHECK(t.probed.size() == 1);
+  fire(at + 1000);
+  fire(at + 2000);
+  CHECK(t.probed.size() == 3);
+  json m = t.monitor("home");
+  CHECK(m["state"] == "down");
+  CHECK(m["incident"].is_object());
+  CHECK(t.pagerduty.size() == 1);
 }
 
 TEST_CASE("monitoring history: uptime and latency over a seeded history") {
@@ -599,6 +627,46 @@ TEST_CASE("monitoring status page: HTML and JSON, public, escaped, cached") {
   CHECK(t.mesh.request("monitoring", "GET", "/status/bakery.json").body_json()["state"] == "down");
   CHECK(t.mesh.request("monitoring", "GET", "/status/unknown-tenant").status == 404);
   CHECK(t.mesh.request("monitoring", "GET", "/status/Bad..id").status == 404);
+}
+
+TEST_CASE("monitoring status page: what the page shows changing clears the cache at once") {
+  Monitoring t;
+  REQUIRE(t.put("home", site()).status == 201);
+  t.tick();
+  auto status = [&] {
+    return t.mesh.request("monitoring", "GET", "/status/bakery.json").body_json();
+  };
+  CHECK(status()["state"] == "up");  // cached now
+  // A probe that turns the monitor down (a firing a second later: well within the cache's 60 s)
+  // shows on the next view, not a minute later.
+  t.status = 503;
+  t.mesh.now_ms += 1000;
+  t.mesh.message("monitoring", json{{"op", "scheduled"}, {"cron", "*/5 * * * *"}});
+  t.drain();
+  REQUIRE(t.probed.size() == 2);
+  CHECK(status()["state"] == "down");
+  // Adding and removing monitors show at once.
+  REQUIRE(t.put("menu", json{{"url", "https://site.example/menu"}}).status == 201);
+  CHECK(status()["monitors"].size() == 2);
+  REQUIRE(
+      t.mesh.request("monitoring", "DELETE", "/admin/monitors/menu", t.admin_headers()).status ==
+      200);
+  CHECK(status()["monitors"].size() == 1);
+}
+
+TEST_CASE(
+    "monitoring overview: GET /v1/monitors takes the tenant token or the tenant admin token") {
+  Monitoring t;
+  REQUIRE(t.put("home", site()).status == 201);
+  HttpReply admin = t.mesh.request("monitoring", "GET", "/v1/monitors", t.admin_headers());
+  REQUIRE(admin.status == 200);
+  CHECK(admin.body_json()["monitors"].size() == 1);
+  auto wrong = t.admin_headers();
+  wrong["Authorization"] = "Bearer not-the-admin-token-0000";
+  CHECK(t.mesh.request("monitoring", "GET", "/v1/monitors", wrong).status == 401);
+  auto other = t.admin_headers();
+  other["X-SiteSwarm-Tenant-Id"] = "auto-repair";
+  CHECK(t.mesh.request("monitoring", "GET", "/v1/monitors", other).status == 401);
 }
 
 TEST_CASE("monitoring status page: every value is HTML-escaped") {

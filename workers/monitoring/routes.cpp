@@ -4,6 +4,7 @@
 #include "shared/rfc3339.h"
 #include "shared/tenant.h"
 #include "workers/monitoring/monitor.h"
+#include "workers/monitoring/status_page.h"
 #include "workers/monitoring/store.h"
 
 #include <cmath>
@@ -57,6 +58,7 @@ Task<Result<Response>> put_monitor(Context& ctx, const Request& req, const Param
                                                 spec.enabled, "api", now));
   SS_CO_TRY(std::optional<MonitorRow> saved, co_await store.find(tenant.id, id));
   if (!saved) co_return Error{ErrorCode::internal, "put_monitor(): the row vanished"};
+  co_await forget_status(ctx, tenant.id);
   co_return Response::json_body(created ? 201 : 200, admin_view(*saved));
 }
 
@@ -73,6 +75,7 @@ Task<Result<Response>> delete_monitor(Context& ctx, const Request& req, const Pa
   SS_CO_TRY(std::string id, monitor_id_param(params));
   SS_CO_TRY(bool removed, co_await MonitorStore().remove(tenant.id, id));
   if (!removed) co_return Error{ErrorCode::not_found, "no monitor " + id};
+  co_await forget_status(ctx, tenant.id);
   co_return Response::json_body(200, json_object({{"id", id}, {"deleted", true}}));
 }
 
@@ -97,7 +100,7 @@ Task<Result<Response>> monitor_alerts(Context& ctx, const Request& req, const Pa
 }
 
 Task<Result<Response>> v1_monitors(Context& ctx, const Request& req, const Params&) {
-  SS_CO_TRY(Tenant tenant, co_await authenticate_tenant(ctx, req));
+  SS_CO_TRY(Tenant tenant, co_await authenticate_tenant_reader(ctx, req));
   SS_CO_TRY(json overview, co_await monitors_overview(ctx, tenant.id, true));
   co_return Response::json_body(200, overview);
 }
@@ -190,8 +193,10 @@ Status validate_tenant_config(const Context& ctx, const json& config) {
 Task<Status> sync_tenant_monitors(Context& ctx, const std::string& tenant_id, const json& config) {
   SS_CO_TRY(std::vector<DeclaredMonitor> declared,
             parse_declared_monitors(config, ctx.allow_local_outbound()));
-  SS_CO_RETURN_AWAIT(
-      MonitorStore().sync_config_monitors(tenant_id, declared, format_rfc3339(ctx.now_ms())));
+  SS_CO_CHECK(co_await MonitorStore().sync_config_monitors(tenant_id, declared,
+                                                           format_rfc3339(ctx.now_ms())));
+  co_await forget_status(ctx, tenant_id);
+  co_return Unit{};
 }
 
 json redact_tenant_config(json config) {

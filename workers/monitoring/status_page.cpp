@@ -80,6 +80,16 @@ Task<Result<json>> build_status(Context& ctx, const std::string& tenant) {
                          {"incidents", recent}});
 }
 
+}  // namespace
+
+Task<Unit> forget_status(Context& ctx, const std::string& tenant) {
+  auto removed = co_await Kv(kCacheBinding).remove(cache_key(tenant));
+  if (!removed) ctx.log("status cache not cleared: " + removed.error().message);
+  co_return Unit{};
+}
+
+namespace {
+
 // The cached status data, or a fresh build (then cached). KV trouble only costs the cache.
 Task<Result<json>> status_data(Context& ctx, const std::string& tenant) {
   Kv kv(kCacheBinding);
