@@ -123,6 +123,8 @@ describe("cms Studio API", () => {
       }),
       201,
     );
+    assert.match(created.id, /^[0-9A-HJKMNP-TV-Z]{26}$/); // the new id at the top level, as every create answers it
+    assert.equal(created.id, created.override.id);
     const status = await jsonOf(await read("/v1/status?at=2026-12-24T15:00:00Z"), 200);
     assert.equal(status.open, false);
     assert.equal(status.reason, "override");
@@ -269,10 +271,11 @@ describe("cms replayed answers (the host repeats a kept answer while KV holds it
   it("a Studio write is seen by the very next read, not a replay of the old version", async () => {
     await warm("/v1/content");
     const before = await jsonOf(await read("/v1/content", { tenant }), 200);
-    await jsonOf(
+    const published = await jsonOf(
       await studio("POST", "/admin/v1/announcements", { text: "Replays end here", level: "info" }, { tenant }),
       201,
     );
+    assert.equal(published.id, published.announcement.id);
     const after = await read("/v1/content", { tenant });
     assert.ok(!replayed(after));
     const body = await jsonOf(after, 200);

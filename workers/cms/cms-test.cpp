@@ -159,6 +159,10 @@ TEST_CASE("cms: /v1/status follows the hours in the tenant's zone") {
   CHECK(closed["open"] == false);
   CHECK(closed["reason"] == "closed");
   CHECK(closed["nextChange"] == "2026-06-02T11:00:00Z");
+  // An offset sent without percent-encoding ("+" reads as a space in a query string) and encoded.
+  CHECK(t.get("/v1/status?at=2026-06-02T12:00:00+02:00").body_json()["open"] == false);
+  CHECK(t.get("/v1/status?at=2026-06-02T12:00:00%2B02:00").body_json()["open"] == false);
+  CHECK(t.get("/v1/status?at=2026-06-02T08:00:00-04:00").body_json()["open"] == true);
   // Without at: now (Monday 08:00 EDT, closed on Mondays).
   json now = t.get("/v1/status").body_json();
   CHECK(now["open"] == false);
@@ -237,6 +241,23 @@ TEST_CASE("cms: an emergency closure closes now until its end") {
                             json{{"closedNow", true}, {"until", "2026-06-01T00:00:00Z"}});
   CHECK(past.status == 400);
   CHECK(past.body_json()["error"]["field"] == "until");
+  // Closed "for the foreseeable future": an instant past the zone data's years is fine.
+  HttpReply far = t.studio("POST", "/admin/v1/overrides",
+                           json{{"closedNow", true}, {"until", "2099-12-31T00:00:00Z"}});
+  REQUIRE(far.status == 201);
+  CHECK(far.body_json()["id"] == far.body_json()["override"]["id"]);
+  CHECK(t.get("/v1/status").body_json()["open"] == false);
+}
+
+TEST_CASE("cms: an announcement may run until 2099") {
+  Cms t;
+  HttpReply r =
+      t.studio("POST", "/admin/v1/announcements",
+               json{{"text", "Gluten-free every day"}, {"endsAt", "2099-12-31T00:00:00Z"}});
+  REQUIRE(r.status == 201);
+  CHECK(r.body_json()["id"] == r.body_json()["announcement"]["id"]);
+  CHECK(r.body_json()["announcement"]["endsAt"] == "2099-12-31T00:00:00Z");
+  CHECK(t.get("/v1/content").body_json()["announcements"].size() == 2);  // the seed one and this
 }
 
 TEST_CASE("cms: announcements: scheduled ones stay out of /v1/content until they start") {
@@ -651,7 +672,7 @@ TEST_CASE("cms: a read from the kept copy with the tenant cache standing for D1 
   CHECK(t.get("/v1/content", "bakery", "wrong-token-000000000000").replay.is_null());
   t.fail(false, true);  // KV down
   CHECK(t.get("/v1/content").replay.is_null());
-  t.fail(true, false);  // D1 down, KV answers: the token is checked against the KV copy
+  t.fail(true, false);      // D1 down, KV answers: the token is checked against the KV copy
   t.mesh.now_ms += 31'000;  // the cached tenant row is stale
   HttpReply d1_down = t.get("/v1/content");
   CHECK(d1_down.status == 200);

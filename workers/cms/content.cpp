@@ -348,7 +348,10 @@ Task<Result<json>> content_answer(Context& ctx, const Request& req) {
 Result<std::int64_t> at_param(const Context& ctx, const Request& req) {
   auto it = req.query.find("at");
   if (it == req.query.end() || it->second.empty()) return now_seconds(ctx);
-  auto ms = parse_rfc3339(it->second);
+  // An unencoded "+02:00" arrives as " 02:00" (a query string's "+" is a space): read it as meant.
+  std::string at = it->second;
+  if (std::size_t sp = at.find(' '); sp != std::string::npos && sp >= 19) at[sp] = '+';
+  auto ms = parse_rfc3339(at);
   // Years the schedule can be computed for; the zone data is exact from 2020 through 2037.
   static constexpr std::int64_t kMinAt = days_from_civil(1970, 1, 1) * kMsPerDay;
   static constexpr std::int64_t kMaxAt = days_from_civil(2100, 1, 1) * kMsPerDay;

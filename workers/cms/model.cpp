@@ -31,14 +31,15 @@ std::string window_text() {
   return "between " + std::to_string(kFirstYear) + " and " + std::to_string(kLastYear);
 }
 
-// An optional RFC 3339 instant (absent or null → nullopt) in seconds.
+// An optional RFC 3339 instant (absent or null → nullopt) in seconds. Any instant: an announcement
+// may end "never" (2099) or have started long ago; only local dates and times (hours, date
+// overrides) need the zone data's window.
 Result<std::optional<std::int64_t>> optional_instant(const json& body, const char* field) {
   const json* v = find_field(body, field);
   if (v == nullptr || v->is_null()) return std::optional<std::int64_t>{};
   if (!v->is_string()) return field_error(field, "must be an RFC 3339 date-time or null");
   auto ms = parse_rfc3339(v->get<std::string>());
   if (!ms) return field_error(field, "must be an RFC 3339 date-time, e.g. 2026-05-25T14:00:00Z");
-  if (!in_window(*ms)) return field_error(field, "must be " + window_text());
   std::int64_t seconds = *ms >= 0 ? *ms / 1000 : (*ms - 999) / 1000;
   return std::optional<std::int64_t>{seconds};
 }
