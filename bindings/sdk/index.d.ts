@@ -2,8 +2,10 @@
 
 /** The options of {@link delegate}. */
 export interface DelegateOptions {
-  /** The app's `appId` from its manifest (`[a-z0-9][a-z0-9-]{0,62}`). */
-  appId: string;
+  /** The app's `appId` (`[a-z0-9][a-z0-9-]{0,62}`). Default: `manifest.appId`, else `env.SITESWARM_APP_ID`. */
+  appId?: string;
+  /** The app's manifest: its `appId` and the capability versions sent per binding. */
+  manifest?: ClientManifest;
   /** Name of the secret binding holding the tenant token. Default `"SITESWARM_TENANT_TOKEN"`. */
   tokenBinding?: string;
   /** Semver of the capability the app speaks, sent as `X-SiteSwarm-Capability-Version`. Default `"1.0.0"`. */
@@ -20,13 +22,14 @@ export interface ServiceBinding {
 /**
  * Forwards a public request to a platform worker over a Service Binding. Drops every incoming
  * `X-SiteSwarm-*` header and sets the app's own tenant id, token and capability version.
- * Answers `503 {"error":{"code":"service_unavailable"}}` when the binding or the token is missing.
+ * Answers `503 {"error":{"code":"service_unavailable"}}` when the binding, the app id or the token
+ * is missing, or when the binding throws.
  */
 export function delegate(
   request: Request,
   env: Record<string, unknown>,
   bindingName: string,
-  options: DelegateOptions,
+  options?: DelegateOptions,
 ): Promise<Response>;
 
 /** A copy of `incoming` without any `X-SiteSwarm-*` header, plus the app's own three. */

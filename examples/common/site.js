@@ -44,9 +44,13 @@ const FALLBACK_SUMMARY = "Sorry, your message could not be sent right now. Pleas
  * @param {object} options
  * @param {import("@siteswarm/sdk").SwarmConfig} options.manifest the app's swarm.config
  * @param {string} options.service the app's worker name (its wrangler `name`), reported by /health
+ * @param {string} [options.version] the app's semver, reported by /health (default: the manifest's
+ *   `version`, else 1.0.0)
  * @param {Record<string, string>} [options.labels] field name → label, for the error summary
  */
-export function createSite({ manifest, service, labels = {} }) {
+export function createSite({ manifest, service, version, labels = {} }) {
+  // Every worker's /health: {"ok":true,"service","version"}, the client apps' too.
+  const appVersion = version ?? (typeof manifest.version === "string" ? manifest.version : "1.0.0");
   const { appId, capabilities = {} } = manifest;
   const routes = DELEGATED.filter((r) => r.capability in capabilities);
   const leadsConfig = /** @type {{ honeypotField?: string }} */ (manifest.config?.leads ?? {});
@@ -57,7 +61,7 @@ export function createSite({ manifest, service, labels = {} }) {
     /** @param {Request} request @param {Record<string, any>} env */
     async fetch(request, env) {
       const { pathname } = new URL(request.url);
-      if (pathname === "/health") return Response.json({ ok: true, service });
+      if (pathname === "/health") return Response.json({ ok: true, service, version: appVersion });
       if (pathname === "/api/platform/health") return platformHealth(env, appId);
       if ((pathname === "/" || pathname === "/index.html") && request.method === "GET") {
         return home(request, env, manifest);

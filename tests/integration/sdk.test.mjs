@@ -82,11 +82,61 @@ describe("delegate", () => {
     }
   });
 
-  it("refuses an invalid appId", async () => {
-    await assert.rejects(
-      delegate(new Request("https://b.example/"), {}, "LEADS_SERVICE", { appId: "Bad App" }),
-      TypeError,
+  it("takes the contract's three-argument form: 503 without a binding, the app id from SITESWARM_APP_ID", async () => {
+    const bare = await delegate(new Request("https://b.example/api/leads"), {}, "LEADS_SERVICE");
+    assert.equal(bare.status, 503);
+    assert.equal((await bare.json()).error.code, "service_unavailable");
+    const LEADS_SERVICE = recordingBinding();
+    const env = { LEADS_SERVICE, SITESWARM_TENANT_TOKEN: TOKEN, SITESWARM_APP_ID: "bakery" };
+    const res = await delegate(
+      new Request("https://b.example/api/leads", { method: "POST", body: "{}" }),
+      env,
+      "LEADS_SERVICE",
     );
+    assert.equal(res.status, 202);
+    assert.equal(LEADS_SERVICE.seen[0].headers["x-siteswarm-tenant-id"], "bakery");
+    assert.equal(LEADS_SERVICE.seen[0].headers["x-siteswarm-capability-version"], "1.0.0");
+  });
+
+  it("reads the app id and the capability version from the manifest", async () => {
+    const LEADS_SERVICE = recordingBinding();
+    const manifest = { appId: "bakery", capabilities: { "lead-capture": { version: "1.2.0" } } };
+    await delegate(
+      new Request("https://b.example/api/leads", { method: "POST", body: "{}" }),
+      { LEADS_SERVICE, SITESWARM_TENANT_TOKEN: TOKEN },
+      "LEADS_SERVICE",
+      { manifest },
+    );
+    assert.equal(LEADS_SERVICE.seen[0].headers["x-siteswarm-tenant-id"], "bakery");
+    assert.equal(LEADS_SERVICE.seen[0].headers["x-siteswarm-capability-version"], "1.2.0");
+  });
+
+  it("answers 503 for a missing or invalid app id and for a binding that throws, never forwarding or throwing", async () => {
+    for (const options of [{}, { appId: "Bad App" }]) {
+      const LEADS_SERVICE = recordingBinding();
+      const res = await delegate(
+        new Request("https://b.example/"),
+        { LEADS_SERVICE, SITESWARM_TENANT_TOKEN: TOKEN },
+        "LEADS_SERVICE",
+        options,
+      );
+      assert.equal(res.status, 503);
+      assert.equal((await res.json()).error.code, "service_unavailable");
+      assert.equal(LEADS_SERVICE.seen.length, 0);
+    }
+    const broken = {
+      fetch: async () => {
+        throw new Error("binding gone");
+      },
+    };
+    const res = await delegate(
+      new Request("https://b.example/"),
+      { LEADS_SERVICE: broken, SITESWARM_TENANT_TOKEN: TOKEN },
+      "LEADS_SERVICE",
+      { appId: "bakery" },
+    );
+    assert.equal(res.status, 503);
+    assert.equal((await res.json()).error.code, "service_unavailable");
   });
 });
 

@@ -8,31 +8,45 @@ export const TENANT_TOKEN_HEADER = "X-SiteSwarm-Tenant-Token";
 export const CAPABILITY_VERSION_HEADER = "X-SiteSwarm-Capability-Version";
 const RESERVED_PREFIX = "x-siteswarm-";
 const APP_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
+const DEFAULT_VERSION = "1.0.0";
+/** The manifest capability whose version a delegated call sends, by binding name. */
+const CAPABILITY_OF = {
+  LEADS_SERVICE: "lead-capture",
+  CMS_SERVICE: "cms",
+  ANALYTICS_SERVICE: "analytics",
+  EVENTS_SERVICE: "event-ledger",
+  MONITOR_SERVICE: "monitoring",
+};
 
 /**
- * Forwards `request` to the platform worker bound as `env[bindingName]`.
+ * Forwards `request` to the platform worker bound as `env[bindingName]`. The app's id comes from
+ * `options.appId`, else `options.manifest.appId`, else the `SITESWARM_APP_ID` var; its capability
+ * version from `options.capabilityVersion`, else the manifest's capability for that binding, else
+ * 1.0.0. Anything missing (binding, app id, token) or a binding that throws is a
+ * `503 service_unavailable` answer, never an exception.
  * @param {Request} request the incoming (public) request
  * @param {Record<string, unknown>} env the worker's env
  * @param {string} bindingName e.g. "LEADS_SERVICE"
- * @param {Partial<import("../index.d.ts").DelegateOptions>} [options] appId is checked at run time
+ * @param {import("../index.d.ts").DelegateOptions} [options]
  * @returns {Promise<Response>}
  */
 export async function delegate(request, env, bindingName, options = {}) {
-  const { appId, tokenBinding = "SITESWARM_TENANT_TOKEN", stripPrefix } = options;
-  const { capabilityVersion = "1.0.0" } = options;
-  if (!APP_ID.test(appId ?? "")) {
-    throw new TypeError("delegate(): appId must match [a-z0-9][a-z0-9-]{0,62}");
-  }
+  const { tokenBinding = "SITESWARM_TENANT_TOKEN", stripPrefix, manifest } = options;
+  const unavailable = (why) => errorResponse(503, "service_unavailable", why);
 
   const service = /** @type {import("../index.d.ts").ServiceBinding | undefined} */ (env?.[bindingName]);
-  if (typeof service?.fetch !== "function") {
-    return errorResponse(503, "service_unavailable", `the ${bindingName} service is not available`);
+  if (typeof service?.fetch !== "function") return unavailable(`the ${bindingName} service is not available`);
+  const appId = options.appId ?? manifest?.appId ?? env.SITESWARM_APP_ID;
+  if (typeof appId !== "string" || !APP_ID.test(appId)) {
+    return unavailable("the app id (options.appId, the manifest's appId or SITESWARM_APP_ID) is not configured");
   }
   const token = env[tokenBinding];
   if (typeof token !== "string" || token === "") {
-    const message = `the tenant token (${tokenBinding}) is not configured`;
-    return errorResponse(503, "service_unavailable", message);
+    return unavailable(`the tenant token (${tokenBinding}) is not configured`);
   }
+  const declared = manifest?.capabilities?.[CAPABILITY_OF[bindingName]]?.version;
+  const capabilityVersion =
+    options.capabilityVersion ?? (typeof declared === "string" && declared !== "" ? declared : DEFAULT_VERSION);
 
   const headers = tenantHeaders(request.headers, { appId, token, capabilityVersion });
   const url = new URL(request.url);
@@ -49,7 +63,11 @@ export async function delegate(request, env, bindingName, options = {}) {
     cf: /** @type {Request & { cf?: unknown }} */ (request).cf, // country, colo, … (analytics needs them)
     ...(hasBody && { duplex: "half" }), // Node's fetch wants it for a streamed body
   };
-  return service.fetch(new Request(url, init));
+  try {
+    return await service.fetch(new Request(url, init));
+  } catch {
+    return unavailable(`the ${bindingName} service did not answer`);
+  }
 }
 
 /** A copy of `incoming` without any X-SiteSwarm-* header, plus the app's own three. */
