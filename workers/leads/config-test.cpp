@@ -1,0 +1,29 @@
+#include "workers/leads/config.h"
+
+#include <doctest/doctest.h>
+
+using ss::json;
+using ss::leads::parse_config;
+
+TEST_CASE("leads config: rateLimit keys left out keep their defaults (5 per 60 s)") {
+  auto period_only = parse_config(json{{"rateLimit", {{"periodSeconds", 30}}}}, false);
+  REQUIRE(period_only.ok());
+  CHECK(period_only->rate_limit == 5);
+  CHECK(period_only->rate_period_seconds == 30);
+  auto limit_only = parse_config(json{{"rateLimit", {{"limit", 2}}}}, false);
+  REQUIRE(limit_only.ok());
+  CHECK(limit_only->rate_limit == 2);
+  CHECK(limit_only->rate_period_seconds == 60);
+  for (const json& bad :
+       {json{{"rateLimit", 5}}, json{{"rateLimit", {{"limit", 0}}}},
+        json{{"rateLimit", {{"limit", "5"}}}}, json{{"rateLimit", {{"periodSeconds", 0}}}}}) {
+    CHECK_FALSE(parse_config(bad, false).ok());
+  }
+}
+
+TEST_CASE("leads config: any non-empty webhook secret is taken") {
+  json hook{{"notify", {{"webhook", {{"url", "https://hooks.example/lead"}, {"secret", "s3"}}}}}};
+  REQUIRE(parse_config(hook, false).ok());
+  hook["notify"]["webhook"]["secret"] = "";
+  CHECK_FALSE(parse_config(hook, false).ok());
+}
