@@ -1071,7 +1071,8 @@ describe("tenant admin API", () => {
       [...ids].reverse(),
     );
     assert.equal(all.nextCursor, null);
-    assert.deepEqual(Object.keys(all.leads[0]).sort(), ["createdAt", "fields", "id", "turnstileVerified"]);
+    assert.deepEqual(Object.keys(all.leads[0]).sort(), ["createdAt", "fields", "id", "leadId", "turnstileVerified"]);
+    assert.equal(all.leads[0].leadId, all.leads[0].id); // the name the submit answer used
     assert.equal(all.leads[0].fields.email, "p4@example.com");
     const seen = [];
     let cursor = "";

@@ -24,7 +24,9 @@ inline constexpr int kMaxPage = 200;
 inline constexpr int kExportPage = 200;
 
 json lead_view(const LeadRow& row) {
+  // "leadId" beside "id": the name the submit answer gave it.
   return json_object({{"id", row.id},
+                      {"leadId", row.id},
                       {"createdAt", row.created_at},
                       {"turnstileVerified", row.turnstile_verified},
                       {"fields", row.payload.is_object() ? row.payload : json::object()}});
