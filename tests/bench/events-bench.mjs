@@ -227,8 +227,9 @@ export async function runEventsBench({ emits = 300, batch = 500, reads = 10, rou
 
     // (b) read a batch of 500 (after the drains, so that there are more than 500 events).
     const readMs = { cpp: [], js: [] };
+    // Order alternating by iteration, as the emits: neither side always reads right after the other.
     for (let i = 0; i < reads + 2; i++) {
-      for (const impl of ["cpp", "js"]) {
+      for (const impl of i % 2 ? ["js", "cpp"] : ["cpp", "js"]) {
         const t = performance.now();
         const res = expect("read", await call(impl, "/api/events?limit=500", { headers: operator }), 200);
         const ms = performance.now() - t;
