@@ -259,6 +259,7 @@ Task<json> dispatch_message(Context& ctx, json message) {
   if (op == "scheduled") {
     std::string cron = string_or(message, "cron", "");
     if (!app.scheduled) co_return json_object({{"ok", true}, {"skipped", true}});
+    ctx.set_scheduled_input(&message);
     Status s = co_await app.scheduled(ctx, cron);
     if (!s) co_return json_object({{"ok", false}, {"error", s.error().body()["error"]}});
     co_return json_object({{"ok", true}});

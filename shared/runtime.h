@@ -58,6 +58,10 @@ class Context {
   // Wall-clock time as given by the host (updated every time effects complete).
   std::int64_t now_ms() const { return now_ms_; }
   void set_now_ms(std::int64_t now) { now_ms_ = now; }
+  // A scheduled run's input message (its "cron", and the firing's "scheduledTime" when the host
+  // sends one); null in other runs. Valid for the run.
+  const json* scheduled_input() const { return scheduled_input_; }
+  void set_scheduled_input(const json* message) { scheduled_input_ = message; }
   // A string var or secret of the worker's env ("" when absent).
   std::string env(std::string_view name) const;
   // An integer var: fallback when absent, not a decimal, or outside [min, max].
@@ -140,6 +144,7 @@ class Context {
   std::shared_ptr<const json> env_;  // shared with the runtime while the host's env is unchanged
   bool allow_local_outbound_ = false;
   std::int64_t now_ms_;
+  const json* scheduled_input_ = nullptr;
   std::string entropy_;  // raw bytes not yet used
   std::vector<std::string> logs_;
   std::optional<std::int64_t> replay_until_ms_;

@@ -142,7 +142,8 @@ export interface LeadsConfig {
   /** The bot-trap field's name (default `"company_website"`). */
   honeypotField?: string;
   turnstile?: "required" | "off";
-  rateLimit?: { limit: number; periodSeconds?: number };
+  /** Either key may be left out: 5 per 60 s by default. */
+  rateLimit?: { limit?: number; periodSeconds?: number };
   /** Where an HTML form post is sent (`303`) after success: a path of the site or an https:// URL. */
   redirectUrl?: string;
   /** Extra field names the form may send beside name, email, phone and message. */
@@ -169,6 +170,8 @@ export interface MonitorDeclaration {
   enabled?: boolean;
   alertChannels?: { pagerduty?: { routingKey: string }; slack?: { webhookUrl: string } };
   maintenance?: { start: string; end: string }[];
+  /** The same as `maintenance` (send one of the two). */
+  maintenanceWindows?: { start: string; end: string }[];
 }
 
 /** The capabilities a client app may declare. */

@@ -24,10 +24,27 @@ const MAX_ECHOED_BODY = 32 * 1024;
 // Route subtrees an app hands to a platform worker when its manifest declares the capability:
 // `prefix` and everything under `prefix/`. `strip` removes the app's own prefix where the
 // service's routes do not carry it.
+// `open`: what a visitor may reach through the route, given the path after the prefix. The app's own
+// tenant token goes with every delegated call, so a route that reads with the tenant token alone (the
+// ledger's GET /api/events, analytics' /v1/stats) must not be open to the public: only the ledger's
+// emit and the tracker's script and beacon are. Leads and cms routes pass whole: their admin parts
+// need the tenant admin token, which the site never adds.
 const DELEGATED = [
   { prefix: "/api/leads", binding: "LEADS_SERVICE", capability: "lead-capture" },
-  { prefix: "/api/events", binding: "EVENTS_SERVICE", capability: "event-ledger" },
-  { prefix: "/_sa", binding: "ANALYTICS_SERVICE", capability: "analytics", strip: true },
+  {
+    prefix: "/api/events",
+    binding: "EVENTS_SERVICE",
+    capability: "event-ledger",
+    open: (method, rest) => method === "POST" && rest === "",
+  },
+  {
+    prefix: "/_sa",
+    binding: "ANALYTICS_SERVICE",
+    capability: "analytics",
+    strip: true,
+    open: (method, rest) =>
+      (rest === "/script.js" && (method === "GET" || method === "HEAD")) || (rest === "/beacon" && method === "POST"),
+  },
   { prefix: "/api/cms", binding: "CMS_SERVICE", capability: "cms", strip: true },
 ];
 
@@ -84,6 +101,9 @@ export function createSite({ manifest, service, version, labels = {} }) {
       }
 
       const route = routes.find((r) => pathname === r.prefix || pathname.startsWith(`${r.prefix}/`));
+      if (route?.open && !route.open(request.method, pathname.slice(route.prefix.length))) {
+        return errorResponse(404, "not_found", "no such API route");
+      }
       if (route) {
         return delegate(request, env, route.binding, {
           appId,

@@ -172,15 +172,17 @@ try {
   console.log(`  provisioned ${created} monitors across ${TENANTS} tenants in ${provisionSeconds.toFixed(1)} s`);
 
   const worker = await mesh.mf.getWorker("siteswarm-synthetic-monitoring");
-  const realTick = Math.floor(Date.now() / TICK_MS);
+  // The tick is the firing's scheduled time (epoch ms): both firings below are the same firing.
+  const firing = new Date();
+  const realTick = firing.getTime();
   origin.hits.clear();
   origin.total = 0;
   const cpu0 = workerdCpuMs();
   const tickStart = performance.now();
-  await worker.scheduled({ cron: "*/5 * * * *", scheduledTime: new Date() });
+  await worker.scheduled({ cron: "*/5 * * * *", scheduledTime: firing });
   const cronSeconds = (performance.now() - tickStart) / 1000;
-  // A second cron firing in the same tick (a retried cron, an overlapping run) starts nothing twice.
-  await worker.scheduled({ cron: "*/5 * * * *", scheduledTime: new Date() });
+  // The same firing delivered again (a retried cron) starts nothing twice.
+  await worker.scheduled({ cron: "*/5 * * * *", scheduledTime: firing });
   const tickRows = "tenant_id LIKE 'bench-%' AND tenant_id <> 'bench-selector'";
   await waitUntil(async () => (await probeRows(tickRows)) >= created, "every monitor's probe", 30 * 60_000);
   await waitUntil(async () => origin.total >= created, "the origin's hits", 60_000);

@@ -80,6 +80,19 @@ describe("route delegation", () => {
     assert.deepEqual(asAutoRepair.events, []);
   });
 
+  it("the site does not hand a visitor what the tenant token alone reads: the ledger, the stats", async () => {
+    for (const path of [
+      "/api/events",
+      "/api/events?limit=5",
+      "/_sa/v1/stats?from=2026-01-01&to=2026-01-02",
+      "/_sa/dashboard",
+    ]) {
+      await errorOf(await mesh.fetch("bakery", path), 404, "not_found");
+    }
+    // What a visitor needs still passes: the tracker and its beacon.
+    assert.equal((await mesh.fetch("bakery", "/_sa/script.js")).status, 200);
+  });
+
   it("a raw request naming a tenant without its token is 401 and writes nothing", async () => {
     const before = await countEvents("bakery");
     const res = await mesh.fetch("events", "/api/events", {

@@ -40,6 +40,9 @@ export async function usage(): Promise<void> {
     stripPrefix: "/_sa",
     tokenBinding: "SITESWARM_TENANT_TOKEN",
   });
+  // The contract's three-argument form, and the manifest form.
+  await delegate(new Request("https://b.example/api/leads"), env, "LEADS_SERVICE");
+  await delegate(new Request("https://b.example/api/leads"), env, "LEADS_SERVICE", { manifest });
   const headers: Headers = tenantHeaders(res.headers, { appId: "bakery", token: "t", capabilityVersion: "1.0.0" });
   headers.get(TENANT_ID_HEADER) ?? headers.get(TENANT_TOKEN_HEADER) ?? headers.get(CAPABILITY_VERSION_HEADER);
   const notFound: Response = errorResponse(404, "not_found", "no such page");

@@ -36,6 +36,20 @@ std::string parse_error(std::string_view text) {
   return parsed.error().message;
 }
 
+TEST_CASE("filter_expr: the input mapper's $. paths and single-quoted strings read the same") {
+  CHECK(eval("$.payload.amount > 100"));
+  CHECK_FALSE(eval("$.payload.amount > 200"));
+  CHECK(eval("$.entity_type == 'item' && $.payload.customer.id == \"c-1\""));
+  CHECK(eval("$.payload.tags.1 in ['b', 'c']"));
+  CHECK(eval("exists($.payload.note) && !exists($.payload.missing)"));
+  CHECK(eval("startsWith($.event_type, 'price.')"));
+  CHECK(eval(R"(payload.customer.id == 'c-1')"));
+  CHECK(eval(R"('it\'s' == "it's")"));
+  CHECK(parse_error("$payload.amount > 1").find("'.' after '$'") != std::string::npos);
+  CHECK(!parse_error("$. > 1").empty());
+  CHECK(!parse_error("'open").empty());
+}
+
 TEST_CASE("filter_expr: the documented example") {
   auto filter = FilterExpr::parse(R"(payload.amount > 100 && entity_type == "item")");
   REQUIRE(filter.ok());

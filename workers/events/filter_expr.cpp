@@ -292,7 +292,7 @@ class FilterParser {
   // A literal inside an `in` list: number, string, true, false or null.
   bool parse_literal(json& out) {
     const char c = peek();
-    if (c == '"') return parse_string(out);
+    if (c == '"' || c == '\'') return parse_string(out);
     if (c == '-' || is_ascii_digit(c)) return parse_number(out);
     const std::string_view word = peek_ident();
     if (word == "true" || word == "false" || word == "null") {
@@ -334,10 +334,17 @@ class FilterParser {
       if (!consume(")")) return failed("expected ')'");
       return true;
     }
-    if (c == '"' || c == '-' || is_ascii_digit(c)) {
+    if (c == '"' || c == '\'' || c == '-' || is_ascii_digit(c)) {
       Node node;
       node.kind = NodeKind::literal;
-      if (!(c == '"' ? parse_string(node.value) : parse_number(node.value))) return false;
+      const bool quoted = c == '"' || c == '\'';
+      if (!(quoted ? parse_string(node.value) : parse_number(node.value))) return false;
+      return add_node(std::move(node), out);
+    }
+    if (c == '$') {  // "$.payload.amount": the input mapper's path syntax, the same path
+      Node node;
+      node.kind = NodeKind::path;
+      if (!parse_path(node.path)) return false;
       return add_node(std::move(node), out);
     }
     const std::string_view word = peek_ident();
@@ -387,7 +394,7 @@ class FilterParser {
   bool parse_call_args(Node& node) {
     skip_ws();
     if (node.kind == NodeKind::exists) {
-      if (!is_ident_start(peek())) return failed("exists() takes a path");
+      if (!is_ident_start(peek()) && peek() != '$') return failed("exists() takes a path");
       if (!parse_path(node.path)) return false;
     } else {
       for (int i = 0; i < 2; ++i) {
@@ -406,6 +413,10 @@ class FilterParser {
   }
 
   bool parse_path(std::vector<std::string>& segments) {
+    if (peek() == '$') {  // "$." before a path, as in input mappers: the event itself
+      if (peek(1) != '.') return failed("expected '.' after '$'");
+      pos_ += 2;
+    }
     std::string_view first = peek_ident();
     if (first.empty()) return failed("expected a path");
     segments.emplace_back(first);
@@ -428,20 +439,22 @@ class FilterParser {
     return true;
   }
 
+  // "…" or '…' (the same escapes in both, plus \' ).
   bool parse_string(json& out) {
     const std::size_t start = pos_;
+    const char quote = text_[pos_];
     ++pos_;  // opening quote
     std::string value;
     while (true) {
       if (at_end()) return failed_at("unterminated string", start);
       const char c = text_[pos_];
-      if (c == '"') {
+      if (c == quote) {
         ++pos_;
         break;
       }
       if (c == '\\') {
         const char e = peek(1);
-        if (e == '"' || e == '\\')
+        if (e == '"' || e == '\\' || e == '\'')
           value.push_back(e);
         else if (e == 'n')
           value.push_back('\n');

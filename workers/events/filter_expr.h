@@ -22,10 +22,11 @@
 //             | "contains" "(" expr "," expr ")"
 //   array    := "[" ( literal ( "," literal )* )? "]"
 //   literal  := number | string | "true" | "false" | "null"
-//   path     := ident ( "." ( ident | digits ) )*        ident := [A-Za-z_][A-Za-z0-9_]*
+//   path     := ( "$." )? ident ( "." ( ident | digits ) )*   ident := [A-Za-z_][A-Za-z0-9_]*
 //
-// - Numbers follow JSON syntax (`150`, `-2`, `0.5`, `1e3`); strings are double-quoted with the
-//   escapes \" \\ and \n only.
+// - Numbers follow JSON syntax (`150`, `-2`, `0.5`, `1e3`); strings are double- or single-quoted
+//   with the escapes \" \' \\ and \n only.
+// - A path may start with `$.` as input mapper paths do (`$.payload.amount` is `payload.amount`).
 // - A path walks object keys from the event (`payload.customer.id`); a digits segment indexes an
 //   array (`payload.tags.0`). A missing path evaluates to null.
 // - `==` is JSON equality (1 == 1.0, "a" != 1, null == missing path); `!=` is its negation.

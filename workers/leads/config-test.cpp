@@ -16,7 +16,9 @@ TEST_CASE("leads config: rateLimit keys left out keep their defaults (5 per 60 s
   CHECK(limit_only->rate_period_seconds == 60);
   for (const json& bad :
        {json{{"rateLimit", 5}}, json{{"rateLimit", {{"limit", 0}}}},
-        json{{"rateLimit", {{"limit", "5"}}}}, json{{"rateLimit", {{"periodSeconds", 0}}}}}) {
+        json{{"rateLimit", {{"limit", "5"}}}}, json{{"rateLimit", {{"periodSeconds", 0}}}},
+        json{{"rateLimit", {{"periodSeconds", "30"}}}},
+        json{{"rateLimit", {{"periodSeconds", nullptr}}}}}) {
     CHECK_FALSE(parse_config(bad, false).ok());
   }
 }

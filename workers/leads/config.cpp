@@ -117,6 +117,8 @@ Result<LeadsConfig> parse_config(const json& config, bool allow_local) {
     auto limit =
         v->contains("limit") ? get_int(*v, "limit") : std::optional<std::int64_t>{c.rate_limit};
     auto period = get_int(*v, "periodSeconds");
+    if (v->contains("periodSeconds") && !period)
+      return bad("rateLimit.periodSeconds", "must be an integer 1–86400");
     if (!limit || *limit < 1 || *limit > 10000) {
       return bad("rateLimit.limit", "must be 1–10000");
     }

@@ -266,10 +266,13 @@ Task<Result<bool>> probe_monitor(Context& ctx, const std::string& tenant, const 
 }
 
 Task<Status> run_cron(Context& ctx, const std::string& cron) {
-  // Each firing is a tick of its own, keyed by the time it runs (epoch ms): firings minutes apart,
-  // or seconds apart when an operator triggers them by hand, each probe; two at the same instant
-  // probe once, and a probe still running holds its monitor against the next (the lease).
-  SS_CO_RETURN_AWAIT(run_tick(ctx, ctx.now_ms(), cron));
+  // Each firing is a tick of its own, keyed by its scheduled time (epoch ms; the run's start when the
+  // host sends none): firings minutes apart, or seconds apart when an operator triggers them by
+  // hand, each probe; a firing delivered twice probes once, and a probe still running holds its
+  // monitor against the next tick (the lease).
+  const json* input = ctx.scheduled_input();
+  std::int64_t tick = input ? int_or(*input, "scheduledTime", ctx.now_ms()) : ctx.now_ms();
+  SS_CO_RETURN_AWAIT(run_tick(ctx, tick, cron));
 }
 
 Task<Status> run_tick(Context& ctx, std::int64_t tick, const std::string& cron) {
@@ -329,7 +332,9 @@ Task<Result<Response>> test_tick(Context& ctx, const Request& req, const Params&
   if (!ctx.test_hooks_enabled()) co_return Error{ErrorCode::not_found, "no route for /__test/tick"};
   SS_CO_TRY(json body, parse_json_object(req.body));
   auto tick = get_int(body, "tick");
-  if (!tick) co_return Error{ErrorCode::invalid_request, "tick must be an integer"};
+  // Five-minute buckets since 1970, up to the year 9999.
+  if (!tick || *tick < 0 || *tick > 100'000'000)
+    co_return Error{ErrorCode::invalid_request, "tick must be an integer 0–100000000"};
   SS_CO_CHECK(co_await run_tick(ctx, *tick * kTickMs, "test"));
   co_return Response::json_body(200, json_object({{"ok", true}, {"tick", *tick}}));
 }

@@ -30,7 +30,7 @@ inline constexpr int kMinRollupRetentionDays = 90;
 inline constexpr int kPruneBatch = 5000;
 
 Task<Status> run_cron(Context& ctx, const std::string& cron);
-// The cron's work for one tick (the time a firing runs, epoch ms; each monitor is probed at most
+// The cron's work for one tick (a firing's scheduled time, epoch ms; each monitor is probed at most
 // once per tick, and only for a tick later than its last): enqueue probes, re-enqueue stale
 // alerts, prune.
 Task<Status> run_tick(Context& ctx, std::int64_t tick, const std::string& cron);

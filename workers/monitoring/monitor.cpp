@@ -122,16 +122,25 @@ Status parse_alert_channels(const json& body, MonitorSpec& spec, bool allow_loca
 }
 
 Status parse_windows(const json& body, MonitorSpec& spec) {
-  // "maintenance" (what the API answers), or "maintenanceWindows" (the contract's words).
+  // "maintenance" (what the API answers) or "maintenanceWindows" (the contract's words): errors name
+  // the key that was sent; both at once is ambiguous.
   const json* v = find_field(body, "maintenance");
-  if (v == nullptr) v = find_field(body, "maintenanceWindows");
+  const json* alias = find_field(body, "maintenanceWindows");
+  std::string key = "maintenance";
+  if (v != nullptr && alias != nullptr) {
+    return field_error("maintenanceWindows", "send either maintenance or maintenanceWindows");
+  }
+  if (v == nullptr && alias != nullptr) {
+    v = alias;
+    key = "maintenanceWindows";
+  }
   if (v == nullptr || v->is_null()) return Unit{};
   if (!v->is_array() || v->size() > kMaxWindows) {
-    return field_error("maintenance", "must be a list of at most " + std::to_string(kMaxWindows) +
-                                          " {start, end} windows");
+    return field_error(
+        key, "must be a list of at most " + std::to_string(kMaxWindows) + " {start, end} windows");
   }
   for (std::size_t i = 0; i < v->size(); ++i) {
-    std::string field = "maintenance[" + std::to_string(i) + "]";
+    std::string field = key + "[" + std::to_string(i) + "]";
     const json& w = (*v)[i];
     if (!w.is_object()) return field_error(field, "must be an object {start, end}");
     MaintenanceWindow window;

@@ -474,6 +474,11 @@ TEST_CASE("monitoring alerts: a maintenance window records probes and alerts not
   HttpReply saved = t.put("home", site({{"maintenanceWindows", windows}}));
   REQUIRE(saved.status == 201);
   CHECK(saved.body_json()["maintenance"] == windows);
+  HttpReply bad = t.put("other", site({{"maintenanceWindows", json::array({json{{"start", "x"}}})}}));
+  CHECK(bad.status == 400);
+  CHECK(bad.body_json()["error"]["field"] == "maintenanceWindows[0].start");
+  CHECK(t.put("other", site({{"maintenance", windows}, {"maintenanceWindows", windows}})).status ==
+        400);
   t.status = 503;
   for (int i = 0; i < 5; ++i) t.tick();
   CHECK(t.pagerduty.empty());
@@ -511,7 +516,7 @@ TEST_CASE("monitoring probe: each monitor is probed once per tick, however often
   CHECK(t.probed == std::vector<std::string>{"https://site.example/menu"});
 }
 
-TEST_CASE("monitoring cron: every firing probes, two at the same instant probe once") {
+TEST_CASE("monitoring cron: every firing probes, one firing delivered twice probes once") {
   Monitoring t;
   REQUIRE(t.put("home", site()).status == 201);
   t.status = 503;
@@ -534,6 +539,21 @@ TEST_CASE("monitoring cron: every firing probes, two at the same instant probe o
   CHECK(m["state"] == "down");
   CHECK(m["incident"].is_object());
   CHECK(t.pagerduty.size() == 1);
+  // The host names the firing (its scheduledTime): the same firing delivered again, later, does not
+  // probe again; the next firing does.
+  t.probed.clear();
+  auto deliver = [&](std::int64_t scheduled_ms) {
+    t.mesh.now_ms += 1000;
+    t.mesh.message(
+        "monitoring",
+        json{{"op", "scheduled"}, {"cron", "*/5 * * * *"}, {"scheduledTime", scheduled_ms}});
+    t.drain();
+  };
+  deliver(at + 300'000);
+  deliver(at + 300'000);
+  CHECK(t.probed.size() == 1);
+  deliver(at + 600'000);
+  CHECK(t.probed.size() == 2);
 }
 
 TEST_CASE("monitoring history: uptime and latency over a seeded history") {

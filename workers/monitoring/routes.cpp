@@ -56,9 +56,9 @@ Task<Result<Response>> put_monitor(Context& ctx, const Request& req, const Param
   std::string now = format_rfc3339(ctx.now_ms());
   SS_CO_TRY(bool created, co_await store.upsert(tenant.id, id, monitor_json(spec, false),
                                                 spec.enabled, "api", now));
+  co_await forget_status(ctx, tenant.id);  // at once after the write, whatever follows
   SS_CO_TRY(std::optional<MonitorRow> saved, co_await store.find(tenant.id, id));
   if (!saved) co_return Error{ErrorCode::internal, "put_monitor(): the row vanished"};
-  co_await forget_status(ctx, tenant.id);
   co_return Response::json_body(created ? 201 : 200, admin_view(*saved));
 }
 
