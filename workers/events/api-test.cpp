@@ -181,6 +181,23 @@ TEST_CASE("producer-supplied ULIDs: kept, deduplicated per tenant") {
   CHECK(l.rows().size() == 1);
 }
 
+TEST_CASE("a producer's occurred_at reads back as sent (RFC 3339, no zero milliseconds added)") {
+  ApiLedger l;
+  json b = price_event(1);
+  b["occurred_at"] = "2026-05-25T14:23:11Z";
+  REQUIRE(l.post("bakery", kBakeryToken, b).status == 201);
+  json offset = price_event(2);
+  offset["occurred_at"] = "2026-05-25T16:23:11.250+02:00";  // normalised to UTC, milliseconds kept
+  REQUIRE(l.post("bakery", kBakeryToken, offset).status == 201);
+  json events = l.get("bakery", kBakeryToken, "?limit=10").body_json()["events"];
+  REQUIRE(events.size() == 2);
+  CHECK(events[0]["occurred_at"] == "2026-05-25T14:23:11Z");
+  CHECK(events[1]["occurred_at"] == "2026-05-25T14:23:11.250Z");
+  // Stored with milliseconds (fixed width, so stored times compare as strings).
+  CHECK(l.rows()[0]["occurred_at"] == "2026-05-25T14:23:11.000Z");
+  for (const json& e : events) CHECK(e["recorded_at"].get<std::string>().back() == 'Z');
+}
+
 TEST_CASE("the operator may post platform-wide or for a tenant, and read across tenants") {
   ApiLedger l;
   auto op = std::map<std::string, std::string>{

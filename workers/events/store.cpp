@@ -753,6 +753,32 @@ EventRow EventRow::decode(RowReader& r) {
   return e;
 }
 
+namespace {
+// Times are stored with milliseconds (fixed width: stored times compare as strings); shown without
+// them when they are ".000", so a producer's occurred_at "2026-05-25T14:23:11Z" reads back as sent.
+std::string_view shown_time(const std::string& t) {
+  constexpr std::string_view kZeroMs = ".000Z";
+  if (t.size() == 24 && std::string_view(t).substr(19) == kZeroMs) {
+    return std::string_view(t).substr(0, 19);
+  }
+  return t;
+}
+void append_time(std::string& out, const std::string& t) {
+  std::string_view shown = shown_time(t);
+  if (shown.size() == t.size()) {
+    append_json_string(out, t);
+    return;
+  }
+  out += '"';
+  out += shown;
+  out += "Z\"";
+}
+json time_json(const std::string& t) {
+  std::string_view shown = shown_time(t);
+  return shown.size() == t.size() ? json(t) : json(std::string(shown) + "Z");
+}
+}  // namespace
+
 json EventRow::view() const {
   auto payload = parse_json(payload_json);
   return json_object({{"event_id", event_id},
@@ -766,8 +792,8 @@ json EventRow::view() const {
                       {"caused_by", text_or_null(caused_by)},
                       {"workflow_run_id", text_or_null(workflow_run_id)},
                       {"source_system", text_or_null(source_system)},
-                      {"occurred_at", occurred_at},
-                      {"recorded_at", recorded_at},
+                      {"occurred_at", time_json(occurred_at)},
+                      {"recorded_at", time_json(recorded_at)},
                       {"sequence_no", sequence_no ? json(*sequence_no) : json(nullptr)}});
 }
 
@@ -800,7 +826,7 @@ void EventRow::append_view(std::string& out) const {
   out += ",\"idempotency_key\":";
   append_nullable(out, idempotency_key);
   out += ",\"occurred_at\":";
-  append_json_string(out, occurred_at);
+  append_time(out, occurred_at);
   out += ",\"payload\":";
   // Written by dump_json at insert (or by the redaction): spliced as stored. accept_json checks it
   // without building a tree; text that is not JSON shows as {}, as in view().
@@ -810,7 +836,7 @@ void EventRow::append_view(std::string& out) const {
     out += "{}";
   }
   out += ",\"recorded_at\":";
-  append_json_string(out, recorded_at);
+  append_time(out, recorded_at);
   out += ",\"sequence_no\":";
   out += sequence_no ? std::to_string(*sequence_no) : std::string("null");
   out += ",\"source_system\":";
