@@ -341,14 +341,9 @@ class FilterParser {
       if (!(quoted ? parse_string(node.value) : parse_number(node.value))) return false;
       return add_node(std::move(node), out);
     }
-    if (c == '$') {  // "$.payload.amount": the input mapper's path syntax, the same path
-      Node node;
-      node.kind = NodeKind::path;
-      if (!parse_path(node.path)) return false;
-      return add_node(std::move(node), out);
-    }
     const std::string_view word = peek_ident();
-    if (word.empty()) {
+    // "$.payload.amount" (the input mapper's syntax) is a path like "payload.amount": below.
+    if (word.empty() && c != '$') {
       return failed(std::string("unexpected character '") + c + "'");
     }
     if (word == "true" || word == "false" || word == "null") {

@@ -2,23 +2,19 @@
 // workers over their Service Bindings. The three tenant headers are set here from the app's id,
 // its manifest and its secret binding; callers never write them (and cannot: nothing they pass
 // reaches the header list).
-import { CAPABILITY_VERSION_HEADER, TENANT_ID_HEADER, TENANT_TOKEN_HEADER } from "./delegate.js";
+import {
+  APP_ID,
+  CAPABILITY_VERSION_HEADER,
+  DEFAULT_VERSION,
+  SERVICES,
+  TENANT_ID_HEADER,
+  TENANT_TOKEN_HEADER,
+} from "./delegate.js";
 import { SiteSwarmError } from "./errors.js";
 import { fallbackContent, fallbackStatus } from "./hours.js";
 import { createMocks } from "./mock.js";
 
-const APP_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
 const ORIGIN = "https://platform.internal";
-const DEFAULT_VERSION = "1.0.0";
-
-/** Service per client area: its binding and the manifest capability whose version it sends. */
-const SERVICES = {
-  leads: { binding: "LEADS_SERVICE", capability: "lead-capture" },
-  cms: { binding: "CMS_SERVICE", capability: "cms" },
-  analytics: { binding: "ANALYTICS_SERVICE", capability: "analytics" },
-  events: { binding: "EVENTS_SERVICE", capability: "event-ledger" },
-  monitoring: { binding: "MONITOR_SERVICE", capability: "monitoring" },
-};
 
 /**
  * @param {Partial<import("../index.d.ts").PlatformClientOptions>} [options] checked here at run time

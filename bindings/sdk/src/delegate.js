@@ -7,16 +7,18 @@ export const TENANT_ID_HEADER = "X-SiteSwarm-Tenant-Id";
 export const TENANT_TOKEN_HEADER = "X-SiteSwarm-Tenant-Token";
 export const CAPABILITY_VERSION_HEADER = "X-SiteSwarm-Capability-Version";
 const RESERVED_PREFIX = "x-siteswarm-";
-const APP_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
-const DEFAULT_VERSION = "1.0.0";
-/** The manifest capability whose version a delegated call sends, by binding name. */
-const CAPABILITY_OF = {
-  LEADS_SERVICE: "lead-capture",
-  CMS_SERVICE: "cms",
-  ANALYTICS_SERVICE: "analytics",
-  EVENTS_SERVICE: "event-ledger",
-  MONITOR_SERVICE: "monitoring",
+export const APP_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
+export const DEFAULT_VERSION = "1.0.0";
+/** Service per client area: its binding and the manifest capability whose version it sends. */
+export const SERVICES = {
+  leads: { binding: "LEADS_SERVICE", capability: "lead-capture" },
+  cms: { binding: "CMS_SERVICE", capability: "cms" },
+  analytics: { binding: "ANALYTICS_SERVICE", capability: "analytics" },
+  events: { binding: "EVENTS_SERVICE", capability: "event-ledger" },
+  monitoring: { binding: "MONITOR_SERVICE", capability: "monitoring" },
 };
+/** The same by binding name: the capability a delegated call's version comes from. */
+const CAPABILITY_OF = Object.fromEntries(Object.values(SERVICES).map((s) => [s.binding, s.capability]));
 
 /**
  * Forwards `request` to the platform worker bound as `env[bindingName]`. The app's id comes from
