@@ -50,6 +50,25 @@ TEST_CASE("monitoring incident: a maintenance window opens nothing; an outage ou
   CHECK(after.transition == Transition::open);
 }
 
+TEST_CASE(
+    "monitoring incident: a recovery inside a window resolves at the first success after it") {
+  MonitorState open{3, true};
+  Step inside = step(open, true, /*in_maintenance=*/true);
+  CHECK(inside.transition == Transition::none);
+  CHECK(inside.next.incident_open);
+  CHECK(inside.next.consecutive_failures == 0);
+  // Another success in the window: still nothing; the first one after it resolves.
+  Step again = step(inside.next, true, true);
+  CHECK(again.transition == Transition::none);
+  Step after = step(again.next, true, false);
+  CHECK(after.transition == Transition::resolve);
+  CHECK_FALSE(after.next.incident_open);
+  // A failure in the window after the recovery changes nothing either.
+  Step relapse = step(inside.next, false, true);
+  CHECK(relapse.transition == Transition::none);
+  CHECK(relapse.next.incident_open);
+}
+
 TEST_CASE("monitoring incident: PagerDuty and Slack messages in their real formats") {
   MonitorSpec spec;
   spec.pagerduty_routing_key = "R0UT1NGKEY";

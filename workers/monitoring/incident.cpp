@@ -8,7 +8,9 @@ Step step(const MonitorState& state, bool probe_ok, bool in_maintenance) {
   s.next = state;
   if (probe_ok) {
     s.next.consecutive_failures = 0;
-    if (state.incident_open) {
+    // Inside a window no alert fires, a resolve included: the incident stays open until the first
+    // success after the window, which resolves it and sends the resolve then.
+    if (state.incident_open && !in_maintenance) {
       s.next.incident_open = false;
       s.transition = Transition::resolve;
     }

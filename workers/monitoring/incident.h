@@ -1,7 +1,7 @@
 #pragma once
 // The incident state machine and the alert messages, pure (time and ids are parameters), so every
 // transition is a unit test: 3 consecutive failures open an incident (unless a maintenance window
-// is on), the first success resolves it, and each transition yields the alerts to send — one
+// is on), the first success (outside a window) resolves it, and each transition yields the alerts to send — one
 // PagerDuty Events API v2 event and/or one Slack incoming-webhook message per channel.
 
 #include "shared/error.h"
@@ -27,7 +27,9 @@ struct Step {
 };
 
 // A failure in a maintenance window still counts (so an outage that outlasts the window alerts at
-// its next failure), but never opens an incident while the window is on.
+// its next failure), but never opens an incident while the window is on; a success in a window
+// does not resolve an open incident (its resolve is an alert too): the first success after the
+// window does.
 Step step(const MonitorState& state, bool probe_ok, bool in_maintenance);
 
 // Everything an alert message says, decided when the incident changes.

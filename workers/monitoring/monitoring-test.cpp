@@ -3,6 +3,7 @@
 // page. The origin is a fetch stub whose status, latency, matched selectors and redirects the test
 // sets; the native host does not parse HTML, so the stub declares which selectors matched.
 #include "shared/json_util.h"
+#include "shared/rfc3339.h"
 #include "tests/native/harness.h"
 #include "tests/native/test_support.h"
 #include "workers/monitoring/jobs.h"
@@ -474,7 +475,8 @@ TEST_CASE("monitoring alerts: a maintenance window records probes and alerts not
   HttpReply saved = t.put("home", site({{"maintenanceWindows", windows}}));
   REQUIRE(saved.status == 201);
   CHECK(saved.body_json()["maintenance"] == windows);
-  HttpReply bad = t.put("other", site({{"maintenanceWindows", json::array({json{{"start", "x"}}})}}));
+  HttpReply bad =
+      t.put("other", site({{"maintenanceWindows", json::array({json{{"start", "x"}}})}}));
   CHECK(bad.status == 400);
   CHECK(bad.body_json()["error"]["field"] == "maintenanceWindows[0].start");
   CHECK(t.put("other", site({{"maintenance", windows}, {"maintenanceWindows", windows}})).status ==
@@ -490,6 +492,40 @@ TEST_CASE("monitoring alerts: a maintenance window records probes and alerts not
   CHECK(t.events("monitor.probe_failed").size() == 5);
   // Failures in the window do not count against uptime.
   CHECK(m["uptime"]["24h"] == 100.0);
+}
+
+TEST_CASE("monitoring alerts: an incident that recovers inside a window resolves after it") {
+  Monitoring t;
+  REQUIRE(t.put("home", site()).status == 201);
+  t.status = 503;
+  for (int i = 0; i < 3; ++i) t.tick();
+  REQUIRE(t.pagerduty.size() == 1);
+  REQUIRE(t.slack.size() == 1);
+  REQUIRE(t.events("monitor.incident_opened").size() == 1);
+  // Planned work from now on for half an hour; the site comes back inside it.
+  const std::int64_t end_ms = t.mesh.now_ms + 30 * 60 * 1000;
+  json windows = json::array({json{{"start", ss::format_rfc3339(t.mesh.now_ms - 60 * 1000)},
+                                   {"end", ss::format_rfc3339(end_ms)}}});
+  REQUIRE(t.put("home", site({{"maintenance", windows}})).status == 200);
+  t.status = 200;
+  t.tick();
+  t.tick();
+  // No alert fires in the window, a resolve included; the incident stays open meanwhile.
+  CHECK(t.pagerduty.size() == 1);
+  CHECK(t.slack.size() == 1);
+  json during = t.monitor("home");
+  CHECK(during["state"] == "up");
+  CHECK_FALSE(during["incident"].is_null());
+  CHECK(t.events("monitor.incident_resolved").empty());
+  // The first success after the window resolves it and sends the resolve.
+  t.mesh.now_ms = end_ms;
+  t.tick();
+  REQUIRE(t.pagerduty.size() == 2);
+  CHECK(t.pagerduty[1]["event_action"] == "resolve");
+  CHECK(t.pagerduty[1]["dedup_key"] == t.pagerduty[0]["dedup_key"]);
+  CHECK(t.slack.size() == 2);
+  CHECK(t.monitor("home")["incident"].is_null());
+  CHECK(t.events("monitor.incident_resolved").size() == 1);
 }
 
 TEST_CASE("monitoring probe: each monitor is probed once per tick, however often the jobs come") {
