@@ -355,6 +355,42 @@ describe("monitoring: incidents and alerts", () => {
     assert.equal(mesh.stubs.find("/v2/enqueue").length, 0);
     assert.equal(mesh.stubs.find("/slack/").length, 0);
   });
+
+  it("an incident that recovers inside a window: no resolve during it, the first success after it resolves", async () => {
+    const pd = () => mesh.stubs.find("/v2/enqueue").map((r) => JSON.parse(r.body));
+    const slack = () => mesh.stubs.find("/slack/").length;
+    await jsonOf(await put("planned", monitor()), 201);
+    origin.status = 503;
+    for (let i = 0; i < 3; i++) await runTick("planned");
+    const opened = pd();
+    assert.equal(opened.length, 1);
+    assert.equal(opened[0].event_action, "trigger");
+    const slackOpened = slack();
+    // Planned work starts; the site comes back inside it.
+    const now = Date.now();
+    const window = {
+      start: new Date(now - 60_000).toISOString().replace(/\.\d+Z$/, "Z"),
+      end: new Date(now + 3_600_000).toISOString().replace(/\.\d+Z$/, "Z"),
+    };
+    await jsonOf(await put("planned", monitor({ maintenance: [window] })), 200);
+    origin.status = 200;
+    await runTick("planned");
+    await runTick("planned");
+    assert.equal(pd().length, 1, "no resolve is sent inside the window");
+    assert.equal(slack(), slackOpened);
+    const during = await monitorView("planned");
+    assert.equal(during.state, "up");
+    assert.ok(during.incident, "the incident stays open until the window is over");
+    // The window is over (removed): the first success resolves the incident and sends the resolve.
+    await jsonOf(await put("planned", monitor()), 200);
+    await runTick("planned");
+    const all = pd();
+    assert.equal(all.length, 2);
+    assert.equal(all[1].event_action, "resolve");
+    assert.equal(all[1].dedup_key, opened[0].dedup_key);
+    assert.equal(slack(), slackOpened + 1);
+    assert.equal((await monitorView("planned")).incident, null);
+  });
 });
 
 describe("monitoring: status page", () => {
