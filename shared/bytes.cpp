@@ -59,11 +59,14 @@ std::string base64_encode(std::string_view bytes) {
   return out;
 }
 
-bool constant_time_equal(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    diff |= static_cast<unsigned char>(a[i]) ^ static_cast<unsigned char>(b[i]);
+bool constant_time_equal(std::string_view secret, std::string_view presented) {
+  // Every byte of `presented` is compared (against the secret, cycled), whatever the lengths: the
+  // time taken depends on the presented length only, never on the secret's length or content.
+  std::size_t diff = secret.size() ^ presented.size();
+  if (secret.empty()) return presented.empty();
+  for (std::size_t i = 0; i < presented.size(); ++i) {
+    diff |= static_cast<unsigned char>(secret[i % secret.size()]) ^
+            static_cast<unsigned char>(presented[i]);
   }
   return diff == 0;
 }

@@ -1,4 +1,5 @@
 #include "shared/text.h"
+#include "shared/bytes.h"
 
 #include <doctest/doctest.h>
 
@@ -29,3 +30,16 @@ TEST_CASE("CharClass builds a byte set from ranges and lists") {
 }
 
 }  // namespace ss
+
+TEST_CASE("constant_time_equal: equal only for the same bytes and length, whatever the lengths") {
+  CHECK(ss::constant_time_equal("secret-token", "secret-token"));
+  CHECK_FALSE(ss::constant_time_equal("secret-token", "secret-toke"));    // a prefix
+  CHECK_FALSE(ss::constant_time_equal("secret-token", "secret-tokenx"));  // longer
+  CHECK_FALSE(ss::constant_time_equal("abc", "abcabc"));                  // the secret, cycled
+  CHECK_FALSE(ss::constant_time_equal("secret-token", "Secret-token"));
+  CHECK_FALSE(ss::constant_time_equal("secret-token", ""));
+  CHECK_FALSE(ss::constant_time_equal("", "x"));
+  CHECK(ss::constant_time_equal("", ""));
+  // A length that differs by a multiple of 2^8 (the low byte of the XOR of the lengths is 0).
+  CHECK_FALSE(ss::constant_time_equal(std::string(1, 'a'), std::string(257, 'a')));
+}
