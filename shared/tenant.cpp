@@ -7,6 +7,8 @@
 #include "shared/tenant_store.h"
 #include "shared/text.h"
 
+#include <set>
+
 namespace ss {
 
 namespace {
@@ -24,19 +26,11 @@ Error admin_unauthorized() {
                "Authorization: Bearer <tenant admin token>"};
 }
 
-// Checks the capability version header, when present: "MAJOR.MINOR.PATCH" with a major we speak.
-Status check_capability_version(const std::string& version) {
-  if (version.empty()) return Unit{};
-  std::string_view major = std::string_view(version).substr(0, version.find('.'));
-  if (parse_decimal(major, 0, 9999) != kSupportedCapabilityMajor) {
-    Error e{ErrorCode::unsupported_capability_version,
-            "capability version " + version.substr(0, 32) +
-                " is not supported; this service speaks " +
-                std::to_string(kSupportedCapabilityMajor) + ".x"};
-    return e;
-  }
-  return Unit{};
-}
+// The (tenant, capability version) pairs this instance has logged.
+struct CapabilityVersionsLogged {
+  std::set<std::string> seen;
+};
+constexpr std::size_t kMaxCapabilityVersionsLogged = 1024;
 
 enum class Secret { token, admin_token };
 
@@ -110,6 +104,25 @@ bool is_valid_tenant_id(std::string_view id) {
   return kLowerAlnum.contains(id[0]) && kTenantIdTail.all_of(id.substr(1));
 }
 
+Status check_capability(Context& ctx, const Request& req, const std::string& tenant_id) {
+  std::string version = req.header("x-siteswarm-capability-version");
+  if (version.empty()) return Unit{};
+  std::string shown = version.substr(0, 32);
+  std::string_view major = std::string_view(version).substr(0, version.find('.'));
+  if (parse_decimal(major, 0, 9999) != kSupportedCapabilityMajor) {
+    return Error{ErrorCode::unsupported_capability_version,
+                 "capability version " + shown + " is not supported; this service speaks " +
+                     std::to_string(kSupportedCapabilityMajor) + ".x"};
+  }
+  std::set<std::string>& seen = ctx.instance_local<CapabilityVersionsLogged>().seen;
+  std::string key = tenant_id + " " + shown;
+  if (seen.insert(key).second) {
+    if (seen.size() > kMaxCapabilityVersionsLogged) seen = {key};
+    ctx.log("tenant " + tenant_id + " calls with capability version " + shown);
+  }
+  return Unit{};
+}
+
 std::string bearer_token(const Request& req) {
   std::string auth = req.header("authorization");
   static constexpr std::string_view kPrefix = "Bearer ";
@@ -125,8 +138,8 @@ Task<Result<Tenant>> authenticate_tenant(Context& ctx, const Request& req) {
             co_await verify_secret(ctx, id, std::move(token), Secret::token));
   if (!verified) co_return unauthenticated();
   Tenant tenant = std::move(*verified);
+  SS_CO_CHECK(check_capability(ctx, req, tenant.id));
   tenant.capability_version = req.header("x-siteswarm-capability-version");
-  SS_CO_CHECK(check_capability_version(tenant.capability_version));
   co_return tenant;
 }
 
@@ -144,6 +157,7 @@ Task<Result<Tenant>> authenticate_tenant_admin(Context& ctx, const Request& req)
   SS_CO_TRY(std::optional<Tenant> verified,
             co_await verify_secret(ctx, id, std::move(token), Secret::admin_token));
   if (!verified) co_return admin_unauthorized();
+  SS_CO_CHECK(check_capability(ctx, req, verified->id));
   co_return std::move(*verified);
 }
 

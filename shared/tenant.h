@@ -28,7 +28,7 @@ bool is_valid_tenant_id(std::string_view id);
 
 // X-SiteSwarm-Tenant-Id + X-SiteSwarm-Tenant-Token (+ X-SiteSwarm-Capability-Version, major 1).
 Task<Result<Tenant>> authenticate_tenant(Context& ctx, const Request& req);
-// X-SiteSwarm-Tenant-Id + Authorization: Bearer <tenant admin token>.
+// X-SiteSwarm-Tenant-Id + Authorization: Bearer <tenant admin token> (+ the capability version).
 Task<Result<Tenant>> authenticate_tenant_admin(Context& ctx, const Request& req);
 // A tenant's own reads (stats, monitor overviews): its tenant token (what a site's delegation sends)
 // or its tenant admin token (what a dashboard or a script sends) both prove the tenant; the admin
@@ -38,5 +38,11 @@ Task<Result<Tenant>> authenticate_tenant_reader(Context& ctx, const Request& req
 Task<Status> authenticate_operator(Context& ctx, const Request& req);
 
 std::string bearer_token(const Request& req);
+
+// The X-SiteSwarm-Capability-Version of an authenticated tenant call: absent, or a major this
+// service speaks (400 unsupported_capability_version otherwise). Each (tenant, version) is logged
+// once per instance, not on every request (a log line per request would cost every answer its
+// replay, docs/abi.md "Replayable answers").
+Status check_capability(Context& ctx, const Request& req, const std::string& tenant_id);
 
 }  // namespace ss

@@ -347,6 +347,11 @@ HttpReply Mesh::request(const std::string& worker, const std::string& method,
   if (out.contains("headers")) reply.headers = out["headers"];
   reply.body = string_or(out, "body", "");
   if (out.contains("replay")) reply.replay = out["replay"];
+  if (const json* logs = ss::find_field(out, "logs"); logs && logs->is_array()) {
+    for (const json& line : *logs) {
+      if (line.is_string()) reply.logs.push_back(line.get<std::string>());
+    }
+  }
   return reply;
 }
 

@@ -51,6 +51,8 @@ struct HttpReply {
   // The output's `replay` ({until, headers}: docs/abi.md "Replayable answers"); null when absent.
   // The native host never replays: tests read what the core allowed.
   json replay;
+  // The run's log lines (the output's `logs`).
+  std::vector<std::string> logs;
   json body_json() const;  // discarded json when the body is not JSON
   std::string header(const std::string& name) const;
 };

@@ -143,6 +143,52 @@ TEST_CASE("tenant authentication: missing headers, unknown tenant, wrong token, 
               401, "unauthenticated_tenant");
 }
 
+TEST_CASE(
+    "the capability version: tenant admin calls refuse an unknown major too; each version a "
+    "tenant calls with is logged once per instance") {
+  Mesh mesh;
+  for (const char* worker : {"leads", "cms", "monitoring", "analytics"}) {
+    mesh.provision("bakery", "bakery-token-0123456789", "bakery-admin-0123456789", json::object(),
+                   worker);
+  }
+  auto admin = [](const std::string& version) {
+    std::map<std::string, std::string> h{{"X-SiteSwarm-Tenant-Id", "bakery"},
+                                         {"Authorization", "Bearer bakery-admin-0123456789"}};
+    if (!version.empty()) h["X-SiteSwarm-Capability-Version"] = version;
+    return h;
+  };
+  const std::vector<std::pair<std::string, std::string>> admin_reads = {
+      {"leads", "/api/leads"},
+      {"cms", "/admin/v1/content"},
+      {"monitoring", "/admin/monitors"},
+      {"analytics", "/dashboard"}};
+  for (const auto& read : admin_reads) {
+    const std::string& worker = read.first;
+    const std::string& path = read.second;
+    CAPTURE(worker);
+    check_error(mesh.request(worker, "GET", path, admin("2.0.0")), 400,
+                "unsupported_capability_version");
+    CHECK(mesh.request(worker, "GET", path, admin("1.4.2")).status == 200);
+    CHECK(mesh.request(worker, "GET", path, admin("")).status == 200);
+    // A bad admin token is still the 401, whatever the version says.
+    auto wrong = admin("2.0.0");
+    wrong["Authorization"] = "Bearer nope";
+    check_error(mesh.request(worker, "GET", path, wrong), 401, "unauthenticated_tenant");
+  }
+  // Logged: the first call with a version, not every call (a log line per request would end the
+  // replay of cms answers); another version is logged again.
+  auto tenant = Mesh::tenant_headers("bakery", "bakery-token-0123456789");
+  tenant["X-SiteSwarm-Capability-Version"] = "1.7.0";
+  auto first = mesh.request("leads", "GET", "/v1/tenant", tenant);
+  REQUIRE(first.status == 200);
+  CHECK(first.logs ==
+        std::vector<std::string>{"tenant bakery calls with capability version 1.7.0"});
+  CHECK(mesh.request("leads", "GET", "/v1/tenant", tenant).logs.empty());
+  tenant["X-SiteSwarm-Capability-Version"] = "1.8.0";
+  CHECK(mesh.request("leads", "GET", "/v1/tenant", tenant).logs ==
+        std::vector<std::string>{"tenant bakery calls with capability version 1.8.0"});
+}
+
 TEST_CASE("every tenant-auth failure answers the same 401; the operator token is any length") {
   Mesh mesh;
   mesh.provision("bakery", "bakery-token-0123456789", "bakery-admin-0123456789");

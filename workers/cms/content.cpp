@@ -122,18 +122,6 @@ std::optional<CachedCopy> bundled_copy(const Context& ctx, const std::string& te
   return CachedCopy{*hash, content_from_seed(tenant_id, snapshot ? *snapshot : json(), zone)};
 }
 
-Status check_capability_version(const std::string& version) {
-  if (version.empty()) return Unit{};
-  std::string_view major = std::string_view(version).substr(0, version.find('.'));
-  if (parse_decimal(major, 0, 9999) != kSupportedCapabilityMajor) {
-    return Error{ErrorCode::unsupported_capability_version,
-                 "capability version " + version.substr(0, 32) +
-                     " is not supported; this service " + "speaks " +
-                     std::to_string(kSupportedCapabilityMajor) + ".x"};
-  }
-  return Unit{};
-}
-
 // What answers a read. `kept` (source "kv"): the isolate's copy of the tenant, read from the same
 // KV bytes, answers; `content` is then left empty (no copy of it is made).
 struct Served {
@@ -200,7 +188,6 @@ Task<Result<Served>> read_content(Context& ctx, const Request& req) {
   if (id.empty()) co_return unauthenticated("missing X-SiteSwarm-Tenant-Id");
   if (!is_valid_tenant_id(id)) co_return unauthenticated("malformed tenant id");
   if (token.empty()) co_return unauthenticated("missing X-SiteSwarm-Tenant-Token");
-  SS_CO_CHECK(check_capability_version(req.header("x-siteswarm-capability-version")));
 
   SS_CO_TRY(Lookup lookup, co_await look_up(ctx, id, token));
   auto& [row, digest, cached, cache_verified] = lookup;
@@ -231,6 +218,7 @@ Task<Result<Served>> read_content(Context& ctx, const Request& req) {
       if (!constant_time_equal(found->token_hash, digest)) co_return unauthenticated("bad token");
     }
     tenant_cache(ctx).learn_token(id, token, digest);
+    SS_CO_CHECK(check_capability(ctx, req, id));
     // Authenticated: the tenant's token hash is `digest`.
     if (kv_copy && kv_copy->token_hash == digest) {
       Served served = serve_kv(std::move(*kv_copy));
@@ -266,6 +254,7 @@ Task<Result<Served>> read_content(Context& ctx, const Request& req) {
   if (kv_copy) {
     if (!constant_time_equal(kv_copy->token_hash, digest)) co_return unauthenticated("bad token");
     tenant_cache(ctx).learn_token(id, token, digest);
+    SS_CO_CHECK(check_capability(ctx, req, id));
     co_return serve_kv(std::move(*kv_copy));
   }
   std::optional<CachedCopy> copy = remembered_copy(id);
@@ -276,6 +265,7 @@ Task<Result<Served>> read_content(Context& ctx, const Request& req) {
   }
   if (!constant_time_equal(copy->token_hash, digest)) co_return unauthenticated("bad token");
   tenant_cache(ctx).learn_token(id, token, digest);
+  SS_CO_CHECK(check_capability(ctx, req, id));
   co_return Served{std::move(copy->content), "fallback"};
 }
 

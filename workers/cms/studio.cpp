@@ -38,6 +38,7 @@ Task<Result<TenantRow>> authenticate_admin(Context& ctx, const Request& req) {
   if (!row || !row->enabled || !constant_time_equal(row->admin_token_hash, *digest)) {
     co_return Error{ErrorCode::unauthenticated_tenant, "unknown tenant or bad tenant admin token"};
   }
+  SS_CO_CHECK(check_capability(ctx, req, id));
   co_return std::move(*row);
 }
 
