@@ -159,7 +159,10 @@ function eventView(row) {
 async function read(url, env) {
   const limit = Number(url.searchParams.get("limit") ?? 100);
   const after = url.searchParams.get("after") ?? "";
-  const { results } = await env.EVENTS_DB.prepare("SELECT * FROM events WHERE event_id > ?1 ORDER BY event_id LIMIT ?2")
+  // Insertion order, the cursor's own position (as the ledger reads).
+  const { results } = await env.EVENTS_DB.prepare(
+    "SELECT * FROM events WHERE (?1 = '' OR seq > (SELECT MIN(seq) FROM events WHERE event_id = ?1)) ORDER BY seq LIMIT ?2",
+  )
     .bind(after, limit)
     .all();
   const events = results.map(eventView);

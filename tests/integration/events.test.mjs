@@ -687,9 +687,12 @@ describe("errors", () => {
   });
 
   it("invalid events: 400 naming the field, 413 over 64 KiB, 415 wrong type, 401 without credentials", async () => {
-    const base = { event_type: "price.changed", entity_ref: "item:1" };
+    const base = { event_type: "price.changed", entity_ref: "item:1", payload: {} };
     const cases = [
       [{ entity_ref: "item:1" }, "event_type"],
+      // payload is required (the contract lists it without "?").
+      [{ event_type: "price.changed", entity_ref: "item:1" }, "payload"],
+      [{ ...base, payload: null }, "payload"],
       [{ ...base, event_type: "Price.Changed" }, "event_type"],
       [{ ...base, event_type: "price" }, "event_type"],
       [{ ...base, entity_ref: "item" }, "entity_ref"],
@@ -772,7 +775,7 @@ describe("insertion order (the ledger's own sequence, not producer ids)", () => 
     await workflow("notify");
     await subscribe("*", "notify");
     const refused = await errorOf(
-      await post({ event_type: "order.placed", entity_ref: "order:1", event_id: FAR_FUTURE }),
+      await post({ event_type: "order.placed", entity_ref: "order:1", payload: {}, event_id: FAR_FUTURE }),
       400,
       "invalid_event",
     );
@@ -789,7 +792,7 @@ describe("insertion order (the ledger's own sequence, not producer ids)", () => 
     const later = (
       await jsonOf(
         await post(
-          { event_type: "order.placed", entity_ref: "order:2" },
+          { event_type: "order.placed", entity_ref: "order:2", payload: {} },
           { ...mesh.tenantHeaders("auto-repair"), ...JSON_TYPE },
         ),
         201,
@@ -830,13 +833,34 @@ describe("no leaks", () => {
     assert.equal(details.quarantined, 0);
   });
 
+  // Before: pages followed event_id, so a reader polling with `after` never saw an event whose
+  // producer id sorts before its cursor.
+  it("GET /api/events pages in insertion order: a late producer id is on the reader's next page", async () => {
+    const entity = `order:late-${Date.now()}`;
+    const read = async (query) =>
+      (
+        await jsonOf(
+          await mesh.fetch("events", `/api/events?entity=${entity}${query}`, { headers: mesh.tenantHeaders("bakery") }),
+          200,
+        )
+      ).events.map((e) => e.event_id);
+    const a = (await jsonOf(await post({ event_type: "order.placed", entity_ref: entity, payload: {} }), 201)).event_id;
+    const b = (await jsonOf(await post({ event_type: "order.placed", entity_ref: entity, payload: {} }), 201)).event_id;
+    assert.deepEqual(await read(""), [a, b]);
+    const late = "01H00000000000000000000000";
+    await jsonOf(await post({ event_type: "order.placed", entity_ref: entity, payload: {}, event_id: late }), 201);
+    assert.deepEqual(await read(`&after=${b}`), [late]);
+    assert.deepEqual(await read(""), [a, b, late]);
+    assert.deepEqual(await read("&order=desc"), [late, b, a]);
+  });
+
   // Before: 409 "event_id is already used" told auto-repair that some tenant holds the id.
   it("an event_id another tenant holds is simply a different event (201), never a 409", async () => {
     const id = ulid();
-    await jsonOf(await post({ event_type: "order.placed", entity_ref: "order:1", event_id: id }), 201);
+    await jsonOf(await post({ event_type: "order.placed", entity_ref: "order:1", payload: {}, event_id: id }), 201);
     const other = await jsonOf(
       await post(
-        { event_type: "order.placed", entity_ref: "order:2", event_id: id },
+        { event_type: "order.placed", entity_ref: "order:2", payload: {}, event_id: id },
         { ...mesh.tenantHeaders("auto-repair"), ...JSON_TYPE },
       ),
       201,

@@ -50,7 +50,8 @@ struct CursorLedger {
   }
   ss::native::HttpReply post(const std::string& tenant, const std::string& token,
                              const json& extra = json::object()) {
-    json body{{"event_type", "order.placed"}, {"entity_ref", "order:1"}};
+    json body{
+        {"event_type", "order.placed"}, {"entity_ref", "order:1"}, {"payload", json::object()}};
     body.update(extra);
     auto h = Mesh::tenant_headers(tenant, token);
     h["Content-Type"] = "application/json";
@@ -60,11 +61,9 @@ struct CursorLedger {
   }
   // One message through the siteswarm-events queue, as emit_event() sends it; true when acked.
   bool enqueue(const std::string& tenant, const std::string& event_id) {
-    json body{{"event_id", event_id},
-              {"event_type", "order.placed"},
-              {"entity_ref", "order:2"},
-              {"tenant_id", tenant},
-              {"source_system", "siteswarm-leads-service"}};
+    json body{{"event_id", event_id},    {"event_type", "order.placed"},
+              {"entity_ref", "order:2"}, {"payload", json::object()},
+              {"tenant_id", tenant},     {"source_system", "siteswarm-leads-service"}};
     json batch{{"op", "queue"},
                {"queue", "siteswarm-events"},
                {"messages", {{{"id", "m1"}, {"body", body}, {"attempts", 1}}}}};

@@ -85,15 +85,17 @@ Result<NewEvent> parse_new_event(const json& body) {
       return invalid("entity_ref", "the id has control characters");
   }
 
-  if (const json* payload = find_field(body, "payload"); payload && !payload->is_null()) {
-    if (!payload->is_object()) return invalid("payload", "must be a JSON object");
-    if (dump_json(*payload).size() > kMaxPayloadBytes) {
-      Error err{ErrorCode::payload_too_large, "payload: larger than 64 KiB"};
-      err.with("field", "payload");
-      return err;
-    }
-    e.payload = *payload;
+  // Required, as event_type and entity_ref are: an event without data is `"payload": {}`.
+  const json* payload = find_field(body, "payload");
+  if (payload == nullptr || !payload->is_object()) {
+    return invalid("payload", "is required, a JSON object ({} for none)");
   }
+  if (dump_json(*payload).size() > kMaxPayloadBytes) {
+    Error err{ErrorCode::payload_too_large, "payload: larger than 64 KiB"};
+    err.with("field", "payload");
+    return err;
+  }
+  e.payload = *payload;
 
   auto text = [&](const char* field, std::size_t max, std::string& out) -> Status {
     auto v = optional_text(body, field, max);

@@ -57,15 +57,26 @@ constexpr std::string_view kEventIdBefore = R"sql(
 SELECT event_id FROM events WHERE seq < ?1 ORDER BY seq DESC LIMIT 1
 )sql";
 
-// Every filter is optional: an empty (or NULL tenant) parameter disables it.
+// Every filter is optional: an empty (or NULL tenant) parameter disables it. Oldest first in the
+// ledger's insertion order (seq), never event_id order: producers mint event_ids and can be late,
+// so a reader paging with `after` would never see an event whose id sorts before its cursor. The
+// cursor ?1 is the last event_id of the previous page (its first insertion visible to the caller);
+// an event_id the ledger does not hold (a client's own "since" ULID) starts at the first insertion
+// of the smallest event_id after it, and past the end when there is none.
 constexpr std::string_view kReadEvents = R"sql(
 SELECT * FROM events
-WHERE event_id > ?1
+WHERE (?1 = '' OR seq > COALESCE(
+        (SELECT MIN(c.seq) FROM events c
+         WHERE c.event_id = ?1 AND (?2 IS NULL OR c.tenant_id = ?2)),
+        (SELECT c.seq - 1 FROM events c
+         WHERE c.event_id > ?1 AND (?2 IS NULL OR c.tenant_id = ?2)
+         ORDER BY c.event_id LIMIT 1),
+        (SELECT MAX(m.seq) FROM events m)))
   AND (?2 IS NULL OR tenant_id = ?2)
   AND (?3 = '' OR event_type LIKE ?3 ESCAPE '\')
   AND (?4 = '' OR entity_type = ?4)
   AND (?5 = '' OR entity_id = ?5)
-ORDER BY event_id LIMIT ?6
+ORDER BY seq LIMIT ?6
 )sql";
 
 // order=desc: newest first by insertion sequence; the cursor ?1 is the last event_id of the previous

@@ -82,9 +82,11 @@ struct Ledger {
                    const std::string& ref = "item:1") {
     auto h = Mesh::tenant_headers("bakery", kToken);
     h["Content-Type"] = "application/json";
-    auto r =
-        mesh.request("events", "POST", "/api/events", h,
-                     json{{"event_type", type}, {"entity_ref", ref}, {"payload", payload}}.dump());
+    auto r = mesh.request("events", "POST", "/api/events", h,
+                          json{{"event_type", type},
+                               {"entity_ref", ref},
+                               {"payload", payload.is_null() ? json::object() : payload}}
+                              .dump());
     REQUIRE(r.status == 201);
     mesh.now_ms += 1;
     return r.body_json()["event_id"];

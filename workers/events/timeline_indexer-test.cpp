@@ -31,9 +31,11 @@ struct Timeline {
                       const std::string& ref, const json& payload = json::object()) {
     auto h = Mesh::tenant_headers(tenant, token);
     h["Content-Type"] = "application/json";
-    auto r = l.mesh.request(
-        "events", "POST", "/api/events", h,
-        json{{"event_type", type}, {"entity_ref", ref}, {"payload", payload}}.dump());
+    auto r = l.mesh.request("events", "POST", "/api/events", h,
+                            json{{"event_type", type},
+                                 {"entity_ref", ref},
+                                 {"payload", payload.is_null() ? json::object() : payload}}
+                                .dump());
     REQUIRE(r.status == 201);
     l.mesh.now_ms += 1;
     return r.body_json()["event_id"];

@@ -168,20 +168,20 @@ export function validateEvent(body) {
   if (!/^[a-z0-9_]+$/.test(entityType)) return invalid("entity_ref", "the type must be lower case [a-z0-9_]");
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what an id may not hold
   if (/[\u0000-\u001f]/.test(entityId)) return invalid("entity_ref", "the id has control characters");
-  let payload = {};
-  if (e.payload !== undefined && e.payload !== null) {
-    if (typeof e.payload !== "object" || Array.isArray(e.payload)) return invalid("payload", "must be a JSON object");
-    if (bytes(JSON.stringify(e.payload)).length > MAX_PAYLOAD_BYTES) {
-      return {
-        ok: false,
-        code: "payload_too_large",
-        status: 413,
-        field: "payload",
-        message: "payload: larger than 64 KiB",
-      };
-    }
-    payload = e.payload;
+  // Required, as event_type and entity_ref are: an event without data is `payload: {}`.
+  if (typeof e.payload !== "object" || e.payload === null || Array.isArray(e.payload)) {
+    return invalid("payload", "is required, a JSON object ({} for none)");
   }
+  if (bytes(JSON.stringify(e.payload)).length > MAX_PAYLOAD_BYTES) {
+    return {
+      ok: false,
+      code: "payload_too_large",
+      status: 413,
+      field: "payload",
+      message: "payload: larger than 64 KiB",
+    };
+  }
+  const payload = e.payload;
   const texts = { event_id: 64, idempotency_key: MAX_REF_LENGTH, caused_by: MAX_REF_LENGTH };
   Object.assign(texts, { workflow_run_id: MAX_REF_LENGTH, source_system: 64, occurred_at: 64 });
   for (const [field, max] of Object.entries(texts)) {
