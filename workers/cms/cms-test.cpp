@@ -107,10 +107,15 @@ TEST_CASE("cms: /v1/content starts from the manifest snapshot, then KV serves it
   CHECK(body["overrides"] == json::array());
   REQUIRE(body["announcements"].size() == 1);
   CHECK(body["announcements"][0]["text"] == "Fresh sourdough every morning from 7.");
+  // Never written through the API: no creation time — null, not "" (times are RFC 3339 or null).
+  CHECK(body["announcements"][0]["createdAt"].is_null());
+  CHECK(body["announcements"][0]["updatedAt"].is_null());
   for (const char* key : {"tenantId", "version", "hours", "overrides", "announcements", "source"}) {
     CHECK(body.contains(key));
   }
-  CHECK(t.get("/v1/content").body_json()["source"] == "kv");
+  json again = t.get("/v1/content").body_json();
+  CHECK(again["source"] == "kv");
+  CHECK(again["announcements"][0]["createdAt"].is_null());
 }
 
 TEST_CASE(

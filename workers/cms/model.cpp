@@ -66,6 +66,12 @@ Result<std::pair<std::string, std::int64_t>> date_field(const json& v, const cha
 
 std::string rfc3339_seconds(std::int64_t seconds) { return format_rfc3339(seconds * 1000); }
 
+// A creation or update time, null when there is none (an item of the manifest's bundled snapshot
+// was never written through the API): never "" where the contract promises RFC 3339.
+json stamp_or_null(const std::string& rfc3339) {
+  return rfc3339.empty() ? json(nullptr) : json(rfc3339);
+}
+
 json instant_or_null(const std::optional<std::int64_t>& seconds) {
   return seconds ? json(rfc3339_seconds(*seconds)) : json(nullptr);
 }
@@ -287,7 +293,7 @@ json override_json(const Override& o) {
     if (o.hours) out["hours"] = ranges_json(*o.hours);
   }
   out["message"] = o.message;
-  out["createdAt"] = o.created_at;
+  out["createdAt"] = stamp_or_null(o.created_at);
   return out;
 }
 
@@ -297,8 +303,8 @@ json announcement_json(const Announcement& a) {
                       {"level", a.level},
                       {"startsAt", instant_or_null(a.starts_at)},
                       {"endsAt", instant_or_null(a.ends_at)},
-                      {"createdAt", a.created_at},
-                      {"updatedAt", a.updated_at}});
+                      {"createdAt", stamp_or_null(a.created_at)},
+                      {"updatedAt", stamp_or_null(a.updated_at)}});
 }
 
 json content_json(const Content& c) {
@@ -311,7 +317,7 @@ json content_json(const Content& c) {
                       {"hours", hours_json(c.hours)},
                       {"overrides", overrides},
                       {"announcements", announcements},
-                      {"updatedAt", c.updated_at}});
+                      {"updatedAt", stamp_or_null(c.updated_at)}});
 }
 
 json public_content_json(const Content& c, std::int64_t now, const std::string& source) {
