@@ -7,8 +7,6 @@
 #include "shared/tenant_store.h"
 #include "shared/text.h"
 
-#include <set>
-
 namespace ss {
 
 namespace {
@@ -25,12 +23,6 @@ Error admin_unauthorized() {
                "tenant admin authentication failed: send a valid X-SiteSwarm-Tenant-Id and "
                "Authorization: Bearer <tenant admin token>"};
 }
-
-// The (tenant, capability version) pairs this instance has logged.
-struct CapabilityVersionsLogged {
-  std::set<std::string> seen;
-};
-constexpr std::size_t kMaxCapabilityVersionsLogged = 1024;
 
 enum class Secret { token, admin_token };
 
@@ -114,10 +106,7 @@ Status check_capability(Context& ctx, const Request& req, const std::string& ten
                  "capability version " + shown + " is not supported; this service speaks " +
                      std::to_string(kSupportedCapabilityMajor) + ".x"};
   }
-  std::set<std::string>& seen = ctx.instance_local<CapabilityVersionsLogged>().seen;
-  std::string key = tenant_id + " " + shown;
-  if (seen.insert(key).second) {
-    if (seen.size() > kMaxCapabilityVersionsLogged) seen = {key};
+  if (tenant_cache(ctx).capability_changed(tenant_id, shown)) {
     ctx.log("tenant " + tenant_id + " calls with capability version " + shown);
   }
   return Unit{};

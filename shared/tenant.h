@@ -40,9 +40,9 @@ Task<Status> authenticate_operator(Context& ctx, const Request& req);
 std::string bearer_token(const Request& req);
 
 // The X-SiteSwarm-Capability-Version of an authenticated tenant call: absent, or a major this
-// service speaks (400 unsupported_capability_version otherwise). Each (tenant, version) is logged
-// once per instance, not on every request (a log line per request would cost every answer its
-// replay, docs/abi.md "Replayable answers").
+// service speaks (400 unsupported_capability_version otherwise). Logged when a tenant's version is
+// new to this instance (TenantCache::capability_changed), not on every request (a log line per
+// request would cost every answer its replay, docs/abi.md "Replayable answers").
 Status check_capability(Context& ctx, const Request& req, const std::string& tenant_id);
 
 }  // namespace ss

@@ -51,7 +51,7 @@ void TenantCache::remember(const std::string& tenant_id, const std::optional<Ten
     }
     entries_.erase(oldest);
   }
-  entries_.emplace(tenant_id, Entry{*row, asked_at_ms, {}, {}});
+  entries_.emplace(tenant_id, Entry{*row, asked_at_ms, {}, {}, {}});
 }
 
 std::optional<std::string> TenantCache::known_digest(const std::string& tenant_id,
@@ -70,6 +70,14 @@ void TenantCache::learn_token(const std::string& tenant_id, const std::string& t
   if (it == entries_.end()) return;
   it->second.known_token = token;
   it->second.known_digest = digest;
+}
+
+bool TenantCache::capability_changed(const std::string& tenant_id, const std::string& version) {
+  auto it = entries_.find(tenant_id);
+  if (it == entries_.end()) return true;
+  if (it->second.logged_capability == version) return false;
+  it->second.logged_capability = version;
+  return true;
 }
 
 TenantCache& tenant_cache(Context& ctx) { return ctx.instance_local<TenantCache>(); }

@@ -52,6 +52,9 @@ class TenantCache {
   // Remembers an authenticated token's digest; nothing when the tenant has no entry.
   void learn_token(const std::string& tenant_id, const std::string& token,
                    const std::string& digest);
+  // The capability version a tenant calls with is logged when it is new to this instance's entry:
+  // true (log it) when the tenant has no entry or its last logged version was another one.
+  bool capability_changed(const std::string& tenant_id, const std::string& version);
   void forget(const std::string& tenant_id) {
     entries_.erase(tenant_id);
     ++generation_;
@@ -65,6 +68,7 @@ class TenantCache {
     std::int64_t read_at_ms = 0;
     std::string known_token;  // empty: none yet
     std::string known_digest;
+    std::string logged_capability;  // empty: none logged yet
   };
   std::map<std::string, Entry, std::less<>> entries_;
   std::uint64_t generation_ = 0;
