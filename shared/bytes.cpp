@@ -62,11 +62,14 @@ std::string base64_encode(std::string_view bytes) {
 bool constant_time_equal(std::string_view secret, std::string_view presented) {
   // Every byte of `presented` is compared (against the secret, cycled), whatever the lengths: the
   // time taken depends on the presented length only, never on the secret's length or content.
+  // No division (`%`) to cycle: its latency may depend on the divisor, i.e. the secret's length.
   std::size_t diff = secret.size() ^ presented.size();
   if (secret.empty()) return presented.empty();
+  std::size_t j = 0;
   for (std::size_t i = 0; i < presented.size(); ++i) {
-    diff |= static_cast<unsigned char>(secret[i % secret.size()]) ^
-            static_cast<unsigned char>(presented[i]);
+    diff |= static_cast<unsigned char>(secret[j]) ^ static_cast<unsigned char>(presented[i]);
+    ++j;
+    j *= static_cast<std::size_t>(j != secret.size());  // back to 0 at the end, without a branch
   }
   return diff == 0;
 }

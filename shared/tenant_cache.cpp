@@ -75,8 +75,13 @@ void TenantCache::learn_token(const std::string& tenant_id, const std::string& t
 bool TenantCache::capability_changed(const std::string& tenant_id, const std::string& version) {
   auto it = entries_.find(tenant_id);
   if (it == entries_.end()) return true;
-  if (it->second.logged_capability == version) return false;
-  it->second.logged_capability = version;
+  std::vector<std::string>& logged = it->second.logged_capabilities;
+  for (const std::string& v : logged) {
+    if (v == version) return false;
+  }
+  static constexpr std::size_t kLoggedCapabilities = 4;
+  if (logged.size() >= kLoggedCapabilities) logged.erase(logged.begin());
+  logged.push_back(version);
   return true;
 }
 

@@ -17,6 +17,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace ss {
 
@@ -52,8 +53,8 @@ class TenantCache {
   // Remembers an authenticated token's digest; nothing when the tenant has no entry.
   void learn_token(const std::string& tenant_id, const std::string& token,
                    const std::string& digest);
-  // The capability version a tenant calls with is logged when it is new to this instance's entry:
-  // true (log it) when the tenant has no entry or its last logged version was another one.
+  // The capability version a tenant calls with is logged when it is new to this instance's entry
+  // (the last few versions logged are kept): true (log it) when it is, or the tenant has no entry.
   bool capability_changed(const std::string& tenant_id, const std::string& version);
   void forget(const std::string& tenant_id) {
     entries_.erase(tenant_id);
@@ -68,7 +69,7 @@ class TenantCache {
     std::int64_t read_at_ms = 0;
     std::string known_token;  // empty: none yet
     std::string known_digest;
-    std::string logged_capability;  // empty: none logged yet
+    std::vector<std::string> logged_capabilities;  // at most kLoggedCapabilities, oldest first
   };
   std::map<std::string, Entry, std::less<>> entries_;
   std::uint64_t generation_ = 0;

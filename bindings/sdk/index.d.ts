@@ -265,7 +265,11 @@ export interface EventQuery {
   /** Event type, may be a glob (`lead.*`). */
   type?: string;
   entity?: string;
-  /** Only events after this ULID. */
+  /**
+   * The previous page's `next`: events inserted after that one (the ledger's insertion order, so a
+   * late producer id is not skipped). An event_id the ledger does not hold starts at the first event
+   * whose id sorts after it.
+   */
   after?: string;
   limit?: number;
 }

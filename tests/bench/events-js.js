@@ -81,7 +81,7 @@ async function emit(request, env) {
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
     return error(400, "invalid_json", "body must be a JSON object");
   }
-  const { event_type, entity_ref, payload = {}, idempotency_key } = body;
+  const { event_type, entity_ref, payload, idempotency_key } = body;
   if (typeof event_type !== "string" || !EVENT_TYPE.test(event_type)) {
     return error(400, "invalid_event", "event_type: must be a dotted lower-case name", "event_type");
   }
@@ -159,7 +159,7 @@ function eventView(row) {
 async function read(url, env) {
   const limit = Number(url.searchParams.get("limit") ?? 100);
   const after = url.searchParams.get("after") ?? "";
-  // Insertion order, the cursor's own position (as the ledger reads).
+  // Insertion order, the cursor's own position (as the ledger reads; the bench reads its first page).
   const { results } = await env.EVENTS_DB.prepare(
     "SELECT * FROM events WHERE (?1 = '' OR seq > (SELECT MIN(seq) FROM events WHERE event_id = ?1)) ORDER BY seq LIMIT ?2",
   )

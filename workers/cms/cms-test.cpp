@@ -480,6 +480,35 @@ TEST_CASE("cms: Workers RPC getContent/getStatus run the same handlers with tena
   CHECK(wrong["error"]["code"] == "unauthenticated_tenant");
 }
 
+TEST_CASE("cms: reads refuse a capability major they do not speak, after authentication") {
+  Cms t;
+  for (const char* path : {"/v1/content", "/v1/status"}) {
+    CAPTURE(path);
+    auto h = Mesh::tenant_headers("bakery", kBakeryToken);
+    h["X-SiteSwarm-Capability-Version"] = "2.0.0";
+    HttpReply v2 = t.mesh.request("cms", "GET", path, h);
+    CHECK(v2.status == 400);
+    CHECK(v2.body_json()["error"]["code"] == "unsupported_capability_version");
+    // Again, with the content now in KV: still 400.
+    CHECK(t.mesh.request("cms", "GET", path, h).status == 400);
+    h["X-SiteSwarm-Capability-Version"] = "1.3.0";
+    CHECK(t.mesh.request("cms", "GET", path, h).status == 200);
+    // A bad token is the 401 whatever the version says.
+    auto wrong = Mesh::tenant_headers("bakery", "nope");
+    wrong["X-SiteSwarm-Capability-Version"] = "2.0.0";
+    CHECK(t.mesh.request("cms", "GET", path, wrong).status == 401);
+  }
+  json rpc = t.mesh.message(
+      "cms",
+      json{{"op", "rpc"},
+           {"method", "getContent"},
+           {"args",
+            {{{"tenantId", "bakery"}, {"token", kBakeryToken}, {"capabilityVersion", "2.0.0"}}}}});
+  CHECK(rpc["ok"] == false);
+  CHECK(rpc["status"] == 400);
+  CHECK(rpc["error"]["code"] == "unsupported_capability_version");
+}
+
 TEST_CASE("cms: provisioning refuses an unknown time zone") {
   Cms t;
   HttpReply r = t.mesh.request("cms", "PUT", "/admin/tenants/mars",

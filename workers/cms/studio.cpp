@@ -6,6 +6,7 @@
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
 #include "shared/tenant.h"
+#include "shared/tenant_cache.h"
 #include "shared/text.h"
 #include "workers/cms/service.h"
 #include "workers/cms/store.h"
@@ -30,8 +31,8 @@ Task<Result<TenantRow>> authenticate_admin(Context& ctx, const Request& req) {
     co_return Error{ErrorCode::unauthenticated_tenant,
                     "send X-SiteSwarm-Tenant-Id and Authorization: Bearer <tenant admin token>"};
   }
-  auto [found, digest] =
-      co_await when_all(TenantStore(ctx.app().db_binding).find(id), sha256_hex(std::move(token)));
+  // Through the tenant cache's read (the row is remembered, as every tenant read does).
+  auto [found, digest] = co_await when_all(read_tenant(ctx, id), sha256_hex(std::move(token)));
   if (!found) co_return std::move(found).error();
   if (!digest) co_return std::move(digest).error();
   std::optional<TenantRow>& row = *found;

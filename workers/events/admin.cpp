@@ -85,14 +85,21 @@ bool is_workflow_type(std::string_view s) {
   return true;
 }
 
-// kill:fanout, kill:workflow_runner, … : [a-z0-9:_-]{1,64}
-bool is_switch_name(std::string_view s) {
-  if (s.empty() || s.size() > kMaxNameLength) return false;
-  for (char c : s) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == ':' || c == '_' || c == '-';
-    if (!ok) return false;
+// The switches something reads (docs/runbook-events.md "emergency stop"): kill:fanout,
+// kill:<consumer>, kill:high_risk_ops, and kill:notifications (read by the leads worker from FLAGS).
+// Any other name would be stored and obeyed by nobody — an operator's typo must not look like a
+// stop that took effect.
+std::vector<std::string> known_switches() {
+  std::vector<std::string> names = {"kill:fanout", kHighRiskSwitch, "kill:notifications"};
+  for (const auto& consumer : consumer_names()) names.push_back("kill:" + std::string(consumer));
+  return names;
+}
+
+bool is_known_switch(const std::string& name) {
+  for (const std::string& known : known_switches()) {
+    if (known == name) return true;
   }
-  return true;
+  return false;
 }
 
 bool is_binding_name(std::string_view s) {
@@ -361,7 +368,11 @@ Task<Result<Response>> delete_schema(Context& ctx, const Request& req, const Par
 Task<Result<Response>> put_kill_switch(Context& ctx, const Request& req, const Params& params) {
   SS_CO_TRY(json body, operator_body(req));
   std::string name = param(params, "name");
-  if (!is_switch_name(name)) co_return field_error("name", "must match [a-z0-9:_-]{1,64}");
+  if (!is_known_switch(name)) {
+    std::string list;
+    for (const std::string& known : known_switches()) list += (list.empty() ? "" : ", ") + known;
+    co_return field_error("name", "unknown kill switch; the switches are " + list);
+  }
   auto enabled = get_bool(body, "enabled");
   if (!enabled) co_return field_error("enabled", "must be true or false");
   std::string now = format_rfc3339(ctx.now_ms());

@@ -660,3 +660,27 @@ TEST_CASE("kill:high_risk_ops holds risk_level >= 4 starts, others go; off relea
             .body_json()["quarantined"]
             .empty());
 }
+
+TEST_CASE("kill switches: only the switches something obeys; a typo is a 400 naming them") {
+  Ledger l;
+  for (const char* name : {"kill:fanout", "kill:high_risk_ops", "kill:notifications",
+                           "kill:workflow_runner", "kill:timeline_indexer", "kill:anomaly_detector",
+                           "kill:reflexion_analyzer", "kill:customer_health_watcher"}) {
+    CAPTURE(name);
+    CHECK(
+        l.admin("PUT", std::string("/admin/kill-switches/") + name, {{"enabled", false}}).status ==
+        200);
+  }
+  for (const char* name : {"fanout", "kill:fan_out", "kill:", "kill:everything", "Kill:fanout"}) {
+    CAPTURE(name);
+    auto r = l.admin("PUT", std::string("/admin/kill-switches/") + name, {{"enabled", true}});
+    CHECK(r.status == 400);
+    CHECK(r.body_json()["error"]["field"] == "name");
+    CHECK(r.body_json()["error"]["message"].get<std::string>().find("kill:fanout") !=
+          std::string::npos);
+  }
+  // Nothing was stored for the refused names.
+  json listed = l.admin("GET", "/admin/kill-switches").body_json()["kill_switches"];
+  for (const json& s : listed) CHECK(s["name"].get<std::string>().rfind("kill:", 0) == 0);
+  CHECK(listed.size() == 8);
+}

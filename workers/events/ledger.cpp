@@ -227,10 +227,22 @@ Result<ReadQuery> parse_read_query(const Request& req) {
                                                                                    "entity");
     }
   }
-  q.after = req.query_param("after");
-  if (!q.after.empty() && !is_ulid(q.after)) {
-    return Error{ErrorCode::invalid_request, "after: must be an event_id (ULID)"}.with("field",
-                                                                                       "after");
+  // An event_id, or the "<event_id>.<seq>" an operator's page without tenant= answers as `next`
+  // (event_ids are unique per tenant only, so across tenants the id alone may name two positions).
+  std::string after = req.query_param("after");
+  if (auto dot = after.find('.'); dot != std::string::npos) {
+    auto seq = parse_decimal(std::string_view(after).substr(dot + 1), 0, INT64_MAX);
+    if (!seq) {
+      return Error{ErrorCode::invalid_request, "after: must be an event_id (ULID) or a page's next"}
+          .with("field", "after");
+    }
+    q.after_seq = *seq;
+    after.resize(dot);
+  }
+  q.after = after;
+  if ((!q.after.empty() || q.after_seq) && !is_ulid(q.after)) {
+    return Error{ErrorCode::invalid_request, "after: must be an event_id (ULID) or a page's next"}
+        .with("field", "after");
   }
   std::string order = req.query_param("order");
   if (!order.empty() && order != "asc" && order != "desc") {
@@ -251,6 +263,7 @@ EventFilter filter_of(const ReadQuery& q) {
   filter.entity_type = q.entity_type;
   filter.entity_id = q.entity_id;
   filter.after = q.after;
+  filter.after_seq = q.after_seq;
   filter.newest_first = q.newest_first;
   filter.limit = q.limit;
   return filter;
@@ -273,7 +286,11 @@ Task<Result<std::string>> read_events_text(const ReadQuery& q) {
   }
   out += "],\"next\":";
   if (!rows.empty() && static_cast<int>(rows.size()) == q.limit) {
-    out += dump_json(json(rows.back().event_id));
+    // A tenant's event_ids are unique; across tenants (an operator without tenant=) the cursor
+    // carries the position too, so that a page never ends on an id another tenant also holds.
+    const EventRow& last = rows.back();
+    out += dump_json(
+        json(q.tenant_id ? last.event_id : last.event_id + "." + std::to_string(last.seq)));
   } else {
     out += "null";
   }

@@ -64,7 +64,8 @@ struct ReadQuery {
   std::string type_glob;
   std::string entity_type;
   std::string entity_id;
-  std::string after;          // the last event_id of the previous page
+  std::string after;                      // the last event_id of the previous page
+  std::optional<std::int64_t> after_seq;  // its insertion position ("<event_id>.<seq>" cursors)
   bool newest_first = false;  // order=desc: newest first by the ledger's insertion sequence
   int limit = kDefaultReadLimit;
 };

@@ -57,21 +57,27 @@ constexpr std::string_view kEventIdBefore = R"sql(
 SELECT event_id FROM events WHERE seq < ?1 ORDER BY seq DESC LIMIT 1
 )sql";
 
-// Every filter is optional: an empty (or NULL tenant) parameter disables it. Oldest first in the
-// ledger's insertion order (seq), never event_id order: producers mint event_ids and can be late,
-// so a reader paging with `after` would never see an event whose id sorts before its cursor. The
-// cursor ?1 is the last event_id of the previous page (its first insertion visible to the caller);
-// an event_id the ledger does not hold (a client's own "since" ULID) starts at the first insertion
-// of the smallest event_id after it, and past the end when there is none.
+// Every filter is optional: an empty (or NULL tenant) parameter disables it. Both orders follow the
+// ledger's insertion order (seq), never event_id: producers mint event_ids and can be late, so a
+// reader paging with `after` by id order would never see an event whose id sorts before its cursor.
+// The cursor is a position: ?7 (a seq, from a "<event_id>.<seq>" cursor) when given, else the first
+// insertion visible to the caller of the event_id ?1 (the previous page's last event). An event_id
+// the ledger does not hold (a client's own "since" ULID) starts before the first insertion of any
+// event_id after it (every such event is on the following pages, some events with smaller ids
+// too), and past the end when there is none. Written as a seq bound (CASE, not OR) so that SQLite
+// reads a rowid range from the cursor instead of the whole table.
 constexpr std::string_view kReadEvents = R"sql(
 SELECT * FROM events
-WHERE (?1 = '' OR seq > COALESCE(
-        (SELECT MIN(c.seq) FROM events c
-         WHERE c.event_id = ?1 AND (?2 IS NULL OR c.tenant_id = ?2)),
-        (SELECT c.seq - 1 FROM events c
-         WHERE c.event_id > ?1 AND (?2 IS NULL OR c.tenant_id = ?2)
-         ORDER BY c.event_id LIMIT 1),
-        (SELECT MAX(m.seq) FROM events m)))
+WHERE seq > CASE
+    WHEN ?7 IS NOT NULL THEN ?7
+    WHEN ?1 = '' THEN 0
+    ELSE COALESCE(
+      (SELECT MIN(c.seq) FROM events c
+       WHERE c.event_id = ?1 AND (?2 IS NULL OR c.tenant_id = ?2)),
+      (SELECT MIN(c.seq) - 1 FROM events c
+       WHERE c.event_id > ?1 AND (?2 IS NULL OR c.tenant_id = ?2)),
+      (SELECT MAX(m.seq) FROM events m))
+  END
   AND (?2 IS NULL OR tenant_id = ?2)
   AND (?3 = '' OR event_type LIKE ?3 ESCAPE '\')
   AND (?4 = '' OR entity_type = ?4)
@@ -79,12 +85,18 @@ WHERE (?1 = '' OR seq > COALESCE(
 ORDER BY seq LIMIT ?6
 )sql";
 
-// order=desc: newest first by insertion sequence; the cursor ?1 is the last event_id of the previous
-// page (its first insertion visible to the caller). An unknown cursor is an empty page.
+// order=desc: newest first, the same cursor as a bound from above. An unknown event_id is an empty
+// page (there is no "before" a client's own ULID to start from).
 constexpr std::string_view kReadEventsDesc = R"sql(
 SELECT * FROM events
-WHERE (?1 = '' OR seq < (SELECT MIN(c.seq) FROM events c
-                         WHERE c.event_id = ?1 AND (?2 IS NULL OR c.tenant_id = ?2)))
+WHERE seq < CASE
+    WHEN ?7 IS NOT NULL THEN ?7
+    WHEN ?1 = '' THEN 9223372036854775807
+    ELSE COALESCE(
+      (SELECT MIN(c.seq) FROM events c
+       WHERE c.event_id = ?1 AND (?2 IS NULL OR c.tenant_id = ?2)),
+      0)
+  END
   AND (?2 IS NULL OR tenant_id = ?2)
   AND (?3 = '' OR event_type LIKE ?3 ESCAPE '\')
   AND (?4 = '' OR entity_type = ?4)
@@ -1174,8 +1186,9 @@ Task<Result<std::string>> EventStore::event_id_before(std::int64_t seq) {
 }
 
 Task<Result<std::vector<EventRow>>> EventStore::read(const EventFilter& f) {
-  json params = json::array(
-      {f.after, text_or_null(f.tenant_id), f.type_like, f.entity_type, f.entity_id, f.limit});
+  json params =
+      json::array({f.after, text_or_null(f.tenant_id), f.type_like, f.entity_type, f.entity_id,
+                   f.limit, f.after_seq ? json(*f.after_seq) : json(nullptr)});
   const std::string_view sql = f.newest_first ? kReadEventsDesc : kReadEvents;
   SS_CO_TRY(D1Result fetched, co_await db().all(sql, params));
   co_return std::move(fetched).as<EventRow>();  // EventRow::decode reads each column once

@@ -76,7 +76,9 @@ struct EventFilter {
   std::string type_like;                 // a LIKE pattern (escape '\'), "" for any type
   std::string entity_type;
   std::string entity_id;
-  std::string after;          // event_id cursor, exclusive (in the listing's order)
+  std::string after;  // event_id cursor, exclusive (in the listing's order)
+  std::optional<std::int64_t>
+      after_seq;              // the cursor's insertion position, when the cursor names it
   bool newest_first = false;  // order=desc: by insertion sequence, newest first
   int limit = 100;
 };

@@ -77,12 +77,17 @@ export function createMocks({ appId, snapshot, leadsConfig = {} }) {
     listEvents({ type, entity, after, limit } = {}) {
       const max = Math.min(Math.max(Number(limit) || 100, 1), 500);
       const typeMatch = type ? globRegExp(type) : null;
-      const matching = events.filter(
-        (e) =>
-          (!typeMatch || typeMatch.test(e.event_type)) &&
-          (!entity || e.entity_ref === entity) &&
-          (!after || e.event_id > after),
-      );
+      // Insertion order, as the ledger pages: after the cursor event's position; an id it does not
+      // hold starts at the first event whose id sorts after it.
+      let start = 0;
+      if (after) {
+        const at = events.findIndex((e) => e.event_id === after);
+        const later = events.findIndex((e) => e.event_id > after);
+        start = at >= 0 ? at + 1 : later >= 0 ? later : events.length;
+      }
+      const matching = events
+        .slice(start)
+        .filter((e) => (!typeMatch || typeMatch.test(e.event_type)) && (!entity || e.entity_ref === entity));
       const page = matching.slice(0, max).map((e) => structuredClone(e));
       const next = matching.length > max ? page[page.length - 1].event_id : null;
       return { events: page, next };
