@@ -4,6 +4,7 @@
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
 #include "shared/runtime.h"
+#include "shared/text.h"
 #include "shared/ulid.h"
 #include "workers/events/json_schema.h"
 
