@@ -231,17 +231,14 @@ Result<ReadQuery> parse_read_query(const Request& req) {
   // An event_id, or the "<event_id>.<seq>" an operator's page without tenant= answers as `next`
   // (event_ids are unique per tenant only, so across tenants the id alone may name two positions).
   std::string after = req.query_param("after");
+  bool well_formed = true;
   if (auto dot = after.find('.'); dot != std::string::npos) {
-    auto seq = parse_decimal(std::string_view(after).substr(dot + 1), 0, INT64_MAX);
-    if (!seq) {
-      return Error{ErrorCode::invalid_request, "after: must be an event_id (ULID) or a page's next"}
-          .with("field", "after");
-    }
-    q.after_seq = *seq;
+    q.after_seq = parse_decimal(std::string_view(after).substr(dot + 1), 0, INT64_MAX);
+    well_formed = q.after_seq.has_value();
     after.resize(dot);
   }
   q.after = after;
-  if ((!q.after.empty() || q.after_seq) && !is_ulid(q.after)) {
+  if (!well_formed || ((!q.after.empty() || q.after_seq) && !is_ulid(q.after))) {
     return Error{ErrorCode::invalid_request, "after: must be an event_id (ULID) or a page's next"}
         .with("field", "after");
   }

@@ -1,8 +1,8 @@
 #pragma once
 // The incident state machine and the alert messages, pure (time and ids are parameters), so every
 // transition is a unit test: 3 consecutive failures open an incident (unless a maintenance window
-// is on), the first success (outside a window) resolves it, and each transition yields the alerts to send — one
-// PagerDuty Events API v2 event and/or one Slack incoming-webhook message per channel.
+// is on), the first success outside a window resolves it, and each transition yields the alerts to
+// send — one PagerDuty Events API v2 event and/or one Slack incoming-webhook message per channel.
 
 #include "shared/error.h"
 #include "workers/monitoring/monitor.h"
