@@ -121,6 +121,8 @@ beforeEach(async () => {
   for (const m of list.monitors) {
     await mesh.fetch("monitoring", `/admin/monitors/${m.id}`, { method: "DELETE", headers: adminHeaders() });
   }
+  // A monitor deleted while down closes its incident: its resolves go out before the stubs forget.
+  await waitFor(async () => (await pendingAlerts()) === 0, "the deleted monitors' alerts to settle", 20_000);
   origin.status = 200;
   origin.delayMs = 0;
   origin.body = PAGE;
@@ -315,6 +317,31 @@ describe("monitoring: incidents and alerts", () => {
     // The status page shows it at once (its cached copy is dropped when the state changes).
     const status = await jsonOf(await mesh.fetch("monitoring", "/status/bakery.json"), 200);
     assert.equal(status.monitors.find((m) => m.id === "manual").state, "down");
+  });
+
+  it("a monitor deleted while down: its PagerDuty incident is resolved and Slack is told", async () => {
+    await jsonOf(await put("gone", monitor()), 201);
+    origin.status = 503;
+    for (let i = 0; i < 3; i++) await runTick("gone");
+    const [trigger] = mesh.stubs.find("/v2/enqueue").map((r) => JSON.parse(r.body));
+    assert.equal(trigger.event_action, "trigger");
+    await jsonOf(
+      await mesh.fetch("monitoring", "/admin/monitors/gone", { method: "DELETE", headers: adminHeaders() }),
+      200,
+    );
+    await waitFor(async () => (await pendingAlerts()) === 0, "the resolves to settle", 20_000);
+    const pd = mesh.stubs.find("/v2/enqueue").map((r) => JSON.parse(r.body));
+    assert.equal(pd.length, 2);
+    assert.deepEqual(pd[1], {
+      routing_key: "R0UTINGKEY0123456789",
+      event_action: "resolve",
+      dedup_key: trigger.dedup_key,
+    });
+    const slack = mesh.stubs.find("/slack/services/T0/B0/secret").map((r) => JSON.parse(r.body).text);
+    assert.equal(slack.length, 2);
+    assert.match(slack[1], /no longer monitored \(the monitor was deleted\)/);
+    const row = await (await db()).prepare("SELECT resolved_at FROM incidents WHERE monitor_id = 'gone'").first();
+    assert.ok(row.resolved_at, "the incident is resolved in D1");
   });
 
   it("an alert endpoint down then up: each alert arrives exactly once", async () => {

@@ -80,7 +80,7 @@ TEST_CASE("monitoring incident: PagerDuty and Slack messages in their real forma
                  "status_mismatch",
                  "2026-05-25T14:23:11Z",
                  "siteswarm-synthetic-monitoring"};
-  auto open = alerts_for(Transition::open, spec, c, "https://events.pd.test/v2/enqueue");
+  auto open = triggers_for(spec, c, "https://events.pd.test/v2/enqueue");
   REQUIRE(open.size() == 2);
   CHECK(open[0].channel == "pagerduty");
   CHECK(open[0].url == "https://events.pd.test/v2/enqueue");
@@ -95,13 +95,54 @@ TEST_CASE("monitoring incident: PagerDuty and Slack messages in their real forma
   CHECK(open[1].url == "https://hooks.slack.test/services/T/B/x");
   CHECK(open[1].body["text"].get<std::string>().find("home") != std::string::npos);
 
-  auto resolved = alerts_for(Transition::resolve, spec, c, "https://events.pd.test/v2/enqueue");
+  // The resolves go where the triggers went, from the outbox's records of them.
+  std::vector<SentTrigger> sent;
+  for (const AlertRequest& a : open) {
+    sent.push_back({a.channel, json{{"url", a.url}, {"body", a.body}}});
+  }
+  auto resolved = resolves_for(sent, c, Closure::recovered);
   REQUIRE(resolved.size() == 2);
+  CHECK(resolved[0].channel == "pagerduty");
+  CHECK(resolved[0].url == "https://events.pd.test/v2/enqueue");
+  CHECK(resolved[0].body["routing_key"] == "R0UT1NGKEY");
   CHECK(resolved[0].body["event_action"] == "resolve");
   CHECK(resolved[0].body["dedup_key"] == open[0].body["dedup_key"]);
   CHECK_FALSE(resolved[0].body.contains("payload"));
-  CHECK(alerts_for(Transition::none, spec, c, "x").empty());
+  CHECK(resolved[1].url == "https://hooks.slack.test/services/T/B/x");
+  CHECK(resolved[1].body["text"].get<std::string>().find("back up") != std::string::npos);
 
   MonitorSpec silent;
-  CHECK(alerts_for(Transition::open, silent, c, "x").empty());
+  CHECK(triggers_for(silent, c, "x").empty());
+  CHECK(resolves_for({}, c, Closure::recovered).empty());
+}
+
+TEST_CASE(
+    "monitoring incident: a monitor that stops being watched closes what its trigger opened") {
+  AlertContext c;
+  c.tenant_id = "bakery";
+  c.monitor_id = "home";
+  c.incident_id = "01INCIDENT";
+  std::vector<SentTrigger> sent{
+      {"pagerduty", json{{"url", "https://events.pd.test/v2/enqueue"},
+                         {"body", {{"routing_key", "OLDKEY"}, {"event_action", "trigger"}}}}},
+      {"slack", json{{"url", "https://hooks.slack.test/old"}, {"body", {{"text", "down"}}}}},
+      // Records that cannot be answered are skipped, not sent somewhere else.
+      {"pagerduty", json{{"url", "https://events.pd.test/v2/enqueue"}, {"body", json::object()}}},
+      {"slack", json{{"body", {{"text", "down"}}}}},
+      {"email", json{{"url", "https://mail.test/"}}}};
+  for (Closure why : {Closure::monitor_deleted, Closure::monitor_disabled, Closure::tenant_disabled,
+                      Closure::superseded}) {
+    CAPTURE(closure_name(why));
+    CHECK(closure_from(closure_name(why)) == why);
+    auto out = resolves_for(sent, c, why);
+    REQUIRE(out.size() == 2);
+    CHECK(out[0].body == json{{"routing_key", "OLDKEY"},
+                              {"event_action", "resolve"},
+                              {"dedup_key", "siteswarm/bakery/home/01INCIDENT"}});
+    CHECK(out[1].url == "https://hooks.slack.test/old");
+    std::string text = out[1].body["text"];
+    CHECK(text.find("no longer monitored") != std::string::npos);
+    CHECK(text.find("01INCIDENT closed") != std::string::npos);
+  }
+  CHECK(closure_from("anything else") == Closure::recovered);
 }

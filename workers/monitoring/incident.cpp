@@ -29,36 +29,89 @@ std::string dedup_key(const std::string& tenant_id, const std::string& monitor_i
   return "siteswarm/" + tenant_id + "/" + monitor_id + "/" + incident_id;
 }
 
-std::vector<AlertRequest> alerts_for(Transition t, const MonitorSpec& spec, const AlertContext& c,
-                                     const std::string& pagerduty_events_url) {
+std::vector<AlertRequest> triggers_for(const MonitorSpec& spec, const AlertContext& c,
+                                       const std::string& pagerduty_events_url) {
   std::vector<AlertRequest> out;
-  if (t == Transition::none) return out;
-  bool open = t == Transition::open;
-  std::string action = open ? "trigger" : "resolve";
   std::string key = dedup_key(c.tenant_id, c.monitor_id, c.incident_id);
   if (spec.pagerduty_routing_key) {
-    json body{
-        {"routing_key", *spec.pagerduty_routing_key}, {"event_action", action}, {"dedup_key", key}};
-    if (open) {
-      body["payload"] = {
-          {"summary",
-           "[" + c.tenant_id + "] " + c.monitor_id + " is down (" + c.reason + "): " + c.url},
-          {"source", c.source},
-          {"severity", "critical"},
-          {"timestamp", c.opened_at},
-          {"component", c.monitor_id},
-          {"group", c.tenant_id},
-          {"class", c.reason},
-          {"custom_details", {{"url", c.url}, {"reason", c.reason}, {"incident", c.incident_id}}}};
-    }
-    out.push_back({"pagerduty", action, pagerduty_events_url, std::move(body)});
+    json body{{"routing_key", *spec.pagerduty_routing_key},
+              {"event_action", "trigger"},
+              {"dedup_key", key},
+              {"payload",
+               {{"summary",
+                 "[" + c.tenant_id + "] " + c.monitor_id + " is down (" + c.reason + "): " + c.url},
+                {"source", c.source},
+                {"severity", "critical"},
+                {"timestamp", c.opened_at},
+                {"component", c.monitor_id},
+                {"group", c.tenant_id},
+                {"class", c.reason},
+                {"custom_details",
+                 {{"url", c.url}, {"reason", c.reason}, {"incident", c.incident_id}}}}}};
+    out.push_back({"pagerduty", "trigger", pagerduty_events_url, std::move(body)});
   }
   if (spec.slack_webhook_url) {
-    std::string text = open ? ":red_circle: *" + c.monitor_id + "* is down (" + c.reason + ") — " +
-                                  c.url + " [" + c.tenant_id + ", incident " + c.incident_id + "]"
-                            : ":large_green_circle: *" + c.monitor_id + "* is back up — " + c.url +
-                                  " [" + c.tenant_id + ", incident " + c.incident_id + " resolved]";
-    out.push_back({"slack", action, *spec.slack_webhook_url, json_object({{"text", text}})});
+    std::string text = ":red_circle: *" + c.monitor_id + "* is down (" + c.reason + ") — " + c.url +
+                       " [" + c.tenant_id + ", incident " + c.incident_id + "]";
+    out.push_back({"slack", "trigger", *spec.slack_webhook_url, json_object({{"text", text}})});
+  }
+  return out;
+}
+
+std::string_view closure_name(Closure why) {
+  switch (why) {
+    case Closure::recovered:
+      return "recovered";
+    case Closure::monitor_deleted:
+      return "monitor_deleted";
+    case Closure::monitor_disabled:
+      return "monitor_disabled";
+    case Closure::tenant_disabled:
+      return "tenant_disabled";
+    case Closure::superseded:
+      return "superseded";
+  }
+  return "recovered";
+}
+
+Closure closure_from(std::string_view name) {
+  for (Closure c : {Closure::monitor_deleted, Closure::monitor_disabled, Closure::tenant_disabled,
+                    Closure::superseded}) {
+    if (closure_name(c) == name) return c;
+  }
+  return Closure::recovered;
+}
+
+namespace {
+std::string retired_text(const AlertContext& c, Closure why) {
+  std::string what = why == Closure::monitor_disabled  ? "the monitor was disabled"
+                     : why == Closure::tenant_disabled ? "the site was disabled"
+                                                       : "the monitor was deleted";
+  return ":white_circle: *" + c.monitor_id + "* is no longer monitored (" + what + ") [" +
+         c.tenant_id + ", incident " + c.incident_id + " closed]";
+}
+}  // namespace
+
+std::vector<AlertRequest> resolves_for(const std::vector<SentTrigger>& triggers,
+                                       const AlertContext& c, Closure why) {
+  std::vector<AlertRequest> out;
+  const std::string key = dedup_key(c.tenant_id, c.monitor_id, c.incident_id);
+  for (const SentTrigger& t : triggers) {
+    std::string url = string_or(t.request, "url", "");
+    if (url.empty()) continue;
+    if (t.channel == "pagerduty") {
+      const json* body = find_field(t.request, "body");
+      std::string routing_key = body ? string_or(*body, "routing_key", "") : "";
+      if (routing_key.empty()) continue;
+      json resolve{{"routing_key", routing_key}, {"event_action", "resolve"}, {"dedup_key", key}};
+      out.push_back({"pagerduty", "resolve", std::move(url), std::move(resolve)});
+    } else if (t.channel == "slack") {
+      std::string text = why == Closure::recovered
+                             ? ":large_green_circle: *" + c.monitor_id + "* is back up — " + c.url +
+                                   " [" + c.tenant_id + ", incident " + c.incident_id + " resolved]"
+                             : retired_text(c, why);
+      out.push_back({"slack", "resolve", std::move(url), json_object({{"text", text}})});
+    }
   }
   return out;
 }

@@ -8,6 +8,7 @@
 #include "workers/monitoring/monitor.h"
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ss::monitoring {
@@ -55,8 +56,30 @@ struct AlertRequest {
   json body;
 };
 
-// The alerts of one transition for the monitor's channels (none for Transition::none).
-std::vector<AlertRequest> alerts_for(Transition t, const MonitorSpec& spec, const AlertContext& c,
-                                     const std::string& pagerduty_events_url);
+// The triggers of a new incident, one per channel the monitor has. Its resolves are made by
+// resolves_for, from what these triggers went to.
+std::vector<AlertRequest> triggers_for(const MonitorSpec& spec, const AlertContext& c,
+                                       const std::string& pagerduty_events_url);
+
+// Why an open incident ends: its monitor recovered, or nobody watches it any more — the monitor was
+// deleted (by the API or by a manifest that no longer declares it) or disabled, its tenant was
+// disabled, or it was deleted and made again under the same id (the new monitor starts without it).
+enum class Closure { recovered, monitor_deleted, monitor_disabled, tenant_disabled, superseded };
+std::string_view closure_name(Closure why);
+// The SQL spelling of the same names (MonitorStore::orphaned_incidents); recovered otherwise.
+Closure closure_from(std::string_view name);
+
+// A trigger alert as it was recorded in the outbox: its channel and request ({"url","body"}).
+struct SentTrigger {
+  std::string channel;
+  json request;
+};
+
+// The resolves of an incident: one per trigger it sent, to that trigger's endpoint — PagerDuty with
+// the trigger's routing key and the incident's dedup_key, Slack to the trigger's webhook — whatever
+// the monitor's channels are now (re-keyed, removed, or the monitor gone), so every page that was
+// opened is closed and nobody is told of an incident they were never told of.
+std::vector<AlertRequest> resolves_for(const std::vector<SentTrigger>& triggers,
+                                       const AlertContext& c, Closure why);
 
 }  // namespace ss::monitoring

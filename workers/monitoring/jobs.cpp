@@ -11,6 +11,7 @@
 #include "workers/monitoring/store.h"
 
 #include <algorithm>
+#include <set>
 
 namespace ss::monitoring {
 
@@ -64,6 +65,38 @@ Task<Status> requeue_stale_alerts(Context& ctx) {
   for (const auto& a : stale) jobs.push_back(alert_job(a.alert_id));
   ctx.log("re-enqueueing " + std::to_string(jobs.size()) + " stale alerts");
   SS_CO_CHECK(co_await queue_send_batch(kJobsQueueBinding, std::move(jobs)));
+  co_return Unit{};
+}
+
+Task<Result<std::vector<SentTrigger>>> sent_triggers(const MonitorStore& store,
+                                                     const std::string& tenant,
+                                                     const std::string& incident_id) {
+  SS_CO_TRY(std::vector<AlertRow> rows, co_await store.triggers_of(tenant, incident_id));
+  std::vector<SentTrigger> sent;
+  sent.reserve(rows.size());
+  for (AlertRow& r : rows) sent.push_back({std::move(r.channel), std::move(r.request)});
+  co_return sent;
+}
+
+Task<Result<std::vector<std::pair<std::string, AlertRequest>>>> with_alert_ids(
+    Context& ctx, std::vector<AlertRequest> alerts) {
+  std::vector<std::pair<std::string, AlertRequest>> out;
+  for (AlertRequest& a : alerts) {
+    SS_CO_TRY(std::string alert_id, co_await ctx.new_ulid());
+    out.emplace_back(std::move(alert_id), std::move(a));
+  }
+  co_return out;
+}
+
+// After the commit: the outbox rows exist, so a lost queue message only delays an alert (the cron
+// re-enqueues stale ones).
+Task<Unit> enqueue_alerts(Context& ctx,
+                          const std::vector<std::pair<std::string, AlertRequest>>& alerts) {
+  if (alerts.empty()) co_return Unit{};
+  std::vector<json> jobs;
+  for (const auto& [alert_id, a] : alerts) jobs.push_back(alert_job(alert_id));
+  Status sent = co_await queue_send_batch(kJobsQueueBinding, std::move(jobs));
+  if (!sent) ctx.log("alert jobs not enqueued (the cron will): " + sent.error().message);
   co_return Unit{};
 }
 
@@ -224,12 +257,17 @@ Task<Result<bool>> probe_monitor(Context& ctx, const std::string& tenant, const 
     commit.incident_id = std::nullopt;
     ac.incident_id = *row->incident_id;
   }
-  std::string pagerduty_url = ctx.env("PAGERDUTY_EVENTS_URL");
-  if (pagerduty_url.empty()) pagerduty_url = "https://events.pagerduty.com/v2/enqueue";
-  for (AlertRequest& a : alerts_for(st.transition, effective, ac, pagerduty_url)) {
-    SS_CO_TRY(std::string alert_id, co_await ctx.new_ulid());
-    commit.alerts.emplace_back(alert_id, std::move(a));
+  std::vector<AlertRequest> alerts;
+  if (st.transition == Transition::open) {
+    std::string pagerduty_url = ctx.env("PAGERDUTY_EVENTS_URL");
+    if (pagerduty_url.empty()) pagerduty_url = "https://events.pagerduty.com/v2/enqueue";
+    alerts = triggers_for(effective, ac, pagerduty_url);
+  } else if (st.transition == Transition::resolve) {
+    // Where the triggers went, whatever the channels are now.
+    SS_CO_TRY(std::vector<SentTrigger> sent, co_await sent_triggers(store, tenant, ac.incident_id));
+    alerts = resolves_for(sent, ac, Closure::recovered);
   }
+  SS_CO_TRY(commit.alerts, co_await with_alert_ids(ctx, std::move(alerts)));
   Status committed = co_await store.commit_probe(commit);
   if (!committed) {
     Status released = co_await store.release_probe(key, tick);
@@ -244,13 +282,7 @@ Task<Result<bool>> probe_monitor(Context& ctx, const std::string& tenant, const 
     co_await forget_status(ctx, tenant);
   }
 
-  // After the commit: the outbox rows exist, so a lost queue message only delays an alert.
-  if (!commit.alerts.empty()) {
-    std::vector<json> jobs;
-    for (const auto& [alert_id, a] : commit.alerts) jobs.push_back(alert_job(alert_id));
-    Status sent = co_await queue_send_batch(kJobsQueueBinding, std::move(jobs));
-    if (!sent) ctx.log("alert jobs not enqueued (the cron will): " + sent.error().message);
-  }
+  co_await enqueue_alerts(ctx, commit.alerts);
   json payload =
       json_object({{"monitorId", id}, {"url", effective.url}, {"probe", result.to_json(at)}});
   if (!result.ok) SS_CO_CHECK(co_await emit(ctx, "monitor.probe_failed", tenant, id, payload));
@@ -263,6 +295,46 @@ Task<Result<bool>> probe_monitor(Context& ctx, const std::string& tenant, const 
     SS_CO_CHECK(co_await emit(ctx, "monitor.incident_resolved", tenant, id, payload));
   }
   co_return true;
+}
+
+Task<Result<int>> close_orphaned_incidents(Context& ctx, const std::string& tenant) {
+  MonitorStore store;
+  SS_CO_TRY(std::vector<OrphanedIncident> orphans,
+            co_await store.orphaned_incidents(tenant, kOrphanBatch));
+  int closed = 0;
+  std::set<std::string> tenants;
+  for (const OrphanedIncident& o : orphans) {
+    const IncidentRow& i = o.incident;
+    AlertContext ac;
+    ac.tenant_id = i.tenant_id;
+    ac.monitor_id = i.monitor_id;
+    ac.incident_id = i.incident_id;
+    ac.reason = i.reason;
+    ac.opened_at = i.opened_at;
+    ac.source = ctx.app().service;
+    SS_CO_TRY(std::vector<SentTrigger> sent,
+              co_await sent_triggers(store, i.tenant_id, i.incident_id));
+    IncidentClose close;
+    close.key = {i.tenant_id, i.monitor_id};
+    close.incident_id = i.incident_id;
+    close.at_ms = ctx.now_ms();
+    SS_CO_TRY(close.alerts, co_await with_alert_ids(ctx, resolves_for(sent, ac, o.closure)));
+    SS_CO_TRY(bool mine, co_await store.close_incident(close));
+    if (!mine) continue;
+    ++closed;
+    tenants.insert(i.tenant_id);
+    ctx.log("incident " + i.incident_id + " of " + i.tenant_id + "/" + i.monitor_id + " closed (" +
+            std::string(closure_name(o.closure)) + ")");
+    co_await enqueue_alerts(ctx, close.alerts);
+    json payload = json_object({{"monitorId", i.monitor_id},
+                                {"incidentId", i.incident_id},
+                                {"closedBy", std::string(closure_name(o.closure))}});
+    SS_CO_CHECK(co_await emit(ctx, "monitor.incident_resolved", i.tenant_id, i.monitor_id,
+                              std::move(payload)));
+  }
+  // The status pages show the incidents: drop their copies at once.
+  for (const std::string& t : tenants) co_await forget_status(ctx, t);
+  co_return closed;
 }
 
 Task<Status> run_cron(Context& ctx, const std::string& cron) {
@@ -281,6 +353,8 @@ Task<Status> run_tick(Context& ctx, std::int64_t tick, const std::string& cron) 
     ctx.log("tick " + std::to_string(tick) + ": " + std::to_string(*enqueued) +
             " monitors enqueued (" + cron + ")");
   // The other chores run even when enqueueing failed; the first error is reported.
+  auto closed = co_await close_orphaned_incidents(ctx, "");
+  if (!closed) ctx.log("closing orphaned incidents failed: " + closed.error().message);
   Status alerts = co_await requeue_stale_alerts(ctx);
   Status pruned = co_await prune_history(ctx);
   if (!enqueued) co_return std::move(enqueued).error();

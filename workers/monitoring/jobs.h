@@ -31,12 +31,22 @@ inline constexpr int kPruneBatch = 5000;
 
 Task<Status> run_cron(Context& ctx, const std::string& cron);
 // The cron's work for one tick (a firing's scheduled time, epoch ms; each monitor is probed at most
-// once per tick, and only for a tick later than its last): enqueue probes, re-enqueue stale
-// alerts, prune.
+// once per tick, and only for a tick later than its last): enqueue probes, close incidents nobody
+// watches any more, re-enqueue stale alerts, prune.
 Task<Status> run_tick(Context& ctx, std::int64_t tick, const std::string& cron);
 // POST /__test/tick (test hooks only).
 void add_test_routes(App& app);
 Task<QueueOutcome> consume(Context& ctx, std::vector<QueueMessage> batch);
+
+// At most this many incidents are closed per call of close_orphaned_incidents (the cron's next tick
+// takes the rest).
+inline constexpr int kOrphanBatch = 50;
+// Closes the open incidents of `tenant` ('' for all) whose monitor was deleted or disabled, whose
+// tenant was disabled, or that a monitor made again under the same id no longer holds: each is
+// resolved, its triggers answered by resolves (incident.h resolves_for) through the alert outbox,
+// and `monitor.incident_resolved` emitted with `closedBy`. Called after every monitor write and
+// by the cron (the backstop); returns how many it closed.
+Task<Result<int>> close_orphaned_incidents(Context& ctx, const std::string& tenant);
 
 // Probes one monitor now for `tick` (claim, fetch, verdict, state, alerts, events); false when it
 // was not claimed. Exposed for the tests.

@@ -104,6 +104,37 @@ INSERT OR IGNORE INTO alerts (alert_id, tenant_id, monitor_id, incident_id, chan
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)
 )sql";
 
+// Open incidents nobody watches any more (incident.h Closure), oldest first; `?1` one tenant's, or
+// every tenant's when ''. The partial index incidents_open keeps this to the open ones.
+constexpr std::string_view kOrphanedIncidents = R"sql(
+SELECT i.incident_id, i.tenant_id, i.monitor_id, i.opened_at, i.resolved_at, i.reason,
+       i.dedup_key,
+       CASE WHEN t.enabled IS NOT 1 THEN 'tenant_disabled'
+            WHEN m.monitor_id IS NULL THEN 'monitor_deleted'
+            WHEN m.enabled = 0 THEN 'monitor_disabled'
+            ELSE 'superseded' END AS closure
+FROM incidents i
+LEFT JOIN monitors m ON m.tenant_id = i.tenant_id AND m.monitor_id = i.monitor_id
+LEFT JOIN tenants t ON t.tenant_id = i.tenant_id
+WHERE i.resolved_at IS NULL AND (?1 = '' OR i.tenant_id = ?1)
+  AND (t.enabled IS NOT 1 OR m.monitor_id IS NULL OR m.enabled = 0
+       OR m.incident_id IS NOT i.incident_id)
+ORDER BY i.opened_at LIMIT ?2
+)sql";
+
+// A disabled monitor's state forgets the incident it closes: enabled again, it starts afresh and a
+// new outage opens a new incident.
+constexpr std::string_view kForgetMonitorIncident = R"sql(
+UPDATE monitors SET incident_id = NULL, consecutive_failures = 0
+WHERE tenant_id = ?1 AND monitor_id = ?2 AND incident_id = ?3
+)sql";
+
+constexpr std::string_view kTriggersOf = R"sql(
+SELECT alert_id, tenant_id, monitor_id, incident_id, channel, action, request_json, state,
+       attempts, last_error, created_at, updated_at
+FROM alerts WHERE incident_id = ?2 AND tenant_id = ?1 AND action = 'trigger' ORDER BY channel
+)sql";
+
 constexpr std::string_view kFindIncident = R"sql(
 SELECT incident_id, tenant_id, monitor_id, opened_at, resolved_at, reason, dedup_key
 FROM incidents WHERE tenant_id = ?1 AND incident_id = ?2
@@ -248,6 +279,13 @@ IncidentRow IncidentRow::decode(RowReader& r) {
   return i;
 }
 
+OrphanedIncident OrphanedIncident::decode(RowReader& r) {
+  OrphanedIncident o;
+  o.incident = IncidentRow::decode(r);
+  o.closure = closure_from(r.text("closure"));
+  return o;
+}
+
 json IncidentRow::to_json() const {
   return json_object({{"id", incident_id},
                       {"monitorId", monitor_id},
@@ -366,6 +404,21 @@ Task<Status> MonitorStore::release_probe(const MonitorKey& key, std::int64_t tic
   co_return Unit{};
 }
 
+namespace {
+// The outbox rows of alerts made for one incident (the probe's commit and close_incident).
+void add_alert_rows(std::vector<D1Statement>& batch, const MonitorKey& key,
+                    const std::string& incident_id,
+                    const std::vector<std::pair<std::string, AlertRequest>>& alerts,
+                    const std::string& now) {
+  for (const auto& [alert_id, a] : alerts) {
+    json request = json_object({{"url", a.url}, {"body", a.body}});
+    batch.push_back({std::string(kInsertAlert),
+                     json::array({alert_id, key.tenant_id, key.monitor_id, incident_id, a.channel,
+                                  a.action, dump_json(request), now})});
+  }
+}
+}  // namespace
+
 Task<Status> MonitorStore::commit_probe(const ProbeCommit& c) const {
   const ProbeResult& r = c.result;
   std::vector<D1Statement> batch;
@@ -395,16 +448,37 @@ Task<Status> MonitorStore::commit_probe(const ProbeCommit& c) const {
     batch.push_back({std::string(kResolveIncident),
                      json::array({c.key.tenant_id, *c.resolved_id, format_rfc3339(c.at_ms)})});
   }
-  std::string now = format_rfc3339_ms(c.at_ms);
-  for (const auto& [alert_id, a] : c.alerts) {
-    std::string incident_id = c.opened ? c.opened->incident_id : c.resolved_id.value_or("");
-    json request = json_object({{"url", a.url}, {"body", a.body}});
-    batch.push_back({std::string(kInsertAlert),
-                     json::array({alert_id, c.key.tenant_id, c.key.monitor_id, incident_id,
-                                  a.channel, a.action, dump_json(request), now})});
-  }
+  add_alert_rows(batch, c.key, c.opened ? c.opened->incident_id : c.resolved_id.value_or(""),
+                 c.alerts, format_rfc3339_ms(c.at_ms));
   SS_CO_TRY(std::vector<D1Result> ignored, co_await db_.batch(batch));
   co_return Unit{};
+}
+
+Task<Result<std::vector<OrphanedIncident>>> MonitorStore::orphaned_incidents(
+    const std::string& tenant, int limit) const {
+  json params = json::array({tenant, limit});
+  SS_CO_TRY(D1Result r, co_await db_.all(kOrphanedIncidents, params));
+  co_return r.as<OrphanedIncident>();
+}
+
+Task<Result<std::vector<AlertRow>>> MonitorStore::triggers_of(
+    const std::string& tenant, const std::string& incident_id) const {
+  json params = json::array({tenant, incident_id});
+  SS_CO_TRY(D1Result r, co_await db_.all(kTriggersOf, params));
+  co_return r.as<AlertRow>();
+}
+
+Task<Result<bool>> MonitorStore::close_incident(const IncidentClose& c) const {
+  const std::string at = format_rfc3339(c.at_ms);
+  std::vector<D1Statement> batch{
+      {std::string(kResolveIncident), json::array({c.key.tenant_id, c.incident_id, at})},
+      {std::string(kForgetMonitorIncident),
+       json::array({c.key.tenant_id, c.key.monitor_id, c.incident_id})}};
+  add_alert_rows(batch, c.key, c.incident_id, c.alerts, format_rfc3339_ms(c.at_ms));
+  SS_CO_TRY(std::vector<D1Result> r, co_await db_.batch(batch));
+  // Another sweep may have closed it first: its alerts stand (each is unique per incident, channel
+  // and action), and this one reports nothing.
+  co_return !r.empty() && r[0].meta.changes == 1;
 }
 
 Task<Result<std::optional<IncidentRow>>> MonitorStore::incident(

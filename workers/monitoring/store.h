@@ -45,6 +45,14 @@ struct IncidentRow {
   json to_json() const;  // {"id","openedAt","resolvedAt","reason"}
 };
 
+// An open incident whose monitor nobody watches any more, and why (kOrphanedIncidents).
+struct OrphanedIncident {
+  IncidentRow incident;
+  Closure closure = Closure::monitor_deleted;
+
+  static OrphanedIncident decode(RowReader& r);
+};
+
 struct AlertRow {
   std::string alert_id;
   std::string tenant_id;
@@ -98,6 +106,15 @@ struct ProbeCommit {
   std::vector<std::pair<std::string, AlertRequest>> alerts;  // alert id, request
 };
 
+// An incident closed without a probe (its monitor deleted or disabled), in one D1 batch: the
+// incident resolved, the monitor's state (if it still exists) forgetting it, the resolves' outbox rows.
+struct IncidentClose {
+  MonitorKey key;
+  std::string incident_id;
+  std::int64_t at_ms = 0;
+  std::vector<std::pair<std::string, AlertRequest>> alerts;  // alert id, request
+};
+
 class MonitorStore {
  public:
   explicit MonitorStore(std::string binding = kDbBinding) : db_(std::move(binding)) {}
@@ -134,7 +151,16 @@ class MonitorStore {
                                                           const std::string& since,
                                                           int limit) const;
 
+  // Open incidents of `tenant` ('' for every tenant) that no enabled monitor holds, oldest first.
+  Task<Result<std::vector<OrphanedIncident>>> orphaned_incidents(const std::string& tenant,
+                                                                 int limit) const;
+  // False when the incident was closed already (by a concurrent sweep).
+  Task<Result<bool>> close_incident(const IncidentClose& c) const;
+
   // ---- alerts
+  // The trigger alerts an incident recorded (what its resolves answer: incident.h resolves_for).
+  Task<Result<std::vector<AlertRow>>> triggers_of(const std::string& tenant,
+                                                  const std::string& incident_id) const;
   Task<Result<std::optional<AlertRow>>> alert(const std::string& alert_id) const;
   Task<Result<bool>> claim_alert(const std::string& alert_id, std::int64_t now_ms,
                                  std::int64_t lease_until_ms, const std::string& now) const;
