@@ -11,6 +11,7 @@
 #endif
 #include <rapidjson/memorystream.h>
 #include <rapidjson/reader.h>
+#include <rapidjson/stream.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -39,6 +40,10 @@ namespace {
 constexpr int kRapidJsonDepth = 256;
 constexpr unsigned kRapidJsonFlags =
     rapidjson::kParseValidateEncodingFlag | rapidjson::kParseNumbersAsStringsFlag;
+// The readers of rapid_json_parse and rapid_json_accept read in place: each string is decoded where
+// it lies in a copy of the text, instead of being pushed onto the reader's stack a character at a
+// time (docs/performance.md "Reading in place"). Numbers then come without a NUL after them.
+constexpr unsigned kRapidJsonInsituFlags = kRapidJsonFlags | rapidjson::kParseInsituFlag;
 
 struct RapidJsonNumber {
   enum class Kind { integer, unsigned_integer, floating } kind = Kind::floating;
@@ -47,11 +52,13 @@ struct RapidJsonNumber {
   double floating = 0;
 };
 
-// A number's text (RapidJSON checked its grammar; NUL-terminated) converted the way nlohmann's lexer
-// converts it: without fraction or exponent, as a signed integer when it starts with '-', else
-// unsigned, when in range (std::from_chars: the digits and the range strtoll/strtoull take);
-// otherwise strtod, and a result that is not finite is an error (nlohmann: "number overflow").
-bool rapid_json_number(const char* text, std::size_t length, RapidJsonNumber& out) {
+// A number's text (RapidJSON checked its grammar; not NUL-terminated when read in place) converted
+// the way nlohmann's lexer converts it: without fraction or exponent, as a signed integer when it
+// starts with '-', else unsigned, when in range (std::from_chars: the digits and the range
+// strtoll/strtoull take); otherwise strtod on a NUL-terminated copy (`scratch`), and a result that
+// is not finite is an error (nlohmann: "number overflow").
+bool rapid_json_number(const char* text, std::size_t length, RapidJsonNumber& out,
+                       std::string& scratch) {
   const char* end = text + length;
   const bool integral =
       std::none_of(text, end, [](char c) { return c == '.' || c == 'e' || c == 'E'; });
@@ -77,7 +84,8 @@ bool rapid_json_number(const char* text, std::size_t length, RapidJsonNumber& ou
     }
   }
   out.kind = RapidJsonNumber::Kind::floating;
-  out.floating = std::strtod(text, nullptr);
+  scratch.assign(text, length);
+  out.floating = std::strtod(scratch.c_str(), nullptr);
   return std::isfinite(out.floating);
 }
 
@@ -112,7 +120,7 @@ class RapidJsonHandler {
   bool Double(double) { return false; }
   bool RawNumber(const char* text, rapidjson::SizeType length, bool) {
     RapidJsonNumber number;
-    if (!rapid_json_number(text, length, number)) return false;
+    if (!rapid_json_number(text, length, number, text_)) return false;
     if (!build_) return true;
     switch (number.kind) {
       case RapidJsonNumber::Kind::integer:
@@ -162,11 +170,19 @@ class RapidJsonHandler {
   int depth_ = 0;
 };
 
-// True when RapidJSON read all of `text` as one JSON value and the handler took every event.
+// True when RapidJSON read all of `text` as one JSON value and the handler took every event. Read
+// in place in a copy of the text followed by NULs: the first is where the in-place stream stops (as
+// MemoryStream did at the end of the text, or at a NUL inside it); the others are what its UTF-8
+// check reads, without a bounds check of its own, after a sequence cut short by the end (a lead
+// byte takes at most 3 more).
 bool rapid_json_read(std::string_view text, RapidJsonHandler& handler) {
-  rapidjson::MemoryStream stream(text.data(), text.size());
+  constexpr std::size_t kPadding = 4;
+  std::string copy;
+  copy.reserve(text.size() + kPadding);
+  copy.append(text).append(kPadding, '\0');
+  rapidjson::InsituStringStream stream(copy.data());
   rapidjson::Reader reader;
-  return !reader.Parse<kRapidJsonFlags>(stream, handler).IsError();
+  return !reader.Parse<kRapidJsonInsituFlags>(stream, handler).IsError();
 }
 }  // namespace
 
