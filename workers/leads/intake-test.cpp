@@ -262,6 +262,32 @@ TEST_CASE("a filled honeypot looks like success, stores nothing and notifies nob
   CHECK(l.events("lead.received").empty());
 }
 
+TEST_CASE("a filled honeypot answers repeats of an Idempotency-Key as a person's lead would be") {
+  Leads l;
+  json bot{{"email", "bot@spam.example"}, {"company_website", "http://spam.example"}};
+  auto h = l.headers();
+  h["Idempotency-Key"] = "bot-key-1";
+  auto first = l.submit(bot, h);
+  REQUIRE(first.status == 202);
+  std::string decoy = first.body_json()["leadId"];
+  // The same id again, as a real lead's repeat gets — not a new one that tells the bot it was seen.
+  auto again = l.submit(bot, h);
+  CHECK(again.status == 202);
+  CHECK(again.body_json()["leadId"] == decoy);
+  // Another key, another id; a key over 200 characters is refused as it is for everyone.
+  h["Idempotency-Key"] = "bot-key-2";
+  CHECK(l.submit(bot, h).body_json()["leadId"] != decoy);
+  h["Idempotency-Key"] = std::string(201, 'k');
+  check_error(l.submit(bot, h), 400, "invalid_request");
+  // Still nothing stored but the keys' claims, nobody notified, the decoy is no lead.
+  CHECK(l.rows("SELECT * FROM leads").empty());
+  CHECK(l.rows("SELECT * FROM lead_idempotency").size() == 2);
+  CHECK(l.mesh.queue_sent["NOTIFY_QUEUE"].empty());
+  CHECK(l.outbound("siteverify").empty());
+  auto admin = l.mesh.request("leads", "GET", "/api/leads/" + decoy, l.admin());
+  CHECK(admin.status == 404);
+}
+
 TEST_CASE("Turnstile: failure is 403; unreachable siteverify keeps the lead, flagged") {
   Leads l;
   check_error(l.submit(json{{"email", "a@example.com"}, {"turnstileToken", "forged"}}), 403,

@@ -158,14 +158,7 @@ Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
             read_submission(req));  // malformed bodies count against the window too
   SS_CO_TRY(Submission submission, validate_submission(fields, *config));
 
-  if (submission.honeypot) {
-    SS_CO_TRY(std::string decoy, co_await ctx.new_ulid());
-    EventDraft spam{
-        "lead.spam_absorbed", "tenant:" + tenant.id, {{"reason", "honeypot"}}, tenant.id};
-    ctx.wait_until(announce(ctx, std::move(spam)));
-    co_return accepted(req, *config, decoy);
-  }
-
+  // Checked before the honeypot: a bot is answered exactly as a person would be, a bad key included.
   std::string key = req.header("idempotency-key");
   if (key.size() > kMaxIdempotencyKey) {
     co_return Error{ErrorCode::invalid_request, "Idempotency-Key is longer than 200 characters"};
@@ -173,6 +166,31 @@ Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
   if (!key.empty()) {
     SS_CO_TRY(std::string first, co_await find_replay(tenant.id, key, ctx.now_ms()));
     if (!first.empty()) co_return accepted(req, *config, first);
+  }
+
+  if (submission.honeypot) {
+    // Like a success, repeats included: with an Idempotency-Key the decoy id is kept as a real
+    // lead's would be (the key's claim alone, as for a tenant that stores nothing — no lead, no
+    // delivery), so a bot that sends the same key again gets the same id, not a tell-tale new one.
+    SS_CO_TRY(std::string decoy, co_await ctx.new_ulid());
+    if (!key.empty()) {
+      NewLead claim;
+      claim.tenant_id = tenant.id;
+      claim.lead_id = decoy;
+      claim.idempotency_key = key;
+      claim.now_ms = ctx.now_ms();
+      claim.claim_expired_ms = ctx.now_ms() - kIdempotencyWindowMs;
+      if (!co_await LeadStore(kDb).insert(claim)) {
+        auto owner = co_await find_replay(tenant.id, key, ctx.now_ms());
+        if (owner && !owner->empty()) co_return accepted(req, *config, *owner);
+        co_return Error{ErrorCode::dependency_unavailable,
+                        "the lead could not be stored; retry later"};
+      }
+    }
+    EventDraft spam{
+        "lead.spam_absorbed", "tenant:" + tenant.id, {{"reason", "honeypot"}}, tenant.id};
+    ctx.wait_until(announce(ctx, std::move(spam)));
+    co_return accepted(req, *config, decoy);
   }
 
   bool verified = true;
