@@ -173,6 +173,31 @@ describe("fetch", () => {
     assert.equal(length, body.length);
   });
 
+  it("passes large messages intact, ASCII or not", async () => {
+    const seen = [];
+    const core = fakeCore({
+      *"POST /big"(message) {
+        seen.push(message.request.body);
+        return json(200, {});
+      },
+    });
+    const worker = defineWorker(core, { service: "svc" });
+    const ascii = "x".repeat(200_000);
+    // Non-ASCII at the end and at the start of messages over the direct-encoding size.
+    const late = `${"y".repeat(200_000)}crème brûlée 🥐`;
+    const early = `🥐${"z".repeat(100_000)}é`;
+    for (const body of [ascii, late, early]) {
+      const res = await worker.fetch(get("/big", { method: "POST", body }), {}, ctx());
+      assert.equal(res.status, 200);
+    }
+    assert.deepEqual(
+      seen.map((b) => b.length),
+      [ascii.length, late.length, early.length],
+    );
+    assert.equal(seen[1], late);
+    assert.equal(seen[2], early);
+  });
+
   it("makes a null-body response for 204 and repeats array headers", async () => {
     const core = fakeCore({
       *"DELETE /x"() {
