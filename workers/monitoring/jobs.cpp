@@ -11,7 +11,6 @@
 #include "workers/monitoring/store.h"
 
 #include <algorithm>
-#include <set>
 
 namespace ss::monitoring {
 
@@ -297,42 +296,59 @@ Task<Result<bool>> probe_monitor(Context& ctx, const std::string& tenant, const 
   co_return true;
 }
 
+namespace {
+// Closes one orphaned incident: true when this call closed it (false: a concurrent one did).
+Task<Result<bool>> close_orphan(Context& ctx, const MonitorStore& store,
+                                const OrphanedIncident& o) {
+  const IncidentRow& i = o.incident;
+  AlertContext ac;
+  ac.tenant_id = i.tenant_id;
+  ac.monitor_id = i.monitor_id;
+  ac.incident_id = i.incident_id;
+  ac.reason = i.reason;
+  ac.opened_at = i.opened_at;
+  ac.source = ctx.app().service;
+  SS_CO_TRY(std::vector<SentTrigger> sent,
+            co_await sent_triggers(store, i.tenant_id, i.incident_id));
+  IncidentClose close;
+  close.key = {i.tenant_id, i.monitor_id};
+  close.incident_id = i.incident_id;
+  close.at_ms = ctx.now_ms();
+  SS_CO_TRY(close.alerts, co_await with_alert_ids(ctx, resolves_for(sent, ac, o.closure)));
+  SS_CO_TRY(bool mine, co_await store.close_incident(close));
+  if (!mine) co_return false;
+  const std::string why(closure_name(o.closure));
+  ctx.log("incident " + i.incident_id + " of " + i.tenant_id + "/" + i.monitor_id + " closed (" +
+          why + ")");
+  co_await enqueue_alerts(ctx, close.alerts);
+  json payload =
+      json_object({{"monitorId", i.monitor_id}, {"incidentId", i.incident_id}, {"closedBy", why}});
+  SS_CO_CHECK(co_await emit(ctx, "monitor.incident_resolved", i.tenant_id, i.monitor_id,
+                            std::move(payload)));
+  co_return true;
+}
+}  // namespace
+
 Task<Result<int>> close_orphaned_incidents(Context& ctx, const std::string& tenant) {
   MonitorStore store;
   SS_CO_TRY(std::vector<OrphanedIncident> orphans,
             co_await store.orphaned_incidents(tenant, kOrphanBatch));
   int closed = 0;
-  std::set<std::string> tenants;
+  std::vector<std::string> tenants;  // whose status pages show a closed incident
   for (const OrphanedIncident& o : orphans) {
-    const IncidentRow& i = o.incident;
-    AlertContext ac;
-    ac.tenant_id = i.tenant_id;
-    ac.monitor_id = i.monitor_id;
-    ac.incident_id = i.incident_id;
-    ac.reason = i.reason;
-    ac.opened_at = i.opened_at;
-    ac.source = ctx.app().service;
-    SS_CO_TRY(std::vector<SentTrigger> sent,
-              co_await sent_triggers(store, i.tenant_id, i.incident_id));
-    IncidentClose close;
-    close.key = {i.tenant_id, i.monitor_id};
-    close.incident_id = i.incident_id;
-    close.at_ms = ctx.now_ms();
-    SS_CO_TRY(close.alerts, co_await with_alert_ids(ctx, resolves_for(sent, ac, o.closure)));
-    SS_CO_TRY(bool mine, co_await store.close_incident(close));
-    if (!mine) continue;
+    // One that fails (its trigger rows unreadable, D1 gone for a moment) does not hold up the others;
+    // the next sweep tries it again.
+    Result<bool> done = co_await close_orphan(ctx, store, o);
+    if (!done) {
+      ctx.log("incident " + o.incident.incident_id + " not closed: " + done.error().message);
+      continue;
+    }
+    if (!*done) continue;
     ++closed;
-    tenants.insert(i.tenant_id);
-    ctx.log("incident " + i.incident_id + " of " + i.tenant_id + "/" + i.monitor_id + " closed (" +
-            std::string(closure_name(o.closure)) + ")");
-    co_await enqueue_alerts(ctx, close.alerts);
-    json payload = json_object({{"monitorId", i.monitor_id},
-                                {"incidentId", i.incident_id},
-                                {"closedBy", std::string(closure_name(o.closure))}});
-    SS_CO_CHECK(co_await emit(ctx, "monitor.incident_resolved", i.tenant_id, i.monitor_id,
-                              std::move(payload)));
+    if (std::find(tenants.begin(), tenants.end(), o.incident.tenant_id) == tenants.end()) {
+      tenants.push_back(o.incident.tenant_id);
+    }
   }
-  // The status pages show the incidents: drop their copies at once.
   for (const std::string& t : tenants) co_await forget_status(ctx, t);
   co_return closed;
 }
