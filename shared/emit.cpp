@@ -15,7 +15,7 @@ json event_message(const EventDraft& draft, const std::string& event_id, const s
                    {"entity_ref", draft.entity_ref},
                    {"payload", draft.payload.is_object() ? draft.payload : json::object()},
                    {"source_system", source},
-                   {"occurred_at", format_rfc3339_ms(now_ms)},
+                   {"occurred_at", format_rfc3339_stamp(now_ms)},
                    {"tenant_id", draft.tenant_id.empty() ? json(nullptr) : json(draft.tenant_id)}});
   if (!draft.idempotency_key.empty()) m["idempotency_key"] = draft.idempotency_key;
   if (!draft.caused_by.empty()) m["caused_by"] = draft.caused_by;

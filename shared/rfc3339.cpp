@@ -83,6 +83,22 @@ std::string format_rfc3339(std::int64_t unix_ms) { return format(unix_ms, false)
 
 std::string format_rfc3339_ms(std::int64_t unix_ms) { return format(unix_ms, true); }
 
+std::string format_rfc3339_stamp(std::int64_t unix_ms) {
+  std::int64_t within = unix_ms % 1000;
+  return format(unix_ms - (within < 0 ? within + 1000 : within), true);
+}
+
+std::optional<std::string_view> rfc3339_whole_seconds(std::string_view stored) {
+  constexpr std::string_view kZeroMs = ".000Z";
+  if (stored.size() == 24 && stored.substr(19) == kZeroMs) return stored.substr(0, 19);
+  return std::nullopt;
+}
+
+std::string shown_rfc3339(std::string_view stored) {
+  auto seconds = rfc3339_whole_seconds(stored);
+  return seconds ? std::string(*seconds) + "Z" : std::string(stored);
+}
+
 std::optional<std::int64_t> parse_date(std::string_view s) {
   if (s.size() != kDateLength) return std::nullopt;
   const auto days = parse_date_days(s);

@@ -55,6 +55,15 @@ inline constexpr std::int64_t kMaxRfc3339Ms = days_from_civil(10000, 1, 1) * kMs
 std::string format_rfc3339(std::int64_t unix_ms);
 // "2026-05-25T14:23:11.096Z".
 std::string format_rfc3339_ms(std::int64_t unix_ms);
+// The same for an instant the platform stamps on what a client reads back (a lead's createdAt, an
+// event's recorded_at): the second it happened in, still fixed width ("…:11.000Z": stored times
+// compare as strings), shown as the contract writes times by shown_rfc3339.
+std::string format_rfc3339_stamp(std::int64_t unix_ms);
+// A stored fixed-width time as clients see it: "….000Z" without its zero milliseconds
+// ("2026-05-25T14:23:11Z", the contract's form); any other text as it is.
+std::string shown_rfc3339(std::string_view stored);
+// Without copying: "2026-05-25T14:23:11" (no "Z") for a "….000Z" time, else nullopt (shown as is).
+std::optional<std::string_view> rfc3339_whole_seconds(std::string_view stored);
 
 // A full RFC 3339 date-time: "YYYY-MM-DDTHH:MM:SS[.fraction](Z|±hh:mm)", 'T'/'t' and 'Z'/'z' in
 // either case. The fraction may have any number of digits (up to the length limit) and is

@@ -85,17 +85,20 @@ const pagerDuty = () => mesh.stubs.find("/v2/enqueue", "POST").map((r) => JSON.p
 const slack = () => mesh.stubs.find("/slack/events-alerts", "POST").map((r) => JSON.parse(r.body));
 
 describe("stalls", () => {
-  it("/health/consumers answers 503 with the reason while a consumer is stalled (/health stays 200), then pages once", async () => {
+  it("/health/consumers answers 503 with the reason while a consumer is stalled (/health stays 200 with its three keys), then pages once", async () => {
     await emit("order.placed");
     assert.equal((await mesh.fetch("events", "/health/consumers")).status, 200);
     for (const c of CONSUMERS.slice(1)) await drain(c);
     await db.prepare("UPDATE events SET recorded_at = ?1").bind(hoursAgo(2)).run();
 
-    // The platform's /health contract holds: 200 ok:true, the stall named in its status.
+    // The platform's /health contract holds: 200 with exactly ok, service and version.
     const plain = await jsonOf(await mesh.fetch("events", "/health"), 200);
+    assert.deepEqual(Object.keys(plain).sort(), ["ok", "service", "version"]);
     assert.equal(plain.ok, true);
-    assert.equal(plain.status, "stalled");
-    assert.match(plain.reason, /workflow_runner is stalled/);
+    // The operator's /health names the stall.
+    const operatorView = await jsonOf(await mesh.fetch("events", "/health", { headers: mesh.operator() }), 200);
+    assert.equal(operatorView.status, "stalled");
+    assert.match(operatorView.reason, /workflow_runner is stalled/);
 
     const res = await mesh.fetch("events", "/health/consumers");
     const body = await jsonOf(res, 503);

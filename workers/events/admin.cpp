@@ -21,45 +21,6 @@ namespace ss::events {
 
 namespace {
 
-// The public /health's consumer status, per instance (Context::instance_local), at most
-// kPublicHealthMaxAgeMs old. Dropped whenever this instance writes through an operator route or
-// runs a cron (forget_public_health), so a change made here shows at once; one made elsewhere (another
-// isolate's drain, time passing into a stall, a database edited by hand) shows within the bound.
-struct PublicHealthSnapshot {
-  bool valid = false;
-  std::int64_t taken_at_ms = 0;  // when the query that made it was asked
-  std::uint64_t generation = 0;  // moved by every forget: a read asked before it is not kept
-  json status;
-  json reason;  // null unless stalled
-
-  // A clock that went back (another host's now) makes it stale, never older than the bound.
-  bool fresh(std::int64_t now_ms) const {
-    return valid && now_ms >= taken_at_ms && now_ms - taken_at_ms < kPublicHealthMaxAgeMs;
-  }
-};
-
-void forget_public_health(Context& ctx) {
-  PublicHealthSnapshot& snapshot = ctx.instance_local<PublicHealthSnapshot>();
-  snapshot.valid = false;
-  ++snapshot.generation;
-}
-
-// An operator route that writes (POST, PUT, PATCH, DELETE): the public /health snapshot is dropped
-// when it is done, so the next public hit reads what it changed (drains, replays, kill switches,
-// quarantine retries).
-Task<Result<Response>> write_then_forget_health(const Handler& handler, Context& ctx,
-                                                const Request& req, const Params& params) {
-  Result<Response> result = co_await handler(ctx, req, params);
-  forget_public_health(ctx);
-  co_return result;
-}
-
-Handler forgets_public_health(Handler handler) {
-  return [handler = std::move(handler)](Context& ctx, const Request& req, const Params& params) {
-    return write_then_forget_health(handler, ctx, req, params);
-  };
-}
-
 inline constexpr std::size_t kMaxAdminBody = 64 * 1024;
 inline constexpr std::size_t kMaxNameLength = 64;
 inline constexpr int kDefaultRetentionDays = 730;  // the seed's "after 2 years"
@@ -467,55 +428,23 @@ Task<Result<Response>> retention_now(Context& ctx, const Request& req, const Par
 
 // --- health --------------------------------------------------------------------------------------
 
-// GET /health: 200 {"ok":true,"service","version","status"} for anyone, as every worker answers it
-// (status: ok | stalled | degraded; "reason" beside a stall); the consumers' cursors, lag, cap and
-// quarantine counts only with the operator token. The operator view reads D1 on every hit (one
-// query, never cached). The public view keeps the same query's answer for kPublicHealthMaxAgeMs per
-// instance (PublicHealthSnapshot): every public hit while it is fresh answers from memory, so a
-// /health load costs about what a hello-world worker's does. Hits that arrive while a refresh is
-// still waiting on D1 each read D1 too (no request waits on another's query), so an unauthenticated
-// caller buys one query per second per isolate plus those that overlap one D1 round trip.
+// GET /health: 200 {"ok":true,"service","version"} for anyone, exactly what every worker answers
+// (the platform contract), from memory: no D1 query, so a /health load costs about what a
+// hello-world worker's does. With the operator token it adds the consumers' status, cursors, lag,
+// cap and quarantine counts (one D1 query, never cached).
 //
-// /health stays 200 while a consumer is stalled (the platform contract: it says the worker is up).
-// Outside monitors that must page on a stall probe GET /health/consumers instead: the same single
-// query on every hit (never cached), 200 {"ok":true,"status"} or, while a consumer is stalled (its
-// oldest unread event recorded over an hour ago, and no kill switch stops it on purpose),
-// 503 {"ok":false,"status":"stalled","reason","error":{"code":"consumer_stalled","message"}}.
+// /health stays 200 while a consumer is stalled (it says the worker is up). Monitors that must page
+// on a stall probe GET /health/consumers instead: one query on every hit (never cached), 200
+// {"ok":true,"service","status"} (status ok | degraded) or, while a consumer is stalled (its oldest
+// unread event recorded over an hour ago, and no kill switch stops it on purpose), 503
+// {"ok":false,"status":"stalled","reason","error":{"code":"consumer_stalled","message"}}.
 Task<Result<Response>> health(Context& ctx, const Request& req, const Params&) {
-  bool operator_view = false;
-  if (!bearer_token(req).empty()) {
-    Status op = co_await authenticate_operator(ctx, req);
-    operator_view = op.ok();
-  }
   json body =
       json_object({{"ok", true}, {"service", ctx.app().service}, {"version", ctx.app().version}});
-  if (operator_view) {
+  if (!bearer_token(req).empty() && co_await authenticate_operator(ctx, req)) {
     json details = co_await consumer_health(ctx);
     for (auto it = details.begin(); it != details.end(); ++it) body[it.key()] = it.value();
-    co_return Response::json_body(200, body);
   }
-  PublicHealthSnapshot& snapshot = ctx.instance_local<PublicHealthSnapshot>();
-  if (snapshot.fresh(ctx.now_ms())) {
-    body["status"] = snapshot.status;
-    if (!snapshot.reason.is_null()) body["reason"] = snapshot.reason;
-    co_return Response::json_body(200, body);
-  }
-  // Its age counts from when the query was asked (the clock moves while D1 answers), and a read
-  // asked before an operator write or a cron on this instance dropped the snapshot is answered but
-  // not kept: it may predate what they changed.
-  const std::int64_t asked_ms = ctx.now_ms();
-  const std::uint64_t generation = snapshot.generation;
-  json details = co_await consumer_health(ctx);
-  json status = details["status"];
-  json reason = details.contains("reason") ? details["reason"] : json(nullptr);
-  if (snapshot.generation == generation) {  // the instance's, alive as long as it
-    snapshot.taken_at_ms = asked_ms;
-    snapshot.status = status;
-    snapshot.reason = reason;
-    snapshot.valid = true;
-  }
-  body["status"] = status;
-  if (!reason.is_null()) body["reason"] = reason;
   co_return Response::json_body(200, body);
 }
 
@@ -648,30 +577,21 @@ void add_health_route(App& app) {
   app.router.add("GET", "/health", health).add("GET", "/health/consumers", consumers_probe);
 }
 
-// Every operator write drops the public /health snapshot once it is done (PublicHealthSnapshot).
 void add_admin_config_routes(App& app) {
-  app.router
-      .add("POST", "/admin/subscriptions",
-           forgets_public_health(operator_only(create_subscription)))
+  app.router.add("POST", "/admin/subscriptions", operator_only(create_subscription))
       .add("GET", "/admin/subscriptions", operator_only(list_subscriptions))
       .add("GET", "/admin/subscriptions/{id}", operator_only(get_subscription))
-      .add("PATCH", "/admin/subscriptions/{id}",
-           forgets_public_health(operator_only(patch_subscription)))
-      .add("DELETE", "/admin/subscriptions/{id}",
-           forgets_public_health(operator_only(delete_subscription)))
+      .add("PATCH", "/admin/subscriptions/{id}", operator_only(patch_subscription))
+      .add("DELETE", "/admin/subscriptions/{id}", operator_only(delete_subscription))
       .add("GET", "/admin/workflows", operator_only(list_workflows))
-      .add("PUT", "/admin/workflows/{workflowType}",
-           forgets_public_health(operator_only(put_workflow)))
+      .add("PUT", "/admin/workflows/{workflowType}", operator_only(put_workflow))
       .add("GET", "/admin/workflows/{workflowType}", operator_only(get_workflow))
-      .add("DELETE", "/admin/workflows/{workflowType}",
-           forgets_public_health(operator_only(delete_workflow)))
+      .add("DELETE", "/admin/workflows/{workflowType}", operator_only(delete_workflow))
       .add("GET", "/admin/schemas", operator_only(list_schemas))
-      .add("PUT", "/admin/schemas/{eventType}", forgets_public_health(operator_only(put_schema)))
-      .add("DELETE", "/admin/schemas/{eventType}",
-           forgets_public_health(operator_only(delete_schema)))
+      .add("PUT", "/admin/schemas/{eventType}", operator_only(put_schema))
+      .add("DELETE", "/admin/schemas/{eventType}", operator_only(delete_schema))
       .add("GET", "/admin/kill-switches", operator_only(list_kill_switches))
-      .add("PUT", "/admin/kill-switches/{name}",
-           forgets_public_health(operator_only(put_kill_switch)))
+      .add("PUT", "/admin/kill-switches/{name}", operator_only(put_kill_switch))
       .add("GET", "/admin/consumers", operator_only(list_consumers))
       .add("GET", "/admin/quarantine", operator_only(list_quarantine))
       .add("GET", "/admin/tenants/{id}/health", operator_only(tenant_health))
@@ -680,12 +600,11 @@ void add_admin_config_routes(App& app) {
 }
 
 void add_admin_drain_routes(App& app) {
-  app.router.add("POST", "/admin/events/drain", forgets_public_health(operator_only(drain_now)))
-      .add("POST", "/admin/events/retention", forgets_public_health(operator_only(retention_now)))
-      .add("POST", "/admin/consumers/{name}/replay", forgets_public_health(operator_only(replay)))
-      .add("POST", "/admin/quarantine/{consumer}/{eventId}/retry",
-           forgets_public_health(operator_only(retry_quarantine)))
-      .add("POST", "/admin/alerts/deliver", forgets_public_health(operator_only(deliver_now)));
+  app.router.add("POST", "/admin/events/drain", operator_only(drain_now))
+      .add("POST", "/admin/events/retention", operator_only(retention_now))
+      .add("POST", "/admin/consumers/{name}/replay", operator_only(replay))
+      .add("POST", "/admin/quarantine/{consumer}/{eventId}/retry", operator_only(retry_quarantine))
+      .add("POST", "/admin/alerts/deliver", operator_only(deliver_now));
 }
 
 void add_admin_routes(App& app) {
@@ -751,7 +670,6 @@ Task<Status> run_cron(Context& ctx, const std::string& cron) {
   // raised by a drain is sent within minutes.
   auto alerts = co_await alert_pass(ctx);
   if (!alerts) ctx.log("alert pass failed: " + alerts.error().message);
-  forget_public_health(ctx);  // the drains moved cursors: the next public /health reads them
   co_return result;
 }
 

@@ -5,11 +5,6 @@
 
 namespace ss::events {
 
-// The public /health's consumer status is at most this old (per instance; docs/runbook-events.md):
-// a stall that starts elsewhere shows there within it. The operator view and /health/consumers are
-// never cached.
-inline constexpr std::int64_t kPublicHealthMaxAgeMs = 1000;
-
 // Every /admin route of the ledger: add_admin_config_routes (subscriptions, workflows, schemas,
 // kill switches and the operator reads) and add_admin_drain_routes (drain, retention, replay,
 // quarantine retry, alert delivery on demand). Two groups so a module can link one without the other

@@ -353,11 +353,14 @@ TEST_CASE(
   l.mesh.now_ms += 2 * kMinute;
   auto stalled = l.mesh.request("events", "GET", "/health/consumers");
   CHECK(stalled.status == 503);
-  // /health itself stays 200 ok:true and names the stall.
+  // /health itself stays 200 ok:true with the contract's three keys; the operator's names the stall.
   auto plain = l.mesh.request("events", "GET", "/health");
   CHECK(plain.status == 200);
-  CHECK(plain.body_json()["status"] == "stalled");
-  CHECK(plain.body_json()["reason"] == stalled.body_json()["reason"]);
+  CHECK(plain.body_json().size() == 3);
+  CHECK(plain.body_json()["ok"] == true);
+  json op = l.mesh.request("events", "GET", "/health", l.op(false)).body_json();
+  CHECK(op["status"] == "stalled");
+  CHECK(op["reason"] == stalled.body_json()["reason"]);
   CHECK(stalled.body_json()["status"] == "stalled");
   CHECK(stalled.body_json()["reason"].get<std::string>().find("workflow_runner") !=
         std::string::npos);

@@ -152,7 +152,7 @@ Task<Result<Appended>> append_event(Context& ctx, NewEvent event) {
     SS_CO_TRY(std::string id, co_await ctx.new_ulid());
     event.event_id = std::move(id);
   }
-  std::string now = format_rfc3339_ms(ctx.now_ms());
+  std::string now = format_rfc3339_stamp(ctx.now_ms());
   EventInsert row;
   row.event_id = event.event_id;
   row.tenant_id = event.tenant_id;

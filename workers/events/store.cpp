@@ -1,6 +1,7 @@
 #include "workers/events/store.h"
 
 #include "shared/json_util.h"
+#include "shared/rfc3339.h"
 
 namespace ss::events {
 
@@ -778,28 +779,19 @@ EventRow EventRow::decode(RowReader& r) {
 
 namespace {
 // Times are stored with milliseconds (fixed width: stored times compare as strings); shown without
-// them when they are ".000", so a producer's occurred_at "2026-05-25T14:23:11Z" reads back as sent.
-std::string_view shown_time(const std::string& t) {
-  constexpr std::string_view kZeroMs = ".000Z";
-  if (t.size() == 24 && std::string_view(t).substr(19) == kZeroMs) {
-    return std::string_view(t).substr(0, 19);
-  }
-  return t;
-}
+// them when they are ".000" (shown_rfc3339), so a producer's occurred_at "2026-05-25T14:23:11Z" reads
+// back as sent and the ledger's own stamps (whole seconds) as the contract writes times.
 void append_time(std::string& out, const std::string& t) {
-  std::string_view shown = shown_time(t);
-  if (shown.size() == t.size()) {
+  auto seconds = rfc3339_whole_seconds(t);
+  if (!seconds) {
     append_json_string(out, t);
     return;
   }
   out += '"';
-  out += shown;
+  out += *seconds;
   out += "Z\"";
 }
-json time_json(const std::string& t) {
-  std::string_view shown = shown_time(t);
-  return shown.size() == t.size() ? json(t) : json(std::string(shown) + "Z");
-}
+json time_json(const std::string& t) { return shown_rfc3339(t); }
 }  // namespace
 
 json EventRow::view() const {

@@ -27,7 +27,7 @@ json lead_view(const LeadRow& row) {
   // "leadId" beside "id": the name the submit answer gave it.
   return json_object({{"id", row.id},
                       {"leadId", row.id},
-                      {"createdAt", row.created_at},
+                      {"createdAt", shown_rfc3339(row.created_at)},
                       {"turnstileVerified", row.turnstile_verified},
                       {"fields", row.payload.is_object() ? row.payload : json::object()}});
 }
@@ -42,7 +42,7 @@ json delivery_view(const DeliveryRow& row) {
                         {"status", row.status},
                         {"attempts", row.attempts},
                         {"lastError", optional_json(row.last_error)},
-                        {"createdAt", row.created_at},
+                        {"createdAt", shown_rfc3339(row.created_at)},
                         {"updatedAt", row.updated_at},
                         {"deliveredAt", optional_json(row.delivered_at)}});
   if (!row.recipient.empty()) v["recipient"] = row.recipient;

@@ -1,6 +1,7 @@
 // The leads service through the native mesh: every line of the contract's leads section, the
 // notification pipeline with faults, and tenant isolation of the admin API.
 #include "shared/json_util.h"
+#include "shared/rfc3339.h"
 #include "shared/ulid.h"
 #include "tests/native/harness.h"
 #include "tests/native/test_support.h"
@@ -422,6 +423,15 @@ TEST_CASE("a webhook that fails twice then succeeds is delivered once with 3 att
                d[0]["id"].get<std::string>() + "'")
             .size() == 3);
   auto view = l.mesh.request("leads", "GET", "/api/leads/" + id, l.admin()).body_json();
+  // Times as the contract writes them: whole seconds, UTC (stored fixed width, "….000Z").
+  std::string created = view["createdAt"];
+  CHECK(created.size() == 20);
+  CHECK(ss::parse_rfc3339(created).has_value());
+  for (const json& r : l.outbound("hooks.bakery.example")) {
+    auto body = ss::parse_json(r["body"].get<std::string>());
+    REQUIRE(body);
+    CHECK((*body)["submittedAt"] == created);
+  }
   bool found = false;
   for (const json& del : view["deliveries"]) {
     if (del["channel"] != "webhook") continue;

@@ -200,7 +200,7 @@ Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
   }
 
   SS_CO_TRY(std::string lead_id, co_await ctx.new_ulid());
-  std::string now = format_rfc3339_ms(ctx.now_ms());
+  std::string now = format_rfc3339_stamp(ctx.now_ms());
   SS_CO_TRY(std::vector<Delivery> deliveries,
             co_await plan_deliveries(ctx, tenant.id, lead_id, *config));
 

@@ -3,6 +3,7 @@
 #include "shared/bytes.h"
 #include "shared/form.h"
 #include "shared/json_util.h"
+#include "shared/rfc3339.h"
 #include "shared/url_guard.h"
 
 namespace ss::leads {
@@ -141,7 +142,7 @@ Task<Result<HttpCall>> webhook_request(const Context& ctx, const NotifyMessage& 
                            {"deliveryId", msg.delivery_id},
                            {"tenantId", msg.tenant_id},
                            {"leadId", msg.lead_id},
-                           {"submittedAt", msg.submitted_at},
+                           {"submittedAt", shown_rfc3339(msg.submitted_at)},
                            {"lead", msg.lead}});
   // Judged again right before the call (the rules or ALLOW_LOCAL_OUTBOUND may have changed since
   // the tenant saved the URL); a refusal is permanent: retrying cannot make it pass.
