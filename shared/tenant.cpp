@@ -7,17 +7,18 @@
 #include "shared/tenant_store.h"
 #include "shared/text.h"
 
+#include <cctype>
+
 namespace ss {
 
-namespace {
-// One answer for every failed tenant authentication, whatever was wrong (no id, malformed id,
-// unknown or disabled tenant, no or bad token): telling them apart would let anyone enumerate
-// tenant ids.
-Error unauthenticated() {
+Error tenant_unauthenticated() {
   return Error{ErrorCode::unauthenticated_tenant,
                "tenant authentication failed: send a valid X-SiteSwarm-Tenant-Id and "
                "X-SiteSwarm-Tenant-Token"};
 }
+
+namespace {
+Error unauthenticated() { return tenant_unauthenticated(); }
 Error admin_unauthorized() {
   return Error{ErrorCode::unauthenticated_tenant,
                "tenant admin authentication failed: send a valid X-SiteSwarm-Tenant-Id and "
@@ -113,10 +114,17 @@ Status check_capability(Context& ctx, const Request& req, const std::string& ten
 }
 
 std::string bearer_token(const Request& req) {
+  // RFC 9110 §11.1: the scheme is case-insensitive ("bearer", "BEARER"), then one or more spaces.
   std::string auth = req.header("authorization");
-  static constexpr std::string_view kPrefix = "Bearer ";
-  if (auth.size() <= kPrefix.size() || auth.compare(0, kPrefix.size(), kPrefix) != 0) return "";
-  return auth.substr(kPrefix.size());
+  static constexpr std::string_view kScheme = "bearer";
+  if (auth.size() <= kScheme.size() || auth[kScheme.size()] != ' ') return "";
+  for (std::size_t i = 0; i < kScheme.size(); ++i) {
+    if (static_cast<char>(std::tolower(static_cast<unsigned char>(auth[i]))) != kScheme[i]) {
+      return "";
+    }
+  }
+  std::size_t start = auth.find_first_not_of(' ', kScheme.size());
+  return start == std::string::npos ? "" : auth.substr(start);
 }
 
 Task<Result<Tenant>> authenticate_tenant(Context& ctx, const Request& req) {

@@ -26,6 +26,11 @@ struct Tenant {
 // [a-z0-9][a-z0-9-]{0,62}
 bool is_valid_tenant_id(std::string_view id);
 
+// The one answer for every failed tenant authentication, whatever was wrong (no id, malformed id,
+// unknown or disabled tenant, no or bad token): telling them apart would let anyone enumerate
+// tenant ids. 401 unauthenticated_tenant.
+Error tenant_unauthenticated();
+
 // X-SiteSwarm-Tenant-Id + X-SiteSwarm-Tenant-Token (+ X-SiteSwarm-Capability-Version, major 1).
 Task<Result<Tenant>> authenticate_tenant(Context& ctx, const Request& req);
 // X-SiteSwarm-Tenant-Id + Authorization: Bearer <tenant admin token> (+ the capability version).

@@ -62,6 +62,15 @@ bool is_ulid(std::string_view s) {
   return true;
 }
 
+std::string canonical_ulid(std::string_view s) {
+  std::string out(s);
+  if (out.size() != kUlidLength) return out;
+  for (char& c : out) {
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  }
+  return is_ulid(out) ? out : std::string(s);
+}
+
 std::optional<std::int64_t> ulid_time_ms(std::string_view s) {
   if (!is_ulid(s)) return std::nullopt;
   std::int64_t ms = 0;

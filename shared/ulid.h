@@ -37,6 +37,9 @@ std::string encode_ulid(std::int64_t ms, const UlidRandom& random);
 
 // 26 chars of the upper-case Crockford alphabet, first char <= '7' (so the value fits 128 bits).
 bool is_ulid(std::string_view s);
+// A ULID as the platform stores and compares it: upper case (the ULID spec decodes either case, so
+// "01hx…" names the same id as "01HX…"). Other text comes back as it is.
+std::string canonical_ulid(std::string_view s);
 
 // The timestamp of a valid ULID, std::nullopt when !is_ulid(s).
 std::optional<std::int64_t> ulid_time_ms(std::string_view s);

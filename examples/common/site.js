@@ -27,8 +27,10 @@ const MAX_ECHOED_BODY = 32 * 1024;
 // `open`: what a visitor may reach through the route, given the path after the prefix. The app's own
 // tenant token goes with every delegated call, so a route that reads with the tenant token alone (the
 // ledger's GET /api/events, analytics' /v1/stats) must not be open to the public: only the ledger's
-// emit and the tracker's script and beacon are. Leads and cms routes pass whole: their admin parts
-// need the tenant admin token, which the site never adds.
+// emit and the tracker's script and beacon are. Leads routes pass whole: their admin parts need the
+// tenant admin token, which the site never adds. Of cms, the public reads (`/v1/…`) and Studio
+// (`/admin/v1/…`, tenant admin token) pass; its operator routes (`/admin/tenants/…`,
+// `/admin/diagnostics`) and anything else are not the site's to expose.
 const DELEGATED = [
   { prefix: "/api/leads", binding: "LEADS_SERVICE", capability: "lead-capture" },
   {
@@ -45,7 +47,13 @@ const DELEGATED = [
     open: (method, rest) =>
       (rest === "/script.js" && (method === "GET" || method === "HEAD")) || (rest === "/beacon" && method === "POST"),
   },
-  { prefix: "/api/cms", binding: "CMS_SERVICE", capability: "cms", strip: true },
+  {
+    prefix: "/api/cms",
+    binding: "CMS_SERVICE",
+    capability: "cms",
+    strip: true,
+    open: (_method, rest) => rest.startsWith("/v1/") || rest.startsWith("/admin/v1/"),
+  },
 ];
 
 // What a person reads when the form was refused, per contract error code.

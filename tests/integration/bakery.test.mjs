@@ -93,6 +93,18 @@ describe("route delegation", () => {
     assert.equal((await mesh.fetch("bakery", "/_sa/script.js")).status, 200);
   });
 
+  it("the site passes cms's public reads and Studio, never its operator routes, whatever token is sent", async () => {
+    for (const path of ["/api/cms/admin/tenants/bakery", "/api/cms/admin/diagnostics", "/api/cms/health"]) {
+      await errorOf(await mesh.fetch("bakery", path, { headers: mesh.operator() }), 404, "not_found");
+    }
+    // The same operator request straight to cms works: the token is right, the site is the wrong door.
+    assert.equal((await mesh.fetch("cms", "/admin/tenants/bakery", { headers: mesh.operator() })).status, 200);
+    const content = await jsonOf(await mesh.fetch("bakery", "/api/cms/v1/content"), 200);
+    assert.ok(Array.isArray(content.announcements));
+    // Studio through the site still needs the tenant admin token (the site never adds it).
+    await errorOf(await mesh.fetch("bakery", "/api/cms/admin/v1/content"), 401, "unauthenticated_tenant");
+  });
+
   it("a raw request naming a tenant without its token is 401 and writes nothing", async () => {
     const before = await countEvents("bakery");
     const res = await mesh.fetch("events", "/api/events", {

@@ -235,6 +235,22 @@ TEST_CASE("every tenant-auth failure answers the same 401; the operator token is
   }
   CHECK(operator_bodies.size() == 1);
   CHECK(mesh.request("cms", "GET", "/admin/diagnostics", kOperator).status == 200);
+  // The scheme is case-insensitive (RFC 9110 §11.1), and more than one space may follow it; the
+  // token itself is compared exactly.
+  const std::string op_token = kOperator.at("Authorization").substr(7);
+  for (std::string scheme : {"bearer ", "BEARER ", "Bearer   "}) {
+    CAPTURE(scheme);
+    CHECK(mesh.request("cms", "GET", "/admin/diagnostics", {{"Authorization", scheme + op_token}})
+              .status == 200);
+    std::map<std::string, std::string> tenant_admin = {
+        {"X-SiteSwarm-Tenant-Id", "bakery"}, {"Authorization", scheme + "bakery-admin-0123456789"}};
+    CHECK(mesh.request("leads", "GET", "/api/leads", tenant_admin).status == 200);
+  }
+  for (std::string bad : {std::string("Bearer"), std::string("Bearer "), "Bearerx " + op_token,
+                          "Basic " + op_token, "Bearer " + op_token + "x"}) {
+    CAPTURE(bad);
+    CHECK(mesh.request("cms", "GET", "/admin/diagnostics", {{"Authorization", bad}}).status == 401);
+  }
 }
 
 TEST_CASE("diagnostics awaits D1, KV and a service call concurrently, crossing to another core") {

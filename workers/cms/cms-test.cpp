@@ -8,6 +8,8 @@
 
 #include <doctest/doctest.h>
 
+#include <set>
+
 #include <algorithm>
 
 using ss::json;
@@ -150,6 +152,18 @@ TEST_CASE("cms: tenant authentication: missing or wrong token is 401 and reads n
         401);
   CHECK(t.mesh.request("cms", "GET", "/admin/v1/content", t.admin("bakery", kBakeryToken)).status ==
         401);
+  // One answer whatever failed: no tenant id, a malformed or unknown one, a wrong or missing token,
+  // a disabled tenant — the message tells nobody which ids exist.
+  std::set<std::string> bodies;
+  for (const HttpReply& r :
+       {t.get("/v1/content", "bakery", "wrong-token-000000000000"),
+        t.get("/v1/content", "nobody", kBakeryToken), t.get("/v1/content", "Bad_Id!", kBakeryToken),
+        t.mesh.request("cms", "GET", "/v1/content"),
+        t.mesh.request("cms", "GET", "/v1/content", {{"X-SiteSwarm-Tenant-Id", "bakery"}})}) {
+    CHECK(r.status == 401);
+    bodies.insert(r.body);
+  }
+  CHECK(bodies.size() == 1);
 }
 
 TEST_CASE("cms: /v1/status follows the hours in the tenant's zone") {
@@ -256,9 +270,10 @@ TEST_CASE("cms: an emergency closure closes now until its end") {
 
 TEST_CASE("cms: an announcement may run until 2099") {
   Cms t;
-  HttpReply r =
-      t.studio("POST", "/admin/v1/announcements",
-               json{{"text", "Gluten-free every day"}, {"endsAt", "2099-12-31T00:00:00Z"}});
+  HttpReply r = t.studio("POST", "/admin/v1/announcements",
+                         json{{"text", "Gluten-free every day"},
+                              {"level", "info"},
+                              {"endsAt", "2099-12-31T00:00:00Z"}});
   REQUIRE(r.status == 201);
   CHECK(r.body_json()["id"] == r.body_json()["announcement"]["id"]);
   CHECK(r.body_json()["announcement"]["endsAt"] == "2099-12-31T00:00:00Z");
@@ -299,6 +314,9 @@ TEST_CASE("cms: If-Match on a stale version is 409 and writes nothing") {
   CHECK(t.studio("PUT", "/admin/v1/hours", hours_body("Europe/Paris"), {{"If-Match", "\"1\""}})
             .status == 200);
   CHECK(t.studio("PUT", "/admin/v1/hours", hours_body(), {{"If-Match", "one"}}).status == 400);
+  // "*" matches whatever version is current (RFC 9110).
+  CHECK(t.studio("PUT", "/admin/v1/hours", hours_body(), {{"If-Match", "*"}}).status == 200);
+  CHECK(t.version() == 3);
 }
 
 TEST_CASE("cms: bad input names the field and writes nothing") {
@@ -331,6 +349,7 @@ TEST_CASE("cms: bad input names the field and writes nothing") {
       {"POST", "/admin/v1/announcements", json{{"text", "hi"}, {"level", "loud"}}, "level"},
       {"POST", "/admin/v1/announcements",
        json{{"text", "hi"},
+            {"level", "info"},
             {"startsAt", "2026-07-02T00:00:00Z"},
             {"endsAt", "2026-07-01T00:00:00Z"}},
        "endsAt"},
@@ -358,13 +377,63 @@ TEST_CASE("cms: bad input names the field and writes nothing") {
   CHECK(t.mesh.queue_sent["EVENTS_QUEUE"].empty());
 }
 
+TEST_CASE("cms: a tenant's fallback snapshot is checked at provisioning, naming the field") {
+  Cms t;
+  auto provision = [&](const json& fallback) {
+    json body{{"token", "zz-token-0123456789abcd"},
+              {"adminToken", "zz-admin-0123456789abcd"},
+              {"config", {{"timezone", "Europe/Paris"}, {"fallback", fallback}}}};
+    return t.mesh.request("cms", "PUT", "/admin/tenants/zz",
+                          {{"Authorization", std::string("Bearer ") + Mesh::kAdminToken},
+                           {"Content-Type", "application/json"}},
+                          body.dump());
+  };
+  json weekly{{"mon", {{{"open", "08:00"}, {"close", "17:00"}}}}};
+  struct Case {
+    json fallback;
+    const char* field;
+  };
+  const Case cases[] = {
+      {json{{"hours", {{"timezone", "Mars/Base"}, {"weekly", weekly}}}},
+       "config.fallback.hours.timezone"},
+      {json{{"hours", {{"timezone", "UTC"}, {"weekly", {{"funday", json::array()}}}}}},
+       "config.fallback.hours.weekly.funday"},
+      {json{{"overrides", "x"}}, "config.fallback.overrides"},
+      {json{{"overrides", {{{"from", "2026-02-30"}, {"closed", true}}}}},
+       "config.fallback.overrides[0].from"},
+      {json{{"announcements", {{{"text", ""}}}}}, "config.fallback.announcements[0].text"},
+      {json{{"announcements", {{{"text", "hi"}, {"level", "loud"}}}}},
+       "config.fallback.announcements[0].level"},
+      {json("x"), "config.fallback"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.field);
+    HttpReply r = provision(c.fallback);
+    CHECK(r.status == 400);
+    CHECK(r.body_json()["error"]["field"] == c.field);
+  }
+  CHECK(t.mesh
+            .request("cms", "GET", "/admin/tenants/zz",
+                     {{"Authorization", std::string("Bearer ") + Mesh::kAdminToken}})
+            .status == 404);  // nothing was written
+  // A good snapshot is taken; a manifest's announcement may leave its level out (info).
+  HttpReply ok = provision(json{{"hours", {{"timezone", "Europe/Paris"}, {"weekly", weekly}}},
+                                {"announcements", {{{"text", "Open on Monday"}}}}});
+  CHECK(ok.status == 201);
+  json content = t.get("/v1/content", "zz", "zz-token-0123456789abcd").body_json();
+  REQUIRE(content["announcements"].size() == 1);
+  CHECK(content["announcements"][0]["level"] == "info");
+}
+
 TEST_CASE("cms: too many items is 400 and the count stays") {
   Cms t;
   for (std::size_t i = 0; i < ss::cms::kMaxAnnouncements - 1; ++i) {  // the seed has one
-    REQUIRE(t.studio("POST", "/admin/v1/announcements", json{{"text", "n" + std::to_string(i)}})
+    REQUIRE(t.studio("POST", "/admin/v1/announcements",
+                     json{{"text", "n" + std::to_string(i)}, {"level", "info"}})
                 .status == 201);
   }
-  HttpReply over = t.studio("POST", "/admin/v1/announcements", json{{"text", "one too many"}});
+  HttpReply over = t.studio("POST", "/admin/v1/announcements",
+                            json{{"text", "one too many"}, {"level", "info"}});
   CHECK(over.status == 400);
   CHECK(over.body_json()["error"]["field"] == "announcements");
   CHECK(t.rows("cms_announcements") == static_cast<std::int64_t>(ss::cms::kMaxAnnouncements));
@@ -378,7 +447,7 @@ TEST_CASE("cms: another tenant's ids are 404 and stay untouched") {
   REQUIRE(theirs.status == 201);
   std::string id = theirs.body_json()["override"]["id"];
   HttpReply note = t.mesh.request("cms", "POST", "/admin/v1/announcements", auto_admin,
-                                  json{{"text", "Tyres on sale"}}.dump());
+                                  json{{"text", "Tyres on sale"}, {"level", "info"}}.dump());
   std::string note_id = note.body_json()["announcement"]["id"];
   CHECK(t.studio("DELETE", "/admin/v1/overrides/" + id).status == 404);
   CHECK(t.studio("DELETE", "/admin/v1/announcements/" + note_id).status == 404);

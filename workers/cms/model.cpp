@@ -249,7 +249,57 @@ Result<Override> parse_override(const json& body, std::int64_t now) {
   return read_override(body, now);
 }
 
-Result<Announcement> parse_announcement(const json& body) { return read_announcement(body); }
+Result<Announcement> parse_announcement(const json& body) {
+  // level left out reads as info (docs/cms.md): lenient, as a client that sends only the text means
+  // an ordinary announcement.
+  return read_announcement(body);
+}
+
+namespace {
+// `e` (a field_error) with its field named from the tenant config's root.
+Error in_config(Error e, const std::string& prefix) {
+  std::string field = string_or(e.extra, "field", "");
+  std::string named = prefix + field;
+  std::string problem = e.message;
+  if (const json* fields = find_field(e.extra, "fields"); fields && fields->is_object()) {
+    problem = string_or(*fields, field, problem);
+  }
+  return field_error(named, problem);
+}
+}  // namespace
+
+Status validate_seed(const json& snapshot) {
+  const std::string root = "config.fallback.";
+  if (!snapshot.is_object()) return field_error("config.fallback", "must be an object");
+  if (const json* hours = find_field(snapshot, "hours")) {
+    auto parsed = parse_hours(*hours);
+    if (!parsed) return in_config(std::move(parsed).error(), root + "hours.");
+  }
+  struct List {
+    const char* key;
+    std::size_t max;
+  };
+  for (List list : {List{"overrides", kMaxOverrides}, List{"announcements", kMaxAnnouncements}}) {
+    const json* items = find_field(snapshot, list.key);
+    if (items == nullptr) continue;
+    const std::string name = root + list.key;
+    if (!items->is_array()) return field_error(name, "must be a list");
+    if (items->size() > list.max) {
+      return field_error(name, "must have at most " + std::to_string(list.max) + " items");
+    }
+    for (std::size_t i = 0; i < items->size(); ++i) {
+      const json& item = (*items)[i];
+      std::optional<Error> problem;
+      if (std::string_view(list.key) == "overrides") {
+        if (auto o = read_override(item, std::nullopt); !o) problem = std::move(o).error();
+      } else if (auto a = read_announcement(item); !a) {
+        problem = std::move(a).error();
+      }
+      if (problem) return in_config(std::move(*problem), name + "[" + std::to_string(i) + "].");
+    }
+  }
+  return Unit{};
+}
 
 Result<Announcement> patch_announcement(Announcement current, const json& body) {
   if (!body.is_object()) return field_error("announcement", "must be an object");

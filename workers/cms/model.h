@@ -94,6 +94,10 @@ json announcement_json(const Announcement& a);
 json content_json(const Content& c);
 // GET /v1/content: only the announcements active at `now`.
 json public_content_json(const Content& c, std::int64_t now, const std::string& source);
+// A tenant config's "fallback" snapshot (provisioning): its hours, overrides and announcements
+// must be what Studio would take, each error naming the field from the config's root
+// ("config.fallback.overrides[0].date"); a level left out of an announcement reads as info.
+Status validate_seed(const json& snapshot);
 // One item of content_json() read back (ids and timestamps too; no "until ahead of now" check).
 Result<Override> stored_override(const json& item);
 // Reads content_json() back (KV document, isolate copy). Lenient on the seed: see from_seed.

@@ -43,11 +43,13 @@ Task<Result<TenantRow>> authenticate_admin(Context& ctx, const Request& req) {
   co_return std::move(*row);
 }
 
-// If-Match: 7, "7" or W/"7"; absent → nullopt.
+// If-Match: 7, "7" or W/"7"; absent or "*" (RFC 9110 §13.1.1: any current version, and a tenant's
+// content always has one) → nullopt.
 Result<std::optional<std::int64_t>> if_match(const Request& req) {
   if (!req.has_header("if-match")) return std::optional<std::int64_t>{};
   std::string header = req.header("if-match");
   std::string_view v = header;
+  if (v == "*") return std::optional<std::int64_t>{};
   if (v.substr(0, 2) == "W/") v.remove_prefix(2);
   if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
   auto n = parse_decimal(v, 0, INT64_MAX / 2);

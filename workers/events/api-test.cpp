@@ -312,6 +312,16 @@ TEST_CASE("producer-supplied ULIDs: kept, deduplicated per tenant") {
   CHECK(again.status == 200);
   CHECK(again.body_json()["duplicate"] == true);
   CHECK(l.rows().size() == 1);
+  // Either case names the same ULID (the ULID spec); it is stored upper case.
+  b["event_id"] = "01jh0000000000000000000000";
+  auto lower = l.post("bakery", kBakeryToken, b);
+  CHECK(lower.status == 200);
+  CHECK(lower.body_json()["duplicate"] == true);
+  b["event_id"] = "01jh0000000000000000000001";
+  auto fresh = l.post("bakery", kBakeryToken, b);
+  CHECK(fresh.status == 201);
+  CHECK(fresh.body_json()["event_id"] == "01JH0000000000000000000001");
+  CHECK(l.rows().size() == 2);
 }
 
 TEST_CASE("a producer's occurred_at reads back as sent (RFC 3339, no zero milliseconds added)") {

@@ -105,8 +105,9 @@ Result<NewEvent> parse_new_event(const json& body) {
     return Unit{};
   };
   if (auto s = text("event_id", 64, e.event_id); !s) return s.error();
+  e.event_id = canonical_ulid(e.event_id);  // either case, stored upper case
   if (!e.event_id.empty() && !is_ulid(e.event_id)) {
-    return invalid("event_id", "must be a ULID (26 characters, Crockford base32, upper case)");
+    return invalid("event_id", "must be a ULID (26 characters, Crockford base32)");
   }
   if (auto s = text("idempotency_key", kMaxRefLength, e.idempotency_key); !s) return s.error();
   if (auto s = text("caused_by", kMaxRefLength, e.caused_by); !s) return s.error();
@@ -237,7 +238,7 @@ Result<ReadQuery> parse_read_query(const Request& req) {
     well_formed = q.after_seq.has_value();
     after.resize(dot);
   }
-  q.after = after;
+  q.after = canonical_ulid(after);
   if (!well_formed || ((!q.after.empty() || q.after_seq) && !is_ulid(q.after))) {
     return Error{ErrorCode::invalid_request, "after: must be an event_id (ULID) or a page's next"}
         .with("field", "after");

@@ -66,7 +66,7 @@ Result<int> page_size(const Request& req) {
 Task<Result<Response>> list_leads(Context& ctx, const Request& req, const Params&) {
   SS_CO_TRY(Tenant tenant, co_await authenticate_tenant_admin(ctx, req));
   SS_CO_TRY(int limit, page_size(req));
-  std::string cursor = req.query_param("cursor");
+  std::string cursor = canonical_ulid(req.query_param("cursor"));
   if (!cursor.empty() && !is_ulid(cursor)) {
     co_return Error{ErrorCode::invalid_request, "cursor: not a cursor from this API"}.with(
         "field", "cursor");
@@ -80,7 +80,7 @@ Task<Result<Response>> list_leads(Context& ctx, const Request& req, const Params
 
 Task<Result<Response>> get_lead(Context& ctx, const Request& req, const Params& params) {
   SS_CO_TRY(Tenant tenant, co_await authenticate_tenant_admin(ctx, req));
-  std::string id = params.find("id")->second;
+  std::string id = canonical_ulid(params.find("id")->second);
   LeadStore store(kDb);
   auto [lead, deliveries, attempts] =
       co_await when_all(store.find(tenant.id, id), store.deliveries_of(tenant.id, id),
@@ -169,7 +169,7 @@ Task<Result<Response>> export_csv(Context& ctx, const Request& req, const Params
 
 Task<Result<Response>> erase_lead(Context& ctx, const Request& req, const Params& params) {
   SS_CO_TRY(Tenant tenant, co_await authenticate_tenant_admin(ctx, req));
-  std::string id = params.find("id")->second;
+  std::string id = canonical_ulid(params.find("id")->second);
   SS_CO_TRY(bool erased, co_await LeadStore(kDb).erase(tenant.id, id));
   if (!erased) co_return Error{ErrorCode::not_found, "no lead " + id};
   ctx.log("lead erased for tenant " + tenant.id);

@@ -9,6 +9,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cctype>
 #include <set>
 
 using ss::json;
@@ -533,7 +534,17 @@ TEST_CASE("tenant admin: newest first with cursors, one lead with history, erasu
   REQUIRE(one.status == 200);
   CHECK(one.body_json()["fields"]["email"] == "p0@example.com");
   CHECK(one.body_json()["deliveries"].size() == 3);
-  auto erased = l.mesh.request("leads", "DELETE", "/api/leads/" + ids[0], l.admin());
+  // A ULID reads the same in either case (the ULID spec): lower case names the same lead and cursor.
+  std::string lower = ids[0];
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  auto lowered = l.mesh.request("leads", "GET", "/api/leads/" + lower, l.admin());
+  CHECK(lowered.status == 200);
+  CHECK(lowered.body_json()["id"] == ids[0]);
+  std::string cursor = page1["nextCursor"];
+  for (char& c : cursor) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  CHECK(l.mesh.request("leads", "GET", "/api/leads?limit=2&cursor=" + cursor, l.admin())
+            .body_json()["leads"][0]["id"] == ids[2]);
+  auto erased = l.mesh.request("leads", "DELETE", "/api/leads/" + lower, l.admin());
   CHECK(erased.status == 204);
   CHECK(erased.body.empty());
   check_error(l.mesh.request("leads", "GET", "/api/leads/" + ids[0], l.admin()), 404, "not_found");
