@@ -35,8 +35,8 @@ namespace {
 // - RapidJSON's reader recurses: nesting deeper than kRapidJsonDepth is refused (nlohmann parses
 //   iteratively; every body goes through parse_json's 64-level limit first anyway);
 // - a leading UTF-8 BOM, which nlohmann skips, is skipped by the callers (json_util.cpp).
-// A NUL byte ends the text for both (nlohmann's lexer takes it for the end of input, RapidJSON's
-// MemoryStream peeks '\0' there too).
+// A NUL byte ends the text for both (nlohmann's lexer takes it for the end of input; the in-place
+// stream RapidJSON reads, a NUL-padded copy of the text, stops there as at the text's end).
 constexpr int kRapidJsonDepth = 256;
 constexpr unsigned kRapidJsonFlags =
     rapidjson::kParseValidateEncodingFlag | rapidjson::kParseNumbersAsStringsFlag;

@@ -45,6 +45,8 @@ TEST_CASE("rfc3339: formatting") {
   // The platform's stamps: the second, fixed width; shown as the contract writes times.
   CHECK(format_rfc3339_stamp(kExample) == "2026-05-25T14:23:11.000Z");
   CHECK(format_rfc3339_stamp(-1) == "1969-12-31T23:59:59.000Z");
+  CHECK(format_rfc3339_stamp(INT64_MIN) == "0000-01-01T00:00:00.000Z");
+  CHECK(format_rfc3339_stamp(INT64_MAX) == "9999-12-31T23:59:59.000Z");
   CHECK(shown_rfc3339(format_rfc3339_stamp(kExample)) == "2026-05-25T14:23:11Z");
   CHECK(shown_rfc3339("2026-05-25T14:23:11.250Z") == "2026-05-25T14:23:11.250Z");
   CHECK(shown_rfc3339("2026-05-25T14:23:11Z") == "2026-05-25T14:23:11Z");

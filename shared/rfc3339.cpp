@@ -84,8 +84,10 @@ std::string format_rfc3339(std::int64_t unix_ms) { return format(unix_ms, false)
 std::string format_rfc3339_ms(std::int64_t unix_ms) { return format(unix_ms, true); }
 
 std::string format_rfc3339_stamp(std::int64_t unix_ms) {
-  std::int64_t within = unix_ms % 1000;
-  return format(unix_ms - (within < 0 ? within + 1000 : within), true);
+  // Within what RFC 3339 can write first (as format() clamps), so rounding down cannot overflow.
+  std::int64_t ms = std::clamp(unix_ms, kMinRfc3339Ms, kMaxRfc3339Ms);
+  std::int64_t within = ms % 1000;
+  return format(ms - (within < 0 ? within + 1000 : within), true);
 }
 
 std::optional<std::string_view> rfc3339_whole_seconds(std::string_view stored) {

@@ -1,3 +1,4 @@
--- The open incidents: what the cron's sweep for incidents nobody watches any more reads
--- (workers/monitoring/store.cpp kOrphanedIncidents), however many resolved ones accumulate.
-CREATE INDEX IF NOT EXISTS incidents_open ON incidents (tenant_id, opened_at) WHERE resolved_at IS NULL;
+-- The open incidents, oldest first: what the sweep for incidents nobody watches any more reads
+-- (workers/monitoring/store.cpp kOrphanedIncidents: ORDER BY opened_at LIMIT n), however many
+-- resolved ones accumulate.
+CREATE INDEX IF NOT EXISTS incidents_open ON incidents (opened_at) WHERE resolved_at IS NULL;

@@ -386,6 +386,7 @@ Task<Result<Response>> replay(Context& ctx, const Request& req, const Params& pa
   std::string name = param(params, "name");
   if (!is_consumer(name)) co_return Error{ErrorCode::not_found, "no consumer " + name};
   auto from = get_string(body, "from_event_id");
+  if (from) from = canonical_ulid(*from);
   if (!from || !is_ulid(*from))
     co_return field_error("from_event_id", "must be an event_id (ULID)");
   SS_CO_TRY(Cursor cursor, co_await replay_consumer(ctx, name, *from));
@@ -410,7 +411,7 @@ Task<Result<Response>> list_quarantine(Context& ctx, const Request& req, const P
 
 Task<Result<Response>> retry_quarantine(Context& ctx, const Request& req, const Params& params) {
   std::string consumer = param(params, "consumer");
-  std::string event_id = param(params, "eventId");
+  std::string event_id = canonical_ulid(param(params, "eventId"));
   if (!is_consumer(consumer)) co_return Error{ErrorCode::not_found, "no consumer " + consumer};
   if (!is_ulid(event_id)) co_return Error{ErrorCode::not_found, "no quarantined event " + event_id};
   SS_CO_TRY(json result, co_await retry_quarantined(ctx, consumer, event_id));
@@ -543,7 +544,7 @@ Task<Result<Response>> entity_timeline(Context& ctx, const Request& req, const P
   f.tenant_id = tenant;
   f.entity_type = param(params, "entityType");
   f.entity_id = param(params, "entityId");
-  f.after = req.query_param("after");
+  f.after = canonical_ulid(req.query_param("after"));
   if (!f.after.empty() && !is_ulid(f.after)) co_return field_error("after", "must be an event_id");
   std::string order = req.query_param("order");
   if (!order.empty() && order != "asc" && order != "desc") {

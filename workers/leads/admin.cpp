@@ -122,7 +122,7 @@ std::string csv_cell(const std::string& value) {
 }
 
 std::string csv_line(const LeadRow& row, const std::vector<std::string>& columns) {
-  std::string line = csv_cell(row.id) + "," + csv_cell(row.created_at) + "," +
+  std::string line = csv_cell(row.id) + "," + csv_cell(shown_rfc3339(row.created_at)) + "," +
                      (row.turnstile_verified ? "1" : "0");
   for (const auto& c : columns) line += "," + csv_cell(string_or(row.payload, c, ""));
   return line + "\r\n";

@@ -412,6 +412,7 @@ TEST_CASE("notifications use each provider's real request format and a verifiabl
 
 TEST_CASE("a webhook that fails twice then succeeds is delivered once with 3 attempts recorded") {
   Leads l;
+  l.mesh.now_ms += 250;  // inside a second: the lead's stamp drops the 250 ms
   l.fail_next["hooks.bakery.example"] = 2;
   std::string id = l.submit(lead_body()).body_json()["leadId"];
   l.drain_notifications();
@@ -428,6 +429,8 @@ TEST_CASE("a webhook that fails twice then succeeds is delivered once with 3 att
   std::string created = view["createdAt"];
   CHECK(created.size() == 20);
   CHECK(ss::parse_rfc3339(created).has_value());
+  CHECK(l.rows("SELECT created_at FROM leads")[0]["created_at"].get<std::string>().substr(19) ==
+        ".000Z");
   for (const json& r : l.outbound("hooks.bakery.example")) {
     auto body = ss::parse_json(r["body"].get<std::string>());
     REQUIRE(body);

@@ -141,7 +141,8 @@ TEST_CASE(
                               {"dedup_key", "siteswarm/bakery/home/01INCIDENT"}});
     CHECK(out[1].url == "https://hooks.slack.test/old");
     std::string text = out[1].body["text"];
-    CHECK(text.find("no longer monitored") != std::string::npos);
+    CHECK(text.find(why == Closure::superseded ? "made anew" : "no longer monitored") !=
+          std::string::npos);
     CHECK(text.find("01INCIDENT closed") != std::string::npos);
   }
   CHECK(closure_from("anything else") == Closure::recovered);

@@ -84,11 +84,17 @@ Closure closure_from(std::string_view name) {
 
 namespace {
 std::string retired_text(const AlertContext& c, Closure why) {
+  const std::string closed = " [" + c.tenant_id + ", incident " + c.incident_id + " closed]";
+  if (why == Closure::superseded) {
+    // The monitor was deleted and made again under its id: the new one starts without it.
+    return ":white_circle: *" + c.monitor_id +
+           "*: this incident was closed, the monitor was made " +
+           "anew; a new incident opens if it is still down" + closed;
+  }
   std::string what = why == Closure::monitor_disabled  ? "the monitor was disabled"
                      : why == Closure::tenant_disabled ? "the site was disabled"
                                                        : "the monitor was deleted";
-  return ":white_circle: *" + c.monitor_id + "* is no longer monitored (" + what + ") [" +
-         c.tenant_id + ", incident " + c.incident_id + " closed]";
+  return ":white_circle: *" + c.monitor_id + "* is no longer monitored (" + what + ")" + closed;
 }
 }  // namespace
 

@@ -73,7 +73,10 @@ Task<Result<std::vector<SentTrigger>>> sent_triggers(const MonitorStore& store,
   SS_CO_TRY(std::vector<AlertRow> rows, co_await store.triggers_of(tenant, incident_id));
   std::vector<SentTrigger> sent;
   sent.reserve(rows.size());
-  for (AlertRow& r : rows) sent.push_back({std::move(r.channel), std::move(r.request)});
+  for (AlertRow& r : rows) {
+    // A trigger that gave up (dead) never reached anyone: nothing to close there.
+    if (r.state != "dead") sent.push_back({std::move(r.channel), std::move(r.request)});
+  }
   co_return sent;
 }
 
@@ -122,6 +125,24 @@ Task<Status> emit(Context& ctx, const std::string& type, const std::string& tena
   co_return Unit{};
 }
 
+// Why an alert should not be sent any more, or nullopt: a trigger whose incident is resolved, a
+// resolve whose trigger on the same channel never went out (dead or missing).
+Task<Result<std::optional<std::string>>> moot_alert(const MonitorStore& store, const AlertRow& a) {
+  if (a.action == "trigger") {
+    SS_CO_TRY(std::optional<IncidentRow> incident,
+              co_await store.incident(a.tenant_id, a.incident_id));
+    if (incident && incident->resolved_at) {
+      co_return std::optional<std::string>{"the incident was resolved before its trigger went out"};
+    }
+    co_return std::optional<std::string>{};
+  }
+  SS_CO_TRY(std::vector<AlertRow> triggers, co_await store.triggers_of(a.tenant_id, a.incident_id));
+  for (const AlertRow& t : triggers) {
+    if (t.channel == a.channel && t.state != "dead") co_return std::optional<std::string>{};
+  }
+  co_return std::optional<std::string>{"its trigger never went out"};
+}
+
 // Sends one alert from the outbox: claim, POST, record. The returned delay (seconds) asks the queue
 // to retry; nullopt acks the message.
 Task<Result<std::optional<int>>> deliver_alert(Context& ctx, const std::string& alert_id) {
@@ -129,6 +150,15 @@ Task<Result<std::optional<int>>> deliver_alert(Context& ctx, const std::string& 
   SS_CO_TRY(std::optional<AlertRow> row, co_await store.alert(alert_id));
   if (!row || row->state == "sent" || row->state == "dead") co_return std::optional<int>{};
   std::string now = format_rfc3339_ms(ctx.now_ms());
+  // Out of order is worse than not at all: a trigger still waiting (its endpoint was down) when its
+  // incident is resolved would open a page after the resolve that closes it, and a resolve whose
+  // trigger never went out tells of an incident nobody heard of. Either is given up.
+  SS_CO_TRY(std::optional<std::string> moot, co_await moot_alert(store, *row));
+  if (moot) {
+    SS_CO_CHECK(co_await store.alert_failed(alert_id, "not sent: " + *moot, true, now));
+    ctx.log("alert " + alert_id + " (" + row->channel + " " + row->action + ") not sent: " + *moot);
+    co_return std::optional<int>{};
+  }
   SS_CO_TRY(bool claimed,
             co_await store.claim_alert(alert_id, ctx.now_ms(), ctx.now_ms() + kAlertLeaseMs, now));
   // Someone else is sending it; if they die, the lease lapses and the cron re-enqueues it.
@@ -231,6 +261,7 @@ Task<Result<bool>> probe_monitor(Context& ctx, const std::string& tenant, const 
   commit.maintenance = maintenance;
   commit.next = st.next;
   commit.incident_id = row->incident_id;
+  commit.read_incident_id = row->incident_id;
 
   AlertContext ac;
   ac.tenant_id = tenant;
@@ -267,11 +298,17 @@ Task<Result<bool>> probe_monitor(Context& ctx, const std::string& tenant, const 
     alerts = resolves_for(sent, ac, Closure::recovered);
   }
   SS_CO_TRY(commit.alerts, co_await with_alert_ids(ctx, std::move(alerts)));
-  Status committed = co_await store.commit_probe(commit);
+  Result<bool> committed = co_await store.commit_probe(commit);
   if (!committed) {
     Status released = co_await store.release_probe(key, tick);
     if (!released) ctx.log("release of " + tenant + "/" + id + " failed");
     co_return std::move(committed).error();
+  }
+  if (st.transition == Transition::resolve && !*committed) {
+    // A sweep closed the incident while this probe ran (its monitor disabled meanwhile): its
+    // resolves and event went out with it.
+    st.transition = Transition::none;
+    commit.alerts.clear();
   }
 
   // What the status page shows changed: up ↔ down (or a first probe), an incident opened or closed.

@@ -552,6 +552,54 @@ TEST_CASE("monitoring incidents: the cron closes what a failed close left open")
   CHECK(incident_rows(t)[0]["resolved_at"].is_string());
 }
 
+TEST_CASE("monitoring incidents: a probe running while its incident is closed does not reopen it") {
+  Monitoring t;
+  REQUIRE(t.put("home", site()).status == 201);
+  json trigger = open_incident(t);
+  // While the next probe fetches, a sweep closes the incident (the monitor was disabled and enabled
+  // again meanwhile, say): what that probe then writes must not bring the closed incident back.
+  bool closed = false;
+  auto origin = t.mesh.fetch_stub;
+  t.mesh.fetch_stub = [&](const json& req) {
+    if (!closed && ss::string_or(req, "url", "").find("site.example") != std::string::npos) {
+      closed = true;
+      auto& db = t.mesh.db("MONITORING_DB");
+      db.execute("UPDATE incidents SET resolved_at = '2025-11-29T15:00:00Z'", json::array());
+      db.execute("UPDATE monitors SET incident_id = NULL, consecutive_failures = 0", json::array());
+    }
+    return origin(req);
+  };
+  t.tick();  // still down
+  REQUIRE(closed);
+  json state = t.mesh.db("MONITORING_DB").rows("SELECT incident_id FROM monitors");
+  CHECK(state[0]["incident_id"].is_null());
+  // So the outage that goes on is a new incident, paged with a new dedup_key once it has failed
+  // three times since (the count was cleared with the incident).
+  t.tick();
+  t.tick();
+  CHECK(t.pagerduty.size() == 1);
+  t.tick();
+  REQUIRE(t.pagerduty.size() == 2);
+  CHECK(t.pagerduty[1]["event_action"] == "trigger");
+  CHECK(t.pagerduty[1]["dedup_key"] != trigger["dedup_key"]);
+}
+
+TEST_CASE("monitoring alerts: no resolve for a trigger that never went out") {
+  Monitoring t;
+  REQUIRE(t.put("home", site()).status == 201);
+  t.status = 503;
+  t.alert_failures = 1000;  // PagerDuty and Slack down: both triggers give up (dead)
+  for (int i = 0; i < 3; ++i) t.tick();
+  t.alert_failures = 0;
+  t.status = 200;
+  t.tick();
+  // Nobody heard of the incident: nobody is told it is over.
+  CHECK(t.pagerduty.empty());
+  CHECK(t.slack.empty());
+  CHECK(t.monitor("home")["incident"].is_null());
+  CHECK(t.events("monitor.incident_resolved").size() == 1);
+}
+
 TEST_CASE("monitoring alerts: an endpoint down then up gets each alert exactly once") {
   Monitoring t;
   REQUIRE(t.put("home", site()).status == 201);

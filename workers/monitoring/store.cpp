@@ -81,10 +81,15 @@ ON CONFLICT (tenant_id, monitor_id, day) DO UPDATE SET
                        COALESCE(json_extract(hist_json, '$[' || CAST(?6 AS INTEGER) || ']'), 0) + 1)
 )sql";
 
-// Only the claim holder of this tick writes the state.
+// Only the claim holder of this tick writes the state. The failure count and the open incident
+// only while the monitor still holds the incident the probe read (?7): a sweep that closed it
+// meanwhile (the monitor disabled while this probe ran) cleared them, and they stay cleared.
+// (SQLite reads every SET expression from the row as it was.)
 constexpr std::string_view kUpdateMonitorState = R"sql(
-UPDATE monitors SET consecutive_failures = ?4, last_probe_json = ?5, incident_id = ?6,
-                    probing_until = 0
+UPDATE monitors
+SET consecutive_failures = CASE WHEN incident_id IS ?7 THEN ?4 ELSE consecutive_failures END,
+    incident_id = CASE WHEN incident_id IS ?7 THEN ?6 ELSE incident_id END,
+    last_probe_json = ?5, probing_until = 0
 WHERE tenant_id = ?1 AND monitor_id = ?2 AND probe_tick = ?3
 )sql";
 
@@ -419,7 +424,7 @@ void add_alert_rows(std::vector<D1Statement>& batch, const MonitorKey& key,
 }
 }  // namespace
 
-Task<Status> MonitorStore::commit_probe(const ProbeCommit& c) const {
+Task<Result<bool>> MonitorStore::commit_probe(const ProbeCommit& c) const {
   const ProbeResult& r = c.result;
   std::vector<D1Statement> batch;
   batch.push_back(
@@ -437,21 +442,26 @@ Task<Status> MonitorStore::commit_probe(const ProbeCommit& c) const {
   batch.push_back({std::string(kUpdateMonitorState),
                    json::array({c.key.tenant_id, c.key.monitor_id, c.tick,
                                 c.next.consecutive_failures, dump_json(r.to_json(c.at_ms)),
-                                c.incident_id ? json(*c.incident_id) : json(nullptr)})});
+                                c.incident_id ? json(*c.incident_id) : json(nullptr),
+                                c.read_incident_id ? json(*c.read_incident_id) : json(nullptr)})});
   if (c.opened) {
     const IncidentRow& i = *c.opened;
     batch.push_back(
         {std::string(kInsertIncident), json::array({i.incident_id, i.tenant_id, i.monitor_id,
                                                     i.opened_at, i.reason, i.dedup_key})});
   }
+  std::size_t resolve_at = batch.size();
   if (c.resolved_id) {
     batch.push_back({std::string(kResolveIncident),
                      json::array({c.key.tenant_id, *c.resolved_id, format_rfc3339(c.at_ms)})});
   }
   add_alert_rows(batch, c.key, c.opened ? c.opened->incident_id : c.resolved_id.value_or(""),
                  c.alerts, format_rfc3339_ms(c.at_ms));
-  SS_CO_TRY(std::vector<D1Result> ignored, co_await db_.batch(batch));
-  co_return Unit{};
+  SS_CO_TRY(std::vector<D1Result> done, co_await db_.batch(batch));
+  // Resolved by this commit, not by a sweep before it (whose resolves stand: each is unique per
+  // incident, channel and action).
+  co_return c.resolved_id.has_value() &&
+      done.size() > resolve_at&& done[resolve_at].meta.changes == 1;
 }
 
 Task<Result<std::vector<OrphanedIncident>>> MonitorStore::orphaned_incidents(

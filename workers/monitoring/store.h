@@ -100,9 +100,10 @@ struct ProbeCommit {
   ProbeResult result;
   bool maintenance = false;
   MonitorState next;
-  std::optional<IncidentRow> opened;       // a new incident
-  std::optional<std::string> resolved_id;  // the incident this success resolves
-  std::optional<std::string> incident_id;  // the monitor's open incident after this probe
+  std::optional<IncidentRow> opened;            // a new incident
+  std::optional<std::string> resolved_id;       // the incident this success resolves
+  std::optional<std::string> incident_id;       // the monitor's open incident after this probe
+  std::optional<std::string> read_incident_id;  // the one the probe read (kUpdateMonitorState)
   std::vector<std::pair<std::string, AlertRequest>> alerts;  // alert id, request
 };
 
@@ -142,7 +143,8 @@ class MonitorStore {
   Task<Result<bool>> claim_probe(const MonitorKey& key, std::int64_t tick, std::int64_t now_ms,
                                  std::int64_t lease_until_ms) const;
   Task<Status> release_probe(const MonitorKey& key, std::int64_t tick) const;
-  Task<Status> commit_probe(const ProbeCommit& c) const;
+  // True when this commit resolved `resolved_id` (false: nothing to resolve, or a sweep did first).
+  Task<Result<bool>> commit_probe(const ProbeCommit& c) const;
 
   // ---- incidents
   Task<Result<std::optional<IncidentRow>>> incident(const std::string& tenant,
