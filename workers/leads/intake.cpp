@@ -180,7 +180,8 @@ Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
       claim.idempotency_key = key;
       claim.now_ms = ctx.now_ms();
       claim.claim_expired_ms = ctx.now_ms() - kIdempotencyWindowMs;
-      if (!co_await LeadStore(kDb).insert(claim)) {
+      Status kept = co_await LeadStore(kDb).insert(claim);
+      if (!kept) {
         auto owner = co_await find_replay(tenant.id, key, ctx.now_ms());
         if (owner && !owner->empty()) co_return accepted(req, *config, *owner);
         co_return Error{ErrorCode::dependency_unavailable,
