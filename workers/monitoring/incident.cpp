@@ -88,8 +88,9 @@ std::string retired_text(const AlertContext& c, Closure why) {
   if (why == Closure::superseded) {
     // The monitor was deleted and made again under its id: the new one starts without it.
     return ":white_circle: *" + c.monitor_id +
-           "*: this incident was closed, the monitor was made " +
-           "anew; a new incident opens if it is still down" + closed;
+           "*: this incident was closed, the monitor was made anew; a new incident opens if it is "
+           "still down" +
+           closed;
   }
   std::string what = why == Closure::monitor_disabled  ? "the monitor was disabled"
                      : why == Closure::tenant_disabled ? "the site was disabled"

@@ -366,13 +366,15 @@ Task<Result<bool>> close_orphan(Context& ctx, const MonitorStore& store,
 }
 }  // namespace
 
-Task<Result<int>> close_orphaned_incidents(Context& ctx, const std::string& tenant) {
+Task<Unit> close_orphaned_incidents(Context& ctx, const std::string& tenant) {
   MonitorStore store;
-  SS_CO_TRY(std::vector<OrphanedIncident> orphans,
-            co_await store.orphaned_incidents(tenant, kOrphanBatch));
-  int closed = 0;
+  auto orphans = co_await store.orphaned_incidents(tenant, kOrphanBatch);
+  if (!orphans) {
+    ctx.log("closing orphaned incidents failed: " + orphans.error().message);
+    co_return Unit{};
+  }
   std::vector<std::string> tenants;  // whose status pages show a closed incident
-  for (const OrphanedIncident& o : orphans) {
+  for (const OrphanedIncident& o : *orphans) {
     // One that fails (its trigger rows unreadable, D1 gone for a moment) does not hold up the others;
     // the next sweep tries it again.
     Result<bool> done = co_await close_orphan(ctx, store, o);
@@ -380,14 +382,12 @@ Task<Result<int>> close_orphaned_incidents(Context& ctx, const std::string& tena
       ctx.log("incident " + o.incident.incident_id + " not closed: " + done.error().message);
       continue;
     }
-    if (!*done) continue;
-    ++closed;
-    if (std::find(tenants.begin(), tenants.end(), o.incident.tenant_id) == tenants.end()) {
+    if (*done && std::find(tenants.begin(), tenants.end(), o.incident.tenant_id) == tenants.end()) {
       tenants.push_back(o.incident.tenant_id);
     }
   }
   for (const std::string& t : tenants) co_await forget_status(ctx, t);
-  co_return closed;
+  co_return Unit{};
 }
 
 Task<Status> run_cron(Context& ctx, const std::string& cron) {
@@ -406,8 +406,7 @@ Task<Status> run_tick(Context& ctx, std::int64_t tick, const std::string& cron) 
     ctx.log("tick " + std::to_string(tick) + ": " + std::to_string(*enqueued) +
             " monitors enqueued (" + cron + ")");
   // The other chores run even when enqueueing failed; the first error is reported.
-  auto closed = co_await close_orphaned_incidents(ctx, "");
-  if (!closed) ctx.log("closing orphaned incidents failed: " + closed.error().message);
+  co_await close_orphaned_incidents(ctx, "");
   Status alerts = co_await requeue_stale_alerts(ctx);
   Status pruned = co_await prune_history(ctx);
   if (!enqueued) co_return std::move(enqueued).error();

@@ -45,8 +45,8 @@ inline constexpr int kOrphanBatch = 50;
 // tenant was disabled, or that a monitor made again under the same id no longer holds: each is
 // resolved, its triggers answered by resolves (incident.h resolves_for) through the alert outbox,
 // and `monitor.incident_resolved` emitted with `closedBy`. Called after every monitor write and
-// by the cron (the backstop); returns how many it closed.
-Task<Result<int>> close_orphaned_incidents(Context& ctx, const std::string& tenant);
+// by the cron (the backstop). A failure is logged, never the caller's: the next sweep tries again.
+Task<Unit> close_orphaned_incidents(Context& ctx, const std::string& tenant);
 
 // Probes one monitor now for `tick` (claim, fetch, verdict, state, alerts, events); false when it
 // was not claimed. Exposed for the tests.

@@ -38,14 +38,6 @@ json admin_view(const MonitorRow& row) {
   return out;
 }
 
-// After a monitor write: an incident whose monitor is now gone, disabled or made anew is closed at
-// once (the cron would at its next tick: a failure here is only logged).
-Task<Unit> close_orphans_of(Context& ctx, const std::string& tenant) {
-  auto closed = co_await close_orphaned_incidents(ctx, tenant);
-  if (!closed) ctx.log("closing orphaned incidents failed: " + closed.error().message);
-  co_return Unit{};
-}
-
 Task<Result<Response>> put_monitor(Context& ctx, const Request& req, const Params& params) {
   SS_CO_TRY(Tenant tenant, co_await authenticate_tenant_admin(ctx, req));
   SS_CO_TRY(std::string id, monitor_id_param(params));
@@ -66,7 +58,8 @@ Task<Result<Response>> put_monitor(Context& ctx, const Request& req, const Param
   SS_CO_TRY(bool created, co_await store.upsert(tenant.id, id, monitor_json(spec, false),
                                                 spec.enabled, "api", now));
   co_await forget_status(ctx, tenant.id);  // at once after the write, whatever follows
-  if (!spec.enabled) co_await close_orphans_of(ctx, tenant.id);
+  // A monitor disabled while down: its incident is closed at once (the cron is the backstop).
+  if (!spec.enabled) co_await close_orphaned_incidents(ctx, tenant.id);
   SS_CO_TRY(std::optional<MonitorRow> saved, co_await store.find(tenant.id, id));
   if (!saved) co_return Error{ErrorCode::internal, "put_monitor(): the row vanished"};
   co_return Response::json_body(created ? 201 : 200, admin_view(*saved));
@@ -86,7 +79,7 @@ Task<Result<Response>> delete_monitor(Context& ctx, const Request& req, const Pa
   SS_CO_TRY(bool removed, co_await MonitorStore().remove(tenant.id, id));
   if (!removed) co_return Error{ErrorCode::not_found, "no monitor " + id};
   co_await forget_status(ctx, tenant.id);
-  co_await close_orphans_of(ctx, tenant.id);
+  co_await close_orphaned_incidents(ctx, tenant.id);  // its open incident, at once
   co_return Response::json_body(200, json_object({{"id", id}, {"deleted", true}}));
 }
 
@@ -207,7 +200,7 @@ Task<Status> sync_tenant_monitors(Context& ctx, const std::string& tenant_id, co
   SS_CO_CHECK(co_await MonitorStore().sync_config_monitors(tenant_id, declared,
                                                            format_rfc3339(ctx.now_ms())));
   co_await forget_status(ctx, tenant_id);
-  co_await close_orphans_of(ctx, tenant_id);
+  co_await close_orphaned_incidents(ctx, tenant_id);
   co_return Unit{};
 }
 

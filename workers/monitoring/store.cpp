@@ -460,8 +460,9 @@ Task<Result<bool>> MonitorStore::commit_probe(const ProbeCommit& c) const {
   SS_CO_TRY(std::vector<D1Result> done, co_await db_.batch(batch));
   // Resolved by this commit, not by a sweep before it (whose resolves stand: each is unique per
   // incident, channel and action).
-  co_return c.resolved_id.has_value() &&
-      done.size() > resolve_at&& done[resolve_at].meta.changes == 1;
+  const bool resolved =
+      c.resolved_id.has_value() && done.size() > resolve_at && done[resolve_at].meta.changes == 1;
+  co_return resolved;
 }
 
 Task<Result<std::vector<OrphanedIncident>>> MonitorStore::orphaned_incidents(
