@@ -287,6 +287,9 @@ TEST_CASE(
   CHECK(health["score"] == 70);
   CHECK(health["band"] == "watch");
   CHECK(health["signals"]["delivery_failures"] == 3.0);
+  // Events' times, shown as the events show them (whole seconds: no ".000").
+  CHECK(health["last_event_at"] == "2025-11-29T14:20:00Z");
+  CHECK(health["band_changed_at"] == "2025-11-29T14:20:00Z");
   json changed = l.db(
       "SELECT * FROM events WHERE event_type = 'tenant.health_changed' AND tenant_id = 'bakery'");
   REQUIRE(changed.size() == 1);
@@ -574,6 +577,7 @@ TEST_CASE(
   l.subscribe("order.*", "audit");
   std::string ok = l.emit("order.placed");
   l.failing_events.insert(l.emit("order.cancelled"));
+  l.mesh.now_ms += 250;  // mid-second: the runner's own stamps are still whole seconds
   l.drain();
   REQUIRE(l.calls.size() == 4);
   // The run's identity travels in headers too (what a platform target stamps on its events).
@@ -589,6 +593,18 @@ TEST_CASE(
     CHECK(e["tenant_id"] == "bakery");
     CHECK(e["entity_type"] == "workflow_run");
     CHECK(e["entity_id"] == e["workflow_run_id"]);
+    // Stored fixed width with zero milliseconds, like every stamp the ledger makes itself.
+    CHECK(e["recorded_at"].get<std::string>().ends_with(".000Z"));
+    CHECK(e["occurred_at"] == e["recorded_at"]);
+  }
+  // Read back through the API they show as the contract writes times: no fraction.
+  json listed = l.admin("GET", "/api/events?type=workflow.run_started").body_json();
+  REQUIRE(listed["events"].size() == 2);
+  for (const json& e : listed["events"]) {
+    for (const char* key : {"recorded_at", "occurred_at"}) {
+      const std::string shown = e[key].get<std::string>();
+      CHECK_MESSAGE((shown.ends_with("Z") && shown.find('.') == std::string::npos), shown);
+    }
   }
   json failed = l.db("SELECT * FROM events WHERE event_type = 'workflow.run_failed'");
   REQUIRE(failed.size() == 2);

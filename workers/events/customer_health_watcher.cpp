@@ -127,14 +127,16 @@ json health_view(const std::string& tenant_id, const std::optional<TenantHealthR
                         {"updated_at", nullptr}});
   }
   auto signals = parse_json(row->signals_json);
-  return json{
-      {"tenant_id", tenant_id},
-      {"score", row->score},
-      {"band", row->band},
-      {"signals", signals ? *signals : json::object()},
-      {"last_event_at", row->last_event_at ? json(*row->last_event_at) : json(nullptr)},
-      {"band_changed_at", row->band_changed_at ? json(*row->band_changed_at) : json(nullptr)},
-      {"updated_at", row->updated_at}};
+  return json{{"tenant_id", tenant_id},
+              {"score", row->score},
+              {"band", row->band},
+              {"signals", signals ? *signals : json::object()},
+              // Events' recorded_at, stored fixed width: shown as the events themselves show it.
+              {"last_event_at",
+               row->last_event_at ? json(shown_rfc3339(*row->last_event_at)) : json(nullptr)},
+              {"band_changed_at",
+               row->band_changed_at ? json(shown_rfc3339(*row->band_changed_at)) : json(nullptr)},
+              {"updated_at", row->updated_at}};
 }
 
 Task<Status> run_health_batch(Context& ctx, DrainReport& report,

@@ -975,7 +975,7 @@ json TimelineRow::view() const {
                       {"first_event_id", first_event_id},
                       {"last_event_id", last_event_id},
                       {"last_event_type", last_event_type},
-                      {"last_occurred_at", last_occurred_at}});
+                      {"last_occurred_at", shown_rfc3339(last_occurred_at)}});
 }
 
 TimelineEntry TimelineEntry::decode(RowReader& r) {

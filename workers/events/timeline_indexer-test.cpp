@@ -121,6 +121,9 @@ TEST_CASE("timeline_indexer writes one entry per event, and a replay adds none")
   json page = t.page("/api/entities/lead/L1/timeline");
   CHECK(ids_of(page) == std::vector<std::string>{ids[0], ids[1], ids[2]});
   CHECK(page["summary"]["event_count"] == 3);  // the summary is not double-counted either
+  // Shown as the events show their times: a ledger stamp without ".000".
+  CHECK(page["summary"]["last_occurred_at"] == page["events"][2]["occurred_at"]);
+  CHECK(page["summary"]["last_occurred_at"].get<std::string>().find('.') == std::string::npos);
   // The keys an existing caller reads are all there, plus seq, title and indexed.
   const json& first = page["events"][0];
   for (const char* key :

@@ -491,7 +491,8 @@ Task<Result<ChunkResult>> run_chunk(Context& ctx, const std::string& consumer,
     if (!ids) {
       ctx.log("workflow run events not recorded: " + ids.error().message);
     } else {
-      std::string at = format_rfc3339_ms(ctx.now_ms());
+      // The ledger's own stamp: whole seconds, fixed width (ledger.cpp records emits the same way).
+      std::string at = format_rfc3339_stamp(ctx.now_ms());
       std::size_t next = 0;
       for (const auto& [w, i] : sent) {
         const StartOutcome& r = *w->results[i];
