@@ -1050,3 +1050,89 @@ TEST_CASE("kill:notifications: a retry in backoff and a storeSubmissions:false l
   CHECK(l.rows("SELECT * FROM lead_deliveries WHERE status = 'delivered'").size() == 3);
   CHECK(l.rows("SELECT * FROM lead_deliveries WHERE held_message IS NOT NULL").empty());
 }
+
+TEST_CASE("a copy of a notification that arrives while the first copy is sending does not send") {
+  Leads l;
+  REQUIRE(l.submit(lead_body()).status == 202);
+  json hook_body;
+  for (const json& body : l.mesh.queue_sent["NOTIFY_QUEUE"]) {
+    if (body["channel"] == "webhook") hook_body = body;
+  }
+  REQUIRE(hook_body.is_object());
+  l.mesh.queue_sent["NOTIFY_QUEUE"].clear();
+  int hook_calls = 0;
+  json copy_out;
+  l.mesh.fetch_stub = [&](const json& req) {
+    std::string url = req["url"];
+    if (url.find("hooks.bakery.example") != std::string::npos && ++hook_calls == 1) {
+      // At-least-once delivery (or the sweeper) put a second copy on the queue; another consumer
+      // invocation takes it while the receiver is still answering the first.
+      copy_out = l.mesh.message(
+          "leads",
+          {{"op", "queue"},
+           {"queue", "siteswarm-leads-notify"},
+           {"messages", json::array({{{"id", "b"}, {"body", hook_body}, {"attempts", 1}}})}});
+    }
+    return l.answer(req);
+  };
+  json out = l.mesh.message(
+      "leads", {{"op", "queue"},
+                {"queue", "siteswarm-leads-notify"},
+                {"messages", json::array({{{"id", "a"}, {"body", hook_body}, {"attempts", 1}}})}});
+  CHECK(out["ack"] == json::array({"a"}));
+  CHECK(hook_calls == 1);  // one webhook, not two
+  json d = l.rows("SELECT status, attempts FROM lead_deliveries WHERE channel = 'webhook'");
+  REQUIRE(d.size() == 1);
+  CHECK(d[0]["status"] == "delivered");
+  CHECK(d[0]["attempts"] == 1);
+  CHECK(l.events("lead.delivered").size() == 1);
+  // The copy is not lost either: it comes back later and finds the delivery finished.
+  for (const json& r : copy_out["retry"]) {
+    json again = l.mesh.message(
+        "leads",
+        {{"op", "queue"},
+         {"queue", "siteswarm-leads-notify"},
+         {"messages", json::array({{{"id", r["id"]}, {"body", hook_body}, {"attempts", 2}}})}});
+    CHECK(again["ack"].size() == 1);
+  }
+  CHECK(hook_calls == 1);
+}
+
+TEST_CASE("an instance that dies mid-send: the redelivered message sends once the claim is stale") {
+  Leads l;
+  REQUIRE(l.submit(lead_body()).status == 202);
+  json hook_body;
+  for (const json& body : l.mesh.queue_sent["NOTIFY_QUEUE"]) {
+    if (body["channel"] == "webhook") hook_body = body;
+  }
+  REQUIRE(hook_body.is_object());
+  l.mesh.queue_sent["NOTIFY_QUEUE"].clear();
+  auto deliver = [&](int queue_attempt) {
+    return l.mesh.message(
+        "leads",
+        {{"op", "queue"},
+         {"queue", "siteswarm-leads-notify"},
+         {"messages",
+          json::array({{{"id", "a"}, {"body", hook_body}, {"attempts", queue_attempt}}})}});
+  };
+  l.mesh.trap_effect = [](const json& e) {
+    return e.value("kind", "") == "fetch" &&
+           e.dump().find("hooks.bakery.example") != std::string::npos;
+  };
+  deliver(1);  // claimed attempt 1, died before the request left
+  l.mesh.trap_effect = nullptr;
+  CHECK(l.outbound("hooks.bakery.example").empty());
+  // Redelivered at once: the claim is still fresh, so it waits rather than risk a second send.
+  json soon = deliver(2);
+  CHECK(soon["retry"].size() == 1);
+  CHECK(l.outbound("hooks.bakery.example").empty());
+  // After the lease it is sent, once, and not lost.
+  l.mesh.now_ms += 61 * 1000;
+  json later = deliver(3);
+  CHECK(later["ack"].size() == 1);
+  CHECK(l.outbound("hooks.bakery.example").size() == 1);
+  json d = l.rows("SELECT status, attempts FROM lead_deliveries WHERE channel = 'webhook'");
+  REQUIRE(d.size() == 1);
+  CHECK(d[0]["status"] == "delivered");
+  CHECK(d[0]["attempts"] == 2);
+}

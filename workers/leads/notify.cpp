@@ -19,6 +19,10 @@ inline constexpr std::int64_t kSweepAfterMs = 10 * 60 * 1000;
 inline constexpr int kRecordTries = 3;
 inline constexpr int kRecordRetryMs = 50;
 inline constexpr int kSweepBatch = 100;
+// How long a claimed attempt counts as in flight: the provider call (kProviderTimeoutMs) and its
+// recording take far less; a claim older than this belongs to an instance that died before
+// recording it, and the next attempt may go.
+inline constexpr std::int64_t kClaimLeaseMs = 60 * 1000;
 // Held messages released per sweep: pages of kSweepBatch, one sendBatch() each.
 inline constexpr int kMaxReleasePages = 10;
 
@@ -113,6 +117,22 @@ Task<MessageOutcome> deliver_one(Context& ctx, QueueMessage message, bool held) 
       out.retry_delay = backoff_seconds(ctx, attempt);
     }
     co_return out;
+  }
+  // The previous attempt is claimed but not recorded yet: another copy of this message (the
+  // queue's at-least-once delivery, the sweeper) is sending it right now. Claiming the next attempt
+  // would send a second time; this copy comes back once the claim's lease is over.
+  if (attempt > 1) {
+    std::optional<std::int64_t> claimed_at = parse_rfc3339((*delivery)->updated_at);
+    std::int64_t age = claimed_at ? ctx.now_ms() - *claimed_at : kClaimLeaseMs;
+    if (age < kClaimLeaseMs) {
+      auto finished = co_await store.attempt_recorded(msg.tenant_id, msg.delivery_id, attempt - 1);
+      if (!finished || !*finished) {
+        out.ack = false;
+        out.retry_delay =
+            static_cast<int>((kClaimLeaseMs - std::max<std::int64_t>(age, 0)) / 1000) + 1;
+        co_return out;
+      }
+    }
   }
   // Claim the attempt before sending: two copies of one message cannot both send, and an erasure
   // (status 'cancelled') that lands meanwhile is respected.
