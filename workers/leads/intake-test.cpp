@@ -1136,3 +1136,51 @@ TEST_CASE("an instance that dies mid-send: the redelivered message sends once th
   CHECK(d[0]["status"] == "delivered");
   CHECK(d[0]["attempts"] == 2);
 }
+
+TEST_CASE("a retry whose queue message ran out of queue retries is not left pending forever") {
+  Leads l;
+  l.fail_next["hooks.bakery.example"] = 4;  // the receiver is down for a while
+  REQUIRE(l.submit(lead_body()).status == 202);
+  json hook_body;
+  for (const json& body : l.mesh.queue_sent["NOTIFY_QUEUE"]) {
+    if (body["channel"] == "webhook") hook_body = body;
+  }
+  REQUIRE(hook_body.is_object());
+  l.mesh.queue_sent["NOTIFY_QUEUE"].clear();
+  // Cloudflare Queues as wrangler/leads.jsonc sets it up: max_retries 5, so a message is handed
+  // to the consumer at most 6 times, then goes to siteswarm-leads-notify-dlq (which nobody reads).
+  auto deliver = [&](int queue_attempt) {
+    return l.mesh.message(
+        "leads",
+        {{"op", "queue"},
+         {"queue", "siteswarm-leads-notify"},
+         {"messages",
+          json::array({{{"id", "a"}, {"body", hook_body}, {"attempts", queue_attempt}}})}});
+  };
+  auto d1_down = [](const json& e) { return ss::string_or(e, "kind", "").rfind("d1.", 0) == 0; };
+  int queue_attempt = 0;
+  for (int i = 0; i < 6; ++i) {
+    // Two of the six deliveries meet a D1 blip (the retries stay within the queue's budget).
+    l.mesh.fail_effect = (i == 2 || i == 3) ? std::function<bool(const json&)>(d1_down) : nullptr;
+    json out = deliver(++queue_attempt);
+    REQUIRE(out["retry"].size() == 1);
+    l.mesh.now_ms += (out["retry"][0].value("delaySeconds", 0) + 1) * 1000;
+  }
+  l.mesh.fail_effect = nullptr;
+  // The message is in the dead-letter queue now; the delivery was tried 4 times of 5.
+  json d = l.rows("SELECT status, attempts FROM lead_deliveries WHERE channel = 'webhook'");
+  REQUIRE(d.size() == 1);
+  CHECK(d[0]["attempts"] == 4);
+  // The receiver is back. The sweeper runs every 10 minutes for the next few hours.
+  for (int i = 0; i < 30; ++i) {
+    l.mesh.now_ms += 10 * 60 * 1000;
+    CHECK(sweep(l)["ok"] == true);
+    l.drain_notifications();
+  }
+  d = l.rows("SELECT status, attempts FROM lead_deliveries WHERE channel = 'webhook'");
+  REQUIRE(d.size() == 1);
+  CHECK(d[0]["status"] == "delivered");
+  CHECK(d[0]["attempts"] == 5);
+  CHECK(l.outbound("hooks.bakery.example").size() == 5);
+  CHECK(l.events("lead.delivered").size() == 3);
+}

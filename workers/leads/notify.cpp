@@ -294,8 +294,13 @@ Task<Status> sweep_unsent(Context& ctx) {
   SS_CO_CHECK(co_await release_held(ctx));
   LeadStore store(kDb);
   std::string cutoff = format_rfc3339_ms(ctx.now_ms() - kSweepAfterMs);
+  // A retry is due at most kMaxBackoffSeconds after its attempt was recorded; one still pending
+  // well after that lost its queue message (max_retries ran out on D1 blips or crashes, and the
+  // dead-letter queue is not read): queued again, or it would stay pending forever.
+  std::string stalled_cutoff =
+      format_rfc3339_ms(ctx.now_ms() - kMaxBackoffSeconds * 1000LL - kSweepAfterMs);
   SS_CO_TRY(std::vector<UnsentDelivery> unsent,
-            co_await store.unsent_deliveries(cutoff, kSweepBatch));
+            co_await store.unsent_deliveries(cutoff, stalled_cutoff, kSweepBatch));
   int requeued = 0;
   for (const UnsentDelivery& u : unsent) {
     const DeliveryRow& row = u.delivery;

@@ -35,7 +35,8 @@ Task<Status> enqueue_deliveries(Context& ctx, const std::vector<Delivery>& deliv
 
 // The queue consumer: each message of the batch is one delivery attempt.
 Task<QueueOutcome> deliver_batch(Context& ctx, std::vector<QueueMessage> batch);
-// Cron: re-enqueues stored leads' deliveries that were never attempted (their enqueue failed), and,
+// Cron: re-enqueues stored leads' deliveries that were never attempted (their enqueue failed) or
+// whose retry is long overdue (its message ran out of queue retries), and,
 // while kill:notifications is off, the messages it held.
 Task<Status> sweep_unsent(Context& ctx);
 

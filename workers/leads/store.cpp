@@ -123,7 +123,8 @@ constexpr std::string_view kUnsentDeliveries = R"sql(
 SELECT d.*, l.payload, l.created_at AS submitted_at
 FROM lead_deliveries d
 JOIN leads l ON l.id = d.lead_id AND l.tenant_id = d.tenant_id
-WHERE d.status = 'pending' AND d.attempts = 0 AND d.created_at < ?1 AND d.held_at IS NULL
+WHERE d.status = 'pending' AND d.held_at IS NULL
+  AND ((d.attempts = 0 AND d.created_at < ?1) OR (d.attempts > 0 AND d.updated_at < ?3))
 ORDER BY d.created_at LIMIT ?2
 )sql";
 
@@ -392,9 +393,9 @@ Task<Result<bool>> LeadStore::record_attempt(const std::string& tenant_id,
   co_return done.size() == 2 && done[1].meta.changes > 0;
 }
 
-Task<Result<std::vector<UnsentDelivery>>> LeadStore::unsent_deliveries(const std::string& cutoff,
-                                                                       int limit) const {
-  json params = json::array({cutoff, limit});
+Task<Result<std::vector<UnsentDelivery>>> LeadStore::unsent_deliveries(
+    const std::string& cutoff, const std::string& stalled_cutoff, int limit) const {
+  json params = json::array({cutoff, limit, stalled_cutoff});
   SS_CO_TRY(D1Result r, co_await db_.all(kUnsentDeliveries, params));
   co_return r.as<UnsentDelivery>();
 }

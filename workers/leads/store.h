@@ -170,8 +170,11 @@ class LeadStore {
   // pending meanwhile (cancelled by an erasure).
   Task<Result<bool>> record_attempt(const std::string& tenant_id, const std::string& delivery_id,
                                     const AttemptRecord& record) const;
-  // Pending deliveries never attempted and created before `cutoff` (RFC 3339), oldest first.
+  // Pending deliveries never attempted and created before `cutoff` (RFC 3339), and pending
+  // deliveries already attempted whose last change is before `stalled_cutoff` (their retry message
+  // ran out of queue retries), oldest first.
   Task<Result<std::vector<UnsentDelivery>>> unsent_deliveries(const std::string& cutoff,
+                                                              const std::string& stalled_cutoff,
                                                               int limit) const;
   // Moves a re-enqueued delivery's clock so the sweeper leaves it alone for another period.
   Task<Status> touch_delivery(const std::string& delivery_id, const std::string& now) const;
