@@ -1184,3 +1184,44 @@ TEST_CASE("a retry whose queue message ran out of queue retries is not left pend
   CHECK(l.outbound("hooks.bakery.example").size() == 5);
   CHECK(l.events("lead.delivered").size() == 3);
 }
+
+TEST_CASE("storeSubmissions:false: a message parked while its delivery finishes keeps no copy") {
+  json config = bakery_leads_config();
+  config["storeSubmissions"] = false;
+  Leads l(config);
+  REQUIRE(l.submit(lead_body()).status == 202);
+  json hook_body;
+  for (const json& body : l.mesh.queue_sent["NOTIFY_QUEUE"]) {
+    if (body["channel"] == "webhook") hook_body = body;
+  }
+  REQUIRE(hook_body.is_object());
+  l.mesh.queue_sent["NOTIFY_QUEUE"].clear();
+  int hook_calls = 0;
+  l.mesh.fetch_stub = [&](const json& req) {
+    std::string url = req["url"];
+    if (url.find("hooks.bakery.example") != std::string::npos && ++hook_calls == 1) {
+      // The operator turns kill:notifications on while this webhook is being sent, and a second
+      // copy of its message reaches a new batch, which parks it on the delivery.
+      kill_switch(l.mesh, "kill:notifications", true);
+      l.mesh.message(
+          "leads",
+          {{"op", "queue"},
+           {"queue", "siteswarm-leads-notify"},
+           {"messages", json::array({{{"id", "b"}, {"body", hook_body}, {"attempts", 1}}})}});
+    }
+    return l.answer(req);
+  };
+  l.mesh.message(
+      "leads", {{"op", "queue"},
+                {"queue", "siteswarm-leads-notify"},
+                {"messages", json::array({{{"id", "a"}, {"body", hook_body}, {"attempts", 1}}})}});
+  CHECK(hook_calls == 1);
+  CHECK(l.rows("SELECT * FROM lead_deliveries WHERE channel = 'webhook' AND status = 'delivered'")
+            .size() == 1);
+  CHECK(l.rows("SELECT * FROM leads").empty());
+  // The delivery is finished: no copy of the lead may stay behind in a parked message.
+  CHECK(l.rows("SELECT * FROM lead_deliveries WHERE held_message IS NOT NULL").empty());
+  kill_switch(l.mesh, "kill:notifications", false);
+  sweep(l);
+  CHECK(l.rows("SELECT * FROM lead_deliveries WHERE held_message IS NOT NULL").empty());
+}

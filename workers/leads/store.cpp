@@ -114,8 +114,12 @@ INSERT OR REPLACE INTO delivery_attempts (delivery_id, attempt, attempted_at, ok
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
 )sql";
 
+// A delivery that is finished (delivered or dead) keeps no parked message: one parked meanwhile by
+// another copy would never be released, and would keep a storeSubmissions:false lead's fields.
 constexpr std::string_view kFinishAttempt = R"sql(
-UPDATE lead_deliveries SET status = ?4, last_error = ?5, updated_at = ?6, delivered_at = ?7
+UPDATE lead_deliveries SET status = ?4, last_error = ?5, updated_at = ?6, delivered_at = ?7,
+  held_at = CASE WHEN ?4 = 'pending' THEN held_at END,
+  held_message = CASE WHEN ?4 = 'pending' THEN held_message END
 WHERE id = ?1 AND tenant_id = ?2 AND attempts = ?3 AND status = 'pending'
 )sql";
 
