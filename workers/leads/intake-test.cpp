@@ -1225,3 +1225,27 @@ TEST_CASE("storeSubmissions:false: a message parked while its delivery finishes 
   sweep(l);
   CHECK(l.rows("SELECT * FROM lead_deliveries WHERE held_message IS NOT NULL").empty());
 }
+
+TEST_CASE("a dead letter whose recording committed but whose D1 answer was lost still emits") {
+  Leads l;
+  l.fail_next["hooks.bakery.example"] = -1;
+  REQUIRE(l.submit(lead_body()).status == 202);
+  bool lost_once = false;
+  l.mesh.fail_effect = [&](const json& e) {
+    if (lost_once || ss::string_or(e, "kind", "") != "d1.batch") return false;
+    std::string all = e["statements"].dump();
+    if (all.find("delivery_attempts") == std::string::npos ||
+        all.find("\"dead\"") == std::string::npos) {
+      return false;
+    }
+    // D1 commits the batch, then the answer is lost on the way back.
+    lost_once = true;
+    l.mesh.db("LEADS_DB").batch(e["statements"]);
+    return true;
+  };
+  l.drain_notifications();
+  CHECK(lost_once);
+  CHECK(l.rows("SELECT * FROM lead_deliveries WHERE status = 'dead'").size() == 1);
+  CHECK(l.outbound("hooks.bakery.example").size() == 5);
+  CHECK(l.events("lead.delivery_failed").size() == 1);
+}

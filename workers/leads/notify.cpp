@@ -157,10 +157,20 @@ Task<MessageOutcome> deliver_one(Context& ctx, QueueMessage message, bool held) 
   // The provider has the message now: failing to record that means a second send when the queue
   // retries, so a failed write is tried again here first (a D1 blip rarely fails three times in a
   // row). A write that committed but whose answer was lost finds the row already finished: no change.
+  bool tried_again = false;
   for (int retry = 1; !recorded && retry < kRecordTries; ++retry) {
     auto slept = co_await sleep_ms(kRecordRetryMs * retry);
     if (!slept) break;
+    tried_again = true;
     recorded = co_await store.record_attempt(msg.tenant_id, msg.delivery_id, record);
+  }
+  if (recorded && !*recorded && tried_again) {
+    // No change on a second try: either an erasure cancelled the delivery, or the first try
+    // committed and only its answer was lost. In that case the outcome is ours and its event due.
+    auto row = co_await store.find_delivery(msg.tenant_id, msg.delivery_id);
+    bool ours = row && *row && (*row)->status == record.new_status &&
+                (*row)->attempts == static_cast<std::int64_t>(attempt);
+    if (ours) recorded = true;
   }
   if (!recorded) {
     // The attempt happened but could not be recorded; retry the message (the provider may see it
