@@ -928,9 +928,19 @@ TEST_CASE(
   CHECK(l.outbound("hooks.bakery.example").size() == 1);  // the second lead's only
 
   // The sweeper (every 10 minutes) re-enqueues what was committed but never queued.
+  const std::string deliveries_of_lead =
+      "SELECT id, created_at FROM lead_deliveries WHERE lead_id = '" + id + "' ORDER BY id";
+  json created = l.rows(deliveries_of_lead);
   l.mesh.now_ms += 11 * 60 * 1000;
   json out = l.mesh.message("leads", {{"op", "scheduled"}, {"cron", "*/10 * * * *"}});
   CHECK(out["ok"] == true);
+  CHECK(l.mesh.queue_sent["NOTIFY_QUEUE"].size() == 3);
+  // Re-enqueued, not re-created: a delivery's created_at stays when it was made.
+  CHECK(l.rows(deliveries_of_lead) == created);
+  // Its message is lost again (the queue dropped it): ten minutes later it is swept again.
+  l.mesh.queue_sent["NOTIFY_QUEUE"].clear();
+  l.mesh.now_ms += 11 * 60 * 1000;
+  CHECK(l.mesh.message("leads", {{"op", "scheduled"}, {"cron", "*/10 * * * *"}})["ok"] == true);
   CHECK(l.mesh.queue_sent["NOTIFY_QUEUE"].size() == 3);
   l.drain_notifications();
   CHECK(l.outbound("hooks.bakery.example").size() == 2);
@@ -1248,4 +1258,46 @@ TEST_CASE("a dead letter whose recording committed but whose D1 answer was lost 
   CHECK(l.rows("SELECT * FROM lead_deliveries WHERE status = 'dead'").size() == 1);
   CHECK(l.outbound("hooks.bakery.example").size() == 5);
   CHECK(l.events("lead.delivery_failed").size() == 1);
+}
+
+TEST_CASE("the sweeper leaves a retry in its backoff alone, and takes one whose message was lost") {
+  Leads l;
+  l.fail_next["hooks.bakery.example"] = -1;  // the receiver is down
+  REQUIRE(l.submit(lead_body()).status == 202);
+  json hook_body;
+  for (const json& body : l.mesh.queue_sent["NOTIFY_QUEUE"]) {
+    if (body["channel"] == "webhook") hook_body = body;
+  }
+  REQUIRE(hook_body.is_object());
+  auto webhook_messages = [&] {
+    int n = 0;
+    for (const json& body : l.mesh.queue_sent["NOTIFY_QUEUE"]) n += body["channel"] == "webhook";
+    return n;
+  };
+  json out = l.mesh.message(
+      "leads", {{"op", "queue"},
+                {"queue", "siteswarm-leads-notify"},
+                {"messages", json::array({{{"id", "a"}, {"body", hook_body}, {"attempts", 1}}})}});
+  REQUIRE(out["retry"].size() == 1);  // attempt 1 failed: its message waits in the queue's backoff
+  l.mesh.queue_sent["NOTIFY_QUEUE"].clear();
+  // Within the longest backoff (1 h) and 10 minutes more, the queue still holds the retry: the
+  // sweeper must not add a second copy.
+  l.mesh.now_ms += 11 * 60 * 1000;
+  CHECK(sweep(l)["ok"] == true);
+  CHECK(webhook_messages() == 0);
+  l.mesh.now_ms += 58 * 60 * 1000;  // 69 minutes after the attempt
+  CHECK(sweep(l)["ok"] == true);
+  CHECK(webhook_messages() == 0);
+  // Past that, the message is taken for lost (dead-lettered): queued again, once.
+  l.mesh.now_ms += 2 * 60 * 1000;
+  CHECK(sweep(l)["ok"] == true);
+  CHECK(webhook_messages() == 1);
+  l.mesh.queue_sent["NOTIFY_QUEUE"].clear();
+  l.mesh.now_ms += 11 * 60 * 1000;
+  CHECK(sweep(l)["ok"] == true);
+  CHECK(webhook_messages() == 0);  // its clock moved: not again at the next sweep
+  json d = l.rows("SELECT status, attempts FROM lead_deliveries WHERE channel = 'webhook'");
+  REQUIRE(d.size() == 1);
+  CHECK(d[0]["status"] == "pending");
+  CHECK(d[0]["attempts"] == 1);
 }

@@ -167,10 +167,14 @@ Task<MessageOutcome> deliver_one(Context& ctx, QueueMessage message, bool held) 
   if (recorded && !*recorded && tried_again) {
     // No change on a second try: either an erasure cancelled the delivery, or the first try
     // committed and only its answer was lost. In that case the outcome is ours and its event due.
+    // A failed look-up tells neither: the message is retried (below), not taken for an erasure.
     auto row = co_await store.find_delivery(msg.tenant_id, msg.delivery_id);
-    bool ours = row && *row && (*row)->status == record.new_status &&
-                (*row)->attempts == static_cast<std::int64_t>(attempt);
-    if (ours) recorded = true;
+    if (!row) {
+      recorded = std::move(row).error();
+    } else if (*row && (*row)->status == record.new_status &&
+               (*row)->attempts == static_cast<std::int64_t>(attempt)) {
+      recorded = true;
+    }
   }
   if (!recorded) {
     // The attempt happened but could not be recorded; retry the message (the provider may see it

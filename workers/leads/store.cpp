@@ -127,9 +127,9 @@ constexpr std::string_view kUnsentDeliveries = R"sql(
 SELECT d.*, l.payload, l.created_at AS submitted_at
 FROM lead_deliveries d
 JOIN leads l ON l.id = d.lead_id AND l.tenant_id = d.tenant_id
-WHERE d.status = 'pending' AND d.held_at IS NULL
-  AND ((d.attempts = 0 AND d.created_at < ?1) OR (d.attempts > 0 AND d.updated_at < ?3))
-ORDER BY d.created_at LIMIT ?2
+WHERE d.status = 'pending' AND d.held_at IS NULL AND d.updated_at < ?1
+  AND (d.attempts = 0 OR d.updated_at < ?3)
+ORDER BY d.updated_at LIMIT ?2
 )sql";
 
 constexpr std::string_view kHoldDelivery = R"sql(
@@ -144,12 +144,12 @@ ORDER BY held_at LIMIT ?1
 )sql";
 
 constexpr std::string_view kReleaseDelivery = R"sql(
-UPDATE lead_deliveries SET held_at = NULL, held_message = NULL, created_at = ?3, updated_at = ?3
+UPDATE lead_deliveries SET held_at = NULL, held_message = NULL, updated_at = ?3
 WHERE id = ?1 AND held_at = ?2
 )sql";
 
 constexpr std::string_view kTouchDelivery = R"sql(
-UPDATE lead_deliveries SET updated_at = ?2, created_at = ?2 WHERE id = ?1
+UPDATE lead_deliveries SET updated_at = ?2 WHERE id = ?1
 )sql";
 
 // ---- retention

@@ -170,13 +170,15 @@ class LeadStore {
   // pending meanwhile (cancelled by an erasure).
   Task<Result<bool>> record_attempt(const std::string& tenant_id, const std::string& delivery_id,
                                     const AttemptRecord& record) const;
-  // Pending deliveries never attempted and created before `cutoff` (RFC 3339), and pending
-  // deliveries already attempted whose last change is before `stalled_cutoff` (their retry message
-  // ran out of queue retries), oldest first.
+  // Pending deliveries never attempted whose last change (their creation, or the sweeper's last
+  // re-enqueue) is before `cutoff` (RFC 3339), and pending deliveries already attempted whose last
+  // change is before `stalled_cutoff` (their retry message ran out of queue retries), oldest change
+  // first. A delivery's created_at is never moved: the sweeper's clock is updated_at.
   Task<Result<std::vector<UnsentDelivery>>> unsent_deliveries(const std::string& cutoff,
                                                               const std::string& stalled_cutoff,
                                                               int limit) const;
-  // Moves a re-enqueued delivery's clock so the sweeper leaves it alone for another period.
+  // Moves a re-enqueued delivery's clock (updated_at) so the sweeper leaves it alone for another
+  // period.
   Task<Status> touch_delivery(const std::string& delivery_id, const std::string& now) const;
   // Parks a pending delivery's queue message while kill:notifications is on; false when the
   // delivery is no longer pending.
