@@ -1301,3 +1301,51 @@ TEST_CASE("the sweeper leaves a retry in its backoff alone, and takes one whose 
   CHECK(d[0]["status"] == "pending");
   CHECK(d[0]["attempts"] == 1);
 }
+
+TEST_CASE("storeSubmissions:false: a delivery whose only message was lost ends dead, not pending") {
+  json config = bakery_leads_config();
+  config["storeSubmissions"] = false;
+  Leads l(config);
+  l.fail_next["hooks.bakery.example"] = -1;  // the receiver is down
+  REQUIRE(l.submit(lead_body()).status == 202);
+  json hook_body;
+  for (const json& body : l.mesh.queue_sent["NOTIFY_QUEUE"]) {
+    if (body["channel"] == "webhook") hook_body = body;
+  }
+  REQUIRE(hook_body.is_object());
+  json out = l.mesh.message(
+      "leads", {{"op", "queue"},
+                {"queue", "siteswarm-leads-notify"},
+                {"messages", json::array({{{"id", "a"}, {"body", hook_body}, {"attempts", 1}}})}});
+  REQUIRE(out["retry"].size() == 1);
+  // The retry message is lost (it ran out of queue retries and went to the dead-letter queue); the
+  // other channels' messages were never delivered either. Nothing to rebuild them from.
+  l.mesh.queue_sent["NOTIFY_QUEUE"].clear();
+  auto webhook = [&] {
+    return l.rows(
+        "SELECT status, attempts, last_error FROM lead_deliveries WHERE channel = "
+        "'webhook'")[0];
+  };
+  // Within the longest backoff the message may still be in the queue: left alone.
+  l.mesh.now_ms += 69 * 60 * 1000;
+  CHECK(sweep(l)["ok"] == true);
+  CHECK(webhook()["status"] == "pending");
+  CHECK(l.events("lead.delivery_failed").empty());
+  // Past it: given up, visibly.
+  l.mesh.now_ms += 2 * 60 * 1000;
+  CHECK(sweep(l)["ok"] == true);
+  CHECK(webhook()["status"] == "dead");
+  CHECK(webhook()["attempts"] == 1);
+  CHECK(webhook()["last_error"].get<std::string>().starts_with("message_lost"));
+  CHECK(l.rows("SELECT * FROM lead_deliveries WHERE status = 'pending'").empty());
+  auto failed = l.events("lead.delivery_failed");
+  REQUIRE(failed.size() == 3);  // the webhook, and the email and SMS never attempted
+  for (const json& e : failed) {
+    CHECK(e["payload"]["error"].get<std::string>().starts_with("message_lost"));
+  }
+  CHECK(l.mesh.queue_sent["NOTIFY_QUEUE"].empty());  // nothing re-sent: there is nothing to send
+  // Once: the next sweep finds nothing.
+  l.mesh.now_ms += 11 * 60 * 1000;
+  CHECK(sweep(l)["ok"] == true);
+  CHECK(l.events("lead.delivery_failed").size() == 3);
+}

@@ -23,6 +23,10 @@ inline constexpr int kSweepBatch = 100;
 // recording take far less; a claim older than this belongs to an instance that died before
 // recording it, and the next attempt may go.
 inline constexpr std::int64_t kClaimLeaseMs = 60 * 1000;
+// The last_error of a delivery whose queue message, the only copy of a lead that is not stored, was
+// lost.
+inline constexpr const char* kMessageLostError =
+    "message_lost: the lead is not stored and its queue message was lost; it cannot be sent";
 // Held messages released per sweep: pages of kSweepBatch, one sendBatch() each.
 inline constexpr int kMaxReleasePages = 10;
 
@@ -299,6 +303,40 @@ Task<Status> release_held(Context& ctx) {
   co_return Unit{};
 }
 
+namespace {
+// A lead that is not stored (storeSubmissions:false) lives only in its queue messages: a delivery
+// whose message was lost (dead-lettered after its retries, long past any backoff) cannot be sent
+// any more. It is not left pending forever: it is dead, with lead.delivery_failed, like any other
+// delivery that gave up, so the tenant sees it (GET /api/leads/deliveries?status=dead).
+Task<Status> give_up_lost_unstored(Context& ctx, const LeadStore& store,
+                                   const std::string& cutoff) {
+  SS_CO_TRY(std::vector<DeliveryRow> lost,
+            co_await store.lost_unstored_deliveries(cutoff, kSweepBatch));
+  for (const DeliveryRow& row : lost) {
+    auto given_up =
+        co_await store.give_up_delivery(row, kMessageLostError, format_rfc3339_ms(ctx.now_ms()));
+    if (!given_up) {
+      ctx.log("sweeper: could not give up " + row.id + ": " + given_up.error().message);
+      continue;
+    }
+    if (!*given_up) continue;  // it moved meanwhile: a live message after all
+    EventDraft event{"lead.delivery_failed",
+                     "lead:" + row.lead_id,
+                     {{"leadId", row.lead_id},
+                      {"deliveryId", row.id},
+                      {"channel", row.channel},
+                      {"provider", row.provider},
+                      {"attempts", row.attempts},
+                      {"error", kMessageLostError}},
+                     row.tenant_id};
+    event.idempotency_key = event.event_type + ":" + row.id;
+    auto emitted = co_await emit_event(ctx, std::move(event));
+    if (!emitted) ctx.log("sweeper: event not emitted: " + emitted.error().message);
+  }
+  co_return Unit{};
+}
+}  // namespace
+
 Task<Status> sweep_unsent(Context& ctx) {
   bool held = co_await notifications_held(ctx);
   if (held) {
@@ -327,6 +365,7 @@ Task<Status> sweep_unsent(Context& ctx) {
     if (!touched) ctx.log("sweeper: could not touch " + d.id);
   }
   if (requeued > 0) ctx.log("sweeper: re-enqueued " + std::to_string(requeued) + " deliveries");
+  SS_CO_CHECK(co_await give_up_lost_unstored(ctx, store, stalled_cutoff));
   co_return Unit{};
 }
 

@@ -132,6 +132,21 @@ WHERE d.status = 'pending' AND d.held_at IS NULL AND d.updated_at < ?1
 ORDER BY d.updated_at LIMIT ?2
 )sql";
 
+// Pending deliveries of a lead that is not stored (storeSubmissions:false: the queue message was its
+// only copy), not held, unchanged since ?1: their message was lost.
+constexpr std::string_view kLostUnstoredDeliveries = R"sql(
+SELECT d.* FROM lead_deliveries d
+WHERE d.status = 'pending' AND d.held_at IS NULL AND d.updated_at < ?1
+  AND NOT EXISTS (SELECT 1 FROM leads l WHERE l.id = d.lead_id AND l.tenant_id = d.tenant_id)
+ORDER BY d.updated_at LIMIT ?2
+)sql";
+
+// Only while it is as it was read: pending, not held, not changed since (?5).
+constexpr std::string_view kGiveUpDelivery = R"sql(
+UPDATE lead_deliveries SET status = 'dead', last_error = ?3, updated_at = ?4
+WHERE id = ?1 AND tenant_id = ?2 AND status = 'pending' AND held_at IS NULL AND updated_at = ?5
+)sql";
+
 constexpr std::string_view kHoldDelivery = R"sql(
 UPDATE lead_deliveries SET held_at = ?3, held_message = ?4, updated_at = ?3
 WHERE tenant_id = ?1 AND id = ?2 AND status = 'pending'
@@ -402,6 +417,20 @@ Task<Result<std::vector<UnsentDelivery>>> LeadStore::unsent_deliveries(
   json params = json::array({cutoff, limit, stalled_cutoff});
   SS_CO_TRY(D1Result r, co_await db_.all(kUnsentDeliveries, params));
   co_return r.as<UnsentDelivery>();
+}
+
+Task<Result<std::vector<DeliveryRow>>> LeadStore::lost_unstored_deliveries(
+    const std::string& cutoff, int limit) const {
+  json params = json::array({cutoff, limit});
+  SS_CO_TRY(D1Result r, co_await db_.all(kLostUnstoredDeliveries, params));
+  co_return r.as<DeliveryRow>();
+}
+
+Task<Result<bool>> LeadStore::give_up_delivery(const DeliveryRow& row, const std::string& error,
+                                               const std::string& now) const {
+  json params = json::array({row.id, row.tenant_id, error, now, row.updated_at});
+  SS_CO_TRY(D1Result r, co_await db_.run(kGiveUpDelivery, params));
+  co_return r.meta.changes > 0;
 }
 
 Task<Status> LeadStore::touch_delivery(const std::string& delivery_id,

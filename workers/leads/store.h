@@ -177,6 +177,14 @@ class LeadStore {
   Task<Result<std::vector<UnsentDelivery>>> unsent_deliveries(const std::string& cutoff,
                                                               const std::string& stalled_cutoff,
                                                               int limit) const;
+  // Pending deliveries of leads that are not stored (storeSubmissions:false), not held, unchanged
+  // since `cutoff`: their queue message, the lead's only copy, was lost. Oldest change first.
+  Task<Result<std::vector<DeliveryRow>>> lost_unstored_deliveries(const std::string& cutoff,
+                                                                  int limit) const;
+  // Marks such a delivery dead with `error`, if it is still as `row` was read (pending, not held,
+  // the same updated_at); false when it moved meanwhile.
+  Task<Result<bool>> give_up_delivery(const DeliveryRow& row, const std::string& error,
+                                      const std::string& now) const;
   // Moves a re-enqueued delivery's clock (updated_at) so the sweeper leaves it alone for another
   // period.
   Task<Status> touch_delivery(const std::string& delivery_id, const std::string& now) const;
