@@ -84,7 +84,7 @@ async function waitFor(what, check, timeoutMs = 30_000) {
 async function sweepAndExpectOnce(leadId, what, { untriedOnly = false } = {}) {
   await (await leadsDb())
     .prepare(
-      `UPDATE lead_deliveries SET created_at = '2000-01-01T00:00:00.000Z' WHERE lead_id = ?1${untriedOnly ? " AND attempts = 0" : ""}`,
+      `UPDATE lead_deliveries SET updated_at = '2000-01-01T00:00:00.000Z' WHERE lead_id = ?1${untriedOnly ? " AND attempts = 0" : ""}`,
     )
     .bind(leadId)
     .run();
