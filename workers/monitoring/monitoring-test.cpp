@@ -977,3 +977,36 @@ TEST_CASE("monitoring service targets: a platform worker watched through its bin
   m.mesh.set_env("monitoring", "MONITOR_SERVICES", "");
   CHECK(field_of(m.put("other", {{"service", "events"}})) == "service");
 }
+
+TEST_CASE("monitoring incidents: failures from before a monitor was disabled do not count after") {
+  // Two failures, then the monitor is disabled (no incident was open) and later enabled again: the
+  // count starts afresh, so a single failure after that opens nothing and pages nobody.
+  for (bool by_manifest : {false, true}) {
+    CAPTURE(by_manifest);
+    Monitoring t;
+    auto declare = [&](bool enabled) {
+      if (by_manifest) {
+        json config{{"monitors", {site({{"id", "home"}, {"enabled", enabled}})}}};
+        t.mesh.provision("bakery", kBakeryToken, kBakeryAdmin, config, "monitoring");
+      } else {
+        REQUIRE(t.put("home", site({{"enabled", enabled}})).status / 100 == 2);
+      }
+    };
+    declare(true);
+    t.status = 503;
+    t.tick();
+    t.tick();
+    declare(false);
+    t.tick();
+    declare(true);
+    t.tick();  // one failure since it was enabled again
+    CHECK(t.monitor("home")["incident"].is_null());
+    CHECK(t.pagerduty.empty());
+    CHECK(t.slack.empty());
+    CHECK(t.events("monitor.incident_opened").empty());
+    // Three failures in a row since, and the incident opens.
+    t.tick();
+    t.tick();
+    CHECK(t.pagerduty.size() == 1);
+  }
+}

@@ -23,12 +23,16 @@ constexpr std::string_view kCountMonitors = R"sql(
 SELECT COUNT(*) AS n FROM monitors WHERE tenant_id = ?1
 )sql";
 
-// The definition changes; the probe state (failures, open incident, last probe) stays.
+// The definition changes; the probe state (failures, open incident, last probe) stays, except
+// that a monitor disabled, or enabled again, forgets its failure count: failures from before it
+// was disabled are not consecutive with those after (a probe that was running when it was
+// disabled may still have written one), so enabled again it needs 3 new ones to open an incident.
 constexpr std::string_view kUpsertMonitor = R"sql(
 INSERT INTO monitors (tenant_id, monitor_id, spec_json, enabled, source, created_at, updated_at)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)
 ON CONFLICT (tenant_id, monitor_id) DO UPDATE SET spec_json = ?3, enabled = ?4, source = ?5,
-                                                  updated_at = ?6
+  updated_at = ?6,
+  consecutive_failures = CASE WHEN ?4 = 0 OR enabled = 0 THEN 0 ELSE consecutive_failures END
 )sql";
 
 constexpr std::string_view kDeleteMonitor = R"sql(
