@@ -304,9 +304,10 @@ Task<Result<bool>> probe_monitor(Context& ctx, const std::string& tenant, const 
     if (!released) ctx.log("release of " + tenant + "/" + id + " failed");
     co_return std::move(committed).error();
   }
-  if (st.transition == Transition::resolve && !*committed) {
-    // A sweep closed the incident while this probe ran (its monitor disabled meanwhile): its
-    // resolves and event went out with it.
+  if (st.transition != Transition::none && !*committed) {
+    // Resolve: a sweep closed the incident while this probe ran (its monitor disabled meanwhile):
+    // its resolves and event went out with it. Open: the monitor was disabled, deleted or made anew
+    // while this probe ran: nobody watches it, so no incident was opened and nobody is paged.
     st.transition = Transition::none;
     commit.alerts.clear();
   }

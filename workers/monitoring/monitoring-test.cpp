@@ -1010,3 +1010,45 @@ TEST_CASE("monitoring incidents: failures from before a monitor was disabled do 
     CHECK(t.pagerduty.size() == 1);
   }
 }
+
+TEST_CASE("monitoring incidents: a monitor disabled or deleted while its probe runs is not paged") {
+  // Two failures; the third probe is fetching when the monitor is disabled (or deleted, or deleted
+  // and made again): that probe must not open an incident and page for a monitor nobody watches.
+  for (std::string change : {"disable", "delete", "remake"}) {
+    CAPTURE(change);
+    Monitoring t;
+    REQUIRE(t.put("home", site()).status == 201);
+    t.status = 503;
+    t.tick();
+    t.tick();
+    bool changed = false;
+    auto origin = t.mesh.fetch_stub;
+    t.mesh.fetch_stub = [&](const json& req) {
+      if (!changed && ss::string_or(req, "url", "").find("site.example") != std::string::npos) {
+        changed = true;
+        auto& db = t.mesh.db("MONITORING_DB");
+        // What PUT {"enabled": false} / DELETE / DELETE then PUT write meanwhile.
+        if (change == "disable") {
+          db.execute("UPDATE monitors SET enabled = 0, consecutive_failures = 0", json::array());
+        } else {
+          db.execute("DELETE FROM monitors", json::array());
+        }
+        if (change == "remake") {
+          db.execute(
+              "INSERT INTO monitors (tenant_id, monitor_id, spec_json, created_at, updated_at) "
+              "VALUES ('bakery', 'home', ?1, 'x', 'x')",
+              json::array({site().dump()}));
+        }
+      }
+      return origin(req);
+    };
+    t.tick();
+    REQUIRE(changed);
+    t.mesh.fetch_stub = origin;
+    t.tick();  // the cron's sweep finds nothing to close
+    CHECK(t.pagerduty.empty());
+    CHECK(t.slack.empty());
+    CHECK(t.events("monitor.incident_opened").empty());
+    CHECK(t.mesh.db("MONITORING_DB").rows("SELECT incident_id FROM incidents").empty());
+  }
+}

@@ -86,20 +86,25 @@ ON CONFLICT (tenant_id, monitor_id, day) DO UPDATE SET
 )sql";
 
 // Only the claim holder of this tick writes the state. The failure count and the open incident
-// only while the monitor still holds the incident the probe read (?7): a sweep that closed it
-// meanwhile (the monitor disabled while this probe ran) cleared them, and they stay cleared.
-// (SQLite reads every SET expression from the row as it was.)
+// only while the monitor is still enabled and still holds the incident the probe read (?7): a sweep
+// that closed it meanwhile (the monitor disabled while this probe ran) cleared them, and they stay
+// cleared. (SQLite reads every SET expression from the row as it was.)
 constexpr std::string_view kUpdateMonitorState = R"sql(
 UPDATE monitors
-SET consecutive_failures = CASE WHEN incident_id IS ?7 THEN ?4 ELSE consecutive_failures END,
-    incident_id = CASE WHEN incident_id IS ?7 THEN ?6 ELSE incident_id END,
+SET consecutive_failures = CASE WHEN incident_id IS ?7 AND enabled = 1 THEN ?4
+                                ELSE consecutive_failures END,
+    incident_id = CASE WHEN incident_id IS ?7 AND enabled = 1 THEN ?6 ELSE incident_id END,
     last_probe_json = ?5, probing_until = 0
 WHERE tenant_id = ?1 AND monitor_id = ?2 AND probe_tick = ?3
 )sql";
 
+// Only when kUpdateMonitorState (earlier in the same batch) gave the monitor this incident: not for
+// a monitor disabled, deleted or made anew while its probe ran (nobody watches it; its trigger
+// would page and the next sweep resolve it).
 constexpr std::string_view kInsertIncident = R"sql(
 INSERT INTO incidents (incident_id, tenant_id, monitor_id, opened_at, reason, dedup_key)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+SELECT ?1, ?2, ?3, ?4, ?5, ?6
+WHERE EXISTS (SELECT 1 FROM monitors WHERE tenant_id = ?2 AND monitor_id = ?3 AND incident_id = ?1)
 )sql";
 
 constexpr std::string_view kResolveIncident = R"sql(
@@ -107,10 +112,13 @@ UPDATE incidents SET resolved_at = ?3 WHERE tenant_id = ?1 AND incident_id = ?2
   AND resolved_at IS NULL
 )sql";
 
+// Only for an incident that exists (a trigger whose incident kInsertIncident did not open is not
+// written).
 constexpr std::string_view kInsertAlert = R"sql(
 INSERT OR IGNORE INTO alerts (alert_id, tenant_id, monitor_id, incident_id, channel, action,
                               request_json, created_at, updated_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)
+SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8
+WHERE EXISTS (SELECT 1 FROM incidents WHERE tenant_id = ?2 AND incident_id = ?4)
 )sql";
 
 // Open incidents nobody watches any more (incident.h Closure), oldest first; `?1` one tenant's, or
@@ -454,6 +462,7 @@ Task<Result<bool>> MonitorStore::commit_probe(const ProbeCommit& c) const {
         {std::string(kInsertIncident), json::array({i.incident_id, i.tenant_id, i.monitor_id,
                                                     i.opened_at, i.reason, i.dedup_key})});
   }
+  const std::size_t open_at = batch.size() - 1;
   std::size_t resolve_at = batch.size();
   if (c.resolved_id) {
     batch.push_back({std::string(kResolveIncident),
@@ -462,6 +471,8 @@ Task<Result<bool>> MonitorStore::commit_probe(const ProbeCommit& c) const {
   add_alert_rows(batch, c.key, c.opened ? c.opened->incident_id : c.resolved_id.value_or(""),
                  c.alerts, format_rfc3339_ms(c.at_ms));
   SS_CO_TRY(std::vector<D1Result> done, co_await db_.batch(batch));
+  // Opened by this commit (not refused: the monitor disabled, deleted or made anew meanwhile).
+  if (c.opened) co_return done.size() > open_at&& done[open_at].meta.changes == 1;
   // Resolved by this commit, not by a sweep before it (whose resolves stand: each is unique per
   // incident, channel and action).
   const bool resolved =

@@ -143,7 +143,9 @@ class MonitorStore {
   Task<Result<bool>> claim_probe(const MonitorKey& key, std::int64_t tick, std::int64_t now_ms,
                                  std::int64_t lease_until_ms) const;
   Task<Status> release_probe(const MonitorKey& key, std::int64_t tick) const;
-  // True when this commit resolved `resolved_id` (false: nothing to resolve, or a sweep did first).
+  // True when this commit opened `opened` (false: the monitor was disabled, deleted or made anew
+  // while the probe ran, so the incident and its triggers were not written), or, for a resolving
+  // commit, resolved `resolved_id` (false: nothing to resolve, or a sweep did first).
   Task<Result<bool>> commit_probe(const ProbeCommit& c) const;
 
   // ---- incidents
