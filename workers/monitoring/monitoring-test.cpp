@@ -1052,3 +1052,24 @@ TEST_CASE("monitoring incidents: a monitor disabled or deleted while its probe r
     CHECK(t.mesh.db("MONITORING_DB").rows("SELECT incident_id FROM incidents").empty());
   }
 }
+
+TEST_CASE("monitoring history: a monitor the manifest drops takes its history with it") {
+  // As DELETE /admin/monitors/{id} does: declared again later under the same id, the new monitor's
+  // uptime and status bars do not start with the old one's failures.
+  Monitoring t;
+  json config{{"monitors", {site({{"id", "home"}})}}};
+  t.mesh.provision("bakery", kBakeryToken, kBakeryAdmin, config, "monitoring");
+  t.status = 503;
+  t.tick();
+  t.tick();
+  CHECK(t.monitor("home")["uptime"]["24h"] == 0.0);
+  t.mesh.provision("bakery", kBakeryToken, kBakeryAdmin, json{{"monitors", json::array()}},
+                   "monitoring");
+  auto& db = t.mesh.db("MONITORING_DB");
+  CHECK(db.rows("SELECT COUNT(*) AS n FROM probes")[0]["n"] == 0);
+  CHECK(db.rows("SELECT COUNT(*) AS n FROM probe_days")[0]["n"] == 0);
+  t.mesh.provision("bakery", kBakeryToken, kBakeryAdmin, config, "monitoring");
+  json m = t.monitor("home");
+  CHECK(m["uptime"]["24h"].is_null());
+  CHECK(m["uptime"]["7d"].is_null());
+}

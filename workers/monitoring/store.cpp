@@ -45,6 +45,21 @@ constexpr std::string_view kDeleteMonitorDays = R"sql(
 DELETE FROM probe_days WHERE tenant_id = ?1 AND monitor_id = ?2
 )sql";
 
+// The history of the config monitors the manifest no longer declares goes with them, as with
+// kDeleteMonitor (run before kDeleteConfigMonitorsExcept, which it reads).
+constexpr std::string_view kDeleteConfigProbesExcept = R"sql(
+DELETE FROM probes
+WHERE tenant_id = ?1 AND monitor_id IN (
+  SELECT monitor_id FROM monitors
+  WHERE tenant_id = ?1 AND source = 'config' AND monitor_id NOT IN (SELECT value FROM json_each(?2)))
+)sql";
+constexpr std::string_view kDeleteConfigDaysExcept = R"sql(
+DELETE FROM probe_days
+WHERE tenant_id = ?1 AND monitor_id IN (
+  SELECT monitor_id FROM monitors
+  WHERE tenant_id = ?1 AND source = 'config' AND monitor_id NOT IN (SELECT value FROM json_each(?2)))
+)sql";
+
 constexpr std::string_view kDeleteConfigMonitorsExcept = R"sql(
 DELETE FROM monitors
 WHERE tenant_id = ?1 AND source = 'config'
@@ -390,8 +405,10 @@ Task<Status> MonitorStore::sync_config_monitors(const std::string& tenant,
                      json::array({tenant, d.id, dump_json(monitor_json(d.spec, false)),
                                   d.spec.enabled ? 1 : 0, "config", now})});
   }
-  batch.push_back(
-      {std::string(kDeleteConfigMonitorsExcept), json::array({tenant, dump_json(ids)})});
+  const json except = json::array({tenant, dump_json(ids)});
+  batch.push_back({std::string(kDeleteConfigProbesExcept), except});
+  batch.push_back({std::string(kDeleteConfigDaysExcept), except});
+  batch.push_back({std::string(kDeleteConfigMonitorsExcept), except});
   SS_CO_TRY(std::vector<D1Result> ignored, co_await db_.batch(batch));
   co_return Unit{};
 }
