@@ -408,6 +408,8 @@ Task<Status> run_tick(Context& ctx, std::int64_t tick, const std::string& cron) 
             " monitors enqueued (" + cron + ")");
   // The other chores run even when enqueueing failed; the first error is reported.
   co_await close_orphaned_incidents(ctx, "");
+  Status forgotten = co_await MonitorStore().forget_disabled_tenant_failures();
+  if (!forgotten) ctx.log("failure counts of disabled tenants kept: " + forgotten.error().message);
   Status alerts = co_await requeue_stale_alerts(ctx);
   Status pruned = co_await prune_history(ctx);
   if (!enqueued) co_return std::move(enqueued).error();

@@ -32,7 +32,8 @@ inline constexpr int kPruneBatch = 5000;
 Task<Status> run_cron(Context& ctx, const std::string& cron);
 // The cron's work for one tick (a firing's scheduled time, epoch ms; each monitor is probed at most
 // once per tick, and only for a tick later than its last): enqueue probes, close incidents nobody
-// watches any more, re-enqueue stale alerts, prune.
+// watches any more, clear the failure counts of disabled tenants' monitors, re-enqueue stale
+// alerts, prune.
 Task<Status> run_tick(Context& ctx, std::int64_t tick, const std::string& cron);
 // POST /__test/tick (test hooks only).
 void add_test_routes(App& app);

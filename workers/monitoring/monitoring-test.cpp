@@ -1073,3 +1073,24 @@ TEST_CASE("monitoring history: a monitor the manifest drops takes its history wi
   CHECK(m["uptime"]["24h"].is_null());
   CHECK(m["uptime"]["7d"].is_null());
 }
+
+TEST_CASE("monitoring incidents: failures from before a tenant was disabled do not count after") {
+  Monitoring t;
+  REQUIRE(t.put("home", site()).status == 201);
+  t.status = 503;
+  t.tick();
+  t.tick();
+  auto op = std::map<std::string, std::string>{
+      {"Authorization", std::string("Bearer ") + Mesh::kAdminToken}};
+  REQUIRE(t.mesh.request("monitoring", "DELETE", "/admin/tenants/bakery", op).status == 200);
+  t.tick();
+  t.tick();
+  // Enabled again (a provisioning push) weeks later: one failure is one failure.
+  t.mesh.provision("bakery", kBakeryToken, kBakeryAdmin, json::object(), "monitoring");
+  t.tick();
+  CHECK(t.monitor("home")["incident"].is_null());
+  CHECK(t.pagerduty.empty());
+  t.tick();
+  t.tick();
+  CHECK(t.pagerduty.size() == 1);
+}

@@ -161,6 +161,13 @@ UPDATE monitors SET incident_id = NULL, consecutive_failures = 0
 WHERE tenant_id = ?1 AND monitor_id = ?2 AND incident_id = ?3
 )sql";
 
+// The monitors of disabled tenants forget their failure count (the tenant's PUT enables it again
+// with its monitors as they were): failures from before are not consecutive with those after.
+constexpr std::string_view kForgetDisabledTenantFailures = R"sql(
+UPDATE monitors SET consecutive_failures = 0
+WHERE tenant_id IN (SELECT tenant_id FROM tenants WHERE enabled = 0) AND consecutive_failures > 0
+)sql";
+
 constexpr std::string_view kTriggersOf = R"sql(
 SELECT alert_id, tenant_id, monitor_id, incident_id, channel, action, request_json, state,
        attempts, last_error, created_at, updated_at
@@ -522,6 +529,11 @@ Task<Result<bool>> MonitorStore::close_incident(const IncidentClose& c) const {
   // Another sweep may have closed it first: its alerts stand (each is unique per incident, channel
   // and action), and this one reports nothing.
   co_return !r.empty() && r[0].meta.changes == 1;
+}
+
+Task<Status> MonitorStore::forget_disabled_tenant_failures() const {
+  SS_CO_TRY(D1Result ignored, co_await db_.run(kForgetDisabledTenantFailures, json::array()));
+  co_return Unit{};
 }
 
 Task<Result<std::optional<IncidentRow>>> MonitorStore::incident(

@@ -160,6 +160,9 @@ class MonitorStore {
                                                                  int limit) const;
   // False when the incident was closed already (by a concurrent sweep).
   Task<Result<bool>> close_incident(const IncidentClose& c) const;
+  // The monitors of disabled tenants forget their failure count (the cron's chore), so enabled
+  // again they need 3 new consecutive failures to open an incident.
+  Task<Status> forget_disabled_tenant_failures() const;
 
   // ---- alerts
   // The trigger alerts an incident recorded (what its resolves answer: incident.h resolves_for).
