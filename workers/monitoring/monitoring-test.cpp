@@ -1094,3 +1094,50 @@ TEST_CASE("monitoring incidents: failures from before a tenant was disabled do n
   t.tick();
   CHECK(t.pagerduty.size() == 1);
 }
+
+TEST_CASE("monitoring alerts: a resolve does not overtake its trigger still in flight") {
+  // The PagerDuty trigger's delivery is in flight (claimed, its POST not answered yet: a retry that
+  // coincides with the next tick) when the site recovers. A resolve sent now would reach PagerDuty
+  // first, and the trigger after it would open a page nothing ever closes.
+  Monitoring t;
+  REQUIRE(t.put("home", site()).status == 201);
+  json trigger = open_incident(t);
+  auto& db = t.mesh.db("MONITORING_DB");
+  db.execute(
+      "UPDATE alerts SET state = 'sending', lease_until = ?1 "
+      "WHERE action = 'trigger' AND channel = 'pagerduty'",
+      json::array({t.mesh.now_ms + 10 * ss::monitoring::kTickMs}));
+  // One delivery of every queued job, no retries: the bodies asked to be retried.
+  auto deliver_once = [&] {
+    std::vector<json> jobs = std::move(t.mesh.queue_sent["MONITOR_JOBS"]);
+    t.mesh.queue_sent["MONITOR_JOBS"].clear();
+    json messages = json::array();
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      messages.push_back({{"id", "m" + std::to_string(i)}, {"body", jobs[i]}, {"attempts", 1}});
+    }
+    json out = t.mesh.message(
+        "monitoring",
+        json{{"op", "queue"}, {"queue", "siteswarm-monitoring-jobs"}, {"messages", messages}});
+    std::vector<json> retried;
+    for (const json& r : out["retry"]) {
+      retried.push_back(jobs[std::stoul(r["id"].get<std::string>().substr(1))]);
+    }
+    return retried;
+  };
+  t.status = 200;
+  t.mesh.now_ms += ss::monitoring::kTickMs;
+  t.mesh.message("monitoring", json{{"op", "scheduled"}, {"cron", "*/5 * * * *"}});
+  CHECK(deliver_once().empty());  // the probe: resolved, the resolves enqueued
+  std::vector<json> waiting = deliver_once();
+  CHECK(t.pagerduty.size() == 1);  // no resolve while the trigger is in flight
+  CHECK(waiting.size() == 1);      // it waits (Slack's, whose trigger was sent, went)
+  CHECK(t.slack.size() == 2);
+  // The trigger's POST is answered: the resolve follows it.
+  db.execute("UPDATE alerts SET state = 'sent', lease_until = 0 WHERE action = 'trigger'",
+             json::array());
+  for (json& j : waiting) t.mesh.queue_sent["MONITOR_JOBS"].push_back(j);
+  t.drain();
+  REQUIRE(t.pagerduty.size() == 2);
+  CHECK(t.pagerduty[1]["event_action"] == "resolve");
+  CHECK(t.pagerduty[1]["dedup_key"] == trigger["dedup_key"]);
+}
