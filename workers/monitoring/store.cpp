@@ -496,7 +496,10 @@ Task<Result<bool>> MonitorStore::commit_probe(const ProbeCommit& c) const {
                  c.alerts, format_rfc3339_ms(c.at_ms));
   SS_CO_TRY(std::vector<D1Result> done, co_await db_.batch(batch));
   // Opened by this commit (not refused: the monitor disabled, deleted or made anew meanwhile).
-  if (c.opened) co_return done.size() > open_at&& done[open_at].meta.changes == 1;
+  if (c.opened) {
+    const bool opened = done.size() > open_at && done[open_at].meta.changes == 1;
+    co_return opened;
+  }
   // Resolved by this commit, not by a sweep before it (whose resolves stand: each is unique per
   // incident, channel and action).
   const bool resolved =
