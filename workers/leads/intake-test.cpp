@@ -124,6 +124,23 @@ struct Leads {
     }
     return out;
   }
+  // The body of the notify message queued for `channel` (a delivery of the last submission).
+  json queued_for(const std::string& channel) {
+    json found;
+    for (const json& body : mesh.queue_sent["NOTIFY_QUEUE"]) {
+      if (body["channel"] == channel) found = body;
+    }
+    REQUIRE(found.is_object());
+    return found;
+  }
+  // One notify message handed to the consumer as the queue's `attempts`-th delivery of it.
+  json deliver(const json& body, const std::string& id = "a", int attempts = 1) {
+    return mesh.message(
+        "leads",
+        {{"op", "queue"},
+         {"queue", "siteswarm-leads-notify"},
+         {"messages", json::array({{{"id", id}, {"body", body}, {"attempts", attempts}}})}});
+  }
   // Plays the notify queue like Cloudflare Queues would: deliver, retry what is retried, until
   // empty.
   void drain_notifications(int max_rounds = 20) {
@@ -1064,11 +1081,7 @@ TEST_CASE("kill:notifications: a retry in backoff and a storeSubmissions:false l
 TEST_CASE("a copy of a notification that arrives while the first copy is sending does not send") {
   Leads l;
   REQUIRE(l.submit(lead_body()).status == 202);
-  json hook_body;
-  for (const json& body : l.mesh.queue_sent["NOTIFY_QUEUE"]) {
-    if (body["channel"] == "webhook") hook_body = body;
-  }
-  REQUIRE(hook_body.is_object());
+  json hook_body = l.queued_for("webhook");
   l.mesh.queue_sent["NOTIFY_QUEUE"].clear();
   int hook_calls = 0;
   json copy_out;
@@ -1077,18 +1090,11 @@ TEST_CASE("a copy of a notification that arrives while the first copy is sending
     if (url.find("hooks.bakery.example") != std::string::npos && ++hook_calls == 1) {
       // At-least-once delivery (or the sweeper) put a second copy on the queue; another consumer
       // invocation takes it while the receiver is still answering the first.
-      copy_out = l.mesh.message(
-          "leads",
-          {{"op", "queue"},
-           {"queue", "siteswarm-leads-notify"},
-           {"messages", json::array({{{"id", "b"}, {"body", hook_body}, {"attempts", 1}}})}});
+      copy_out = l.deliver(hook_body, "b", 1);
     }
     return l.answer(req);
   };
-  json out = l.mesh.message(
-      "leads", {{"op", "queue"},
-                {"queue", "siteswarm-leads-notify"},
-                {"messages", json::array({{{"id", "a"}, {"body", hook_body}, {"attempts", 1}}})}});
+  json out = l.deliver(hook_body, "a", 1);
   CHECK(out["ack"] == json::array({"a"}));
   CHECK(hook_calls == 1);  // one webhook, not two
   json d = l.rows("SELECT status, attempts FROM lead_deliveries WHERE channel = 'webhook'");
@@ -1098,11 +1104,7 @@ TEST_CASE("a copy of a notification that arrives while the first copy is sending
   CHECK(l.events("lead.delivered").size() == 1);
   // The copy is not lost either: it comes back later and finds the delivery finished.
   for (const json& r : copy_out["retry"]) {
-    json again = l.mesh.message(
-        "leads",
-        {{"op", "queue"},
-         {"queue", "siteswarm-leads-notify"},
-         {"messages", json::array({{{"id", r["id"]}, {"body", hook_body}, {"attempts", 2}}})}});
+    json again = l.deliver(hook_body, r["id"], 2);
     CHECK(again["ack"].size() == 1);
   }
   CHECK(hook_calls == 1);
@@ -1111,20 +1113,9 @@ TEST_CASE("a copy of a notification that arrives while the first copy is sending
 TEST_CASE("an instance that dies mid-send: the redelivered message sends once the claim is stale") {
   Leads l;
   REQUIRE(l.submit(lead_body()).status == 202);
-  json hook_body;
-  for (const json& body : l.mesh.queue_sent["NOTIFY_QUEUE"]) {
-    if (body["channel"] == "webhook") hook_body = body;
-  }
-  REQUIRE(hook_body.is_object());
+  json hook_body = l.queued_for("webhook");
   l.mesh.queue_sent["NOTIFY_QUEUE"].clear();
-  auto deliver = [&](int queue_attempt) {
-    return l.mesh.message(
-        "leads",
-        {{"op", "queue"},
-         {"queue", "siteswarm-leads-notify"},
-         {"messages",
-          json::array({{{"id", "a"}, {"body", hook_body}, {"attempts", queue_attempt}}})}});
-  };
+  auto deliver = [&](int queue_attempt) { return l.deliver(hook_body, "a", queue_attempt); };
   l.mesh.trap_effect = [](const json& e) {
     return e.value("kind", "") == "fetch" &&
            e.dump().find("hooks.bakery.example") != std::string::npos;
@@ -1151,22 +1142,11 @@ TEST_CASE("a retry whose queue message ran out of queue retries is not left pend
   Leads l;
   l.fail_next["hooks.bakery.example"] = 4;  // the receiver is down for a while
   REQUIRE(l.submit(lead_body()).status == 202);
-  json hook_body;
-  for (const json& body : l.mesh.queue_sent["NOTIFY_QUEUE"]) {
-    if (body["channel"] == "webhook") hook_body = body;
-  }
-  REQUIRE(hook_body.is_object());
+  json hook_body = l.queued_for("webhook");
   l.mesh.queue_sent["NOTIFY_QUEUE"].clear();
   // Cloudflare Queues as wrangler/leads.jsonc sets it up: max_retries 5, so a message is handed
   // to the consumer at most 6 times, then goes to siteswarm-leads-notify-dlq (which nobody reads).
-  auto deliver = [&](int queue_attempt) {
-    return l.mesh.message(
-        "leads",
-        {{"op", "queue"},
-         {"queue", "siteswarm-leads-notify"},
-         {"messages",
-          json::array({{{"id", "a"}, {"body", hook_body}, {"attempts", queue_attempt}}})}});
-  };
+  auto deliver = [&](int queue_attempt) { return l.deliver(hook_body, "a", queue_attempt); };
   auto d1_down = [](const json& e) { return ss::string_or(e, "kind", "").rfind("d1.", 0) == 0; };
   int queue_attempt = 0;
   for (int i = 0; i < 6; ++i) {
@@ -1200,11 +1180,7 @@ TEST_CASE("storeSubmissions:false: a message parked while its delivery finishes 
   config["storeSubmissions"] = false;
   Leads l(config);
   REQUIRE(l.submit(lead_body()).status == 202);
-  json hook_body;
-  for (const json& body : l.mesh.queue_sent["NOTIFY_QUEUE"]) {
-    if (body["channel"] == "webhook") hook_body = body;
-  }
-  REQUIRE(hook_body.is_object());
+  json hook_body = l.queued_for("webhook");
   l.mesh.queue_sent["NOTIFY_QUEUE"].clear();
   int hook_calls = 0;
   l.mesh.fetch_stub = [&](const json& req) {
@@ -1213,18 +1189,11 @@ TEST_CASE("storeSubmissions:false: a message parked while its delivery finishes 
       // The operator turns kill:notifications on while this webhook is being sent, and a second
       // copy of its message reaches a new batch, which parks it on the delivery.
       kill_switch(l.mesh, "kill:notifications", true);
-      l.mesh.message(
-          "leads",
-          {{"op", "queue"},
-           {"queue", "siteswarm-leads-notify"},
-           {"messages", json::array({{{"id", "b"}, {"body", hook_body}, {"attempts", 1}}})}});
+      l.deliver(hook_body, "b", 1);
     }
     return l.answer(req);
   };
-  l.mesh.message(
-      "leads", {{"op", "queue"},
-                {"queue", "siteswarm-leads-notify"},
-                {"messages", json::array({{{"id", "a"}, {"body", hook_body}, {"attempts", 1}}})}});
+  l.deliver(hook_body, "a", 1);
   CHECK(hook_calls == 1);
   CHECK(l.rows("SELECT * FROM lead_deliveries WHERE channel = 'webhook' AND status = 'delivered'")
             .size() == 1);
@@ -1264,20 +1233,13 @@ TEST_CASE("the sweeper leaves a retry in its backoff alone, and takes one whose 
   Leads l;
   l.fail_next["hooks.bakery.example"] = -1;  // the receiver is down
   REQUIRE(l.submit(lead_body()).status == 202);
-  json hook_body;
-  for (const json& body : l.mesh.queue_sent["NOTIFY_QUEUE"]) {
-    if (body["channel"] == "webhook") hook_body = body;
-  }
-  REQUIRE(hook_body.is_object());
+  json hook_body = l.queued_for("webhook");
   auto webhook_messages = [&] {
     int n = 0;
     for (const json& body : l.mesh.queue_sent["NOTIFY_QUEUE"]) n += body["channel"] == "webhook";
     return n;
   };
-  json out = l.mesh.message(
-      "leads", {{"op", "queue"},
-                {"queue", "siteswarm-leads-notify"},
-                {"messages", json::array({{{"id", "a"}, {"body", hook_body}, {"attempts", 1}}})}});
+  json out = l.deliver(hook_body, "a", 1);
   REQUIRE(out["retry"].size() == 1);  // attempt 1 failed: its message waits in the queue's backoff
   l.mesh.queue_sent["NOTIFY_QUEUE"].clear();
   // Within the longest backoff (1 h) and 10 minutes more, the queue still holds the retry: the
@@ -1308,15 +1270,8 @@ TEST_CASE("storeSubmissions:false: a delivery whose only message was lost ends d
   Leads l(config);
   l.fail_next["hooks.bakery.example"] = -1;  // the receiver is down
   REQUIRE(l.submit(lead_body()).status == 202);
-  json hook_body;
-  for (const json& body : l.mesh.queue_sent["NOTIFY_QUEUE"]) {
-    if (body["channel"] == "webhook") hook_body = body;
-  }
-  REQUIRE(hook_body.is_object());
-  json out = l.mesh.message(
-      "leads", {{"op", "queue"},
-                {"queue", "siteswarm-leads-notify"},
-                {"messages", json::array({{{"id", "a"}, {"body", hook_body}, {"attempts", 1}}})}});
+  json hook_body = l.queued_for("webhook");
+  json out = l.deliver(hook_body, "a", 1);
   REQUIRE(out["retry"].size() == 1);
   // The retry message is lost (it ran out of queue retries and went to the dead-letter queue); the
   // other channels' messages were never delivered either. Nothing to rebuild them from.
