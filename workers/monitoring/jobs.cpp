@@ -125,34 +125,22 @@ Task<Status> emit(Context& ctx, const std::string& type, const std::string& tena
   co_return Unit{};
 }
 
-// Whether an alert should go out now. `moot`: why it should not be sent any more — a trigger whose
-// incident is resolved, a resolve whose trigger on the same channel never went out (dead or
-// missing). `wait`: a resolve whose trigger is being sent right now (claimed, its POST not answered
-// yet) waits for it, or it would reach the endpoint first and the trigger after it would open a
-// page that nothing closes.
-struct AlertVerdict {
-  std::optional<std::string> moot;
-  bool wait = false;
-};
-
-Task<Result<AlertVerdict>> judge_alert(const MonitorStore& store, const AlertRow& a) {
-  AlertVerdict v;
+// Why an alert should not be sent any more, or nullopt: a trigger whose incident is resolved, a
+// resolve whose trigger on the same channel never went out (dead or missing).
+Task<Result<std::optional<std::string>>> moot_alert(const MonitorStore& store, const AlertRow& a) {
   if (a.action == "trigger") {
     SS_CO_TRY(std::optional<IncidentRow> incident,
               co_await store.incident(a.tenant_id, a.incident_id));
     if (incident && incident->resolved_at) {
-      v.moot = "the incident was resolved before its trigger went out";
+      co_return std::optional<std::string>{"the incident was resolved before its trigger went out"};
     }
-    co_return v;
+    co_return std::optional<std::string>{};
   }
   SS_CO_TRY(std::vector<AlertRow> triggers, co_await store.triggers_of(a.tenant_id, a.incident_id));
-  v.moot = "its trigger never went out";
   for (const AlertRow& t : triggers) {
-    if (t.channel != a.channel || t.state == "dead") continue;
-    v.moot.reset();
-    v.wait = t.state == "sending";
+    if (t.channel == a.channel && t.state != "dead") co_return std::optional<std::string>{};
   }
-  co_return v;
+  co_return std::optional<std::string>{"its trigger never went out"};
 }
 
 // Sends one alert from the outbox: claim, POST, record. The returned delay (seconds) asks the queue
@@ -162,34 +150,19 @@ Task<Result<std::optional<int>>> deliver_alert(Context& ctx, const std::string& 
   SS_CO_TRY(std::optional<AlertRow> row, co_await store.alert(alert_id));
   if (!row || row->state == "sent" || row->state == "dead") co_return std::optional<int>{};
   std::string now = format_rfc3339_ms(ctx.now_ms());
-  const bool is_trigger = row->action == "trigger";
   // Out of order is worse than not at all: a trigger still waiting (its endpoint was down) when its
   // incident is resolved would open a page after the resolve that closes it, and a resolve whose
-  // trigger never went out tells of an incident nobody heard of. Either is given up. A resolve is
-  // judged before its claim (it may have to wait for its trigger); a trigger after its claim, so
-  // a resolve that finds it unclaimed knows that it will never be sent once the incident is
-  // resolved.
-  if (!is_trigger) {
-    SS_CO_TRY(AlertVerdict verdict, co_await judge_alert(store, *row));
-    if (verdict.wait) co_return std::optional<int>{static_cast<int>(kAlertLeaseMs / 1000)};
-    if (verdict.moot) {
-      SS_CO_CHECK(co_await store.alert_failed(alert_id, "not sent: " + *verdict.moot, true, now));
-      ctx.log("alert " + alert_id + " (" + row->channel + " resolve) not sent: " + *verdict.moot);
-      co_return std::optional<int>{};
-    }
+  // trigger never went out tells of an incident nobody heard of. Either is given up.
+  SS_CO_TRY(std::optional<std::string> moot, co_await moot_alert(store, *row));
+  if (moot) {
+    SS_CO_CHECK(co_await store.alert_failed(alert_id, "not sent: " + *moot, true, now));
+    ctx.log("alert " + alert_id + " (" + row->channel + " " + row->action + ") not sent: " + *moot);
+    co_return std::optional<int>{};
   }
   SS_CO_TRY(bool claimed,
             co_await store.claim_alert(alert_id, ctx.now_ms(), ctx.now_ms() + kAlertLeaseMs, now));
   // Someone else is sending it; if they die, the lease lapses and the cron re-enqueues it.
   if (!claimed) co_return std::optional<int>{};
-  if (is_trigger) {
-    SS_CO_TRY(AlertVerdict verdict, co_await judge_alert(store, *row));
-    if (verdict.moot) {
-      SS_CO_CHECK(co_await store.alert_failed(alert_id, "not sent: " + *verdict.moot, true, now));
-      ctx.log("alert " + alert_id + " (" + row->channel + " trigger) not sent: " + *verdict.moot);
-      co_return std::optional<int>{};
-    }
-  }
   int attempt = row->attempts + 1;
 
   std::string url = string_or(row->request, "url", "");
