@@ -1053,6 +1053,40 @@ TEST_CASE("monitoring incidents: a monitor disabled or deleted while its probe r
   }
 }
 
+TEST_CASE(
+    "monitoring incidents: a monitor disabled while a probe resolves its incident pages again "
+    "when it is enabled and fails") {
+  Monitoring t;
+  REQUIRE(t.put("home", site()).status == 201);
+  t.status = 503;
+  for (int i = 0; i < 3; ++i) t.tick();
+  REQUIRE(t.events("monitor.incident_opened").size() == 1);
+  // The site is back; while this probe fetches, the monitor is disabled (and its immediate close
+  // does not happen: the probe's commit lands first).
+  t.status = 200;
+  bool changed = false;
+  auto origin = t.mesh.fetch_stub;
+  t.mesh.fetch_stub = [&](const json& req) {
+    if (!changed && ss::string_or(req, "url", "").find("site.example") != std::string::npos) {
+      changed = true;
+      t.mesh.db("MONITORING_DB").execute("UPDATE monitors SET enabled = 0", json::array());
+    }
+    return origin(req);
+  };
+  t.tick();
+  REQUIRE(changed);
+  t.mesh.fetch_stub = origin;
+  auto& db = t.mesh.db("MONITORING_DB");
+  CHECK(db.rows("SELECT * FROM incidents WHERE resolved_at IS NULL").empty());
+  CHECK(db.rows("SELECT incident_id FROM monitors")[0]["incident_id"].is_null());
+  // Enabled again, and down again: three failures open a new incident and page.
+  db.execute("UPDATE monitors SET enabled = 1", json::array());
+  t.status = 503;
+  for (int i = 0; i < 3; ++i) t.tick();
+  CHECK(t.events("monitor.incident_opened").size() == 2);
+  CHECK(db.rows("SELECT * FROM incidents WHERE resolved_at IS NULL").size() == 1);
+}
+
 TEST_CASE("monitoring history: a monitor the manifest drops takes its history with it") {
   // As DELETE /admin/monitors/{id} does: declared again later under the same id, the new monitor's
   // uptime and status bars do not start with the old one's failures.
