@@ -23,6 +23,11 @@ inline constexpr int kSweepBatch = 100;
 // recording take far less; a claim older than this belongs to an instance that died before
 // recording it, and the next attempt may go.
 inline constexpr std::int64_t kClaimLeaseMs = 60 * 1000;
+// How long Cloudflare Queues keep a message nobody consumed: the default retention (4 days;
+// wrangler/leads.jsonc sets none). A delivery of a lead that is not stored is given up only when no
+// copy of its message can be left in the queue — earlier, a slow or paused consumer's backlog would
+// find it dead and drop a notification that could still go out.
+inline constexpr std::int64_t kQueueRetentionMs = 4LL * 24 * 60 * 60 * 1000;
 // The last_error of a delivery whose queue message, the only copy of a lead that is not stored, was
 // lost.
 inline constexpr const char* kMessageLostError =
@@ -305,8 +310,8 @@ Task<Status> release_held(Context& ctx) {
 
 namespace {
 // A lead that is not stored (storeSubmissions:false) lives only in its queue messages: a delivery
-// whose message was lost (dead-lettered after its retries, long past any backoff) cannot be sent
-// any more. It is not left pending forever: it is dead, with lead.delivery_failed, like any other
+// whose message was lost (dead-lettered after its retries, or past the queue's retention) cannot be
+// sent any more. It is not left pending forever: it is dead, with lead.delivery_failed, like any other
 // delivery that gave up, so the tenant sees it (GET /api/leads/deliveries?status=dead).
 Task<Status> give_up_lost_unstored(Context& ctx, const LeadStore& store,
                                    const std::string& cutoff) {
@@ -365,7 +370,8 @@ Task<Status> sweep_unsent(Context& ctx) {
     if (!touched) ctx.log("sweeper: could not touch " + d.id);
   }
   if (requeued > 0) ctx.log("sweeper: re-enqueued " + std::to_string(requeued) + " deliveries");
-  SS_CO_CHECK(co_await give_up_lost_unstored(ctx, store, stalled_cutoff));
+  SS_CO_CHECK(co_await give_up_lost_unstored(
+      ctx, store, format_rfc3339_ms(ctx.now_ms() - kQueueRetentionMs - kSweepAfterMs)));
   co_return Unit{};
 }
 
