@@ -12,7 +12,7 @@
 // "Answers known in advance") and whose effects all succeeded — and the next request builds a fresh one.
 import { perform } from "./effects/index.js";
 import { faultsRoute, hooksOn, InjectedTrap, performWithFaults } from "./faults.js";
-import { Core, CoreTrap, newProfile } from "./instance.js";
+import { bodyPieces, Core, CoreTrap, newProfile } from "./instance.js";
 import {
   bodilessRequestMessage,
   envelope,
@@ -225,6 +225,41 @@ export function setProfileSink(sink) {
 // a little later, never out of order.
 const QUIET_KINDS = new Set(["ae.write", "response.send"]);
 
+// Held columns (docs/abi.md): a d1.all asking to `hold` a column (JSON text the core only passes
+// on to its answer, e.g. a ledger page's event views written by SQLite) has that column's values
+// taken out of its rows (bindings/effects/d1.js) and kept here, a handle in their place. The run's
+// output names where in its body they go ("splice"); they are joined in here, so those bytes never
+// cross into wasm and back.
+function holdColumn(result, held) {
+  const value = result?.ok ? result.value : null;
+  if (!value?.heldValues) return result;
+  held.push(value.heldValues);
+  value.held = held.length;
+  delete value.heldValues;
+  return result;
+}
+
+const bodyEncoder = new TextEncoder();
+
+// An output whose body names held values: the body's pieces (cut at each splice's byte offset by
+// bindings/instance.js when the body came apart) with the values joined in between.
+function spliceHeld(out, held) {
+  if (!Array.isArray(out?.splice)) return out;
+  const splices = out.splice;
+  const pieces = out.bodyPieces ?? bodyPieces(bodyEncoder.encode(out.body ?? ""), splices);
+  delete out.splice;
+  delete out.bodyPieces;
+  let body = pieces[0];
+  for (let i = 0; i < splices.length; i++) {
+    const values = held[splices[i].held - 1];
+    if (!values) throw new Error("a splice of values the run never held");
+    held[splices[i].held - 1] = null; // spliced once
+    body += values.join(String(splices[i].sep ?? "")) + pieces[i + 1];
+  }
+  out.body = body;
+  return out;
+}
+
 const hosts = new WeakMap(); // source → Host: one instance per isolate, whoever asks
 
 function hostFor(source, service) {
@@ -297,10 +332,11 @@ class Host {
     const quiet = new Set(); // ids of settled-at-once effects whose result need not resume the core
     let failure = null; // a performer that threw: an injected trap (bindings/faults.js) or a host bug
     let mutated = false; // an effect that may change what a replayable answer would be: see finally
+    const held = []; // the values of d1.all's held columns, handle n at n - 1 (docs/abi.md)
     try {
       for (;;) {
         const state = core.state(id);
-        if (state === 1) return core.data(id, prof);
+        if (state === 1) return spliceHeld(core.data(id, prof), held);
         if (state !== 0) throw new Error(`run ${id} is unknown to the core`);
         const { effects, answer } = core.effects(id, prof);
         const t0 = prof ? performance.now() : 0;
@@ -310,9 +346,12 @@ class Host {
             mutated = true;
             this.replays.clear();
           }
-          const performed = String(effect.kind).startsWith("response.")
+          let performed = String(effect.kind).startsWith("response.")
             ? (stream?.perform(effect) ?? Promise.resolve(noStream(effect)))
             : performWithFaults(effect, env, perform);
+          if (effect.kind === "d1.all" && effect.hold !== undefined) {
+            performed = performed.then((result) => holdColumn(result, held));
+          }
           // Traced when issued, its result filled in when it settles: a run whose effect is still in
           // flight at its end has a trace entry without a result, and is not recorded.
           const traced = { effect, result: null };
@@ -352,7 +391,7 @@ class Host {
           prof.io_wait_ms += performance.now() - t1;
           prof.effects += effects.length;
         }
-        if (answered) return answer;
+        if (answered) return spliceHeld(answer, held);
         core.resume(id, { now: Date.now(), results: settled.splice(0) }, prof);
       }
     } finally {

@@ -18,6 +18,22 @@ const ERRNO_SUCCESS = 0;
 const ERRNO_NOSYS = 52;
 const ERRNO_SPIPE = 70;
 
+/**
+ * A body's UTF-8 bytes cut at each splice's byte offset (docs/abi.md "Held columns"), the pieces
+ * decoded apart: the held values go in between them.
+ */
+export function bodyPieces(bytes, splices) {
+  const pieces = [];
+  let from = 0;
+  for (const { at } of splices) {
+    if (!(at >= from && at <= bytes.length)) throw new Error("a splice outside its body");
+    pieces.push(bodyDecoder.decode(bytes.subarray(from, at)));
+    from = at;
+  }
+  pieces.push(bodyDecoder.decode(bytes.subarray(from)));
+  return pieces;
+}
+
 /** Thrown for every call on a Core that has trapped (once) or was poisoned before. */
 export class CoreTrap extends Error {
   constructor(cause) {
@@ -123,7 +139,12 @@ export class Core {
     const out = this.#json(split < 0 ? bytes : bytes.subarray(0, split), prof);
     if (split >= 0) {
       const t0 = prof ? performance.now() : 0;
-      out.body = bodyDecoder.decode(bytes.subarray(split + 1));
+      const body = bytes.subarray(split + 1);
+      if (Array.isArray(out.splice)) {
+        out.bodyPieces = bodyPieces(body, out.splice); // joined with held values by bindings/host.js
+      } else {
+        out.body = bodyDecoder.decode(body);
+      }
       if (prof) prof.copy_out_ms += performance.now() - t0;
     }
     return out;

@@ -246,11 +246,15 @@ Task<json> dispatch_message(Context& ctx, json message) {
     // A promise the handler made and did not await effects after (it returned or failed first) must
     // not ride on a later list: the answer and the background work's, for one.
     ctx.take_expected_output();
-    if (req.method == "HEAD") res.body.clear();
+    if (req.method == "HEAD") {
+      res.body.clear();
+      res.splices.clear();
+    }
     const std::optional<std::int64_t> until = ctx.replay_until();
     // request.cf is not part of what the host compares: an answer given with it is never replayed.
     const bool replayable = until && req.method == "GET" && res.status == 200 && !res.streamed &&
-                            ctx.logs().empty() && !ctx.has_background() && req.cf.empty();
+                            res.splices.empty() && ctx.logs().empty() && !ctx.has_background() &&
+                            req.cf.empty();
     json out = fetch_output(std::move(res));
     if (replayable)
       out["replay"] = json_object({{"until", *until}, {"headers", req.headers_read()}});

@@ -133,6 +133,37 @@ TEST_CASE("D1 rows in the compact form (columns once, rows as arrays) decode the
   }
 }
 
+// docs/abi.md "Held columns": a d1.all whose column the host held answers its handle, and with a
+// tail the count of every row; anything else in those fields is a malformed answer, not a default.
+TEST_CASE("a d1.all answer's held handle and row count are read and checked") {
+  auto decode = [](const char* text) { return D1::all_result(json::parse(text)); };
+  auto held = decode(R"({"columns":["seq"],"rows":[[7]],"held":2,"count":5})");
+  REQUIRE(held.ok());
+  CHECK(held.value().held == 2);
+  CHECK(held.value().count == 5);
+  CHECK(held.value().size() == 1);
+  auto plain = decode(R"({"columns":["seq"],"rows":[[1],[2]]})");
+  REQUIRE(plain.ok());
+  CHECK(plain.value().held == 0);
+  CHECK(plain.value().count == 2);
+  for (const char* bad :
+       {R"({"columns":[],"rows":[],"held":0})", R"({"columns":[],"rows":[],"held":"1"})",
+        R"({"columns":[],"rows":[],"held":1.5})", R"({"columns":["a"],"rows":[[1],[2]],"count":1})",
+        R"({"columns":[],"rows":[],"count":-1})", R"({"columns":[],"rows":[],"count":"3"})"}) {
+    CAPTURE(bad);
+    CHECK(!decode(bad).ok());
+  }
+}
+
+TEST_CASE("a response's splices go into its output message") {
+  Response r = Response::text(200, "[]", "application/json");
+  r.splices.push_back(Splice{1, 3, ","});
+  json out = r.to_json();
+  CHECK(out["body"] == "[]");
+  CHECK(out["splice"] == json::parse(R"([{"at":1,"held":3,"sep":","}])"));
+  CHECK(!Response::text(200, "[]", "application/json").to_json().contains("splice"));
+}
+
 TEST_CASE("D1Result::first() and RowReader::has() read either form") {
   D1Result compact;
   compact.columns = json::array({"n", "name"});
@@ -152,7 +183,8 @@ TEST_CASE("D1Result::first() and RowReader::has() read either form") {
   CHECK_FALSE(D1Result{}.first());
 }
 
-TEST_CASE("as<Row>() on a result the caller gives up moves the TEXT values; on one it keeps, copies") {
+TEST_CASE(
+    "as<Row>() on a result the caller gives up moves the TEXT values; on one it keeps, copies") {
   D1Result kept;
   kept.columns = json::array({"id", "qty", "note", "extra"});
   kept.rows = json::parse(R"([["a-long-identifier-0001",1,"a note longer than SSO","{}"],
@@ -178,7 +210,8 @@ TEST_CASE("as<Row>() on a result the caller gives up moves the TEXT values; on o
 
   // Rows as objects take the same path.
   D1Result objects;
-  objects.rows = json::parse(R"([{"id":"object-row-identifier","qty":3,"note":null,"extra":"[]"}])");
+  objects.rows =
+      json::parse(R"([{"id":"object-row-identifier","qty":3,"note":null,"extra":"[]"}])");
   Result<std::vector<Item>> from_objects = std::move(objects).as<Item>();
   REQUIRE(from_objects.ok());
   CHECK((*from_objects)[0].id == "object-row-identifier");

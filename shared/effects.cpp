@@ -66,6 +66,20 @@ Result<D1Result> decode_d1_all(json&& value) {
   D1Result out;
   out.meta = decode_meta(value);
   if (Status taken = take_rows(value, out, "d1"); !taken.ok()) return taken.error();
+  if (const json* held = find_field(value, "held"); held != nullptr) {
+    if (!held->is_number_integer() || held->get<std::int64_t>() < 1) {
+      return malformed("d1", "a held handle that is not a positive integer");
+    }
+    out.held = held->get<std::int64_t>();
+  }
+  out.count = out.rows.size();
+  if (const json* count = find_field(value, "count"); count != nullptr) {
+    if (!count->is_number_integer() || count->get<std::int64_t>() < 0 ||
+        count->get<std::size_t>() < out.rows.size()) {
+      return malformed("d1", "a count that is not the number of rows");
+    }
+    out.count = count->get<std::size_t>();
+  }
   return out;
 }
 
@@ -278,6 +292,13 @@ Result<D1Result> D1::all_result(json&& value) { return decode_d1_all(std::move(v
 
 EffectOf<D1Result> D1::all(std::string_view sql, json params) const {
   return {d1_request("d1.all", binding_, sql, std::move(params)), decode_d1_all};
+}
+EffectOf<D1Result> D1::all_holding(std::string_view sql, json params, std::string_view column,
+                                   int tail) const {
+  json request = d1_request("d1.all", binding_, sql, std::move(params));
+  request["hold"] = std::string(column);
+  if (tail >= 0) request["tail"] = tail;
+  return {std::move(request), decode_d1_all};
 }
 EffectOf<D1Result> D1::first(std::string_view sql, json params) const {
   return {d1_request("d1.first", binding_, sql, std::move(params)), decode_d1_first};

@@ -101,6 +101,11 @@ struct D1Result {
   json columns = json::array();  // the column names, once; empty when the rows are objects
   json rows = json::array();     // each row an array of values in column order (or an object)
   D1Meta meta;                   // from d1.run and d1.batch (d1.all / d1.first carry none)
+  // From D1::all_holding: the host's handle of the column it kept back (docs/abi.md "Held
+  // columns"), 0 when it sent the column along in the rows instead.
+  std::int64_t held = 0;
+  // How many rows the statement answered: rows.size(), unless a `tail` left only the last ones.
+  std::size_t count = 0;
 
   bool empty() const { return rows.empty(); }
   std::size_t size() const { return rows.size(); }
@@ -141,7 +146,6 @@ struct D1Result {
     if (!decoded.ok()) return std::move(decoded).error();
     return std::optional<Row>{std::move(decoded).value()};
   }
-
 };
 
 struct D1Statement {
@@ -154,6 +158,12 @@ class D1 {
  public:
   explicit D1(std::string binding) : binding_(std::move(binding)) {}
   EffectOf<D1Result> all(std::string_view sql, json params = json::array()) const;
+  // d1.all asking the host to keep `column` (JSON text the core only passes on, e.g. a row's view
+  // written by SQLite) out of the rows and answer a handle a response's splice names instead, and
+  // with `tail` >= 0 to answer only the last `tail` rows and the `count` of all (docs/abi.md "Held
+  // columns"). A host may send every row and column anyway: then `held` is 0.
+  EffectOf<D1Result> all_holding(std::string_view sql, json params, std::string_view column,
+                                 int tail = -1) const;
   EffectOf<D1Result> first(std::string_view sql, json params = json::array()) const;  // ≤ 1 row
   EffectOf<D1Result> run(std::string_view sql, json params = json::array()) const;    // meta only
   EffectOf<std::vector<D1Result>> batch(const std::vector<D1Statement>& statements) const;

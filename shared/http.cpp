@@ -142,7 +142,16 @@ json Response::to_json() const {
   if (streamed) return json_object({{"streamed", true}});
   json h = json::object();
   for (const auto& [k, v] : headers) h[k] = v;
-  return json_object({{"status", status}, {"headers", std::move(h)}, {"body", body}});
+  json out = json_object({{"status", status}, {"headers", std::move(h)}, {"body", body}});
+  if (!splices.empty()) {
+    json list = json::array();
+    for (const Splice& s : splices) {
+      list.push_back(json_object(
+          {{"at", static_cast<std::int64_t>(s.at)}, {"held", s.held}, {"sep", s.separator}}));
+    }
+    out["splice"] = std::move(list);
+  }
+  return out;
 }
 
 std::string percent_decode(std::string_view s) {

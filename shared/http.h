@@ -48,11 +48,20 @@ struct Request {
   mutable std::vector<std::string> headers_read_;
 };
 
+// Where the host inserts a held column's values into a response body (docs/abi.md "Held
+// columns"): before byte `at` of the body, the values of handle `held` joined by `separator`.
+struct Splice {
+  std::size_t at = 0;
+  std::int64_t held = 0;
+  std::string separator;
+};
+
 struct Response {
   int status = 200;
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
-  bool streamed = false;  // the body went out through response_open/write (response_stream.h)
+  bool streamed = false;        // the body went out through response_open/write (response_stream.h)
+  std::vector<Splice> splices;  // in order of `at`; the body is incomplete without them
 
   static Response json_body(int status, const json& body);
   static Response from_error(const Error& error);

@@ -23,9 +23,29 @@ function compactObjects(results = []) {
   return { columns, rows: results.map((row) => columns.map((c) => row[c])) };
 }
 
+// d1.all's options (docs/abi.md "Held columns"): `hold` takes one column's values out of the rows —
+// handed apart as `heldValues`, which bindings/host.js keeps for the run's answer and replaces by a
+// handle — and `tail` answers only the last n rows, with `count` of them all (a page's cursor).
+function shape(result, { hold, tail }) {
+  const index = typeof hold === "string" ? result.columns.indexOf(hold) : -1;
+  const count = result.rows.length;
+  if (index >= 0) {
+    result.heldValues = result.rows.map((row) =>
+      typeof row[index] === "string" ? row[index] : JSON.stringify(row[index]),
+    );
+    result.columns.splice(index, 1);
+  }
+  if (Number.isInteger(tail) && tail >= 0) {
+    result.rows = tail === 0 ? [] : result.rows.slice(-tail);
+    result.count = count;
+  }
+  if (index >= 0) for (const row of result.rows) row.splice(index, 1);
+  return result;
+}
+
 export default {
   async "d1.all"(effect, env) {
-    return compact(statement(database(env, effect), effect));
+    return shape(await compact(statement(database(env, effect), effect)), effect);
   },
   async "d1.first"(effect, env) {
     const { columns, rows } = await compact(statement(database(env, effect), effect));

@@ -162,6 +162,13 @@ const readMessage = JSON.stringify({
 });
 const readEffects = (e) => {
   if (e.kind === "crypto.sha256") return { ok: true, value: { hex: opDigest } };
+  // A ledger asking to hold the views (docs/abi.md "Held columns") gets the rest of each row and a
+  // handle, as from bindings/host.js; one that does not, every column.
+  if (e.kind === "d1.all" && e.hold) {
+    const rest = page.map((r) => [r[0], r[1]]);
+    const tail = Number.isInteger(e.tail) ? rest.slice(rest.length - e.tail) : rest;
+    return { ok: true, value: { columns: ["seq", "event_id"], rows: tail, held: 1, count: rest.length } };
+  }
   if (e.kind === "d1.all") return { ok: true, value: { columns, rows: page } };
   return { ok: false, error: { code: "unsupported_effect", message: e.kind } };
 };
@@ -217,7 +224,11 @@ const instances = new Map();
   if (!JSON.parse(m.run(healthMessage, emptyD1)).body.includes('"ok":true')) throw new Error("health failed");
   if (JSON.parse(m.run(tenantMessage, tenantEffects)).status !== 200) throw new Error("tenant failed");
   const read = isLedger && JSON.parse(m.run(readMessage, readEffects));
-  if (isLedger && JSON.parse(read.body).events.length !== 500) {
+  // Held views: the body has its place for them, and the page's cursor (operator: id.seq) is the 500th row's.
+  const body = isLedger && JSON.parse(read.body);
+  const heldAll = read?.splice?.length === 1 && read.splice[0].held === 1;
+  const events = read?.splice ? (heldAll ? 500 : 0) : body?.events?.length;
+  if (isLedger && (events !== 500 || body.next !== `${page[499][1]}.${page[499][0]}`)) {
     throw new Error("read500 did not answer 500 events");
   }
   if (isAnalytics) {

@@ -852,6 +852,58 @@ describe("no leaks", () => {
     assert.deepEqual(await read("&order=desc"), [late, b, a]);
   });
 
+  // The page's events are written by workerd's SQLite and joined into the body by the host (docs/abi.md
+  // "Held columns"): the text must be what the ledger's JSON writer gives (sorted keys, escapes as
+  // below, the stored payload as stored, ".000" dropped from times), whatever the characters.
+  it("GET /api/events writes each event byte for byte as the ledger's JSON, both orders; HEAD has no body", async () => {
+    const SHORT = { '"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t" };
+    const escaped = (c) => SHORT[c] ?? (c < " " ? `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}` : c);
+    const quote = (s) => (s === null ? "null" : `"${[...s].map(escaped).join("")}"`);
+    const shown = (t) => (t.length === 24 && t.endsWith(".000Z") ? `${t.slice(0, 19)}Z` : t);
+    const view = (r) =>
+      `{"caused_by":${quote(r.caused_by)},"entity_id":${quote(r.entity_id)},` +
+      `"entity_ref":${quote(`${r.entity_type}:${r.entity_id}`)},"entity_type":${quote(r.entity_type)},` +
+      `"event_id":${quote(r.event_id)},"event_type":${quote(r.event_type)},` +
+      `"idempotency_key":${quote(r.idempotency_key)},"occurred_at":${quote(shown(r.occurred_at))},` +
+      `"payload":${r.payload_json},"recorded_at":${quote(shown(r.recorded_at))},` +
+      `"sequence_no":${r.sequence_no ?? "null"},"source_system":${quote(r.source_system)},` +
+      `"tenant_id":${quote(r.tenant_id)},"workflow_run_id":${quote(r.workflow_run_id)}}`;
+    const tricky = 'quote" back\\slash \u0001\u001f\b\f\r\t\n \u007f caf\u00e9 \u{1F370} \u2028 </script>';
+    const mild = 'quote" back\\slash caf\u00e9 \u{1F370} </script>'; // ids take no control characters
+    await emit(
+      "note.added",
+      { text: tricky, n: [0, -1, 2.5, 1e300, -1.5e-7, 0.1, 1234567890123456], e: [], o: {} },
+      `note:${mild}`,
+      {
+        caused_by: tricky,
+        source_system: "caf\u00e9",
+        occurred_at: "2026-05-25T14:23:11.123Z",
+        idempotency_key: "k-1",
+        sequence_no: 7,
+      },
+    );
+    await emit("price.changed", { amount: 3 }, "item:1");
+    const stored = await rows("SELECT * FROM events ORDER BY seq");
+    assert.equal(stored.length, 2);
+    const headers = { headers: mesh.tenantHeaders("bakery") };
+    const asc = await mesh.fetch("events", "/api/events?limit=2", headers);
+    assert.equal(asc.status, 200);
+    assert.equal(asc.headers.get("content-type"), "application/json; charset=utf-8");
+    assert.equal(await asc.text(), `{"events":[${stored.map(view).join(",")}],"next":"${stored[1].event_id}"}`);
+    const desc = await mesh.fetch("events", "/api/events?order=desc", headers);
+    assert.equal(await desc.text(), `{"events":[${stored.map(view).reverse().join(",")}],"next":null}`);
+    const page = await jsonOf(await mesh.fetch("events", "/api/events", headers), 200);
+    assert.equal(page.events[0].entity_id, mild);
+    assert.equal(page.events[0].payload.text, tricky);
+    assert.equal(page.events[0].occurred_at, "2026-05-25T14:23:11.123Z");
+    assert.match(page.events[1].recorded_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    const none = await mesh.fetch("events", "/api/events?type=nothing.*", headers);
+    assert.equal(await none.text(), '{"events":[],"next":null}');
+    const head = await mesh.fetch("events", "/api/events", { method: "HEAD", ...headers });
+    assert.equal(head.status, 200);
+    assert.equal(await head.text(), "");
+  });
+
   // Before: 409 "event_id is already used" told auto-repair that some tenant holds the id.
   it("an event_id another tenant holds is simply a different event (201), never a 409", async () => {
     const id = ulid();

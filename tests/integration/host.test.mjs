@@ -345,6 +345,48 @@ describe("effect loop", () => {
     assert.deepEqual(logs, ["paged"]);
   });
 
+  // docs/abi.md "Held columns": the views stay in the host; the splice's offset counts UTF-8 bytes.
+  it("a held column stays in the host and is spliced into the body at a byte offset; a bad splice is a 500", async () => {
+    const views = ['{"n":"é"}', '{"n":2}', '{"n":"\u2028"}'];
+    const DB = {
+      prepare: () => ({
+        bind: () => ({
+          raw: async () => [["seq", "view", "event_id"], ...views.map((v, i) => [i + 1, v, `e${i + 1}`])],
+        }),
+      }),
+      batch: async () => [],
+    };
+    let seen = null;
+    const core = fakeCore({
+      *"GET /page"() {
+        const [r] = yield [{ kind: "d1.all", binding: "DB", sql: "SELECT", params: [], hold: "view", tail: 1 }];
+        seen = r.value;
+        const head = '{"café":[';
+        const at = new TextEncoder().encode(head).length; // 11 bytes, 10 UTF-16 units
+        return { status: 200, headers: {}, body: `${head}]}`, splice: [{ at, held: r.value.held, sep: "," }] };
+      },
+      *"GET /bad"() {
+        yield [{ kind: "d1.all", binding: "DB", sql: "SELECT", params: [], hold: "view" }];
+        return { status: 200, headers: {}, body: "[]", splice: [{ at: 1, held: 9, sep: "," }] };
+      },
+      *"GET /outside"() {
+        const [r] = yield [{ kind: "d1.all", binding: "DB", sql: "SELECT", params: [], hold: "view" }];
+        return { status: 200, headers: {}, body: "[]", splice: [{ at: 3, held: r.value.held, sep: "," }] };
+      },
+    });
+    const worker = defineWorker(core);
+    const res = await worker.fetch(get("/page"), { DB }, ctx());
+    assert.equal(res.status, 200);
+    assert.equal(await res.text(), `{"café":[${views.join(",")}]}`);
+    // The core saw the rest of the last row only, the count of all, and a handle.
+    assert.deepEqual(seen, { columns: ["seq", "event_id"], rows: [[3, "e3"]], count: 3, held: 1 });
+    for (const path of ["/bad", "/outside"]) {
+      const bad = await worker.fetch(get(path), { DB }, ctx());
+      assert.equal(bad.status, 500, path);
+      assert.deepEqual(await bad.json(), { error: { code: "internal", message: "internal error" } });
+    }
+  });
+
   it("an ae.write result waits for the next result worth a resume; alone, it resumes at once", async () => {
     const points = [];
     const env = { AE: { writeDataPoint: (p) => points.push(p) } };

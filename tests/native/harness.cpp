@@ -306,7 +306,60 @@ json Mesh::drive_fetch(Worker& w, json message, Stream& stream) {
   streams_.push_back(&stream);
   json out = drive_worker(w, std::move(message));
   streams_.pop_back();
+  splice_held(out);
   return out;
+}
+
+// d1.all's `hold` and `tail` as bindings/effects/d1.js and bindings/host.js answer them.
+void Mesh::hold_column(const json& effect, json& value) {
+  const json* column = find_field(effect, "hold");
+  if (!hold_columns || column == nullptr || !column->is_string()) return;
+  json& columns = value["columns"];
+  json& rows = value["rows"];
+  auto at = std::find(columns.begin(), columns.end(), *column);
+  if (at == columns.end()) return;
+  const auto index = static_cast<std::size_t>(at - columns.begin());
+  columns.erase(at);
+  std::vector<std::string> values;
+  for (json& row : rows) {
+    json& v = row[index];
+    values.push_back(v.is_string() ? v.get<std::string>() : dump_json(v));
+    row.erase(index);
+  }
+  held_[next_held_] = std::move(values);
+  value["held"] = next_held_++;
+  if (const json* tail = find_field(effect, "tail"); tail && tail->is_number_integer()) {
+    const std::size_t keep = std::min(rows.size(), tail->get<std::size_t>());
+    value["count"] = rows.size();
+    rows.erase(rows.begin(), rows.end() - static_cast<std::ptrdiff_t>(keep));
+  }
+}
+
+void Mesh::splice_held(json& out) {
+  if (!out.is_object() || !out.contains("splice")) return;
+  json splices = std::move(out["splice"]);
+  out.erase("splice");
+  const std::string body = string_or(out, "body", "");
+  std::string spliced;
+  std::size_t from = 0;
+  for (const json& s : splices) {
+    const auto at = static_cast<std::size_t>(int_or(s, "at", -1));
+    auto held = held_.find(int_or(s, "held", 0));
+    if (at < from || at > body.size() || held == held_.end()) {
+      out = trapped_output();  // a core bug: the JS host answers 500 too
+      return;
+    }
+    spliced.append(body, from, at - from);
+    const std::string separator = string_or(s, "sep", "");
+    for (std::size_t i = 0; i < held->second.size(); ++i) {
+      if (i > 0) spliced += separator;
+      spliced += held->second[i];
+    }
+    held_.erase(held);
+    from = at;
+  }
+  spliced.append(body, from);
+  out["body"] = std::move(spliced);
 }
 
 HttpReply Mesh::request(const std::string& worker, const std::string& method,
@@ -435,7 +488,9 @@ json Mesh::perform(const json& effect) {
       for (json& one : r) out.push_back(compact(one, true));
       return ok_result(effect, std::move(out));
     }
-    return ok_result(effect, compact(r, false));
+    json all = compact(r, false);
+    hold_column(effect, all);
+    return ok_result(effect, std::move(all));
   }
   if (kind.rfind("response.", 0) == 0) return perform_stream(effect);
   if (kind == "kv.get") {

@@ -114,6 +114,9 @@ class Mesh {
   int stream_reader_leaves_after = -1;
   // The most rows any one d1.all / d1.first / d1.batch statement handed a core.
   std::size_t max_d1_rows = 0;
+  // A d1.all's "hold" column is kept out of the rows and spliced into the response, as the JS host
+  // does (docs/abi.md "Held columns"); false: sent along in the rows, as a host that does not hold.
+  bool hold_columns = true;
 
   void set_env(const std::string& worker, const std::string& key, const std::string& value);
   HttpReply request(const std::string& worker, const std::string& method, const std::string& path,
@@ -163,6 +166,11 @@ class Mesh {
   std::map<std::string, KvEntry> kv_;  // "binding/key"
   std::map<std::string, int> rate_counts_;
   std::vector<Stream*> streams_;  // the fetch runs in progress, innermost last
+  std::map<std::int64_t, std::vector<std::string>> held_;  // handle -> a held column's values
+  std::int64_t next_held_ = 1;
+  // A fetch output's "splice" applied to its body (docs/abi.md "Held columns").
+  void splice_held(json& out);
+  void hold_column(const json& effect, json& value);
   std::mt19937_64 rng_{42};
 };
 

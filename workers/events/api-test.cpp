@@ -479,40 +479,80 @@ TEST_CASE("order=desc pages newest first by insertion, cursor-paged, tenant-scop
   CHECK(l.get("bakery", kBakeryToken, "?order=asc").body_json()["events"].size() == 6);
 }
 
-// GET /api/events writes its page in one pass, splicing each stored payload as it is: the text must
-// be exactly what dumping the events' JSON views gives, escapes and all.
+// GET /api/events answers each event's view as SQLite writes it (kEventView), the stored payload
+// spliced as it is: the text must be exactly what dumping the events' JSON views gives, escapes and
+// all — whether the host holds the views and splices them (docs/abi.md "Held columns") or sends
+// them along to the core.
 TEST_CASE("a read is written as the events' JSON views; an unreadable stored payload shows as {}") {
-  ApiLedger l;
-  json tricky{{"event_type", "note.added"},
-              {"entity_ref", "note:quote\"back\\slash"},
-              {"caused_by", "tab\there\x01\x1f"},
-              {"payload",
-               {{"text", "line\nbreak \"quoted\" caf\xc3\xa9 \xe2\x82\xac"},
-                {"nested", {{"list", json::array({1, 2.5, nullptr, true})}}}}},
-              {"idempotency_key", "k-1"},
-              {"sequence_no", 7}};
-  REQUIRE(l.post("bakery", kBakeryToken, tricky).status == 201);
-  l.mesh.now_ms += 1;
-  REQUIRE(l.post("bakery", kBakeryToken, price_event(3)).status == 201);
-  l.mesh.db("EVENTS_DB")
-      .execute("UPDATE events SET payload_json = '{\"broken\":' WHERE event_type = 'price.changed'",
-               json::array());
+  for (const bool held : {true, false}) {
+    CAPTURE(held);
+    ApiLedger l;
+    l.mesh.hold_columns = held;
+    json tricky{
+        {"event_type", "note.added"},
+        {"entity_ref", "note:quote\"back\\slash\x7f \xe2\x80\xa8"},
+        {"caused_by", "tab\there\x01\x1f\b\f\r"},
+        {"source_system", "caf\xc3\xa9 \xf0\x9f\x8d\xb0 </script>"},
+        {"occurred_at", "2026-05-25T14:23:11.123Z"},
+        {"payload",
+         {{"text", "line\nbreak \"quoted\" caf\xc3\xa9 \xe2\x82\xac \\u0041 \x1f\x7f"},
+          {"numbers", json::array({0, -1, 2.5, 1e300, -1.5e-7, 12345678901234567LL, 0.1})},
+          {"nested", {{"list", json::array({1, 2.5, nullptr, true, false, "", json::object()})}}},
+          {"empty", json::array()}}},
+        {"idempotency_key", "k-1"},
+        {"sequence_no", 7}};
+    REQUIRE(l.post("bakery", kBakeryToken, tricky).status == 201);
+    l.mesh.now_ms += 1;
+    REQUIRE(l.post("bakery", kBakeryToken, price_event(3)).status == 201);
+    l.mesh.db("EVENTS_DB")
+        .execute(
+            "UPDATE events SET payload_json = '{\"broken\":' WHERE event_type = 'price.changed'",
+            json::array());
 
-  auto r = l.get("bakery", kBakeryToken, "?limit=2");
-  REQUIRE(r.status == 200);
-  json page = json::parse(r.body, nullptr, false);
-  REQUIRE(!page.is_discarded());
-  CHECK(r.body == ss::dump_json(page));  // the same text nlohmann writes for the same value
-  REQUIRE(page["events"].size() == 2);
-  json first = page["events"][0];
-  CHECK(first["entity_id"] == "quote\"back\\slash");
-  CHECK(first["entity_ref"] == "note:quote\"back\\slash");
-  CHECK(first["caused_by"] == "tab\there\x01\x1f");
-  CHECK(first["payload"] == tricky["payload"]);
-  CHECK(first["idempotency_key"] == "k-1");
-  CHECK(first["sequence_no"] == 7);
-  CHECK(first["workflow_run_id"].is_null());
-  CHECK(first["tenant_id"] == "bakery");
-  CHECK(page["events"][1]["payload"] == json::object());
-  CHECK(page["next"] == page["events"][1]["event_id"]);
+    auto r = l.get("bakery", kBakeryToken, "?limit=2");
+    REQUIRE(r.status == 200);
+    CHECK(r.header("content-type") == "application/json; charset=utf-8");
+    json page = json::parse(r.body, nullptr, false);
+    REQUIRE(!page.is_discarded());
+    CHECK(r.body == ss::dump_json(page));  // the same text nlohmann writes for the same value
+    REQUIRE(page["events"].size() == 2);
+    json first = page["events"][0];
+    CHECK(first["entity_id"] == "quote\"back\\slash\x7f \xe2\x80\xa8");
+    CHECK(first["entity_ref"] == "note:quote\"back\\slash\x7f \xe2\x80\xa8");
+    CHECK(first["caused_by"] == "tab\there\x01\x1f\b\f\r");
+    CHECK(first["source_system"] == "caf\xc3\xa9 \xf0\x9f\x8d\xb0 </script>");
+    CHECK(first["payload"] == tricky["payload"]);
+    CHECK(first["occurred_at"] == "2026-05-25T14:23:11.123Z");  // milliseconds kept when not .000
+    CHECK(first["idempotency_key"] == "k-1");
+    CHECK(first["sequence_no"] == 7);
+    CHECK(first["workflow_run_id"].is_null());
+    CHECK(first["tenant_id"] == "bakery");
+    // The stored payload text is what the page shows, byte for byte.
+    auto stored = l.mesh.db("EVENTS_DB")
+                      .execute("SELECT payload_json FROM events WHERE event_type = 'note.added'",
+                               json::array());
+    REQUIRE(stored["results"].size() == 1);
+    const std::string payload_text = stored["results"][0]["payload_json"].get<std::string>();
+    CHECK(r.body.find("\"payload\":" + payload_text + ",") != std::string::npos);
+    json second = page["events"][1];
+    CHECK(second["payload"] == json::object());
+    // The ledger's own stamp (whole seconds, stored with ".000") is shown without milliseconds.
+    CHECK(second["recorded_at"].get<std::string>().size() == 20);
+    CHECK(page["next"] == second["event_id"]);
+    // Every one of them equals the view the ledger gives its consumers (EventRow::view()).
+    auto rows = l.mesh.db("EVENTS_DB").execute("SELECT * FROM events ORDER BY seq", json::array());
+    REQUIRE(rows["results"].size() == 2);
+    for (std::size_t i = 0; i < 2; ++i) {
+      ss::RowReader reader(rows["results"][i]);
+      auto decoded = ss::decode_row<ss::events::EventRow>(reader);
+      REQUIRE(decoded.ok());
+      CHECK(ss::dump_json(decoded.value().view()) == ss::dump_json(page["events"][i]));
+    }
+    // A page that is not full has no next; an empty page is an empty list.
+    json tail = l.get("bakery", kBakeryToken, "?limit=5").body_json();
+    CHECK(tail["events"].size() == 2);
+    CHECK(tail["next"].is_null());
+    auto none = l.get("bakery", kBakeryToken, "?type=nothing.*");
+    CHECK(none.body == "{\"events\":[],\"next\":null}");
+  }
 }

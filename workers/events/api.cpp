@@ -67,8 +67,7 @@ Task<Result<Response>> get_events(Context& ctx, const Request& req, const Params
   } else {
     query.tenant_id = caller.tenant_id;
   }
-  SS_CO_TRY(std::string page, co_await read_events_text(query));
-  co_return Response::text(200, std::move(page), "application/json; charset=utf-8");
+  SS_CO_RETURN_AWAIT(read_events_response(query));
 }
 
 int backoff_seconds(int attempts) {

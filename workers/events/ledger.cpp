@@ -269,32 +269,36 @@ EventFilter filter_of(const ReadQuery& q) {
 }
 }  // namespace
 
-Task<Result<std::string>> read_events_text(const ReadQuery& q) {
-  EventFilter filter = filter_of(q);
-  SS_CO_TRY(std::vector<EventRow> rows, co_await EventStore::read(filter));
-  // About what each event's fixed fields and keys take, plus its payload: one allocation, usually.
-  static constexpr std::size_t kEventOverhead = 400;
-  std::size_t size = 32;
-  for (const EventRow& row : rows) size += kEventOverhead + row.payload_json.size();
-  std::string out;
-  out.reserve(size);
-  out += "{\"events\":[";
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    if (i > 0) out += ',';
-    rows[i].append_view(out);
+Task<Result<Response>> read_events_response(const ReadQuery& q) {
+  SS_CO_TRY(EventPage page, co_await EventStore::read_page(filter_of(q)));
+  Response res = Response::text(200, "{\"events\":[", "application/json; charset=utf-8");
+  if (page.held != 0) {
+    res.splices.push_back(Splice{res.body.size(), page.held, ","});
+  } else {
+    // The host sent the views along: joined here.
+    std::size_t size = res.body.size() + 64;
+    for (const EventPageRow& row : page.rows) size += row.view.value_or("").size() + 1;
+    res.body.reserve(size);
+    for (std::size_t i = 0; i < page.rows.size(); ++i) {
+      if (i > 0) res.body += ',';
+      if (!page.rows[i].view || page.rows.size() != page.count) {
+        co_return Error{ErrorCode::internal, "a read page without its views"};
+      }
+      res.body += *page.rows[i].view;
+    }
   }
-  out += "],\"next\":";
-  if (!rows.empty() && static_cast<int>(rows.size()) == q.limit) {
+  res.body += "],\"next\":";
+  if (!page.rows.empty() && page.count == static_cast<std::size_t>(q.limit)) {
     // A tenant's event_ids are unique; across tenants (an operator without tenant=) the cursor
     // carries the position too, so that a page never ends on an id another tenant also holds.
-    const EventRow& last = rows.back();
-    out += dump_json(
-        json(q.tenant_id ? last.event_id : last.event_id + "." + std::to_string(last.seq)));
+    const EventPageRow& last = page.rows.back();
+    append_json_string(
+        res.body, q.tenant_id ? last.event_id : last.event_id + "." + std::to_string(last.seq));
   } else {
-    out += "null";
+    res.body += "null";
   }
-  out += '}';
-  co_return out;
+  res.body += '}';
+  co_return res;
 }
 
 }  // namespace ss::events

@@ -70,9 +70,10 @@ struct ReadQuery {
   int limit = kDefaultReadLimit;
 };
 Result<ReadQuery> parse_read_query(const Request& req);
-// A page of events as JSON text, {"events":[…],"next":…}, written in one pass onto one string
-// (GET /api/events: the payloads are spliced as stored, never parsed into trees and dumped again).
-Task<Result<std::string>> read_events_text(const ReadQuery& query);
+// GET /api/events's answer, {"events":[…],"next":…}: each event's view written by SQLite, and
+// spliced into the body by the host when it held the views (docs/abi.md "Held columns"), here
+// when it sent them along; the core never parses a payload into a tree and dumps it again.
+Task<Result<Response>> read_events_response(const ReadQuery& query);
 
 // Translates an event-type glob into a LIKE pattern (escape '\'): * → %, ? → _, _ → \_.
 std::string glob_to_like(std::string_view glob);

@@ -58,6 +58,32 @@ constexpr std::string_view kEventIdBefore = R"sql(
 SELECT event_id FROM events WHERE seq < ?1 ORDER BY seq DESC LIMIT 1
 )sql";
 
+// A page's events as the API shows them, written by SQLite: exactly dump_json(EventRow::view())
+// — the keys in that object's (sorted) order, times stored with ".000" milliseconds shown without
+// them (shown_rfc3339), the stored payload spliced as it is (json() of text written by dump_json
+// renders it unchanged: numbers and escapes are kept as written), one that is not JSON shown as {}.
+// SQLite escapes text values as dump_json does (\" \\ \b \f \n \r \t, other controls \u00xx,
+// everything else as it is). The native tests compare the two byte for byte.
+constexpr std::string_view kEventView = R"sql(
+SELECT seq, event_id, json_object(
+  'caused_by', caused_by,
+  'entity_id', entity_id,
+  'entity_ref', entity_type || ':' || entity_id,
+  'entity_type', entity_type,
+  'event_id', event_id,
+  'event_type', event_type,
+  'idempotency_key', idempotency_key,
+  'occurred_at', CASE WHEN length(occurred_at) = 24 AND substr(occurred_at, 20) = '.000Z'
+    THEN substr(occurred_at, 1, 19) || 'Z' ELSE occurred_at END,
+  'payload', CASE WHEN json_valid(payload_json) THEN json(payload_json) ELSE json_object() END,
+  'recorded_at', CASE WHEN length(recorded_at) = 24 AND substr(recorded_at, 20) = '.000Z'
+    THEN substr(recorded_at, 1, 19) || 'Z' ELSE recorded_at END,
+  'sequence_no', sequence_no,
+  'source_system', source_system,
+  'tenant_id', tenant_id,
+  'workflow_run_id', workflow_run_id) AS view
+FROM events)sql";
+
 // Every filter is optional: an empty (or NULL tenant) parameter disables it. Both orders follow the
 // ledger's insertion order (seq), never event_id: producers mint event_ids and can be late, so a
 // reader paging with `after` by id order would never see an event whose id sorts before its cursor.
@@ -67,8 +93,7 @@ SELECT event_id FROM events WHERE seq < ?1 ORDER BY seq DESC LIMIT 1
 // event_id after it (every such event is on the following pages, some events with smaller ids
 // too), and past the end when there is none. Written as a seq bound (CASE, not OR) so that SQLite
 // reads a rowid range from the cursor instead of the whole table.
-constexpr std::string_view kReadEvents = R"sql(
-SELECT * FROM events
+constexpr std::string_view kReadEventsWhere = R"sql(
 WHERE seq > CASE
     WHEN ?7 IS NOT NULL THEN ?7
     WHEN ?1 = '' THEN 0
@@ -88,8 +113,7 @@ ORDER BY seq LIMIT ?6
 
 // order=desc: newest first, the same cursor as a bound from above. An unknown event_id is an empty
 // page (there is no "before" a client's own ULID to start from).
-constexpr std::string_view kReadEventsDesc = R"sql(
-SELECT * FROM events
+constexpr std::string_view kReadEventsDescWhere = R"sql(
 WHERE seq < CASE
     WHEN ?7 IS NOT NULL THEN ?7
     WHEN ?1 = '' THEN 9223372036854775807
@@ -780,17 +804,8 @@ EventRow EventRow::decode(RowReader& r) {
 namespace {
 // Times are stored with milliseconds (fixed width: stored times compare as strings); shown without
 // them when they are ".000" (shown_rfc3339), so a producer's occurred_at "2026-05-25T14:23:11Z" reads
-// back as sent and the ledger's own stamps (whole seconds) as the contract writes times.
-void append_time(std::string& out, const std::string& t) {
-  auto seconds = rfc3339_whole_seconds(t);
-  if (!seconds) {
-    append_json_string(out, t);
-    return;
-  }
-  out += '"';
-  out += *seconds;
-  out += "Z\"";
-}
+// back as sent and the ledger's own stamps (whole seconds) as the contract writes times. A read
+// page's views say the same in SQL (kEventView).
 json time_json(const std::string& t) { return shown_rfc3339(t); }
 }  // namespace
 
@@ -812,55 +827,12 @@ json EventRow::view() const {
                       {"sequence_no", sequence_no ? json(*sequence_no) : json(nullptr)}});
 }
 
-namespace {
-
-void append_nullable(std::string& out, const std::optional<std::string>& s) {
-  if (s) {
-    append_json_string(out, *s);
-  } else {
-    out += "null";
-  }
-}
-
-}  // namespace
-
-void EventRow::append_view(std::string& out) const {
-  // The keys in the order view()'s object dumps them (sorted), so both give the same text.
-  out += "{\"caused_by\":";
-  append_nullable(out, caused_by);
-  out += ",\"entity_id\":";
-  append_json_string(out, entity_id);
-  out += ",\"entity_ref\":";
-  append_json_string(out, entity_type + ":" + entity_id);
-  out += ",\"entity_type\":";
-  append_json_string(out, entity_type);
-  out += ",\"event_id\":";
-  append_json_string(out, event_id);
-  out += ",\"event_type\":";
-  append_json_string(out, event_type);
-  out += ",\"idempotency_key\":";
-  append_nullable(out, idempotency_key);
-  out += ",\"occurred_at\":";
-  append_time(out, occurred_at);
-  out += ",\"payload\":";
-  // Written by dump_json at insert (or by the redaction): spliced as stored. accept_json checks it
-  // without building a tree; text that is not JSON shows as {}, as in view().
-  if (accept_json(payload_json)) {
-    out += payload_json;
-  } else {
-    out += "{}";
-  }
-  out += ",\"recorded_at\":";
-  append_time(out, recorded_at);
-  out += ",\"sequence_no\":";
-  out += sequence_no ? std::to_string(*sequence_no) : std::string("null");
-  out += ",\"source_system\":";
-  append_nullable(out, source_system);
-  out += ",\"tenant_id\":";
-  append_nullable(out, tenant_id);
-  out += ",\"workflow_run_id\":";
-  append_nullable(out, workflow_run_id);
-  out += '}';
+EventPageRow EventPageRow::decode(RowReader& r) {
+  EventPageRow row;
+  row.seq = r.integer("seq");
+  row.event_id = r.text("event_id");
+  if (r.has("view")) row.view = r.text("view");  // absent when the host held the views
+  return row;
 }
 
 Cursor Cursor::decode(RowReader& r) {
@@ -1177,13 +1149,23 @@ Task<Result<std::string>> EventStore::event_id_before(std::int64_t seq) {
   co_return id.value_or("");
 }
 
-Task<Result<std::vector<EventRow>>> EventStore::read(const EventFilter& f) {
+Task<Result<EventPage>> EventStore::read_page(const EventFilter& f) {
+  static const std::string kAscending = std::string(kEventView) + std::string(kReadEventsWhere);
+  static const std::string kDescending =
+      std::string(kEventView) + std::string(kReadEventsDescWhere);
   json params =
       json::array({f.after, text_or_null(f.tenant_id), f.type_like, f.entity_type, f.entity_id,
                    f.limit, f.after_seq ? json(*f.after_seq) : json(nullptr)});
-  const std::string_view sql = f.newest_first ? kReadEventsDesc : kReadEvents;
-  SS_CO_TRY(D1Result fetched, co_await db().all(sql, params));
-  co_return std::move(fetched).as<EventRow>();  // EventRow::decode reads each column once
+  // The views are what the response shows and nothing the core decides on: held by the host and
+  // spliced into the body there, they never cross into wasm (docs/abi.md "Held columns"). Of the
+  // rest, the page's cursor needs only the last row.
+  SS_CO_TRY(D1Result fetched, co_await db().all_holding(f.newest_first ? kDescending : kAscending,
+                                                        std::move(params), "view", 1));
+  EventPage page;
+  page.held = fetched.held;
+  page.count = fetched.count;
+  SS_CO_TRY(page.rows, std::move(fetched).as<EventPageRow>());
+  co_return page;
 }
 
 Task<Result<std::vector<EventRow>>> EventStore::after_cursor(std::int64_t cursor_seq, int limit) {

@@ -26,6 +26,22 @@ inline constexpr std::size_t kBulkRows = 250;
 
 // One row of `events`. The payload stays JSON text: a consumer that cannot parse it quarantines
 // the event rather than failing the whole read.
+// One row of a read page: an event's position, and its view as JSON text — byte for byte
+// dump_json(EventRow::view()), written by SQLite (kEventView in store.cpp) — unless the host held
+// the views back (EventPage::held), which it splices into the response unseen by the core.
+struct EventPageRow {
+  std::int64_t seq = 0;
+  std::string event_id;
+  std::optional<std::string> view;
+  static EventPageRow decode(RowReader& r);
+};
+
+struct EventPage {
+  std::vector<EventPageRow> rows;  // the last one alone when the host held the views
+  std::size_t count = 0;           // the page's number of events
+  std::int64_t held = 0;           // the host's handle of the views, 0 when they came in the rows
+};
+
 struct EventRow {
   std::int64_t seq = 0;  // the ledger's insertion order (the drain cursor), never the producer's
   std::string event_id;  // identity and dedupe key, unique per tenant
@@ -45,9 +61,6 @@ struct EventRow {
   std::string tenant_key() const { return tenant_id.value_or(""); }
   // The API view (payload parsed back to JSON; an unreadable payload shows as {}).
   json view() const;
-  // The same view written straight onto `out` as JSON text (what dump_json(view()) gives): the
-  // stored payload text is spliced in without being parsed into a tree (it is checked, not built).
-  void append_view(std::string& out) const;
   static EventRow decode(RowReader& r);
   // Every column but payload_json (a timeline page may leave it out).
   static EventRow decode_without_payload(RowReader& r);
@@ -122,7 +135,9 @@ class EventStore {
   static Task<Result<std::optional<std::int64_t>>> first_seq_of(const std::string& event_id);
   // The event_id just before `seq` in insertion order ("" when none), for replay's cursor.
   static Task<Result<std::string>> event_id_before(std::int64_t seq);
-  static Task<Result<std::vector<EventRow>>> read(const EventFilter& filter);
+  // A read page: each event's position and its view as JSON text, written by SQLite
+  // (EventPageRow), the views held back by the host when it holds columns (docs/abi.md).
+  static Task<Result<EventPage>> read_page(const EventFilter& filter);
   // A drain batch: the events inserted after `cursor_seq`, in insertion order.
   static Task<Result<std::vector<EventRow>>> after_cursor(std::int64_t cursor_seq, int limit);
   // Retention: the oldest events recorded before `cutoff_id` whose payload is still there.
