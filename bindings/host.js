@@ -241,14 +241,14 @@ function holdColumn(result, held) {
 
 const bodyEncoder = new TextEncoder();
 
-// An output whose body names held values: the body's pieces (cut at each splice's byte offset by
-// bindings/instance.js when the body came apart) with the values joined in between.
+// An output whose body names held values: the body's pieces (cut at each splice's byte offset; the
+// bytes of a body that came apart are kept by bindings/instance.js) with the values joined in between.
 function spliceHeld(out, held) {
   if (!Array.isArray(out?.splice)) return out;
   const splices = out.splice;
-  const pieces = out.bodyPieces ?? bodyPieces(bodyEncoder.encode(out.body ?? ""), splices);
+  const pieces = bodyPieces(out.bodyBytes ?? bodyEncoder.encode(out.body ?? ""), splices);
   delete out.splice;
-  delete out.bodyPieces;
+  delete out.bodyBytes;
   let body = pieces[0];
   for (let i = 0; i < splices.length; i++) {
     const values = held[splices[i].held - 1];

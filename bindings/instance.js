@@ -27,6 +27,7 @@ export function bodyPieces(bytes, splices) {
   let from = 0;
   for (const { at } of splices) {
     if (!(at >= from && at <= bytes.length)) throw new Error("a splice outside its body");
+    if (at < bytes.length && (bytes[at] & 0xc0) === 0x80) throw new Error("a splice inside a character");
     pieces.push(bodyDecoder.decode(bytes.subarray(from, at)));
     from = at;
   }
@@ -141,7 +142,9 @@ export class Core {
       const t0 = prof ? performance.now() : 0;
       const body = bytes.subarray(split + 1);
       if (Array.isArray(out.splice)) {
-        out.bodyPieces = bodyPieces(body, out.splice); // joined with held values by bindings/host.js
+        // Cut and joined with the held values by bindings/host.js, where a bad splice fails this run
+        // alone (here it would poison the instance, as an output that is not JSON does).
+        out.bodyBytes = body.slice();
       } else {
         out.body = bodyDecoder.decode(body);
       }

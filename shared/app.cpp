@@ -333,7 +333,9 @@ Task<json> handle_message(Context& ctx, json message) {
   bool fetch = string_or(message, "op", "") == "fetch";
   json out = co_await dispatch_message(ctx, std::move(message));
   if (!ctx.has_background()) co_return out;
-  if (fetch && out.is_object() && !out.contains("streamed")) {
+  // An answer with held values to splice in (docs/abi.md "Held columns") is not sent early: the
+  // host splices a run's output, not a response.send.
+  if (fetch && out.is_object() && !out.contains("streamed") && !out.contains("splice")) {
     json send = out;
     send["kind"] = "response.send";
     auto [sent, done] = co_await when_all(Effect(std::move(send)), run_background(ctx));

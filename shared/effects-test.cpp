@@ -61,6 +61,19 @@ App make_app() {
                                                        {"kv", v ? json(*v) : json()},
                                                        {"hex", hex}});
                  });
+  // Held values to splice in, and background work: the answer waits for the run's output.
+  app.router.add("GET", "/held-later",
+                 [](Context& ctx, const Request&, const Params&) -> Task<Result<Response>> {
+                   SS_CO_TRY(D1Result r,
+                             co_await D1("DB").all_holding("SELECT v FROM t", json::array(), "v"));
+                   ctx.wait_until([]() -> Task<Status> {
+                     SS_CO_CHECK(co_await Kv("KV").get("later"));
+                     co_return Unit{};
+                   }());
+                   Response res = Response::text(200, "[]", "application/json");
+                   res.splices.push_back(Splice{1, r.held, ","});
+                   co_return res;
+                 });
   return app;
 }
 
@@ -153,6 +166,23 @@ TEST_CASE("a d1.all answer's held handle and row count are read and checked") {
     CAPTURE(bad);
     CHECK(!decode(bad).ok());
   }
+}
+
+// A response.send is not spliced by the host: an answer with splices waits for the run's output.
+TEST_CASE("an answer with held values is not sent early; its background work still runs") {
+  App app = make_app();
+  Runtime rt(app);
+  std::int64_t now = 0;
+  std::vector<std::string> kinds;
+  json out = native::drive(rt, fetch_message("/held-later"), now, [&](const json& e) {
+    kinds.push_back(e["kind"].get<std::string>());
+    if (e["kind"] == "d1.all") return ok(e, json::parse(R"({"columns":[],"rows":[[]],"held":4})"));
+    return ok(e, {{"value", nullptr}});
+  });
+  CHECK(kinds == std::vector<std::string>{"d1.all", "kv.get"});  // no response.send
+  REQUIRE(out["status"] == 200);
+  CHECK(out["body"] == "[]");
+  CHECK(out["splice"] == json::parse(R"([{"at":1,"held":4,"sep":","}])"));
 }
 
 TEST_CASE("a response's splices go into its output message") {

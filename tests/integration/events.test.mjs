@@ -868,7 +868,7 @@ describe("no leaks", () => {
       `"payload":${r.payload_json},"recorded_at":${quote(shown(r.recorded_at))},` +
       `"sequence_no":${r.sequence_no ?? "null"},"source_system":${quote(r.source_system)},` +
       `"tenant_id":${quote(r.tenant_id)},"workflow_run_id":${quote(r.workflow_run_id)}}`;
-    const tricky = 'quote" back\\slash \u0001\u001f\b\f\r\t\n \u007f caf\u00e9 \u{1F370} \u2028 </script>';
+    const tricky = 'quote" back\\slash \u0001\u001f\b\f\r\t\n \u007f caf\u00e9 \u{1F370} \u2028\u2029\u0000 </script>';
     const mild = 'quote" back\\slash caf\u00e9 \u{1F370} </script>'; // ids take no control characters
     await emit(
       "note.added",

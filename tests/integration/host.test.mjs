@@ -373,6 +373,14 @@ describe("effect loop", () => {
         const [r] = yield [{ kind: "d1.all", binding: "DB", sql: "SELECT", params: [], hold: "view" }];
         return { status: 200, headers: {}, body: "[]", splice: [{ at: 3, held: r.value.held, sep: "," }] };
       },
+      *"GET /inside-a-character"() {
+        const [r] = yield [{ kind: "d1.all", binding: "DB", sql: "SELECT", params: [], hold: "view" }];
+        return { status: 200, headers: {}, body: '["é"]', splice: [{ at: 3, held: r.value.held, sep: "," }] };
+      },
+      *"GET /slow"() {
+        yield [{ kind: "sleep", ms: 30 }];
+        return json(200, { slow: true });
+      },
     });
     const worker = defineWorker(core);
     const res = await worker.fetch(get("/page"), { DB }, ctx());
@@ -380,11 +388,15 @@ describe("effect loop", () => {
     assert.equal(await res.text(), `{"café":[${views.join(",")}]}`);
     // The core saw the rest of the last row only, the count of all, and a handle.
     assert.deepEqual(seen, { columns: ["seq", "event_id"], rows: [[3, "e3"]], count: 3, held: 1 });
-    for (const path of ["/bad", "/outside"]) {
+    // A bad splice fails its own request only: a run in flight on the same instance still answers.
+    for (const path of ["/bad", "/outside", "/inside-a-character"]) {
+      const slow = worker.fetch(get("/slow"), { DB }, ctx());
       const bad = await worker.fetch(get(path), { DB }, ctx());
       assert.equal(bad.status, 500, path);
       assert.deepEqual(await bad.json(), { error: { code: "internal", message: "internal error" } });
+      assert.equal((await slow).status, 200, `a run beside ${path}`);
     }
+    assert.ok(!errors.some((e) => e.includes("wasm trap")), errors.join("\n"));
   });
 
   it("an ae.write result waits for the next result worth a resume; alone, it resumes at once", async () => {

@@ -312,23 +312,26 @@ json Mesh::drive_fetch(Worker& w, json message, Stream& stream) {
 
 // d1.all's `hold` and `tail` as bindings/effects/d1.js and bindings/host.js answer them.
 void Mesh::hold_column(const json& effect, json& value) {
-  const json* column = find_field(effect, "hold");
-  if (!hold_columns || column == nullptr || !column->is_string()) return;
+  if (!hold_columns) return;  // a host without the feature: every row and column
   json& columns = value["columns"];
   json& rows = value["rows"];
-  auto at = std::find(columns.begin(), columns.end(), *column);
-  if (at == columns.end()) return;
-  const auto index = static_cast<std::size_t>(at - columns.begin());
-  columns.erase(at);
-  std::vector<std::string> values;
-  for (json& row : rows) {
-    json& v = row[index];
-    values.push_back(v.is_string() ? v.get<std::string>() : dump_json(v));
-    row.erase(index);
+  const json* column = find_field(effect, "hold");
+  auto at = column && column->is_string() ? std::find(columns.begin(), columns.end(), *column)
+                                          : columns.end();
+  if (at != columns.end()) {
+    const auto index = static_cast<std::size_t>(at - columns.begin());
+    columns.erase(at);
+    std::vector<std::string> values;
+    for (json& row : rows) {
+      json& v = row[index];
+      values.push_back(v.is_string() ? v.get<std::string>() : dump_json(v));
+      row.erase(index);
+    }
+    held_[next_held_] = std::move(values);
+    value["held"] = next_held_++;
   }
-  held_[next_held_] = std::move(values);
-  value["held"] = next_held_++;
-  if (const json* tail = find_field(effect, "tail"); tail && tail->is_number_integer()) {
+  const json* tail = find_field(effect, "tail");
+  if (tail && tail->is_number_integer() && tail->get<std::int64_t>() >= 0) {
     const std::size_t keep = std::min(rows.size(), tail->get<std::size_t>());
     value["count"] = rows.size();
     rows.erase(rows.begin(), rows.end() - static_cast<std::ptrdiff_t>(keep));
@@ -345,7 +348,9 @@ void Mesh::splice_held(json& out) {
   for (const json& s : splices) {
     const auto at = static_cast<std::size_t>(int_or(s, "at", -1));
     auto held = held_.find(int_or(s, "held", 0));
-    if (at < from || at > body.size() || held == held_.end()) {
+    const bool mid_character =
+        at < body.size() && (static_cast<unsigned char>(body[at]) & 0xC0) == 0x80;
+    if (at < from || at > body.size() || mid_character || held == held_.end()) {
       out = trapped_output();  // a core bug: the JS host answers 500 too
       return;
     }
@@ -380,6 +385,7 @@ HttpReply Mesh::request(const std::string& worker, const std::string& method,
   if (!request_cf.is_null()) msg["request"]["cf"] = request_cf;
   Stream stream;
   json out = drive_fetch(*workers_.at(worker), std::move(msg), stream);
+  held_.clear();  // what a run held and never spliced (a HEAD, a failure) ends with the request
   HttpReply reply;
   if (stream.sent) {
     reply.answered_early = true;
@@ -409,7 +415,9 @@ HttpReply Mesh::request(const std::string& worker, const std::string& method,
 }
 
 json Mesh::message(const std::string& worker, json message) {
-  return drive_worker(*workers_.at(worker), std::move(message));
+  json out = drive_worker(*workers_.at(worker), std::move(message));
+  held_.clear();
+  return out;
 }
 
 void Mesh::provision(const std::string& tenant, const std::string& token,

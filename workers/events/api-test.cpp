@@ -495,7 +495,8 @@ TEST_CASE("a read is written as the events' JSON views; an unreadable stored pay
         {"source_system", "caf\xc3\xa9 \xf0\x9f\x8d\xb0 </script>"},
         {"occurred_at", "2026-05-25T14:23:11.123Z"},
         {"payload",
-         {{"text", "line\nbreak \"quoted\" caf\xc3\xa9 \xe2\x82\xac \\u0041 \x1f\x7f"},
+         {{"text", "line\nbreak \"quoted\" caf\xc3\xa9 \xe2\x82\xac \\u0041 \x1f\x7f \xe2\x80\xa9"},
+          {"nul", std::string("a\0b", 3)},
           {"numbers", json::array({0, -1, 2.5, 1e300, -1.5e-7, 12345678901234567LL, 0.1})},
           {"nested", {{"list", json::array({1, 2.5, nullptr, true, false, "", json::object()})}}},
           {"empty", json::array()}}},
@@ -554,5 +555,11 @@ TEST_CASE("a read is written as the events' JSON views; an unreadable stored pay
     CHECK(tail["next"].is_null());
     auto none = l.get("bakery", kBakeryToken, "?type=nothing.*");
     CHECK(none.body == "{\"events\":[],\"next\":null}");
+    // HEAD: the same status and headers, no body, nothing spliced.
+    auto head = l.mesh.request("events", "HEAD", "/api/events?limit=2",
+                               ss::native::Mesh::tenant_headers("bakery", kBakeryToken));
+    CHECK(head.status == 200);
+    CHECK(head.body.empty());
+    CHECK(head.header("content-type") == "application/json; charset=utf-8");
   }
 }
