@@ -573,3 +573,31 @@ TEST_CASE("analytics: each finished day is announced to the ledger once, an hour
             .rows("SELECT day FROM daily_totals WHERE summarized_at IS NULL")
             .empty());
 }
+
+TEST_CASE(
+    "analytics: a pageview rolled up after its day's per-visitor rows are gone adds no "
+    "visitor") {
+  // A consumer backlog (D1 down, retries, a paused consumer) can deliver a message of day D after
+  // 00:00 of D+2, when the hourly job has deleted D's visitor_days / visitor_dims. The hash in it
+  // must not recreate them: that would count the visitor a second time (and a second bounce), and
+  // keep a per-visitor row of D beyond its 48 hours.
+  Analytics a;
+  a.maintenance();
+  a.page("https://crumbandcrust.example/");
+  a.drain();
+  a.page("https://crumbandcrust.example/menu");  // the same visitor, same day: still queued
+  REQUIRE(a.queued().size() == 1);
+  a.mesh.now_ms = kDay + 2 * ss::kMsPerDay + 60'000;  // 2025-12-01T00:01:00Z
+  a.maintenance();
+  CHECK(a.mesh.db("ANALYTICS_DB").rows("SELECT * FROM visitor_days").empty());
+  json out = a.drain();
+  CHECK(out["ack"].size() == 1);
+  json s = a.stats("?from=2025-11-29&to=2025-11-29&by=path");
+  CHECK(s["totals"]["pageviews"] == 2);  // the pageview still counts
+  CHECK(s["totals"]["visitors"] == 1);
+  CHECK(s["totals"]["bounceRate"] == 1.0);
+  CHECK(s["rows"] == json::array({{{"key", "/"}, {"pageviews", 1}, {"visitors", 1}},
+                                  {{"key", "/menu"}, {"pageviews", 1}, {"visitors", 0}}}));
+  CHECK(a.mesh.db("ANALYTICS_DB").rows("SELECT * FROM visitor_days").empty());
+  CHECK(a.mesh.db("ANALYTICS_DB").rows("SELECT * FROM visitor_dims").empty());
+}

@@ -3,6 +3,7 @@
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
 #include "shared/tenant.h"
+#include "workers/analytics/visitor.h"
 
 #include <tuple>
 
@@ -96,6 +97,12 @@ Task<QueueOutcome> consume_batch(Context& ctx, AnalyticsStore store,
   QueueOutcome outcome;
   std::vector<Hit> hits;
   std::vector<std::string> ids;
+  // The per-visitor rows of days before yesterday are gone (the hourly job deletes them when D+2
+  // begins, with D's salt): a late hit of such a day counts as a pageview only. Its hash would
+  // make a new visitor_days row — the visitor (and a bounce) counted a second time, and a
+  // per-visitor row kept past its 48 hours.
+  const std::string visitor_state_from = utc_day(ctx.now_ms(), -1);
+  std::size_t unlinked = 0;
   for (QueueMessage& m : batch) {
     std::optional<Hit> hit = Hit::from_message(m.body);
     if (!hit) {
@@ -103,8 +110,16 @@ Task<QueueOutcome> consume_batch(Context& ctx, AnalyticsStore store,
       outcome.ack.push_back(m.id);
       continue;
     }
+    if (!hit->visitor.empty() && hit->day < visitor_state_from) {
+      hit->visitor.clear();
+      ++unlinked;
+    }
     hits.push_back(std::move(*hit));
     ids.push_back(m.id);
+  }
+  if (unlinked > 0) {
+    ctx.log("analytics queue: " + std::to_string(unlinked) + " hit(s) of days before " +
+            visitor_state_from + " counted without their visitor");
   }
   RollupBatch rows = aggregate(hits);
   Status applied = co_await store.apply(rows);
