@@ -601,3 +601,30 @@ TEST_CASE(
   CHECK(a.mesh.db("ANALYTICS_DB").rows("SELECT * FROM visitor_days").empty());
   CHECK(a.mesh.db("ANALYTICS_DB").rows("SELECT * FROM visitor_dims").empty());
 }
+
+TEST_CASE(
+    "analytics: a beacon with a Content-Type that is not text/plain or JSON is 415, even "
+    "an unparseable one") {
+  // Only text/plain, application/json or no Content-Type at all are beacons; a header that is
+  // present but malformed is not "none".
+  Analytics a;
+  for (const char* type : {"text", "application/x-www-form-urlencoded; charset",
+                           "image/png;;=", "multipart/form-data; boundary"}) {
+    INFO(std::string(type));
+    auto r = a.beacon(json{{"u", "https://crumbandcrust.example/"}}, kChrome, kIp,
+                      {{"Content-Type", type}});
+    CHECK(r.status == 415);
+  }
+  CHECK(a.queued().empty());
+  CHECK(a.mesh.analytics_points.empty());
+  // Still accepted: no Content-Type, and the two beacon types with parameters.
+  auto headers = Mesh::tenant_headers("bakery", kBakeryToken);
+  headers["User-Agent"] = kChrome;
+  CHECK(a.mesh
+            .request("analytics", "POST", "/beacon", headers,
+                     R"({"u":"https://crumbandcrust.example/"})")
+            .status == 202);
+  CHECK(a.beacon(json{{"u", "https://crumbandcrust.example/"}}, kChrome, kIp,
+                 {{"Content-Type", "Application/JSON; charset=utf-8"}})
+            .status == 202);
+}

@@ -113,8 +113,11 @@ Task<Result<Response>> post_beacon(Context& ctx, const Request& req, const Param
     SS_CO_TRY(Tenant authed, co_await authenticate_tenant(ctx, req));
     tenant = std::move(authed);
   }
+  // No Content-Type at all is accepted; one that is present must parse as one of the two (a
+  // malformed header is not "none": media_type_of() gives "" for both).
   std::string media = media_type_of(req);
-  if (!media.empty() && media != "text/plain" && media != "application/json") {
+  const bool typed = !req.header("content-type").empty();
+  if (typed && media != "text/plain" && media != "application/json") {
     co_return Error{ErrorCode::unsupported_media_type,
                     "beacon: send text/plain or application/json"};
   }
