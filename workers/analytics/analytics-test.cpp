@@ -628,3 +628,26 @@ TEST_CASE(
                  {{"Content-Type", "Application/JSON; charset=utf-8"}})
             .status == 202);
 }
+
+TEST_CASE("analytics: expired salts and per-visitor rows go even when a new salt cannot be drawn") {
+  // The 48-hour deletions must not depend on drawing the next salts: a D1 that refuses writes
+  // (a full database, say) still deletes, and a failed draw is retried the next hour.
+  Analytics a;
+  a.maintenance();
+  a.page("https://crumbandcrust.example/");
+  a.drain();
+  CHECK(a.mesh.db("ANALYTICS_DB").rows("SELECT * FROM visitor_days").size() == 1);
+  a.mesh.now_ms = kDay + 2 * ss::kMsPerDay;  // 2025-12-01T00:00:00Z: 2025-11-29 is 48 hours old
+  a.mesh.fail_effect = [](const json& e) {
+    return e.value("sql", "").find("INSERT OR IGNORE INTO salts") != std::string::npos;
+  };
+  a.maintenance();
+  a.mesh.fail_effect = nullptr;
+  CHECK(a.salt_days() == std::vector<std::string>{"2025-11-30"});
+  CHECK(a.mesh.db("ANALYTICS_DB").rows("SELECT * FROM visitor_days").empty());
+  CHECK(a.mesh.db("ANALYTICS_DB").rows("SELECT * FROM visitor_dims").empty());
+  // The next run draws what is missing.
+  a.mesh.now_ms += 3'600'000;
+  a.maintenance();
+  CHECK(a.salt_days() == std::vector<std::string>{"2025-11-30", "2025-12-01", "2025-12-02"});
+}

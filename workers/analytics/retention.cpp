@@ -61,12 +61,17 @@ Task<Status> announce_finished_days(Context& ctx, const AnalyticsStore& store, s
 }  // namespace
 
 Task<Status> run_maintenance(Context& ctx, AnalyticsStore store, std::int64_t now) {
-  SS_CO_CHECK(co_await rotate_salts(ctx, store, now));
+  // Each step runs even when one before it failed (the job then fails with the first error): the
+  // 48-hour deletions must never wait on drawing tomorrow's salt, nor the other way round.
   // Rows of day D go when D+2 begins, like D's salt.
-  SS_CO_CHECK(co_await store.purge_visitor_state_before(utc_day(now, -1)));
+  Status purged = co_await store.purge_visitor_state_before(utc_day(now, -1));
+  Status rotated = co_await rotate_salts(ctx, store, now);
   const std::int64_t keep = ctx.env_int("ANALYTICS_RETENTION_DAYS", kDefaultRollupRetentionDays,
                                         kMinRollupRetentionDays, kMaxRollupRetentionDays);
-  SS_CO_CHECK(co_await store.purge_rollups_before(utc_day(now, -static_cast<int>(keep) + 1)));
+  Status trimmed = co_await store.purge_rollups_before(utc_day(now, -static_cast<int>(keep) + 1));
+  for (Status* step : {&purged, &rotated, &trimmed}) {
+    if (!*step) co_return std::move(*step).error();
+  }
   // Last, and never failing the job: the salts and the purges matter more than the announcement,
   // which the next hourly run repeats.
   Status announced = co_await announce_finished_days(ctx, store, now);

@@ -56,11 +56,14 @@ Task<Result<std::string>> visitor_hash(const std::string& salt_hex, const std::s
 }
 
 Task<Status> rotate_salts(Context& ctx, const AnalyticsStore& store, std::int64_t now) {
+  // Deleting first, and whatever drawing does: a D1 that refuses writes (a full database) must
+  // not keep an expired salt. Yesterday's salt stays until today ends: its day began less than 48
+  // hours ago.
+  Result<std::int64_t> deleted = co_await store.delete_salts_before(utc_day(now, -1));
+  if (deleted && *deleted > 0) ctx.log("deleted " + std::to_string(*deleted) + " expired salt(s)");
   SS_CO_TRY(std::string today, co_await draw_salt(ctx, store, utc_day(now)));
   SS_CO_TRY(std::string tomorrow, co_await draw_salt(ctx, store, utc_day(now, 1)));
-  // Yesterday's salt stays until today ends: its day began less than 48 hours ago.
-  SS_CO_TRY(std::int64_t deleted, co_await store.delete_salts_before(utc_day(now, -1)));
-  if (deleted > 0) ctx.log("deleted " + std::to_string(deleted) + " expired salt(s)");
+  if (!deleted) co_return std::move(deleted).error();
   co_return Unit{};
 }
 
