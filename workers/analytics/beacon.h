@@ -30,7 +30,7 @@ struct Beacon {
   std::string url;
   std::string referrer;
   std::optional<std::int64_t> width;
-  std::optional<UrlParts> page;  // `url` split, as parse_beacon checked it (not split twice)
+  std::optional<UrlParts> page = {};  // `url` split, as parse_beacon checked it (not twice)
 };
 
 // JSON object with "u" (an absolute http(s) URL), optional "r" (string) and "w" (number); other
