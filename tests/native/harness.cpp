@@ -451,6 +451,10 @@ void Mesh::kv_set(const std::string& binding, const std::string& key, std::strin
   kv_[binding + "/" + key] = KvEntry{std::move(value), 0};
 }
 
+void Mesh::kv_delete(const std::string& binding, const std::string& key) {
+  kv_.erase(binding + "/" + key);
+}
+
 std::map<std::string, std::string> Mesh::tenant_headers(const std::string& tenant,
                                                         const std::string& token) {
   return {{"X-SiteSwarm-Tenant-Id", tenant},

@@ -136,6 +136,7 @@ class Mesh {
   // KV as the cores see it (no expiry): a write made elsewhere, e.g. by another isolate.
   std::optional<std::string> kv_value(const std::string& binding, const std::string& key) const;
   void kv_set(const std::string& binding, const std::string& key, std::string value);
+  void kv_delete(const std::string& binding, const std::string& key);
 
   static std::map<std::string, std::string> tenant_headers(const std::string& tenant,
                                                            const std::string& token);

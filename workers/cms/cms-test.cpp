@@ -781,3 +781,26 @@ TEST_CASE("cms: a read from the kept copy with the tenant cache standing for D1 
   CHECK(d1_down.status == 200);
   CHECK(d1_down.replay.is_null());
 }
+
+TEST_CASE(
+    "cms: a snapshot pushed through another isolate is not undone by this isolate's cached row") {
+  Cms t;
+  REQUIRE(t.get("/v1/content").body_json()["source"] == "d1");  // the tenant row is cached here
+  REQUIRE(t.get("/v1/content").body_json()["hours"]["weekly"]["sat"].size() == 1);
+  // Another isolate handles PUT /admin/tenants/bakery (Saturdays closed): D1's row changes and
+  // the KV document is dropped; this isolate's tenant cache still holds the old row.
+  json config = bakery_cms_config();
+  config["fallback"]["hours"]["weekly"]["sat"] = json::array();
+  t.mesh.db("CMS_DB").execute("UPDATE tenants SET config_json = ?1 WHERE tenant_id = 'bakery'",
+                              json::array({config.dump()}));
+  t.mesh.kv_delete("CMS_CACHE", ss::cms::cache_key("bakery"));
+  t.mesh.now_ms += 5'000;  // the cached row is still fresh
+  // The KV miss refills the document: from the snapshot D1 holds now, not the cached row's.
+  CHECK(t.get("/v1/content").body_json()["hours"]["weekly"]["sat"] == json::array());
+  t.mesh.now_ms += 60'000;  // long after the cache's 30 s
+  for (int i = 0; i < 2; ++i) {
+    json body = t.get("/v1/content").body_json();
+    CHECK(body["source"] == "kv");
+    CHECK(body["hours"]["weekly"]["sat"] == json::array());
+  }
+}

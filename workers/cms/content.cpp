@@ -231,8 +231,24 @@ Task<Result<Served>> read_content(Context& ctx, const Request& req) {
     }
     auto stored = co_await CmsStore(ctx.app().db_binding).load(id);
     if (stored) {
+      bool refill = cached.ok();
+      if (!stored->has_value() && cache_verified) {
+        // Version 0 is the snapshot in the tenant's config. The cached row may predate a
+        // PUT /admin/tenants made through another isolate (which dropped the KV document): a KV
+        // document refilled from it would outlive the cache and serve the old snapshot until the
+        // next Studio write. Seed from the row D1 holds now.
+        auto current = co_await read_tenant(ctx, id);
+        if (!current) {
+          refill = false;  // answer from the cached row, but do not store it
+        } else if (!current->has_value() || !(*current)->enabled ||
+                   !constant_time_equal((*current)->token_hash, digest)) {
+          co_return tenant_unauthenticated();
+        } else {
+          tenant = std::move(**current);
+        }
+      }
       Content content = stored->has_value() ? std::move(**stored) : seed_content(*tenant);
-      if (cached) {
+      if (refill) {
         Status refreshed = co_await refresh_cache(ctx, content, tenant->token_hash);
         if (!refreshed) ctx.log("cms: KV refresh failed: " + refreshed.error().message);
       }
