@@ -804,3 +804,16 @@ TEST_CASE(
     CHECK(body["hours"]["weekly"]["sat"] == json::array());
   }
 }
+
+TEST_CASE("cms: /v1/status?at= before the zone data's window is refused, not answered wrongly") {
+  Cms t;
+  REQUIRE(t.studio("PUT", "/admin/v1/hours", hours_body()).status == 200);  // Mon 07:00–15:00
+  // Monday 2006-03-20 11:30Z was 06:30 EST (DST began on 2 April then, not under today's rule on
+  // 12 March): closed. The zone data only knows 2020 on, so it would say 07:30 EDT, open.
+  HttpReply past = t.get("/v1/status?at=2006-03-20T11:30:00Z");
+  CHECK(past.status == 400);
+  CHECK(past.body_json()["error"]["field"] == "at");
+  CHECK(past.body_json()["open"].is_null());
+  // Inside the window it answers.
+  CHECK(t.get("/v1/status?at=2020-01-06T12:30:00Z").body_json()["open"] == true);  // 07:30 EST
+}

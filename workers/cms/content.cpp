@@ -353,11 +353,14 @@ Result<std::int64_t> at_param(const Context& ctx, const Request& req) {
   std::string at = it->second;
   if (std::size_t sp = at.find(' '); sp != std::string::npos && sp >= 19) at[sp] = '+';
   auto ms = parse_rfc3339(at);
-  // Years the schedule can be computed for; the zone data is exact from 2020 through 2037.
-  static constexpr std::int64_t kMinAt = days_from_civil(1970, 1, 1) * kMsPerDay;
+  // Years the schedule can be computed for. The zone data starts in 2020 (before it, the offset
+  // of 2020-01-01 or today's POSIX rule would be a wrong answer, e.g. New York's pre-2007 DST);
+  // after 2037 the zone's current rule goes on, as ICU predicts it.
+  static constexpr std::int64_t kMinAt = days_from_civil(kFirstYear, 1, 1) * kMsPerDay;
   static constexpr std::int64_t kMaxAt = days_from_civil(2100, 1, 1) * kMsPerDay;
   if (!ms || *ms < kMinAt || *ms >= kMaxAt) {
-    return field_error("at", "must be an RFC 3339 date-time between 1970 and 2099");
+    return field_error(
+        "at", "must be an RFC 3339 date-time between " + std::to_string(kFirstYear) + " and 2099");
   }
   return *ms / 1000;
 }
