@@ -817,3 +817,32 @@ TEST_CASE("cms: /v1/status?at= before the zone data's window is refused, not ans
   // Inside the window it answers.
   CHECK(t.get("/v1/status?at=2020-01-06T12:30:00Z").body_json()["open"] == true);  // 07:30 EST
 }
+
+TEST_CASE(
+    "cms: a read's KV refill that lands after a concurrent write does not bring back the old "
+    "version") {
+  Cms t;
+  // A read misses KV and loads version 0 from D1; before its KV put lands, a Studio write commits
+  // version 1 and puts its document. The read's put (version 0) then arrives last.
+  bool fired = false;
+  t.mesh.observe_effects = [&](const json& effects) {
+    for (const json& e : effects) {
+      if (fired || e["kind"] != "kv.put" ||
+          e["value"].get<std::string>().find("\"version\":0") == std::string::npos) {
+        continue;
+      }
+      fired = true;
+      REQUIRE(t.studio("PUT", "/admin/v1/hours", hours_body()).status == 200);
+    }
+  };
+  CHECK(t.get("/v1/content").body_json()["version"] == 0);  // answered as loaded: fine
+  REQUIRE(fired);
+  t.mesh.observe_effects = nullptr;
+  for (int i = 0; i < 3; ++i) {
+    json body = t.get("/v1/content").body_json();
+    CHECK(body["version"] == 1);
+    CHECK(body["hours"]["weekly"]["mon"].size() == 1);
+  }
+  t.mesh.now_ms += 3'600'000;  // an hour later: still
+  CHECK(t.get("/v1/content").body_json()["version"] == 1);
+}

@@ -449,7 +449,21 @@ Task<Status> refresh_cache(Context& ctx, const Content& content, const std::stri
   Kv kv(kCacheBinding);
   Status put =
       co_await kv.put(cache_key(content.tenant_id), dump_json(cache_document(content, token_hash)));
-  if (put) co_return put;
+  if (put) {
+    // KV has no compare-and-set: a read's refill (or an earlier writer's put) may land after a
+    // newer version's put. Whoever put a document that is no longer D1's version drops it, so
+    // the next read refills from D1 instead of serving the old version until the next write.
+    // (Any put that lands last happened after the other version committed, so its check sees it.)
+    auto stored = co_await CmsStore(ctx.app().db_binding).version(content.tenant_id);
+    if (!stored) {
+      ctx.log("cms: version check after the KV put failed: " + stored.error().message);
+    } else if (*stored != content.version) {
+      Status removed = co_await kv.remove(cache_key(content.tenant_id));
+      if (!removed)
+        ctx.log("cms: KV remove of a superseded document failed: " + removed.error().message);
+    }
+    co_return put;
+  }
   // A reader must not keep getting the previous version from KV: drop it (D1 then answers).
   Status removed = co_await kv.remove(cache_key(content.tenant_id));
   if (!removed) ctx.log("cms: KV remove failed too: " + removed.error().message);
