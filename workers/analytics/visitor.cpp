@@ -61,6 +61,7 @@ Task<Status> rotate_salts(Context& ctx, const AnalyticsStore& store, std::int64_
   // hours ago.
   Result<std::int64_t> deleted = co_await store.delete_salts_before(utc_day(now, -1));
   if (deleted && *deleted > 0) ctx.log("deleted " + std::to_string(*deleted) + " expired salt(s)");
+  if (!deleted) ctx.log("analytics: deleting expired salts failed: " + deleted.error().message);
   SS_CO_TRY(std::string today, co_await draw_salt(ctx, store, utc_day(now)));
   SS_CO_TRY(std::string tomorrow, co_await draw_salt(ctx, store, utc_day(now, 1)));
   if (!deleted) co_return std::move(deleted).error();

@@ -232,11 +232,12 @@ Task<Result<Served>> read_content(Context& ctx, const Request& req) {
     auto stored = co_await CmsStore(ctx.app().db_binding).load(id);
     if (stored) {
       bool refill = cached.ok();
-      if (!stored->has_value() && cache_verified) {
+      if (refill && !stored->has_value() && cache_verified) {
         // Version 0 is the snapshot in the tenant's config. The cached row may predate a
         // PUT /admin/tenants made through another isolate (which dropped the KV document): a KV
         // document refilled from it would outlive the cache and serve the old snapshot until the
-        // next Studio write. Seed from the row D1 holds now.
+        // next Studio write. Seed from the row D1 holds now (only for a refill: with KV down
+        // nothing is stored, and the cached row answers).
         auto current = co_await read_tenant(ctx, id);
         if (!current) {
           refill = false;  // answer from the cached row, but do not store it
