@@ -301,6 +301,13 @@ export interface Pageview {
   url: string;
   referrer?: string;
   width?: number;
+  /**
+   * The visitor's own request to the app: its User-Agent, CF-Connecting-IP, DNT and Sec-GPC headers
+   * and `request.cf` (country, colo) go with the pageview, which is then classified and counted as
+   * that visitor's (a crawler's is counted as filtered). Without it the pageview is server-reported:
+   * counted, with the SDK's own user agent and no visitor hash.
+   */
+  request?: Request;
 }
 
 export interface PlatformClient {

@@ -92,6 +92,30 @@ describe("createPlatformClient with fake bindings", () => {
     assert.equal(new URL(beacon.url).pathname, "/beacon");
     assert.deepEqual(JSON.parse(beacon.body), { u: "https://b.example/", r: "", w: 390 });
     assert.equal(beacon.headers["x-siteswarm-tenant-id"], "bakery");
+    // Without the visitor's request: a server-reported pageview, counted without a visitor hash.
+    assert.equal(beacon.headers["user-agent"], "SiteSwarm-SDK/1.0 (server-reported pageview)");
+    assert.equal(beacon.headers.dnt, "1");
+    assert.equal(beacon.headers["cf-connecting-ip"], undefined);
+    // With it: the visitor's user agent, IP and privacy signals go along, nothing else of theirs.
+    const visit = new Request("https://b.example/menu", {
+      headers: {
+        "user-agent": "Mozilla/5.0 (iPhone) Mobile Safari/604.1",
+        "cf-connecting-ip": "203.0.113.7",
+        "sec-gpc": "1",
+        cookie: "session=secret",
+        authorization: "Bearer visitor",
+        "x-siteswarm-tenant-id": "spoofed",
+      },
+    });
+    await client.analytics.pageview({ url: "https://b.example/menu", request: visit });
+    const sent = ANALYTICS_SERVICE.seen[1].headers;
+    assert.equal(sent["user-agent"], "Mozilla/5.0 (iPhone) Mobile Safari/604.1");
+    assert.equal(sent["cf-connecting-ip"], "203.0.113.7");
+    assert.equal(sent["sec-gpc"], "1");
+    assert.equal(sent.dnt, undefined);
+    assert.equal(sent.cookie, undefined);
+    assert.equal(sent.authorization, undefined);
+    assert.equal(sent["x-siteswarm-tenant-id"], "bakery");
 
     const status = await client.cms.status(new Date("2026-05-26T14:00:00.123Z"));
     assert.equal(status.open, true);
@@ -250,6 +274,24 @@ describe("createPlatformClient with fake bindings", () => {
 
   it("refuses an invalid appId", () => {
     assert.throws(() => createPlatformClient({ appId: "Bad App", bindings: {} }), TypeError);
+  });
+
+  it("mockFallback refuses what the services refuse: a capability major they do not speak, a beacon over 4 KiB", async () => {
+    const manifest = { appId: "bakery", capabilities: { "lead-capture": { version: "2.0.0" } } };
+    const client = createPlatformClient({ appId: "bakery", manifest, bindings: {}, mockFallback: true });
+    const refused = await rejectsWith(
+      client.leads.submit({ name: "Ada", email: "ada@example.com" }),
+      "unsupported_capability_version",
+      400,
+    );
+    assert.match(refused.message, /2\.0\.0/);
+    // Other areas speak the default 1.0.0.
+    assert.equal(await client.analytics.pageview({ url: "https://b.example/" }), undefined);
+    await rejectsWith(
+      client.analytics.pageview({ url: `https://b.example/${"a".repeat(4100)}` }),
+      "payload_too_large",
+      413,
+    );
   });
 
   it("mockFallback serves in-memory fakes only when the binding is missing", async () => {

@@ -141,9 +141,26 @@ describe("the SDK inside workerd, bound to the platform workers", () => {
     );
   });
 
-  it("analytics.pageview is accepted", async () => {
+  // Without the visitor's request the SDK reports the pageview itself: the analytics worker counts it
+  // (not as a bot: the SDK names itself), with no visitor hash (DNT).
+  it("analytics.pageview is accepted and counted as a pageview, not a bot, with no visitor", async () => {
+    const today = new Date().toISOString().slice(0, 10);
+    const stats = async () =>
+      (
+        await mesh.fetch("analytics", `/v1/stats?from=${today}&to=${today}`, { headers: mesh.tenantHeaders(APP) })
+      ).json();
+    const before = (await stats()).totals;
     const out = await sdk("analytics.pageview", [{ url: "https://sdk.example/menu", referrer: "", width: 1280 }]);
     assert.deepEqual(out, { ok: true, value: null });
+    const deadline = Date.now() + 20_000;
+    let after = before;
+    while (after.pageviews === before.pageviews && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+      after = (await stats()).totals;
+    }
+    assert.equal(after.pageviews, before.pageviews + 1);
+    assert.equal(after.filtered, before.filtered);
+    assert.equal(after.visitors, before.visitors);
   });
 
   it("events.emit once per idempotency key; events.list sees the tenant's own event", async () => {

@@ -49,9 +49,10 @@ export function createPlatformClient(options = {}) {
    * @param {keyof typeof SERVICES} area
    * @param {string} method
    * @param {string} path
-   * @param {{ body?: unknown, idempotencyKey?: string, query?: Record<string, unknown> }} [init]
+   * @param {{ body?: unknown, idempotencyKey?: string, query?: Record<string, unknown>,
+   *   visitor?: { headers: Record<string, string>, cf?: unknown } }} [init]
    */
-  async function call(area, method, path, { body, idempotencyKey, query } = {}) {
+  async function call(area, method, path, { body, idempotencyKey, query, visitor } = {}) {
     const service = bindingOf(area);
     if (!service) {
       const name = SERVICES[area].binding;
@@ -66,8 +67,9 @@ export function createPlatformClient(options = {}) {
     for (const [key, value] of Object.entries(query ?? {})) {
       if (value !== undefined && value !== null && value !== "") url.searchParams.set(key, String(value));
     }
-    // Built from scratch: only what the SDK itself decides goes in.
-    const headers = new Headers({ accept: "application/json" });
+    // Built from scratch: only what the SDK itself decides goes in (and, for a pageview, the few
+    // visitor headers the analytics worker reads).
+    const headers = new Headers({ accept: "application/json", ...visitor?.headers });
     if (body !== undefined) headers.set("content-type", "application/json");
     if (idempotencyKey !== undefined) headers.set("Idempotency-Key", String(idempotencyKey));
     headers.set(TENANT_ID_HEADER, appId);
@@ -80,6 +82,7 @@ export function createPlatformClient(options = {}) {
         new Request(url, {
           method,
           headers,
+          ...(visitor?.cf && { cf: visitor.cf }), // the visitor's country and colo (workerd carries it)
           body: body === undefined ? undefined : JSON.stringify(body),
         }),
       );
@@ -125,7 +128,18 @@ export function createPlatformClient(options = {}) {
   }
 
   /** Uses the binding when there is one; the in-memory fake only when it is missing and allowed. */
-  const viaServiceOrMock = (area, real, fake) => (bindingOf(area) || !mockFallback ? real() : fake(mock()));
+  const viaServiceOrMock = (area, real, fake) => {
+    if (bindingOf(area) || !mockFallback) return real();
+    // The fakes answer what the services would: a capability version they do not speak is refused
+    // first, as every service does (shared/tenant.cpp check_capability).
+    const version = versionOf(area);
+    const major = version.split(".")[0];
+    if (!/^\d{1,4}$/.test(major) || Number(major) !== SUPPORTED_CAPABILITY_MAJOR) {
+      const message = `capability version ${version.slice(0, 32)} is not supported; this service speaks ${SUPPORTED_CAPABILITY_MAJOR}.x`;
+      throw new SiteSwarmError("unsupported_capability_version", message, { status: 400 });
+    }
+    return fake(mock());
+  };
 
   /** cms reads: the service, else (missing binding or service failure) the manifest's snapshot. */
   async function cmsRead(real, fromSnapshot) {
@@ -202,11 +216,12 @@ export function createPlatformClient(options = {}) {
     },
     analytics: {
       /** @param {Partial<import("../index.d.ts").Pageview>} [view] */
-      async pageview({ url, referrer = "", width } = {}) {
+      async pageview({ url, referrer = "", width, request } = {}) {
         return viaServiceOrMock(
           "analytics",
           async () => {
-            await call("analytics", "POST", "/beacon", { body: { u: url, r: referrer ?? "", w: width } });
+            const body = { u: url, r: referrer ?? "", w: width };
+            await call("analytics", "POST", "/beacon", { body, visitor: visitorOf(request) });
           },
           (m) => m.pageview({ url, referrer, width }),
         );
@@ -214,6 +229,29 @@ export function createPlatformClient(options = {}) {
     },
   };
 }
+
+// The analytics worker reads the visitor from these headers (docs/analytics.md): a pageview
+// reported with the visitor's own request is classified (device, browser, bots) and hashed as that
+// visitor's; without one it is a server-reported pageview — counted, under the SDK's own user agent,
+// with no visitor hash (DNT: 1), since there is no visitor to tell apart.
+const VISITOR_HEADERS = ["user-agent", "cf-connecting-ip", "dnt", "sec-gpc"];
+const SERVER_PAGEVIEW_USER_AGENT = "SiteSwarm-SDK/1.0 (server-reported pageview)";
+/**
+ * @param {Request | undefined} request
+ * @returns {{ headers: Record<string, string>, cf?: unknown }}
+ */
+function visitorOf(request) {
+  if (!request?.headers) return { headers: { "user-agent": SERVER_PAGEVIEW_USER_AGENT, dnt: "1" } };
+  /** @type {Record<string, string>} */
+  const headers = {};
+  for (const name of VISITOR_HEADERS) {
+    const value = request.headers.get(name);
+    if (value !== null) headers[name] = value;
+  }
+  return { headers, cf: /** @type {Request & { cf?: unknown }} */ (request).cf };
+}
+
+const SUPPORTED_CAPABILITY_MAJOR = 1;
 
 /** A 2xx answer → its JSON body (null when empty); anything else → a SiteSwarmError. */
 async function readAnswer(response) {

@@ -104,7 +104,12 @@ export function createMocks({ appId, snapshot, leadsConfig = {} }) {
     /** @param {Partial<import("../index.d.ts").Pageview>} [view] */
     pageview({ url, referrer, width } = {}) {
       // The beacon exactly as the client puts it on the wire (undefined dropped, NaN/Infinity → null).
-      const beacon = JSON.parse(JSON.stringify({ u: url, r: referrer ?? "", w: width }));
+      const text = JSON.stringify({ u: url, r: referrer ?? "", w: width });
+      // The beacon's 4 KiB, as the worker counts them (UTF-8 bytes of the body).
+      if (new TextEncoder().encode(text).length > MAX_BEACON_BYTES) {
+        throw new SiteSwarmError("payload_too_large", "the beacon is over 4096 bytes", { status: 413 });
+      }
+      const beacon = JSON.parse(text);
       const checked = validateBeacon(beacon);
       if (!checked.ok) {
         throw new SiteSwarmError(checked.code, checked.message, {
@@ -116,6 +121,8 @@ export function createMocks({ appId, snapshot, leadsConfig = {} }) {
     },
   };
 }
+
+const MAX_BEACON_BYTES = 4096; // workers/analytics/beacon.h kMaxBeaconBytes
 
 function globRegExp(glob) {
   const escaped = glob.replace(/[.+?^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*");
