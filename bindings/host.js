@@ -12,7 +12,7 @@
 // "Answers known in advance") and whose effects all succeeded — and the next request builds a fresh one.
 import { perform } from "./effects/index.js";
 import { faultsRoute, hooksOn, InjectedTrap, performWithFaults } from "./faults.js";
-import { bodyPieces, Core, CoreTrap, newProfile } from "./instance.js";
+import { Core, CoreTrap, newProfile } from "./instance.js";
 import {
   bodilessRequestMessage,
   envelope,
@@ -240,6 +240,23 @@ function holdColumn(result, held) {
 }
 
 const bodyEncoder = new TextEncoder();
+// As bindings/instance.js decodes a body: a leading U+FEFF stays.
+const pieceDecoder = new TextDecoder("utf-8", { ignoreBOM: true });
+
+// A body's UTF-8 bytes cut at each splice's byte offset, the pieces decoded apart: the held values
+// go in between them.
+function bodyPieces(bytes, splices) {
+  const pieces = [];
+  let from = 0;
+  for (const { at } of splices) {
+    if (!(at >= from && at <= bytes.length)) throw new Error("a splice outside its body");
+    if (at < bytes.length && (bytes[at] & 0xc0) === 0x80) throw new Error("a splice inside a character");
+    pieces.push(pieceDecoder.decode(bytes.subarray(from, at)));
+    from = at;
+  }
+  pieces.push(pieceDecoder.decode(bytes.subarray(from)));
+  return pieces;
+}
 
 // An output whose body names held values: the body's pieces (cut at each splice's byte offset; the
 // bytes of a body that came apart are kept by bindings/instance.js) with the values joined in between.

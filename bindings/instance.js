@@ -18,23 +18,6 @@ const ERRNO_SUCCESS = 0;
 const ERRNO_NOSYS = 52;
 const ERRNO_SPIPE = 70;
 
-/**
- * A body's UTF-8 bytes cut at each splice's byte offset (docs/abi.md "Held columns"), the pieces
- * decoded apart: the held values go in between them.
- */
-export function bodyPieces(bytes, splices) {
-  const pieces = [];
-  let from = 0;
-  for (const { at } of splices) {
-    if (!(at >= from && at <= bytes.length)) throw new Error("a splice outside its body");
-    if (at < bytes.length && (bytes[at] & 0xc0) === 0x80) throw new Error("a splice inside a character");
-    pieces.push(bodyDecoder.decode(bytes.subarray(from, at)));
-    from = at;
-  }
-  pieces.push(bodyDecoder.decode(bytes.subarray(from)));
-  return pieces;
-}
-
 /** Thrown for every call on a Core that has trapped (once) or was poisoned before. */
 export class CoreTrap extends Error {
   constructor(cause) {

@@ -275,15 +275,13 @@ Task<Result<Response>> read_events_response(const ReadQuery& q) {
   if (page.held != 0) {
     res.splices.push_back(Splice{res.body.size(), page.held, ","});
   } else {
-    // The host sent the views along: joined here.
-    std::size_t size = res.body.size() + 64;
-    for (const EventPageRow& row : page.rows) size += row.view.value_or("").size() + 1;
-    res.body.reserve(size);
+    // The host sent the views along (every row, each with its view): joined here.
+    if (page.rows.size() != page.count) {
+      co_return Error{ErrorCode::internal, "a read page without its views"};
+    }
     for (std::size_t i = 0; i < page.rows.size(); ++i) {
+      if (!page.rows[i].view) co_return Error{ErrorCode::internal, "a read page without its views"};
       if (i > 0) res.body += ',';
-      if (!page.rows[i].view || page.rows.size() != page.count) {
-        co_return Error{ErrorCode::internal, "a read page without its views"};
-      }
       res.body += *page.rows[i].view;
     }
   }
