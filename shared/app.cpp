@@ -91,29 +91,31 @@ Task<Result<Response>> put_tenant(Context& ctx, const Request& req, const Params
   }
   if (ctx.app().validate_tenant_config) SS_CO_CHECK(ctx.app().validate_tenant_config(ctx, config));
 
-  TenantStore store(ctx.app().db_binding);
-  SS_CO_TRY(std::optional<TenantRow> existing, co_await store.find(id));
-  bool created = !existing.has_value();
-  if (created && (!token || !admin_token)) {
-    co_return Error{ErrorCode::invalid_request, "a new tenant needs token and adminToken"}.with(
-        "field", !token ? "token" : "adminToken");
-  }
-  // Hash whichever secrets were sent, concurrently; keep the stored digest for the others.
-  std::string token_hash = existing ? existing->token_hash : "";
-  std::string admin_hash = existing ? existing->admin_token_hash : "";
+  // Hash whichever secrets were sent, concurrently; a digest left out keeps the stored one.
+  std::optional<std::string> token_hash;
+  std::optional<std::string> admin_hash;
   if (token && admin_token) {
     auto [t, a] = co_await when_all(sha256_hex(*token), sha256_hex(*admin_token));
     if (!t) co_return std::move(t).error();
     if (!a) co_return std::move(a).error();
-    token_hash = *t;
-    admin_hash = *a;
+    token_hash = std::move(*t);
+    admin_hash = std::move(*a);
   } else if (token || admin_token) {
     SS_CO_TRY(std::string digest, co_await sha256_hex(token ? *token : *admin_token));
     (token ? token_hash : admin_hash) = std::move(digest);
   }
 
+  // Created or updated is what the write itself says (one D1 batch), never a read before it:
+  // concurrent creations of one tenant get one 201 and 200s.
+  TenantStore store(ctx.app().db_binding);
   std::string now = format_rfc3339(ctx.now_ms());
-  SS_CO_CHECK(co_await store.upsert(id, token_hash, admin_hash, config, now));
+  SS_CO_TRY(TenantStore::Saved saved_as,
+            co_await store.save(id, token_hash, admin_hash, config, now));
+  if (saved_as == TenantStore::Saved::missing) {
+    co_return Error{ErrorCode::invalid_request, "a new tenant needs token and adminToken"}.with(
+        "field", !token ? "token" : "adminToken");
+  }
+  const bool created = saved_as == TenantStore::Saved::created;
   tenant_cache(ctx).forget(id);  // a new token or config takes effect in this instance at once
   if (ctx.app().apply_tenant_config) {
     SS_CO_CHECK(co_await ctx.app().apply_tenant_config(ctx, id, config));

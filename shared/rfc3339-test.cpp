@@ -147,5 +147,13 @@ TEST_CASE("rfc3339: parse_date") {
   CHECK(format_rfc3339(*parse_date("2026-12-24")) == "2026-12-24T00:00:00Z");
 }
 
+TEST_CASE("shown_rfc3339_second: a stored time as the second it falls in") {
+  CHECK(shown_rfc3339_second("2026-12-03T10:04:48.621Z") == "2026-12-03T10:04:48Z");
+  CHECK(shown_rfc3339_second("2026-12-03T10:04:48.000Z") == "2026-12-03T10:04:48Z");
+  CHECK(shown_rfc3339_second("2026-12-03T10:04:48Z") == "2026-12-03T10:04:48Z");
+  CHECK(shown_rfc3339_second("1969-12-31T23:59:59.500Z") == "1969-12-31T23:59:59Z");
+  CHECK(shown_rfc3339_second("not a time") == "not a time");
+}
+
 }  // namespace
 }  // namespace ss

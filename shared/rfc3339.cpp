@@ -101,6 +101,11 @@ std::string shown_rfc3339(std::string_view stored) {
   return seconds ? std::string(*seconds) + "Z" : std::string(stored);
 }
 
+std::string shown_rfc3339_second(std::string_view stored) {
+  std::optional<std::int64_t> ms = parse_rfc3339(stored);
+  return ms ? format_rfc3339(*ms) : std::string(stored);
+}
+
 std::optional<std::int64_t> parse_date(std::string_view s) {
   if (s.size() != kDateLength) return std::nullopt;
   const auto days = parse_date_days(s);

@@ -62,6 +62,9 @@ std::string format_rfc3339_stamp(std::int64_t unix_ms);
 // A stored fixed-width time as clients see it: "….000Z" without its zero milliseconds
 // ("2026-05-25T14:23:11Z", the contract's form); any other text as it is.
 std::string shown_rfc3339(std::string_view stored);
+// A stored time with milliseconds (kept for ordering and timers) as clients see it: the second it
+// falls in, "2026-05-25T14:23:11.621Z" → "2026-05-25T14:23:11Z"; text that is not a time as it is.
+std::string shown_rfc3339_second(std::string_view stored);
 // Without copying: "2026-05-25T14:23:11" (no "Z") for a "….000Z" time, else nullopt (shown as is).
 std::optional<std::string_view> rfc3339_whole_seconds(std::string_view stored);
 

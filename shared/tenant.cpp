@@ -101,8 +101,12 @@ Status check_capability(Context& ctx, const Request& req, const std::string& ten
   std::string version = req.header("x-siteswarm-capability-version");
   if (version.empty()) return Unit{};
   std::string shown = version.substr(0, 32);
-  std::string_view major = std::string_view(version).substr(0, version.find('.'));
-  if (parse_decimal(major, 0, 9999) != kSupportedCapabilityMajor) {
+  std::optional<std::int64_t> major = semver_major(version);
+  if (!major) {
+    return Error{ErrorCode::unsupported_capability_version,
+                 "capability version " + shown + " is not a semantic version (MAJOR.MINOR.PATCH)"};
+  }
+  if (*major != kSupportedCapabilityMajor) {
     return Error{ErrorCode::unsupported_capability_version,
                  "capability version " + shown + " is not supported; this service speaks " +
                      std::to_string(kSupportedCapabilityMajor) + ".x"};

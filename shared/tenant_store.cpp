@@ -11,12 +11,21 @@ SELECT tenant_id, token_hash, admin_token_hash, config_json, enabled, created_at
 FROM tenants WHERE tenant_id = ?1
 )sql";
 
-constexpr std::string_view kUpsertTenant = R"sql(
+// A new tenant only: the D1 batch's first statement when both digests are sent; its `changes` say
+// whether this save created the tenant.
+constexpr std::string_view kCreateTenant = R"sql(
 INSERT INTO tenants (tenant_id, token_hash, admin_token_hash, config_json, enabled, created_at,
                      updated_at)
 VALUES (?1, ?2, ?3, ?4, 1, ?5, ?5)
-ON CONFLICT (tenant_id) DO UPDATE SET token_hash = ?2, admin_token_hash = ?3, config_json = ?4,
-                                      enabled = 1, updated_at = ?5
+ON CONFLICT (tenant_id) DO NOTHING
+)sql";
+
+// Every save: a NULL digest keeps the stored one.
+constexpr std::string_view kUpdateTenant = R"sql(
+UPDATE tenants SET token_hash = COALESCE(?2, token_hash),
+                   admin_token_hash = COALESCE(?3, admin_token_hash), config_json = ?4,
+                   enabled = 1, updated_at = ?5
+WHERE tenant_id = ?1
 )sql";
 
 constexpr std::string_view kDisableTenant = R"sql(
@@ -31,10 +40,14 @@ Result<std::optional<TenantRow>> tenant_found(json&& value) {
   return r.value().first_as<TenantRow>();
 }
 
-Result<Unit> tenant_upserted(json&& value) {
-  Result<D1Result> r = D1::all_result(std::move(value));
+Result<TenantStore::Saved> tenant_saved(json&& value) {
+  Result<std::vector<D1Result>> r = D1::batch_result(std::move(value));
   if (!r.ok()) return std::move(r).error();
-  return Unit{};
+  const std::vector<D1Result>& results = r.value();
+  if (results.empty()) return Error{ErrorCode::internal, "tenant save: an empty D1 batch answer"};
+  if (results.size() == 2 && results[0].meta.changes > 0) return TenantStore::Saved::created;
+  return results.back().meta.changes > 0 ? TenantStore::Saved::updated
+                                         : TenantStore::Saved::missing;
 }
 
 Result<bool> tenant_disabled(json&& value) {
@@ -70,12 +83,19 @@ EffectOf<std::optional<TenantRow>> TenantStore::find(const std::string& tenant_i
                                                      tenant_found);
 }
 
-EffectOf<Unit> TenantStore::upsert(const std::string& tenant_id, const std::string& token_hash,
-                                   const std::string& admin_token_hash, const json& config,
-                                   const std::string& now) const {
-  return db_.run_decoded<Unit>(
-      kUpsertTenant, json::array({tenant_id, token_hash, admin_token_hash, dump_json(config), now}),
-      tenant_upserted);
+EffectOf<TenantStore::Saved> TenantStore::save(const std::string& tenant_id,
+                                               const std::optional<std::string>& token_hash,
+                                               const std::optional<std::string>& admin_token_hash,
+                                               const json& config, const std::string& now) const {
+  const json digest = token_hash ? json(*token_hash) : json(nullptr);
+  const json admin_digest = admin_token_hash ? json(*admin_token_hash) : json(nullptr);
+  json params = json::array({tenant_id, digest, admin_digest, dump_json(config), now});
+  std::vector<D1Statement> statements;
+  if (token_hash && admin_token_hash) {
+    statements.push_back({std::string(kCreateTenant), params});
+  }
+  statements.push_back({std::string(kUpdateTenant), std::move(params)});
+  return db_.batch_decoded<Saved>(statements, tenant_saved);
 }
 
 EffectOf<bool> TenantStore::disable(const std::string& tenant_id, const std::string& now) const {

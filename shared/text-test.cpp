@@ -29,8 +29,6 @@ TEST_CASE("CharClass builds a byte set from ranges and lists") {
   CHECK(!kDigits.all_of("12a"));
 }
 
-}  // namespace ss
-
 TEST_CASE("constant_time_equal: equal only for the same bytes and length, whatever the lengths") {
   CHECK(ss::constant_time_equal("secret-token", "secret-token"));
   CHECK_FALSE(ss::constant_time_equal("secret-token", "secret-toke"));    // a prefix
@@ -43,3 +41,45 @@ TEST_CASE("constant_time_equal: equal only for the same bytes and length, whatev
   // A length that differs by a multiple of 2^8 (the low byte of the XOR of the lengths is 0).
   CHECK_FALSE(ss::constant_time_equal(std::string(1, 'a'), std::string(257, 'a')));
 }
+
+TEST_CASE("semver_major: Semantic Versioning 2.0.0 only") {
+  CHECK(semver_major("1.2.0") == 1);
+  CHECK(semver_major("0.0.0") == 0);
+  CHECK(semver_major("10.20.30") == 10);
+  CHECK(semver_major("1.0.0-beta") == 1);
+  CHECK(semver_major("1.0.0-alpha.1") == 1);
+  CHECK(semver_major("1.0.0-0.3.7") == 1);
+  CHECK(semver_major("1.0.0-x-y-z.--") == 1);
+  CHECK(semver_major("1.0.0+20130313144700") == 1);
+  CHECK(semver_major("1.0.0-beta+exp.sha.5114f85") == 1);
+  CHECK(semver_major("2.0.0") == 2);
+  for (const char* bad : {"",
+                          "1",
+                          "1.0",
+                          "1.x",
+                          "1..0",
+                          "1.0.",
+                          ".1.0",
+                          "01.0.0",
+                          "1.01.0",
+                          "1.0.01",
+                          "1.2.3.4",
+                          "1.0.0garbage",
+                          "v1.2.0",
+                          "-1.0.0",
+                          "1.0.0-",
+                          "1.0.0+",
+                          "1.0.0-beta..1",
+                          "1.0.0-01",
+                          "1.0.0+a+b",
+                          "1.0.0-be ta",
+                          " 1.0.0",
+                          "1.0.0 ",
+                          "banana",
+                          "99999999999999999999.0.0"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(semver_major(bad).has_value());
+  }
+}
+
+}  // namespace ss

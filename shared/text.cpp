@@ -1,6 +1,7 @@
 #include "shared/text.h"
 
 #include <charconv>
+#include <cstdint>
 
 namespace ss {
 
@@ -12,6 +13,58 @@ std::optional<std::int64_t> parse_decimal(std::string_view text, std::int64_t mi
   if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;  // overflow
   if (value < min || value > max) return std::nullopt;
   return value;
+}
+
+namespace {
+
+constexpr CharClass kSemverIdentifier = CharClass(kAlnum).chars("-");
+
+// A numeric identifier: "0" or digits without a leading zero, within an int64.
+bool semver_number(std::string_view part) {
+  if (part.size() > 1 && part[0] == '0') return false;
+  return parse_decimal(part, 0, INT64_MAX).has_value();
+}
+
+// Dot-separated non-empty identifiers of [0-9A-Za-z-]; numeric ones (pre-release only) without
+// a leading zero.
+bool semver_identifiers(std::string_view list, bool numeric_rule) {
+  for (;;) {
+    std::size_t dot = list.find('.');
+    std::string_view part = list.substr(0, dot);
+    if (part.empty() || !kSemverIdentifier.all_of(part)) return false;
+    if (numeric_rule && kDigits.all_of(part) && !semver_number(part)) return false;
+    if (dot == std::string_view::npos) return true;
+    list.remove_prefix(dot + 1);
+  }
+}
+
+}  // namespace
+
+std::optional<std::int64_t> semver_major(std::string_view text) {
+  std::string_view core = text.substr(0, text.find_first_of("-+"));
+  std::string_view rest = text.substr(core.size());
+  const std::size_t dot1 = core.find('.');
+  const std::size_t dot2 = dot1 == std::string_view::npos ? dot1 : core.find('.', dot1 + 1);
+  if (dot2 == std::string_view::npos || core.find('.', dot2 + 1) != std::string_view::npos) {
+    return std::nullopt;  // not exactly three numbers
+  }
+  std::string_view major = core.substr(0, dot1);
+  if (!semver_number(major) || !semver_number(core.substr(dot1 + 1, dot2 - dot1 - 1)) ||
+      !semver_number(core.substr(dot2 + 1))) {
+    return std::nullopt;
+  }
+  if (!rest.empty() && rest[0] == '-') {
+    std::size_t plus = rest.find('+');
+    if (!semver_identifiers(rest.substr(1, plus == std::string_view::npos ? plus : plus - 1),
+                            true)) {
+      return std::nullopt;
+    }
+    rest.remove_prefix(plus == std::string_view::npos ? rest.size() : plus);
+  }
+  if (!rest.empty() && (rest[0] != '+' || !semver_identifiers(rest.substr(1), false))) {
+    return std::nullopt;
+  }
+  return parse_decimal(major, 0, INT64_MAX);
 }
 
 }  // namespace ss

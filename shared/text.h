@@ -14,6 +14,10 @@ namespace ss {
 std::optional<std::int64_t> parse_decimal(std::string_view text, std::int64_t min,
                                           std::int64_t max);
 
+// The major version of a Semantic Versioning 2.0.0 string (MAJOR.MINOR.PATCH, then optional
+// "-pre.release" and "+build" identifiers; numbers without leading zeros), nullopt for anything else.
+std::optional<std::int64_t> semver_major(std::string_view text);
+
 // A set of bytes, built from ranges and lists: CharClass().range('a', 'z').chars("-_").
 class CharClass {
  public:

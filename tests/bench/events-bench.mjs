@@ -9,7 +9,7 @@
 //       binding ({"service":"BENCH_TARGET","path":"/start"}) to a tiny JS worker answering 202;
 //       one POST /admin/events/drain?consumer=workflow_runner → events/s and workflow starts/s.
 //
-//   node tests/bench/events-bench.mjs [--emits 300] [--batch 500] [--reads 10] [--rounds 2]
+//   node tests/bench/events-bench.mjs [--emits 300] [--batch 500] [--reads 40] [--rounds 2]
 // or from tests/bench/bench.mjs (scripts/bench), which runs it after the /health table.
 import { createHash } from "node:crypto";
 import path from "node:path";
@@ -26,6 +26,9 @@ const ADMIN_TOKEN = "bench-admin-token";
 const TENANT = "bench-tenant";
 const TENANT_TOKEN = "bench-tenant-token-0123456789";
 const SUBSCRIPTIONS = 8;
+// Reads of 500 before the timed ones, per side: a side's first reads are its slowest (workerd
+// compiles and tiers up both sides' code, SQLite warms its page cache), docs/performance.md.
+const READ_WARMUP = 6;
 const CPP = "siteswarm-events-service";
 const JS = "bench-events-js";
 const TARGET = "bench-target";
@@ -56,7 +59,7 @@ const eventsWorkerOptions = () =>
  * Runs the ledger bench and prints its table.
  * @returns {Promise<object>} the figures, per implementation
  */
-export async function runEventsBench({ emits = 300, batch = 500, reads = 10, rounds = 2, log = console.log } = {}) {
+export async function runEventsBench({ emits = 300, batch = 500, reads = 40, rounds = 2, log = console.log } = {}) {
   const { Miniflare } = await import("miniflare");
   const { applyMigrations, MODULE_RULES } = await import("../../scripts/lib/local-mesh.mjs");
   const mf = new Miniflare({
@@ -228,13 +231,13 @@ export async function runEventsBench({ emits = 300, batch = 500, reads = 10, rou
     // (b) read a batch of 500 (after the drains, so that there are more than 500 events).
     const readMs = { cpp: [], js: [] };
     // Order alternating by iteration, as the emits: neither side always reads right after the other.
-    for (let i = 0; i < reads + 2; i++) {
+    for (let i = 0; i < reads + READ_WARMUP; i++) {
       for (const impl of i % 2 ? ["js", "cpp"] : ["cpp", "js"]) {
         const t = performance.now();
         const res = expect("read", await call(impl, "/api/events?limit=500", { headers: operator }), 200);
         const ms = performance.now() - t;
         if (res.events.length !== 500) throw new Error(`${impl} read: ${res.events.length} events`);
-        if (i >= 2) readMs[impl].push(ms); // the first two are warm-up
+        if (i >= READ_WARMUP) readMs[impl].push(ms);
       }
     }
 
@@ -287,7 +290,7 @@ if (import.meta.url === pathToFileURL(process.argv[1]).href) {
   await runEventsBench({
     emits: option("emits", 300),
     batch: option("batch", 500),
-    reads: option("reads", 10),
+    reads: option("reads", 40),
     rounds: option("rounds", 2),
   });
 }

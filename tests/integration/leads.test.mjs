@@ -1106,6 +1106,11 @@ describe("tenant admin API", () => {
     assert.equal(view.deliveries[0].history.length, 1);
     assert.equal(view.deliveries[0].history[0].ok, true);
     assert.equal(view.deliveries[0].history[0].httpStatus, 200);
+    // Every time in the answer is RFC 3339 UTC in whole seconds, the contract's form.
+    const d = view.deliveries[0];
+    for (const at of [view.createdAt, d.createdAt, d.updatedAt, d.deliveredAt, d.history[0].at]) {
+      assert.match(at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    }
     await errorOf(
       await mesh.fetch("leads", "/api/leads/01ARZ3NDEKTSV4RRFFQ69G5FAV", { headers: adminHeaders("lt-admin") }),
       404,

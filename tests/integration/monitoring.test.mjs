@@ -154,6 +154,27 @@ describe("monitoring: monitors API", () => {
   });
 });
 
+describe("monitoring: monitors API, writes", () => {
+  it("keeps and answers maintenance windows in UTC, whatever offset was sent", async () => {
+    const maintenance = [{ start: "2026-01-01T01:00:00+01:00", end: "2026-01-02T00:00:00.250-05:00" }];
+    const utc = [{ start: "2026-01-01T00:00:00Z", end: "2026-01-02T05:00:00.250Z" }];
+    const created = await jsonOf(await put("tz-window", { url: `${origin.url}/`, maintenance }), 201);
+    assert.deepEqual(created.maintenance, utc);
+    const read = await jsonOf(
+      await mesh.fetch("monitoring", "/admin/monitors/tz-window", { headers: adminHeaders() }),
+      200,
+    );
+    assert.deepEqual(read.maintenance, utc);
+  });
+
+  it("answers one 201 to concurrent creations of one monitor, 200 to the others", async () => {
+    const answers = await Promise.all(Array.from({ length: 4 }, () => put("race", { url: `${origin.url}/` })));
+    const statuses = answers.map((r) => r.status).sort();
+    await Promise.all(answers.map((r) => r.arrayBuffer()));
+    assert.deepEqual(statuses, [200, 200, 200, 201]);
+  });
+});
+
 describe("monitoring: probes in workerd", () => {
   it("passes on the real page and names each failure reason", async () => {
     await jsonOf(await put("reasons", monitor({ alertChannels: {} })), 201);

@@ -90,6 +90,36 @@ describe("tenant provisioning", () => {
     }
   });
 
+  it("answers one 201 to concurrent creations of one tenant, 200 to the others, on every worker", async () => {
+    for (const key of PLATFORM) {
+      const id = `race-${key}`;
+      const bodies = Array.from({ length: 4 }, () => ({ token: secret(), adminToken: secret(), config: {} }));
+      const answers = await Promise.all(bodies.map((b) => put(key, id, b)));
+      const statuses = answers.map((r) => r.status).sort();
+      await Promise.all(answers.map((r) => r.arrayBuffer()));
+      assert.deepEqual(statuses, [200, 200, 200, 201], `${key}: ${statuses}`);
+    }
+  });
+
+  it("keeps the stored secret a partial update leaves out, and refuses a new tenant without both", async () => {
+    for (const key of PLATFORM) {
+      const id = `partial-${key}`;
+      const token = secret();
+      const adminToken = secret();
+      const missing = await errorOf(await put(key, id, { token, config: {} }), 400, "invalid_request");
+      assert.equal(missing.field, "adminToken");
+      const read = await mesh.fetch(key, `/admin/tenants/${id}`, { headers: mesh.operator() });
+      await errorOf(read, 404, "not_found");
+
+      await jsonOf(await put(key, id, { token, adminToken, config: {} }), 201);
+      const newToken = secret();
+      await jsonOf(await put(key, id, { token: newToken, config: { b: 1 } }), 200);
+      const whoami = (t) => mesh.fetch(key, "/v1/tenant", { headers: mesh.tenantHeaders(id, { token: t }) });
+      assert.equal((await whoami(newToken)).status, 200);
+      await errorOf(await whoami(token), 401, "unauthenticated_tenant");
+    }
+  });
+
   it("refuses a missing or wrong operator token with 401 unauthorized", async () => {
     const body = { token: secret(), adminToken: secret(), config: {} };
     for (const key of PLATFORM) {
@@ -140,6 +170,18 @@ describe("tenant context", () => {
       await errorOf(await mesh.fetch(key, "/v1/tenant", { headers: stolen }), 401, "unauthenticated_tenant");
       const v2 = mesh.tenantHeaders("bakery", { version: "2.0.0" });
       await errorOf(await mesh.fetch(key, "/v1/tenant", { headers: v2 }), 400, "unsupported_capability_version");
+      // Only semantic versions (MAJOR.MINOR.PATCH): a malformed one is refused even when it starts with 1.
+      for (const version of ["1", "1.0", "1.x", "1.0.0garbage", "01.0.0", "1.2.3.4", "1.0.0-"]) {
+        const odd = mesh.tenantHeaders("bakery", { version });
+        const e = await errorOf(
+          await mesh.fetch(key, "/v1/tenant", { headers: odd }),
+          400,
+          "unsupported_capability_version",
+        );
+        assert.match(e.message, /semantic version/, version);
+      }
+      const pre = mesh.tenantHeaders("bakery", { version: "1.4.0-beta.2+build.7" });
+      assert.equal((await mesh.fetch(key, "/v1/tenant", { headers: pre })).status, 200);
     });
   }
 

@@ -285,6 +285,20 @@ describe("createPlatformClient with fake bindings", () => {
       400,
     );
     assert.match(refused.message, /2\.0\.0/);
+    // Not semantic versions at all: refused alike, as the services refuse them.
+    for (const version of ["1", "1.0", "1.0.0garbage", "01.0.0", "1.2.3.4"]) {
+      const odd = { appId: "bakery", capabilities: { "lead-capture": { version } } };
+      const oddClient = createPlatformClient({ appId: "bakery", manifest: odd, bindings: {}, mockFallback: true });
+      const e = await rejectsWith(
+        oddClient.leads.submit({ name: "Ada", email: "ada@example.com" }),
+        "unsupported_capability_version",
+        400,
+      );
+      assert.match(e.message, /semantic version/);
+    }
+    const pre = { appId: "bakery", capabilities: { "lead-capture": { version: "1.4.0-beta.2+build.7" } } };
+    const preClient = createPlatformClient({ appId: "bakery", manifest: pre, bindings: {}, mockFallback: true });
+    assert.equal((await preClient.leads.submit({ name: "Ada", email: "ada@example.com" })).ok, true);
     // Other areas speak the default 1.0.0.
     assert.equal(await client.analytics.pageview({ url: "https://b.example/" }), undefined);
     await rejectsWith(

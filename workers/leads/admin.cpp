@@ -33,6 +33,11 @@ json lead_view(const LeadRow& row) {
 }
 
 json optional_json(const std::optional<std::string>& v) { return v ? json(*v) : json(nullptr); }
+// Delivery times are stored with milliseconds (the retry timers and the sweeper compare them);
+// clients see whole seconds, as every time the platform answers.
+json optional_time(const std::optional<std::string>& v) {
+  return v ? json(shown_rfc3339_second(*v)) : json(nullptr);
+}
 
 json delivery_view(const DeliveryRow& row) {
   json v = json_object({{"id", row.id},
@@ -43,15 +48,15 @@ json delivery_view(const DeliveryRow& row) {
                         {"attempts", row.attempts},
                         {"lastError", optional_json(row.last_error)},
                         {"createdAt", shown_rfc3339(row.created_at)},
-                        {"updatedAt", row.updated_at},
-                        {"deliveredAt", optional_json(row.delivered_at)}});
+                        {"updatedAt", shown_rfc3339_second(row.updated_at)},
+                        {"deliveredAt", optional_time(row.delivered_at)}});
   if (!row.recipient.empty()) v["recipient"] = row.recipient;
   return v;
 }
 
 json attempt_view(const AttemptRow& a) {
   return json_object({{"attempt", a.attempt},
-                      {"at", a.attempted_at},
+                      {"at", shown_rfc3339_second(a.attempted_at)},
                       {"ok", a.ok},
                       {"httpStatus", a.http_status ? json(*a.http_status) : json(nullptr)},
                       {"error", optional_json(a.error)}});

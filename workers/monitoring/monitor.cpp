@@ -151,8 +151,9 @@ Status parse_windows(const json& body, MonitorSpec& spec) {
     auto end_ms = end ? parse_rfc3339(*end) : std::nullopt;
     if (!end_ms) return field_error(field + ".end", "must be an RFC 3339 date-time");
     if (*end_ms <= *start_ms) return field_error(field + ".end", "must be after start");
-    window.start = *start;
-    window.end = *end;
+    // Kept and answered in UTC ("…Z", as every time the platform shows), whatever offset was sent.
+    window.start = shown_rfc3339(format_rfc3339_ms(*start_ms));
+    window.end = shown_rfc3339(format_rfc3339_ms(*end_ms));
     window.start_ms = *start_ms;
     window.end_ms = *end_ms;
     spec.maintenance.push_back(std::move(window));

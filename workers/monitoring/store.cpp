@@ -35,6 +35,14 @@ ON CONFLICT (tenant_id, monitor_id) DO UPDATE SET spec_json = ?3, enabled = ?4, 
   consecutive_failures = CASE WHEN ?4 = 0 OR enabled = 0 THEN 0 ELSE consecutive_failures END
 )sql";
 
+// Before kUpsertMonitor in one batch: its `changes` say whether this write created the monitor
+// (a read before the write would tell concurrent creators all "created").
+constexpr std::string_view kCreateMonitor = R"sql(
+INSERT INTO monitors (tenant_id, monitor_id, spec_json, enabled, source, created_at, updated_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)
+ON CONFLICT (tenant_id, monitor_id) DO NOTHING
+)sql";
+
 constexpr std::string_view kDeleteMonitor = R"sql(
 DELETE FROM monitors WHERE tenant_id = ?1 AND monitor_id = ?2
 )sql";
@@ -389,11 +397,11 @@ Task<Result<std::int64_t>> MonitorStore::count(const std::string& tenant) const 
 Task<Result<bool>> MonitorStore::upsert(const std::string& tenant, const std::string& id,
                                         const json& spec, bool enabled, const std::string& source,
                                         const std::string& now) const {
-  json find_params = json::array({tenant, id});
-  SS_CO_TRY(D1Result existing, co_await db_.first(kFindMonitor, find_params));
   json params = json::array({tenant, id, dump_json(spec), enabled ? 1 : 0, source, now});
-  SS_CO_TRY(D1Result ignored, co_await db_.run(kUpsertMonitor, params));
-  co_return existing.empty();
+  std::vector<D1Statement> batch{{std::string(kCreateMonitor), params},
+                                 {std::string(kUpsertMonitor), params}};
+  SS_CO_TRY(std::vector<D1Result> r, co_await db_.batch(batch));
+  co_return !r.empty() && r[0].meta.changes > 0;
 }
 
 Task<Result<bool>> MonitorStore::remove(const std::string& tenant, const std::string& id) const {

@@ -133,9 +133,11 @@ export function createPlatformClient(options = {}) {
     // The fakes answer what the services would: a capability version they do not speak is refused
     // first, as every service does (shared/tenant.cpp check_capability).
     const version = versionOf(area);
-    const major = version.split(".")[0];
-    if (!/^\d{1,4}$/.test(major) || Number(major) !== SUPPORTED_CAPABILITY_MAJOR) {
-      const message = `capability version ${version.slice(0, 32)} is not supported; this service speaks ${SUPPORTED_CAPABILITY_MAJOR}.x`;
+    const semver = SEMVER.exec(version);
+    if (!semver || Number(semver[1]) !== SUPPORTED_CAPABILITY_MAJOR) {
+      const message = semver
+        ? `capability version ${version.slice(0, 32)} is not supported; this service speaks ${SUPPORTED_CAPABILITY_MAJOR}.x`
+        : `capability version ${version.slice(0, 32)} is not a semantic version (MAJOR.MINOR.PATCH)`;
       throw new SiteSwarmError("unsupported_capability_version", message, { status: 400 });
     }
     return fake(mock());
@@ -252,6 +254,10 @@ function visitorOf(request) {
 }
 
 const SUPPORTED_CAPABILITY_MAJOR = 1;
+// Semantic Versioning 2.0.0, the expression semver.org gives (what shared/text.cpp semver_major
+// accepts): MAJOR.MINOR.PATCH without leading zeros, optional pre-release and build identifiers.
+const SEMVER =
+  /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$/;
 
 /** A 2xx answer → its JSON body (null when empty); anything else → a SiteSwarmError. */
 async function readAnswer(response) {
