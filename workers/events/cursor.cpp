@@ -105,9 +105,27 @@ Task<Result<Cursor>> replay_consumer(Context& ctx, const std::string& consumer,
   Cursor cursor;
   cursor.seq = *seq - 1;
   SS_CO_TRY(cursor.event_id, co_await EventStore::event_id_before(*seq));
+  // Under the consumer's drain lock: a run in progress commits its cursor with each batch, and would
+  // silently overwrite a cursor moved under it. A consumer that is draining is a 409; the lock is
+  // let go in the commit that moves the cursor.
+  SS_CO_TRY(std::string holder, co_await ctx.new_ulid());
+  const std::string lock = lock_name(consumer);
+  SS_CO_TRY(bool locked, co_await DrainState::claim(lock, holder, ctx.now_ms(), kLockTtlMs));
+  if (!locked) {
+    co_return Error{ErrorCode::conflict,
+                    "consumer " + consumer +
+                        " is draining (its lock is held); replay once that run has finished"};
+  }
   std::vector<D1Statement> statements = {
-      DrainState::advance_statement(consumer, cursor, format_rfc3339(ctx.now_ms()), 0)};
-  SS_CO_CHECK(co_await commit(statements));
+      DrainState::advance_statement(consumer, cursor, format_rfc3339(ctx.now_ms()), 0),
+      DrainState::release_statement(lock, holder)};
+  Status moved = co_await commit(statements);
+  if (!moved) {
+    Status released = co_await DrainState::release(lock, holder);
+    if (!released)
+      ctx.log("replay: lock release failed for " + consumer + " (it expires by itself)");
+    co_return std::move(moved).error();
+  }
   ctx.log("replay: " + consumer + " cursor set before " + from_event_id + " (seq " +
           std::to_string(*seq) + ")");
   co_return cursor;

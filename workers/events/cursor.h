@@ -99,7 +99,9 @@ Task<Status> commit_with_cursor(Context& ctx, DrainReport& report,
                                 std::vector<D1Statement> statements, bool last = true);
 
 // Sets a consumer's cursor just before the first insertion of from_event_id, so that it reads that
-// event and everything inserted after it again. An event_id the ledger does not hold is 404.
+// event and everything inserted after it again. An event_id the ledger does not hold is 404. Done
+// under the consumer's drain lock, so a run in progress cannot overwrite it: while one holds the
+// lock, 409 conflict.
 Task<Result<Cursor>> replay_consumer(Context& ctx, const std::string& consumer,
                                      const std::string& from_event_id);
 

@@ -855,3 +855,43 @@ TEST_CASE("a drain call costs one D1 round trip to open and releases its lock in
   CHECK(kinds.size() == 1);
   CHECK(l.db("SELECT * FROM cron_locks").empty());  // a stopped consumer takes no lock
 }
+
+TEST_CASE("a replay made while a drain of that consumer runs is never undone by the run") {
+  Ledger l;
+  l.workflow("notify");
+  l.subscribe("*", "notify");
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) ids.push_back(l.emit("price.changed"));
+  CHECK(l.drain()["started"] == 3);
+  for (int i = 0; i < 2; ++i) ids.push_back(l.emit("price.changed"));
+
+  // While the run sends its first start (it holds the drain lock), the operator replays from the
+  // first event.
+  auto stub = l.mesh.fetch_stub;
+  int replay_status = 0;
+  l.mesh.fetch_stub = [&](const json& req) {
+    if (replay_status == 0) {
+      replay_status =
+          l.admin("POST", "/admin/consumers/workflow_runner/replay", {{"from_event_id", ids[0]}})
+              .status;
+    }
+    return stub(req);
+  };
+  json report = l.drain();
+  l.mesh.fetch_stub = stub;
+  CHECK(report["read"] == 2);
+  // The replay cannot take effect under the running drain: it says so instead of answering 200
+  // and being overwritten by the run's commit.
+  CHECK(replay_status == 409);
+  json cursor = l.db("SELECT cursor FROM event_drain_state WHERE consumer = 'workflow_runner'");
+  REQUIRE(cursor.size() == 1);
+  CHECK(cursor[0]["cursor"] == ids[4]);
+
+  // Once the run is over, the same replay lands, and the next drain reads the window again.
+  REQUIRE(l.admin("POST", "/admin/consumers/workflow_runner/replay", {{"from_event_id", ids[0]}})
+              .status == 200);
+  json again = l.drain();
+  CHECK(again["read"] == 5);
+  CHECK(again["duplicates"] == 5);
+  CHECK(l.calls.size() == 5);
+}
