@@ -703,3 +703,31 @@ TEST_CASE("kill switches: only the switches something obeys; a typo is a 400 nam
   for (const json& s : listed) CHECK(s["name"].get<std::string>().rfind("kill:", 0) == 0);
   CHECK(listed.size() == 8);
 }
+
+TEST_CASE("kill:high_risk_ops off releases held events behind 500 other quarantined ones") {
+  Ledger l;
+  REQUIRE(l.admin("PUT", "/admin/workflows/refund",
+                  {{"target", {{"webhook", "http://127.0.0.1:9/hooks/refund"}}}, {"risk_level", 4}})
+              .status == 201);
+  l.subscribe("order.*", "refund");
+  l.subscribe("price.*", "missing");  // no workflow definition: each such event is quarantined
+  for (int i = 0; i < 500; ++i) l.emit("price.changed", {{"n", i}});
+  REQUIRE(l.admin("PUT", "/admin/kill-switches/kill:high_risk_ops", {{"enabled", true}}).status ==
+          200);
+  std::string held = l.emit("order.refunded");
+  auto r = l.admin("POST", "/admin/events/drain?consumer=workflow_runner&batches=2");
+  REQUIRE(r.status == 200);
+  json report = r.body_json()["consumers"]["workflow_runner"];
+  CHECK(report["read"] == 501);
+  CHECK(report["quarantined"] == 500);
+  CHECK(report["held"] == 1);
+  CHECK(l.calls.empty());
+
+  // Turning the switch off releases the held event, whatever else sits in the quarantine.
+  auto off = l.admin("PUT", "/admin/kill-switches/kill:high_risk_ops", {{"enabled", false}});
+  REQUIRE(off.status == 200);
+  CHECK(off.body_json()["released"]["released"] == 1);
+  CHECK(l.keys() == std::multiset<std::string>{"workflow_runner:" + held + ":refund"});
+  CHECK(l.db("SELECT * FROM events_quarantine WHERE resolved_at IS NULL AND reason LIKE 'held:%'")
+            .empty());
+}

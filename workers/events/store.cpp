@@ -295,6 +295,14 @@ WHERE (?1 = '' OR consumer = ?1) AND (?2 = 1 OR resolved_at IS NULL)
 ORDER BY seq LIMIT 500
 )sql";
 
+// The consumer's open rows with one reason (the starts kill:high_risk_ops holds), oldest first: the
+// rows quarantined for other reasons never crowd them out of a page.
+constexpr std::string_view kOpenQuarantineWithReason = R"sql(
+SELECT * FROM events_quarantine
+WHERE consumer = ?1 AND resolved_at IS NULL AND reason = ?2
+ORDER BY seq LIMIT ?3
+)sql";
+
 // ---- configuration
 
 constexpr std::string_view kInsertSubscription = R"sql(
@@ -1398,6 +1406,14 @@ Task<Result<std::optional<QuarantineRow>>> Quarantine::find(const std::string& c
 Task<Result<std::vector<QuarantineRow>>> Quarantine::list(const std::string& consumer, bool all) {
   json params = json::array({consumer, all ? 1 : 0});
   SS_CO_TRY(D1Result fetched, co_await db().all(kListQuarantine, params));
+  co_return fetched.as<QuarantineRow>();
+}
+
+Task<Result<std::vector<QuarantineRow>>> Quarantine::open_with_reason(const std::string& consumer,
+                                                                      const std::string& reason,
+                                                                      int limit) {
+  json params = json::array({consumer, reason, limit});
+  SS_CO_TRY(D1Result fetched, co_await db().all(kOpenQuarantineWithReason, params));
   co_return fetched.as<QuarantineRow>();
 }
 

@@ -273,6 +273,10 @@ class Quarantine {
                                                          const std::string& event_id);
   // consumer "" = every consumer; `all` includes resolved rows.
   static Task<Result<std::vector<QuarantineRow>>> list(const std::string& consumer, bool all);
+  // The consumer's open rows quarantined with exactly `reason`, oldest first, at most `limit`.
+  static Task<Result<std::vector<QuarantineRow>>> open_with_reason(const std::string& consumer,
+                                                                   const std::string& reason,
+                                                                   int limit);
 };
 
 // ---- configuration: subscriptions, workflow definitions, schemas, kill switches -----------------

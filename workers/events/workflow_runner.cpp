@@ -745,12 +745,13 @@ Task<Result<json>> retry_quarantined(Context& ctx, const std::string& consumer,
 }
 
 Task<Result<json>> release_held(Context& ctx) {
-  SS_CO_TRY(std::vector<QuarantineRow> rows, co_await Quarantine::list(kWorkflowRunner, false));
+  // Only the held rows are read: a page of every open row (Quarantine::list, 500 by seq) could be
+  // all failures, and the held events behind them would never be released.
+  SS_CO_TRY(std::vector<QuarantineRow> rows, co_await Quarantine::open_with_reason(
+                                                 kWorkflowRunner, kHeldReason, kMaxReleasePerCall));
   int released = 0;
   int still_held = 0;
   for (const QuarantineRow& row : rows) {
-    if (row.reason != kHeldReason) continue;
-    if (released + still_held >= kMaxReleasePerCall) break;
     SS_CO_TRY(json result, co_await retry_quarantined(ctx, kWorkflowRunner, row.event_id));
     if (result["resolved"] == true) {
       ++released;
