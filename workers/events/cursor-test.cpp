@@ -210,3 +210,40 @@ TEST_CASE("retention ages events by the ledger's clock, not by the producer's ev
   CHECK(rows[2]["redacted_at"].is_null());
   CHECK(retention() == 0);
 }
+
+TEST_CASE("retention's tombstone names only its own tenant's events") {
+  // The batch holds both tenants' events; each tenant's tombstone (which that tenant reads on GET
+  // /api/events) must not carry the other tenant's event_ids in its entity_ref or idempotency_key.
+  CursorLedger l;
+  std::string a1 = l.post("bakery", kBakeryToken).body_json()["event_id"];
+  std::string b1 = l.post("auto-repair", kAutoToken).body_json()["event_id"];
+  std::string a2 = l.post("bakery", kBakeryToken).body_json()["event_id"];
+  std::string b2 = l.post("auto-repair", kAutoToken).body_json()["event_id"];
+  l.mesh.now_ms += 731LL * ss::kMsPerDay;
+  auto r =
+      l.mesh.request("events", "POST", "/admin/events/retention", CursorLedger::operator_headers());
+  REQUIRE(r.status == 200);
+  CHECK(r.body_json()["redacted"] == 4);
+  auto tombstones = [&](const std::string& tenant, const std::string& token) {
+    auto read = l.mesh.request("events", "GET", "/api/events?type=events.tombstoned",
+                               Mesh::tenant_headers(tenant, token));
+    REQUIRE(read.status == 200);
+    return read.body_json()["events"];
+  };
+  json bakery = tombstones("bakery", kBakeryToken);
+  REQUIRE(bakery.size() == 1);
+  CHECK(bakery[0]["entity_ref"] == "retention:" + a1 + ".." + a2);
+  for (const std::string& other : {b1, b2}) {
+    CHECK(bakery[0].dump().find(other) == std::string::npos);
+  }
+  json auto_repair = tombstones("auto-repair", kAutoToken);
+  REQUIRE(auto_repair.size() == 1);
+  CHECK(auto_repair[0]["entity_ref"] == "retention:" + b1 + ".." + b2);
+  for (const std::string& other : {a1, a2}) {
+    CHECK(auto_repair[0].dump().find(other) == std::string::npos);
+  }
+  // Run again: nothing left, no second tombstone.
+  r = l.mesh.request("events", "POST", "/admin/events/retention", CursorLedger::operator_headers());
+  CHECK(r.body_json()["redacted"] == 0);
+  CHECK(tombstones("bakery", kBakeryToken).size() == 1);
+}

@@ -23,21 +23,29 @@ Task<Result<json>> apply_retention(Context& ctx, int days) {
     std::string first, last;
   };
   std::map<std::string, std::map<std::pair<std::string, std::string>, Group>> by_tenant;
+  // Each tenant's first and last event of the batch: its tombstone (which that tenant reads) names
+  // only its own events, never another tenant's event_ids.
+  std::map<std::string, Group> span;
   for (const AgedEvent& row : rows) {
     std::string day = row.recorded_at.substr(0, 10);
-    Group& g = by_tenant[row.tenant_id.value_or("")][{day, row.event_type}];
+    std::string tenant = row.tenant_id.value_or("");
+    Group& g = by_tenant[tenant][{day, row.event_type}];
     if (g.count++ == 0) g.first = row.event_id;
     g.last = row.event_id;
+    Group& t = span[tenant];
+    if (t.count++ == 0) t.first = row.event_id;
+    t.last = row.event_id;
   }
   const std::string& first = rows.front().event_id;
   const std::string& last = rows.back().event_id;
   std::string now = format_rfc3339(ctx.now_ms());
   std::vector<D1Statement> statements;
   for (auto& [tenant, groups] : by_tenant) {
+    const Group& own = span[tenant];
     NewEvent tomb;
     tomb.event_type = "events.tombstoned";
     tomb.entity_type = "retention";
-    tomb.entity_id = first + ".." + last;
+    tomb.entity_id = own.first + ".." + own.last;
     if (!tenant.empty()) tomb.tenant_id = tenant;
     json summary = json::array();
     for (auto& [key, g] : groups) {
@@ -48,7 +56,7 @@ Task<Result<json>> apply_retention(Context& ctx, int days) {
                          {"last_event_id", g.last}});
     }
     tomb.payload = {{"reason", "retention"}, {"retention_days", days}, {"summary", summary}};
-    tomb.idempotency_key = "retention:" + first + ":" + last;
+    tomb.idempotency_key = "retention:" + own.first + ":" + own.last;
     tomb.source_system = "siteswarm-events-service";
     SS_CO_TRY(Appended appended, co_await append_event(ctx, std::move(tomb)));
     for (auto& [key, g] : groups) {
