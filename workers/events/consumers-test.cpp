@@ -731,3 +731,39 @@ TEST_CASE("kill:high_risk_ops off releases held events behind 500 other quaranti
   CHECK(l.db("SELECT * FROM events_quarantine WHERE resolved_at IS NULL AND reason LIKE 'held:%'")
             .empty());
 }
+
+TEST_CASE("held starts are not released while kill:fanout or kill:workflow_runner is on") {
+  Ledger l;
+  REQUIRE(l.admin("PUT", "/admin/workflows/refund",
+                  {{"target", {{"webhook", "http://127.0.0.1:9/hooks/refund"}}}, {"risk_level", 4}})
+              .status == 201);
+  l.subscribe("order.*", "refund");
+  REQUIRE(l.admin("PUT", "/admin/kill-switches/kill:high_risk_ops", {{"enabled", true}}).status ==
+          200);
+  std::string held = l.emit("order.refunded");
+  CHECK(l.drain()["held"] == 1);
+  CHECK(l.calls.empty());
+
+  for (const std::string stop : {"kill:fanout", "kill:workflow_runner"}) {
+    CAPTURE(stop);
+    // The emergency stop is on: the high-risk switch going off must not start anything, neither at
+    // once nor on the */2 cron.
+    REQUIRE(l.admin("PUT", "/admin/kill-switches/" + stop, {{"enabled", true}}).status == 200);
+    auto off = l.admin("PUT", "/admin/kill-switches/kill:high_risk_ops", {{"enabled", false}});
+    REQUIRE(off.status == 200);
+    CHECK(off.body_json()["released"]["released"] == 0);
+    CHECK(l.mesh.message("events", {{"op", "scheduled"}, {"cron", "*/2 * * * *"}})["ok"] == true);
+    CHECK(l.calls.empty());
+    CHECK(l.db("SELECT * FROM events_quarantine WHERE resolved_at IS NULL").size() == 1);
+    REQUIRE(l.admin("PUT", "/admin/kill-switches/" + stop, {{"enabled", false}}).status == 200);
+    REQUIRE(l.admin("PUT", "/admin/kill-switches/kill:high_risk_ops", {{"enabled", true}}).status ==
+            200);
+  }
+
+  // Every stop off: the next */2 cron releases it, once.
+  REQUIRE(l.admin("PUT", "/admin/kill-switches/kill:high_risk_ops", {{"enabled", false}}).status ==
+          200);
+  CHECK(l.mesh.message("events", {{"op", "scheduled"}, {"cron", "*/2 * * * *"}})["ok"] == true);
+  CHECK(l.keys() == std::multiset<std::string>{"workflow_runner:" + held + ":refund"});
+  CHECK(l.db("SELECT * FROM events_quarantine WHERE resolved_at IS NULL").empty());
+}

@@ -747,10 +747,20 @@ Task<Result<json>> retry_quarantined(Context& ctx, const std::string& consumer,
 Task<Result<json>> release_held(Context& ctx) {
   // Only the held rows are read: a page of every open row (Quarantine::list, 500 by seq) could be
   // all failures, and the held events behind them would never be released.
-  SS_CO_TRY(std::vector<QuarantineRow> rows, co_await Quarantine::open_with_reason(
-                                                 kWorkflowRunner, kHeldReason, kMaxReleasePerCall));
+  std::vector<std::string> stops = {"kill:fanout", "kill:" + std::string(kWorkflowRunner)};
+  auto [found, stopped] = co_await when_all(
+      Quarantine::open_with_reason(kWorkflowRunner, kHeldReason, kMaxReleasePerCall),
+      DrainState::any_switch_on(stops));
+  if (!found) co_return std::move(found).error();
+  if (!stopped) co_return std::move(stopped).error();
+  const std::vector<QuarantineRow>& rows = *found;
   int released = 0;
   int still_held = 0;
+  if (*stopped) {
+    // kill:fanout or kill:workflow_runner stops every start: the held events stay parked, and the
+    // */2 cron releases them once the stop is off.
+    co_return json_object({{"released", 0}, {"still_held", static_cast<int>(rows.size())}});
+  }
   for (const QuarantineRow& row : rows) {
     SS_CO_TRY(json result, co_await retry_quarantined(ctx, kWorkflowRunner, row.event_id));
     if (result["resolved"] == true) {

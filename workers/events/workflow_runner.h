@@ -54,6 +54,7 @@ Task<Result<json>> retry_quarantined(Context& ctx, const std::string& consumer,
 
 // Retries up to kMaxReleasePerCall events held by kill:high_risk_ops (after it was turned off):
 // {"released","still_held"}. The cron calls it too, so a long backlog drains over several runs.
+// Nothing is released while kill:fanout or kill:workflow_runner is on (they stop every start).
 Task<Result<json>> release_held(Context& ctx);
 
 }  // namespace ss::events
