@@ -181,7 +181,7 @@ Task<Result<Response>> create_subscription(Context& ctx, const Request& req, con
       {"filter_expr", row.filter_expr ? json(*row.filter_expr) : json(nullptr)},
       {"input_mapper", find_field(body, "input_mapper") ? body["input_mapper"] : json(nullptr)},
       {"enabled", row.enabled},
-      {"created_at", format_rfc3339(ctx.now_ms())}};
+      {"created_at", row.created_at}};  // as stored: the clock has moved during the write
   co_return Response::json_body(201, view);
 }
 
@@ -269,13 +269,14 @@ Task<Result<Response>> put_workflow(Context& ctx, const Request& req, const Para
     }
     risk = *level;
   }
-  SS_CO_TRY(bool created, co_await ConfigStore::upsert_workflow(type, dump_json(target), risk,
-                                                                format_rfc3339(ctx.now_ms())));
-  co_return Response::json_body(created ? 201 : 200,
-                                json_object({{"workflow_type", type},
-                                             {"target", target},
-                                             {"risk_level", risk},
-                                             {"updated_at", format_rfc3339(ctx.now_ms())}}));
+  // One reading of the clock: the answer shows what was stored (time moves during the write).
+  std::string now = format_rfc3339(ctx.now_ms());
+  SS_CO_TRY(bool created,
+            co_await ConfigStore::upsert_workflow(type, dump_json(target), risk, now));
+  co_return Response::json_body(created ? 201 : 200, json_object({{"workflow_type", type},
+                                                                  {"target", target},
+                                                                  {"risk_level", risk},
+                                                                  {"updated_at", now}}));
 }
 
 Task<Result<Response>> list_workflows(Context& ctx, const Request& req, const Params&) {

@@ -767,3 +767,22 @@ TEST_CASE("held starts are not released while kill:fanout or kill:workflow_runne
   CHECK(l.keys() == std::multiset<std::string>{"workflow_runner:" + held + ":refund"});
   CHECK(l.db("SELECT * FROM events_quarantine WHERE resolved_at IS NULL").empty());
 }
+
+TEST_CASE("a created subscription and a saved workflow answer the times they were stored with") {
+  // Time moves while D1 answers (each effect's result carries the host's clock): the answer must
+  // show the stored created_at / updated_at, not a second reading of the clock after the write.
+  Ledger l;
+  l.mesh.observe_effects = [&](const json&) { l.mesh.now_ms += 1500; };
+  auto wf = l.admin("PUT", "/admin/workflows/notify",
+                    {{"target", {{"webhook", "http://127.0.0.1:9/hooks/notify"}}}});
+  REQUIRE(wf.status == 201);
+  auto sub = l.admin("POST", "/admin/subscriptions",
+                     {{"event_type_glob", "order.*"}, {"workflow_type", "notify"}});
+  REQUIRE(sub.status == 201);
+  l.mesh.observe_effects = nullptr;
+  json stored_wf = l.admin("GET", "/admin/workflows/notify").body_json();
+  CHECK(wf.body_json()["updated_at"] == stored_wf["updated_at"]);
+  std::string id = sub.body_json()["id"];
+  json stored_sub = l.admin("GET", "/admin/subscriptions/" + id).body_json();
+  CHECK(sub.body_json()["created_at"] == stored_sub["created_at"]);
+}
