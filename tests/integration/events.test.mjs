@@ -517,6 +517,24 @@ describe("workflow_runner", () => {
       "invalid_request",
     );
     assert.equal(bad.field, "from_event_id");
+
+    // A run holding the drain lock commits its cursor with every batch: a replay under it would be
+    // overwritten, so it is a 409 that changes nothing; once the lock is gone it lands.
+    await db
+      .prepare("INSERT INTO cron_locks (name, holder, expires_at_ms) VALUES ('drain:workflow_runner', 'a-run', ?1)")
+      .bind(Date.now() + 60_000)
+      .run();
+    await errorOf(
+      await admin("POST", "/admin/consumers/workflow_runner/replay", { from_event_id: ids[0] }),
+      409,
+      "conflict",
+    );
+    assert.equal(await cursorOf(), ids[3], "the cursor did not move");
+    assert.equal((await rows("SELECT holder FROM cron_locks"))[0].holder, "a-run", "the run's lock is untouched");
+    await db.prepare("DELETE FROM cron_locks WHERE name = 'drain:workflow_runner'").run();
+    await jsonOf(await admin("POST", "/admin/consumers/workflow_runner/replay", { from_event_id: ids[0] }), 200);
+    assert.equal((await drain()).read, 4);
+    assert.equal((await rows("SELECT * FROM cron_locks")).length, 0, "the replay let its lock go");
   });
 
   it("two drains at once never start a workflow twice (200 events, overlap observed)", async (t) => {
