@@ -15,6 +15,22 @@ std::optional<std::int64_t> parse_decimal(std::string_view text, std::int64_t mi
   return value;
 }
 
+std::size_t code_points(std::string_view text) {
+  std::size_t n = 0;
+  for (char c : text) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
+bool has_control_chars(std::string_view text, bool allow_newlines) {
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u == 0x7F || (u < 0x20 && !(allow_newlines && (c == '\n' || c == '\r' || c == '\t')))) {
+      return true;
+    }
+  }
+  return false;
+}
+
 namespace {
 
 constexpr CharClass kSemverIdentifier = CharClass(kAlnum).chars("-");

@@ -18,6 +18,12 @@ std::optional<std::int64_t> parse_decimal(std::string_view text, std::int64_t mi
 // "-pre.release" and "+build" identifiers; numbers without leading zeros), nullopt for anything else.
 std::optional<std::int64_t> semver_major(std::string_view text);
 
+// Characters of valid UTF-8 text (its bytes that do not continue a sequence).
+std::size_t code_points(std::string_view text);
+// A C0 control character or DEL; with allow_newlines, \n, \r and \t are text (a message, an
+// announcement), without, they are controls too (a name, a single-line field).
+bool has_control_chars(std::string_view text, bool allow_newlines);
+
 // A set of bytes, built from ranges and lists: CharClass().range('a', 'z').chars("-_").
 class CharClass {
  public:

@@ -86,8 +86,19 @@ export function createSite({ manifest, service, version, labels = {} }) {
     /** @param {Request} request @param {Record<string, any>} env */
     async fetch(request, env) {
       const { pathname } = new URL(request.url);
-      if (pathname === "/health") return Response.json({ ok: true, service, version: appVersion });
-      if (pathname === "/api/platform/health") return platformHealth(env, appId);
+      if (pathname === "/health" || pathname === "/api/platform/health") {
+        // Reads: GET and HEAD (a HEAD answer has no body), 405 with Allow otherwise, as every worker.
+        if (request.method !== "GET" && request.method !== "HEAD") {
+          const refused = errorResponse(405, "method_not_allowed", `${request.method} is not allowed here`);
+          refused.headers.set("allow", "GET, HEAD");
+          return refused;
+        }
+        const answer =
+          pathname === "/health"
+            ? Response.json({ ok: true, service, version: appVersion })
+            : await platformHealth(env, appId);
+        return request.method === "HEAD" ? new Response(null, answer) : answer;
+      }
       if ((pathname === "/" || pathname === "/index.html") && request.method === "GET") {
         return home(request, env, manifest);
       }

@@ -57,6 +57,15 @@ describe("the three client apps", () => {
       const platform = await (await mesh.fetch(key, "/api/platform/health")).json();
       assert.equal(platform.ok, true, JSON.stringify(platform));
       assert.equal(platform.app, appId);
+      for (const path of ["/health", "/api/platform/health"]) {
+        const posted = await mesh.fetch(key, path, { method: "POST" });
+        assert.equal(posted.status, 405, path);
+        assert.equal(posted.headers.get("allow"), "GET, HEAD");
+        assert.equal((await posted.json()).error.code, "method_not_allowed");
+        const head = await mesh.fetch(key, path, { method: "HEAD" });
+        assert.equal(head.status, 200, path);
+        assert.equal(await head.text(), "");
+      }
 
       const res = await mesh.fetch(key, "/");
       assert.equal(res.status, 200);

@@ -347,6 +347,10 @@ TEST_CASE("cms: bad input names the field and writes nothing") {
        json{{"from", "2026-12-24"}, {"closed", true}, {"message", long_text}}, "message"},
       {"POST", "/admin/v1/announcements", json{{"text", long_text}}, "text"},
       {"POST", "/admin/v1/announcements", json{{"text", "hi"}, {"level", "loud"}}, "level"},
+      {"POST", "/admin/v1/announcements", json{{"text", std::string("nul\0here", 8)}}, "text"},
+      {"POST", "/admin/v1/announcements", json{{"text", "bell\x07"}}, "text"},
+      {"POST", "/admin/v1/overrides",
+       json{{"from", "2026-12-24"}, {"closed", true}, {"message", "del\x7f"}}, "message"},
       {"POST", "/admin/v1/announcements",
        json{{"text", "hi"},
             {"level", "info"},
@@ -375,6 +379,20 @@ TEST_CASE("cms: bad input names the field and writes nothing") {
   CHECK(t.rows("cms_versions") == 0);
   CHECK(t.rows("cms_state") == 0);
   CHECK(t.mesh.queue_sent["EVENTS_QUEUE"].empty());
+}
+
+TEST_CASE("cms: text keeps newlines and tabs; a control character is 400 on PATCH too") {
+  Cms t;
+  HttpReply created =
+      t.studio("POST", "/admin/v1/announcements", json{{"text", "Line one\nLine two\tend"}});
+  REQUIRE(created.status == 201);
+  CHECK(created.body_json()["announcement"]["text"] == "Line one\nLine two\tend");
+  const std::string id = created.body_json()["announcement"]["id"];
+  HttpReply patched =
+      t.studio("PATCH", "/admin/v1/announcements/" + id, json{{"text", "esc\x1b[31m"}});
+  CHECK(patched.status == 400);
+  CHECK(patched.body_json()["error"]["field"] == "text");
+  CHECK(t.get("/v1/content").body_json()["announcements"].size() >= 1);
 }
 
 TEST_CASE("cms: a tenant's fallback snapshot is checked at provisioning, naming the field") {

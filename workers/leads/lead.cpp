@@ -1,6 +1,7 @@
 #include "workers/leads/lead.h"
 
 #include "shared/json_util.h"
+#include "shared/text.h"
 
 #include <algorithm>
 #include <set>
@@ -17,21 +18,6 @@ std::string trim(std::string_view s) {
 }
 
 // Counts UTF-8 code points (continuation bytes are not counted).
-std::size_t text_length(std::string_view s) {
-  return static_cast<std::size_t>(std::count_if(
-      s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
-}
-
-bool has_control_chars(std::string_view s, bool allow_newlines) {
-  for (char c : s) {
-    unsigned char u = static_cast<unsigned char>(c);
-    if (u == 0x7F || (u < 0x20 && !(allow_newlines && (c == '\n' || c == '\r' || c == '\t')))) {
-      return true;
-    }
-  }
-  return false;
-}
-
 bool is_turnstile_field(const std::string& name) {
   return name == "turnstileToken" || name == "cf-turnstile-response";
 }
@@ -143,7 +129,7 @@ Result<Submission> validate_submission(const FormFields& fields, const LeadsConf
     }
     std::string value = trim(raw);
     if (name == "name") {
-      if (text_length(value) > kMaxNameLength || has_control_chars(value, false)) {
+      if (code_points(value) > kMaxNameLength || has_control_chars(value, false)) {
         problems["name"] = "must be at most 200 characters of text";
       } else if (!value.empty()) {
         out.lead["name"] = value;
@@ -164,13 +150,13 @@ Result<Submission> validate_submission(const FormFields& fields, const LeadsConf
         }
       }
     } else if (name == "message") {
-      if (text_length(value) > kMaxMessageLength || has_control_chars(value, true)) {
+      if (code_points(value) > kMaxMessageLength || has_control_chars(value, true)) {
         problems["message"] = "must be at most 5000 characters of text";
       } else if (!value.empty()) {
         out.lead["message"] = value;
       }
     } else if (extras.count(name)) {
-      if (text_length(value) > kMaxExtraValueLength || has_control_chars(value, true)) {
+      if (code_points(value) > kMaxExtraValueLength || has_control_chars(value, true)) {
         problems[name] = "must be at most 1000 characters of text";
       } else if (!value.empty()) {
         out.lead[name] = value;
