@@ -53,30 +53,15 @@ TEST_CASE("semver_major: Semantic Versioning 2.0.0 only") {
   CHECK(semver_major("1.0.0+20130313144700") == 1);
   CHECK(semver_major("1.0.0-beta+exp.sha.5114f85") == 1);
   CHECK(semver_major("2.0.0") == 2);
-  for (const char* bad : {"",
-                          "1",
-                          "1.0",
-                          "1.x",
-                          "1..0",
-                          "1.0.",
-                          ".1.0",
-                          "01.0.0",
-                          "1.01.0",
-                          "1.0.01",
-                          "1.2.3.4",
-                          "1.0.0garbage",
-                          "v1.2.0",
-                          "-1.0.0",
-                          "1.0.0-",
-                          "1.0.0+",
-                          "1.0.0-beta..1",
-                          "1.0.0-01",
-                          "1.0.0+a+b",
-                          "1.0.0-be ta",
-                          " 1.0.0",
-                          "1.0.0 ",
-                          "banana",
-                          "99999999999999999999.0.0"}) {
+  // Numbers of any length are semver; a major past int64 is one nobody speaks.
+  CHECK(semver_major("1.99999999999999999999.0") == 1);
+  CHECK(semver_major("1.0.0-99999999999999999999") == 1);
+  CHECK(semver_major("99999999999999999999.0.0") == INT64_MAX);
+  for (const char* bad :
+       {"",          "1",           "1.0",    "1.x",    "1..0",          "1.0.",
+        ".1.0",      "01.0.0",      "1.01.0", "1.0.01", "1.2.3.4",       "1.0.0garbage",
+        "v1.2.0",    "-1.0.0",      "1.0.0-", "1.0.0+", "1.0.0-beta..1", "1.0.0-01",
+        "1.0.0+a+b", "1.0.0-be ta", " 1.0.0", "1.0.0 ", "banana",        "1.0.0-00"}) {
     CAPTURE(bad);
     CHECK_FALSE(semver_major(bad).has_value());
   }

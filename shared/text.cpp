@@ -35,10 +35,10 @@ namespace {
 
 constexpr CharClass kSemverIdentifier = CharClass(kAlnum).chars("-");
 
-// A numeric identifier: "0" or digits without a leading zero, within an int64.
+// A numeric identifier: "0" or digits without a leading zero, of any length (semver sets none).
 bool semver_number(std::string_view part) {
-  if (part.size() > 1 && part[0] == '0') return false;
-  return parse_decimal(part, 0, INT64_MAX).has_value();
+  if (part.empty() || !kDigits.all_of(part)) return false;
+  return part.size() == 1 || part[0] != '0';
 }
 
 // Dot-separated non-empty identifiers of [0-9A-Za-z-]; numeric ones (pre-release only) without
@@ -80,7 +80,8 @@ std::optional<std::int64_t> semver_major(std::string_view text) {
   if (!rest.empty() && (rest[0] != '+' || !semver_identifiers(rest.substr(1), false))) {
     return std::nullopt;
   }
-  return parse_decimal(major, 0, INT64_MAX);
+  // A major too large for an int64 is still a version, one nobody speaks.
+  return parse_decimal(major, 0, INT64_MAX).value_or(INT64_MAX);
 }
 
 }  // namespace ss

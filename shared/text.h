@@ -15,7 +15,8 @@ std::optional<std::int64_t> parse_decimal(std::string_view text, std::int64_t mi
                                           std::int64_t max);
 
 // The major version of a Semantic Versioning 2.0.0 string (MAJOR.MINOR.PATCH, then optional
-// "-pre.release" and "+build" identifiers; numbers without leading zeros), nullopt for anything else.
+// "-pre.release" and "+build" identifiers; numbers without leading zeros, of any length), nullopt
+// for anything else; a major past the int64 range is INT64_MAX.
 std::optional<std::int64_t> semver_major(std::string_view text);
 
 // Characters of valid UTF-8 text (its bytes that do not continue a sequence).

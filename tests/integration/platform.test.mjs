@@ -112,11 +112,22 @@ describe("tenant provisioning", () => {
       await errorOf(read, 404, "not_found");
 
       await jsonOf(await put(key, id, { token, adminToken, config: {} }), 201);
+      const db = await mesh.d1(key, PLATFORM_WORKERS[key].d1.binding);
+      const digests = () =>
+        db.prepare("SELECT token_hash, admin_token_hash FROM tenants WHERE tenant_id = ?1").bind(id).first();
+      const before = await digests();
       const newToken = secret();
       await jsonOf(await put(key, id, { token: newToken, config: { b: 1 } }), 200);
       const whoami = (t) => mesh.fetch(key, "/v1/tenant", { headers: mesh.tenantHeaders(id, { token: t }) });
       assert.equal((await whoami(newToken)).status, 200);
       await errorOf(await whoami(token), 401, "unauthenticated_tenant");
+      const after = await digests();
+      assert.equal(after.admin_token_hash, before.admin_token_hash, "the admin token left out is kept");
+      assert.notEqual(after.token_hash, before.token_hash);
+      // And the other way round: only adminToken sent keeps the token.
+      await jsonOf(await put(key, id, { adminToken: secret(), config: {} }), 200);
+      assert.equal((await whoami(newToken)).status, 200);
+      assert.notEqual((await digests()).admin_token_hash, before.admin_token_hash);
     }
   });
 

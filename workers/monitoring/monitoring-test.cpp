@@ -223,6 +223,30 @@ TEST_CASE("monitoring api: auth, and another tenant's monitor id is a 404") {
   CHECK(t.admin("GET", "/admin/monitors/home").body_json()["url"] == "https://site.example/");
 }
 
+TEST_CASE("monitoring api: the per-tenant cap refuses a new monitor with 409, not an update") {
+  Monitoring t;
+  REQUIRE(t.put("first", site()).status == 201);
+  // Fill the tenant up to the cap beside it (the rows the API would have written).
+  auto& db = t.mesh.db("MONITORING_DB");
+  for (std::size_t i = 1; i < ss::monitoring::kMaxMonitorsPerTenant; ++i) {
+    json r = db.execute(
+        "INSERT INTO monitors (tenant_id, monitor_id, spec_json, enabled, source, created_at, "
+        "updated_at) SELECT tenant_id, ?1, spec_json, enabled, source, created_at, updated_at "
+        "FROM monitors WHERE tenant_id = 'bakery' AND monitor_id = 'first'",
+        json::array({"filler-" + std::to_string(i)}));
+    REQUIRE_FALSE(r.contains("error"));
+  }
+  HttpReply refused = t.put("one-too-many", site());
+  CHECK(refused.status == 409);
+  CHECK(refused.body_json()["error"]["code"] == "conflict");
+  CHECK(t.mesh
+            .request("monitoring", "GET", "/admin/monitors/one-too-many",
+                     t.admin_headers("bakery", kBakeryAdmin))
+            .status == 404);
+  CHECK(t.put("first", site()).status == 200);  // an existing one still updates
+  CHECK(t.put("elsewhere", site(), "auto-repair", kAutoAdmin).status == 201);  // per tenant
+}
+
 TEST_CASE("monitoring api: validation names the field") {
   Monitoring t;
   struct Case {

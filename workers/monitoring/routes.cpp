@@ -27,10 +27,26 @@ Result<std::string> monitor_id_param(const Params& params) {
   return it->second;
 }
 
+// A window's time as answered: UTC ("…Z"). Monitors written before windows were kept in UTC may
+// still hold the offset they were sent with.
+json utc_time(const json& v) {
+  if (!v.is_string()) return v;
+  std::optional<std::int64_t> ms = parse_rfc3339(v.get_ref<const std::string&>());
+  return ms ? json(shown_rfc3339(format_rfc3339_ms(*ms))) : v;
+}
+
 json admin_view(const MonitorRow& row) {
   json out = json_object({{"id", row.monitor_id}});
   json spec = row.spec.is_object() ? row.spec : json::object();
   for (auto it = spec.begin(); it != spec.end(); ++it) out[it.key()] = it.value();
+  if (auto windows = out.find("maintenance"); windows != out.end() && windows->is_array()) {
+    for (json& w : *windows) {
+      if (!w.is_object()) continue;
+      for (const char* key : {"start", "end"}) {
+        if (auto t = w.find(key); t != w.end()) *t = utc_time(*t);
+      }
+    }
+  }
   out["enabled"] = row.enabled;
   out["source"] = row.source;
   out["createdAt"] = row.created_at;
@@ -46,17 +62,15 @@ Task<Result<Response>> put_monitor(Context& ctx, const Request& req, const Param
   SS_CO_TRY(MonitorSpec spec, parse_monitor(body, ctx.allow_local_outbound()));
   SS_CO_CHECK(check_service_available(spec, ctx.env("MONITOR_SERVICES")));
   MonitorStore store;
-  SS_CO_TRY(std::optional<MonitorRow> existing, co_await store.find(tenant.id, id));
-  if (!existing) {
-    SS_CO_TRY(std::int64_t n, co_await store.count(tenant.id));
-    if (n >= static_cast<std::int64_t>(kMaxMonitorsPerTenant)) {
-      co_return Error{ErrorCode::conflict, "a tenant has at most " +
-                                               std::to_string(kMaxMonitorsPerTenant) + " monitors"};
-    }
-  }
   std::string now = format_rfc3339(ctx.now_ms());
-  SS_CO_TRY(bool created, co_await store.upsert(tenant.id, id, monitor_json(spec, false),
-                                                spec.enabled, "api", now));
+  SS_CO_TRY(MonitorStore::Saved saved_as,
+            co_await store.upsert(tenant.id, id, monitor_json(spec, false), spec.enabled, "api",
+                                  now, static_cast<std::int64_t>(kMaxMonitorsPerTenant)));
+  if (saved_as == MonitorStore::Saved::capped) {
+    co_return Error{ErrorCode::conflict,
+                    "a tenant has at most " + std::to_string(kMaxMonitorsPerTenant) + " monitors"};
+  }
+  const bool created = saved_as == MonitorStore::Saved::created;
   co_await forget_status(ctx, tenant.id);  // at once after the write, whatever follows
   // A monitor disabled while down: its incident is closed at once (the cron is the backstop).
   if (!spec.enabled) co_await close_orphaned_incidents(ctx, tenant.id);

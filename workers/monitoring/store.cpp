@@ -35,12 +35,19 @@ ON CONFLICT (tenant_id, monitor_id) DO UPDATE SET spec_json = ?3, enabled = ?4, 
   consecutive_failures = CASE WHEN ?4 = 0 OR enabled = 0 THEN 0 ELSE consecutive_failures END
 )sql";
 
-// Before kUpsertMonitor in one batch: its `changes` say whether this write created the monitor
-// (a read before the write would tell concurrent creators all "created").
-constexpr std::string_view kCreateMonitor = R"sql(
+// A write through the API, one batch: the capped insert, whose `changes` say whether this write
+// created the monitor (a read before the write would tell concurrent creators all "created", and
+// let them pass the cap together), then the update of an existing one.
+constexpr std::string_view kCreateMonitorCapped = R"sql(
 INSERT INTO monitors (tenant_id, monitor_id, spec_json, enabled, source, created_at, updated_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)
+SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?6
+WHERE (SELECT COUNT(*) FROM monitors WHERE tenant_id = ?1) < ?7
 ON CONFLICT (tenant_id, monitor_id) DO NOTHING
+)sql";
+constexpr std::string_view kUpdateMonitor = R"sql(
+UPDATE monitors SET spec_json = ?3, enabled = ?4, source = ?5, updated_at = ?6,
+  consecutive_failures = CASE WHEN ?4 = 0 OR enabled = 0 THEN 0 ELSE consecutive_failures END
+WHERE tenant_id = ?1 AND monitor_id = ?2
 )sql";
 
 constexpr std::string_view kDeleteMonitor = R"sql(
@@ -394,14 +401,21 @@ Task<Result<std::int64_t>> MonitorStore::count(const std::string& tenant) const 
   co_return row ? int_or(*row, "n", 0) : 0;
 }
 
-Task<Result<bool>> MonitorStore::upsert(const std::string& tenant, const std::string& id,
-                                        const json& spec, bool enabled, const std::string& source,
-                                        const std::string& now) const {
+Task<Result<MonitorStore::Saved>> MonitorStore::upsert(const std::string& tenant,
+                                                       const std::string& id, const json& spec,
+                                                       bool enabled, const std::string& source,
+                                                       const std::string& now,
+                                                       std::int64_t cap) const {
   json params = json::array({tenant, id, dump_json(spec), enabled ? 1 : 0, source, now});
-  std::vector<D1Statement> batch{{std::string(kCreateMonitor), params},
-                                 {std::string(kUpsertMonitor), params}};
+  json capped = params;
+  capped.push_back(cap);
+  std::vector<D1Statement> batch{{std::string(kCreateMonitorCapped), std::move(capped)},
+                                 {std::string(kUpdateMonitor), std::move(params)}};
   SS_CO_TRY(std::vector<D1Result> r, co_await db_.batch(batch));
-  co_return !r.empty() && r[0].meta.changes > 0;
+  if (r.size() != 2)
+    co_return Error{ErrorCode::internal, "monitor upsert: a short D1 batch answer"};
+  if (r[0].meta.changes > 0) co_return Saved::created;
+  co_return r[1].meta.changes > 0 ? Saved::updated : Saved::capped;
 }
 
 Task<Result<bool>> MonitorStore::remove(const std::string& tenant, const std::string& id) const {

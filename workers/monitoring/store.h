@@ -125,9 +125,13 @@ class MonitorStore {
                                                const std::string& id) const;
   Task<Result<std::vector<MonitorRow>>> list(const std::string& tenant) const;
   Task<Result<std::int64_t>> count(const std::string& tenant) const;
-  // Inserts or replaces the definition; the probe state stays. Returns true when new.
-  Task<Result<bool>> upsert(const std::string& tenant, const std::string& id, const json& spec,
-                            bool enabled, const std::string& source, const std::string& now) const;
+  // Inserts or replaces the definition (the probe state stays), in one D1 batch whose own answer
+  // says which: concurrent creations of one id see one `created`, and a new id past `cap` monitors
+  // of the tenant is `capped` (nothing written).
+  enum class Saved { created, updated, capped };
+  Task<Result<Saved>> upsert(const std::string& tenant, const std::string& id, const json& spec,
+                             bool enabled, const std::string& source, const std::string& now,
+                             std::int64_t cap) const;
   Task<Result<bool>> remove(const std::string& tenant, const std::string& id) const;
   // The manifest's monitors, in one batch: each upserted with source 'config', and the config
   // monitors it no longer declares deleted.
