@@ -35,7 +35,8 @@ struct Anomaly {
 
 // Appends anomaly.detected (once per rule, subject and window) and raises its operator alert.
 Task<Result<bool>> report_anomaly(Context& ctx, Anomaly a) {
-  std::string key = "anomaly:" + a.rule + ":" + a.subject + ":" + std::to_string(a.window_start_ms);
+  std::string key =
+      std::string(kKeyAnomaly) + a.rule + ":" + a.subject + ":" + std::to_string(a.window_start_ms);
   NewEvent event;
   event.event_type = "anomaly.detected";
   event.entity_type = a.entity_type;

@@ -563,3 +563,50 @@ TEST_CASE("a read is written as the events' JSON views; an unreadable stored pay
     CHECK(head.header("content-type") == "application/json; charset=utf-8");
   }
 }
+
+TEST_CASE("a producer cannot take an idempotency key the ledger mints for its own records") {
+  // A tenant that knows the ledger's key formats (workflow.run_started:<consumer>:<event_id>:<type>,
+  // tenant.health_changed:<tenant>:<seq>, anomaly:..., ...) and posts first would have the ledger's
+  // own record dropped as its duplicate: such keys are refused, over HTTP and on the queue.
+  ApiLedger l;
+  const std::vector<std::string> keys = {
+      "workflow.run_started:workflow_runner:01JH0000000000000000000009:notify",
+      "workflow.run_failed:01JH0000000000000000000009",
+      "workflow.run_completed:01JH0000000000000000000009",
+      "tenant.health_changed:bakery:7",
+      "anomaly:rate:lead.received:1767225600000",
+      "fanout_capped:workflow_runner:01JH0000000000000000000009",
+      "retention:01JH0000000000000000000001:01JH0000000000000000000009",
+      "ledger:anything"};
+  json messages = json::array();
+  for (const std::string& key : keys) {
+    json body = price_event(1);
+    body["idempotency_key"] = key;
+    auto r = l.post("bakery", kBakeryToken, body);
+    CHECK_MESSAGE(r.status == 400, key);
+    CHECK(r.body_json()["error"]["code"] == "invalid_event");
+    CHECK(r.body_json()["error"]["field"] == "idempotency_key");
+    body["tenant_id"] = "bakery";
+    messages.push_back({{"id", key}, {"body", body}, {"attempts", 1}});
+  }
+  // The operator is held to the same rule.
+  json body = price_event(1);
+  body["idempotency_key"] = keys[0];
+  std::map<std::string, std::string> h{
+      {"Authorization", std::string("Bearer ") + Mesh::kAdminToken},
+      {"Content-Type", "application/json"}};
+  CHECK(l.mesh.request("events", "POST", "/api/events", h, body.dump()).status == 400);
+  // On the queue a reserved key is a malformed message: acked (retrying cannot fix it), not stored.
+  json out = l.mesh.message(
+      "events", {{"op", "queue"}, {"queue", "siteswarm-events"}, {"messages", messages}});
+  CHECK(out["ack"].size() == keys.size());
+  CHECK(l.rows().empty());
+
+  // Keys that only look alike stay the producer's: other prefixes, another case.
+  for (const char* key :
+       {"workflow.run_started", "Anomaly:x", "lead.received:42", "my-anomaly:1"}) {
+    json ok = price_event(1);
+    ok["idempotency_key"] = key;
+    CHECK_MESSAGE(l.post("bakery", kBakeryToken, ok).status == 201, key);
+  }
+}

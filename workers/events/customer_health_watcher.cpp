@@ -205,7 +205,7 @@ Task<Status> run_health_batch(Context& ctx, DrainReport& report,
                      {"signals", c.signals},
                      {"trigger_event_id", c.event_id}};
     event.caused_by = "event:" + c.event_id;
-    event.idempotency_key = "tenant.health_changed:" + c.tenant + ":" + std::to_string(c.seq);
+    event.idempotency_key = std::string(kKeyHealthChanged) + c.tenant + ":" + std::to_string(c.seq);
     event.source_system = "siteswarm-events-service";
     SS_CO_TRY(Appended appended, co_await append_event(ctx, std::move(event)));
     if (!appended.duplicate) ++report.health_changes;

@@ -39,6 +39,13 @@ std::optional<std::string> optional_of(const std::string& s) {
 
 }  // namespace
 
+bool is_reserved_idempotency_key(std::string_view key) {
+  for (std::string_view prefix : kReservedKeyPrefixes) {
+    if (key.substr(0, prefix.size()) == prefix) return true;
+  }
+  return false;
+}
+
 bool is_event_type(std::string_view s) {
   // segment(.segment)+ where a segment is [a-z][a-z0-9_]*
   if (s.empty() || s.size() > kMaxEventTypeLength) return false;
@@ -110,6 +117,12 @@ Result<NewEvent> parse_new_event(const json& body) {
     return invalid("event_id", "must be a ULID (26 characters, Crockford base32)");
   }
   if (auto s = text("idempotency_key", kMaxRefLength, e.idempotency_key); !s) return s.error();
+  if (is_reserved_idempotency_key(e.idempotency_key)) {
+    return invalid("idempotency_key",
+                   "the ledger reserves keys starting with workflow.run_started:, "
+                   "workflow.run_failed:, workflow.run_completed:, tenant.health_changed:, "
+                   "anomaly:, fanout_capped:, retention: and ledger: for its own records");
+  }
   if (auto s = text("caused_by", kMaxRefLength, e.caused_by); !s) return s.error();
   if (auto s = text("workflow_run_id", kMaxRefLength, e.workflow_run_id); !s) return s.error();
   if (auto s = text("source_system", 64, e.source_system); !s) return s.error();

@@ -23,6 +23,25 @@ inline constexpr int kMaxReadLimit = 500;
 // sequence.
 inline constexpr std::int64_t kMaxEventIdSkewMs = 5 * 60 * 1000;
 
+// The idempotency keys the ledger mints for its own records, per tenant like every key, start with
+// one of these prefixes (docs/runbook-events.md "Reserved idempotency keys"). A producer's key with
+// such a prefix is refused (400 invalid_event naming idempotency_key; a queued one is dropped as
+// malformed), so no producer can take a key first and have the ledger's own record ignored as its
+// duplicate. The formats are the ones already stored: rows written before the check keep
+// deduplicating. A new kind of internal record takes a prefix from this list or adds one here.
+inline constexpr std::string_view kKeyRunStarted = "workflow.run_started:";
+inline constexpr std::string_view kKeyRunFailed = "workflow.run_failed:";
+inline constexpr std::string_view kKeyRunCompleted = "workflow.run_completed:";
+inline constexpr std::string_view kKeyHealthChanged = "tenant.health_changed:";
+inline constexpr std::string_view kKeyAnomaly = "anomaly:";
+inline constexpr std::string_view kKeyFanoutCapped = "fanout_capped:";
+inline constexpr std::string_view kKeyRetention = "retention:";
+inline constexpr std::string_view kKeyLedger = "ledger:";  // for records still to come
+inline constexpr std::string_view kReservedKeyPrefixes[] = {
+    kKeyRunStarted, kKeyRunFailed,    kKeyRunCompleted, kKeyHealthChanged,
+    kKeyAnomaly,    kKeyFanoutCapped, kKeyRetention,    kKeyLedger};
+bool is_reserved_idempotency_key(std::string_view key);
+
 struct NewEvent {
   std::string event_id;  // empty: the ledger makes one
   std::optional<std::string> tenant_id;

@@ -56,7 +56,7 @@ Task<Result<json>> apply_retention(Context& ctx, int days) {
                          {"last_event_id", g.last}});
     }
     tomb.payload = {{"reason", "retention"}, {"retention_days", days}, {"summary", summary}};
-    tomb.idempotency_key = "retention:" + own.first + ":" + own.last;
+    tomb.idempotency_key = std::string(kKeyRetention) + own.first + ":" + own.last;
     tomb.source_system = "siteswarm-events-service";
     SS_CO_TRY(Appended appended, co_await append_event(ctx, std::move(tomb)));
     for (auto& [key, g] : groups) {

@@ -178,7 +178,7 @@ Task<Unit> record_cap(Context& ctx, const std::string& consumer, const EventRow&
   cap.payload = {{"event_id", row.event_id},    {"event_type", row.event_type},
                  {"consumer", consumer},        {"matched", matched},
                  {"started_limit", kMaxFanout}, {"dropped_subscriptions", dropped}};
-  cap.idempotency_key = "fanout_capped:" + consumer + ":" + row.event_id;
+  cap.idempotency_key = std::string(kKeyFanoutCapped) + consumer + ":" + row.event_id;
   cap.source_system = "siteswarm-events-service";
   auto appended = co_await append_event(ctx, std::move(cap));
   if (!appended) ctx.log("fanout cap record failed: " + appended.error().message);
@@ -248,7 +248,8 @@ EventInsert run_event(const EventRow& row, const FanoutDecision& d, const StartO
   e.entity_type = "workflow_run";
   e.entity_id = r.run_id;
   e.payload_json = dump_json(payload);
-  // Started once per dedupe key; a failure or completion once per run.
+  // Started once per dedupe key; a failure or completion once per run. "<type>:" is one of the
+  // prefixes producers may not use (kReservedKeyPrefixes, ledger.h).
   e.idempotency_key = type == "workflow.run_started" ? type + ":" + d.key : type + ":" + r.run_id;
   e.caused_by = "event:" + row.event_id;
   e.workflow_run_id = r.run_id;
