@@ -153,19 +153,43 @@ Task<Result<json>> deliver_alerts(Context& ctx) {
   co_return json_object({{"sent", sent}, {"failed", failed}, {"channels", used}});
 }
 
+namespace {
+// The open stall row of `base` ("consumer_stalled:<consumer>:<cursor>", or a later episode of it,
+// "<base>#<n>"), if any.
+const AlertRow* open_episode(const std::vector<AlertRow>& open, const std::string& base) {
+  for (const AlertRow& row : open) {
+    if (row.alert_key == base || row.alert_key.rfind(base + "#", 0) == 0) return &row;
+  }
+  return nullptr;
+}
+}  // namespace
+
 Task<Status> raise_stall_alerts(Context& ctx, const json& health) {
   const json* consumers = find_field(health, "consumers");
   if (consumers == nullptr || !consumers->is_object()) co_return Unit{};
+  SS_CO_TRY(std::vector<AlertRow> open, co_await AlertStore::open_stalls(kOpenStallLimit));
   std::vector<D1Statement> statements;
   std::set<std::string> stalled_now;
   for (auto it = consumers->begin(); it != consumers->end(); ++it) {
     const json& c = it.value();
     if (!get_bool(c, "lagging").value_or(false)) continue;
     // Keyed by the cursor the consumer is stuck at: one alert per stall, a new one only if it moves
-    // and sticks again.
+    // and sticks again, or sticks again at the same cursor after that stall was resolved (a kill
+    // switch turned on and off, say): then it is the stall's next episode, "<key>#<n>". The first
+    // episode keeps the plain key, the one rows written before episodes existed carry.
     std::string at = string_or(c, "cursor", "start");  // null cursor: never advanced
+    std::string base = "consumer_stalled:" + it.key() + ":" + at;
+    std::string key = base;
+    if (const AlertRow* row = open_episode(open, base)) {
+      key = row->alert_key;  // the stall goes on: the same row, nothing new is sent
+    } else {
+      // Every earlier episode at this cursor is resolved (or there is none): the next number. Two
+      // passes at once count the same rows and write the same key, so still one alert.
+      SS_CO_TRY(std::int64_t episodes, co_await AlertStore::stall_episodes(base));
+      if (episodes > 0) key = base + "#" + std::to_string(episodes + 1);
+    }
     AlertDraft alert;
-    alert.key = "consumer_stalled:" + it.key() + ":" + at;
+    alert.key = key;
     alert.kind = "consumer_stalled";
     alert.severity = "critical";
     alert.summary = "events consumer " + it.key() + " is stalled: oldest unread event " +
@@ -176,7 +200,6 @@ Task<Status> raise_stall_alerts(Context& ctx, const json& health) {
     stalled_now.insert(alert.key);
     statements.push_back(alert_statement(ctx, alert));
   }
-  SS_CO_TRY(std::vector<AlertRow> open, co_await AlertStore::open_stalls(kOpenStallLimit));
   for (const AlertRow& row : open) {
     if (stalled_now.count(row.alert_key) != 0) continue;
     // No conditional temporaries in a coroutine body (g++-12 mis-destroys them): plain statements.

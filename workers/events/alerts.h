@@ -42,8 +42,9 @@ json slack_body(const AlertRow& alert);
 // Sends what is pending: {"sent","failed","pending_channels":{"pagerduty","slack"}}.
 Task<Result<json>> deliver_alerts(Context& ctx);
 
-// From a consumer_health() snapshot: one consumer_stalled alert per stalled consumer and cursor,
-// and one "resolved:<key>" alert for each earlier stall that is over (the consumer drains again,
+// From a consumer_health() snapshot: one consumer_stalled alert per stalled consumer and cursor
+// (and per episode: a new stall at the cursor of a resolved one is "<key>#2", "#3", …), and one
+// "resolved:<key>" alert for each earlier stall that is over (the consumer drains again,
 // was stopped on purpose by its kill switch, or is stuck at another cursor, which is a new stall).
 // A resolution goes to PagerDuty as event_action "resolve" with the stall's dedup_key, so the
 // incident closes by itself, and to Slack as a message.

@@ -501,6 +501,54 @@ TEST_CASE("alerts: a stalled consumer pages once per stall, not once per cron ru
   CHECK(quiet.admin("GET", "/admin/alerts").body_json()["alerts"].size() == 5);
 }
 
+TEST_CASE("alerts: a new stall at the cursor of a resolved one pages again, once") {
+  Ledger l;
+  configure_alerts(l);
+  l.emit("order.placed");
+  for (const char* c :
+       {"timeline_indexer", "anomaly_detector", "reflexion_analyzer", "customer_health_watcher"}) {
+    l.drain(c);
+  }
+  auto cron = [&](int runs) {
+    for (int run = 0; run < runs; ++run) {
+      CHECK(l.mesh.message("events", {{"op", "scheduled"}, {"cron", "*/5 * * * *"}})["ok"] == true);
+      l.mesh.now_ms += 5 * kMinute;
+    }
+  };
+  l.mesh.now_ms += 2 * 60 * kMinute;
+  cron(2);
+  REQUIRE(posts_to(l, "/v2/enqueue").size() == 1);
+  // Stopped on purpose: the stall is resolved (the consumer has not moved).
+  REQUIRE(l.admin("PUT", "/admin/kill-switches/kill:fanout", {{"enabled", true}}).status == 200);
+  cron(2);
+  std::vector<json> pd = posts_to(l, "/v2/enqueue");
+  REQUIRE(pd.size() == 2);
+  if (pd.size() != 2) return;  // REQUIRE does not stop a test built without exceptions
+  CHECK(pd[1]["event_action"] == "resolve");
+  // Switched back on and still not draining: a new stall at the same cursor, paged once however
+  // many runs see it.
+  REQUIRE(l.admin("PUT", "/admin/kill-switches/kill:fanout", {{"enabled", false}}).status == 200);
+  cron(3);
+  pd = posts_to(l, "/v2/enqueue");
+  REQUIRE(pd.size() == 3);
+  if (pd.size() != 3) return;  // REQUIRE does not stop a test built without exceptions
+  CHECK(pd[2]["event_action"] == "trigger");
+  CHECK(pd[2]["payload"]["custom_details"]["consumer"] == "workflow_runner");
+  CHECK(pd[2]["dedup_key"] != pd[0]["dedup_key"]);  // a new incident, not the resolved one
+  // It ends: its own resolve, and nothing more.
+  l.drain("workflow_runner");
+  cron(2);
+  pd = posts_to(l, "/v2/enqueue");
+  REQUIRE(pd.size() == 4);
+  if (pd.size() != 4) return;  // REQUIRE does not stop a test built without exceptions
+  CHECK(pd[3]["event_action"] == "resolve");
+  CHECK(pd[3]["dedup_key"] == pd[2]["dedup_key"]);
+  // A third stall at that cursor is impossible now (the cursor moved on); the first stall's
+  // resolution is not sent twice.
+  cron(2);
+  CHECK(posts_to(l, "/v2/enqueue").size() == 4);
+}
+
 TEST_CASE("error_class_of buckets failures an operator can group by") {
   using ss::events::error_class_of;
   CHECK(error_class_of("workflow.run_failed", {{"error", "target answered 404"}}) == "http_4xx");

@@ -721,6 +721,13 @@ WHERE a.kind = 'consumer_stalled'
 ORDER BY a.created_at, a.alert_key LIMIT ?1
 )sql";
 
+// How many stall alerts a consumer and cursor had: the row of the first episode ("<key>") and of
+// each later one ("<key>#<n>"). Read only when a stall has no open row.
+constexpr std::string_view kAlertsStallEpisodes = R"sql(
+SELECT COUNT(*) AS episodes FROM events_alerts
+WHERE kind = 'consumer_stalled' AND (alert_key = ?1 OR substr(alert_key, 1, length(?1) + 1) = ?1 || '#')
+)sql";
+
 json text_or_null(const std::optional<std::string>& s) { return s ? json(*s) : json(nullptr); }
 
 struct CountRow {
@@ -1701,6 +1708,14 @@ Task<Result<std::vector<AlertRow>>> AlertStore::open_stalls(int limit) {
   json params = json::array({limit});
   SS_CO_TRY(D1Result fetched, co_await db().all(kAlertsOpenStalls, params));
   co_return fetched.as<AlertRow>();
+}
+
+Task<Result<std::int64_t>> AlertStore::stall_episodes(const std::string& key) {
+  json params = json::array({key});
+  SS_CO_TRY(D1Result fetched, co_await db().all(kAlertsStallEpisodes, params));
+  std::int64_t episodes = 0;
+  if (std::optional<json> row = fetched.first()) episodes = int_or(*row, "episodes", 0);
+  co_return episodes;
 }
 
 Task<Status> commit(const std::vector<D1Statement>& statements) {

@@ -547,6 +547,9 @@ class AlertStore {
   static Task<Result<std::vector<AlertRow>>> recent(int limit);
   // consumer_stalled alerts that no "resolved:<key>" row answers yet, oldest first.
   static Task<Result<std::vector<AlertRow>>> open_stalls(int limit);
+  // How many consumer_stalled rows `key` (a consumer and cursor) has: its first episode and the
+  // later ones ("<key>#<n>").
+  static Task<Result<std::int64_t>> stall_episodes(const std::string& key);
 };
 
 // Commits statements in one D1 batch (all or nothing).
