@@ -184,6 +184,39 @@ TEST_CASE("a failed start releases its claim so a retry can start it") {
   CHECK(l.db("SELECT * FROM event_consumer_dedupe WHERE status = 'started'").size() == 1);
 }
 
+TEST_CASE("a quarantined event whose starts later all succeed (a replay) is no longer open") {
+  Ledger l;
+  l.workflow("notify");
+  l.subscribe("*", "notify");
+  std::string bad = l.emit("order.placed");
+  std::string still_bad = l.emit("order.placed");
+  std::string good = l.emit("order.placed");
+  l.failing_events = {bad, still_bad};
+  CHECK(l.drain()["quarantined"] == 2);
+  auto open_rows = [&] {
+    return l.admin("GET", "/admin/quarantine?consumer=workflow_runner").body_json()["quarantined"];
+  };
+  REQUIRE(open_rows().size() == 2);
+  // The target works again for `bad`: a replay starts it, and its row is resolved in the drain's
+  // own commit; `still_bad` fails again and stays open.
+  l.failing_events = {still_bad};
+  REQUIRE(
+      l.admin("POST", "/admin/consumers/workflow_runner/replay", {{"from_event_id", bad}}).status ==
+      200);
+  json report = l.drain();
+  CHECK(report["started"] == 1);
+  CHECK(report["duplicates"] == 1);
+  CHECK(report["quarantined"] == 1);
+  json open = open_rows();
+  REQUIRE(open.size() == 1);
+  CHECK(open[0]["event_id"] == still_bad);
+  CHECK(l.db("SELECT * FROM events_quarantine WHERE event_id = '" + bad +
+             "' AND resolved_at IS NOT NULL")
+            .size() == 1);
+  CHECK(l.mesh.request("events", "GET", "/health", l.op(false)).body_json()["quarantined"] == 1);
+  (void)good;
+}
+
 // A retry that died after its claim landed (found by tests/integration/faults.test.mjs): a retry
 // meanwhile must not mark the event resolved with nothing started, or the start is lost (the cursor
 // is already past a quarantined event).

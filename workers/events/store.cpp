@@ -284,6 +284,14 @@ constexpr std::string_view kResolveQuarantine = R"sql(
 UPDATE events_quarantine SET resolved_at = ?3 WHERE consumer = ?1 AND seq = ?2
 )sql";
 
+// ?2 is a JSON array of seqs: the events a drain just handled with every start done. Their open
+// rows (a replay or a later run succeeded where an earlier one quarantined) are resolved, each
+// looked up through the primary key (consumer, seq).
+constexpr std::string_view kResolveQuarantineSeqs = R"sql(
+UPDATE events_quarantine SET resolved_at = ?3
+WHERE consumer = ?1 AND resolved_at IS NULL AND seq IN (SELECT value FROM json_each(?2))
+)sql";
+
 constexpr std::string_view kFindQuarantine = R"sql(
 SELECT * FROM events_quarantine WHERE consumer = ?1 AND event_id = ?2
 ORDER BY resolved_at IS NOT NULL, seq LIMIT 1
@@ -1401,6 +1409,13 @@ D1Statement Quarantine::put_statement(const std::string& consumer, std::int64_t 
 D1Statement Quarantine::resolve_statement(const std::string& consumer, std::int64_t seq,
                                           const std::string& now) {
   return D1Statement{std::string(kResolveQuarantine), json::array({consumer, seq, now})};
+}
+
+D1Statement Quarantine::resolve_many_statement(const std::string& consumer,
+                                               const std::vector<std::int64_t>& seqs,
+                                               const std::string& now) {
+  return D1Statement{std::string(kResolveQuarantineSeqs),
+                     json::array({consumer, dump_json(json(seqs)), now})};
 }
 
 Task<Result<std::optional<QuarantineRow>>> Quarantine::find(const std::string& consumer,

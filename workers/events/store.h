@@ -267,6 +267,10 @@ class Quarantine {
                                    const std::string& now);
   static D1Statement resolve_statement(const std::string& consumer, std::int64_t seq,
                                        const std::string& now);
+  // Resolves the open rows of these events (no statement needed when `seqs` is empty).
+  static D1Statement resolve_many_statement(const std::string& consumer,
+                                            const std::vector<std::int64_t>& seqs,
+                                            const std::string& now);
   // The consumer's quarantine row for that event_id (an open one first, when two tenants' events
   // share the id).
   static Task<Result<std::optional<QuarantineRow>>> find(const std::string& consumer,

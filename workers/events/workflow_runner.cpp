@@ -536,15 +536,18 @@ Task<Result<FanoutContext>> load_fanout_context(Context& ctx, const std::string&
   co_return fc;
 }
 
-// Adds works[first, end) to the report and their quarantine rows, the cursor past the last event
-// done and the lock renewal to `carry`. `stopped` is set at the first event the cursor must not pass
-// (contended, partial or never reached); nothing after it counts.
+// Adds works[first, end) to the report and their quarantine rows, the resolution of the earlier
+// quarantine rows of the events now fully started (a replay or a later run succeeded: one statement
+// for the chunk), the cursor past the last event done and the lock renewal to `carry`. `stopped` is
+// set at the first event the cursor must not pass (contended, partial or never reached); nothing
+// after it counts.
 void settle(Context& ctx, const std::string& consumer, const std::vector<EventWork>& works,
             std::size_t first, std::size_t end, const FanoutContext& fc, DrainReport& pending,
             std::vector<D1Statement>& carry, bool& stopped) {
   std::string now = format_rfc3339(ctx.now_ms());
   std::optional<Cursor> advanced;
   int read = 0;
+  std::vector<std::int64_t> succeeded;  // every start done (or none to do), none held
   for (std::size_t k = first; k < end && !stopped; ++k) {
     const EventWork& w = works[k];
     if (w.progress == Progress::pending) {
@@ -575,11 +578,15 @@ void settle(Context& ctx, const std::string& consumer, const std::vector<EventWo
       stopped = true;
       break;
     }
+    if (w.failure.empty() && w.held == 0) succeeded.push_back(w.row->seq);
     ++read;
     pending.cursor = w.row->event_id;
     advanced = Cursor{w.row->seq, w.row->event_id};
   }
   pending.read += read;
+  if (!succeeded.empty()) {
+    carry.push_back(Quarantine::resolve_many_statement(consumer, succeeded, now));
+  }
   if (advanced) carry.push_back(DrainState::advance_statement(consumer, *advanced, now, read));
   carry.push_back(DrainState::renew_statement(fc.lock, fc.holder, ctx.now_ms() + kLockTtlMs));
 }
