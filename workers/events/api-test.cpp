@@ -610,3 +610,26 @@ TEST_CASE("a producer cannot take an idempotency key the ledger mints for its ow
     CHECK_MESSAGE(l.post("bakery", kBakeryToken, ok).status == 201, key);
   }
 }
+
+TEST_CASE(
+    "a queued event naming an invalid tenant_id is dropped as malformed, never platform-wide") {
+  ApiLedger l;
+  json messages = json::array();
+  int n = 0;
+  for (const json& tenant : {json("Not A Tenant"), json(42), json(""), json("-bakery")}) {
+    json body = price_event(1);
+    body["tenant_id"] = tenant;
+    messages.push_back({{"id", "bad" + std::to_string(++n)}, {"body", body}, {"attempts", 1}});
+  }
+  json platform = price_event(2);
+  platform["tenant_id"] = nullptr;  // null (or absent): a platform-wide event, as before
+  messages.push_back({{"id", "platform"}, {"body", platform}, {"attempts", 1}});
+  json out = l.mesh.message(
+      "events", {{"op", "queue"}, {"queue", "siteswarm-events"}, {"messages", messages}});
+  CHECK(out["ack"].size() == 5);  // retrying cannot fix them: acked, logged, not stored
+  CHECK(out["retry"].empty());
+  json rows = l.rows();
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0]["tenant_id"].is_null());
+  CHECK(json::parse(rows[0]["payload_json"].get<std::string>())["amount"] == 2);
+}

@@ -91,7 +91,15 @@ Task<std::optional<int>> ingest_one(Context& ctx, QueueMessage m) {
     ctx.log("events queue: dropping malformed message " + m.id + ": " + event.error().message);
     co_return std::nullopt;
   }
-  if (auto t = get_string(m.body, "tenant_id"); t && is_valid_tenant_id(*t)) event->tenant_id = *t;
+  // The producer's tenant, as stamped by emit_event(); absent or null is a platform-wide event. Any
+  // other value is malformed like a bad field above: it must never become a platform-wide event.
+  if (const json* t = find_field(m.body, "tenant_id"); t != nullptr && !t->is_null()) {
+    if (!t->is_string() || !is_valid_tenant_id(t->get<std::string>())) {
+      ctx.log("events queue: dropping malformed message " + m.id + ": tenant_id: not a tenant id");
+      co_return std::nullopt;
+    }
+    event->tenant_id = t->get<std::string>();
+  }
   auto appended = co_await append_event(ctx, std::move(event).value());
   if (appended) co_return std::nullopt;
   co_return backoff_seconds(m.attempts);
