@@ -93,7 +93,7 @@ export default {
 const eventsWorkerOptions = () =>
   platformWorkerOptions("events", {
     name: CPP,
-    bindings: { PLATFORM_ADMIN_TOKEN: ADMIN_TOKEN, SS_COUNT_D1: "1" },
+    bindings: { PLATFORM_ADMIN_TOKEN: ADMIN_TOKEN, SS_COUNT_D1: "1", WORKFLOW_SERVICES: "BENCH_TARGET" },
     serviceBindings: { BENCH_TARGET: TARGET }, // the only workflow target of the bench
   });
 

@@ -51,7 +51,7 @@ const median = (xs) => percentile(xs, 0.5);
 const eventsWorkerOptions = () =>
   platformWorkerOptions("events", {
     name: CPP,
-    bindings: { PLATFORM_ADMIN_TOKEN: ADMIN_TOKEN },
+    bindings: { PLATFORM_ADMIN_TOKEN: ADMIN_TOKEN, WORKFLOW_SERVICES: "BENCH_TARGET" },
     serviceBindings: { BENCH_TARGET: TARGET }, // the only workflow target of the bench
   });
 

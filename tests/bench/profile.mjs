@@ -132,6 +132,7 @@ try {
     EVENTS_DB: eventsDb,
     EVENTS_QUEUE: noopQueue,
     BENCH_TARGET: target,
+    WORKFLOW_SERVICES: "BENCH_TARGET",
     PLATFORM_ADMIN_TOKEN: ADMIN,
     SS_PROFILE: "1",
   };

@@ -686,6 +686,7 @@ describe("errors", () => {
       [{ webhook: "ftp://x" }, "target.webhook"],
       [{ webhook: "http://example.com/hook" }, "target.webhook"],
       [{ service: "leads" }, "target.service"],
+      [{ service: "NOPE", path: "/start" }, "target.service"], // not a binding of the ledger
       [{ service: "LEADS_SERVICE", path: "start" }, "target.path"],
       [{}, "target"],
     ]) {

@@ -127,7 +127,8 @@ const WORKFLOW_TARGET = {
 
 before(async () => {
   mesh = await startMesh({
-    bindings: { events: { DRAIN_CHUNK_STARTS: "2" } },
+    // The test's own workflow target is a service binding the ledger must know (WORKFLOW_SERVICES).
+    bindings: { events: { DRAIN_CHUNK_STARTS: "2", WORKFLOW_SERVICES: "WORKFLOW_TARGET" } },
     extraWorkers: [WORKFLOW_TARGET],
     serviceBindings: { events: { WORKFLOW_TARGET: WORKFLOW_TARGET.name } },
   });

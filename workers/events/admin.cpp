@@ -71,6 +71,22 @@ bool is_binding_name(std::string_view s) {
   return true;
 }
 
+// Whether `binding` is one of the deployment's service bindings a workflow may start through:
+// WORKFLOW_SERVICES, "LEADS_SERVICE,CMS_SERVICE,…" (wrangler/events.jsonc vars, next to its
+// `services`). Unset or empty: none.
+bool is_workflow_service(std::string_view configured, std::string_view binding) {
+  while (!configured.empty()) {
+    std::size_t comma = configured.find(',');
+    std::string_view item = configured.substr(0, comma);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (item == binding) return true;
+    if (comma == std::string_view::npos) break;
+    configured.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
 // The JSON object body of an operator write (the route's operator_only has authenticated it).
 Result<json> operator_body(const Request& req) {
   if (Status ok = require_json_body(req, kMaxAdminBody); !ok) return std::move(ok).error();
@@ -241,6 +257,12 @@ Result<json> parse_target(const Context& ctx, const json& body) {
   }
   if (service) {
     if (!is_binding_name(*service)) return field_error("target.service", "must be a binding name");
+    std::string configured = ctx.env("WORKFLOW_SERVICES");
+    if (!is_workflow_service(configured, *service)) {
+      return field_error("target.service",
+                         "is not a service binding of this worker (WORKFLOW_SERVICES: " +
+                             (configured.empty() ? std::string("none") : configured) + ")");
+    }
     std::string path = string_or(*target, "path", "/");
     if (path.empty() || path[0] != '/' || path.size() > 512) {
       return field_error("target.path", "must start with /");

@@ -496,6 +496,27 @@ TEST_CASE("invalid subscriptions and workflows are refused naming the field") {
   CHECK(l.admin("DELETE", "/admin/subscriptions/" + id).status == 404);
 }
 
+TEST_CASE("a workflow's target.service must be a binding this deployment has (WORKFLOW_SERVICES)") {
+  Ledger l;
+  auto put = [&](const std::string& service) {
+    return l.admin("PUT", "/admin/workflows/x",
+                   {{"target", {{"service", service}, {"path", "/s"}}}});
+  };
+  // Unset: the deployment declares no binding, so none is accepted (as MONITOR_SERVICES).
+  auto none = put("LEADS_SERVICE");
+  CHECK(none.status == 400);
+  CHECK(none.body_json()["error"]["field"] == "target.service");
+  l.mesh.set_env("events", "WORKFLOW_SERVICES", "LEADS_SERVICE, CMS_SERVICE");
+  auto nope = put("NOPE");
+  CHECK(nope.status == 400);
+  CHECK(nope.body_json()["error"]["code"] == "invalid_request");
+  CHECK(nope.body_json()["error"]["field"] == "target.service");
+  CHECK(put("LEADS").status == 400);
+  CHECK(l.db("SELECT * FROM workflow_definitions").empty());
+  CHECK(put("LEADS_SERVICE").status == 201);
+  CHECK(put("CMS_SERVICE").status == 200);
+}
+
 TEST_CASE("a registered JSON Schema refuses a payload that breaks it with 422") {
   Ledger l;
   json schema{{"type", "object"},
