@@ -116,7 +116,7 @@ TEST_CASE("reads filter by glob, entity and cursor") {
   CHECK(count("?type=*changed") == 2);
   CHECK(count("?entity=item:10472") == 4);
   CHECK(count("?entity=item:1") == 0);
-  CHECK(count("?entity=item") == 4);
+  CHECK(l.get("bakery", kBakeryToken, "?entity=item").status == 400);  // entity_ref is type:id
 
   auto page1 = l.get("bakery", kBakeryToken, "?limit=3").body_json();
   REQUIRE(page1["events"].size() == 3);
@@ -632,4 +632,32 @@ TEST_CASE(
   REQUIRE(rows.size() == 1);
   CHECK(rows[0]["tenant_id"].is_null());
   CHECK(json::parse(rows[0]["payload_json"].get<std::string>())["amount"] == 2);
+}
+
+TEST_CASE("a malformed entity filter or a type filter no event type can match is a 400") {
+  ApiLedger l;
+  REQUIRE(l.post("bakery", kBakeryToken, price_event(1)).status == 201);
+  auto field_of = [&](const std::string& q) {
+    auto r = l.get("bakery", kBakeryToken, q);
+    CHECK_MESSAGE(r.status == 400, q);
+    return r.body_json()["error"]["field"];
+  };
+  for (const char* q : {"?entity=noColon", "?entity=item", "?entity=item:", "?entity=:10472",
+                        "?entity=Item:10472", "?entity=it-em:10472"}) {
+    CHECK_MESSAGE(field_of(q) == "entity", q);
+  }
+  // Event types are [a-z0-9_] segments joined by dots: '-' (which subscription globs accept) can
+  // never match one.
+  CHECK(field_of("?type=price-changed") == "type");
+  CHECK(field_of("?type=price.*-x") == "type");
+  CHECK(field_of("?type=Price.changed") == "type");
+  auto count = [&](const std::string& q) {
+    auto r = l.get("bakery", kBakeryToken, q);
+    REQUIRE(r.status == 200);
+    return r.body_json()["events"].size();
+  };
+  CHECK(count("?entity=item:10472") == 1);
+  CHECK(count("?entity=item:10472:x") == 0);  // an id may hold colons
+  CHECK(count("?type=price.chang?d") == 1);
+  CHECK(count("?type=price.changed") == 1);
 }

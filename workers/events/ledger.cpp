@@ -206,23 +206,6 @@ Status check_producer_event_id(const std::string& event_id, std::int64_t now_ms)
   return Unit{};
 }
 
-std::string glob_to_like(std::string_view glob) {
-  std::string out;
-  for (char c : glob) {
-    if (c == '*') {
-      out += '%';
-    } else if (c == '?') {
-      out += '_';
-    } else if (c == '_' || c == '%' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 Result<ReadQuery> parse_read_query(const Request& req) {
   ReadQuery q;
   q.type_glob = req.query_param("type");
@@ -231,15 +214,31 @@ Result<ReadQuery> parse_read_query(const Request& req) {
     if (!is_valid_glob(q.type_glob, &why)) {
       return Error{ErrorCode::invalid_request, "type: " + why}.with("field", "type");
     }
+    // A subscription glob may hold '-', which no event type does: such a filter could never
+    // match, so it is refused rather than answered with an empty page.
+    if (q.type_glob.find('-') != std::string::npos) {
+      return Error{ErrorCode::invalid_request,
+                   "type: an event type holds only a-z, 0-9, '_' and '.' (glob: '*', '?')"}
+          .with("field", "type");
+    }
   }
+  // entity_ref is type:id, as on POST (docs/contract.md "events-service"): the type [a-z0-9_]+,
+  // a non-empty id (which may hold colons) without control characters.
   std::string entity = req.query_param("entity");
   if (!entity.empty()) {
     auto colon = entity.find(':');
-    q.entity_type = entity.substr(0, colon);
-    if (colon != std::string::npos) q.entity_id = entity.substr(colon + 1);
-    if (q.entity_type.empty() || entity.size() > kMaxRefLength) {
-      return Error{ErrorCode::invalid_request, "entity: use type or type:id"}.with("field",
-                                                                                   "entity");
+    bool ok = colon != std::string::npos && colon > 0 && colon + 1 < entity.size() &&
+              entity.size() <= kMaxRefLength;
+    if (ok) {
+      q.entity_type = entity.substr(0, colon);
+      q.entity_id = entity.substr(colon + 1);
+      for (char c : q.entity_type) ok = ok && is_event_name_char(c);
+      for (char c : q.entity_id) ok = ok && static_cast<unsigned char>(c) >= 0x20;
+    }
+    if (!ok) {
+      return Error{ErrorCode::invalid_request,
+                   "entity: use type:id (the type lower case [a-z0-9_], as in entity_ref)"}
+          .with("field", "entity");
     }
   }
   // An event_id, or the "<event_id>.<seq>" an operator's page without tenant= answers as `next`
@@ -271,7 +270,7 @@ namespace {
 EventFilter filter_of(const ReadQuery& q) {
   EventFilter filter;
   filter.tenant_id = q.tenant_id;
-  if (!q.type_glob.empty() && q.type_glob != "*") filter.type_like = glob_to_like(q.type_glob);
+  if (!q.type_glob.empty() && q.type_glob != "*") filter.type_glob = q.type_glob;
   filter.entity_type = q.entity_type;
   filter.entity_id = q.entity_id;
   filter.after = q.after;

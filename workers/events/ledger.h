@@ -94,7 +94,4 @@ Result<ReadQuery> parse_read_query(const Request& req);
 // when it sent them along; the core never parses a payload into a tree and dumps it again.
 Task<Result<Response>> read_events_response(const ReadQuery& query);
 
-// Translates an event-type glob into a LIKE pattern (escape '\'): * → %, ? → _, _ → \_.
-std::string glob_to_like(std::string_view glob);
-
 }  // namespace ss::events

@@ -105,7 +105,7 @@ WHERE seq > CASE
       (SELECT MAX(m.seq) FROM events m))
   END
   AND (?2 IS NULL OR tenant_id = ?2)
-  AND (?3 = '' OR event_type LIKE ?3 ESCAPE '\')
+  AND (?3 = '' OR event_type GLOB ?3)
   AND (?4 = '' OR entity_type = ?4)
   AND (?5 = '' OR entity_id = ?5)
 ORDER BY seq LIMIT ?6
@@ -123,7 +123,7 @@ WHERE seq < CASE
       0)
   END
   AND (?2 IS NULL OR tenant_id = ?2)
-  AND (?3 = '' OR event_type LIKE ?3 ESCAPE '\')
+  AND (?3 = '' OR event_type GLOB ?3)
   AND (?4 = '' OR entity_type = ?4)
   AND (?5 = '' OR entity_id = ?5)
 ORDER BY seq DESC LIMIT ?6
@@ -1177,7 +1177,7 @@ Task<Result<EventPage>> EventStore::read_page(const EventFilter& f) {
   static const std::string kDescending =
       std::string(kEventView) + std::string(kReadEventsDescWhere);
   json params =
-      json::array({f.after, text_or_null(f.tenant_id), f.type_like, f.entity_type, f.entity_id,
+      json::array({f.after, text_or_null(f.tenant_id), f.type_glob, f.entity_type, f.entity_id,
                    f.limit, f.after_seq ? json(*f.after_seq) : json(nullptr)});
   // The views are what the response shows and nothing the core decides on: held by the host and
   // spliced into the body there, they never cross into wasm (docs/abi.md "Held columns"). Of the

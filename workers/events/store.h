@@ -86,7 +86,9 @@ struct EventInsert {
 // GET /api/events: every filter optional ("" / nullopt = no filter).
 struct EventFilter {
   std::optional<std::string> tenant_id;  // nullopt: every tenant
-  std::string type_like;                 // a LIKE pattern (escape '\'), "" for any type
+  // An event-type glob (`*`, `?`), matched by SQLite's GLOB: case-sensitive, with the semantics of
+  // a subscription's glob_match; "" for any type.
+  std::string type_glob;
   std::string entity_type;
   std::string entity_id;
   std::string after;  // event_id cursor, exclusive (in the listing's order)
