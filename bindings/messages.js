@@ -32,6 +32,12 @@ function stringsOf(env) {
   let strings = envStrings.get(env);
   if (!strings) {
     strings = Object.fromEntries(Object.entries(env).filter(([, value]) => typeof value === "string"));
+    // Which entries are service bindings (a Fetcher: `fetch` is a function), by name, so a core can
+    // tell an operator naming one it does not have (docs/abi.md "Messages"). Set by the host only.
+    strings.SS_SERVICE_BINDINGS = Object.entries(env)
+      .filter(([, value]) => value && typeof value === "object" && typeof value.fetch === "function")
+      .map(([name]) => name)
+      .join(",");
     envStrings.set(env, strings);
   }
   return strings;

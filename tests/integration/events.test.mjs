@@ -695,6 +695,17 @@ describe("errors", () => {
     }
     assert.equal((await rows("SELECT * FROM workflow_definitions")).length, 0);
 
+    // Concurrent definitions of one new workflow type: one 201, the others 200.
+    const racing = await Promise.all(
+      Array.from({ length: 4 }, () =>
+        admin("PUT", "/admin/workflows/race.type", { target: { service: "LEADS_SERVICE", path: "/x" } }),
+      ),
+    );
+    const statuses = racing.map((r) => r.status).sort();
+    await Promise.all(racing.map((r) => r.arrayBuffer()));
+    assert.deepEqual(statuses, [200, 200, 200, 201]);
+    assert.equal((await admin("DELETE", "/admin/workflows/race.type")).status, 204);
+
     await errorOf(await admin("POST", "/admin/subscriptions", "{"), 400, "invalid_json");
     await errorOf(
       await mesh.fetch("events", "/admin/subscriptions", { method: "POST", headers: JSON_TYPE, body: "{}" }),

@@ -127,8 +127,9 @@ const WORKFLOW_TARGET = {
 
 before(async () => {
   mesh = await startMesh({
-    // The test's own workflow target is a service binding the ledger must know (WORKFLOW_SERVICES).
-    bindings: { events: { DRAIN_CHUNK_STARTS: "2", WORKFLOW_SERVICES: "WORKFLOW_TARGET" } },
+    // The test's own workflow target is a service binding the ledger is given here: the host tells
+    // the core its bindings, so PUT /admin/workflows accepts it without any configuration.
+    bindings: { events: { DRAIN_CHUNK_STARTS: "2" } },
     extraWorkers: [WORKFLOW_TARGET],
     serviceBindings: { events: { WORKFLOW_TARGET: WORKFLOW_TARGET.name } },
   });

@@ -278,6 +278,13 @@ Mesh::Mesh() {
     service_bindings_[s.service_binding] = s.name;
     workers_[s.name] = std::move(w);
   }
+  // What the JS host tells every core (bindings/messages.js): the env entries that are service
+  // bindings. Here every worker reaches every other one.
+  std::string fetchers;
+  for (const auto& [binding, name] : service_bindings_) {
+    fetchers += (fetchers.empty() ? "" : ",") + binding;
+  }
+  for (auto& [name, w] : workers_) w->env["SS_SERVICE_BINDINGS"] = fetchers;
 }
 
 Mesh::~Mesh() = default;

@@ -71,9 +71,8 @@ bool is_binding_name(std::string_view s) {
   return true;
 }
 
-// Whether `binding` is one of the deployment's service bindings a workflow may start through:
-// WORKFLOW_SERVICES, "LEADS_SERVICE,CMS_SERVICE,…" (wrangler/events.jsonc vars, next to its
-// `services`). Unset or empty: none.
+// Whether `binding` is in a comma-separated list of binding names ("LEADS_SERVICE,CMS_SERVICE,…"):
+// the service bindings a workflow may start through.
 bool is_workflow_service(std::string_view configured, std::string_view binding) {
   while (!configured.empty()) {
     std::size_t comma = configured.find(',');
@@ -257,10 +256,13 @@ Result<json> parse_target(const Context& ctx, const json& body) {
   }
   if (service) {
     if (!is_binding_name(*service)) return field_error("target.service", "must be a binding name");
+    // WORKFLOW_SERVICES narrows the bindings a workflow may use when set; otherwise every service
+    // binding the worker has (the host lists them in SS_SERVICE_BINDINGS) may be named.
     std::string configured = ctx.env("WORKFLOW_SERVICES");
+    if (configured.empty()) configured = ctx.env("SS_SERVICE_BINDINGS");
     if (!is_workflow_service(configured, *service)) {
       return field_error("target.service",
-                         "is not a service binding of this worker (WORKFLOW_SERVICES: " +
+                         "is not a service binding of this worker (it has: " +
                              (configured.empty() ? std::string("none") : configured) + ")");
     }
     std::string path = string_or(*target, "path", "/");

@@ -502,18 +502,18 @@ TEST_CASE("a workflow's target.service must be a binding this deployment has (WO
     return l.admin("PUT", "/admin/workflows/x",
                    {{"target", {{"service", service}, {"path", "/s"}}}});
   };
-  // Unset: the deployment declares no binding, so none is accepted (as MONITOR_SERVICES).
-  auto none = put("LEADS_SERVICE");
-  CHECK(none.status == 400);
-  CHECK(none.body_json()["error"]["field"] == "target.service");
-  l.mesh.set_env("events", "WORKFLOW_SERVICES", "LEADS_SERVICE, CMS_SERVICE");
+  // By default: any service binding the worker has (the host's SS_SERVICE_BINDINGS), nothing else.
   auto nope = put("NOPE");
   CHECK(nope.status == 400);
   CHECK(nope.body_json()["error"]["code"] == "invalid_request");
   CHECK(nope.body_json()["error"]["field"] == "target.service");
   CHECK(put("LEADS").status == 400);
   CHECK(l.db("SELECT * FROM workflow_definitions").empty());
-  CHECK(put("LEADS_SERVICE").status == 201);
+  CHECK(put("MONITOR_SERVICE").status == 201);
+  // WORKFLOW_SERVICES narrows it.
+  l.mesh.set_env("events", "WORKFLOW_SERVICES", "LEADS_SERVICE, CMS_SERVICE");
+  CHECK(put("MONITOR_SERVICE").status == 400);
+  CHECK(put("LEADS_SERVICE").status == 200);
   CHECK(put("CMS_SERVICE").status == 200);
 }
 

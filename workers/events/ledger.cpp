@@ -222,22 +222,21 @@ Result<ReadQuery> parse_read_query(const Request& req) {
           .with("field", "type");
     }
   }
-  // entity_ref is type:id, as on POST (docs/contract.md "events-service"): the type [a-z0-9_]+,
-  // a non-empty id (which may hold colons) without control characters.
+  // An entity_ref, type:id as on POST (docs/contract.md "events-service"), or a bare type for every
+  // entity of that type: the type [a-z0-9_]+, the id (which may hold colons) non-empty and without
+  // control characters. Anything else could never match and is refused.
   std::string entity = req.query_param("entity");
   if (!entity.empty()) {
     auto colon = entity.find(':');
-    bool ok = colon != std::string::npos && colon > 0 && colon + 1 < entity.size() &&
-              entity.size() <= kMaxRefLength;
-    if (ok) {
-      q.entity_type = entity.substr(0, colon);
-      q.entity_id = entity.substr(colon + 1);
-      for (char c : q.entity_type) ok = ok && is_event_name_char(c);
-      for (char c : q.entity_id) ok = ok && static_cast<unsigned char>(c) >= 0x20;
-    }
+    q.entity_type = entity.substr(0, colon);
+    if (colon != std::string::npos) q.entity_id = entity.substr(colon + 1);
+    bool ok = !q.entity_type.empty() && entity.size() <= kMaxRefLength &&
+              (colon == std::string::npos || !q.entity_id.empty());
+    for (char c : q.entity_type) ok = ok && is_event_name_char(c);
+    for (char c : q.entity_id) ok = ok && static_cast<unsigned char>(c) >= 0x20;
     if (!ok) {
       return Error{ErrorCode::invalid_request,
-                   "entity: use type:id (the type lower case [a-z0-9_], as in entity_ref)"}
+                   "entity: use type:id or a bare type (lower case [a-z0-9_], as in entity_ref)"}
           .with("field", "entity");
     }
   }

@@ -341,8 +341,12 @@ constexpr std::string_view kDeleteSubscription = R"sql(
 DELETE FROM event_subscriptions WHERE subscription_id = ?1
 )sql";
 
-constexpr std::string_view kWorkflowExists = R"sql(
-SELECT workflow_type FROM workflow_definitions WHERE workflow_type = ?1
+// Before kUpsertWorkflow in one batch: its `changes` say whether this write created the definition
+// (a read before the write would tell concurrent creators all "created").
+constexpr std::string_view kCreateWorkflow = R"sql(
+INSERT INTO workflow_definitions (workflow_type, target_json, updated_at, risk_level)
+VALUES (?1, ?2, ?3, ?4)
+ON CONFLICT (workflow_type) DO NOTHING
 )sql";
 
 constexpr std::string_view kUpsertWorkflow = R"sql(
@@ -1481,11 +1485,11 @@ Task<Result<bool>> ConfigStore::delete_subscription(const std::string& id) {
 Task<Result<bool>> ConfigStore::upsert_workflow(const std::string& type,
                                                 const std::string& target_json,
                                                 std::int64_t risk_level, const std::string& now) {
-  json exists_params = json::array({type});
-  SS_CO_TRY(D1Result existing, co_await db().first(kWorkflowExists, exists_params));
   json params = json::array({type, target_json, now, risk_level});
-  SS_CO_CHECK(co_await execute(kUpsertWorkflow, params));
-  co_return existing.empty();
+  std::vector<D1Statement> batch{{std::string(kCreateWorkflow), params},
+                                 {std::string(kUpsertWorkflow), params}};
+  SS_CO_TRY(std::vector<D1Result> r, co_await db().batch(batch));
+  co_return !r.empty() && r[0].meta.changes > 0;
 }
 
 Task<Result<std::vector<WorkflowRow>>> ConfigStore::workflows() {

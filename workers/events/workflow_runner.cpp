@@ -769,7 +769,16 @@ Task<Result<json>> release_held(Context& ctx) {
     // */2 cron releases them once the stop is off.
     co_return json_object({{"released", 0}, {"still_held", static_cast<int>(rows.size())}});
   }
-  for (const QuarantineRow& row : rows) {
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    // A stop turned on while releasing holds the rest (as a drain re-reads its switches per batch).
+    if (i > 0) {
+      SS_CO_TRY(bool stop_now, co_await DrainState::any_switch_on(stops));
+      if (stop_now) {
+        still_held += static_cast<int>(rows.size() - i);
+        break;
+      }
+    }
+    const QuarantineRow& row = rows[i];
     SS_CO_TRY(json result, co_await retry_quarantined(ctx, kWorkflowRunner, row.event_id));
     if (result["resolved"] == true) {
       ++released;
