@@ -71,13 +71,15 @@ describe("fetch", () => {
       body: '{"héllo":1}',
     });
     Object.defineProperty(request, "cf", { value: { country: "US", colo: "DFW", tls: { a: 1 } } });
-    const env = { SECRET: "s3cret", DB: { prepare() {} }, COUNT: 3 };
+    const fetcher = { fetch: async () => new Response("") };
+    const env = { SECRET: "s3cret", DB: { prepare() {} }, COUNT: 3, LEADS_SERVICE: fetcher, ASSETS: fetcher };
     const before = Date.now();
     await worker.fetch(request, env, ctx());
     assert.equal(seen.op, "fetch");
     assert.ok(seen.now >= before && seen.now <= Date.now());
     assert.match(seen.entropy, /^[0-9a-f]{128}$/);
-    assert.deepEqual(seen.env, { SECRET: "s3cret" });
+    // The string vars and secrets, and which entries are service bindings (by name, never the objects).
+    assert.deepEqual(seen.env, { SECRET: "s3cret", SS_SERVICE_BINDINGS: "LEADS_SERVICE,ASSETS" });
     assert.deepEqual(seen.request, {
       method: "POST",
       url: "https://worker.test/echo?x=1",

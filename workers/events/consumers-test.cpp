@@ -780,6 +780,40 @@ TEST_CASE("kill:high_risk_ops off releases held events behind 500 other quaranti
             .empty());
 }
 
+TEST_CASE("an emergency stop turned on while held starts are released holds the rest") {
+  Ledger l;
+  REQUIRE(l.admin("PUT", "/admin/workflows/refund",
+                  {{"target", {{"webhook", "http://127.0.0.1:9/hooks/refund"}}}, {"risk_level", 4}})
+              .status == 201);
+  l.subscribe("order.*", "refund");
+  REQUIRE(l.admin("PUT", "/admin/kill-switches/kill:high_risk_ops", {{"enabled", true}}).status ==
+          200);
+  for (int i = 0; i < 3; ++i) l.emit("order.refunded");
+  CHECK(l.drain()["held"] == 3);
+  REQUIRE(l.calls.empty());
+
+  // The operator hits kill:fanout while the first held start goes out.
+  auto stub = l.mesh.fetch_stub;
+  bool stopped = false;
+  l.mesh.fetch_stub = [&](const json& req) {
+    if (!stopped) {
+      stopped = true;
+      CHECK(l.admin("PUT", "/admin/kill-switches/kill:fanout", {{"enabled", true}}).status == 200);
+    }
+    return stub(req);
+  };
+  auto off = l.admin("PUT", "/admin/kill-switches/kill:high_risk_ops", {{"enabled", false}});
+  l.mesh.fetch_stub = stub;
+  REQUIRE(off.status == 200);
+  CHECK(off.body_json()["released"]["released"] == 1);
+  CHECK(off.body_json()["released"]["still_held"] == 2);
+  CHECK(l.calls.size() == 1);
+  // Once the stop is off, the */2 cron releases the other two, each once.
+  REQUIRE(l.admin("PUT", "/admin/kill-switches/kill:fanout", {{"enabled", false}}).status == 200);
+  CHECK(l.mesh.message("events", {{"op", "scheduled"}, {"cron", "*/2 * * * *"}})["ok"] == true);
+  CHECK(l.calls.size() == 3);
+}
+
 TEST_CASE("held starts are not released while kill:fanout or kill:workflow_runner is on") {
   Ledger l;
   REQUIRE(l.admin("PUT", "/admin/workflows/refund",

@@ -83,8 +83,13 @@ Task<Status> commit_with_cursor(Context& ctx, DrainReport& report,
                                 const std::vector<EventRow>& rows,
                                 std::vector<D1Statement> statements, bool last) {
   Cursor cursor{rows.back().seq, rows.back().event_id};
-  statements.push_back(DrainState::advance_statement(
-      report.consumer, cursor, format_rfc3339(ctx.now_ms()), static_cast<int>(rows.size())));
+  const std::string now = format_rfc3339(ctx.now_ms());
+  const int read = static_cast<int>(rows.size());
+  statements.push_back(report.run != nullptr
+                           ? DrainState::advance_held_statement(report.consumer, cursor, now, read,
+                                                                report.run->key.lock,
+                                                                report.run->key.holder)
+                           : DrainState::advance_statement(report.consumer, cursor, now, read));
   if (last) {
     SS_CO_CHECK(co_await commit_batch(ctx, report, std::move(statements)));
   } else {
@@ -117,7 +122,8 @@ Task<Result<Cursor>> replay_consumer(Context& ctx, const std::string& consumer,
                         " is draining (its lock is held); replay once that run has finished"};
   }
   std::vector<D1Statement> statements = {
-      DrainState::advance_statement(consumer, cursor, format_rfc3339(ctx.now_ms()), 0),
+      DrainState::advance_held_statement(consumer, cursor, format_rfc3339(ctx.now_ms()), 0, lock,
+                                         holder),
       DrainState::release_statement(lock, holder)};
   Status moved = co_await commit(statements);
   if (!moved) {

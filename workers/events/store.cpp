@@ -178,6 +178,18 @@ ON CONFLICT (consumer) DO UPDATE SET cursor_seq = excluded.cursor_seq, cursor = 
                                      events_read = events_read + excluded.events_read
 )sql";
 
+// The same from a run that holds the consumer's lock (?6 name, ?7 holder), in that run's commit: a
+// run whose lock expired and was taken since (by a replay, or another run) moves nothing, so a
+// replayed cursor is never overwritten by a run that outlived its lock.
+constexpr std::string_view kAdvanceCursorHeld = R"sql(
+INSERT INTO event_drain_state (consumer, cursor_seq, cursor, last_run_at, events_read)
+SELECT ?1, ?2, ?3, ?4, ?5
+WHERE EXISTS (SELECT 1 FROM cron_locks WHERE name = ?6 AND holder = ?7)
+ON CONFLICT (consumer) DO UPDATE SET cursor_seq = excluded.cursor_seq, cursor = excluded.cursor,
+                                     last_run_at = excluded.last_run_at,
+                                     events_read = events_read + excluded.events_read
+)sql";
+
 // A drain run's batches (drain.cpp). The first takes the lock unless one of the consumer's kill
 // switches (?5, a JSON array of names) is on: a stopped consumer holds nothing.
 constexpr std::string_view kClaimDrainLock = R"sql(
@@ -1236,6 +1248,13 @@ D1Statement DrainState::advance_statement(const std::string& consumer, const Cur
                                           const std::string& now, int read) {
   return D1Statement{std::string(kAdvanceCursor),
                      json::array({consumer, cursor.seq, cursor.event_id, now, read})};
+}
+
+D1Statement DrainState::advance_held_statement(const std::string& consumer, const Cursor& cursor,
+                                               const std::string& now, int read,
+                                               const std::string& lock, const std::string& holder) {
+  return D1Statement{std::string(kAdvanceCursorHeld),
+                     json::array({consumer, cursor.seq, cursor.event_id, now, read, lock, holder})};
 }
 
 namespace {

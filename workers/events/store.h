@@ -197,6 +197,11 @@ class DrainState {
                                      std::int64_t expires_at_ms);
   static D1Statement advance_statement(const std::string& consumer, const Cursor& cursor,
                                        const std::string& now, int read);
+  // The same only while `holder` holds `lock`: what a run commits with its batch, so a run that
+  // outlived its lock cannot overwrite a cursor a replay (or the next run) has moved.
+  static D1Statement advance_held_statement(const std::string& consumer, const Cursor& cursor,
+                                            const std::string& now, int read,
+                                            const std::string& lock, const std::string& holder);
   // true when any of the named kill switches is on.
   static Task<Result<bool>> any_switch_on(const std::vector<std::string>& names);
 };

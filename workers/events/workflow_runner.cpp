@@ -587,7 +587,10 @@ void settle(Context& ctx, const std::string& consumer, const std::vector<EventWo
   if (!succeeded.empty()) {
     carry.push_back(Quarantine::resolve_many_statement(consumer, succeeded, now));
   }
-  if (advanced) carry.push_back(DrainState::advance_statement(consumer, *advanced, now, read));
+  if (advanced) {
+    carry.push_back(
+        DrainState::advance_held_statement(consumer, *advanced, now, read, fc.lock, fc.holder));
+  }
   carry.push_back(DrainState::renew_statement(fc.lock, fc.holder, ctx.now_ms() + kLockTtlMs));
 }
 
