@@ -27,15 +27,24 @@ function entropyHex() {
 // The string entries of an env, once per env object: workerd hands every request of an isolate the
 // same env, whose vars and secrets do not change.
 const envStrings = new WeakMap();
+/** A binding with a `fetch` method; an entry whose property read throws (a Proxy) is not one. */
+function isFetcher(value) {
+  try {
+    return Boolean(value) && typeof value === "object" && typeof value.fetch === "function";
+  } catch {
+    return false;
+  }
+}
+
 function stringsOf(env) {
   if (!env) return {};
   let strings = envStrings.get(env);
   if (!strings) {
     strings = Object.fromEntries(Object.entries(env).filter(([, value]) => typeof value === "string"));
-    // Which entries are service bindings (a Fetcher: `fetch` is a function), by name, so a core can
-    // tell an operator naming one it does not have (docs/abi.md "Messages"). Set by the host only.
+    // Which entries are fetch-capable bindings (service bindings, and ASSETS), by name, so a core can
+    // tell an operator naming one it does not have (docs/abi.md "Input messages"). Host-set only.
     strings.SS_SERVICE_BINDINGS = Object.entries(env)
-      .filter(([, value]) => value && typeof value === "object" && typeof value.fetch === "function")
+      .filter(([, value]) => isFetcher(value))
       .map(([name]) => name)
       .join(",");
     envStrings.set(env, strings);

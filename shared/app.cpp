@@ -105,17 +105,22 @@ Task<Result<Response>> put_tenant(Context& ctx, const Request& req, const Params
     (token ? token_hash : admin_hash) = std::move(digest);
   }
 
-  // Created or updated is what the write itself says (one D1 batch), never a read before it:
-  // concurrent creations of one tenant get one 201 and 200s.
+  // Created or updated is what the writes themselves say, never a read before them: an INSERT that
+  // changes nothing when the id exists (so of concurrent creations exactly one is 201), else the
+  // UPDATE, which keeps a digest left out.
   TenantStore store(ctx.app().db_binding);
   std::string now = format_rfc3339(ctx.now_ms());
-  SS_CO_TRY(TenantStore::Saved saved_as,
-            co_await store.save(id, token_hash, admin_hash, config, now));
-  if (saved_as == TenantStore::Saved::missing) {
-    co_return Error{ErrorCode::invalid_request, "a new tenant needs token and adminToken"}.with(
-        "field", !token ? "token" : "adminToken");
+  bool created = false;
+  if (token_hash && admin_hash) {
+    SS_CO_TRY(created, co_await store.write(true, id, token_hash, admin_hash, config, now));
   }
-  const bool created = saved_as == TenantStore::Saved::created;
+  if (!created) {
+    SS_CO_TRY(bool updated, co_await store.write(false, id, token_hash, admin_hash, config, now));
+    if (!updated) {
+      co_return Error{ErrorCode::invalid_request, "a new tenant needs token and adminToken"}.with(
+          "field", !token ? "token" : "adminToken");
+    }
+  }
   tenant_cache(ctx).forget(id);  // a new token or config takes effect in this instance at once
   if (ctx.app().apply_tenant_config) {
     SS_CO_CHECK(co_await ctx.app().apply_tenant_config(ctx, id, config));

@@ -92,17 +92,16 @@ App make_tenant_app() {
         SS_CO_TRY(std::optional<TenantRow> row, std::move(found));
         SS_CO_TRY(std::int64_t n, std::move(count));
         SS_CO_TRY(bool disabled, co_await store.disable("t1", "now"));
-        SS_CO_TRY(TenantStore::Saved both,
-                  co_await store.save("t1", "h", "a", json::object(), "now"));
-        SS_CO_TRY(TenantStore::Saved partial,
-                  co_await store.save("t1", std::nullopt, "a2", json::object(), "now"));
+        SS_CO_TRY(bool created, co_await store.write(true, "t1", "h", "a", json::object(), "now"));
+        SS_CO_TRY(bool updated,
+                  co_await store.write(false, "t1", std::nullopt, "a2", json::object(), "now"));
         co_return Response::json_body(200, {{"found", row ? json(row->tenant_id) : json()},
                                             {"enabled", row ? json(row->enabled) : json()},
                                             {"config", row ? row->config : json()},
                                             {"n", n},
                                             {"disabled", disabled},
-                                            {"saved", static_cast<int>(both)},
-                                            {"partial", static_cast<int>(partial)}});
+                                            {"created", created},
+                                            {"updated", updated}});
       });
   return app;
 }
@@ -340,20 +339,14 @@ TEST_CASE("TenantStore: typed rows, counts and changes; a corrupt tenant row is 
   App app = make_tenant_app();
   Runtime rt(app);
   std::int64_t now = 0;
-  // A save is one d1.batch: INSERT … DO NOTHING then UPDATE with both digests, the UPDATE alone
-  // (NULL for the digest left out) with one; each statement answers `changes`.
+  // create and update are d1.run each: create answers `changes` as given, update 1 (it names no
+  // token digest: NULL keeps the stored one).
   auto host = [](json row, std::int64_t changes) {
     return [row, changes](const json& e) {
-      if (e["kind"] == "d1.batch") {
-        const json& statements = e["statements"];
-        json answers = json::array();
-        for (const json& st : statements) {
-          const bool insert = st["sql"].get<std::string>().find("INSERT") != std::string::npos;
-          answers.push_back(
-              {{"results", json::array()}, {"meta", {{"changes", insert ? changes : 1}}}});
-        }
-        if (statements.size() == 1) CHECK(statements[0]["params"][1].is_null());
-        return ok(e, answers);
+      if (e["kind"] == "d1.run" &&
+          e["sql"].get<std::string>().find("UPDATE tenants SET token_hash") != std::string::npos) {
+        CHECK(e["params"][1].is_null());
+        return ok(e, {{"results", json::array()}, {"meta", {{"changes", 1}}}});
       }
       std::string sql = e["sql"].get<std::string>();
       if (e["kind"] == "d1.run") {
@@ -373,12 +366,12 @@ TEST_CASE("TenantStore: typed rows, counts and changes; a corrupt tenant row is 
   json out = native::drive(rt, fetch_message("/tenant"), now, host(good, 1));
   REQUIRE(out["status"] == 200);
   CHECK(body_of(out) == json::parse(R"({"found":"t1","enabled":true,"config":{"k":1},"n":3,
-                                        "disabled":true,"saved":0,"partial":1})"));
+                                        "disabled":true,"created":true,"updated":true})"));
 
   out = native::drive(rt, fetch_message("/tenant"), now, host(nullptr, 0));
   REQUIRE(out["status"] == 200);
   CHECK(body_of(out) == json::parse(R"({"found":null,"enabled":null,"config":null,"n":3,
-                                        "disabled":false,"saved":1,"partial":1})"));
+                                        "disabled":false,"created":false,"updated":true})"));
 
   json corrupt = good;
   corrupt.erase("token_hash");

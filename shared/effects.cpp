@@ -306,18 +306,13 @@ EffectOf<D1Result> D1::first(std::string_view sql, json params) const {
 EffectOf<D1Result> D1::run(std::string_view sql, json params) const {
   return {d1_request("d1.run", binding_, sql, std::move(params)), decode_d1_all};
 }
-json D1::batch_request(const std::vector<D1Statement>& statements) const {
+EffectOf<std::vector<D1Result>> D1::batch(const std::vector<D1Statement>& statements) const {
   json list = json::array();
   for (const auto& s : statements)
     list.push_back(json_object({{"sql", s.sql}, {"params", s.params}}));
-  return json_object(
-      {{"kind", "d1.batch"}, {"binding", binding_}, {"statements", std::move(list)}});
-}
-Result<std::vector<D1Result>> D1::batch_result(json&& value) {
-  return decode_d1_batch(std::move(value));
-}
-EffectOf<std::vector<D1Result>> D1::batch(const std::vector<D1Statement>& statements) const {
-  return {batch_request(statements), decode_d1_batch};
+  return {
+      json_object({{"kind", "d1.batch"}, {"binding", binding_}, {"statements", std::move(list)}}),
+      decode_d1_batch};
 }
 
 // ---- KV

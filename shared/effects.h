@@ -182,18 +182,11 @@ class D1 {
                           typename EffectOf<T>::Decode decode) const {
     return {request("d1.run", sql, std::move(params)), decode};
   }
-  template <class T>
-  EffectOf<T> batch_decoded(const std::vector<D1Statement>& statements,
-                            typename EffectOf<T>::Decode decode) const {
-    return {batch_request(statements), decode};
-  }
-  static Result<D1Result> first_result(json&& value);               // what first() yields
-  static Result<D1Result> all_result(json&& value);                 // what all() and run() yield
-  static Result<std::vector<D1Result>> batch_result(json&& value);  // what batch() yields
+  static Result<D1Result> first_result(json&& value);  // what first() yields
+  static Result<D1Result> all_result(json&& value);    // what all() and run() yield
 
  private:
   json request(const char* kind, std::string_view sql, json params) const;
-  json batch_request(const std::vector<D1Statement>& statements) const;
   std::string binding_;
 };
 

@@ -101,15 +101,11 @@ Status check_capability(Context& ctx, const Request& req, const std::string& ten
   std::string version = req.header("x-siteswarm-capability-version");
   if (version.empty()) return Unit{};
   std::string shown = version.substr(0, 32);
-  std::optional<std::int64_t> major = semver_major(version);
-  if (!major) {
-    return Error{ErrorCode::unsupported_capability_version,
-                 "capability version " + shown + " is not a semantic version (MAJOR.MINOR.PATCH)"};
-  }
-  if (*major != kSupportedCapabilityMajor) {
-    return Error{ErrorCode::unsupported_capability_version,
-                 "capability version " + shown + " is not supported; this service speaks " +
-                     std::to_string(kSupportedCapabilityMajor) + ".x"};
+  // A semantic version (MAJOR.MINOR.PATCH…) of the one major spoken; anything else, one answer.
+  if (semver_major(version) != kSupportedCapabilityMajor) {
+    return Error{
+        ErrorCode::unsupported_capability_version,
+        "capability version " + shown + " is not supported: send a semantic version 1.x.y"};
   }
   if (tenant_cache(ctx).capability_changed(tenant_id, shown)) {
     ctx.log("tenant " + tenant_id + " calls with capability version " + shown);

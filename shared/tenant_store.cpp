@@ -11,8 +11,7 @@ SELECT tenant_id, token_hash, admin_token_hash, config_json, enabled, created_at
 FROM tenants WHERE tenant_id = ?1
 )sql";
 
-// A new tenant only: the D1 batch's first statement when both digests are sent; its `changes` say
-// whether this save created the tenant.
+// A new tenant only: its `changes` say whether this request created it.
 constexpr std::string_view kCreateTenant = R"sql(
 INSERT INTO tenants (tenant_id, token_hash, admin_token_hash, config_json, enabled, created_at,
                      updated_at)
@@ -40,17 +39,8 @@ Result<std::optional<TenantRow>> tenant_found(json&& value) {
   return r.value().first_as<TenantRow>();
 }
 
-Result<TenantStore::Saved> tenant_saved(json&& value) {
-  Result<std::vector<D1Result>> r = D1::batch_result(std::move(value));
-  if (!r.ok()) return std::move(r).error();
-  const std::vector<D1Result>& results = r.value();
-  if (results.empty()) return Error{ErrorCode::internal, "tenant save: an empty D1 batch answer"};
-  if (results.size() == 2 && results[0].meta.changes > 0) return TenantStore::Saved::created;
-  return results.back().meta.changes > 0 ? TenantStore::Saved::updated
-                                         : TenantStore::Saved::missing;
-}
-
-Result<bool> tenant_disabled(json&& value) {
+// Whether the statement changed a row (disable, create, update).
+Result<bool> row_changed(json&& value) {
   Result<D1Result> r = D1::all_result(std::move(value));
   if (!r.ok()) return std::move(r).error();
   return r.value().meta.changes > 0;
@@ -83,23 +73,20 @@ EffectOf<std::optional<TenantRow>> TenantStore::find(const std::string& tenant_i
                                                      tenant_found);
 }
 
-EffectOf<TenantStore::Saved> TenantStore::save(const std::string& tenant_id,
-                                               const std::optional<std::string>& token_hash,
-                                               const std::optional<std::string>& admin_token_hash,
-                                               const json& config, const std::string& now) const {
-  const json digest = token_hash ? json(*token_hash) : json(nullptr);
-  const json admin_digest = admin_token_hash ? json(*admin_token_hash) : json(nullptr);
-  json params = json::array({tenant_id, digest, admin_digest, dump_json(config), now});
-  std::vector<D1Statement> statements;
-  if (token_hash && admin_token_hash) {
-    statements.push_back({std::string(kCreateTenant), params});
-  }
-  statements.push_back({std::string(kUpdateTenant), std::move(params)});
-  return db_.batch_decoded<Saved>(statements, tenant_saved);
+EffectOf<bool> TenantStore::write(bool create, const std::string& tenant_id,
+                                  const std::optional<std::string>& token_hash,
+                                  const std::optional<std::string>& admin_token_hash,
+                                  const json& config, const std::string& now) const {
+  return db_.run_decoded<bool>(
+      create ? kCreateTenant : kUpdateTenant,
+      json::array({tenant_id, token_hash ? json(*token_hash) : json(nullptr),
+                   admin_token_hash ? json(*admin_token_hash) : json(nullptr), dump_json(config),
+                   now}),
+      row_changed);
 }
 
 EffectOf<bool> TenantStore::disable(const std::string& tenant_id, const std::string& now) const {
-  return db_.run_decoded<bool>(kDisableTenant, json::array({tenant_id, now}), tenant_disabled);
+  return db_.run_decoded<bool>(kDisableTenant, json::array({tenant_id, now}), row_changed);
 }
 
 EffectOf<std::int64_t> TenantStore::count() const {

@@ -28,12 +28,12 @@ class TenantStore {
   // Each returns the D1 effect itself, decoded to its type when it completes (no coroutine of its
   // own: awaiting it yields the same Result a Task would).
   EffectOf<std::optional<TenantRow>> find(const std::string& tenant_id) const;
-  // Creates the tenant (when both digests are given) or updates it, enabled again, with config
-  // stored as JSON text and a digest left out keeping the stored one; one D1 batch, so concurrent
-  // saves of a new tenant see exactly one `created`. `missing`: no such tenant and not both
-  // digests, nothing written.
-  enum class Saved { created, updated, missing };
-  EffectOf<Saved> save(const std::string& tenant_id, const std::optional<std::string>& token_hash,
+  // create: inserts a new tenant, enabled (both digests given); false when the id exists already,
+  // nothing changed — its own answer, so of concurrent creations of one id exactly one is true.
+  // Otherwise updates the tenant, enabled again, a digest left out keeping the stored one (in the
+  // same statement); false when there is no such tenant. Config is stored as JSON text.
+  EffectOf<bool> write(bool create, const std::string& tenant_id,
+                       const std::optional<std::string>& token_hash,
                        const std::optional<std::string>& admin_token_hash, const json& config,
                        const std::string& now) const;
   // false when there is no such tenant.

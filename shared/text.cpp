@@ -32,56 +32,43 @@ bool has_control_chars(std::string_view text, bool allow_newlines) {
 }
 
 namespace {
-
-constexpr CharClass kSemverIdentifier = CharClass(kAlnum).chars("-");
-
-// A numeric identifier: "0" or digits without a leading zero, of any length (semver sets none).
-bool semver_number(std::string_view part) {
-  if (part.empty() || !kDigits.all_of(part)) return false;
-  return part.size() == 1 || part[0] != '0';
+constexpr bool is_ascii_alnum(char c) {
+  return is_ascii_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
-
-// Dot-separated non-empty identifiers of [0-9A-Za-z-]; numeric ones (pre-release only) without
-// a leading zero.
-bool semver_identifiers(std::string_view list, bool numeric_rule) {
-  for (;;) {
-    std::size_t dot = list.find('.');
-    std::string_view part = list.substr(0, dot);
-    if (part.empty() || !kSemverIdentifier.all_of(part)) return false;
-    if (numeric_rule && kDigits.all_of(part) && !semver_number(part)) return false;
-    if (dot == std::string_view::npos) return true;
-    list.remove_prefix(dot + 1);
-  }
+// A numeric identifier at `i`: "0" or digits without a leading zero, of any length.
+bool semver_number(std::string_view t, std::size_t& i) {
+  const std::size_t start = i;
+  while (i < t.size() && is_ascii_digit(t[i])) ++i;
+  return i > start && (i - start == 1 || t[start] != '0');
 }
-
 }  // namespace
 
-std::optional<std::int64_t> semver_major(std::string_view text) {
-  std::string_view core = text.substr(0, text.find_first_of("-+"));
-  std::string_view rest = text.substr(core.size());
-  const std::size_t dot1 = core.find('.');
-  const std::size_t dot2 = dot1 == std::string_view::npos ? dot1 : core.find('.', dot1 + 1);
-  if (dot2 == std::string_view::npos || core.find('.', dot2 + 1) != std::string_view::npos) {
-    return std::nullopt;  // not exactly three numbers
+std::optional<std::int64_t> semver_major(std::string_view t) {
+  std::size_t i = 0;
+  if (!semver_number(t, i)) return std::nullopt;
+  // The major's value, clamped: one too large for an int64 is still a version, one nobody speaks.
+  std::int64_t major = i > 18 ? INT64_MAX : 0;  // 18 digits always fit
+  for (std::size_t d = 0; d < i && i <= 18; ++d) major = major * 10 + (t[d] - '0');
+  for (int part = 0; part < 2; ++part) {
+    if (i >= t.size() || t[i] != '.') return std::nullopt;
+    ++i;
+    if (!semver_number(t, i)) return std::nullopt;
   }
-  std::string_view major = core.substr(0, dot1);
-  if (!semver_number(major) || !semver_number(core.substr(dot1 + 1, dot2 - dot1 - 1)) ||
-      !semver_number(core.substr(dot2 + 1))) {
-    return std::nullopt;
+  // "-pre.release" then "+build": dot-separated non-empty [0-9A-Za-z-] identifiers; a numeric
+  // pre-release identifier has no leading zero.
+  for (char sign : {'-', '+'}) {
+    if (i >= t.size() || t[i] != sign) continue;
+    do {
+      const std::size_t start = ++i;
+      bool digits = true;
+      while (i < t.size() && (is_ascii_alnum(t[i]) || t[i] == '-'))
+        digits &= is_ascii_digit(t[i++]);
+      if (i == start) return std::nullopt;
+      if (sign == '-' && digits && i - start > 1 && t[start] == '0') return std::nullopt;
+    } while (i < t.size() && t[i] == '.');
   }
-  if (!rest.empty() && rest[0] == '-') {
-    std::size_t plus = rest.find('+');
-    if (!semver_identifiers(rest.substr(1, plus == std::string_view::npos ? plus : plus - 1),
-                            true)) {
-      return std::nullopt;
-    }
-    rest.remove_prefix(plus == std::string_view::npos ? rest.size() : plus);
-  }
-  if (!rest.empty() && (rest[0] != '+' || !semver_identifiers(rest.substr(1), false))) {
-    return std::nullopt;
-  }
-  // A major too large for an int64 is still a version, one nobody speaks.
-  return parse_decimal(major, 0, INT64_MAX).value_or(INT64_MAX);
+  if (i != t.size()) return std::nullopt;
+  return major;
 }
 
 }  // namespace ss

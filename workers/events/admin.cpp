@@ -258,9 +258,10 @@ Result<json> parse_target(const Context& ctx, const json& body) {
     if (!is_binding_name(*service)) return field_error("target.service", "must be a binding name");
     // WORKFLOW_SERVICES narrows the bindings a workflow may use when set; otherwise every service
     // binding the worker has (the host lists them in SS_SERVICE_BINDINGS) may be named.
+    std::string bound = ctx.env("SS_SERVICE_BINDINGS");
     std::string configured = ctx.env("WORKFLOW_SERVICES");
-    if (configured.empty()) configured = ctx.env("SS_SERVICE_BINDINGS");
-    if (!is_workflow_service(configured, *service)) {
+    if (configured.empty()) configured = bound;
+    if (!is_workflow_service(bound, *service) || !is_workflow_service(configured, *service)) {
       return field_error("target.service",
                          "is not a service binding of this worker (it has: " +
                              (configured.empty() ? std::string("none") : configured) + ")");

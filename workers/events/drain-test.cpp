@@ -496,7 +496,7 @@ TEST_CASE("invalid subscriptions and workflows are refused naming the field") {
   CHECK(l.admin("DELETE", "/admin/subscriptions/" + id).status == 404);
 }
 
-TEST_CASE("a workflow's target.service must be a binding this deployment has (WORKFLOW_SERVICES)") {
+TEST_CASE("a workflow's target.service must be a service binding this worker has") {
   Ledger l;
   auto put = [&](const std::string& service) {
     return l.admin("PUT", "/admin/workflows/x",
@@ -515,6 +515,9 @@ TEST_CASE("a workflow's target.service must be a binding this deployment has (WO
   CHECK(put("MONITOR_SERVICE").status == 400);
   CHECK(put("LEADS_SERVICE").status == 200);
   CHECK(put("CMS_SERVICE").status == 200);
+  // A listed name the worker does not bind is refused all the same.
+  l.mesh.set_env("events", "WORKFLOW_SERVICES", "LEADS_SERVICE,NOPE_SERVICE");
+  CHECK(put("NOPE_SERVICE").status == 400);
 }
 
 TEST_CASE("a registered JSON Schema refuses a payload that breaks it with 422") {
