@@ -780,14 +780,20 @@ TEST_CASE("kill:high_risk_ops off releases held events behind 500 other quaranti
             .empty());
 }
 
-TEST_CASE("an emergency stop turned on while held starts are released holds the rest") {
-  Ledger l;
+// A high-risk workflow (refund, risk_level 4) subscribed to order.*, with kill:high_risk_ops on:
+// every refund start is held.
+static void hold_refunds(Ledger& l) {
   REQUIRE(l.admin("PUT", "/admin/workflows/refund",
                   {{"target", {{"webhook", "http://127.0.0.1:9/hooks/refund"}}}, {"risk_level", 4}})
               .status == 201);
   l.subscribe("order.*", "refund");
   REQUIRE(l.admin("PUT", "/admin/kill-switches/kill:high_risk_ops", {{"enabled", true}}).status ==
           200);
+}
+
+TEST_CASE("an emergency stop turned on while held starts are released holds the rest") {
+  Ledger l;
+  hold_refunds(l);
   for (int i = 0; i < 3; ++i) l.emit("order.refunded");
   CHECK(l.drain()["held"] == 3);
   REQUIRE(l.calls.empty());
@@ -816,12 +822,7 @@ TEST_CASE("an emergency stop turned on while held starts are released holds the 
 
 TEST_CASE("held starts are not released while kill:fanout or kill:workflow_runner is on") {
   Ledger l;
-  REQUIRE(l.admin("PUT", "/admin/workflows/refund",
-                  {{"target", {{"webhook", "http://127.0.0.1:9/hooks/refund"}}}, {"risk_level", 4}})
-              .status == 201);
-  l.subscribe("order.*", "refund");
-  REQUIRE(l.admin("PUT", "/admin/kill-switches/kill:high_risk_ops", {{"enabled", true}}).status ==
-          200);
+  hold_refunds(l);
   std::string held = l.emit("order.refunded");
   CHECK(l.drain()["held"] == 1);
   CHECK(l.calls.empty());

@@ -913,31 +913,38 @@ TEST_CASE("a drain call costs one D1 round trip to open and releases its lock in
   CHECK(l.db("SELECT * FROM cron_locks").empty());  // a stopped consumer takes no lock
 }
 
-TEST_CASE("a run that outlived its drain lock cannot overwrite a replayed cursor") {
-  Ledger l;
+// Three events drained and two waiting; a drain of those two runs, and while it sends its first
+// start the operator replays workflow_runner from the first event — after the run's lock has
+// expired, with `expire_lock` (a run past the lock's 5 minutes). Returns the replay's status.
+static int replay_during_drain(Ledger& l, std::vector<std::string>& ids, bool expire_lock) {
   l.workflow("notify");
   l.subscribe("*", "notify");
-  std::vector<std::string> ids;
   for (int i = 0; i < 3; ++i) ids.push_back(l.emit("price.changed"));
   CHECK(l.drain()["started"] == 3);
   for (int i = 0; i < 2; ++i) ids.push_back(l.emit("price.changed"));
-
-  // While the run sends its first start, its lock expires (a run past the lock's 5 minutes) and
-  // the operator's replay takes the lock and moves the cursor back.
   auto stub = l.mesh.fetch_stub;
   int replay_status = 0;
   l.mesh.fetch_stub = [&](const json& req) {
     if (replay_status == 0) {
-      l.mesh.db("EVENTS_DB").execute("UPDATE cron_locks SET expires_at_ms = 0", json::array());
+      if (expire_lock) {
+        l.mesh.db("EVENTS_DB").execute("UPDATE cron_locks SET expires_at_ms = 0", json::array());
+      }
       replay_status =
           l.admin("POST", "/admin/consumers/workflow_runner/replay", {{"from_event_id", ids[0]}})
               .status;
     }
     return stub(req);
   };
-  l.drain();
+  json report = l.drain();
   l.mesh.fetch_stub = stub;
-  CHECK(replay_status == 200);
+  CHECK(report["read"] == 2);
+  return replay_status;
+}
+
+TEST_CASE("a run that outlived its drain lock cannot overwrite a replayed cursor") {
+  Ledger l;
+  std::vector<std::string> ids;
+  CHECK(replay_during_drain(l, ids, /*expire_lock=*/true) == 200);
   // The run's commit moved nothing: the replay's cursor stands, and the next drain reads the
   // window again (dedupe absorbs what was started).
   json cursor = l.db("SELECT cursor FROM event_drain_state WHERE consumer = 'workflow_runner'");
@@ -950,31 +957,10 @@ TEST_CASE("a run that outlived its drain lock cannot overwrite a replayed cursor
 
 TEST_CASE("a replay made while a drain of that consumer runs is never undone by the run") {
   Ledger l;
-  l.workflow("notify");
-  l.subscribe("*", "notify");
   std::vector<std::string> ids;
-  for (int i = 0; i < 3; ++i) ids.push_back(l.emit("price.changed"));
-  CHECK(l.drain()["started"] == 3);
-  for (int i = 0; i < 2; ++i) ids.push_back(l.emit("price.changed"));
-
-  // While the run sends its first start (it holds the drain lock), the operator replays from the
-  // first event.
-  auto stub = l.mesh.fetch_stub;
-  int replay_status = 0;
-  l.mesh.fetch_stub = [&](const json& req) {
-    if (replay_status == 0) {
-      replay_status =
-          l.admin("POST", "/admin/consumers/workflow_runner/replay", {{"from_event_id", ids[0]}})
-              .status;
-    }
-    return stub(req);
-  };
-  json report = l.drain();
-  l.mesh.fetch_stub = stub;
-  CHECK(report["read"] == 2);
   // The replay cannot take effect under the running drain: it says so instead of answering 200
   // and being overwritten by the run's commit.
-  CHECK(replay_status == 409);
+  CHECK(replay_during_drain(l, ids, /*expire_lock=*/false) == 409);
   json cursor = l.db("SELECT cursor FROM event_drain_state WHERE consumer = 'workflow_runner'");
   REQUIRE(cursor.size() == 1);
   CHECK(cursor[0]["cursor"] == ids[4]);
