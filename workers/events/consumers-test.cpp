@@ -459,19 +459,30 @@ TEST_CASE(
   CHECK(text.find("/slack/T000") == std::string::npos);
 }
 
-TEST_CASE("alerts: a stalled consumer pages once per stall, not once per cron run") {
-  Ledger l;
+// Alerts configured, one event that every consumer but workflow_runner has drained: the runner is
+// the one that will stall.
+static void only_the_runner_behind(Ledger& l) {
   configure_alerts(l);
   l.emit("order.placed");
   for (const char* c :
        {"timeline_indexer", "anomaly_detector", "reflexion_analyzer", "customer_health_watcher"}) {
     l.drain(c);
   }
-  l.mesh.now_ms += 2 * 60 * kMinute;
-  for (int run = 0; run < 3; ++run) {
+}
+
+// `runs` alert passes (the */5 cron), five minutes apart.
+static void alert_passes(Ledger& l, int runs) {
+  for (int run = 0; run < runs; ++run) {
     CHECK(l.mesh.message("events", {{"op", "scheduled"}, {"cron", "*/5 * * * *"}})["ok"] == true);
     l.mesh.now_ms += 5 * kMinute;
   }
+}
+
+TEST_CASE("alerts: a stalled consumer pages once per stall, not once per cron run") {
+  Ledger l;
+  only_the_runner_behind(l);
+  l.mesh.now_ms += 2 * 60 * kMinute;
+  alert_passes(l, 3);
   std::vector<json> pd = posts_to(l, "/v2/enqueue");
   REQUIRE(pd.size() == 1);
   CHECK(pd[0]["payload"]["custom_details"]["consumer"] == "workflow_runner");
@@ -503,24 +514,13 @@ TEST_CASE("alerts: a stalled consumer pages once per stall, not once per cron ru
 
 TEST_CASE("alerts: a new stall at the cursor of a resolved one pages again, once") {
   Ledger l;
-  configure_alerts(l);
-  l.emit("order.placed");
-  for (const char* c :
-       {"timeline_indexer", "anomaly_detector", "reflexion_analyzer", "customer_health_watcher"}) {
-    l.drain(c);
-  }
-  auto cron = [&](int runs) {
-    for (int run = 0; run < runs; ++run) {
-      CHECK(l.mesh.message("events", {{"op", "scheduled"}, {"cron", "*/5 * * * *"}})["ok"] == true);
-      l.mesh.now_ms += 5 * kMinute;
-    }
-  };
+  only_the_runner_behind(l);
   l.mesh.now_ms += 2 * 60 * kMinute;
-  cron(2);
+  alert_passes(l, 2);
   REQUIRE(posts_to(l, "/v2/enqueue").size() == 1);
   // Stopped on purpose: the stall is resolved (the consumer has not moved).
   REQUIRE(l.admin("PUT", "/admin/kill-switches/kill:fanout", {{"enabled", true}}).status == 200);
-  cron(2);
+  alert_passes(l, 2);
   std::vector<json> pd = posts_to(l, "/v2/enqueue");
   REQUIRE(pd.size() == 2);
   if (pd.size() != 2) return;  // REQUIRE does not stop a test built without exceptions
@@ -528,7 +528,7 @@ TEST_CASE("alerts: a new stall at the cursor of a resolved one pages again, once
   // Switched back on and still not draining: a new stall at the same cursor, paged once however
   // many runs see it.
   REQUIRE(l.admin("PUT", "/admin/kill-switches/kill:fanout", {{"enabled", false}}).status == 200);
-  cron(3);
+  alert_passes(l, 3);
   pd = posts_to(l, "/v2/enqueue");
   REQUIRE(pd.size() == 3);
   if (pd.size() != 3) return;  // REQUIRE does not stop a test built without exceptions
@@ -537,7 +537,7 @@ TEST_CASE("alerts: a new stall at the cursor of a resolved one pages again, once
   CHECK(pd[2]["dedup_key"] != pd[0]["dedup_key"]);  // a new incident, not the resolved one
   // It ends: its own resolve, and nothing more.
   l.drain("workflow_runner");
-  cron(2);
+  alert_passes(l, 2);
   pd = posts_to(l, "/v2/enqueue");
   REQUIRE(pd.size() == 4);
   if (pd.size() != 4) return;  // REQUIRE does not stop a test built without exceptions
@@ -545,7 +545,7 @@ TEST_CASE("alerts: a new stall at the cursor of a resolved one pages again, once
   CHECK(pd[3]["dedup_key"] == pd[2]["dedup_key"]);
   // A third stall at that cursor is impossible now (the cursor moved on); the first stall's
   // resolution is not sent twice.
-  cron(2);
+  alert_passes(l, 2);
   CHECK(posts_to(l, "/v2/enqueue").size() == 4);
 }
 
