@@ -65,9 +65,9 @@ Result<std::optional<std::string>> secret_field(const json& body, const char* na
   if (v == nullptr) return std::optional<std::string>{};
   if (!v->is_string() || v->get<std::string>().size() < kMinSecretLength ||
       v->get<std::string>().size() > kMaxSecretLength) {
-    Error e{ErrorCode::invalid_request, std::string(name) + " must be a string of " +
-                                            std::to_string(kMinSecretLength) + "–" +
-                                            std::to_string(kMaxSecretLength) + " characters"};
+    static_assert(kMinSecretLength == 1 && kMaxSecretLength == 512, "the message names them");
+    Error e{ErrorCode::invalid_request,
+            std::string(name) + " must be a string of 1–512 characters"};
     e.with("field", name);
     return e;
   }
@@ -75,7 +75,7 @@ Result<std::optional<std::string>> secret_field(const json& body, const char* na
 }
 
 Task<Result<Response>> put_tenant(Context& ctx, const Request& req, const Params& params) {
-  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
+  SS_CO_CHECK(authenticate_operator(ctx, req));
   SS_CO_TRY(std::string id, tenant_id_param(params));
   SS_CO_CHECK(require_json_body(req, kMaxTenantBody));
   SS_CO_TRY(json body, parse_json_object(req.body));
@@ -132,7 +132,7 @@ Task<Result<Response>> put_tenant(Context& ctx, const Request& req, const Params
 }
 
 Task<Result<Response>> get_tenant(Context& ctx, const Request& req, const Params& params) {
-  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
+  SS_CO_CHECK(authenticate_operator(ctx, req));
   SS_CO_TRY(std::string id, tenant_id_param(params));
   SS_CO_TRY(std::optional<TenantRow> row, co_await TenantStore(ctx.app().db_binding).find(id));
   if (!row) co_return Error{ErrorCode::not_found, "no tenant " + id};
@@ -140,7 +140,7 @@ Task<Result<Response>> get_tenant(Context& ctx, const Request& req, const Params
 }
 
 Task<Result<Response>> delete_tenant(Context& ctx, const Request& req, const Params& params) {
-  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
+  SS_CO_CHECK(authenticate_operator(ctx, req));
   SS_CO_TRY(std::string id, tenant_id_param(params));
   SS_CO_TRY(bool disabled,
             co_await TenantStore(ctx.app().db_binding).disable(id, format_rfc3339(ctx.now_ms())));
@@ -151,9 +151,11 @@ Task<Result<Response>> delete_tenant(Context& ctx, const Request& req, const Par
 }
 
 // One dependency check as a task, so all of them run concurrently.
+json failed_check(const Error& e) { return json_object({{"ok", false}, {"error", e.message}}); }
+
 Task<json> check_d1(const std::string& binding) {
   auto n = co_await TenantStore(binding).count();
-  if (!n) co_return json_object({{"ok", false}, {"error", n.error().message}});
+  if (!n) co_return failed_check(n.error());
   co_return json_object({{"ok", true}, {"tenants", *n}});
 }
 
@@ -161,9 +163,9 @@ Task<json> check_kv(const std::string& binding, std::string marker) {
   static constexpr const char* kKey = "__siteswarm_diagnostics";
   Kv kv(binding);
   auto put = co_await kv.put(kKey, marker, 60);
-  if (!put) co_return json_object({{"ok", false}, {"error", put.error().message}});
+  if (!put) co_return failed_check(put.error());
   auto got = co_await kv.get(kKey);
-  if (!got) co_return json_object({{"ok", false}, {"error", got.error().message}});
+  if (!got) co_return failed_check(got.error());
   co_return json_object({{"ok", *got == marker}});
 }
 
@@ -171,7 +173,7 @@ Task<json> check_service(std::string binding) {
   HttpCall call;
   call.url = "https://" + binding + ".internal/health";
   auto r = co_await service_call(binding, call);
-  if (!r) co_return json_object({{"ok", false}, {"error", r.error().message}});
+  if (!r) co_return failed_check(r.error());
   auto body = parse_json(r->body);
   json out = json_object({{"ok", r->status == 200}, {"status", r->status}});
   if (body) out["service"] = string_or(*body, "service", "");
@@ -179,7 +181,7 @@ Task<json> check_service(std::string binding) {
 }
 
 Task<Result<Response>> diagnostics(Context& ctx, const Request& req, const Params&) {
-  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
+  SS_CO_CHECK(authenticate_operator(ctx, req));
   const App& app = ctx.app();
   std::vector<Task<json>> checks;
   checks.push_back(check_d1(app.db_binding));

@@ -40,7 +40,8 @@ Task<Result<Tenant>> authenticate_tenant_admin(Context& ctx, const Request& req)
 // token is used when a bearer token comes without X-SiteSwarm-Tenant-Token.
 Task<Result<Tenant>> authenticate_tenant_reader(Context& ctx, const Request& req);
 // Authorization: Bearer <PLATFORM_ADMIN_TOKEN> (401 unauthorized otherwise, also when unset).
-Task<Status> authenticate_operator(Context& ctx, const Request& req);
+// No effect: the token is compared in place, so this is a plain function, not a task.
+Status authenticate_operator(Context& ctx, const Request& req);
 
 std::string bearer_token(const Request& req);
 

@@ -96,7 +96,7 @@ Result<json> operator_body(const Request& req) {
 // rather than one more suspend point (and its error path) in each handler.
 Task<Result<Response>> authenticate_then(const Handler& handler, Context& ctx, const Request& req,
                                          const Params& params) {
-  SS_CO_CHECK(co_await authenticate_operator(ctx, req));
+  SS_CO_CHECK(authenticate_operator(ctx, req));
   Result<Response> result = co_await handler(ctx, req, params);
   co_return result;
 }
@@ -471,7 +471,7 @@ Task<Result<Response>> health(Context& ctx, const Request& req, const Params&) {
   // (No co_await inside the condition: g++-12 fails on one in a short-circuit expression.)
   bool operator_view = false;
   if (!bearer_token(req).empty()) {
-    Status op = co_await authenticate_operator(ctx, req);
+    Status op = authenticate_operator(ctx, req);
     operator_view = op.ok();
   }
   if (operator_view) {
@@ -558,7 +558,7 @@ Task<Result<Response>> entity_timeline(Context& ctx, const Request& req, const P
   std::optional<std::string> tenant;
   bool operator_view = false;
   if (!bearer_token(req).empty()) {
-    Status op = co_await authenticate_operator(ctx, req);
+    Status op = authenticate_operator(ctx, req);
     operator_view = op.ok();
   }
   if (!operator_view) {

@@ -19,7 +19,7 @@ struct Caller {
 // The operator (Authorization: Bearer <PLATFORM_ADMIN_TOKEN>) or an authenticated tenant.
 Task<Result<Caller>> identify_caller(Context& ctx, const Request& req) {
   if (!bearer_token(req).empty()) {
-    Status op = co_await authenticate_operator(ctx, req);
+    Status op = authenticate_operator(ctx, req);
     if (op.ok()) co_return Caller{true, std::nullopt};
   }
   SS_CO_TRY(Tenant tenant, co_await authenticate_tenant(ctx, req));
