@@ -264,6 +264,7 @@ export interface LedgerEvent {
 export interface EventQuery {
   /** Event type, may be a glob (`lead.*`). */
   type?: string;
+  /** `type:id`, or a bare entity type for every entity of that type. */
   entity?: string;
   /**
    * The previous page's `next`: events inserted after that one (the ledger's insertion order, so a
@@ -271,6 +272,7 @@ export interface EventQuery {
    * whose id sorts after it.
    */
   after?: string;
+  /** 1–500 (default 100); anything else is 400 `invalid_request` naming `limit`. */
   limit?: number;
 }
 

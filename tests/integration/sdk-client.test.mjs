@@ -360,6 +360,11 @@ describe("createPlatformClient with fake bindings", () => {
     assert.equal(events[0].tenant_id, "bakery");
     assert.equal(next, null);
     assert.equal((await client.events.list({ entity: "product:7" })).events.length, 1);
+    // As the ledger reads them: a bare entity type names every entity of that type, '?' one character.
+    assert.equal((await client.events.list({ entity: "product" })).events.length, 1);
+    assert.equal((await client.events.list({ entity: "order" })).events.length, 1);
+    assert.equal((await client.events.list({ type: "price.ch?nged" })).events.length, 1);
+    assert.equal((await client.events.list({ type: "price.ch?ged" })).events.length, 0);
 
     assert.equal(await client.analytics.pageview({ url: "https://b.example/", width: 390 }), undefined);
     const content = await client.cms.content();

@@ -11,6 +11,7 @@ import { after, before, describe, it } from "node:test";
 import { createPlatformClient } from "../../bindings/sdk/src/index.js";
 import {
   EVENT_CASES,
+  EVENT_QUERY_CASES,
   expected,
   LEAD_CASES,
   LEADS_CONFIG,
@@ -280,6 +281,19 @@ describe("the SDK's mock validates exactly like the services (one table for both
     for (const c of EVENT_CASES) {
       const real = verdictOf(await sdk("events.emit", [c.event]));
       const fake = verdictOf(await mockOutcome(mock.events.emit(c.event)));
+      const want = expected(c);
+      if (JSON.stringify(real) !== JSON.stringify(want) || JSON.stringify(fake) !== JSON.stringify(want)) {
+        mismatches.push({ case: c.name, want, service: real, mock: fake });
+      }
+    }
+    assert.deepEqual(mismatches, []);
+  });
+
+  it("events: every page query gets the same verdict from the events worker and from the mock", async () => {
+    const mismatches = [];
+    for (const c of EVENT_QUERY_CASES) {
+      const real = verdictOf(await sdk("events.list", [c.query]));
+      const fake = verdictOf(await mockOutcome(mock.events.list(c.query)));
       const want = expected(c);
       if (JSON.stringify(real) !== JSON.stringify(want) || JSON.stringify(fake) !== JSON.stringify(want)) {
         mismatches.push({ case: c.name, want, service: real, mock: fake });

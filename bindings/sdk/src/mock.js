@@ -3,7 +3,7 @@
 // by a shared table). Used only when a binding is missing.
 import { SiteSwarmError } from "./errors.js";
 import { fallbackContent, fallbackStatus } from "./hours.js";
-import { validateBeacon, validateEvent, validateLead } from "./rules.js";
+import { validateBeacon, validateEvent, validateEventQuery, validateLead } from "./rules.js";
 
 /**
  * @param {{ appId: string, snapshot?: object, leadsConfig?: Record<string, any> }} options
@@ -75,19 +75,29 @@ export function createMocks({ appId, snapshot, leadsConfig = {} }) {
 
     /** @param {import("../index.d.ts").EventQuery} [query] */
     listEvents({ type, entity, after, limit } = {}) {
-      const max = Math.min(Math.max(Number(limit) || 100, 1), 500);
+      const checked = validateEventQuery({ type, entity, after, limit });
+      if (!checked.ok) {
+        throw new SiteSwarmError(checked.code, checked.message, {
+          status: checked.status,
+          details: { field: checked.field },
+        });
+      }
+      const max = Number(limit) || 100; // checked above: absent, or 1–500
+      // An entity is type:id, or a bare type for every entity of that type.
+      const entityMatch = (e) => !entity || (String(entity).includes(":") ? e.entity_ref : e.entity_type) === entity;
       const typeMatch = type ? globRegExp(type) : null;
       // Insertion order, as the ledger pages: after the cursor event's position; an id it does not
       // hold starts at the first event whose id sorts after it.
       let start = 0;
       if (after) {
-        const at = events.findIndex((e) => e.event_id === after);
-        const later = events.findIndex((e) => e.event_id > after);
+        const id = String(after).split(".")[0].toUpperCase();
+        const at = events.findIndex((e) => e.event_id === id);
+        const later = events.findIndex((e) => e.event_id > id);
         start = at >= 0 ? at + 1 : later >= 0 ? later : events.length;
       }
       const matching = events
         .slice(start)
-        .filter((e) => (!typeMatch || typeMatch.test(e.event_type)) && (!entity || e.entity_ref === entity));
+        .filter((e) => (!typeMatch || typeMatch.test(e.event_type)) && entityMatch(e));
       const page = matching.slice(0, max).map((e) => structuredClone(e));
       const next = matching.length > max ? page[page.length - 1].event_id : null;
       return { events: page, next };
@@ -125,7 +135,11 @@ export function createMocks({ appId, snapshot, leadsConfig = {} }) {
 const MAX_BEACON_BYTES = 4096; // workers/analytics/beacon.h kMaxBeaconBytes
 
 function globRegExp(glob) {
-  const escaped = glob.replace(/[.+?^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*");
+  // '*' any run of characters, '?' one character, as the ledger's SQLite GLOB.
+  const escaped = glob
+    .replace(/[.+^${}()|[\]\\]/g, "\\$&")
+    .replace(/\*/g, ".*")
+    .replace(/\?/g, ".");
   return new RegExp(`^${escaped}$`);
 }
 

@@ -22,6 +22,19 @@ export const MAX_EVENT_TYPE_LENGTH = 128;
 export const MAX_REF_LENGTH = 200;
 export const MAX_PAYLOAD_BYTES = 64 * 1024;
 const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
+// workers/events/ledger.h kReservedKeyPrefixes: the keys of the ledger's own records.
+const RESERVED_KEY_PREFIXES = [
+  "workflow.run_started:",
+  "workflow.run_failed:",
+  "workflow.run_completed:",
+  "tenant.health_changed:",
+  "anomaly:",
+  "fanout_capped:",
+  "retention:",
+  "ledger:",
+];
+const MAX_GLOB_LENGTH = 128; // shared/glob.h
+const MAX_READ_LIMIT = 500;
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 
 const utf8 = new TextEncoder();
@@ -190,6 +203,12 @@ export function validateEvent(body) {
     if (typeof v !== "string") return invalid(field, "must be a string");
     if (bytes(v).length > max) return invalid(field, `is longer than ${max} characters`);
   }
+  if (typeof e.idempotency_key === "string" && RESERVED_KEY_PREFIXES.some((p) => e.idempotency_key.startsWith(p))) {
+    return invalid(
+      "idempotency_key",
+      `the ledger reserves keys starting with ${RESERVED_KEY_PREFIXES.join(", ")} for its own records`,
+    );
+  }
   if (e.event_id && !ULID.test(e.event_id)) {
     return invalid("event_id", "must be a ULID (26 characters, Crockford base32, upper case)");
   }
@@ -202,6 +221,43 @@ export function validateEvent(body) {
     }
   }
   return { ok: true, event: { ...e, entity_type: entityType, entity_id: entityId, payload } };
+}
+
+/**
+ * A page query as the events worker reads `GET /api/events` (ledger.cpp parse_read_query): `type` a
+ * glob of event-type characters, `entity` type:id or a bare type, `after` an event_id (or an
+ * operator page's "<event_id>.<seq>"), `limit` 1–500. Anything else is 400 naming the parameter.
+ * @param {{ type?: unknown, entity?: unknown, after?: unknown, limit?: unknown }} [query]
+ * @returns {{ ok: boolean, code?: string, status?: number, field?: string, message?: string }}
+ */
+export function validateEventQuery({ type, entity, after, limit } = {}) {
+  const invalid = (field, message) => ({ ok: false, code: "invalid_request", status: 400, field, message });
+  // As the client puts them in the URL: absent, null and "" are left out.
+  const param = (v) => (v === undefined || v === null ? "" : String(v));
+  const glob = param(type);
+  if (glob && (bytes(glob).length > MAX_GLOB_LENGTH || !/^[a-z0-9._*?]+$/.test(glob))) {
+    return invalid("type", "type: an event type holds only a-z, 0-9, '_' and '.' (glob: '*', '?')");
+  }
+  const ref = param(entity);
+  if (ref) {
+    const colon = ref.indexOf(":");
+    const entityType = colon < 0 ? ref : ref.slice(0, colon);
+    const entityId = colon < 0 ? null : ref.slice(colon + 1);
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what an id may not hold
+    const badId = entityId !== null && (entityId === "" || /[\u0000-\u001f]/.test(entityId));
+    if (!/^[a-z0-9_]+$/.test(entityType) || badId || bytes(ref).length > MAX_REF_LENGTH) {
+      return invalid("entity", "entity: use type:id or a bare type (lower case [a-z0-9_], as in entity_ref)");
+    }
+  }
+  const cursor = param(after);
+  if (cursor && !/^[0-9A-HJKMNP-TV-Z]{26}(\.\d+)?$/i.test(cursor)) {
+    return invalid("after", "after: must be an event_id (ULID) or a page's next");
+  }
+  const max = param(limit);
+  if (max && !(/^\d+$/.test(max) && Number(max) >= 1 && Number(max) <= MAX_READ_LIMIT)) {
+    return invalid("limit", `limit: must be 1–${MAX_READ_LIMIT}`);
+  }
+  return { ok: true };
 }
 
 // analytics (workers/analytics/beacon.cpp parse_beacon): the beacon the SDK's pageview() sends,
