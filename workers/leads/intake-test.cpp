@@ -984,6 +984,29 @@ TEST_CASE("storeSubmissions:false queues before answering: a trap there is a 500
   CHECK(l.mesh.queue_sent["NOTIFY_QUEUE"].size() == 3);
 }
 
+TEST_CASE(
+    "storeSubmissions:false with an Idempotency-Key: a 503 for a failed enqueue leaves no claim, "
+    "so the client's retry is queued") {
+  json config = bakery_leads_config();
+  config["storeSubmissions"] = false;
+  Leads l(config);
+  auto h = l.headers();
+  h["Idempotency-Key"] = "nostore-retry-1";
+  l.mesh.fail_effect = is_notify_send;
+  auto r = l.submit(lead_body(), h);
+  check_error(r, 503, "dependency_unavailable");
+  l.mesh.fail_effect = nullptr;
+  // Nothing of the refused submission is left: no claim, no delivery the sweeper would give up.
+  CHECK(l.rows("SELECT * FROM lead_idempotency").empty());
+  CHECK(l.rows("SELECT * FROM lead_deliveries").empty());
+  auto retry = l.submit(lead_body(), h);
+  REQUIRE(retry.status == 202);
+  CHECK(l.mesh.queue_sent["NOTIFY_QUEUE"].size() == 3);
+  l.drain_notifications();
+  CHECK(l.outbound("hooks.bakery.example").size() == 1);
+  CHECK(l.rows("SELECT * FROM lead_deliveries WHERE status = 'delivered'").size() == 3);
+}
+
 namespace {
 // The operator flips a platform kill switch on the ledger, which mirrors it into the FLAGS KV.
 void kill_switch(Mesh& mesh, const std::string& name, bool on) {

@@ -231,8 +231,16 @@ Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
     ctx.wait_until(notify_after_commit(ctx, deliveries, submission.lead, now));
   } else {
     // Not stored: the queue message is the lead's only copy and the sweeper cannot rebuild it, so
-    // the client is answered only once it is queued (a failure is a 503: submit again).
-    SS_CO_CHECK(co_await enqueue_deliveries(ctx, deliveries, submission.lead, now, false));
+    // the client is answered only once it is queued (a failure is a 503: submit again). The 503
+    // takes back what the transaction wrote: a retry with the same Idempotency-Key must not be
+    // answered with this lead's id when its notifications never left.
+    Status queued = co_await enqueue_deliveries(ctx, deliveries, submission.lead, now, false);
+    if (!queued) {
+      Status undone = co_await LeadStore(kDb).forget_unqueued(tenant.id, lead_id);
+      if (!undone)
+        ctx.log("lead " + lead_id + " not queued, not undone: " + undone.error().message);
+      co_return std::move(queued).error();
+    }
   }
 
   json channels = json::array();

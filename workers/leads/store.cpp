@@ -45,6 +45,17 @@ INSERT INTO lead_deliveries (id, tenant_id, lead_id, channel, provider, status, 
 VALUES (?1, ?2, ?3, ?4, ?5, 'pending', 0, ?6, ?6)
 )sql";
 
+// Undoing a storeSubmissions:false submission whose queue messages could not all be sent (the client
+// was answered 503 and submits again): its idempotency claim, so the retry is taken as new, and its
+// deliveries not attempted yet, so a message that did reach the queue is dropped as unknown.
+constexpr std::string_view kForgetClaimOf = R"sql(
+DELETE FROM lead_idempotency WHERE tenant_id = ?1 AND lead_id = ?2
+)sql";
+
+constexpr std::string_view kForgetUnsentDeliveries = R"sql(
+DELETE FROM lead_deliveries WHERE tenant_id = ?1 AND lead_id = ?2 AND attempts = 0
+)sql";
+
 // ---- tenant admin API
 
 constexpr std::string_view kListLeads = R"sql(
@@ -320,6 +331,15 @@ Task<Status> LeadStore::insert(const NewLead& lead) const {
                                    provider_column(d.provider, d.recipient), lead.created_at})});
   }
   if (writes.empty()) co_return Unit{};
+  SS_CO_TRY(std::vector<D1Result> done, co_await db_.batch(writes));
+  co_return Unit{};
+}
+
+Task<Status> LeadStore::forget_unqueued(const std::string& tenant_id,
+                                        const std::string& lead_id) const {
+  json p = json::array({tenant_id, lead_id});
+  std::vector<D1Statement> writes = {{std::string(kForgetClaimOf), p},
+                                     {std::string(kForgetUnsentDeliveries), p}};
   SS_CO_TRY(std::vector<D1Result> done, co_await db_.batch(writes));
   co_return Unit{};
 }

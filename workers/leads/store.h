@@ -135,6 +135,9 @@ class LeadStore {
   // The claim, the lead and its deliveries stand or fall together. A concurrent twin holding the
   // same key makes the claim's INSERT fail.
   Task<Status> insert(const NewLead& lead) const;
+  // Undoes insert() for a lead that is not stored and whose queue messages could not all be sent
+  // (answered 503): its idempotency claim and its deliveries not attempted yet are deleted.
+  Task<Status> forget_unqueued(const std::string& tenant_id, const std::string& lead_id) const;
 
   // ---- tenant admin API
   // Newest first; `before` empty: from the newest.
