@@ -328,6 +328,29 @@ TEST_CASE("Turnstile: failure is 403; unreachable siteverify keeps the lead, fla
   CHECK(l.rows("SELECT * FROM leads WHERE turnstile_verified = 0").size() == 2);
 }
 
+TEST_CASE("Turnstile: siteverify refusing the worker's own secret keeps the lead, flagged") {
+  // A wrong or rotated TURNSTILE_SECRET_KEY is the platform's fault, not the visitor's: like a
+  // missing secret it must not turn every lead of every tenant into a 403.
+  Leads l;
+  l.mesh.set_env("leads", "TURNSTILE_SECRET_KEY", "0x-not-the-secret");
+  std::string why = "invalid-input-secret";
+  l.mesh.fetch_stub = [&](const json& req) {
+    ss::native::StubReply reply;
+    if (req["url"].get<std::string>().find("siteverify") == std::string::npos) return l.answer(req);
+    reply.body = json{{"success", false}, {"error-codes", {why}}}.dump();
+    return reply;
+  };
+  CHECK(l.submit(json{{"email", "a@example.com"}}).status == 202);
+  why = "missing-input-secret";
+  CHECK(l.submit(json{{"email", "b@example.com"}}).status == 202);
+  CHECK(l.rows("SELECT * FROM leads WHERE turnstile_verified = 0").size() == 2);
+  why = "invalid-input-response";  // the visitor's token: still refused
+  check_error(l.submit(json{{"email", "c@example.com"}}), 403, "turnstile_failed");
+  why = "timeout-or-duplicate";
+  check_error(l.submit(json{{"email", "d@example.com"}}), 403, "turnstile_failed");
+  CHECK(l.rows("SELECT * FROM leads").size() == 2);
+}
+
 TEST_CASE("the rate limit answers 429 with Retry-After before any storage, per tenant and IP") {
   Leads l;
   for (int i = 0; i < 5; ++i) REQUIRE(l.submit(json{{"email", "a@example.com"}}).status == 202);

@@ -104,7 +104,13 @@ Task<Result<Verdict>> verify_turnstile(Context& ctx, const std::string& token,
   std::string why = codes && codes->is_array() && !codes->empty() && (*codes)[0].is_string()
                         ? (*codes)[0].get<std::string>()
                         : "rejected";
-  if (why == "internal-error") co_return Verdict::unreachable;
+  // Siteverify's own trouble, or a refusal of this worker's secret or request: not the visitor's
+  // doing, so the lead is kept unverified (as with a missing secret) instead of refusing everyone.
+  if (why == "internal-error" || why == "missing-input-secret" || why == "invalid-input-secret" ||
+      why == "bad-request") {
+    ctx.log("turnstile: siteverify answered " + why + "; lead kept unverified");
+    co_return Verdict::unreachable;
+  }
   co_return Error{ErrorCode::turnstile_failed, "Turnstile verification failed: " + why};
 }
 
