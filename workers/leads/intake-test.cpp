@@ -267,6 +267,32 @@ TEST_CASE("bad input gets the contract's errors and stores nothing") {
   CHECK(l.mesh.queue_sent["NOTIFY_QUEUE"].empty());
 }
 
+TEST_CASE("form fields that are not UTF-8 are refused, naming each field, never stored mangled") {
+  // JSON bodies are checked by the parser; urlencoded and multipart values are raw bytes after
+  // percent-decoding (a form posted as Latin-1, an overlong or surrogate sequence).
+  Leads l;
+  auto h = l.headers("application/x-www-form-urlencoded");
+  auto bad =
+      l.mesh.request("leads", "POST", "/api/leads/submit", h,
+                     "email=a%40example.com&name=Ren%E9&message=%C0%AFx&preferred_date=%ED%A0%80"
+                     "&cf-turnstile-response=XXXX.DUMMY.TOKEN.XXXX");
+  check_error(bad, 400, "invalid_lead");
+  json fields = bad.body_json()["error"]["fields"];
+  CHECK(fields.contains("name"));
+  CHECK(fields.contains("message"));
+  CHECK(fields.contains("preferred_date"));
+  CHECK_FALSE(fields.contains("email"));
+  CHECK(l.rows("SELECT * FROM leads").empty());
+  auto good = l.mesh.request("leads", "POST", "/api/leads/submit", h,
+                             "email=a%40example.com&name=Ren%C3%A9+%F0%9F%A5%90"
+                             "&cf-turnstile-response=XXXX.DUMMY.TOKEN.XXXX");
+  REQUIRE(good.status == 202);
+  json rows = l.rows("SELECT payload FROM leads");
+  REQUIRE(rows.size() == 1);
+  CHECK(json::parse(rows[0]["payload"].get<std::string>())["name"] ==
+        "Ren\xC3\xA9 \xF0\x9F\xA5\x90");
+}
+
 TEST_CASE("a filled honeypot looks like success, stores nothing and notifies nobody") {
   Leads l;
   auto r =
