@@ -476,6 +476,29 @@ TEST_CASE("notifications use each provider's real request format and a verifiabl
   CHECK(l.events("lead.delivered").size() == 3);
 }
 
+TEST_CASE("an email subject and an SMS body cut to length never split a character") {
+  const std::string kReplacement = "\xEF\xBF\xBD";  // U+FFFD: what a split character becomes
+  for (int pad = 0; pad < 3; ++pad) {  // one of three offsets lands inside a 3-byte character
+    Leads l;
+    std::string name = std::string(97 + pad, 'a') + "\xE2\x82\xAC\xE2\x82\xAC";  // "€€"
+    std::string message;
+    for (int i = 0; i < 200; ++i) message += "\xE2\x82\xAC";
+    REQUIRE(
+        l.submit(json{{"name", name}, {"email", "ada@example.com"}, {"message", message}}).status ==
+        202);
+    l.drain_notifications();
+    auto resend = l.outbound("resend.test/emails");
+    REQUIRE(resend.size() == 1);
+    std::string subject = json::parse(resend[0]["body"].get<std::string>())["subject"];
+    CHECK(subject.find(kReplacement) == std::string::npos);
+    auto twilio = l.outbound("twilio.test");
+    REQUIRE(twilio.size() == 1);
+    auto sms = ss::parse_urlencoded(twilio[0]["body"].get<std::string>());
+    std::map<std::string, std::string> f(sms->begin(), sms->end());
+    CHECK(ss::dump_json(json(f["Body"])).find(kReplacement) == std::string::npos);
+  }
+}
+
 TEST_CASE("a webhook that fails twice then succeeds is delivered once with 3 attempts recorded") {
   Leads l;
   l.mesh.now_ms += 250;  // inside a second: the lead's stamp drops the 250 ms

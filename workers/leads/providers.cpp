@@ -17,6 +17,13 @@ std::string base_url(const Context& ctx, const char* var, const char* fallback) 
   return url;
 }
 
+// At most `max` bytes of UTF-8 text, cut before a character rather than through it.
+std::string utf8_prefix(const std::string& s, std::size_t max) {
+  if (s.size() <= max) return s;
+  while (max > 0 && (static_cast<unsigned char>(s[max]) & 0xC0) == 0x80) --max;
+  return s.substr(0, max);
+}
+
 // The plain-text body every channel shares: the standard fields first, then the tenant's extras.
 std::string lead_text(const NotifyMessage& msg) {
   const json& lead = msg.lead;
@@ -34,7 +41,7 @@ std::string lead_text(const NotifyMessage& msg) {
 
 std::string subject_for(const json& lead) {
   std::string who = string_or(lead, "name", string_or(lead, "email", string_or(lead, "phone", "")));
-  return who.empty() ? "New lead" : "New lead from " + who.substr(0, 100);
+  return who.empty() ? "New lead" : "New lead from " + utf8_prefix(who, 100);
 }
 
 HttpCall post(std::string url) {
@@ -132,7 +139,7 @@ Result<HttpCall> twilio_request(const Context& ctx, const NotifyMessage& msg,
   call.headers = {{"authorization", "Basic " + base64_encode(sid + ":" + token)},
                   {"content-type", "application/x-www-form-urlencoded"}};
   call.body = encode_urlencoded(
-      {{"To", msg.recipient}, {"From", from}, {"Body", lead_text(msg).substr(0, kMaxSmsBody)}});
+      {{"To", msg.recipient}, {"From", from}, {"Body", utf8_prefix(lead_text(msg), kMaxSmsBody)}});
   return call;
 }
 
