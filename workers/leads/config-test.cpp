@@ -29,3 +29,16 @@ TEST_CASE("leads config: any non-empty webhook secret is taken") {
   hook["notify"]["webhook"]["secret"] = "";
   CHECK_FALSE(parse_config(hook, false).ok());
 }
+
+TEST_CASE("leads config: the honeypot cannot be a field people fill in") {
+  // A honeypot named like a real field would take every genuine lead for spam: 202, nothing kept.
+  for (const char* taken : {"email", "phone", "name", "message", "turnstileToken",
+                            "cf-turnstile-response", "order_date"}) {
+    json c{{"honeypotField", taken}, {"fields", {"order_date"}}};
+    auto parsed = parse_config(c, false);
+    CHECK_MESSAGE(!parsed.ok(), taken);
+    if (!parsed.ok()) CHECK(parsed.error().extra["field"] == "config.honeypotField");
+  }
+  CHECK(
+      parse_config(json{{"honeypotField", "website_url"}, {"fields", {"order_date"}}}, false).ok());
+}

@@ -147,6 +147,14 @@ Result<LeadsConfig> parse_config(const json& config, bool allow_local) {
       c.extra_fields.push_back(f.get<std::string>());
     }
   }
+  // A honeypot named like a field people fill in would absorb every genuine lead as spam.
+  for (std::string_view f :
+       {"name", "email", "phone", "message", "turnstileToken", "cf-turnstile-response"}) {
+    if (c.honeypot_field == f) return bad("honeypotField", "must not be a field people fill in");
+  }
+  for (const std::string& f : c.extra_fields) {
+    if (c.honeypot_field == f) return bad("honeypotField", "must not be one of the form's fields");
+  }
   if (const json* v = find_field(config, "defaultCountryCode")) {
     std::string cc = v->is_string() ? v->get<std::string>() : "";
     if (cc.empty() || cc.size() > 3 || !kDigits.all_of(cc)) {
