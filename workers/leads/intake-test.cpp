@@ -293,6 +293,27 @@ TEST_CASE("form fields that are not UTF-8 are refused, naming each field, never 
         "Ren\xC3\xA9 \xF0\x9F\xA5\x90");
 }
 
+TEST_CASE("C1 control characters are refused like ASCII ones") {
+  // U+0080..U+009F are control characters too (U+009B is a terminal's CSI, U+0085 a line break).
+  Leads l;
+  auto bad = l.submit(json{{"email", "a@example.com"},
+                           {"name",
+                            "Ada\xC2\x9B"
+                            "31mRed"},
+                           {"message",
+                            "line\xC2\x85"
+                            "Break"},
+                           {"preferred_date", "\xC2\x80"}});
+  check_error(bad, 400, "invalid_lead");
+  json fields = bad.body_json()["error"]["fields"];
+  CHECK(fields.contains("name"));
+  CHECK(fields.contains("message"));
+  CHECK(fields.contains("preferred_date"));
+  CHECK(l.rows("SELECT * FROM leads").empty());
+  // U+00A0 and beyond are text.
+  CHECK(l.submit(json{{"email", "a@example.com"}, {"name", "Ad\xC2\xA0\xC3\xA0"}}).status == 202);
+}
+
 TEST_CASE("a filled honeypot looks like success, stores nothing and notifies nobody") {
   Leads l;
   auto r =
