@@ -223,6 +223,7 @@ Task<Status> enforce_retention(Context& ctx) {
     }
   }
   SS_CO_CHECK(co_await store.delete_expired_windows(ctx.now_ms()));
+  SS_CO_CHECK(co_await store.delete_expired_claims(ctx.now_ms() - kIdempotencyWindowMs));
   co_return Unit{};
 }
 

@@ -776,6 +776,24 @@ TEST_CASE("the retention job removes leads older than the tenant's retentionDays
   CHECK(rows[0]["payload"].get<std::string>().find("new@example.com") != std::string::npos);
 }
 
+TEST_CASE("the daily job deletes Idempotency-Key claims past their 24 h, whatever the tenant") {
+  // Claims are only replaced when their key comes back: without this, every key ever sent (a
+  // honeypot decoy's included) stays in D1 for good, for tenants without retentionDays too.
+  Leads l;
+  auto h = l.headers();
+  h["Idempotency-Key"] = "old-key";
+  REQUIRE(l.submit(lead_body(), h).status == 202);
+  l.mesh.now_ms += 25LL * 60 * 60 * 1000;
+  h["Idempotency-Key"] = "new-key";
+  REQUIRE(l.submit(lead_body(), h).status == 202);
+  json out = l.mesh.message("leads", {{"op", "scheduled"}, {"cron", "0 3 * * *"}});
+  CHECK(out["ok"] == true);
+  json claims = l.rows("SELECT idempotency_key FROM lead_idempotency");
+  REQUIRE(claims.size() == 1);
+  CHECK(claims[0]["idempotency_key"] == "new-key");
+  CHECK(l.rows("SELECT * FROM leads").size() == 2);  // the leads themselves stay
+}
+
 TEST_CASE("phone numbers normalise to E.164") {
   using ss::leads::normalize_phone;
   CHECK(normalize_phone("(555) 010-2000", "1") == "+15550102000");

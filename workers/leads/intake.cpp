@@ -22,7 +22,6 @@ namespace ss::leads {
 namespace {
 
 inline constexpr std::size_t kMaxIdempotencyKey = 200;
-inline constexpr std::int64_t kIdempotencyWindowMs = 24LL * 60 * 60 * 1000;
 inline constexpr const char* kDefaultSiteverifyUrl =
     "https://challenges.cloudflare.com/turnstile/v0/siteverify";
 inline constexpr int kSiteverifyTimeoutMs = 5000;

@@ -206,6 +206,10 @@ constexpr std::string_view kDeleteExpiredWindows = R"sql(
 DELETE FROM rate_limit_windows WHERE expires_at_ms < ?1
 )sql";
 
+constexpr std::string_view kDeleteExpiredClaims = R"sql(
+DELETE FROM lead_idempotency WHERE created_at_ms <= ?1
+)sql";
+
 struct ClaimRow {
   std::string lead_id;
   static ClaimRow decode(RowReader& r) { return ClaimRow{r.text("lead_id")}; }
@@ -503,6 +507,12 @@ Task<Result<std::int64_t>> LeadStore::delete_leads_before(const std::string& ten
 Task<Status> LeadStore::delete_expired_windows(std::int64_t now_ms) const {
   json params = json::array({now_ms});
   SS_CO_TRY(D1Result r, co_await db_.run(kDeleteExpiredWindows, params));
+  co_return Unit{};
+}
+
+Task<Status> LeadStore::delete_expired_claims(std::int64_t before_ms) const {
+  json params = json::array({before_ms});
+  SS_CO_TRY(D1Result r, co_await db_.run(kDeleteExpiredClaims, params));
   co_return Unit{};
 }
 

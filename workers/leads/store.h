@@ -96,6 +96,9 @@ struct RateWindow {
   static RateWindow decode(RowReader& r);
 };
 
+// How long an Idempotency-Key's claim answers replays; the daily job deletes older claims.
+inline constexpr std::int64_t kIdempotencyWindowMs = 24LL * 60 * 60 * 1000;
+
 // Everything one accepted submission writes, in one transaction.
 struct NewLead {
   std::string tenant_id;
@@ -210,6 +213,8 @@ class LeadStore {
   Task<Result<std::int64_t>> delete_leads_before(const std::string& tenant_id,
                                                  const std::string& cutoff_ulid) const;
   Task<Status> delete_expired_windows(std::int64_t now_ms) const;
+  // Idempotency claims made at or before `before_ms` (past their window), of every tenant.
+  Task<Status> delete_expired_claims(std::int64_t before_ms) const;
 
  private:
   D1 db_;
