@@ -1,5 +1,7 @@
 #include "shared/json_util.h"
 
+#include "shared/text.h"
+
 #include <charconv>
 #include <cmath>
 
@@ -95,24 +97,6 @@ namespace {
 // sequence broken off by a byte that cannot continue it becomes one U+FFFD and that byte is read
 // again as the start of what follows; a sequence cut off by the end of the string becomes one U+FFFD.
 constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
-
-// The continuation bytes a lead byte needs (0: not a lead byte) and the range its first one must be in.
-struct Utf8Lead {
-  int continuations = 0;
-  unsigned char low = 0x80;
-  unsigned char high = 0xBF;
-};
-
-Utf8Lead utf8_lead(unsigned char c) {
-  if (c >= 0xC2 && c <= 0xDF) return {1, 0x80, 0xBF};
-  if (c == 0xE0) return {2, 0xA0, 0xBF};
-  if (c == 0xED) return {2, 0x80, 0x9F};
-  if (c >= 0xE1 && c <= 0xEF) return {2, 0x80, 0xBF};
-  if (c == 0xF0) return {3, 0x90, 0xBF};
-  if (c >= 0xF1 && c <= 0xF3) return {3, 0x80, 0xBF};
-  if (c == 0xF4) return {3, 0x80, 0x8F};
-  return {};
-}
 
 }  // namespace
 

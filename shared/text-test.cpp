@@ -68,3 +68,28 @@ TEST_CASE("semver_major: Semantic Versioning 2.0.0 only") {
 }
 
 }  // namespace ss
+
+TEST_CASE("is_utf8: well-formed UTF-8 only (Unicode table 3-7)") {
+  CHECK(ss::is_utf8(""));
+  CHECK(ss::is_utf8("plain ASCII \x7f"));
+  CHECK(ss::is_utf8("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x8d\xb0 \xf4\x8f\xbf\xbf"));
+  CHECK_FALSE(ss::is_utf8("\xe9"));              // Latin-1 é, a lone lead byte
+  CHECK_FALSE(ss::is_utf8("\x80"));              // a continuation byte alone
+  CHECK_FALSE(ss::is_utf8("\xc0\xaf"));          // overlong '/'
+  CHECK_FALSE(ss::is_utf8("\xe0\x80\xaf"));      // overlong, three bytes
+  CHECK_FALSE(ss::is_utf8("\xed\xa0\x80"));      // a surrogate (U+D800)
+  CHECK_FALSE(ss::is_utf8("\xf4\x90\x80\x80"));  // past U+10FFFF
+  CHECK_FALSE(ss::is_utf8("\xf5\x80\x80\x80"));  // not a lead byte
+  CHECK_FALSE(ss::is_utf8("ok \xe2\x82"));       // cut off by the end
+  CHECK_FALSE(ss::is_utf8("\xe2\x28\xa1"));      // broken off by ASCII
+}
+
+TEST_CASE("utf8_prefix cuts before a character, never through it") {
+  CHECK(ss::utf8_prefix("abc", 5) == "abc");
+  CHECK(ss::utf8_prefix("abc", 2) == "ab");
+  CHECK(ss::utf8_prefix("a\xe2\x82\xac", 4) == "a\xe2\x82\xac");
+  CHECK(ss::utf8_prefix("a\xe2\x82\xac", 3) == "a");
+  CHECK(ss::utf8_prefix("a\xe2\x82\xac", 2) == "a");
+  CHECK(ss::utf8_prefix("\xf0\x9f\x8d\xb0x", 3).empty());
+  CHECK(ss::utf8_prefix("\xf0\x9f\x8d\xb0x", 4) == "\xf0\x9f\x8d\xb0");
+}

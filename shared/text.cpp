@@ -21,6 +21,43 @@ std::size_t code_points(std::string_view text) {
   return n;
 }
 
+Utf8Lead utf8_lead(unsigned char c) {
+  if (c >= 0xC2 && c <= 0xDF) return {1, 0x80, 0xBF};
+  if (c == 0xE0) return {2, 0xA0, 0xBF};
+  if (c == 0xED) return {2, 0x80, 0x9F};
+  if (c >= 0xE1 && c <= 0xEF) return {2, 0x80, 0xBF};
+  if (c == 0xF0) return {3, 0x90, 0xBF};
+  if (c >= 0xF1 && c <= 0xF3) return {3, 0x80, 0xBF};
+  if (c == 0xF4) return {3, 0x80, 0x8F};
+  return {};
+}
+
+bool is_utf8(std::string_view text) {
+  const std::size_t n = text.size();
+  for (std::size_t i = 0; i < n;) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    const Utf8Lead lead = utf8_lead(c);
+    const auto need = static_cast<std::size_t>(lead.continuations);
+    if (need == 0 || n - i <= need) return false;
+    for (std::size_t k = 1; k <= need; ++k) {
+      const auto next = static_cast<unsigned char>(text[i + k]);
+      if (next < (k == 1 ? lead.low : 0x80) || next > (k == 1 ? lead.high : 0xBF)) return false;
+    }
+    i += need + 1;
+  }
+  return true;
+}
+
+std::string utf8_prefix(std::string_view text, std::size_t max_bytes) {
+  if (text.size() <= max_bytes) return std::string(text);
+  while (max_bytes > 0 && (static_cast<unsigned char>(text[max_bytes]) & 0xC0) == 0x80) --max_bytes;
+  return std::string(text.substr(0, max_bytes));
+}
+
 bool has_control_chars(std::string_view text, bool allow_newlines) {
   for (char c : text) {
     const auto u = static_cast<unsigned char>(c);

@@ -21,6 +21,19 @@ std::optional<std::int64_t> semver_major(std::string_view text);
 
 // Characters of valid UTF-8 text (its bytes that do not continue a sequence).
 std::size_t code_points(std::string_view text);
+// A UTF-8 lead byte: how many continuation bytes it needs (0: it cannot start a sequence) and the
+// range the first of them must be in (Unicode's table 3-7: no overlong forms, no surrogates, nothing
+// past U+10FFFF).
+struct Utf8Lead {
+  int continuations = 0;
+  unsigned char low = 0x80;
+  unsigned char high = 0xBF;
+};
+Utf8Lead utf8_lead(unsigned char c);
+// Well-formed UTF-8, by that table (text decoded from a form or a URL is raw bytes until checked).
+bool is_utf8(std::string_view text);
+// At most `max_bytes` bytes of UTF-8 text, cut before a character rather than through it.
+std::string utf8_prefix(std::string_view text, std::size_t max_bytes);
 // A C0 control character or DEL; with allow_newlines, \n, \r and \t are text (a message, an
 // announcement), without, they are controls too (a name, a single-line field).
 bool has_control_chars(std::string_view text, bool allow_newlines);

@@ -1,6 +1,7 @@
 #include "workers/events/json_schema.h"
 
 #include "shared/json_util.h"
+#include "shared/text.h"
 
 #include <algorithm>
 #include <cmath>
@@ -83,14 +84,6 @@ std::string pointer_token(std::string_view key) {
       out.push_back(c);
   }
   return out;
-}
-
-std::size_t utf8_length(std::string_view s) {
-  std::size_t n = 0;
-  for (char c : s) {
-    if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++n;
-  }
-  return n;
 }
 
 std::string quoted(const json& value, std::string_view fallback) {
@@ -267,7 +260,7 @@ class SchemaValidator {
     }
     if (instance.is_number()) check_number(node, instance, path);
     if (instance.is_string()) {
-      const std::size_t length = utf8_length(instance.get_ref<const std::string&>());
+      const std::size_t length = code_points(instance.get_ref<const std::string&>());
       if (node.min_length && length < *node.min_length) {
         add(path, "expected at least " + std::to_string(*node.min_length) + " characters");
       }

@@ -17,34 +17,6 @@ std::string trim(std::string_view s) {
   return std::string(s.substr(begin, end - begin + 1));
 }
 
-// Well-formed UTF-8 (Unicode table 3-7: no overlong forms, no surrogates, nothing past U+10FFFF).
-// Urlencoded and multipart values are raw bytes once decoded (shared/form.h); JSON is checked by
-// its parser.
-bool is_utf8(std::string_view s) {
-  for (std::size_t i = 0; i < s.size();) {
-    auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-    unsigned char c = b(i);
-    std::size_t n = c < 0x80                 ? 1
-                    : c >= 0xC2 && c <= 0xDF ? 2
-                    : c >= 0xE0 && c <= 0xEF ? 3
-                    : c >= 0xF0 && c <= 0xF4 ? 4
-                                             : 0;
-    if (n == 0 || i + n > s.size()) return false;
-    for (std::size_t k = 1; k < n; ++k) {
-      if ((b(i + k) & 0xC0) != 0x80) return false;
-    }
-    if (n > 2) {
-      unsigned char c1 = b(i + 1);
-      if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 > 0x9F) || (c == 0xF0 && c1 < 0x90) ||
-          (c == 0xF4 && c1 > 0x8F)) {
-        return false;
-      }
-    }
-    i += n;
-  }
-  return true;
-}
-
 // Control characters: ASCII's (C0 and DEL; newlines and tabs when allowed) and the C1 range
 // U+0080..U+009F (UTF-8 C2 80..C2 9F), which has_control_chars leaves to the caller.
 bool has_controls(std::string_view s, bool allow_newlines) {

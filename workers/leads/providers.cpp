@@ -4,6 +4,7 @@
 #include "shared/form.h"
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
+#include "shared/text.h"
 #include "shared/url_guard.h"
 
 namespace ss::leads {
@@ -15,13 +16,6 @@ std::string base_url(const Context& ctx, const char* var, const char* fallback) 
   if (url.empty()) url = fallback;
   while (!url.empty() && url.back() == '/') url.pop_back();
   return url;
-}
-
-// At most `max` bytes of UTF-8 text, cut before a character rather than through it.
-std::string utf8_prefix(const std::string& s, std::size_t max) {
-  if (s.size() <= max) return s;
-  while (max > 0 && (static_cast<unsigned char>(s[max]) & 0xC0) == 0x80) --max;
-  return s.substr(0, max);
 }
 
 // The plain-text body every channel shares: the standard fields first, then the tenant's extras.
