@@ -125,22 +125,30 @@ Task<Status> emit(Context& ctx, const std::string& type, const std::string& tena
   co_return Unit{};
 }
 
-// Why an alert should not be sent any more, or nullopt: a trigger whose incident is resolved, a
-// resolve whose trigger on the same channel never went out (dead or missing).
-Task<Result<std::optional<std::string>>> moot_alert(const MonitorStore& store, const AlertRow& a) {
+// Whether an alert goes out now: not when moot (why) — a trigger whose incident is resolved, a
+// resolve whose trigger on the same channel never went out — and not yet (wait) when that trigger
+// is being sent right now. A resolve is only made once its incident is resolved, so a trigger still
+// pending then is moot itself and never goes out: its resolve is moot too, whichever job runs first.
+struct AlertVerdict {
+  std::optional<std::string> moot;
+  bool wait = false;
+};
+Task<Result<AlertVerdict>> judge_alert(const MonitorStore& store, const AlertRow& a) {
   if (a.action == "trigger") {
     SS_CO_TRY(std::optional<IncidentRow> incident,
               co_await store.incident(a.tenant_id, a.incident_id));
     if (incident && incident->resolved_at) {
-      co_return std::optional<std::string>{"the incident was resolved before its trigger went out"};
+      co_return AlertVerdict{"the incident was resolved before its trigger went out"};
     }
-    co_return std::optional<std::string>{};
+    co_return AlertVerdict{};
   }
   SS_CO_TRY(std::vector<AlertRow> triggers, co_await store.triggers_of(a.tenant_id, a.incident_id));
   for (const AlertRow& t : triggers) {
-    if (t.channel == a.channel && t.state != "dead") co_return std::optional<std::string>{};
+    if (t.channel != a.channel) continue;
+    if (t.state == "sent") co_return AlertVerdict{};
+    if (t.state == "sending") co_return AlertVerdict{std::nullopt, true};
   }
-  co_return std::optional<std::string>{"its trigger never went out"};
+  co_return AlertVerdict{"its trigger never went out"};
 }
 
 // Sends one alert from the outbox: claim, POST, record. The returned delay (seconds) asks the queue
@@ -153,8 +161,10 @@ Task<Result<std::optional<int>>> deliver_alert(Context& ctx, const std::string& 
   // Out of order is worse than not at all: a trigger still waiting (its endpoint was down) when its
   // incident is resolved would open a page after the resolve that closes it, and a resolve whose
   // trigger never went out tells of an incident nobody heard of. Either is given up.
-  SS_CO_TRY(std::optional<std::string> moot, co_await moot_alert(store, *row));
-  if (moot) {
+  SS_CO_TRY(AlertVerdict verdict, co_await judge_alert(store, *row));
+  std::int64_t base = ctx.env_int("ALERT_BACKOFF_SECONDS", 30, 0, 3600);
+  if (verdict.wait) co_return std::optional<int>{static_cast<int>(base)};
+  if (const std::optional<std::string>& moot = verdict.moot) {
     SS_CO_CHECK(co_await store.alert_failed(alert_id, "not sent: " + *moot, true, now));
     ctx.log("alert " + alert_id + " (" + row->channel + " " + row->action + ") not sent: " + *moot);
     co_return std::optional<int>{};
@@ -201,7 +211,6 @@ Task<Result<std::optional<int>>> deliver_alert(Context& ctx, const std::string& 
           (dead ? " (dead)" : ""));
   if (dead) co_return std::optional<int>{};
   // Exponential backoff: base, 2×, 4×… capped at an hour.
-  std::int64_t base = ctx.env_int("ALERT_BACKOFF_SECONDS", 30, 0, 3600);
   std::int64_t delay = std::min<std::int64_t>(base << std::min(attempt - 1, 10), 3600);
   co_return std::optional<int>{static_cast<int>(delay)};
 }
