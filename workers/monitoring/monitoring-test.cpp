@@ -927,6 +927,33 @@ TEST_CASE("monitoring status page: HTML and JSON, public, escaped, cached") {
   CHECK(t.mesh.request("monitoring", "GET", "/status/Bad..id").status == 404);
 }
 
+TEST_CASE("monitoring status page: the incidents of monitors it does not show stay private") {
+  Monitoring t;
+  REQUIRE(t.put("home", site()).status == 201);
+  REQUIRE(t.put("internal-admin", json{{"url", "https://site.example/admin"}}).status == 201);
+  REQUIRE(t.put("old-shop", json{{"url", "https://site.example/shop"}}).status == 201);
+  t.status = 503;
+  for (int i = 0; i < 3; ++i) t.tick();  // all three down, each with an incident
+  t.status = 200;
+  t.tick();  // and back up: three resolved incidents
+  auto status = [&] {
+    return t.mesh.request("monitoring", "GET", "/status/bakery.json").body_json();
+  };
+  REQUIRE(status()["incidents"].size() == 3);
+  // One monitor disabled (the page no longer shows it), one deleted.
+  json off = json{{"url", "https://site.example/admin"}, {"enabled", false}};
+  REQUIRE(t.put("internal-admin", off).status == 200);
+  REQUIRE(t.mesh.request("monitoring", "DELETE", "/admin/monitors/old-shop", t.admin_headers())
+              .status == 200);
+  json s = status();
+  REQUIRE(s["monitors"].size() == 1);
+  REQUIRE(s["incidents"].size() == 1);
+  CHECK(s["incidents"][0]["monitorId"] == "home");
+  HttpReply html = t.mesh.request("monitoring", "GET", "/status/bakery");
+  CHECK(html.body.find("internal-admin") == std::string::npos);
+  CHECK(html.body.find("old-shop") == std::string::npos);
+}
+
 TEST_CASE("monitoring status page: what the page shows changing clears the cache at once") {
   Monitoring t;
   REQUIRE(t.put("home", site()).status == 201);

@@ -198,9 +198,12 @@ SELECT incident_id, tenant_id, monitor_id, opened_at, resolved_at, reason, dedup
 FROM incidents WHERE tenant_id = ?1 AND incident_id = ?2
 )sql";
 
+// The public page's incidents: only those of the monitors it shows (enabled ones); a disabled or
+// deleted monitor's incidents are no more public than the monitor.
 constexpr std::string_view kRecentIncidents = R"sql(
 SELECT incident_id, tenant_id, monitor_id, opened_at, resolved_at, reason, dedup_key
 FROM incidents WHERE tenant_id = ?1 AND (opened_at >= ?2 OR resolved_at IS NULL)
+  AND monitor_id IN (SELECT monitor_id FROM monitors WHERE tenant_id = ?1 AND enabled = 1)
 ORDER BY opened_at DESC LIMIT ?3
 )sql";
 

@@ -155,6 +155,7 @@ class MonitorStore {
   // ---- incidents
   Task<Result<std::optional<IncidentRow>>> incident(const std::string& tenant,
                                                     const std::string& incident_id) const;
+  // The status page's: incidents opened since `since` or still open, of enabled monitors only.
   Task<Result<std::vector<IncidentRow>>> recent_incidents(const std::string& tenant,
                                                           const std::string& since,
                                                           int limit) const;
