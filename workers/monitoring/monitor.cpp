@@ -21,7 +21,8 @@ namespace {
   } while (0)
 
 Error field_error(const std::string& field, const std::string& message) {
-  return Error{ErrorCode::invalid_request, field + " " + message}.with("field", field);
+  Error e{ErrorCode::invalid_request, field + " " + message};
+  return name_field(e, field);
 }
 
 Result<int> int_field(const json& body, const char* name, int fallback, int min, int max) {
@@ -162,6 +163,11 @@ Status parse_windows(const json& body, MonitorSpec& spec) {
 }
 
 }  // namespace
+
+Error& name_field(Error& e, const std::string& field) {
+  e.with("field", field);
+  return e.with("fields", json_object({{field, e.message}}));
+}
 
 bool MonitorSpec::in_maintenance(std::int64_t now_ms) const {
   for (const auto& w : maintenance) {
@@ -342,7 +348,7 @@ Result<std::vector<DeclaredMonitor>> parse_declared_monitors(const json& config,
       Error e = std::move(spec).error();
       std::string field = prefix + "." + string_or(e.extra, "field", "");
       e.message = prefix + "." + e.message;
-      e.with("field", field);
+      name_field(e, field);
       return e;
     }
     out.push_back({*id, std::move(spec).value()});

@@ -58,6 +58,9 @@ struct MonitorSpec {
   bool has_alert_channel() const { return pagerduty_routing_key || slack_webhook_url; }
 };
 
+// Names the bad field of a validation error: "field" and the contract's "fields" ({field: message}).
+Error& name_field(Error& e, const std::string& field);
+
 // [A-Za-z0-9][A-Za-z0-9._-]{0,63}
 bool is_valid_monitor_id(std::string_view id);
 

@@ -300,6 +300,8 @@ TEST_CASE("monitoring api: validation names the field") {
     CHECK(r.status == 400);
     CHECK(r.body_json()["error"]["code"] == "invalid_request");
     CHECK(r.body_json()["error"]["field"] == c.field);
+    // The contract's validation shape too: "fields" maps the field to what is wrong with it.
+    CHECK(r.body_json()["error"]["fields"][c.field].is_string());
   }
   CHECK(t.put("bad id!", site()).status == 400);
   CHECK(t.admin("GET", "/admin/monitors").body_json()["monitors"].empty());
@@ -335,6 +337,8 @@ TEST_CASE(
                      json{{"config", bad}}.dump());
   CHECK(r.status == 400);
   CHECK(r.body_json()["error"]["field"] == "monitors[0].url");
+  CHECK(r.body_json()["error"]["fields"]["monitors[0].url"].is_string());
+  CHECK_FALSE(r.body_json()["error"]["fields"].contains("url"));
 }
 
 TEST_CASE("monitoring probe: each failure reason reaches /v1/monitors") {

@@ -20,9 +20,8 @@ inline constexpr int kAlertListLimit = 50;
 Result<std::string> monitor_id_param(const Params& params) {
   auto it = params.find("id");
   if (it == params.end() || !is_valid_monitor_id(it->second)) {
-    return Error{ErrorCode::invalid_request,
-                 "monitor id must match [A-Za-z0-9][A-Za-z0-9._-]{0,63}"}
-        .with("field", "id");
+    Error e{ErrorCode::invalid_request, "monitor id must match [A-Za-z0-9][A-Za-z0-9._-]{0,63}"};
+    return name_field(e, "id");
   }
   return it->second;
 }
@@ -201,7 +200,7 @@ Status validate_tenant_config(const Context& ctx, const json& config) {
       Error e = std::move(available).error();
       std::string prefix = "monitors[" + std::to_string(i) + "].";
       e.message = prefix + e.message;
-      e.with("field", prefix + "service");
+      name_field(e, prefix + "service");
       return e;
     }
   }
