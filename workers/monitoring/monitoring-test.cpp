@@ -1151,6 +1151,38 @@ TEST_CASE("monitoring incidents: a monitor disabled or deleted while its probe r
   }
 }
 
+TEST_CASE("monitoring history: a monitor deleted while its probe runs leaves no history behind") {
+  // The probe is fetching when the monitor is deleted (DELETE takes its history with it), or deleted
+  // and made again under its id: the old monitor's probe must not write history for either.
+  for (std::string change : {"delete", "remake"}) {
+    CAPTURE(change);
+    Monitoring t;
+    REQUIRE(t.put("home", site()).status == 201);
+    bool changed = false;
+    auto origin = t.mesh.fetch_stub;
+    t.mesh.fetch_stub = [&](const json& req) {
+      if (!changed && ss::string_or(req, "url", "").find("site.example") != std::string::npos) {
+        changed = true;
+        REQUIRE(t.mesh.request("monitoring", "DELETE", "/admin/monitors/home", t.admin_headers())
+                    .status == 200);
+        if (change == "remake") REQUIRE(t.put("home", site()).status == 201);
+      }
+      return origin(req);
+    };
+    t.status = 503;
+    t.tick();
+    REQUIRE(changed);
+    auto& db = t.mesh.db("MONITORING_DB");
+    CHECK(db.rows("SELECT COUNT(*) AS n FROM probes")[0]["n"] == 0);
+    CHECK(db.rows("SELECT COUNT(*) AS n FROM probe_days")[0]["n"] == 0);
+    if (change == "remake") {
+      json m = t.monitor("home");  // the new monitor: never probed, no failure on its record
+      CHECK(m["uptime"]["24h"].is_null());
+      CHECK(m["uptime"]["30d"].is_null());
+    }
+  }
+}
+
 TEST_CASE(
     "monitoring incidents: a monitor disabled while a probe resolves its incident pages again "
     "when it is enabled and fails") {

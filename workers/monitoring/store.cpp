@@ -98,16 +98,22 @@ constexpr std::string_view kReleaseProbe = R"sql(
 UPDATE monitors SET probing_until = 0 WHERE tenant_id = ?1 AND monitor_id = ?2 AND probe_tick = ?3
 )sql";
 
+// History is written only while the monitor still holds this probe's claim (probe_tick = ?9): not
+// for a monitor deleted while its probe ran (its history went with it), nor for one made again
+// under the same id meanwhile (the new monitor was never probed).
 constexpr std::string_view kInsertProbe = R"sql(
 INSERT INTO probes (tenant_id, monitor_id, at_ms, ok, status, latency_ms, reason, maintenance)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
+WHERE EXISTS (SELECT 1 FROM monitors WHERE tenant_id = ?1 AND monitor_id = ?2 AND probe_tick = ?9)
 )sql";
 
 // One latency bucket incremented in the day's histogram (kHistogramSize zeros to start with).
 // D1 binds JavaScript numbers as REAL, so the index is cast before it becomes part of a JSON path.
+// Only while the monitor holds the claim (?7), as kInsertProbe.
 constexpr std::string_view kRollupProbe = R"sql(
 INSERT INTO probe_days (tenant_id, monitor_id, day, checks, failures, hist_json)
-VALUES (?1, ?2, ?3, 1, ?4, json_set(?5, '$[' || CAST(?6 AS INTEGER) || ']', 1))
+SELECT ?1, ?2, ?3, 1, ?4, json_set(?5, '$[' || CAST(?6 AS INTEGER) || ']', 1)
+WHERE EXISTS (SELECT 1 FROM monitors WHERE tenant_id = ?1 AND monitor_id = ?2 AND probe_tick = ?7)
 ON CONFLICT (tenant_id, monitor_id, day) DO UPDATE SET
   checks = checks + 1,
   failures = failures + ?4,
@@ -492,18 +498,18 @@ void add_alert_rows(std::vector<D1Statement>& batch, const MonitorKey& key,
 Task<Result<bool>> MonitorStore::commit_probe(const ProbeCommit& c) const {
   const ProbeResult& r = c.result;
   std::vector<D1Statement> batch;
-  batch.push_back(
-      {std::string(kInsertProbe),
-       json::array({c.key.tenant_id, c.key.monitor_id, c.at_ms, r.ok ? 1 : 0,
-                    r.status ? json(*r.status) : json(nullptr), r.latency_ms,
-                    r.reason.empty() ? json(nullptr) : json(r.reason), c.maintenance ? 1 : 0})});
+  batch.push_back({std::string(kInsertProbe),
+                   json::array({c.key.tenant_id, c.key.monitor_id, c.at_ms, r.ok ? 1 : 0,
+                                r.status ? json(*r.status) : json(nullptr), r.latency_ms,
+                                r.reason.empty() ? json(nullptr) : json(r.reason),
+                                c.maintenance ? 1 : 0, c.tick})});
   json zeros = json::array();
   for (std::size_t i = 0; i < kHistogramSize; ++i) zeros.push_back(0);
   std::string day = format_rfc3339(c.at_ms).substr(0, 10);
   int failed = !r.ok && !c.maintenance ? 1 : 0;
   batch.push_back({std::string(kRollupProbe),
                    json::array({c.key.tenant_id, c.key.monitor_id, day, failed, dump_json(zeros),
-                                static_cast<std::int64_t>(latency_bucket(r.latency_ms))})});
+                                static_cast<std::int64_t>(latency_bucket(r.latency_ms)), c.tick})});
   batch.push_back({std::string(kUpdateMonitorState),
                    json::array({c.key.tenant_id, c.key.monitor_id, c.tick,
                                 c.next.consecutive_failures, dump_json(r.to_json(c.at_ms)),
