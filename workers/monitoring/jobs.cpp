@@ -245,6 +245,14 @@ Task<Result<bool>> probe_monitor(Context& ctx, const std::string& tenant, const 
   if (!row) co_return false;
   bool allow_local = ctx.allow_local_outbound();
   auto spec = parse_monitor(row->spec, allow_local);
+  if (!spec && string_or(spec.error().extra, "field", "") == "alertChannels.slack.webhookUrl") {
+    // Only the Slack webhook fails the guard now: the site is still probed and its other channels
+    // paged (the webhook would be refused at delivery anyway).
+    ctx.log("monitor " + tenant + "/" + id + ": Slack webhook refused: " + spec.error().message);
+    json without = row->spec;
+    without["alertChannels"].erase("slack");
+    spec = parse_monitor(without, allow_local);
+  }
   if (!spec) {
     // Stored before the rules got stricter: nothing is fetched; the monitor fails as blocked.
     ctx.log("monitor " + tenant + "/" + id + " no longer valid: " + spec.error().message);

@@ -382,6 +382,28 @@ TEST_CASE("monitoring probe: each failure reason reaches /v1/monitors") {
         })["reason"] == "ssrf_blocked");
 }
 
+TEST_CASE(
+    "monitoring probe: a stored Slack webhook the guard now refuses stops neither the probe nor "
+    "PagerDuty") {
+  Monitoring t;
+  t.mesh.set_env("monitoring", "ALLOW_LOCAL_OUTBOUND", "1");
+  json channels{{"pagerduty", {{"routingKey", "R0UT1NGKEY0123"}}},
+                {"slack", {{"webhookUrl", "http://127.0.0.1:9/hook"}}}};
+  REQUIRE(t.put("home", site({{"alertChannels", channels}})).status == 201);
+  // The deployment's guard is stricter now (local outbound off): the webhook is refused, the
+  // monitored URL is not.
+  t.mesh.set_env("monitoring", "ALLOW_LOCAL_OUTBOUND", "0");
+  t.tick();
+  CHECK(t.probed == std::vector<std::string>{"https://site.example/"});
+  CHECK(t.monitor("home")["state"] == "up");
+  t.status = 503;
+  for (int i = 0; i < 3; ++i) t.tick();
+  CHECK(t.monitor("home")["lastProbe"]["reason"] == "status_mismatch");
+  CHECK(t.pagerduty.size() == 1);
+  if (!t.pagerduty.empty()) CHECK(t.pagerduty[0]["event_action"] == "trigger");
+  CHECK(t.slack.empty());
+}
+
 TEST_CASE("monitoring probe: redirects are followed hop by hop, at most 5") {
   Monitoring t;
   REQUIRE(t.put("home", site()).status == 201);
