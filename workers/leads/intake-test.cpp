@@ -557,6 +557,64 @@ TEST_CASE("a webhook that fails twice then succeeds is delivered once with 3 att
   CHECK(found);
 }
 
+// The webhook message of one fresh lead, handed to the notify consumer with the webhook answering
+// `reply`: the consumer's verdict for it ({"ack":[…],"retry":[…]}).
+static json deliver_webhook_answering(Leads& l, const StubReply& reply) {
+  l.mesh.queue_sent["NOTIFY_QUEUE"].clear();
+  l.submit(lead_body());
+  json message;
+  for (const json& body : l.mesh.queue_sent["NOTIFY_QUEUE"]) {
+    if (body["channel"] == "webhook") message = {{"id", "m"}, {"body", body}, {"attempts", 1}};
+  }
+  REQUIRE(!message.is_null());
+  l.mesh.fetch_stub = [&l, reply](const json& req) {
+    if (req["url"].get<std::string>().find("hooks.bakery.example") != std::string::npos)
+      return reply;
+    return l.answer(req);
+  };
+  json out = l.mesh.message(
+      "leads",
+      {{"op", "queue"}, {"queue", "siteswarm-leads-notify"}, {"messages", json::array({message})}});
+  l.mesh.fetch_stub = [&l](const json& req) { return l.answer(req); };
+  return out;
+}
+
+TEST_CASE(
+    "a receiver that refuses the message itself is dead at once; a 429 waits its Retry-After") {
+  Leads l;
+  auto webhook = [&] {
+    json rows = l.rows(
+        "SELECT status, attempts FROM lead_deliveries WHERE channel = 'webhook' ORDER BY rowid "
+        "DESC");
+    REQUIRE(!rows.empty());
+    return rows[0];
+  };
+  StubReply refused;
+  refused.status = 422;  // the request itself is invalid: trying again cannot help
+  json out = deliver_webhook_answering(l, refused);
+  CHECK(out["ack"] == json::array({"m"}));
+  CHECK(out["retry"].empty());
+  CHECK(webhook()["status"] == "dead");
+  CHECK(webhook()["attempts"] == 1);
+  CHECK(l.events("lead.delivery_failed").size() == 1);
+
+  StubReply busy;
+  busy.status = 429;  // come back later, in 15 minutes
+  busy.headers = {{"retry-after", "900"}};
+  out = deliver_webhook_answering(l, busy);
+  REQUIRE(out["retry"].size() == 1);
+  CHECK(out["retry"][0]["delaySeconds"] == 900);
+  CHECK(webhook()["status"] == "pending");
+
+  StubReply unauthorized;
+  unauthorized.status = 401;  // a key or a route that may be fixed meanwhile: retried with backoff
+  out = deliver_webhook_answering(l, unauthorized);
+  REQUIRE(out["retry"].size() == 1);
+  CHECK(out["retry"][0]["delaySeconds"] == 0);  // the backoff (NOTIFY_BACKOFF_SECONDS 0 here)
+  CHECK(webhook()["status"] == "pending");
+  CHECK(l.events("lead.delivery_failed").size() == 1);
+}
+
 TEST_CASE(
     "a webhook that always fails is dead-lettered and visible; other channels still deliver") {
   Leads l;

@@ -2,6 +2,8 @@
 // message per delivery, attempting each (claim → provider request → record), and the sweeper.
 #include "workers/leads/notify.h"
 
+#include "shared/text.h"
+
 #include "shared/emit.h"
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
@@ -47,11 +49,40 @@ struct MessageOutcome {
   int retry_delay = 0;
 };
 
-// One provider call for the delivery; `permanent` when retrying cannot help.
+// One provider call for the delivery; `permanent` when retrying cannot help; `retry_after` the
+// pause (seconds) the provider asked for before the next attempt, 0 when it named none.
 struct SendResult {
   AttemptRecord record;
   bool permanent = false;
+  int retry_after = 0;
 };
+
+// Answers that refuse the message itself — a malformed or invalid request (400, 422: a number
+// Twilio will not text, an address Resend will not take), one too large (413, 414), of a type not
+// taken (415), or a target that is gone for good (410) — cannot succeed on a later try: the delivery
+// is dead at once instead of after kMaxDeliveryAttempts. Every other failure is retried with
+// backoff: 401, 403 and 404 too, since a key or a webhook route may be fixed meanwhile, and 408, 425
+// and 429, which ask to come back later.
+bool refused_for_good(int status) {
+  switch (status) {
+    case 400:
+    case 410:
+    case 413:
+    case 414:
+    case 415:
+    case 422:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Retry-After in seconds (RFC 9110 §10.2.3; the HTTP-date form is not read), capped at the longest
+// backoff; 0 when absent or unreadable.
+int retry_after_seconds(const FetchReply& reply) {
+  auto seconds = parse_decimal(reply.header("retry-after"), 0, kMaxBackoffSeconds);
+  return seconds ? static_cast<int>(*seconds) : 0;
+}
 
 Task<SendResult> send(Context& ctx, const NotifyMessage& msg, const Result<LeadsConfig>& config) {
   SendResult out;
@@ -75,7 +106,11 @@ Task<SendResult> send(Context& ctx, const NotifyMessage& msg, const Result<Leads
   a.http_status = reply->status;
   a.elapsed_ms = reply->elapsed_ms;
   a.ok = reply->ok();
-  if (!a.ok) a.error = "HTTP " + std::to_string(a.http_status);
+  if (!a.ok) {
+    a.error = "HTTP " + std::to_string(a.http_status);
+    out.permanent = refused_for_good(a.http_status);
+    out.retry_after = retry_after_seconds(*reply);
+  }
   co_return out;
 }
 
@@ -213,7 +248,8 @@ Task<MessageOutcome> deliver_one(Context& ctx, QueueMessage message, bool held) 
     co_return out;
   }
   out.ack = false;
-  out.retry_delay = backoff_seconds(ctx, attempt);
+  // The provider's Retry-After (a 429's, a 503's) when it asks for a longer pause than the backoff.
+  out.retry_delay = std::max(backoff_seconds(ctx, attempt), sent.retry_after);
   co_return out;
 }
 
