@@ -42,3 +42,16 @@ TEST_CASE("leads config: the honeypot cannot be a field people fill in") {
   CHECK(
       parse_config(json{{"honeypotField", "website_url"}, {"fields", {"order_date"}}}, false).ok());
 }
+
+TEST_CASE("leads email: a domain is labels joined by dots, none empty, none starting with '-'") {
+  using ss::leads::is_email;
+  CHECK(is_email("ada@example.com"));
+  CHECK(is_email("ada@my-bakery.example"));
+  CHECK(is_email("a.b+tag@mail.example.co.uk"));
+  CHECK_FALSE(is_email("a@.b.com"));
+  CHECK_FALSE(is_email("a@b..com"));
+  CHECK_FALSE(is_email("a@-b.com"));
+  CHECK_FALSE(is_email("a@b.-c.com"));
+  CHECK_FALSE(is_email("a@b"));
+  CHECK_FALSE(is_email("a@b."));
+}

@@ -81,7 +81,11 @@ bool is_email(std::string_view s) {
   std::string_view domain = s.substr(at + 1);
   auto dot = domain.rfind('.');
   if (dot == std::string_view::npos || dot == 0 || dot + 2 > domain.size()) return false;
-  if (domain.find("..") != std::string_view::npos || domain.front() == '-') return false;
+  // A domain is labels joined by dots: none empty, none starting with '-' (so not ".b.com").
+  if (domain.find("..") != std::string_view::npos || domain.front() == '-' ||
+      domain.front() == '.' || domain.find(".-") != std::string_view::npos) {
+    return false;
+  }
   for (char c : s) {
     unsigned char u = static_cast<unsigned char>(c);
     if (u <= 0x20 || c == '<' || c == '>' || c == '(' || c == ')' || c == ',' || c == ';' ||

@@ -62,7 +62,10 @@ export function isEmail(value) {
   const domain = s.slice(at + 1);
   const dot = domain.lastIndexOf(".");
   if (dot <= 0 || dot + 2 > domain.length) return false;
-  if (domain.includes("..") || domain.startsWith("-")) return false;
+  // Labels joined by dots: none empty, none starting with '-' (so not ".b.com").
+  if (domain.includes("..") || domain.startsWith("-") || domain.startsWith(".") || domain.includes(".-")) {
+    return false;
+  }
   for (const c of s) {
     if (c.charCodeAt(0) <= 0x20 || '<>(),;\\"[]'.includes(c)) return false;
   }
