@@ -91,6 +91,13 @@ TEST_CASE("monitoring incident: PagerDuty and Slack messages in their real forma
   CHECK(open[0].body["payload"]["source"] == "siteswarm-synthetic-monitoring");
   CHECK(open[0].body["payload"]["summary"].get<std::string>().find("status_mismatch") !=
         std::string::npos);
+  // A monitored URL may be 2,048 characters; PagerDuty takes a summary of at most 1,024.
+  AlertContext long_url = c;
+  long_url.url = "https://bakery.example/" + std::string(2000, 'a');
+  std::string summary = triggers_for(spec, long_url, "https://events.pd.test/v2/enqueue")[0]
+                            .body["payload"]["summary"];
+  CHECK(summary.size() == 1024);
+  CHECK(summary.rfind("[bakery] home is down (status_mismatch): https://bakery.example/", 0) == 0);
   CHECK(open[1].channel == "slack");
   CHECK(open[1].url == "https://hooks.slack.test/services/T/B/x");
   CHECK(open[1].body["text"].get<std::string>().find("home") != std::string::npos);

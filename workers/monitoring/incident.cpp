@@ -1,5 +1,6 @@
 #include "workers/monitoring/incident.h"
 #include "shared/json_util.h"
+#include "shared/text.h"
 
 namespace ss::monitoring {
 
@@ -29,6 +30,9 @@ std::string dedup_key(const std::string& tenant_id, const std::string& monitor_i
   return "siteswarm/" + tenant_id + "/" + monitor_id + "/" + incident_id;
 }
 
+// PagerDuty's Events API v2 takes a summary of at most 1024 characters; a monitored URL may be 2048.
+inline constexpr std::size_t kMaxPagerDutySummary = 1024;
+
 std::vector<AlertRequest> triggers_for(const MonitorSpec& spec, const AlertContext& c,
                                        const std::string& pagerduty_events_url) {
   std::vector<AlertRequest> out;
@@ -38,8 +42,9 @@ std::vector<AlertRequest> triggers_for(const MonitorSpec& spec, const AlertConte
               {"event_action", "trigger"},
               {"dedup_key", key},
               {"payload",
-               {{"summary",
-                 "[" + c.tenant_id + "] " + c.monitor_id + " is down (" + c.reason + "): " + c.url},
+               {{"summary", utf8_prefix("[" + c.tenant_id + "] " + c.monitor_id + " is down (" +
+                                            c.reason + "): " + c.url,
+                                        kMaxPagerDutySummary)},
                 {"source", c.source},
                 {"severity", "critical"},
                 {"timestamp", c.opened_at},
