@@ -506,6 +506,37 @@ json incident_rows(Monitoring& t) {
 }
 }  // namespace
 
+TEST_CASE("monitoring overview: the D1 reads of /v1/monitors do not grow with open incidents") {
+  Monitoring t;
+  auto d1_reads = [&] {
+    t.overview();  // the tenant's row is cached after a first call: count a warm one
+    int n = 0;
+    t.mesh.fail_effect = [&n](const json& e) {
+      if (e["kind"].get<std::string>().rfind("d1.", 0) == 0) ++n;
+      return false;
+    };
+    json all = t.overview();
+    t.mesh.fail_effect = nullptr;
+    int down = 0;
+    for (const json& m : all["monitors"]) down += m["incident"].is_object() ? 1 : 0;
+    return std::pair{n, down};
+  };
+  REQUIRE(t.put("home", site()).status == 201);
+  t.status = 503;
+  for (int i = 0; i < 3; ++i) t.tick();
+  auto [one, one_down] = d1_reads();
+  CHECK(one_down == 1);
+  for (const char* id : {"menu", "order", "contact", "about"}) {
+    json spec = site();
+    spec["url"] = std::string("https://site.example/") + id;
+    REQUIRE(t.put(id, spec).status == 201);
+  }
+  for (int i = 0; i < 3; ++i) t.tick();
+  auto [five, five_down] = d1_reads();
+  CHECK(five_down == 5);
+  CHECK(five == one);  // one read of the incidents, not one per monitor that is down
+}
+
 TEST_CASE("monitoring incidents: deleting a monitor that is down closes its incident") {
   Monitoring t;
   REQUIRE(t.put("home", site()).status == 201);

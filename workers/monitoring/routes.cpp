@@ -138,10 +138,12 @@ Task<Result<json>> monitors_overview(Context& ctx, const std::string& tenant_id,
   std::int64_t now = ctx.now_ms();
   std::string week_start = format_rfc3339(now - 6 * kMsPerDay).substr(0, 10);
   std::string month_start = format_rfc3339(now - 29 * kMsPerDay).substr(0, 10);
-  auto [rows, day24, week, month] = co_await when_all(
+  auto [rows, day24, week, month, incidents] = co_await when_all(
       store.list(tenant_id), store.raw_stats(tenant_id, now - kMsPerDay),
-      store.day_stats(tenant_id, week_start), store.day_stats(tenant_id, month_start));
+      store.day_stats(tenant_id, week_start), store.day_stats(tenant_id, month_start),
+      store.current_incidents(tenant_id));
   if (!rows) co_return std::move(rows).error();
+  if (!incidents) co_return std::move(incidents).error();
   if (!day24) co_return std::move(day24).error();
   if (!week) co_return std::move(week).error();
   if (!month) co_return std::move(month).error();
@@ -150,13 +152,14 @@ Task<Result<json>> monitors_overview(Context& ctx, const std::string& tenant_id,
     auto it = m.find(id);
     return it == m.end() ? nullptr : &it->second;
   };
+  std::map<std::string, const IncidentRow*> incident_by_id;
+  for (const IncidentRow& inc : *incidents) incident_by_id[inc.incident_id] = &inc;
   json list = json::array();
   for (const MonitorRow& row : *rows) {
     json incident = nullptr;
     if (row.incident_id) {
-      SS_CO_TRY(std::optional<IncidentRow> inc,
-                co_await store.incident(tenant_id, *row.incident_id));
-      if (inc) incident = inc->to_json();
+      auto found = incident_by_id.find(*row.incident_id);
+      if (found != incident_by_id.end()) incident = found->second->to_json();
     }
     std::string state = "unknown";
     if (row.enabled && row.last_probe.is_object()) {

@@ -204,6 +204,15 @@ SELECT incident_id, tenant_id, monitor_id, opened_at, resolved_at, reason, dedup
 FROM incidents WHERE tenant_id = ?1 AND incident_id = ?2
 )sql";
 
+// The incidents a tenant's monitors point at (monitors.incident_id): an overview's in one read,
+// not one per monitor.
+constexpr std::string_view kCurrentIncidents = R"sql(
+SELECT incident_id, tenant_id, monitor_id, opened_at, resolved_at, reason, dedup_key
+FROM incidents WHERE tenant_id = ?1
+  AND incident_id IN (SELECT incident_id FROM monitors
+                      WHERE tenant_id = ?1 AND incident_id IS NOT NULL)
+)sql";
+
 // The public page's incidents: only those of the monitors it shows (enabled ones); a disabled or
 // deleted monitor's incidents are no more public than the monitor.
 constexpr std::string_view kRecentIncidents = R"sql(
@@ -579,6 +588,13 @@ Task<Result<std::optional<IncidentRow>>> MonitorStore::incident(
   json params = json::array({tenant, incident_id});
   SS_CO_TRY(D1Result r, co_await db_.first(kFindIncident, params));
   co_return r.first_as<IncidentRow>();
+}
+
+Task<Result<std::vector<IncidentRow>>> MonitorStore::current_incidents(
+    const std::string& tenant) const {
+  json params = json::array({tenant});
+  SS_CO_TRY(D1Result r, co_await db_.all(kCurrentIncidents, params));
+  co_return r.as<IncidentRow>();
 }
 
 Task<Result<std::vector<IncidentRow>>> MonitorStore::recent_incidents(const std::string& tenant,

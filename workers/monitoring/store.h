@@ -153,6 +153,8 @@ class MonitorStore {
   Task<Result<bool>> commit_probe(const ProbeCommit& c) const;
 
   // ---- incidents
+  // The incidents the tenant's monitors point at now (open ones, or just resolved), in one read.
+  Task<Result<std::vector<IncidentRow>>> current_incidents(const std::string& tenant) const;
   Task<Result<std::optional<IncidentRow>>> incident(const std::string& tenant,
                                                     const std::string& incident_id) const;
   // The status page's: incidents opened since `since` or still open, of enabled monitors only.
