@@ -250,55 +250,59 @@ describe("the SDK's mock validates exactly like the services (one table for both
     }
   };
 
-  it("leads: every row gets the same verdict from the leads worker and from the mock", async () => {
+  // Each case through the real service (`call` in the SDK worker) and through the mock (`fake`): the
+  // cases whose verdict differs from the table's, on either side.
+  const mismatchesOf = async (cases, call, argOf, fake) => {
     const mismatches = [];
-    for (const c of LEAD_CASES) {
-      const real = verdictOf(await sdk("leads.submit", [c.lead]));
-      const fake = verdictOf(await mockOutcome(mock.leads.submit(c.lead)));
+    for (const c of cases) {
+      const real = verdictOf(await sdk(call, [argOf(c)]));
+      const mocked = verdictOf(await mockOutcome(fake(argOf(c))));
       const want = expected(c);
-      if (JSON.stringify(real) !== JSON.stringify(want) || JSON.stringify(fake) !== JSON.stringify(want)) {
-        mismatches.push({ case: c.name, want, service: real, mock: fake });
+      if (JSON.stringify(real) !== JSON.stringify(want) || JSON.stringify(mocked) !== JSON.stringify(want)) {
+        mismatches.push({ case: c.name, want, service: real, mock: mocked });
       }
     }
-    assert.deepEqual(mismatches, []);
+    return mismatches;
+  };
+
+  it("leads: every row gets the same verdict from the leads worker and from the mock", async () => {
+    assert.deepEqual(
+      await mismatchesOf(
+        LEAD_CASES,
+        "leads.submit",
+        (c) => c.lead,
+        (l) => mock.leads.submit(l),
+      ),
+      [],
+    );
   });
 
   it("analytics: every pageview row gets the same verdict from the analytics worker and from the mock", async () => {
-    const mismatches = [];
-    for (const c of PAGEVIEW_CASES) {
-      const real = verdictOf(await sdk("analytics.pageview", [c.view]));
-      const fake = verdictOf(await mockOutcome(mock.analytics.pageview(c.view)));
-      const want = expected(c);
-      if (JSON.stringify(real) !== JSON.stringify(want) || JSON.stringify(fake) !== JSON.stringify(want)) {
-        mismatches.push({ case: c.name, want, service: real, mock: fake });
-      }
-    }
-    assert.deepEqual(mismatches, []);
+    const pageview = (v) => mock.analytics.pageview(v);
+    assert.deepEqual(await mismatchesOf(PAGEVIEW_CASES, "analytics.pageview", (c) => c.view, pageview), []);
   });
 
   it("events: every row gets the same verdict from the events worker and from the mock", async () => {
-    const mismatches = [];
-    for (const c of EVENT_CASES) {
-      const real = verdictOf(await sdk("events.emit", [c.event]));
-      const fake = verdictOf(await mockOutcome(mock.events.emit(c.event)));
-      const want = expected(c);
-      if (JSON.stringify(real) !== JSON.stringify(want) || JSON.stringify(fake) !== JSON.stringify(want)) {
-        mismatches.push({ case: c.name, want, service: real, mock: fake });
-      }
-    }
-    assert.deepEqual(mismatches, []);
+    assert.deepEqual(
+      await mismatchesOf(
+        EVENT_CASES,
+        "events.emit",
+        (c) => c.event,
+        (e) => mock.events.emit(e),
+      ),
+      [],
+    );
   });
 
   it("events: every page query gets the same verdict from the events worker and from the mock", async () => {
-    const mismatches = [];
-    for (const c of EVENT_QUERY_CASES) {
-      const real = verdictOf(await sdk("events.list", [c.query]));
-      const fake = verdictOf(await mockOutcome(mock.events.list(c.query)));
-      const want = expected(c);
-      if (JSON.stringify(real) !== JSON.stringify(want) || JSON.stringify(fake) !== JSON.stringify(want)) {
-        mismatches.push({ case: c.name, want, service: real, mock: fake });
-      }
-    }
-    assert.deepEqual(mismatches, []);
+    assert.deepEqual(
+      await mismatchesOf(
+        EVENT_QUERY_CASES,
+        "events.list",
+        (c) => c.query,
+        (q) => mock.events.list(q),
+      ),
+      [],
+    );
   });
 });
