@@ -482,6 +482,26 @@ describe("createPlatformClient with fake bindings", () => {
     );
     assert.equal((await emergency.cms.status("2026-05-26T16:30:00Z")).open, true);
   });
+
+  // "Yesterday" is the local calendar's day before, not 24 hours ago: after a 23-hour spring-forward
+  // Sunday, Monday 00:30 looked back to Saturday and applied Saturday's range past midnight.
+  it("takes yesterday's past-midnight ranges from the calendar's day before, across a DST change", async () => {
+    const manifest = {
+      appId: "late-bar",
+      fallback: {
+        hours: { timezone: "America/New_York", weekly: { sat: [{ open: "20:00", close: "02:00" }], sun: [] } },
+      },
+    };
+    const client = createPlatformClient({ manifest, bindings: {} });
+    // Monday 2026-03-09 00:30 EDT (Sunday 03-08 was 23 hours long): closed, as the week before.
+    for (const at of ["2026-03-09T04:30:00Z", "2026-03-02T05:30:00Z"]) {
+      const status = await client.cms.status(at);
+      assert.deepEqual([status.open, status.reason], [false, "closed"], at);
+    }
+    // Sunday 2026-03-08 01:30 EST, inside Saturday's range: open until 02:00 wall time (the jump to 03:00).
+    const sunday = await client.cms.status("2026-03-08T06:30:00Z");
+    assert.deepEqual([sunday.open, sunday.nextChange], [true, "2026-03-08T07:00:00Z"]);
+  });
 });
 
 describe("createPlatformClient against the platform workers", () => {

@@ -48,7 +48,8 @@ function stateAt(hours, overrides, zone, at) {
   if (emergency) return { open: false, reason: "override", override: emergency };
 
   const local = localParts(zone, at);
-  const yesterday = localParts(zone, new Date(at.getTime() - 24 * 60 * MINUTE));
+  // The calendar's day before (not 24 hours ago: a DST day has 23 or 25 hours).
+  const yesterday = dayBefore(local.date);
   const todayOverride = dateOverride(overrides, local.date);
   const yesterdayOverride = dateOverride(overrides, yesterday.date);
   if (todayOverride?.closed === true) return { open: false, reason: "override", override: todayOverride };
@@ -65,6 +66,15 @@ function stateAt(hours, overrides, zone, at) {
     todays.some((r) => inRangeToday(r, local.minutes)) || yesterdays.some((r) => inRangePastMidnight(r, local.minutes));
   if (todayOverride) return { open, reason: "override", override: todayOverride };
   return { open, reason: open ? "regular_hours" : "closed", override: null };
+}
+
+const DAY_KEYS = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
+
+/** The local date before `date` (YYYY-MM-DD) and its weekday key. */
+function dayBefore(date) {
+  const d = new Date(`${date}T00:00:00Z`);
+  d.setUTCDate(d.getUTCDate() - 1);
+  return { date: d.toISOString().slice(0, 10), day: DAY_KEYS[d.getUTCDay()] };
 }
 
 function weekly(hours, day) {
