@@ -2,7 +2,15 @@
 // the announcements active now, and open/closed computed in the snapshot's IANA time zone.
 
 const MINUTE = 60_000;
-const SCAN_LIMIT_MINUTES = 8 * 24 * 60; // nextChange is looked for over the coming 8 days
+const DAY = 24 * 60 * MINUTE;
+// nextChange is looked for a week ahead first (the usual answer), then, 8 days at a time, up to
+// 400 days, as cms-service does (workers/cms/schedule.cpp): a closure of two weeks still has one.
+const SCAN_DAYS = 8;
+const MAX_SCAN_DAYS = 400;
+// The zone's UTC offset is read (Intl) every 6 hours; a change between two reads is narrowed down to
+// the second. Everything else is arithmetic on the offset, so no instant is formatted per minute.
+const OFFSET_SAMPLE = 6 * 60 * MINUTE;
+const DAY_KEYS = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
 const formatters = new Map();
 
 /** GET /v1/content from the snapshot. */
@@ -25,31 +33,155 @@ export function fallbackStatus(snapshot, at) {
   const hours = snapshot.hours;
   const zone = validZone(hours?.timezone) ?? "UTC";
   const overrides = Array.isArray(snapshot.overrides) ? snapshot.overrides : [];
-  const start = new Date(Math.floor(at.getTime() / MINUTE) * MINUTE);
-  const state = stateAt(hours, overrides, zone, at);
-  let nextChange = null;
-  for (let i = 1; i <= SCAN_LIMIT_MINUTES; i++) {
-    const t = new Date(start.getTime() + i * MINUTE);
-    if (stateAt(hours, overrides, zone, t).open !== state.open) {
-      nextChange = t.toISOString().replace(/\.\d{3}Z$/, "Z");
-      break;
-    }
-  }
-  return { ...state, nextChange, source: "fallback" };
+  const t = at.getTime();
+  const first = zoneOffsets(zone, t - DAY, t + SCAN_DAYS * DAY + DAY);
+  const state = stateAt(hours, overrides, first, t);
+  return { ...state, nextChange: nextChange(hours, overrides, zone, t, state.open, first), source: "fallback" };
 }
 
-function stateAt(hours, overrides, zone, at) {
+/**
+ * The first instant after `t` at which open/closed flips, as RFC 3339, or null (none within 400
+ * days). Like cms-service, only the instants where it can flip are tried: a range's (or a day's)
+ * first and last wall-clock minute, in each offset the zone has then; the zone's own changes (the
+ * wall clock jumps); an emergency closure's start and end.
+ */
+function nextChange(hours, overrides, zone, t, open, first) {
+  const minutes = new Set([0]);
+  const addRanges = (ranges) => {
+    for (const r of Array.isArray(ranges) ? ranges : []) {
+      const from = toMinutes(r?.open);
+      const to = toMinutes(r?.close);
+      if (from === null || to === null) continue;
+      minutes.add(from);
+      minutes.add(to % (24 * 60));
+    }
+  };
+  for (const day of DAY_KEYS) addRanges(hours?.weekly?.[day]);
+  for (const o of overrides) addRanges(o?.hours);
+  if (minutes.size === 1 && !overrides.some((o) => o?.closedNow === true)) {
+    // Never open: no range anywhere, so nothing ever flips.
+    if (!open) return null;
+  }
+  const emergencyBounds = [];
+  for (const o of overrides) {
+    if (o?.closedNow !== true) continue;
+    if (typeof o.from === "string" && /T/.test(o.from)) emergencyBounds.push(Date.parse(o.from));
+    if (o.until != null) emergencyBounds.push(Date.parse(o.until));
+  }
+
+  let scannedTo = t;
+  for (let days = SCAN_DAYS; days <= MAX_SCAN_DAYS; days += SCAN_DAYS) {
+    const end = t + days * DAY;
+    const clock = days === SCAN_DAYS ? first : zoneOffsets(zone, scannedTo - DAY, end + DAY);
+    const candidates = clock.transitions.concat(emergencyBounds.filter((b) => !Number.isNaN(b)));
+    const firstDay = Math.floor((scannedTo + clock.offsetOf(scannedTo)) / DAY) - 1;
+    const lastDay = Math.floor((end + clock.offsetOf(end)) / DAY) + 1;
+    for (let day = firstDay; day <= lastDay; day++) {
+      for (const m of minutes) {
+        for (const offset of clock.offsets) {
+          const when = day * DAY + m * MINUTE - offset;
+          if (clock.offsetOf(when) === offset) candidates.push(when);
+        }
+      }
+    }
+    candidates.sort((a, b) => a - b);
+    for (const when of candidates) {
+      if (when <= scannedTo || when > end) continue;
+      if (stateAt(hours, overrides, clock, when).open !== open) {
+        return new Date(when).toISOString().replace(/\.\d{3}Z$/, "Z");
+      }
+    }
+    scannedTo = end;
+  }
+  return null;
+}
+
+/**
+ * The zone's UTC offsets over [from, to]: `offsetOf(t)` (ms to add to UTC for the wall clock), the
+ * instants it changes (`transitions`) and the distinct `offsets`.
+ */
+function zoneOffsets(zone, from, to) {
+  const start = Math.floor(from / 1000) * 1000;
+  /** @type {{ at: number, offset: number }[]} */
+  const segments = [{ at: -Infinity, offset: offsetAt(zone, start) }];
+  let previous = start;
+  for (let at = start + OFFSET_SAMPLE; previous < to; at += OFFSET_SAMPLE) {
+    const offset = offsetAt(zone, at);
+    if (offset !== segments[segments.length - 1].offset) {
+      // Narrowed down to the second: the first instant of the new offset.
+      let lo = previous;
+      let hi = at;
+      while (hi - lo > 1000) {
+        const mid = lo + Math.floor((hi - lo) / 2000) * 1000;
+        if (offsetAt(zone, mid) === offset) hi = mid;
+        else lo = mid;
+      }
+      segments.push({ at: hi, offset });
+    }
+    previous = at;
+  }
+  return {
+    transitions: segments.slice(1).map((s) => s.at),
+    offsets: [...new Set(segments.map((s) => s.offset))],
+    offsetOf(t) {
+      let offset = segments[0].offset;
+      for (const s of segments) {
+        if (s.at > t) break;
+        offset = s.offset;
+      }
+      return offset;
+    },
+  };
+}
+
+/** The zone's UTC offset at `t` (ms), read from Intl. */
+function offsetAt(zone, t) {
+  let fmt = formatters.get(zone);
+  if (!fmt) {
+    fmt = new Intl.DateTimeFormat("en-US", {
+      timeZone: zone,
+      hourCycle: "h23",
+      year: "numeric",
+      month: "2-digit",
+      day: "2-digit",
+      hour: "2-digit",
+      minute: "2-digit",
+      second: "2-digit",
+    });
+    formatters.set(zone, fmt);
+  }
+  const p = Object.fromEntries(fmt.formatToParts(t).map(({ type, value }) => [type, Number(value)]));
+  const wall = Date.UTC(p.year, p.month - 1, p.day, p.hour % 24, p.minute, p.second);
+  return wall - Math.floor(t / 1000) * 1000;
+}
+
+/** The wall clock at `t`: its date, weekday and minute of the day, and the day before's. */
+function localParts(clock, t) {
+  const wall = t + clock.offsetOf(t);
+  const day = Math.floor(wall / DAY);
+  const dateOf = (d) => new Date(d * DAY).toISOString().slice(0, 10);
+  const weekdayOf = (d) => DAY_KEYS[new Date(d * DAY).getUTCDay()];
+  return {
+    date: dateOf(day),
+    day: weekdayOf(day),
+    minutes: Math.floor((wall - day * DAY) / MINUTE),
+    // The calendar's day before (not 24 hours ago: a DST day has 23 or 25 hours).
+    yesterday: { date: dateOf(day - 1), day: weekdayOf(day - 1) },
+  };
+}
+
+/** Open or closed at `t` (ms), as cms-service's state_at. */
+function stateAt(hours, overrides, clock, t) {
   const emergency = overrides.find(
     (o) =>
       o?.closedNow === true &&
-      (o.until == null || Date.parse(o.until) > at.getTime()) &&
-      (o.from == null || !/T/.test(o.from) || Date.parse(o.from) <= at.getTime()),
+      (o.until == null || Date.parse(o.until) > t) &&
+      (o.from == null || !/T/.test(o.from) || Date.parse(o.from) <= t),
   );
   if (emergency) return { open: false, reason: "override", override: emergency };
 
-  const local = localParts(zone, at);
-  // The calendar's day before (not 24 hours ago: a DST day has 23 or 25 hours).
-  const yesterday = dayBefore(local.date);
+  const local = localParts(clock, t);
+  const yesterday = local.yesterday;
   const todayOverride = dateOverride(overrides, local.date);
   const yesterdayOverride = dateOverride(overrides, yesterday.date);
   if (todayOverride?.closed === true) return { open: false, reason: "override", override: todayOverride };
@@ -66,15 +198,6 @@ function stateAt(hours, overrides, zone, at) {
     todays.some((r) => inRangeToday(r, local.minutes)) || yesterdays.some((r) => inRangePastMidnight(r, local.minutes));
   if (todayOverride) return { open, reason: "override", override: todayOverride };
   return { open, reason: open ? "regular_hours" : "closed", override: null };
-}
-
-const DAY_KEYS = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
-
-/** The local date before `date` (YYYY-MM-DD) and its weekday key. */
-function dayBefore(date) {
-  const d = new Date(`${date}T00:00:00Z`);
-  d.setUTCDate(d.getUTCDate() - 1);
-  return { date: d.toISOString().slice(0, 10), day: DAY_KEYS[d.getUTCDay()] };
 }
 
 function weekly(hours, day) {
@@ -109,29 +232,6 @@ function dateOverride(overrides, date) {
       o.from.slice(0, 10) <= date &&
       (typeof o.to === "string" ? o.to.slice(0, 10) : o.from.slice(0, 10)) >= date,
   );
-}
-
-function localParts(zone, at) {
-  let fmt = formatters.get(zone);
-  if (!fmt) {
-    fmt = new Intl.DateTimeFormat("en-US", {
-      timeZone: zone,
-      hourCycle: "h23",
-      year: "numeric",
-      month: "2-digit",
-      day: "2-digit",
-      hour: "2-digit",
-      minute: "2-digit",
-      weekday: "short",
-    });
-    formatters.set(zone, fmt);
-  }
-  const p = Object.fromEntries(fmt.formatToParts(at).map(({ type, value }) => [type, value]));
-  return {
-    date: `${p.year}-${p.month}-${p.day}`,
-    day: p.weekday.slice(0, 3).toLowerCase(),
-    minutes: (Number(p.hour) % 24) * 60 + Number(p.minute),
-  };
 }
 
 /** `zone` when it is an IANA time zone this runtime knows (Intl), else undefined. */
