@@ -3,7 +3,7 @@
 // by a shared table). Used only when a binding is missing.
 import { SiteSwarmError } from "./errors.js";
 import { fallbackContent, fallbackStatus } from "./hours.js";
-import { validateBeacon, validateEvent, validateEventQuery, validateLead } from "./rules.js";
+import { MAX_SUBMISSION_BODY, validateBeacon, validateEvent, validateEventQuery, validateLead } from "./rules.js";
 
 /**
  * @param {{ appId: string, snapshot?: object, leadsConfig?: Record<string, any> }} options
@@ -26,6 +26,12 @@ export function createMocks({ appId, snapshot, leadsConfig = {} }) {
      * @param {{ idempotencyKey?: string }} [options]
      */
     submitLead(lead, { idempotencyKey } = {}) {
+      // The body as the client sends it (JSON), refused whole over 32 KiB before any field is read.
+      if (new TextEncoder().encode(JSON.stringify(lead ?? {})).length > MAX_SUBMISSION_BODY) {
+        throw new SiteSwarmError("payload_too_large", `the body is larger than ${MAX_SUBMISSION_BODY} bytes`, {
+          status: 413,
+        });
+      }
       const checked = validateLead(lead, leadsConfig);
       if (!checked.ok) {
         throw new SiteSwarmError("invalid_lead", "the lead has invalid fields", {

@@ -11,6 +11,7 @@ export const MAX_NAME_LENGTH = 200;
 export const MAX_MESSAGE_LENGTH = 5000;
 export const MAX_EXTRA_VALUE_LENGTH = 1000;
 export const MAX_TURNSTILE_TOKEN = 2048;
+export const MAX_SUBMISSION_BODY = 32 * 1024; // kMaxSubmissionBody: bytes of the body, checked first
 const MAX_EMAIL = 254;
 const MAX_EMAIL_LOCAL = 64;
 const MIN_PHONE_DIGITS = 7;
