@@ -294,6 +294,31 @@ describe("the SDK's mock validates exactly like the services (one table for both
     );
   });
 
+  // event_id is unique per tenant: the same producer id again (no idempotency key) is the first event,
+  // answered as a duplicate, never a second event.
+  it("events: a producer's event_id sent twice is one event, the repeat a duplicate (service and mock)", async () => {
+    const minted = EVENT_CASES.find((c) => c.name === "an event_id in lower case").event.event_id.toUpperCase();
+    const event_id = `${minted.slice(0, 25)}R`; // an id of its own, not the table row's
+    const event = { event_type: "order.repeated", entity_ref: "order:twice", payload: {}, event_id };
+    for (const [who, emit, list] of [
+      ["service", (e) => sdk("events.emit", [e]), (q) => sdk("events.list", [q])],
+      ["mock", (e) => mockOutcome(mock.events.emit(e)), (q) => mockOutcome(mock.events.list(q))],
+    ]) {
+      assert.deepEqual(await emit(event), { ok: true, value: { event_id } }, who);
+      assert.deepEqual(
+        await emit({ ...event, payload: { again: true } }),
+        { ok: true, value: { event_id, duplicate: true } },
+        who,
+      );
+      const page = await list({ entity: "order:twice" });
+      assert.deepEqual(
+        page.value.events.map((e) => [e.event_id, e.payload]),
+        [[event_id, {}]],
+        who,
+      );
+    }
+  });
+
   it("events: every page query gets the same verdict from the events worker and from the mock", async () => {
     assert.deepEqual(
       await mismatchesOf(

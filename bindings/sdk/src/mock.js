@@ -62,6 +62,10 @@ export function createMocks({ appId, snapshot, leadsConfig = {} }) {
       if (key !== undefined && key !== null && eventsByKey.has(String(key))) {
         return { event_id: eventsByKey.get(String(key)), duplicate: true };
       }
+      // event_id is unique per tenant: a producer's id the ledger holds is that event, a duplicate.
+      if (e.event_id && events.some((x) => x.event_id === e.event_id)) {
+        return { event_id: e.event_id, duplicate: true };
+      }
       const event_id = e.event_id ?? ulid();
       events.push({
         event_id,

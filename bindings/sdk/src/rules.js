@@ -22,7 +22,10 @@ const TURNSTILE_FIELDS = new Set(["turnstileToken", "cf-turnstile-response"]);
 export const MAX_EVENT_TYPE_LENGTH = 128;
 export const MAX_REF_LENGTH = 200;
 export const MAX_PAYLOAD_BYTES = 64 * 1024;
-const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
+// shared/ulid.cpp is_ulid: 26 Crockford base32 characters, the first at most 7 (48-bit time).
+const ULID = /^[0-7][0-9A-HJKMNP-TV-Z]{25}$/;
+// ledger.h kMaxEventIdSkewMs: how far ahead of the ledger's clock a producer's event_id may be.
+export const MAX_EVENT_ID_SKEW_MS = 5 * 60 * 1000;
 // workers/events/ledger.h kReservedKeyPrefixes: the keys of the ledger's own records.
 const RESERVED_KEY_PREFIXES = [
   "workflow.run_started:",
@@ -169,7 +172,7 @@ export function isEventType(s) {
  * An event as the events worker reads `POST /api/events`.
  * @returns {{ ok: boolean, event?: any, code?: string, status?: number, field?: string, message?: string }}
  */
-export function validateEvent(body) {
+export function validateEvent(body, now = Date.now()) {
   const invalid = (field, message) => ({ ok: false, code: "invalid_event", status: 400, field, message });
   const e = body && typeof body === "object" && !Array.isArray(body) ? body : {};
   if (typeof e.event_type !== "string") return invalid("event_type", "is required");
@@ -215,8 +218,11 @@ export function validateEvent(body) {
       `the ledger reserves keys starting with ${RESERVED_KEY_PREFIXES.join(", ")} for its own records`,
     );
   }
-  if (e.event_id && !ULID.test(e.event_id)) {
-    return invalid("event_id", "must be a ULID (26 characters, Crockford base32, upper case)");
+  // Either case, kept upper case (shared/ulid.cpp canonical_ulid).
+  const eventId =
+    typeof e.event_id === "string" && ULID.test(e.event_id.toUpperCase()) ? e.event_id.toUpperCase() : e.event_id;
+  if (eventId && !ULID.test(eventId)) {
+    return invalid("event_id", "must be a ULID (26 characters, Crockford base32)");
   }
   if (e.occurred_at && !(RFC3339.test(e.occurred_at) && !Number.isNaN(Date.parse(e.occurred_at)))) {
     return invalid("occurred_at", "must be an RFC 3339 time such as 2026-05-25T14:23:11Z");
@@ -226,7 +232,20 @@ export function validateEvent(body) {
       return invalid("sequence_no", "must be a non-negative integer");
     }
   }
-  return { ok: true, event: { ...e, entity_type: entityType, entity_id: entityId, payload } };
+  // api.cpp check_producer_event_id, once the event is read.
+  if (eventId && ulidTime(eventId) > now + MAX_EVENT_ID_SKEW_MS) {
+    return invalid("event_id", `its timestamp is more than ${MAX_EVENT_ID_SKEW_MS / 60000} minutes in the future`);
+  }
+  const event = { ...e, entity_type: entityType, entity_id: entityId, payload };
+  if (eventId) event.event_id = eventId;
+  return { ok: true, event };
+}
+
+/** A ULID's time (ms since 1970). */
+function ulidTime(id) {
+  let ms = 0;
+  for (const c of id.slice(0, 10)) ms = ms * 32 + "0123456789ABCDEFGHJKMNPQRSTVWXYZ".indexOf(c);
+  return ms;
 }
 
 /**
