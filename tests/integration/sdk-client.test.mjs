@@ -503,6 +503,29 @@ describe("createPlatformClient with fake bindings", () => {
     assert.deepEqual([sunday.open, sunday.nextChange], [true, "2026-03-08T07:00:00Z"]);
   });
 
+  // Where date overrides overlap, cms-service applies the most recently created one; a snapshot's
+  // items have no creation time and are numbered in order, so the last one listed decides the day.
+  it("applies the last of overlapping snapshot overrides, as cms-service does", async () => {
+    const manifest = {
+      ...bakery,
+      fallback: {
+        ...bakery.fallback,
+        overrides: [
+          { from: "2026-12-20", to: "2026-12-31", closed: true, message: "Holidays" },
+          {
+            from: "2026-12-24",
+            to: "2026-12-24",
+            hours: [{ open: "08:00", close: "12:00" }],
+            message: "Christmas Eve",
+          },
+        ],
+      },
+    };
+    const client = createPlatformClient({ manifest, bindings: {} });
+    const eve = await client.cms.status("2026-12-24T15:00:00Z"); // Thursday 10:00 EST
+    assert.deepEqual([eve.open, eve.reason, eve.override?.message], [true, "override", "Christmas Eve"]);
+  });
+
   // cms-service looks for nextChange up to 400 days ahead, trying only the instants where the answer
   // can flip; the fallback tried every minute of 8 days (about half a second of CPU per status of a
   // shop closed all week, on every page render while cms is down) and answered null after that.

@@ -224,14 +224,21 @@ function toMinutes(hhmm) {
   return m ? Number(m[1]) * 60 + Number(m[2]) : null;
 }
 
+// The date override deciding a local day. Where several cover it, cms-service takes the most recently
+// created; a snapshot's items have no creation time and are numbered in order, so the last one listed.
 function dateOverride(overrides, date) {
-  return overrides.find(
-    (o) =>
+  let found;
+  for (const o of overrides) {
+    if (
       o?.closedNow !== true &&
       typeof o?.from === "string" &&
       o.from.slice(0, 10) <= date &&
-      (typeof o.to === "string" ? o.to.slice(0, 10) : o.from.slice(0, 10)) >= date,
-  );
+      (typeof o.to === "string" ? o.to.slice(0, 10) : o.from.slice(0, 10)) >= date
+    ) {
+      found = o;
+    }
+  }
+  return found;
 }
 
 /** `zone` when it is an IANA time zone this runtime knows (Intl), else undefined. */
