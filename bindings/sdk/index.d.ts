@@ -10,7 +10,7 @@ export interface DelegateOptions {
   tokenBinding?: string;
   /** Semver of the capability the app speaks, sent as `X-SiteSwarm-Capability-Version`. Default `"1.0.0"`. */
   capabilityVersion?: string;
-  /** A path prefix removed before forwarding, e.g. `"/_sa"` so `/_sa/beacon` reaches `/beacon`. */
+  /** A path prefix removed before forwarding, at a segment boundary: `"/_sa"` sends `/_sa/beacon` to `/beacon` (and `/_sample` as it is). */
   stripPrefix?: string;
 }
 

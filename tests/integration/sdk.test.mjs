@@ -69,6 +69,21 @@ describe("delegate", () => {
     assert.equal(ANALYTICS_SERVICE.seen[0].headers["x-siteswarm-capability-version"], "1.0.0");
   });
 
+  it("strips a path prefix only at a segment boundary", async () => {
+    const ANALYTICS_SERVICE = recordingBinding();
+    const env = { ANALYTICS_SERVICE, SITESWARM_TENANT_TOKEN: TOKEN };
+    for (const path of ["/_sa", "/_sa/", "/_sa/script.js", "/_sample/beacon", "/_sa.js"]) {
+      await delegate(new Request(`https://bakery.example${path}?q=1`), env, "ANALYTICS_SERVICE", {
+        appId: "bakery",
+        stripPrefix: "/_sa",
+      });
+    }
+    assert.deepEqual(
+      ANALYTICS_SERVICE.seen.map((s) => new URL(s.url).pathname + new URL(s.url).search),
+      ["/?q=1", "/?q=1", "/script.js?q=1", "/_sample/beacon?q=1", "/_sa.js?q=1"],
+    );
+  });
+
   it("answers 503 service_unavailable JSON when the binding or the token is missing", async () => {
     for (const env of [{ SITESWARM_TENANT_TOKEN: TOKEN }, { LEADS_SERVICE: recordingBinding() }]) {
       const res = await delegate(new Request("https://b.example/api/leads"), env, "LEADS_SERVICE", {

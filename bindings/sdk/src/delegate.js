@@ -52,8 +52,10 @@ export async function delegate(request, env, bindingName, options = {}) {
 
   const headers = tenantHeaders(request.headers, { appId, token, capabilityVersion });
   const url = new URL(request.url);
-  if (stripPrefix && url.pathname.startsWith(stripPrefix)) {
-    url.pathname = url.pathname.slice(stripPrefix.length) || "/";
+  // At a segment boundary only: "/_sa" strips "/_sa" and "/_sa/…", not "/_sample".
+  const prefix = stripPrefix?.replace(/\/+$/, "");
+  if (prefix && (url.pathname === prefix || url.pathname.startsWith(`${prefix}/`))) {
+    url.pathname = url.pathname.slice(prefix.length) || "/";
   }
   const hasBody = request.body !== null && request.method !== "GET" && request.method !== "HEAD";
   /** @type {RequestInit & { cf?: unknown, duplex?: "half" }} workerd's `cf` and Node's `duplex` */
