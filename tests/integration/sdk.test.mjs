@@ -175,5 +175,10 @@ describe("SiteSwarmError", () => {
     assert.deepEqual([err.code, err.status, err.message, err.details], ["rate_limited", 429, "slow down", undefined]);
     const html = await SiteSwarmError.fromResponse(new Response("<h1>oops</h1>", { status: 502 }));
     assert.equal(html.code, "http_502");
+    // JSON that is not the contract's error object: the generic code, no made-up details.
+    for (const body of ['{"error":"boom"}', '{"error":{"code":42,"message":{"x":1}}}', "null", "[1]"]) {
+      const odd = await SiteSwarmError.fromResponse(new Response(body, { status: 500 }));
+      assert.deepEqual([odd.code, typeof odd.message, odd.details], ["http_500", "string", undefined], body);
+    }
   });
 });

@@ -27,14 +27,18 @@ export class SiteSwarmError extends Error {
 
   /** Reads a service's JSON error answer; falls back to a generic code for non-JSON bodies. */
   static async fromResponse(response) {
+    /** @type {Record<string, unknown>} */
     let error = {};
     try {
-      error = (await response.json())?.error ?? {};
+      const body = await response.json();
+      const candidate = body?.error;
+      // Only the contract's {"error":{…}} object counts; any other JSON is not an error body.
+      if (typeof candidate === "object" && candidate !== null && !Array.isArray(candidate)) error = candidate;
     } catch {
       // not JSON: keep the generic code below
     }
-    const code = error.code ?? `http_${response.status}`;
-    const message = error.message ?? (response.statusText || "request failed");
+    const code = typeof error.code === "string" ? error.code : `http_${response.status}`;
+    const message = typeof error.message === "string" ? error.message : response.statusText || "request failed";
     const { code: _code, message: _message, ...details } = error;
     return new SiteSwarmError(code, message, {
       status: response.status,
