@@ -537,6 +537,23 @@ TEST_CASE("monitoring overview: the D1 reads of /v1/monitors do not grow with op
   CHECK(five == one);  // one read of the incidents, not one per monitor that is down
 }
 
+TEST_CASE("monitoring probe: a tenant disabled after the tick's enqueue is not probed") {
+  Monitoring t;
+  REQUIRE(t.put("home", site()).status == 201);
+  t.tick();
+  REQUIRE(t.probed.size() == 1);
+  // The cron enqueues this tick's job, then the operator disables the tenant before it runs.
+  t.mesh.now_ms += ss::monitoring::kTickMs;
+  CHECK(t.mesh.message("monitoring", json{{"op", "scheduled"}, {"cron", "*/5 * * * *"}})["ok"] ==
+        true);
+  REQUIRE(t.mesh.queue_sent["MONITOR_JOBS"].size() == 1);
+  auto op = std::map<std::string, std::string>{
+      {"Authorization", std::string("Bearer ") + Mesh::kAdminToken}};
+  REQUIRE(t.mesh.request("monitoring", "DELETE", "/admin/tenants/bakery", op).status == 200);
+  t.drain();
+  CHECK(t.probed.size() == 1);
+}
+
 TEST_CASE("monitoring incidents: deleting a monitor that is down closes its incident") {
   Monitoring t;
   REQUIRE(t.put("home", site()).status == 201);

@@ -88,10 +88,13 @@ WHERE m.enabled = 1 AND t.enabled = 1
 ORDER BY m.tenant_id, m.monitor_id LIMIT ?3
 )sql";
 
+// A probe job is claimed only while its monitor and its tenant are still enabled: a tenant disabled
+// between the tick's enqueue and the job is not probed again.
 constexpr std::string_view kClaimProbe = R"sql(
 UPDATE monitors SET probe_tick = ?3, probing_until = ?5
 WHERE tenant_id = ?1 AND monitor_id = ?2 AND enabled = 1 AND probe_tick < ?3
   AND probing_until <= ?4
+  AND EXISTS (SELECT 1 FROM tenants WHERE tenant_id = ?1 AND enabled = 1)
 )sql";
 
 constexpr std::string_view kReleaseProbe = R"sql(
