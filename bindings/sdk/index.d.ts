@@ -213,6 +213,16 @@ export interface PlatformClientOptions {
   mockFallback?: boolean;
   /** Name of the secret binding holding the tenant token. Default `"SITESWARM_TENANT_TOKEN"`. */
   tokenBinding?: string;
+  /**
+   * Milliseconds a call may take before it fails as `503 service_unavailable`. Default 10,000 (above
+   * the leads intake's own 5-second Turnstile wait).
+   */
+  timeoutMs?: number;
+  /**
+   * Milliseconds a cms read (`content`, `status`) may take before the manifest's snapshot answers
+   * instead (or, without one, it fails as `503 service_unavailable`). Default 2,000.
+   */
+  cmsTimeoutMs?: number;
 }
 
 /** A lead: `name`, `email`, `phone`, `message`, tenant-declared extra fields, `turnstileToken`. */

@@ -272,6 +272,40 @@ describe("createPlatformClient with fake bindings", () => {
     assert.equal(new URL(CMS_SERVICE.seen[0].url).searchParams.get("at"), "2026-01-02T00:00:00Z");
   });
 
+  it("gives up on a service that does not answer in time: cms falls back to the snapshot, other calls fail 503", async () => {
+    // A binding that answers nothing: its fetch settles only when the request's signal gives up, as
+    // a subrequest does in workerd; its RPC methods never settle.
+    let aborted = 0;
+    const hanging = {
+      fetch: (request) =>
+        new Promise((_, reject) => {
+          request.signal.addEventListener("abort", () => {
+            aborted++;
+            reject(request.signal.reason);
+          });
+        }),
+    };
+    const bindings = {
+      CMS_SERVICE: { ...hanging, getContent: () => new Promise(() => {}) },
+      LEADS_SERVICE: hanging,
+      SITESWARM_TENANT_TOKEN: TOKEN,
+    };
+    const client = createPlatformClient({ manifest: bakery, bindings, timeoutMs: 50, cmsTimeoutMs: 20 });
+    // Over RPC (getContent) and over fetch (no getStatus method): the snapshot answers.
+    assert.equal((await client.cms.content()).source, "fallback");
+    assert.equal((await client.cms.status("2026-05-26T14:00:00Z")).source, "fallback");
+    assert.equal(aborted, 1, "the cms request that ran out of time was aborted");
+    const failed = await client.leads.submit({ email: "a@example.com" }).catch((err) => err);
+    assert.ok(failed instanceof SiteSwarmError);
+    assert.equal(failed.code, "service_unavailable");
+    assert.equal(failed.status, 503);
+    assert.match(failed.message, /LEADS_SERVICE service did not answer within 50 ms/);
+    assert.equal(aborted, 2);
+    // Without a snapshot a cms read that runs out of time fails the same way.
+    const bare = createPlatformClient({ appId: "bakery", bindings, cmsTimeoutMs: 20 });
+    await rejectsWith(bare.cms.status(), "service_unavailable", 503);
+  });
+
   it("refuses an invalid appId", () => {
     assert.throws(() => createPlatformClient({ appId: "Bad App", bindings: {} }), TypeError);
   });

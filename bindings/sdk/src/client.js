@@ -23,6 +23,10 @@ const ORIGIN = "https://platform.internal";
 export function createPlatformClient(options = {}) {
   const { bindings = {}, manifest, mockFallback = false } = options;
   const { tokenBinding = "SITESWARM_TENANT_TOKEN" } = options;
+  // How long a call may take before it counts as the service failing (503 service_unavailable): every
+  // call, and — shorter, since a page waits on them and the snapshot can answer — the cms reads.
+  const timeoutMs = positiveOr(options.timeoutMs, DEFAULT_TIMEOUT_MS);
+  const cmsTimeoutMs = positiveOr(options.cmsTimeoutMs, DEFAULT_CMS_TIMEOUT_MS);
   const appId = options.appId ?? manifest?.appId;
   if (typeof appId !== "string" || !APP_ID.test(appId)) {
     throw new TypeError("createPlatformClient(): appId must match [a-z0-9][a-z0-9-]{0,62}");
@@ -50,9 +54,9 @@ export function createPlatformClient(options = {}) {
    * @param {string} method
    * @param {string} path
    * @param {{ body?: unknown, idempotencyKey?: string, query?: Record<string, unknown>,
-   *   visitor?: { headers: Record<string, string>, cf?: unknown } }} [init]
+   *   visitor?: { headers: Record<string, string>, cf?: unknown }, limitMs?: number }} [init]
    */
-  async function call(area, method, path, { body, idempotencyKey, query, visitor } = {}) {
+  async function call(area, method, path, { body, idempotencyKey, query, visitor, limitMs = timeoutMs } = {}) {
     const service = bindingOf(area);
     if (!service) {
       const name = SERVICES[area].binding;
@@ -76,21 +80,28 @@ export function createPlatformClient(options = {}) {
     headers.set(TENANT_TOKEN_HEADER, token);
     headers.set(CAPABILITY_VERSION_HEADER, versionOf(area));
 
+    // The request is aborted once its time is up (a timer of our own: AbortSignal.timeout's does not
+    // keep a Node process waiting for it).
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(new DOMException("timed out", "TimeoutError")), limitMs);
     let response;
     try {
       response = await service.fetch(
         new Request(url, {
           method,
           headers,
+          signal: deadline.signal,
           ...(visitor?.cf && { cf: visitor.cf }), // the visitor's country and colo (workerd carries it)
           body: body === undefined ? undefined : JSON.stringify(body),
         }),
       );
-    } catch {
-      const name = SERVICES[area].binding;
-      throw new SiteSwarmError("service_unavailable", `the ${name} service did not answer`, { status: 503 });
+      return await withDeadline(readAnswer(response), limitMs, area);
+    } catch (err) {
+      if (err instanceof SiteSwarmError) throw err;
+      throw notAnswered(area, deadline.signal.aborted ? limitMs : undefined);
+    } finally {
+      clearTimeout(timer);
     }
-    return readAnswer(response);
   }
 
   /**
@@ -106,8 +117,13 @@ export function createPlatformClient(options = {}) {
       let out;
       try {
         const auth = { tenantId: appId, token, capabilityVersion: versionOf("cms") };
-        out = await (at === undefined ? service[method](auth) : service[method](auth, at));
-      } catch {
+        out = await withDeadline(
+          at === undefined ? service[method](auth) : service[method](auth, at),
+          cmsTimeoutMs,
+          "cms",
+        );
+      } catch (err) {
+        if (err instanceof SiteSwarmError) throw err; // out of time: no second try over fetch
         out = undefined;
       }
       if (isObject(out) && typeof out.ok === "boolean") {
@@ -124,7 +140,7 @@ export function createPlatformClient(options = {}) {
         });
       }
     }
-    return call("cms", "GET", path, { query: { at } });
+    return call("cms", "GET", path, { query: { at }, limitMs: cmsTimeoutMs });
   }
 
   /** Uses the binding when there is one; the in-memory fake only when it is missing and allowed. */
@@ -251,6 +267,31 @@ function visitorOf(request) {
     if (value !== null) headers[name] = value;
   }
   return { headers, cf: /** @type {Request & { cf?: unknown }} */ (request).cf };
+}
+
+const DEFAULT_TIMEOUT_MS = 10_000; // above the leads intake's own 5 s Turnstile wait
+const DEFAULT_CMS_TIMEOUT_MS = 2_000;
+
+/** `value` when it is a positive finite number, else `fallback`. */
+function positiveOr(value, fallback) {
+  return typeof value === "number" && Number.isFinite(value) && value > 0 ? value : fallback;
+}
+
+/** 503 service_unavailable for a service that failed to answer (in time, when `ms` is given). */
+function notAnswered(area, ms) {
+  const name = SERVICES[area].binding;
+  const message =
+    ms === undefined ? `the ${name} service did not answer` : `the ${name} service did not answer within ${ms} ms`;
+  return new SiteSwarmError("service_unavailable", message, { status: 503 });
+}
+
+/** `promise`, or a 503 service_unavailable once `ms` have passed without it settling. */
+function withDeadline(promise, ms, area) {
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(notAnswered(area, ms)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
 const SUPPORTED_CAPABILITY_MAJOR = 1;
