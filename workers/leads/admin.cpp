@@ -213,7 +213,14 @@ Task<Status> enforce_retention(Context& ctx) {
   for (const TenantConfigRow& t : tenants) {
     auto doc = parse_json(t.config_json);
     auto config = doc ? parse_config(*doc, true) : Result<LeadsConfig>(doc.error());
-    if (!config || !config->retention_days) continue;
+    if (!config) {
+      // Never silently: a tenant whose stored config cannot be read keeps its leads past its
+      // retention until the config is fixed.
+      ctx.log("retention: skipped for " + t.tenant_id + ": its leads config cannot be read (" +
+              config.error().message + ")");
+      continue;
+    }
+    if (!config->retention_days) continue;
     std::int64_t cutoff_ms =
         ctx.now_ms() - static_cast<std::int64_t>(*config->retention_days) * kMsPerDay;
     std::string cutoff = encode_ulid(cutoff_ms, UlidRandom{});

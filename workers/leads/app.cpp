@@ -24,7 +24,7 @@ App make_leads_app() {
   app.validate_tenant_config = [](const Context& ctx, const json& config) -> Status {
     auto parsed = leads::parse_config(config, ctx.allow_local_outbound());
     if (!parsed) return parsed.error();
-    return Unit{};
+    return leads::check_config_for_write(*parsed);
   };
   app.redact_tenant_config = leads::redact_config;
   add_platform_routes(app);

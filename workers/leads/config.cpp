@@ -96,6 +96,20 @@ bool is_email(std::string_view s) {
   return s.substr(0, at).find('@') == std::string_view::npos;
 }
 
+Status check_config_for_write(const LeadsConfig& c) {
+  // A honeypot named like a field people fill in would absorb every genuine lead as spam.
+  for (std::string_view f : kStandardFields) {
+    if (c.honeypot_field == f) return bad("honeypotField", "must not be a field people fill in");
+  }
+  for (std::string_view f : kTurnstileFields) {
+    if (c.honeypot_field == f) return bad("honeypotField", "must not be a field people fill in");
+  }
+  for (const std::string& f : c.extra_fields) {
+    if (c.honeypot_field == f) return bad("honeypotField", "must not be one of the form's fields");
+  }
+  return Unit{};
+}
+
 Result<LeadsConfig> parse_config(const json& config, bool allow_local) {
   LeadsConfig c;
   if (!config.is_object()) return bad("", "must be an object");
@@ -150,14 +164,6 @@ Result<LeadsConfig> parse_config(const json& config, bool allow_local) {
         return bad("fields", "not a field name");
       c.extra_fields.push_back(f.get<std::string>());
     }
-  }
-  // A honeypot named like a field people fill in would absorb every genuine lead as spam.
-  for (std::string_view f :
-       {"name", "email", "phone", "message", "turnstileToken", "cf-turnstile-response"}) {
-    if (c.honeypot_field == f) return bad("honeypotField", "must not be a field people fill in");
-  }
-  for (const std::string& f : c.extra_fields) {
-    if (c.honeypot_field == f) return bad("honeypotField", "must not be one of the form's fields");
   }
   if (const json* v = find_field(config, "defaultCountryCode")) {
     std::string cc = v->is_string() ? v->get<std::string>() : "";

@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ss::leads {
@@ -48,8 +49,17 @@ struct LeadsConfig {
   std::optional<WebhookChannel> webhook;
 };
 
-// allow_local: http://127.0.0.1 URLs are accepted (local development and tests only).
+// The form fields the intake reads itself (workers/leads/lead.cpp): the standard four and the two
+// names of the Turnstile token.
+inline constexpr std::string_view kStandardFields[] = {"name", "email", "phone", "message"};
+inline constexpr std::string_view kTurnstileFields[] = {"turnstileToken", "cf-turnstile-response"};
+
+// allow_local: http://127.0.0.1 URLs are accepted (local development and tests only). What a stored
+// config is read with (intake, notifications, retention).
 Result<LeadsConfig> parse_config(const json& config, bool allow_local);
+// The rules a config must also meet to be stored (PUT /admin/tenants): checked when it is written,
+// not when it is read, so a config stored before a rule was added keeps working.
+Status check_config_for_write(const LeadsConfig& config);
 json redact_config(json config);
 bool is_email(std::string_view s);
 

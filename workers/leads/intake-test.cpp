@@ -6,6 +6,7 @@
 #include "tests/native/harness.h"
 #include "tests/native/test_support.h"
 #include "workers/leads/lead.h"
+#include "workers/leads/notify.h"
 
 #include <doctest/doctest.h>
 
@@ -395,6 +396,8 @@ TEST_CASE("Turnstile: siteverify refusing the worker's own secret keeps the lead
   check_error(l.submit(json{{"email", "c@example.com"}}), 403, "turnstile_failed");
   why = "timeout-or-duplicate";
   check_error(l.submit(json{{"email", "d@example.com"}}), 403, "turnstile_failed");
+  why = "bad-request";  // the request holds the visitor's token: no way around the check
+  check_error(l.submit(json{{"email", "e@example.com"}}), 403, "turnstile_failed");
   CHECK(l.rows("SELECT * FROM leads").size() == 2);
 }
 
@@ -605,6 +608,10 @@ TEST_CASE(
   REQUIRE(out["retry"].size() == 1);
   CHECK(out["retry"][0]["delaySeconds"] == 900);
   CHECK(webhook()["status"] == "pending");
+  busy.headers = {{"retry-after", "7200"}};  // longer than the longest backoff: capped at the hour
+  out = deliver_webhook_answering(l, busy);
+  REQUIRE(out["retry"].size() == 1);
+  CHECK(out["retry"][0]["delaySeconds"] == ss::leads::kMaxBackoffSeconds);
 
   StubReply unauthorized;
   unauthorized.status = 401;  // a key or a route that may be fixed meanwhile: retried with backoff

@@ -103,10 +103,11 @@ Task<Result<Verdict>> verify_turnstile(Context& ctx, const std::string& token,
   std::string why = codes && codes->is_array() && !codes->empty() && (*codes)[0].is_string()
                         ? (*codes)[0].get<std::string>()
                         : "rejected";
-  // Siteverify's own trouble, or a refusal of this worker's secret or request: not the visitor's
-  // doing, so the lead is kept unverified (as with a missing secret) instead of refusing everyone.
-  if (why == "internal-error" || why == "missing-input-secret" || why == "invalid-input-secret" ||
-      why == "bad-request") {
+  // Siteverify's own trouble, or a refusal of this worker's secret: not the visitor's doing, so the
+  // lead is kept unverified (as with a missing secret) instead of refusing everyone. `bad-request`
+  // is not among them: the request carries the visitor's token, so a malformed one must not be a
+  // way around the check.
+  if (why == "internal-error" || why == "missing-input-secret" || why == "invalid-input-secret") {
     ctx.log("turnstile: siteverify answered " + why + "; lead kept unverified");
     co_return Verdict::unreachable;
   }

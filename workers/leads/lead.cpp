@@ -27,7 +27,7 @@ bool has_controls(std::string_view s, bool allow_newlines) {
 }
 
 bool is_turnstile_field(const std::string& name) {
-  return name == "turnstileToken" || name == "cf-turnstile-response";
+  return name == kTurnstileFields[0] || name == kTurnstileFields[1];
 }
 
 }  // namespace

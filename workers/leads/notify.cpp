@@ -80,8 +80,8 @@ bool refused_for_good(int status) {
 // Retry-After in seconds (RFC 9110 §10.2.3; the HTTP-date form is not read), capped at the longest
 // backoff; 0 when absent or unreadable.
 int retry_after_seconds(const FetchReply& reply) {
-  auto seconds = parse_decimal(reply.header("retry-after"), 0, kMaxBackoffSeconds);
-  return seconds ? static_cast<int>(*seconds) : 0;
+  auto seconds = parse_decimal(reply.header("retry-after"), 0, INT64_MAX);
+  return seconds ? static_cast<int>(std::min<std::int64_t>(*seconds, kMaxBackoffSeconds)) : 0;
 }
 
 Task<SendResult> send(Context& ctx, const NotifyMessage& msg, const Result<LeadsConfig>& config) {

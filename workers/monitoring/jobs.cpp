@@ -151,6 +151,14 @@ Task<Result<AlertVerdict>> judge_alert(const MonitorStore& store, const AlertRow
   co_return AlertVerdict{"its trigger never went out"};
 }
 
+// An alert that will not go out: dead, with why, and a log line.
+Task<Status> give_up_alert(Context& ctx, const MonitorStore& store, const AlertRow& a,
+                           const std::string& why, const std::string& now) {
+  SS_CO_CHECK(co_await store.alert_failed(a.alert_id, "not sent: " + why, true, now));
+  ctx.log("alert " + a.alert_id + " (" + a.channel + " " + a.action + ") not sent: " + why);
+  co_return Unit{};
+}
+
 // Sends one alert from the outbox: claim, POST, record. The returned delay (seconds) asks the queue
 // to retry; nullopt acks the message.
 Task<Result<std::optional<int>>> deliver_alert(Context& ctx, const std::string& alert_id) {
@@ -163,16 +171,25 @@ Task<Result<std::optional<int>>> deliver_alert(Context& ctx, const std::string& 
   // trigger never went out tells of an incident nobody heard of. Either is given up.
   SS_CO_TRY(AlertVerdict verdict, co_await judge_alert(store, *row));
   std::int64_t base = ctx.env_int("ALERT_BACKOFF_SECONDS", 30, 0, 3600);
-  if (verdict.wait) co_return std::optional<int>{static_cast<int>(base)};
-  if (const std::optional<std::string>& moot = verdict.moot) {
-    SS_CO_CHECK(co_await store.alert_failed(alert_id, "not sent: " + *moot, true, now));
-    ctx.log("alert " + alert_id + " (" + row->channel + " " + row->action + ") not sent: " + *moot);
+  // Waiting on a trigger being sent: a few seconds at least, even with no backoff configured, so the
+  // queue's retries are not spent at once.
+  if (verdict.wait) co_return std::optional<int>{static_cast<int>(std::max<std::int64_t>(base, 5))};
+  if (verdict.moot) {
+    SS_CO_CHECK(co_await give_up_alert(ctx, store, *row, *verdict.moot, now));
     co_return std::optional<int>{};
   }
   SS_CO_TRY(bool claimed,
             co_await store.claim_alert(alert_id, ctx.now_ms(), ctx.now_ms() + kAlertLeaseMs, now));
-  // Someone else is sending it; if they die, the lease lapses and the cron re-enqueues it.
-  if (!claimed) co_return std::optional<int>{};
+  if (!claimed) {
+    // Someone else is sending it (if they die, the lease lapses and the cron re-enqueues it) — or,
+    // for a trigger, its incident was resolved since it was judged (kClaimAlert): given up now, as
+    // its resolve has given itself up.
+    if (row->action == "trigger") {
+      SS_CO_TRY(AlertVerdict again, co_await judge_alert(store, *row));
+      if (again.moot) SS_CO_CHECK(co_await give_up_alert(ctx, store, *row, *again.moot, now));
+    }
+    co_return std::optional<int>{};
+  }
   int attempt = row->attempts + 1;
 
   std::string url = string_or(row->request, "url", "");

@@ -810,6 +810,36 @@ TEST_CASE("monitoring alerts: a maintenance window records probes and alerts not
   CHECK(m["uptime"]["24h"] == 100.0);
 }
 
+TEST_CASE(
+    "monitoring alerts: a trigger judged before its incident resolved does not go out after") {
+  Monitoring t;
+  REQUIRE(t.put("home", site()).status == 201);
+  t.status = 503;
+  t.hold_alerts = true;
+  for (int i = 0; i < 3; ++i) t.tick();
+  REQUIRE(t.held_alerts.size() == 2);  // the PagerDuty and Slack triggers, waiting
+  // Between a trigger job's check of its incident and its claim, the site recovers and the incident
+  // is resolved (the resolve jobs, finding the triggers still pending, give themselves up).
+  bool resolved = false;
+  t.mesh.fail_effect = [&](const json& e) {
+    if (!resolved && e.value("sql", "").find("SET state = 'sending'") != std::string::npos) {
+      resolved = true;
+      t.mesh.db("MONITORING_DB")
+          .execute("UPDATE incidents SET resolved_at = '2026-01-01T00:00:00Z'", json::array());
+    }
+    return false;
+  };
+  t.release_alerts();
+  t.mesh.fail_effect = nullptr;
+  CHECK(resolved);
+  CHECK(t.pagerduty.empty());
+  CHECK(t.slack.empty());
+  json triggers =
+      t.mesh.db("MONITORING_DB").rows("SELECT state FROM alerts WHERE action = 'trigger'");
+  REQUIRE(triggers.size() == 2);
+  for (const json& a : triggers) CHECK(a["state"] == "dead");
+}
+
 TEST_CASE("monitoring alerts: an incident that recovers inside a window resolves after it") {
   Monitoring t;
   REQUIRE(t.put("home", site()).status == 201);

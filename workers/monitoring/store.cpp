@@ -232,9 +232,15 @@ FROM alerts WHERE alert_id = ?1
 )sql";
 
 // Pending, or sending with a lapsed lease (the sender died): one sender at a time.
+// A trigger is claimed only while its incident is unresolved, in the same statement: a resolve that
+// found it still pending (and so gave itself up) can never be followed by the trigger going out.
 constexpr std::string_view kClaimAlert = R"sql(
 UPDATE alerts SET state = 'sending', lease_until = ?3, attempts = attempts + 1, updated_at = ?4
 WHERE alert_id = ?1 AND (state = 'pending' OR (state = 'sending' AND lease_until <= ?2))
+  AND NOT (action = 'trigger' AND EXISTS (
+    SELECT 1 FROM incidents i
+    WHERE i.tenant_id = alerts.tenant_id AND i.incident_id = alerts.incident_id
+      AND i.resolved_at IS NOT NULL))
 )sql";
 
 constexpr std::string_view kAlertSent = R"sql(
