@@ -304,6 +304,26 @@ describe("createPlatformClient with fake bindings", () => {
     // Without a snapshot a cms read that runs out of time fails the same way.
     const bare = createPlatformClient({ appId: "bakery", bindings, cmsTimeoutMs: 20 });
     await rejectsWith(bare.cms.status(), "service_unavailable", 503);
+    // Headers in time, the body not: not an answer either (not a 200 with nothing in it).
+    const slowBody = {
+      fetch: (request) =>
+        Promise.resolve(
+          new Response(
+            new ReadableStream({
+              start(controller) {
+                request.signal.addEventListener("abort", () => controller.error(request.signal.reason));
+              },
+            }),
+            { status: 202, headers: { "content-type": "application/json" } },
+          ),
+        ),
+    };
+    const trickle = createPlatformClient({
+      appId: "bakery",
+      bindings: { LEADS_SERVICE: slowBody, SITESWARM_TENANT_TOKEN: TOKEN },
+      timeoutMs: 30,
+    });
+    await rejectsWith(trickle.leads.submit({ email: "a@example.com" }), "service_unavailable", 503);
   });
 
   it("refuses an invalid appId", () => {
@@ -563,6 +583,28 @@ describe("createPlatformClient with fake bindings", () => {
   // cms-service looks for nextChange up to 400 days ahead, trying only the instants where the answer
   // can flip; the fallback tried every minute of 8 days (about half a second of CPU per status of a
   // shop closed all week, on every page render while cms is down) and answered null after that.
+  it("finds nextChange for whole-day ranges, and none under an emergency closure with no end", async () => {
+    // Open all of Monday only (00:00–24:00): asked on a Tuesday, it next opens on Monday at midnight.
+    const allDay = {
+      appId: "bakery",
+      fallback: { hours: { timezone: "America/New_York", weekly: { mon: [{ open: "00:00", close: "24:00" }] } } },
+    };
+    const client = createPlatformClient({ manifest: allDay, bindings: {} });
+    const tuesday = await client.cms.status("2026-05-26T14:00:00Z");
+    assert.deepEqual([tuesday.open, tuesday.nextChange], [false, "2026-06-01T04:00:00Z"]); // Mon 00:00 EDT
+    const monday = await client.cms.status("2026-06-01T14:00:00Z");
+    assert.deepEqual([monday.open, monday.nextChange], [true, "2026-06-02T04:00:00Z"]);
+    // Closed by an emergency closure that names no end: nothing changes until it is lifted.
+    const closedForGood = {
+      ...bakery,
+      fallback: { ...bakery.fallback, overrides: [{ closedNow: true, message: "Flooded", until: null }] },
+    };
+    const status = await createPlatformClient({ manifest: closedForGood, bindings: {} }).cms.status(
+      "2026-05-26T14:00:00Z",
+    );
+    assert.deepEqual([status.open, status.reason, status.nextChange], [false, "override", null]);
+  });
+
   it("finds nextChange past a closure of two weeks, as the service does (it looks 400 days ahead)", async () => {
     const manifest = {
       ...bakery,

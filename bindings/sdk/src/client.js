@@ -95,7 +95,10 @@ export function createPlatformClient(options = {}) {
           body: body === undefined ? undefined : JSON.stringify(body),
         }),
       );
-      return await withDeadline(readAnswer(response), limitMs, area);
+      const answer = await withDeadline(readAnswer(response), limitMs, area);
+      // The time ran out while the body was read (its reader then gives up quietly): not an answer.
+      if (deadline.signal.aborted) throw notAnswered(area, limitMs);
+      return answer;
     } catch (err) {
       if (err instanceof SiteSwarmError) throw err;
       throw notAnswered(area, deadline.signal.aborted ? limitMs : undefined);
@@ -272,9 +275,12 @@ function visitorOf(request) {
 const DEFAULT_TIMEOUT_MS = 10_000; // above the leads intake's own 5 s Turnstile wait
 const DEFAULT_CMS_TIMEOUT_MS = 2_000;
 
-/** `value` when it is a positive finite number, else `fallback`. */
+// setTimeout's largest delay: a longer one fires at once.
+const MAX_TIMER_MS = 2_147_483_647;
+
+/** `value` when it is a positive finite number (at most MAX_TIMER_MS), else `fallback`. */
 function positiveOr(value, fallback) {
-  return typeof value === "number" && Number.isFinite(value) && value > 0 ? value : fallback;
+  return typeof value === "number" && Number.isFinite(value) && value > 0 ? Math.min(value, MAX_TIMER_MS) : fallback;
 }
 
 /** 503 service_unavailable for a service that failed to answer (in time, when `ms` is given). */

@@ -46,22 +46,28 @@ export function fallbackStatus(snapshot, at) {
  * wall clock jumps); an emergency closure's start and end.
  */
 function nextChange(hours, overrides, zone, t, open, first) {
+  // Closed now by an emergency closure that has begun and names no end: nothing can flip until an
+  // operator lifts it (the 400-day search would find nothing, at some cost per page render).
+  const openEnded = (o) =>
+    o?.closedNow === true && o.until == null && (o.from == null || !/T/.test(o.from) || Date.parse(o.from) <= t);
+  if (!open && overrides.some(openEnded)) return null;
   const minutes = new Set([0]);
-  const addRanges = (ranges) => {
-    for (const r of Array.isArray(ranges) ? ranges : []) {
+  let ranges = 0;
+  const addRanges = (list) => {
+    for (const r of Array.isArray(list) ? list : []) {
       const from = toMinutes(r?.open);
       const to = toMinutes(r?.close);
       if (from === null || to === null) continue;
+      ranges++;
       minutes.add(from);
       minutes.add(to % (24 * 60));
     }
   };
   for (const day of DAY_KEYS) addRanges(hours?.weekly?.[day]);
   for (const o of overrides) addRanges(o?.hours);
-  if (minutes.size === 1 && !overrides.some((o) => o?.closedNow === true)) {
-    // Never open: no range anywhere, so nothing ever flips.
-    if (!open) return null;
-  }
+  // Never open: no range anywhere (counted, not read off the bounds: 00:00–24:00 adds only 0), so
+  // nothing ever flips.
+  if (ranges === 0 && !open && !overrides.some((o) => o?.closedNow === true)) return null;
   const emergencyBounds = [];
   for (const o of overrides) {
     if (o?.closedNow !== true) continue;
