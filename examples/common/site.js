@@ -99,8 +99,11 @@ export function createSite({ manifest, service, version, labels = {} }) {
             : await platformHealth(env, appId);
         return request.method === "HEAD" ? new Response(null, answer) : answer;
       }
-      if ((pathname === "/" || pathname === "/index.html") && request.method === "GET") {
-        return home(request, env, manifest);
+      if (pathname === "/" || pathname === "/index.html") {
+        // HEAD answers what GET would (the rendered page's status and headers), not the raw template
+        // the static assets hold.
+        if (request.method === "GET") return home(request, env, manifest);
+        if (request.method === "HEAD") return new Response(null, await home(request, env, manifest));
       }
       if (request.method === "POST" && FORM_PATHS.has(pathname) && isBrowserFormPost(request)) {
         return formPost(request, env);

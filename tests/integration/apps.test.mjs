@@ -69,6 +69,13 @@ describe("the three client apps", () => {
 
       const res = await mesh.fetch(key, "/");
       assert.equal(res.status, 200);
+      assert.equal(res.headers.get("cache-control"), "no-store", "the rendered page is never cached");
+      // HEAD / is the rendered page's head, not the static template's.
+      const headHome = await mesh.fetch(key, "/", { method: "HEAD" });
+      assert.equal(headHome.status, 200);
+      assert.equal(headHome.headers.get("cache-control"), "no-store");
+      assert.match(headHome.headers.get("content-type") ?? "", /^text\/html/);
+      assert.equal(await headHome.text(), "");
       const html = await res.text();
       assert.match(html, /<form id="\w+" method="post" action="\/api\/leads\/submit">/);
       assert.ok(html.includes(`src="${mesh.stubs.url}/turnstile/v0/api.js"`), "the stub's widget, not Cloudflare's");
