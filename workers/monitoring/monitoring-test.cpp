@@ -1209,6 +1209,39 @@ TEST_CASE("monitoring incidents: failures from before a monitor was disabled do 
   }
 }
 
+TEST_CASE("monitoring: a monitor enabled again is unknown until it is probed again") {
+  // Down when it was disabled; enabled again (by the API or the manifest), it is not shown down on the
+  // strength of a probe from before, and its next probe decides.
+  for (bool by_manifest : {false, true}) {
+    CAPTURE(by_manifest);
+    Monitoring t;
+    auto declare = [&](bool enabled) {
+      if (by_manifest) {
+        json config{{"monitors", {site({{"id", "home"}, {"enabled", enabled}})}}};
+        t.mesh.provision("bakery", kBakeryToken, kBakeryAdmin, config, "monitoring");
+      } else {
+        REQUIRE(t.put("home", site({{"enabled", enabled}})).status / 100 == 2);
+      }
+    };
+    declare(true);
+    t.status = 503;
+    t.tick();
+    REQUIRE(t.monitor("home")["state"] == "down");
+    declare(false);
+    declare(true);
+    CHECK(t.monitor("home")["state"] == "unknown");
+    CHECK(t.monitor("home")["lastProbe"].is_null());
+    // Writing an enabled monitor again keeps what its probes said.
+    t.tick();
+    REQUIRE(t.monitor("home")["state"] == "down");
+    declare(true);
+    CHECK(t.monitor("home")["state"] == "down");
+    t.status = 200;
+    t.tick();
+    CHECK(t.monitor("home")["state"] == "up");
+  }
+}
+
 TEST_CASE("monitoring incidents: a monitor disabled or deleted while its probe runs is not paged") {
   // Two failures; the third probe is fetching when the monitor is disabled (or deleted, or deleted
   // and made again): that probe must not open an incident and page for a monitor nobody watches.

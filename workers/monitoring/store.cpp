@@ -27,12 +27,15 @@ SELECT COUNT(*) AS n FROM monitors WHERE tenant_id = ?1
 // that a monitor disabled, or enabled again, forgets its failure count: failures from before it
 // was disabled are not consecutive with those after (a probe that was running when it was
 // disabled may still have written one), so enabled again it needs 3 new ones to open an incident.
+// Enabled again, it also forgets its last probe: it is "unknown" until probed again, not shown up
+// or down on the strength of a probe from before it was disabled.
 constexpr std::string_view kUpsertMonitor = R"sql(
 INSERT INTO monitors (tenant_id, monitor_id, spec_json, enabled, source, created_at, updated_at)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)
 ON CONFLICT (tenant_id, monitor_id) DO UPDATE SET spec_json = ?3, enabled = ?4, source = ?5,
   updated_at = ?6,
-  consecutive_failures = CASE WHEN ?4 = 0 OR enabled = 0 THEN 0 ELSE consecutive_failures END
+  consecutive_failures = CASE WHEN ?4 = 0 OR enabled = 0 THEN 0 ELSE consecutive_failures END,
+  last_probe_json = CASE WHEN ?4 = 1 AND enabled = 0 THEN NULL ELSE last_probe_json END
 )sql";
 
 // A write through the API, one batch: the capped insert, whose `changes` say whether this write
@@ -46,7 +49,8 @@ ON CONFLICT (tenant_id, monitor_id) DO NOTHING
 )sql";
 constexpr std::string_view kUpdateMonitor = R"sql(
 UPDATE monitors SET spec_json = ?3, enabled = ?4, source = ?5, updated_at = ?6,
-  consecutive_failures = CASE WHEN ?4 = 0 OR enabled = 0 THEN 0 ELSE consecutive_failures END
+  consecutive_failures = CASE WHEN ?4 = 0 OR enabled = 0 THEN 0 ELSE consecutive_failures END,
+  last_probe_json = CASE WHEN ?4 = 1 AND enabled = 0 THEN NULL ELSE last_probe_json END
 WHERE tenant_id = ?1 AND monitor_id = ?2
 )sql";
 
