@@ -174,6 +174,16 @@ json site(json extra = json::object()) {
   return m;
 }
 
+// The bakery's monitor "home" (site()) written through the API, or declared by its manifest.
+void declare_home(Monitoring& t, bool by_manifest, bool enabled) {
+  if (by_manifest) {
+    json config{{"monitors", {site({{"id", "home"}, {"enabled", enabled}})}}};
+    t.mesh.provision("bakery", kBakeryToken, kBakeryAdmin, config, "monitoring");
+  } else {
+    REQUIRE(t.put("home", site({{"enabled", enabled}})).status / 100 == 2);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("monitoring api: PUT/GET/list/DELETE with the contract's fields and defaults") {
@@ -1182,14 +1192,7 @@ TEST_CASE("monitoring incidents: failures from before a monitor was disabled do 
   for (bool by_manifest : {false, true}) {
     CAPTURE(by_manifest);
     Monitoring t;
-    auto declare = [&](bool enabled) {
-      if (by_manifest) {
-        json config{{"monitors", {site({{"id", "home"}, {"enabled", enabled}})}}};
-        t.mesh.provision("bakery", kBakeryToken, kBakeryAdmin, config, "monitoring");
-      } else {
-        REQUIRE(t.put("home", site({{"enabled", enabled}})).status / 100 == 2);
-      }
-    };
+    auto declare = [&](bool enabled) { declare_home(t, by_manifest, enabled); };
     declare(true);
     t.status = 503;
     t.tick();
@@ -1215,14 +1218,7 @@ TEST_CASE("monitoring: a monitor enabled again is unknown until it is probed aga
   for (bool by_manifest : {false, true}) {
     CAPTURE(by_manifest);
     Monitoring t;
-    auto declare = [&](bool enabled) {
-      if (by_manifest) {
-        json config{{"monitors", {site({{"id", "home"}, {"enabled", enabled}})}}};
-        t.mesh.provision("bakery", kBakeryToken, kBakeryAdmin, config, "monitoring");
-      } else {
-        REQUIRE(t.put("home", site({{"enabled", enabled}})).status / 100 == 2);
-      }
-    };
+    auto declare = [&](bool enabled) { declare_home(t, by_manifest, enabled); };
     declare(true);
     t.status = 503;
     t.tick();
