@@ -329,6 +329,32 @@ TEST_CASE("a filled honeypot looks like success, stores nothing and notifies nob
   CHECK(l.events("lead.received").empty());
 }
 
+TEST_CASE(
+    "the honeypot is checked before the fields: a bot's object-valued JSON field is absorbed") {
+  Leads l;
+  // A field that is no text (an object, an array) is a validation problem: a person's lead is 400…
+  auto bad = l.submit(json{{"email", "a@example.com"}, {"name", {{"first", "Ada"}}}});
+  check_error(bad, 400, "invalid_lead");
+  CHECK(bad.body_json()["error"]["fields"]["name"] == "must be text");
+  auto list = l.submit(json{{"email", "a@example.com"}, {"message", json::array({"a", "b"})}});
+  check_error(list, 400, "invalid_lead");
+  CHECK(list.body_json()["error"]["fields"]["message"] == "must be text");
+  // …but the honeypot comes first, so a bot that filled it is answered like a success either way,
+  // and one that put an object in the honeypot itself filled it too.
+  for (const json& body :
+       {json{{"email", "bot@spam.example"}, {"name", {{"x", 1}}}, {"company_website", "http://x"}},
+        json{{"email", "bot@spam.example"}, {"company_website", {{"url", "http://x"}}}},
+        json{{"email", "bot@spam.example"}, {"company_website", json::array({"http://x"})}}}) {
+    CAPTURE(body.dump());
+    auto r = l.submit(body);
+    CHECK(r.status == 202);
+    CHECK(ss::is_ulid(r.body_json()["leadId"].get<std::string>()));
+  }
+  CHECK(l.rows("SELECT * FROM leads").empty());
+  CHECK(l.mesh.queue_sent["NOTIFY_QUEUE"].empty());
+  CHECK(l.events("lead.spam_absorbed").size() == 3);
+}
+
 TEST_CASE("a filled honeypot answers repeats of an Idempotency-Key as a person's lead would be") {
   Leads l;
   json bot{{"email", "bot@spam.example"}, {"company_website", "http://spam.example"}};

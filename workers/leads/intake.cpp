@@ -160,7 +160,7 @@ Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
   }
   std::string ip = req.client_ip();
   SS_CO_CHECK(co_await check_rate_limit(ctx, tenant.id, ip, *config));
-  SS_CO_TRY(FormFields fields,
+  SS_CO_TRY(SentFields fields,
             read_submission(req));  // malformed bodies count against the window too
   SS_CO_TRY(Submission submission, validate_submission(fields, *config));
 

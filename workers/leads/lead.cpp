@@ -42,31 +42,30 @@ Status require_submission_type(const Request& req) {
                "send application/json, application/x-www-form-urlencoded or multipart/form-data"};
 }
 
-Result<FormFields> read_submission(const Request& req) {
+Result<SentFields> read_submission(const Request& req) {
   auto type = parse_content_type(req.header("content-type"));
   std::string media = type ? type->media_type : "";
+  SentFields sent;
   if (media == "application/json") {
     auto parsed = parse_json_object(req.body);
     if (!parsed) return std::move(parsed).error();
-    FormFields fields;
     for (auto it = parsed->begin(); it != parsed->end(); ++it) {
       const json& v = it.value();
       if (v.is_string()) {
-        fields.emplace_back(it.key(), v.get<std::string>());
+        sent.text.emplace_back(it.key(), v.get<std::string>());
       } else if (v.is_number() || v.is_boolean()) {
-        fields.emplace_back(it.key(), dump_json(v));
+        sent.text.emplace_back(it.key(), dump_json(v));
       } else if (!v.is_null()) {
-        Error e{ErrorCode::invalid_lead, "the lead has invalid fields"};
-        e.with("fields", json{{it.key(), "must be text"}});
-        return e;
+        sent.not_text.push_back(it.key());
       }
     }
-    return fields;
+    return sent;
   }
   if (media == "application/x-www-form-urlencoded") {
     auto fields = parse_urlencoded(req.body);
     if (!fields) return Error{ErrorCode::invalid_request, "the form body is malformed"};
-    return *fields;
+    sent.text = std::move(*fields);
+    return sent;
   }
   if (media == "multipart/form-data") {
     auto boundary = type->params.find("boundary");
@@ -76,7 +75,8 @@ Result<FormFields> read_submission(const Request& req) {
     std::string why;
     auto fields = parse_multipart(req.body, boundary->second, &why);
     if (!fields) return Error{ErrorCode::invalid_request, "multipart body: " + why};
-    return *fields;
+    sent.text = std::move(*fields);
+    return sent;
   }
   return Error{ErrorCode::unsupported_media_type,
                "send application/json, application/x-www-form-urlencoded or multipart/form-data"};
@@ -115,13 +115,20 @@ std::optional<std::string> normalize_phone(std::string_view raw, std::string_vie
   return "+" + digits;
 }
 
-Result<Submission> validate_submission(const FormFields& fields, const LeadsConfig& config) {
+Result<Submission> validate_submission(const SentFields& sent, const LeadsConfig& config) {
   Submission out;
   json problems = json::object();
   std::set<std::string> seen;
   std::set<std::string> extras(config.extra_fields.begin(), config.extra_fields.end());
 
-  for (const auto& [name, raw] : fields) {
+  for (const std::string& name : sent.not_text) {
+    if (name == config.honeypot_field) {
+      out.honeypot = true;  // an object or a list in the trap fills it as well as text does
+    } else {
+      problems[name] = "must be text";
+    }
+  }
+  for (const auto& [name, raw] : sent.text) {
     if (name == config.honeypot_field) {
       if (!trim(raw).empty()) out.honeypot = true;
       continue;

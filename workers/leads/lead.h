@@ -20,8 +20,15 @@ inline constexpr std::size_t kMaxTurnstileToken = 2048;
 
 // 415 unless the body is JSON, urlencoded or multipart/form-data.
 Status require_submission_type(const Request& req);
+// What a body sent: its fields as text, in order, and the names of the JSON fields whose value is
+// an object or an array (no form holds those; validation refuses them, after the honeypot).
+struct SentFields {
+  FormFields text;
+  std::vector<std::string> not_text;
+};
+
 // 400 for malformed bodies (415 for other types); the size is checked by the caller first.
-Result<FormFields> read_submission(const Request& req);
+Result<SentFields> read_submission(const Request& req);
 
 struct Submission {
   json lead = json::object();  // validated fields: name?, email?, phone?, message?, extras
@@ -30,7 +37,7 @@ struct Submission {
 };
 
 // 400 invalid_lead with {"fields":{name: problem}} when anything is wrong.
-Result<Submission> validate_submission(const FormFields& fields, const LeadsConfig& config);
+Result<Submission> validate_submission(const SentFields& sent, const LeadsConfig& config);
 
 // "+1 (555) 010-9999" → "+15550109999"; national numbers take the default country code.
 std::optional<std::string> normalize_phone(std::string_view raw, std::string_view country_code);

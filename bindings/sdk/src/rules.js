@@ -118,7 +118,13 @@ export function validateLead(input, config = {}) {
   let honeypot = false;
   for (const [name, raw] of Object.entries(input && typeof input === "object" ? input : {})) {
     if (raw === null || raw === undefined) continue;
-    if (typeof raw === "object") return { ok: false, fields: { [name]: "must be text" } };
+    if (typeof raw === "object") {
+      // An object or a list is no text: a problem of the field, unless it fills the trap (the
+      // honeypot is checked before the fields, so a bot is answered like a person either way).
+      if (name === honeypotField) honeypot = true;
+      else problems[name] = "must be text";
+      continue;
+    }
     const text = typeof raw === "string" ? raw : JSON.stringify(raw);
     if (name === honeypotField) {
       if (trim(text) !== "") honeypot = true;
