@@ -6,7 +6,7 @@
 // visitor hash, one Analytics Engine point and one queue message, then 202. The queue has no consumer
 // here: the rollup is measured by analytics-bench.mjs. One beacon in ten carries a crawler's user
 // agent (filtered: no hash), the rest a desktop Chrome's.
-//   node tests/bench/analytics-peer.mjs [--beacons 2000] [--beacon-concurrency 16] [--beacon-rounds 2] [--beacon-warmup 500] [--json FILE]
+//   node tests/bench/analytics-peer.mjs [--beacons 2000] [--beacon-concurrency 16] [--beacon-rounds 6] [--beacon-warmup 500] [--json FILE]
 // With --beacon-rounds N (rounded up to an even number) each side runs N phases of --beacons, alternating
 // which goes first; the figures are the medians over the rounds, the ratio the median over pairs of rounds
 // (one of each order) of the geometric mean of their two ratios.
@@ -164,7 +164,7 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
       runBeaconPeers({
         beacons: option("beacons", 2000),
         concurrency: option("beacon-concurrency", 16),
-        rounds: option("beacon-rounds", 2),
+        rounds: option("beacon-rounds", 6),
       }),
     print: printBeaconPeers,
     problems: beaconPeerProblems,

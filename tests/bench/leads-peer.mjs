@@ -6,7 +6,7 @@
 // the 202, then one webhook notification on the notify queue and lead.received on the events queue
 // under waitUntil. The queues have no consumer here: the figure is intake, delivery is measured by the
 // main load run (leads-load.mjs).
-//   node tests/bench/leads-peer.mjs [--leads 2000] [--leads-concurrency 20] [--leads-rounds 2] [--leads-warmup 100] [--json FILE]
+//   node tests/bench/leads-peer.mjs [--leads 2000] [--leads-concurrency 20] [--leads-rounds 6] [--leads-warmup 100] [--json FILE]
 // Rounds come in pairs of both orders, the ratio the median over the pairs of their geometric mean
 // (peer-run.mjs pairedRounds; docs/performance.md, "Answers known in advance, and the bench's order").
 import { randomBytes } from "node:crypto";
@@ -175,7 +175,7 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
       runIntakePeers({
         submissions: option("leads", 2000),
         concurrency: option("leads-concurrency", 20),
-        rounds: option("leads-rounds", 2),
+        rounds: option("leads-rounds", 6),
       }),
     print: printIntakePeers,
     problems: peerProblems,
