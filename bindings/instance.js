@@ -12,6 +12,13 @@ const bodyDecoder = new TextDecoder("utf-8", { ignoreBOM: true });
 // (request bodies, D1 rows) are encoded first, so that memory never grows by 3× their size.
 const DIRECT_ENCODE_MAX_CHARS = 16 * 1024;
 const LINE_FEED = 0x0a;
+// A run still waiting this long after its start has lost its invocation: Workers cancelled it (the
+// client went away, a caller aborted its service-binding call) and never resumes what it awaited, so
+// the host's `finally` that drops the run never runs. Longer than any invocation can wait on I/O
+// (a cron or queue handler has 15 minutes); such runs are dropped at the next start, at most once a
+// minute (docs/abi.md "Runs the host never finishes").
+const STALE_RUN_MS = 30 * 60 * 1000;
+const SWEEP_EVERY_MS = 60 * 1000;
 
 // WASI errno values we answer with.
 const ERRNO_SUCCESS = 0;
@@ -30,6 +37,8 @@ export class Core {
   #exports;
   #poisoned = null;
   #lastEnv = undefined; // the env object of the last message the core accepted with one
+  #started = new Map(); // id → Date.now() at its start, of every run not dropped yet
+  #swept = 0;
 
   /** @param source a WebAssembly.Module, or a function returning an instance-like `{ exports }`. */
   static create(source) {
@@ -72,6 +81,7 @@ export class Core {
     try {
       const id = this.#withMessage(message, (ptr, len) => this.#call("ss_start", [ptr, len]), prof);
       if (id !== 0 && !sameEnv && env !== undefined) this.#lastEnv = env;
+      if (id !== 0) this.#track(id);
       return id;
     } finally {
       if (sameEnv) {
@@ -157,7 +167,28 @@ export class Core {
   }
 
   drop(id) {
+    this.#started.delete(id);
     if (!this.poisoned) this.#call("ss_drop", [id]);
+  }
+
+  /** How many runs are started and not dropped yet. */
+  get liveRuns() {
+    return this.#started.size;
+  }
+
+  // Records a new run, and drops the runs whose invocation was cancelled (STALE_RUN_MS).
+  #track(id) {
+    const now = Date.now();
+    if (now - this.#swept >= SWEEP_EVERY_MS) {
+      this.#swept = now;
+      for (const [old, at] of this.#started) {
+        if (now - at < STALE_RUN_MS) continue;
+        this.#started.delete(old);
+        this.#call("ss_drop", [old]);
+        console.error(`run ${old} was still waiting after ${Math.round((now - at) / 60000)} min: dropped`);
+      }
+    }
+    this.#started.set(id, now);
   }
 
   #withMessage(message, fn, prof = null) {
@@ -169,13 +200,13 @@ export class Core {
     if (text.length <= DIRECT_ENCODE_MAX_CHARS) {
       // Small messages (every /health) are encoded straight into wasm memory: UTF-8 takes at most
       // 3 bytes per UTF-16 unit, so the allocation always holds it; no intermediate buffer.
-      ptr = this.#call("ss_alloc", [text.length * 3]);
+      ptr = this.#allocate(text.length * 3);
       // Views on memory.buffer are rebuilt after every call: the allocation may have grown memory.
       length = encoder.encodeInto(text, new Uint8Array(this.#exports.memory.buffer, ptr, text.length * 3)).written;
     } else {
       const bytes = encoder.encode(text);
       length = bytes.length;
-      ptr = this.#call("ss_alloc", [length]);
+      ptr = this.#allocate(length);
       new Uint8Array(this.#exports.memory.buffer, ptr, length).set(bytes);
     }
     const t2 = prof ? performance.now() : 0;
@@ -192,6 +223,14 @@ export class Core {
       }
       if (!this.poisoned) this.#call("ss_free", [ptr]);
     }
+  }
+
+  // malloc answers 0 when memory cannot grow: writing the message there would overwrite the stack
+  // and static data, so the instance is given up as after a trap.
+  #allocate(length) {
+    const ptr = this.#call("ss_alloc", [length]);
+    if (ptr === 0) throw this.#poison(new Error(`ss_alloc(${length}) failed: out of memory`));
+    return ptr;
   }
 
   #call(name, args, { optional = false } = {}) {

@@ -17,7 +17,9 @@ export function fakeCore(handlers) {
   const stats = { instances: 0, deliveries: [], initialized: 0 };
   const factory = () => {
     stats.instances++;
-    return { exports: makeExports(handlers, stats) };
+    const exports = makeExports(handlers, stats);
+    stats.exports = exports; // the latest instance's (its `runs` map among them)
+    return { exports };
   };
   factory.stats = stats;
   return factory;
@@ -65,7 +67,7 @@ function makeExports(handlers, stats) {
     _initialize() {
       stats.initialized++;
     },
-    ss_alloc: alloc,
+    ss_alloc: (len) => (stats.failAlloc ? 0 : alloc(len)),
     ss_free() {},
     ss_start(ptr, len) {
       let message;

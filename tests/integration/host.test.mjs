@@ -721,6 +721,61 @@ describe("instantiation of a real module", () => {
   });
 });
 
+describe("runs the host never finishes", () => {
+  it("a run whose invocation was cancelled is dropped once it is 30 minutes old, not kept for good", async () => {
+    const core = fakeCore({
+      // Waits on a KV read that never answers: what a cancelled invocation looks like to the run.
+      *"GET /hang"() {
+        yield [{ kind: "kv.get", binding: "KV", key: "k" }];
+        return json(200, { ok: true });
+      },
+      *"GET /health"() {
+        return json(200, { ok: true });
+      },
+    });
+    const worker = defineWorker(core, { service: "svc" });
+    const env = { KV: { get: () => new Promise(() => {}), put: async () => {}, delete: async () => {} } };
+    const realNow = Date.now;
+    let now = realNow();
+    Date.now = () => now;
+    try {
+      await worker.fetch(get("/health"), env, ctx()); // the instance exists, its first sweep done
+      worker.fetch(get("/hang"), env, ctx()); // never settles
+      worker.fetch(get("/hang"), env, ctx());
+      await new Promise((r) => setTimeout(r, 20));
+      const runs = core.stats.exports.runs;
+      assert.equal(runs.size, 2, "the two waiting runs");
+      now += 29 * 60 * 1000;
+      assert.equal((await worker.fetch(get("/health"), env, ctx())).status, 200);
+      assert.equal(runs.size, 2, "29 minutes: still waiting, still kept");
+      now += 2 * 60 * 1000;
+      assert.equal((await worker.fetch(get("/health"), env, ctx())).status, 200);
+      assert.equal(runs.size, 0, "31 minutes: both dropped");
+      assert.equal(errors.filter((e) => /was still waiting after 31 min: dropped/.test(e)).length, 2);
+    } finally {
+      Date.now = realNow;
+    }
+  });
+
+  it("an allocation that fails (memory cannot grow) is a trap: 500 JSON, and a new instance after", async () => {
+    const core = fakeCore({
+      *"GET /health"() {
+        return json(200, { ok: true });
+      },
+    });
+    const worker = defineWorker(core, { service: "svc" });
+    assert.equal((await worker.fetch(get("/health"), {}, ctx())).status, 200);
+    core.stats.failAlloc = true;
+    const failed = await worker.fetch(get("/health"), {}, ctx());
+    assert.equal(failed.status, 500);
+    assert.equal((await failed.json()).error.code, "internal");
+    assert.ok(errors.some((e) => /wasm trap \(ss_alloc\(\d+\) failed: out of memory\)/.test(e)), errors.join("\n"));
+    core.stats.failAlloc = false;
+    assert.equal((await worker.fetch(get("/health"), {}, ctx())).status, 200);
+    assert.equal(core.stats.instances, 2);
+  });
+});
+
 describe("the real builds (when scripts/build has run)", () => {
   for (const build of ["wasm", "wasm-emscripten"]) {
     const file = new URL(`../../dist/${build}/leads.wasm`, import.meta.url);
