@@ -769,7 +769,10 @@ describe("runs the host never finishes", () => {
     const failed = await worker.fetch(get("/health"), {}, ctx());
     assert.equal(failed.status, 500);
     assert.equal((await failed.json()).error.code, "internal");
-    assert.ok(errors.some((e) => /wasm trap \(ss_alloc\(\d+\) failed: out of memory\)/.test(e)), errors.join("\n"));
+    assert.ok(
+      errors.some((e) => /wasm trap \(ss_alloc\(\d+\) failed: out of memory\)/.test(e)),
+      errors.join("\n"),
+    );
     core.stats.failAlloc = false;
     assert.equal((await worker.fetch(get("/health"), {}, ctx())).status, 200);
     assert.equal(core.stats.instances, 2);
