@@ -27,6 +27,18 @@ function entropyHex() {
 // The string entries of an env, once per env object: workerd hands every request of an isolate the
 // same env, whose vars and secrets do not change.
 const envStrings = new WeakMap();
+// Strings a worker's shim bundles for its core, under env names; the env's own entries win.
+let envDefaults = {};
+
+/**
+ * Strings the core sees as env entries when the env has none of that name: what a worker bundles
+ * instead of a variable (a variable or secret is at most 5 KB; cms's fallback seeds for hundreds of
+ * tenants are larger). Called once, at the top of a worker's shim, before its first request.
+ * @param {Record<string, string>} defaults
+ */
+export function setEnvDefaults(defaults) {
+  envDefaults = Object.fromEntries(Object.entries(defaults).filter(([, v]) => typeof v === "string" && v !== ""));
+}
 /** A binding with a `fetch` method; an entry whose property read throws (a Proxy) is not one. */
 function isFetcher(value) {
   try {
@@ -40,7 +52,10 @@ function stringsOf(env) {
   if (!env) return {};
   let strings = envStrings.get(env);
   if (!strings) {
-    strings = Object.fromEntries(Object.entries(env).filter(([, value]) => typeof value === "string"));
+    strings = {
+      ...envDefaults,
+      ...Object.fromEntries(Object.entries(env).filter(([, value]) => typeof value === "string")),
+    };
     // Which entries are fetch-capable bindings (service bindings, and ASSETS), by name, so a core can
     // tell an operator naming one it does not have (docs/abi.md "Input messages"). Host-set only.
     strings.SS_SERVICE_BINDINGS = Object.entries(env)

@@ -4,14 +4,18 @@
 // manifest's config.
 //
 //   node scripts/provision.mjs examples/bakery/swarm.config.json \
-//     [--admin-token OPERATOR] [--token TENANT_TOKEN --admin-token-tenant TENANT_ADMIN_TOKEN] [--json] \
-//     [--var NAME=value ...]
+//     [--admin-token OPERATOR] [--token TENANT_TOKEN] [--admin-token-tenant TENANT_ADMIN_TOKEN] [--rotate] \
+//     [--json] [--var NAME=value ...]
 //
 // `${NAME}` / `${NAME:-default}` in the manifest's strings are filled from --var, then the environment
 // (scripts/lib/manifest.mjs); a required one that is missing stops provisioning before anything is sent.
 // Base URLs come from SITESWARM_<KEY>_URL, one per platform worker of workers/workers.json (e.g.
-// SITESWARM_LEADS_URL; default: the local ports of scripts/dev). Missing tenant tokens are generated and printed. Also used as a module by
-// the integration tests (provisionManifest).
+// SITESWARM_LEADS_URL; default: the local ports of scripts/dev).
+// The tenant's secrets: a secret given is set; one not given is kept as it is (the workers keep its
+// hash), so pushing a changed manifest again does not lock the live site out. A tenant that is new on
+// every worker gets both made here and printed; one that exists on some workers only cannot (its
+// secrets are known there only as hashes): give them, or --rotate to make new ones everywhere.
+// Also used as a module by the integration tests (provisionManifest).
 import { createHash, randomBytes } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { pathToFileURL } from "node:url";
@@ -90,9 +94,41 @@ export async function provisionManifest(manifest, { token, adminToken, operatorT
   const failed = Object.entries(results).filter(([, r]) => r.status !== 200 && r.status !== 201);
   if (failed.length) {
     const detail = failed.map(([w, r]) => `${w}: ${r.status} ${JSON.stringify(r.body)}`).join("; ");
-    throw new Error(`provisioning ${appId} failed: ${detail}`);
+    throw Object.assign(new Error(`provisioning ${appId} failed: ${detail}`), { results });
   }
   return results;
+}
+
+// A worker's answer to a PUT without secrets for a tenant it does not know yet.
+const needsSecrets = (r) =>
+  r.status === 400 && ["token", "adminToken"].includes(r.body?.error?.field) && !r.body?.error?.reason;
+
+/**
+ * Provisions with the secrets given (either may be undefined: kept as stored). Without any, a tenant
+ * new on every worker gets both made (`made: true`); one new on some workers only is an error.
+ * @returns `{ results, token, adminToken, made }`
+ */
+export async function provisionKeepingSecrets(manifest, { token, adminToken, operatorToken, send }) {
+  try {
+    return { results: await provisionManifest(manifest, { token, adminToken, operatorToken, send }), made: false };
+  } catch (err) {
+    const results = err.results;
+    if (!results || token !== undefined || adminToken !== undefined) throw err;
+    const fresh = Object.keys(results).filter((w) => needsSecrets(results[w]));
+    const other = Object.keys(results).filter((w) => !needsSecrets(results[w]));
+    if (fresh.length === 0) throw err;
+    if (other.length > 0) {
+      throw new Error(
+        `${manifest.appId} is new on ${fresh.join(", ")} but not on ${other.join(", ")}: its secrets are ` +
+          "stored there only as hashes, so they cannot be set here from them. Run again with --token and " +
+          "--admin-token-tenant (the site's current secrets), or with --rotate to make new ones everywhere " +
+          "(then update the site's SITESWARM_TENANT_TOKEN).",
+      );
+    }
+    const made = { token: newSecret(), adminToken: newSecret() };
+    const again = await provisionManifest(manifest, { ...made, operatorToken, send });
+    return { results: again, ...made, made: true };
+  }
 }
 
 function parseArgs(argv) {
@@ -107,6 +143,8 @@ function parseArgs(argv) {
     else if (flag === "--token") args.token = value();
     else if (flag === "--admin-token-tenant") args.adminToken = value();
     else if (flag === "--json") args.json = true;
+    else if (flag === "--rotate") args.rotate = true;
+    else if (flag === "--module") args.module = true;
     else if (flag === "--cms-seeds") args.cmsSeeds = value();
     else if (flag === "--var") {
       const [name, ...rest] = value().split("=");
@@ -122,43 +160,54 @@ function parseArgs(argv) {
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   if (args.cmsSeeds) {
-    // CMS_FALLBACK_SEEDS for the manifests of workers/workers.json, from a `{appId: {token}}` file:
+    // The cms fallback seeds for the manifests of workers/workers.json, from a `{appId: {token}}` file,
+    // as the module the cms worker bundles (--module; any number of tenants):
+    //   node scripts/provision.mjs --cms-seeds tokens.json --module > dist/cms-seeds.js && scripts/deploy
+    // or as the CMS_FALLBACK_SEEDS variable (at most 5 KB: about ten tenants):
     //   node scripts/provision.mjs --cms-seeds tokens.json | npx wrangler secret put CMS_FALLBACK_SEEDS -c wrangler/cms.jsonc
     const tokens = JSON.parse(await readFile(args.cmsSeeds, "utf8"));
-    process.stdout.write(await cmsFallbackSeedsFor(tokens));
+    const seeds = await cmsFallbackSeedsFor(tokens);
+    process.stdout.write(args.module ? `export default ${JSON.stringify(seeds)};\n` : seeds);
     return;
   }
   if (args.help || !args.manifest) {
     console.error(
-      "usage: scripts/provision <manifest.json|.ts> [--admin-token T] [--token T --admin-token-tenant T] [--json] [--var NAME=value]\n" +
-        "       scripts/provision --cms-seeds tokens.json   (prints CMS_FALLBACK_SEEDS for the workers.json tenants)",
+      "usage: scripts/provision <manifest.json|.ts> [--admin-token T] [--token T] [--admin-token-tenant T] [--rotate] [--json] [--var NAME=value]\n" +
+        "       scripts/provision --cms-seeds tokens.json [--module]   (the cms fallback seeds for the workers.json tenants:\n" +
+        "                                                            CMS_FALLBACK_SEEDS, or with --module dist/cms-seeds.js)",
     );
     process.exit(args.help ? 0 : 2);
   }
   const manifest = resolveManifest(await loadManifest(args.manifest), { ...process.env, ...args.vars });
   const operatorToken = args.operatorToken ?? process.env.PLATFORM_ADMIN_TOKEN ?? "dev-platform-admin-token";
-  const token = args.token ?? newSecret();
-  const adminToken = args.adminToken ?? newSecret();
+  let token = args.token;
+  let adminToken = args.adminToken;
+  if (args.rotate) {
+    token ??= newSecret();
+    adminToken ??= newSecret();
+  }
   const baseUrl = (worker) =>
     process.env[`SITESWARM_${worker.toUpperCase()}_URL`] ?? `http://127.0.0.1:${PLATFORM_WORKERS[worker].port}`;
 
-  const results = await provisionManifest(manifest, {
+  const outcome = await provisionKeepingSecrets(manifest, {
     token,
     adminToken,
     operatorToken,
     send: (worker, path, init) =>
       fetch(new URL(path, baseUrl(worker)), { ...init, signal: AbortSignal.timeout(10_000) }),
   });
+  if (outcome.made) ({ token, adminToken } = outcome);
   if (args.json) {
-    console.log(JSON.stringify({ appId: manifest.appId, token, adminToken, results }, null, 2));
+    const shown = { appId: manifest.appId, token: token ?? null, adminToken: adminToken ?? null };
+    console.log(JSON.stringify({ ...shown, results: outcome.results }, null, 2));
     return;
   }
-  for (const [worker, { status }] of Object.entries(results)) {
+  for (const [worker, { status }] of Object.entries(outcome.results)) {
     console.log(`${manifest.appId} → ${PLATFORM_WORKERS[worker].name}: ${status === 201 ? "created" : "updated"}`);
   }
   console.log(`tenant ${manifest.appId}`);
-  console.log(`  token:       ${token}`);
-  console.log(`  admin token: ${adminToken}`);
+  console.log(`  token:       ${token ?? "(unchanged)"}`);
+  console.log(`  admin token: ${adminToken ?? "(unchanged)"}`);
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {

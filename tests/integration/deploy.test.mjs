@@ -105,14 +105,26 @@ describe("wrangler configs", async () => {
   });
 });
 
-describe("scripts/deploy --dry-run", () => {
-  it("bundles every worker offline", { timeout: 180_000 }, async () => {
-    const { stdout } = await run(path.join(ROOT, "scripts/deploy"), ["--dry-run"], {
+describe("scripts/deploy --first --dry-run", () => {
+  it("bundles every worker offline, after a 503 placeholder under each platform worker's name", {
+    timeout: 240_000,
+  }, async () => {
+    const { stdout } = await run(path.join(ROOT, "scripts/deploy"), ["--first", "--dry-run"], {
       cwd: "/",
       env: { ...process.env, CLOUDFLARE_API_TOKEN: "", CLOUDFLARE_ACCOUNT_ID: "" },
       maxBuffer: 16 * 1024 * 1024,
     });
     assert.match(stdout, new RegExp(`${Object.keys(WORKERS).length} workers bundled \\(dry run\\)`));
+    // --first: every placeholder comes before the first real worker (the platform workers bind one
+    // another in a cycle, and a binding to a Worker that does not exist is refused).
+    const platform = Object.keys(WORKERS).filter((key) => !isApp(key));
+    const firstReal = stdout.indexOf(`== ${platform[0]} (dry run`);
+    for (const key of platform) {
+      const at = stdout.indexOf(`== placeholder ${WORKERS[key].name} (dry run`);
+      assert.ok(at >= 0 && at < firstReal, `${key}'s placeholder first`);
+      const bundled = readFileSync(path.join(ROOT, "dist/deploy", `placeholder-${key}`, "stub.js"), "utf8");
+      assert.match(bundled, /status: 503/);
+    }
     for (const key of Object.keys(WORKERS)) {
       const dir = path.join(ROOT, "dist/deploy", key);
       assert.ok(existsSync(path.join(dir, "worker.js")), `${dir}/worker.js`);

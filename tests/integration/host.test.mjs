@@ -780,6 +780,41 @@ describe("runs the host never finishes", () => {
 });
 
 describe("the real builds (when scripts/build has run)", () => {
+  const cmsWasm = new URL("../../dist/wasm/cms.wasm", import.meta.url);
+  it("cms: seeds a worker bundles (setEnvDefaults) answer when D1 and KV are gone; a variable wins", {
+    skip: !existsSync(cmsWasm),
+  }, async () => {
+    const { setEnvDefaults } = await import("../../bindings/messages.js");
+    const { cmsFallbackSeeds } = await import("../../scripts/provision.mjs");
+    const manifest = {
+      appId: "seeded",
+      config: { cms: { timezone: "Europe/Berlin" } },
+      fallback: { announcements: [{ id: "a1", text: "Bundled, not stored", level: "info" }] },
+    };
+    const worker = defineWorker(new WebAssembly.Module(readFileSync(cmsWasm)), { service: "cms" });
+    const read = (env, token = "seeded-tenant-token-0123456789") =>
+      worker.fetch(
+        get("/v1/content", { headers: { "x-siteswarm-tenant-id": "seeded", "x-siteswarm-tenant-token": token } }),
+        env,
+        ctx(),
+      );
+    try {
+      setEnvDefaults({ CMS_FALLBACK_SEEDS: cmsFallbackSeeds([{ manifest, token: "seeded-tenant-token-0123456789" }]) });
+      // No CMS_DB, no CMS_CACHE: both stores fail, and only the bundled seed can answer.
+      const res = await read({});
+      assert.equal(res.status, 200);
+      const body = await res.json();
+      assert.equal(body.source, "fallback");
+      assert.equal(body.announcements[0].text, "Bundled, not stored");
+      assert.equal((await read({}, "a-wrong-token-0123456789")).status, 401, "the seed's token hash still decides");
+      // A CMS_FALLBACK_SEEDS variable (the env's own) wins over the bundled one.
+      const other = cmsFallbackSeeds([{ manifest: { ...manifest, appId: "other" }, token: "other-token-0123456789" }]);
+      assert.equal((await read({ CMS_FALLBACK_SEEDS: other })).status, 503, "no copy verifies 'seeded' then");
+    } finally {
+      setEnvDefaults({});
+    }
+  });
+
   for (const build of ["wasm", "wasm-emscripten"]) {
     const file = new URL(`../../dist/${build}/leads.wasm`, import.meta.url);
     it(`${build}: defineWorker serves /health and a trap`, { skip: !existsSync(file) }, async () => {

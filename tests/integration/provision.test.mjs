@@ -34,6 +34,11 @@ test("--cms-seeds prints each tenant's token hash and fallback snapshot, never t
     );
     assert.deepEqual(seeds[first.appId].content, first.fallback ?? {});
     assert.ok(!(second.appId in seeds));
+    // --module: the same seeds as the module the cms worker bundles (dist/cms-seeds.js).
+    const module = (await run("node", ["scripts/provision.mjs", "--cms-seeds", file, "--module"], { cwd: ROOT }))
+      .stdout;
+    const imported = await import(`data:text/javascript,${encodeURIComponent(module)}`);
+    assert.deepEqual(JSON.parse(imported.default), seeds);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -48,4 +53,104 @@ test("--cms-seeds with a missing file fails with a message, not a stack", async 
       return true;
     },
   );
+});
+
+// One stand-in per platform worker for PUT /admin/tenants/{id} as shared/app.cpp answers it: a new
+// tenant needs both secrets (400, field token/adminToken); a secret left out keeps the stored one.
+async function fakePlatform(known = {}) {
+  const { createServer } = await import("node:http");
+  const { PLATFORM_WORKERS } = await import("../../scripts/lib/workers.mjs");
+  const workers = {};
+  for (const key of Object.keys(PLATFORM_WORKERS)) {
+    const tenants = new Map(Object.entries(known[key] ?? {}));
+    const server = createServer((req, res) => {
+      let text = "";
+      req.on("data", (c) => {
+        text += c;
+      });
+      req.on("end", () => {
+        const id = decodeURIComponent(req.url.replace("/admin/tenants/", ""));
+        const body = JSON.parse(text);
+        const answer = (status, value) => {
+          res.writeHead(status, { "content-type": "application/json" });
+          res.end(JSON.stringify(value));
+        };
+        const before = tenants.get(id);
+        if (!before && (!body.token || !body.adminToken)) {
+          const field = !body.token ? "token" : "adminToken";
+          return answer(400, {
+            error: { code: "invalid_request", message: "a new tenant needs token and adminToken", field },
+          });
+        }
+        tenants.set(id, { token: body.token ?? before.token, adminToken: body.adminToken ?? before.adminToken });
+        answer(before ? 200 : 201, { id });
+      });
+    });
+    await new Promise((r) => server.listen(0, "127.0.0.1", r));
+    workers[key] = { server, tenants, url: `http://127.0.0.1:${server.address().port}` };
+  }
+  const env = Object.fromEntries(Object.entries(workers).map(([k, w]) => [`SITESWARM_${k.toUpperCase()}_URL`, w.url]));
+  return {
+    workers,
+    env,
+    close: () => {
+      for (const w of Object.values(workers)) w.server.close();
+    },
+  };
+}
+
+test("provisioning again without secrets keeps them: a changed manifest does not lock the live site out", async () => {
+  const platform = await fakePlatform();
+  const manifest = TENANT_MANIFESTS[0];
+  const appId = (await loadManifest(manifest)).appId;
+  const provision = (...extra) =>
+    run("node", ["scripts/provision.mjs", manifest, "--json", ...extra], {
+      cwd: ROOT,
+      env: { ...process.env, ...platform.env },
+    });
+  try {
+    // New everywhere: both secrets made once, the same on every worker.
+    const first = JSON.parse((await provision()).stdout);
+    assert.match(first.token, /^[0-9a-f]{64}$/);
+    for (const w of Object.values(platform.workers)) {
+      assert.deepEqual(w.tenants.get(appId), { token: first.token, adminToken: first.adminToken });
+    }
+    // Again, no secrets given: every worker updated, the stored secrets untouched.
+    const second = JSON.parse((await provision()).stdout);
+    assert.equal(second.token, null);
+    assert.ok(Object.values(second.results).every((r) => r.status === 200));
+    for (const w of Object.values(platform.workers)) assert.equal(w.tenants.get(appId).token, first.token);
+    // Only the admin token given: it changes, the tenant token stays.
+    await provision("--admin-token-tenant", "a-new-admin-secret-0123456789");
+    for (const w of Object.values(platform.workers)) {
+      assert.deepEqual(w.tenants.get(appId), { token: first.token, adminToken: "a-new-admin-secret-0123456789" });
+    }
+    // --rotate makes new ones everywhere.
+    const rotated = JSON.parse((await provision("--rotate")).stdout);
+    assert.notEqual(rotated.token, first.token);
+    for (const w of Object.values(platform.workers)) assert.equal(w.tenants.get(appId).token, rotated.token);
+  } finally {
+    platform.close();
+  }
+});
+
+test("a tenant new on some workers only is refused with a way out, and nothing is overwritten", async () => {
+  const manifest = TENANT_MANIFESTS[0];
+  const appId = (await loadManifest(manifest)).appId;
+  const stored = { token: "the-live-sites-token-0123456789", adminToken: "the-live-admin-token-0123456789" };
+  const platform = await fakePlatform({ leads: { [appId]: stored } });
+  try {
+    await assert.rejects(
+      run("node", ["scripts/provision.mjs", manifest], { cwd: ROOT, env: { ...process.env, ...platform.env } }),
+      (err) => {
+        assert.equal(err.code, 1);
+        assert.match(err.stderr, /--token and --admin-token-tenant .*or with --rotate/s);
+        return true;
+      },
+    );
+    assert.deepEqual(platform.workers.leads.tenants.get(appId), stored);
+    for (const [key, w] of Object.entries(platform.workers)) if (key !== "leads") assert.ok(!w.tenants.has(appId));
+  } finally {
+    platform.close();
+  }
 });

@@ -1,8 +1,14 @@
 // The siteswarm-cms-service worker: its C++ core (dist/wasm/cms.wasm) behind the generic host,
 // plus the CmsRpc entrypoint (Workers RPC: getContent, getStatus) on the same instance.
 import wasm from "../../dist/wasm/cms.wasm";
+// The fallback seeds bundled at deploy time (docs/cms.md): "" unless `scripts/provision --cms-seeds
+// tokens.json --module > dist/cms-seeds.js` wrote them; a CMS_FALLBACK_SEEDS variable still wins.
+import seeds from "../../dist/cms-seeds.js";
 import { defineWorker } from "../../bindings/host.js";
+import { setEnvDefaults } from "../../bindings/messages.js";
 import { defineRpcEntrypoint } from "../../bindings/rpc.js";
+
+setEnvDefaults({ CMS_FALLBACK_SEEDS: seeds });
 
 const service = "siteswarm-cms-service";
 const rpc = ["getContent", "getStatus"];
