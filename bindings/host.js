@@ -183,6 +183,8 @@ export async function runRpc(source, service, env, method, args) {
   return out ?? { ok: false, status: 500, error: INTERNAL_ERROR };
 }
 
+const MAX_RETRY_DELAY_SECONDS = 43_200;
+
 // Every message must be either acked or retried: a message the core forgot is retried, not lost.
 function settleBatch(batch, out, service) {
   if (!out) return batch.retryAll();
@@ -196,7 +198,8 @@ function settleBatch(batch, out, service) {
     if (!retries.has(message.id)) {
       console.error(`${service}: queue message ${message.id} neither acked nor retried: retry`);
     }
-    const delaySeconds = retries.get(message.id)?.delaySeconds;
+    // Queues refuse a delay over 12 hours (and retry() would throw part-way through the batch).
+    const delaySeconds = Math.min(retries.get(message.id)?.delaySeconds, MAX_RETRY_DELAY_SECONDS);
     message.retry(delaySeconds > 0 ? { delaySeconds } : undefined);
   }
 }

@@ -4,6 +4,7 @@
 // read from its wrangler config and scheduled in UTC (as Cloudflare runs them) with croner; each due
 // cron calls the worker's scheduled() handler with the pattern as `controller.cron`, like production.
 import path from "node:path";
+import { pathToFileURL } from "node:url";
 import { Cron } from "croner";
 import { ROOT, WORKERS } from "./workers.mjs";
 
@@ -42,7 +43,7 @@ export function startCrons(triggers, fire, log = console.log) {
 
 // `node scripts/lib/crons.mjs --host 127.0.0.1` (scripts/dev --wrangler: one `wrangler dev` per worker):
 // fires each trigger through the worker's /cdn-cgi/handler/scheduled?cron=… on its port.
-if (process.argv[1] === new URL(import.meta.url).pathname) {
+if (process.argv[1] && pathToFileURL(process.argv[1]).href === import.meta.url) {
   const i = process.argv.indexOf("--host");
   const host = i > 0 ? process.argv[i + 1] : "127.0.0.1";
   const triggers = await cronTriggers();

@@ -551,6 +551,36 @@ describe("effect loop", () => {
     });
   });
 
+  it("a service call that runs out of time is aborted, not left holding its connection", async () => {
+    let signal;
+    const env = {
+      MONITOR_TARGET: {
+        fetch(request) {
+          signal = request.signal;
+          return new Promise((_, reject) =>
+            request.signal.addEventListener("abort", () => reject(request.signal.reason)),
+          );
+        },
+      },
+    };
+    const core = fakeCore({
+      *"GET /probe"() {
+        const [r] = yield [
+          {
+            kind: "service",
+            binding: "MONITOR_TARGET",
+            request: { method: "GET", url: "https://x/health" },
+            timeoutMs: 30,
+          },
+        ];
+        return json(200, r);
+      },
+    });
+    const result = await (await defineWorker(core).fetch(get("/probe"), env, ctx())).json();
+    assert.equal(result.error.code, "timeout");
+    assert.equal(signal?.aborted, true, "the binding's request was aborted");
+  });
+
   it("calls a service binding with a Request", async () => {
     let seen;
     const env = {
@@ -670,14 +700,22 @@ describe("scheduled and queue", () => {
     const core = fakeCore({
       *queue(message) {
         seen = message;
-        return { ack: ["a"], retry: [{ id: "b", delaySeconds: 30 }], logs: [] };
+        return {
+          ack: ["a"],
+          retry: [
+            { id: "b", delaySeconds: 30 },
+            { id: "d", delaySeconds: 100_000 },
+          ],
+          logs: [],
+        };
       },
     });
-    const { batch, outcome } = fakeBatch(["a", "b", "c"]);
+    const { batch, outcome } = fakeBatch(["a", "b", "c", "d"]);
     await defineWorker(core).queue(batch, {}, ctx());
     assert.equal(seen.queue, "siteswarm-events");
     assert.deepEqual(seen.messages[0], { id: "a", body: { n: "a" }, attempts: 1, timestamp: 1764426000000 });
-    assert.deepEqual(outcome, { a: "ack", b: { delaySeconds: 30 }, c: "retry" });
+    // A delay over the 12 hours Queues allow is cut to 12 hours (retry() would throw on it).
+    assert.deepEqual(outcome, { a: "ack", b: { delaySeconds: 30 }, c: "retry", d: { delaySeconds: 43_200 } });
   });
 
   it("retries the whole batch after a trap", async () => {
