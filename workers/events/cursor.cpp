@@ -30,6 +30,7 @@ json DrainReport::to_json() const {
   j["capped"] = capped;
   j["cursor"] = cursor.empty() ? json(nullptr) : json(cursor);
   if (locked) j["locked"] = true;
+  if (lock_lost) j["lock_lost"] = true;
   if (budget_exhausted) j["budget_exhausted"] = true;
   if (work_budget_exhausted) {
     // Only then: the contract pins the report's keys of an ordinary run.

@@ -68,8 +68,11 @@ struct DrainReport {
   int duplicates = 0;
   int quarantined = 0;
   int capped = 0;
-  std::string cursor;             // event_id of the last event processed ("" before the first)
-  bool locked = false;            // another run holds the lock: this one did nothing
+  std::string cursor;   // event_id of the last event processed ("" before the first)
+  bool locked = false;  // another run holds the lock: this one did nothing
+  // The lock expired and was taken during the run: its last batch's writes stand but its cursor
+  // did not move; `cursor` is where this run last committed it.
+  bool lock_lost = false;
   bool killed = false;            // a kill switch is on: nothing read, cursor unchanged
   bool budget_exhausted = false;  // stopped early (subrequests, claim age, work): run again
   bool contended = false;         // stopped at an event whose start another run is still making

@@ -973,3 +973,56 @@ TEST_CASE("a replay made while a drain of that consumer runs is never undone by 
   CHECK(again["duplicates"] == 5);
   CHECK(l.calls.size() == 5);
 }
+
+TEST_CASE("a run that lost its drain lock reports the cursor it committed, not the one it wanted") {
+  SUBCASE("the last batch: its commit and the release find the lock taken") {
+    Ledger l;
+    std::vector<std::string> ids;
+    l.workflow("notify");
+    l.subscribe("*", "notify");
+    for (int i = 0; i < 3; ++i) ids.push_back(l.emit("price.changed"));
+    CHECK(l.drain()["cursor"] == ids[2]);
+    for (int i = 0; i < 2; ++i) ids.push_back(l.emit("price.changed"));
+    auto stub = l.mesh.fetch_stub;
+    l.mesh.fetch_stub = [&](const json& req) {
+      // While the run sends its starts, its lock expires and another run takes it.
+      l.mesh.db("EVENTS_DB")
+          .execute("UPDATE cron_locks SET holder = 'other', expires_at_ms = ?1",
+                   json::array({l.mesh.now_ms + ss::events::kLockTtlMs}));
+      return stub(req);
+    };
+    json report = l.drain();
+    l.mesh.fetch_stub = stub;
+    CHECK(report["read"] == 2);
+    CHECK(report["started"] == 2);
+    CHECK(report["lock_lost"] == true);
+    // Before: ids[4], a position the commit never wrote.
+    CHECK(report["cursor"] == ids[2]);
+    CHECK(drain_state(l, "workflow_runner")["cursor"] == ids[2]);
+    // The other run's lock was left alone.
+    CHECK(l.db("SELECT holder FROM cron_locks")[0]["holder"] == "other");
+  }
+  SUBCASE("a full batch: the commit that would open the next one finds the lock taken") {
+    Ledger l;
+    std::vector<std::string> ids =
+        emit_many(l, 600, "lead.spam_absorbed", {{"reason", "honeypot"}});
+    int batches = 0;
+    l.mesh.fail_effect = [&](const json& e) {
+      // The opening, then batch 1's commit: the lock is another run's by the time it lands.
+      if (e["kind"] == "d1.batch" && ++batches == 2) {
+        l.mesh.db("EVENTS_DB")
+            .execute("UPDATE cron_locks SET holder = 'other', expires_at_ms = ?1",
+                     json::array({l.mesh.now_ms + ss::events::kLockTtlMs}));
+      }
+      return false;
+    };
+    auto r = l.admin("POST", "/admin/events/drain?consumer=reflexion_analyzer&batches=2");
+    l.mesh.fail_effect = nullptr;
+    REQUIRE(r.status == 200);
+    json report = r.body_json()["consumers"]["reflexion_analyzer"];
+    CHECK(report["read"] == 500);
+    CHECK(report["lock_lost"] == true);
+    CHECK(report["cursor"].is_null());  // before: ids[499]
+    CHECK(l.db("SELECT * FROM event_drain_state WHERE consumer = 'reflexion_analyzer'").empty());
+  }
+}

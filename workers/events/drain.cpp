@@ -83,6 +83,9 @@ Task<Result<DrainReport>> drain_consumer_with(Context& ctx, const std::string& c
     co_return report;
   }
   report.cursor = opening.cursor.event_id;
+  // The cursor as of this run's last commit made while it held the lock: a commit after the lock
+  // was lost keeps its writes but not its cursor (kAdvanceCursorHeld), so that is where it stopped.
+  std::string held_cursor = report.cursor;
   int batches = 0;
   Status result = Unit{};
   for (;;) {
@@ -106,7 +109,12 @@ Task<Result<DrainReport>> drain_consumer_with(Context& ctx, const std::string& c
       if (!result) break;
     }
     add_batch(report, batch);
-    if (!run.tail_continues) break;
+    if (!run.tail_continues) {
+      // The release rode in that commit and deletes only this run's lock: nothing deleted means the
+      // lock was another's by then, and the commit's cursor did not land either.
+      report.lock_lost = run.tail_results.front().meta.changes == 0;
+      break;
+    }
     auto next = DrainState::opening_of(run.tail_results);
     if (!next) {
       result = std::move(next).error();
@@ -120,9 +128,14 @@ Task<Result<DrainReport>> drain_consumer_with(Context& ctx, const std::string& c
     }
     if (!opening.holds_lock) {
       // The lock expired and another run took it: that run goes on from the committed cursor.
-      ctx.log("drain " + consumer + ": lock lost after " + std::to_string(batches) + " batches");
+      report.lock_lost = true;
       break;
     }
+    held_cursor = opening.cursor.event_id;
+  }
+  if (report.lock_lost) {
+    ctx.log("drain " + consumer + ": lock lost after " + std::to_string(batches) + " batches");
+    report.cursor = held_cursor;
   }
   if (!result && (!run.tail_sent || run.tail_continues)) {
     // The failed batch's commit (and its tail) did not land, or the failure came after a tail that
