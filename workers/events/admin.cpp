@@ -576,8 +576,9 @@ Task<Result<Response>> entity_timeline(Context& ctx, const Request& req, const P
   f.tenant_id = tenant;
   f.entity_type = param(params, "entityType");
   f.entity_id = param(params, "entityId");
-  f.after = canonical_ulid(req.query_param("after"));
-  if (!f.after.empty() && !is_ulid(f.after)) co_return field_error("after", "must be an event_id");
+  if (!parse_after(req.query_param("after"), f.after, f.after_seq)) {
+    co_return field_error("after", "must be an event_id or a page's next");
+  }
   std::string order = req.query_param("order");
   if (!order.empty() && order != "asc" && order != "desc") {
     co_return field_error("order", "use asc or desc");

@@ -206,6 +206,17 @@ Status check_producer_event_id(const std::string& event_id, std::int64_t now_ms)
   return Unit{};
 }
 
+bool parse_after(std::string after, std::string& id, std::optional<std::int64_t>& seq) {
+  bool well_formed = true;
+  if (auto dot = after.find('.'); dot != std::string::npos) {
+    seq = parse_decimal(std::string_view(after).substr(dot + 1), 0, INT64_MAX);
+    well_formed = seq.has_value();
+    after.resize(dot);
+  }
+  id = canonical_ulid(after);
+  return well_formed && ((id.empty() && !seq) || is_ulid(id));
+}
+
 Result<ReadQuery> parse_read_query(const Request& req) {
   ReadQuery q;
   q.type_glob = req.query_param("type");
@@ -240,17 +251,7 @@ Result<ReadQuery> parse_read_query(const Request& req) {
           .with("field", "entity");
     }
   }
-  // An event_id, or the "<event_id>.<seq>" an operator's page without tenant= answers as `next`
-  // (event_ids are unique per tenant only, so across tenants the id alone may name two positions).
-  std::string after = req.query_param("after");
-  bool well_formed = true;
-  if (auto dot = after.find('.'); dot != std::string::npos) {
-    q.after_seq = parse_decimal(std::string_view(after).substr(dot + 1), 0, INT64_MAX);
-    well_formed = q.after_seq.has_value();
-    after.resize(dot);
-  }
-  q.after = canonical_ulid(after);
-  if (!well_formed || ((!q.after.empty() || q.after_seq) && !is_ulid(q.after))) {
+  if (!parse_after(req.query_param("after"), q.after, q.after_seq)) {
     return Error{ErrorCode::invalid_request, "after: must be an event_id (ULID) or a page's next"}
         .with("field", "after");
   }

@@ -88,6 +88,10 @@ struct ReadQuery {
   bool newest_first = false;  // order=desc: newest first by the ledger's insertion sequence
   int limit = kDefaultReadLimit;
 };
+// An `after` parameter: an event_id, or the "<event_id>.<seq>" a page read across tenants (the
+// operator without tenant=) answers as `next`: event_ids are unique per tenant only, so across
+// tenants the id alone may name two positions. False when it is neither.
+bool parse_after(std::string after, std::string& id, std::optional<std::int64_t>& seq);
 Result<ReadQuery> parse_read_query(const Request& req);
 // GET /api/events's answer, {"events":[…],"next":…}: each event's view written by SQLite, and
 // spliced into the body by the host when it held the views (docs/abi.md "Held columns"), here

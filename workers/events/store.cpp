@@ -442,12 +442,14 @@ FROM json_each(?1)
 )sql";
 
 // A page of an entity's timeline: ?1 tenant, ?2 entity_type, ?3 entity_id, ?4 the `after` event_id
-// ('' from the start), ?5 the page size, ?6 1 to read payloads. The indexer's cursor splits the
-// ledger: entries at or before it come from the materialized list, events after it from `events`
-// (its entity index), both in the one query so the split and the entries agree (the indexer commits
-// its entries and its cursor in one batch). Each side is limited before the merge, so a page reads
-// at most twice its size. The cursor maps to its event's first insertion in this entity (and
-// tenant); an unknown one is NULL, and the page is empty. Four variants: one tenant (the key's
+// ('' from the start), ?5 the page size, ?6 1 to read payloads, ?7 the `after` event's seq or NULL
+// (an operator's page across tenants, where two tenants' events of one entity may share an id). The
+// indexer's cursor splits the ledger: entries at or before it come from the materialized list,
+// events after it from `events` (its entity index), both in the one query so the split and the
+// entries agree (the indexer commits its entries and its cursor in one batch). Each side is limited
+// before the merge, so a page reads at most twice its size. The `after` event maps to its first
+// insertion in this entity (and tenant), or to the one at ?7; an unknown one is NULL, and the page
+// is empty. Four variants: one tenant (the key's
 // tenant column is an equality, so the page is a range scan in seq order) or every tenant (the
 // operator without ?tenant=; that entity's entries are sorted), oldest or newest first.
 constexpr std::string_view kTimelinePageTenantAsc = R"sql(
@@ -456,7 +458,8 @@ WITH pos AS (
            AS indexed_seq,
          CASE WHEN ?4 = '' THEN 0 ELSE
            (SELECT MIN(c.seq) FROM events c
-            WHERE c.event_id = ?4 AND COALESCE(c.tenant_id, '') = ?1 AND c.entity_type = ?2 AND c.entity_id = ?3)
+            WHERE c.event_id = ?4 AND COALESCE(c.tenant_id, '') = ?1 AND c.entity_type = ?2 AND c.entity_id = ?3
+              AND (?7 IS NULL OR c.seq = ?7))
          END AS bound_seq
 )
 SELECT * FROM (
@@ -491,7 +494,8 @@ WITH pos AS (
            AS indexed_seq,
          CASE WHEN ?4 = '' THEN 9223372036854775807 ELSE
            (SELECT MIN(c.seq) FROM events c
-            WHERE c.event_id = ?4 AND COALESCE(c.tenant_id, '') = ?1 AND c.entity_type = ?2 AND c.entity_id = ?3)
+            WHERE c.event_id = ?4 AND COALESCE(c.tenant_id, '') = ?1 AND c.entity_type = ?2 AND c.entity_id = ?3
+              AND (?7 IS NULL OR c.seq = ?7))
          END AS bound_seq
 )
 SELECT * FROM (
@@ -526,7 +530,8 @@ WITH pos AS (
            AS indexed_seq,
          CASE WHEN ?4 = '' THEN 0 ELSE
            (SELECT MIN(c.seq) FROM events c
-            WHERE c.event_id = ?4 AND ?1 IS NULL AND c.entity_type = ?2 AND c.entity_id = ?3)
+            WHERE c.event_id = ?4 AND ?1 IS NULL AND c.entity_type = ?2 AND c.entity_id = ?3
+              AND (?7 IS NULL OR c.seq = ?7))
          END AS bound_seq
 )
 SELECT * FROM (
@@ -561,7 +566,8 @@ WITH pos AS (
            AS indexed_seq,
          CASE WHEN ?4 = '' THEN 9223372036854775807 ELSE
            (SELECT MIN(c.seq) FROM events c
-            WHERE c.event_id = ?4 AND ?1 IS NULL AND c.entity_type = ?2 AND c.entity_id = ?3)
+            WHERE c.event_id = ?4 AND ?1 IS NULL AND c.entity_type = ?2 AND c.entity_id = ?3
+              AND (?7 IS NULL OR c.seq = ?7))
          END AS bound_seq
 )
 SELECT * FROM (
@@ -1595,8 +1601,9 @@ Task<Result<std::vector<TimelineEntry>>> AggregateStore::timeline_page(const Tim
   std::string_view sql = f.tenant_id
                              ? (f.newest_first ? kTimelinePageTenantDesc : kTimelinePageTenantAsc)
                              : (f.newest_first ? kTimelinePageAllDesc : kTimelinePageAllAsc);
-  json params = json::array({text_or_null(f.tenant_id), f.entity_type, f.entity_id, f.after,
-                             f.limit, f.with_payload ? 1 : 0});
+  json params =
+      json::array({text_or_null(f.tenant_id), f.entity_type, f.entity_id, f.after, f.limit,
+                   f.with_payload ? 1 : 0, f.after_seq ? json(*f.after_seq) : json(nullptr)});
   SS_CO_TRY(D1Result fetched, co_await db().all(sql, params));
   co_return fetched.as<TimelineEntry>();
 }

@@ -388,6 +388,7 @@ struct TimelineFilter {
   std::string entity_type;
   std::string entity_id;
   std::string after;  // event_id of the previous page's last entry, exclusive; "" from the start
+  std::optional<std::int64_t> after_seq;  // its insertion position ("<event_id>.<seq>" cursors)
   bool newest_first = false;
   bool with_payload = true;
   int limit = 500;

@@ -232,6 +232,51 @@ TEST_CASE("another tenant's entity never appears in a tenant's timeline") {
   CHECK(t.get("/api/entities/lead/L1/timeline", "bakery", "wrong-token-0123456789").status == 401);
 }
 
+TEST_CASE("the operator pages an entity across tenants that share an event_id, each event once") {
+  // event_ids are unique per tenant only: two tenants may send the same producer id for one entity.
+  // The operator's `next` without ?tenant= used to be the bare id, which names both events: paging
+  // oldest first never ended (the second event again and again), newest first skipped the first.
+  Timeline t;
+  const std::string shared_id = "01KA0000000000000000000001";
+  auto emit_with_id = [&](const std::string& tenant, const std::string& token) {
+    auto h = Mesh::tenant_headers(tenant, token);
+    h["Content-Type"] = "application/json";
+    auto r = t.l.mesh.request("events", "POST", "/api/events", h,
+                              json{{"event_type", "lead.received"},
+                                   {"entity_ref", "lead:L7"},
+                                   {"event_id", shared_id},
+                                   {"payload", json::object()}}
+                                  .dump());
+    REQUIRE(r.status == 201);
+  };
+  emit_with_id("bakery", kToken);
+  emit_with_id("auto-repair", timeline_test::kAutoToken);
+  for (bool indexed : {false, true}) {
+    CAPTURE(indexed);
+    if (indexed) CHECK(t.l.drain("timeline_indexer")["read"] == 2);
+    for (const char* order : {"asc", "desc"}) {
+      CAPTURE(order);
+      std::vector<std::string> tenants;
+      std::string after;
+      for (int guard = 0; guard < 5; ++guard) {
+        auto r = t.l.admin("GET", std::string("/api/entities/lead/L7/timeline?limit=1&order=") +
+                                      order + (after.empty() ? "" : "&after=" + after));
+        REQUIRE(r.status == 200);
+        json p = r.body_json();
+        for (const json& e : p["events"]) tenants.push_back(e["tenant_id"]);
+        if (p["next"].is_null()) break;
+        after = p["next"];
+      }
+      std::vector<std::string> expected = {"bakery", "auto-repair"};
+      if (std::string(order) == "desc") std::swap(expected[0], expected[1]);
+      CHECK(tenants == expected);
+    }
+  }
+  // A tenant's own `next` stays the bare event_id.
+  json mine = t.page("/api/entities/lead/L7/timeline?limit=1");
+  CHECK(mine["next"] == shared_id);
+}
+
 TEST_CASE("a redacted event's timeline entry carries no payload text") {
   Timeline t;
   std::string indexed =

@@ -38,7 +38,10 @@ Task<Result<json>> read_timeline(const TimelineFilter& filter) {
   }
   json next = nullptr;
   if (!entries.empty() && static_cast<int>(entries.size()) == filter.limit) {
-    next = entries.back().event.event_id;
+    // Across tenants (the operator without tenant=) the id alone may name two events of the
+    // entity: the position goes along, as on GET /api/events.
+    const EventRow& last = entries.back().event;
+    next = filter.tenant_id ? last.event_id : last.event_id + "." + std::to_string(last.seq);
   }
   co_return json_object({{"events", std::move(events)}, {"next", std::move(next)}});
 }
