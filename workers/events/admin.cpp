@@ -665,13 +665,9 @@ Task<Status> run_cron(Context& ctx, const std::string& cron) {
   Status result = Unit{};
   if (cron == "*/2 * * * *") {
     // Starts held by kill:high_risk_ops go out once the switch is off (PUT releases the first
-    // kMaxReleasePerCall at once; the rest follow here).
-    std::vector<std::string> high_risk = {kHighRiskSwitch};
-    auto held = co_await DrainState::any_switch_on(high_risk);
-    if (held && !*held) {
-      auto released = co_await release_held(ctx);
-      if (!released) ctx.log("release of held starts failed: " + released.error().message);
-    }
+    // kMaxReleasePerCall at once; the rest follow here, while it and the stops stay off).
+    auto released = co_await release_held(ctx);
+    if (!released) ctx.log("release of held starts failed: " + released.error().message);
   }
   // Each consumer drains batch after batch until it has caught up or the run's bound is reached:
   // one batch per tick could never keep up with a busy ledger (docs/runbook-events.md).

@@ -791,7 +791,8 @@ static void hold_refunds(Ledger& l) {
           200);
 }
 
-TEST_CASE("an emergency stop turned on while held starts are released holds the rest") {
+TEST_CASE(
+    "a release pass reads the kill switches once; a stop turned on during it holds the next") {
   Ledger l;
   hold_refunds(l);
   for (int i = 0; i < 3; ++i) l.emit("order.refunded");
@@ -808,16 +809,41 @@ TEST_CASE("an emergency stop turned on while held starts are released holds the 
     }
     return stub(req);
   };
+  int switch_reads = 0;
+  l.mesh.fail_effect = [&](const json& e) {
+    std::string sql = e.value("sql", "");
+    if (sql.find("SELECT name FROM kill_switches") != std::string::npos) ++switch_reads;
+    return false;
+  };
   auto off = l.admin("PUT", "/admin/kill-switches/kill:high_risk_ops", {{"enabled", false}});
   l.mesh.fetch_stub = stub;
+  l.mesh.fail_effect = nullptr;
   REQUIRE(off.status == 200);
-  CHECK(off.body_json()["released"]["released"] == 1);
-  CHECK(off.body_json()["released"]["still_held"] == 2);
-  CHECK(l.calls.size() == 1);
-  // Once the stop is off, the */2 cron releases the other two, each once.
+  // One read for the pass (kill:fanout, kill:workflow_runner, kill:high_risk_ops together). Before:
+  // the stops again before each further event and kill:high_risk_ops once per event, 6 reads for
+  // 3 events (up to 199 D1 queries a pass of 100, in the */2 cron's invocation with its drain).
+  CHECK(switch_reads == 1);
+  CHECK(off.body_json()["released"]["released"] == 3);
+  CHECK(off.body_json()["released"]["still_held"] == 0);
+  CHECK(l.calls.size() == 3);
+
+  // The stop holds the next pass, as a drain's next batch: held events wait while it is on.
+  l.emit("order.refunded");
+  REQUIRE(l.admin("PUT", "/admin/kill-switches/kill:fanout", {{"enabled", false}}).status == 200);
+  REQUIRE(l.admin("PUT", "/admin/kill-switches/kill:high_risk_ops", {{"enabled", true}}).status ==
+          200);
+  CHECK(l.drain()["held"] == 1);
+  REQUIRE(l.admin("PUT", "/admin/kill-switches/kill:fanout", {{"enabled", true}}).status == 200);
+  auto held = l.admin("PUT", "/admin/kill-switches/kill:high_risk_ops", {{"enabled", false}});
+  REQUIRE(held.status == 200);
+  CHECK(held.body_json()["released"]["released"] == 0);
+  CHECK(held.body_json()["released"]["still_held"] == 1);
+  CHECK(l.calls.size() == 3);
+  // Once the stop is off, the */2 cron releases it, once.
   REQUIRE(l.admin("PUT", "/admin/kill-switches/kill:fanout", {{"enabled", false}}).status == 200);
   CHECK(l.mesh.message("events", {{"op", "scheduled"}, {"cron", "*/2 * * * *"}})["ok"] == true);
-  CHECK(l.calls.size() == 3);
+  CHECK(l.calls.size() == 4);
+  CHECK(l.db("SELECT * FROM events_quarantine WHERE resolved_at IS NULL").empty());
 }
 
 TEST_CASE("held starts are not released while kill:fanout or kill:workflow_runner is on") {

@@ -514,17 +514,22 @@ Task<Result<ChunkResult>> run_chunk(Context& ctx, const std::string& consumer,
   co_return out;
 }
 
+Task<Result<bool>> known_off() { co_return false; }
+
 // Everything fan-out needs for the events with seq in (after, last], read concurrently.
+// kill:high_risk_ops is read too unless the caller knows it is off (`read_hold` false: a release
+// pass read it once for all its events).
 Task<Result<FanoutContext>> load_fanout_context(Context& ctx, const std::string& consumer,
                                                 std::int64_t after, std::int64_t last,
-                                                std::string holder, std::string lock) {
+                                                std::string holder, std::string lock,
+                                                bool read_hold = true) {
   FanoutContext fc;
   fc.holder = std::move(holder);
   fc.lock = std::move(lock);
   std::vector<std::string> high_risk_switch = {kHighRiskSwitch};
   auto [subs, workflows, keys, hold] = co_await when_all(
       load_subscriptions(ctx), load_workflows(), Dedupe::started_keys(consumer, after, last),
-      DrainState::any_switch_on(high_risk_switch));
+      read_hold ? DrainState::any_switch_on(high_risk_switch) : known_off());
   if (!subs) co_return std::move(subs).error();
   if (!workflows) co_return std::move(workflows).error();
   if (!keys) co_return std::move(keys).error();
@@ -698,7 +703,7 @@ Task<Status> run_workflow_batch(Context& ctx, DrainReport& report,
 }
 
 Task<Result<json>> retry_quarantined(Context& ctx, const std::string& consumer,
-                                     const std::string& event_id) {
+                                     const std::string& event_id, bool read_hold) {
   SS_CO_TRY(std::optional<QuarantineRow> quarantined,
             co_await Quarantine::find(consumer, event_id));
   if (!quarantined) {
@@ -711,8 +716,8 @@ Task<Result<json>> retry_quarantined(Context& ctx, const std::string& consumer,
     co_return Error{ErrorCode::conflict, "only workflow_runner quarantines events"};
   }
   SS_CO_TRY(std::string holder, co_await ctx.new_ulid());
-  SS_CO_TRY(FanoutContext fc,
-            co_await load_fanout_context(ctx, consumer, row->seq - 1, row->seq, holder, ""));
+  SS_CO_TRY(FanoutContext fc, co_await load_fanout_context(ctx, consumer, row->seq - 1, row->seq,
+                                                           holder, "", read_hold));
   std::vector<EventWork> works;
   // A retry gets the budget of a whole run for its one event: over it, the event stays quarantined.
   WorkMeter meter;
@@ -757,8 +762,11 @@ Task<Result<json>> retry_quarantined(Context& ctx, const std::string& consumer,
 
 Task<Result<json>> release_held(Context& ctx) {
   // Only the held rows are read: a page of every open row (Quarantine::list, 500 by seq) could be
-  // all failures, and the held events behind them would never be released.
-  std::vector<std::string> stops = {"kill:fanout", "kill:" + std::string(kWorkflowRunner)};
+  // all failures, and the held events behind them would never be released. The switches are read
+  // once per pass, with them: kill:fanout or kill:workflow_runner stops every start, and
+  // kill:high_risk_ops would hold each again.
+  std::vector<std::string> stops = {"kill:fanout", "kill:" + std::string(kWorkflowRunner),
+                                    kHighRiskSwitch};
   auto [found, stopped] = co_await when_all(
       Quarantine::open_with_reason(kWorkflowRunner, kHeldReason, kMaxReleasePerCall),
       DrainState::any_switch_on(stops));
@@ -766,30 +774,16 @@ Task<Result<json>> release_held(Context& ctx) {
   if (!stopped) co_return std::move(stopped).error();
   const std::vector<QuarantineRow>& rows = *found;
   int released = 0;
-  int still_held = 0;
-  if (*stopped) {
-    // kill:fanout or kill:workflow_runner stops every start: the held events stay parked, and the
-    // */2 cron releases them once the stop is off.
-    co_return json_object({{"released", 0}, {"still_held", static_cast<int>(rows.size())}});
-  }
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    // A stop turned on while releasing holds the rest (as a drain re-reads its switches per batch).
-    if (i > 0) {
-      SS_CO_TRY(bool stop_now, co_await DrainState::any_switch_on(stops));
-      if (stop_now) {
-        still_held += static_cast<int>(rows.size() - i);
-        break;
-      }
-    }
-    const QuarantineRow& row = rows[i];
-    SS_CO_TRY(json result, co_await retry_quarantined(ctx, kWorkflowRunner, row.event_id));
-    if (result["resolved"] == true) {
-      ++released;
-    } else {
-      ++still_held;
+  if (!*stopped) {
+    // Otherwise the held events stay parked, and the */2 cron releases them once every switch is off.
+    for (const QuarantineRow& row : rows) {
+      SS_CO_TRY(json result, co_await retry_quarantined(ctx, kWorkflowRunner, row.event_id,
+                                                        /*read_hold=*/false));
+      if (result["resolved"] == true) ++released;
     }
   }
-  co_return json_object({{"released", released}, {"still_held", still_held}});
+  co_return json_object(
+      {{"released", released}, {"still_held", static_cast<int>(rows.size()) - released}});
 }
 
 }  // namespace ss::events

@@ -48,13 +48,15 @@ Task<Status> run_workflow_batch(Context& ctx, DrainReport& report,
                                 const std::string& holder);
 
 // Re-runs one quarantined event for workflow_runner; dedupe keeps already-started workflows from
-// starting twice. Returns the new quarantine state.
+// starting twice. Returns the new quarantine state. `read_hold` false: the caller read
+// kill:high_risk_ops and it is off.
 Task<Result<json>> retry_quarantined(Context& ctx, const std::string& consumer,
-                                     const std::string& event_id);
+                                     const std::string& event_id, bool read_hold = true);
 
 // Retries up to kMaxReleasePerCall events held by kill:high_risk_ops (after it was turned off):
-// {"released","still_held"}. The cron calls it too, so a long backlog drains over several runs.
-// Nothing is released while kill:fanout or kill:workflow_runner is on (they stop every start).
+// {"released","still_held"}. The */2 cron calls it too, so a long backlog drains over several runs.
+// The kill switches are read once per pass: nothing is released while kill:high_risk_ops,
+// kill:fanout or kill:workflow_runner is on (a stop turned on during a pass holds the next one).
 Task<Result<json>> release_held(Context& ctx);
 
 }  // namespace ss::events
