@@ -1025,4 +1025,30 @@ TEST_CASE("a run that lost its drain lock reports the cursor it committed, not t
     CHECK(report["cursor"].is_null());  // before: ids[499]
     CHECK(l.db("SELECT * FROM event_drain_state WHERE consumer = 'reflexion_analyzer'").empty());
   }
+  SUBCASE("a full batch whose commit finds the lock taken and a kill switch on") {
+    Ledger l;
+    emit_many(l, 600, "lead.spam_absorbed", {{"reason", "honeypot"}});
+    int batches = 0;
+    l.mesh.fail_effect = [&](const json& e) {
+      if (e["kind"] == "d1.batch" && ++batches == 2) {
+        l.mesh.db("EVENTS_DB")
+            .execute("UPDATE cron_locks SET holder = 'other', expires_at_ms = ?1",
+                     json::array({l.mesh.now_ms + ss::events::kLockTtlMs}));
+        l.mesh.db("EVENTS_DB")
+            .execute(
+                "INSERT INTO kill_switches (name, enabled, updated_at) "
+                "VALUES ('kill:reflexion_analyzer', 1, '2025-11-29T14:20:00Z')",
+                json::array());
+      }
+      return false;
+    };
+    auto r = l.admin("POST", "/admin/events/drain?consumer=reflexion_analyzer&batches=2");
+    l.mesh.fail_effect = nullptr;
+    REQUIRE(r.status == 200);
+    json report = r.body_json()["consumers"]["reflexion_analyzer"];
+    CHECK(report["killed"] == true);
+    CHECK(report["lock_lost"] == true);
+    CHECK(report["cursor"].is_null());
+    CHECK(l.db("SELECT holder FROM cron_locks")[0]["holder"] == "other");
+  }
 }

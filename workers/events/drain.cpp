@@ -121,14 +121,12 @@ Task<Result<DrainReport>> drain_consumer_with(Context& ctx, const std::string& c
       break;
     }
     opening = std::move(next).value();
-    if (opening.killed) {
-      // A switch turned on during the run: the tail let the lock go; the next batch waits.
-      report.killed = true;
-      break;
-    }
-    if (!opening.holds_lock) {
-      // The lock expired and another run took it: that run goes on from the committed cursor.
-      report.lock_lost = true;
+    if (opening.killed || !opening.holds_lock) {
+      // A switch turned on during the run: the tail let the lock go (if it was still this run's),
+      // and the next batch waits. Or the lock expired and another run took it: that run goes on
+      // from the committed cursor.
+      report.killed = opening.killed;
+      report.lock_lost = !opening.killed || run.tail_results.front().meta.changes == 0;
       break;
     }
     held_cursor = opening.cursor.event_id;
