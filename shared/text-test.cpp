@@ -84,6 +84,24 @@ TEST_CASE("is_utf8: well-formed UTF-8 only (Unicode table 3-7)") {
   CHECK_FALSE(ss::is_utf8("\xe2\x28\xa1"));      // broken off by ASCII
 }
 
+TEST_CASE("has_control_chars: C0, DEL and C1; newlines and tabs only when allowed") {
+  for (bool allow : {false, true}) {
+    CAPTURE(allow);
+    CHECK(!ss::has_control_chars("Fresh bread, caf\xc3\xa9 \xe2\x82\xac 3", allow));
+    CHECK(!ss::has_control_chars("\xc2\xa0non-breaking \xc2\xa9", allow));  // U+00A0, U+00A9: text
+    CHECK(ss::has_control_chars(std::string_view("nul\0x", 5), allow));
+    for (const char* bad : {"esc\x1b[31m", "del\x7f", "nel\xc2\x85",
+                            "csi\xc2\x9b"
+                            "1m",
+                            "pad\xc2\x80"}) {
+      CAPTURE(bad);
+      CHECK(ss::has_control_chars(bad, allow));
+    }
+    CHECK(ss::has_control_chars("a\nb\tc", allow) == !allow);
+  }
+  CHECK(!ss::has_control_chars("ends with a lead \xc2", true));  // not valid UTF-8; not C1 either
+}
+
 TEST_CASE("utf8_prefix cuts before a character, never through it") {
   CHECK(ss::utf8_prefix("abc", 5) == "abc");
   CHECK(ss::utf8_prefix("abc", 2) == "ab");

@@ -59,9 +59,14 @@ std::string utf8_prefix(std::string_view text, std::size_t max_bytes) {
 }
 
 bool has_control_chars(std::string_view text, bool allow_newlines) {
-  for (char c : text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
     const auto u = static_cast<unsigned char>(c);
     if (u == 0x7F || (u < 0x20 && !(allow_newlines && (c == '\n' || c == '\r' || c == '\t')))) {
+      return true;
+    }
+    // C1 (U+0080..U+009F) is UTF-8 C2 80..C2 9F.
+    if (u == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) <= 0x9F) {
       return true;
     }
   }

@@ -34,8 +34,9 @@ Utf8Lead utf8_lead(unsigned char c);
 bool is_utf8(std::string_view text);
 // At most `max_bytes` bytes of UTF-8 text, cut before a character rather than through it.
 std::string utf8_prefix(std::string_view text, std::size_t max_bytes);
-// A C0 control character or DEL; with allow_newlines, \n, \r and \t are text (a message, an
-// announcement), without, they are controls too (a name, a single-line field).
+// A control character of UTF-8 text: C0, DEL or C1 (U+0080..U+009F, bytes C2 80..C2 9F); with
+// allow_newlines, \n, \r and \t are text (a message, an announcement), without, they are controls
+// too (a name, a single-line field).
 bool has_control_chars(std::string_view text, bool allow_newlines);
 
 // A set of bytes, built from ranges and lists: CharClass().range('a', 'z').chars("-_").

@@ -395,6 +395,57 @@ TEST_CASE("cms: text keeps newlines and tabs; a control character is 400 on PATC
   CHECK(t.get("/v1/content").body_json()["announcements"].size() >= 1);
 }
 
+// C1 controls (U+0080..U+009F: NEL, CSI, …) are refused like ASCII's, as the leads service does;
+// U+00A0 and above are text.
+TEST_CASE("cms: a C1 control character is 400 naming the field, and nothing is written") {
+  Cms t;
+  const std::int64_t before = t.version();
+  struct Case {
+    const char* method;
+    std::string path;
+    json body;
+    const char* field;
+  };
+  HttpReply created =
+      t.studio("POST", "/admin/v1/announcements", json{{"text", "caf\xc3\xa9\xc2\xa0ok"}});
+  REQUIRE(created.status == 201);
+  const std::string id = created.body_json()["id"];
+  const std::int64_t written = t.version();
+  CHECK(written == before + 1);
+  const Case cases[] = {
+      {"POST", "/admin/v1/announcements", json{{"text", "Closed\xc2\x85today"}}, "text"},
+      {"PATCH", "/admin/v1/announcements/" + id,
+       json{{"text",
+             "csi \xc2\x9b"
+             "31m"}},
+       "text"},
+      {"POST", "/admin/v1/overrides",
+       json{{"from", "2026-12-24"}, {"closed", true}, {"message", "pad\xc2\x80"}}, "message"},
+      {"POST", "/admin/v1/overrides",
+       json{{"closedNow", true}, {"until", nullptr}, {"message", "x\xc2\x9f"}}, "message"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.method);
+    CAPTURE(c.field);
+    HttpReply r = t.studio(c.method, c.path, c.body);
+    CHECK(r.status == 400);
+    CHECK(r.body_json()["error"]["code"] == "invalid_request");
+    CHECK(r.body_json()["error"]["field"] == c.field);
+    CHECK(r.body_json()["error"]["fields"].contains(c.field));
+  }
+  CHECK(t.version() == written);
+  // A tenant config's snapshot is checked with the same rule.
+  json body{{"token", "zz-token-0123456789abcd"},
+            {"adminToken", "zz-admin-0123456789abcd"},
+            {"config", {{"fallback", {{"announcements", {{{"text", "bad\xc2\x85"}}}}}}}}};
+  HttpReply seeded = t.mesh.request("cms", "PUT", "/admin/tenants/zz",
+                                    {{"Authorization", std::string("Bearer ") + Mesh::kAdminToken},
+                                     {"Content-Type", "application/json"}},
+                                    body.dump());
+  CHECK(seeded.status == 400);
+  CHECK(seeded.body_json()["error"]["field"] == "config.fallback.announcements[0].text");
+}
+
 TEST_CASE("cms: a tenant's fallback snapshot is checked at provisioning, naming the field") {
   Cms t;
   auto provision = [&](const json& fallback) {

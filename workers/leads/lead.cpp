@@ -17,15 +17,6 @@ std::string trim(std::string_view s) {
   return std::string(s.substr(begin, end - begin + 1));
 }
 
-// Control characters: ASCII's (C0 and DEL; newlines and tabs when allowed) and the C1 range
-// U+0080..U+009F (UTF-8 C2 80..C2 9F), which has_control_chars leaves to the caller.
-bool has_controls(std::string_view s, bool allow_newlines) {
-  for (std::size_t i = 0; i + 1 < s.size(); ++i) {
-    if (s[i] == '\xC2' && static_cast<unsigned char>(s[i + 1]) <= 0x9F) return true;
-  }
-  return has_control_chars(s, allow_newlines);
-}
-
 bool is_turnstile_field(const std::string& name) {
   return name == kTurnstileFields[0] || name == kTurnstileFields[1];
 }
@@ -146,7 +137,7 @@ Result<Submission> validate_submission(const SentFields& sent, const LeadsConfig
     if (!is_utf8(value)) {
       problems[name] = "must be UTF-8 text";
     } else if (name == "name") {
-      if (code_points(value) > kMaxNameLength || has_controls(value, false)) {
+      if (code_points(value) > kMaxNameLength || has_control_chars(value, false)) {
         problems["name"] = "must be at most 200 characters of text";
       } else if (!value.empty()) {
         out.lead["name"] = value;
@@ -167,13 +158,13 @@ Result<Submission> validate_submission(const SentFields& sent, const LeadsConfig
         }
       }
     } else if (name == "message") {
-      if (code_points(value) > kMaxMessageLength || has_controls(value, true)) {
+      if (code_points(value) > kMaxMessageLength || has_control_chars(value, true)) {
         problems["message"] = "must be at most 5000 characters of text";
       } else if (!value.empty()) {
         out.lead["message"] = value;
       }
     } else if (extras.count(name)) {
-      if (code_points(value) > kMaxExtraValueLength || has_controls(value, true)) {
+      if (code_points(value) > kMaxExtraValueLength || has_control_chars(value, true)) {
         problems[name] = "must be at most 1000 characters of text";
       } else if (!value.empty()) {
         out.lead[name] = value;
