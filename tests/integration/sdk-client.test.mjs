@@ -617,6 +617,75 @@ describe("createPlatformClient with fake bindings", () => {
       [false, "override", "2026-07-21T11:00:00Z"], // Tuesday 07:00 EDT, the first day after it
     );
   });
+  // The snapshot is read as cms-service reads a tenant's seed (workers/cms/model.cpp): hours naming
+  // no zone are in config.cms.timezone (else UTC); hours with an invalid range (24:01, open 24:00,
+  // open == close, 7 ranges a day) are left out as a whole, so the shop reads closed rather than
+  // open around the clock; overrides and announcements that do not validate are left out.
+  it("reads the snapshot as cms-service reads its seed: zone, invalid ranges and items", async () => {
+    const monday = { mon: [{ open: "09:00", close: "17:00" }] };
+    const at = "2026-06-01T10:00:00Z"; // Monday 10:00 UTC, 06:00 in New York
+    const read = async (fallback, config) => {
+      const client = createPlatformClient({ manifest: { appId: "shop", config, fallback }, bindings: {} });
+      return { content: await client.cms.content(), status: await client.cms.status(at) };
+    };
+
+    const utc = await read({ hours: { weekly: monday } });
+    assert.equal(utc.content.hours.timezone, "UTC");
+    assert.deepEqual(utc.content.hours.weekly, monday);
+    assert.deepEqual([utc.status.open, utc.status.nextChange], [true, "2026-06-01T17:00:00Z"]);
+    const ny = await read({ hours: { timezone: null, weekly: monday } }, { cms: { timezone: "America/New_York" } });
+    assert.equal(ny.content.hours.timezone, "America/New_York");
+    assert.deepEqual([ny.status.open, ny.status.nextChange], [false, "2026-06-01T13:00:00Z"]);
+
+    const week = { mon: [], tue: [], wed: [], thu: [], fri: [], sat: [], sun: [] };
+    const sevenRanges = Array.from({ length: 7 }, (_, i) => ({ open: `0${i}:00`, close: `0${i}:30` }));
+    for (const ranges of [
+      [{ open: "09:00", close: "24:01" }],
+      [{ open: "24:00", close: "02:00" }],
+      [{ open: "09:00", close: "09:00" }],
+      [{ open: "9:00", close: "17:00" }],
+      sevenRanges,
+    ]) {
+      const { content, status } = await read({ hours: { timezone: "UTC", weekly: { mon: ranges } } });
+      assert.deepEqual(content.hours, { timezone: "UTC", weekly: week }, JSON.stringify(ranges));
+      assert.deepEqual(
+        [status.open, status.reason, status.nextChange],
+        [false, "closed", null],
+        JSON.stringify(ranges),
+      );
+    }
+    // An unknown day or zone leaves the hours out too (in the default zone).
+    assert.deepEqual((await read({ hours: { timezone: "Mars/Base", weekly: monday } })).content.hours, {
+      timezone: "UTC",
+      weekly: week,
+    });
+    assert.equal((await read({ hours: { timezone: "UTC", weekly: { funday: [] } } })).status.open, false);
+
+    const good = { from: "2026-06-01", closed: true, message: "Inventory" };
+    const { content, status } = await read({
+      hours: { timezone: "UTC", weekly: monday },
+      overrides: [
+        { from: "2026-06-02", to: "2026-06-01", closed: true }, // to before from
+        { from: "2026-06-01", closed: "yes" },
+        { from: "2026-06-01", hours: [{ open: "10:00", close: "10:00" }] },
+        { from: "2026-06-01" }, // neither closed nor hours
+        { from: "2019-12-31", closed: true }, // before the zone data
+        { closedNow: true, until: "tomorrow" },
+        { closedNow: "yes" },
+        good,
+      ],
+      announcements: [
+        { text: "" },
+        { text: "Loud", level: "loud" },
+        { text: "Backwards", startsAt: "2026-06-02T00:00:00Z", endsAt: "2026-06-01T00:00:00Z" },
+        { text: "Sloppy", startsAt: "June 1" },
+        { text: "Hello" },
+      ],
+    });
+    assert.deepEqual(content.overrides, [good]);
+    assert.deepEqual(content.announcements, [{ text: "Hello", level: "info" }]);
+    assert.deepEqual([status.open, status.reason, status.override], [false, "override", good]);
+  });
 });
 
 describe("createPlatformClient against the platform workers", () => {

@@ -593,6 +593,37 @@ TEST_CASE("cms: zero lockout on a fresh isolate comes from the snapshot bundled 
   CHECK(t.get("/v1/content").status == 503);  // the bakery has no bundled seed here
 }
 
+// A bundled seed is read as the SDK reads the manifest's snapshot (bindings/sdk/src/hours.js): hours
+// naming no zone are in the seed's zone; hours with a bad range are left out as a whole.
+TEST_CASE("cms: a bundled seed's hours without a zone are read in the seed's zone") {
+  Cms t;
+  auto seeded = [&](const json& hours, const char* zone) {
+    json seeds{{"auto-repair",
+                {{"tokenHash", ss::native::sha256_hex(kAutoToken)},
+                 {"timezone", zone},
+                 {"content", {{"hours", hours}}}}}};
+    ss::cms::forget_all_remembered();
+    t.mesh.set_env("cms", ss::cms::kSeedsVar, seeds.dump());
+    return t.mesh
+        .request("cms", "GET", "/v1/status?at=2026-06-01T07:30:00Z",  // a Monday
+                 Mesh::tenant_headers("auto-repair", kAutoToken))
+        .body_json();
+  };
+  t.fail(true, true);
+  json weekly{{"mon", {{{"open", "08:00"}, {"close", "17:00"}}}}};
+  json london = seeded(json{{"weekly", weekly}}, "Europe/London");  // 08:30 BST
+  CHECK(london["open"] == true);
+  CHECK(london["source"] == "fallback");
+  CHECK(seeded(json{{"timezone", nullptr}, {"weekly", weekly}}, "Europe/London")["open"] == true);
+  CHECK(seeded(json{{"weekly", weekly}}, "UTC")["open"] == false);  // 07:30 UTC
+  // A zone of its own still wins; a bad range leaves the hours out (closed all week).
+  CHECK(seeded(json{{"timezone", "Europe/Paris"}, {"weekly", weekly}}, "UTC")["open"] == true);
+  json bad{{"mon", {{{"open", "08:00"}, {"close", "24:01"}}}}};
+  json closed = seeded(json{{"weekly", bad}}, "Europe/London");
+  CHECK(closed["open"] == false);
+  CHECK(closed["nextChange"].is_null());
+}
+
 TEST_CASE("cms: Workers RPC getContent/getStatus run the same handlers with tenant auth") {
   Cms t;
   json ok =

@@ -458,6 +458,14 @@ Content content_from_seed(const std::string& tenant_id, const json& snapshot,
   c.tenant_id = tenant_id;
   c.hours.timezone = Zone::find(default_timezone) ? default_timezone : "UTC";
   if (const json* hours = find_field(snapshot, "hours")) {
+    // Hours that name no zone are in the default one (the SDK reads a manifest's snapshot alike).
+    const json* zone = hours->is_object() ? find_field(*hours, "timezone") : nullptr;
+    json named;
+    if (hours->is_object() && (zone == nullptr || zone->is_null())) {
+      named = *hours;
+      named["timezone"] = c.hours.timezone;
+      hours = &named;
+    }
     if (auto parsed = parse_hours(*hours)) c.hours = std::move(parsed).value();
   }
   std::size_t n = 0;

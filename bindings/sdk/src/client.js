@@ -32,9 +32,12 @@ export function createPlatformClient(options = {}) {
     throw new TypeError("createPlatformClient(): appId must match [a-z0-9][a-z0-9-]{0,62}");
   }
   const snapshot = isObject(manifest?.fallback) ? manifest.fallback : undefined;
+  // The zone of snapshot hours that name none, as cms-service reads its seed (config.cms.timezone).
+  const cmsConfig = /** @type {Record<string, unknown> | undefined} */ (manifest?.config?.cms);
+  const cmsZone = isObject(cmsConfig) ? cmsConfig.timezone : undefined;
   let mocks; // created on first use, one in-memory store per client
   const leadsConfig = isObject(manifest?.config?.leads) ? manifest.config.leads : undefined;
-  const mock = () => (mocks ??= createMocks({ appId, snapshot, leadsConfig }));
+  const mock = () => (mocks ??= createMocks({ appId, snapshot, cmsZone, leadsConfig }));
 
   const bindingOf = (area) => {
     const service = /** @type {import("../index.d.ts").ServiceBinding | undefined} */ (
@@ -224,14 +227,14 @@ export function createPlatformClient(options = {}) {
       async content() {
         return cmsRead(
           () => cmsCall("getContent", "/v1/content"),
-          () => fallbackContent(appId, snapshot ?? {}, new Date()),
+          () => fallbackContent(appId, snapshot ?? {}, new Date(), cmsZone),
         );
       },
       async status(at) {
         const when = at === undefined ? undefined : toRfc3339(at);
         return cmsRead(
           () => cmsCall("getStatus", "/v1/status", when),
-          () => fallbackStatus(snapshot ?? {}, when ? new Date(when) : new Date()),
+          () => fallbackStatus(snapshot ?? {}, when ? new Date(when) : new Date(), cmsZone),
         );
       },
     },

@@ -13,26 +13,26 @@ const OFFSET_SAMPLE = 6 * 60 * MINUTE;
 const DAY_KEYS = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
 const formatters = new Map();
 
-/** GET /v1/content from the snapshot. */
-export function fallbackContent(appId, snapshot, now) {
-  const announcements = (Array.isArray(snapshot.announcements) ? snapshot.announcements : []).filter((a) =>
-    isActive(a, now),
-  );
+/**
+ * GET /v1/content from the snapshot (read as cms-service reads it: `cleanSnapshot`). `defaultZone`
+ * is the manifest's `config.cms.timezone`, the zone of hours that name none.
+ */
+export function fallbackContent(appId, snapshot, now, defaultZone) {
+  const clean = cleanSnapshot(snapshot, defaultZone);
   return {
     tenantId: appId,
     version: 0,
-    hours: snapshot.hours ?? null,
-    overrides: Array.isArray(snapshot.overrides) ? snapshot.overrides : [],
-    announcements,
+    hours: clean.hours,
+    overrides: clean.overrides,
+    announcements: clean.announcements.filter((a) => isActive(a, now)),
     source: "fallback",
   };
 }
 
-/** GET /v1/status?at= from the snapshot. */
-export function fallbackStatus(snapshot, at) {
-  const hours = snapshot.hours;
-  const zone = validZone(hours?.timezone) ?? "UTC";
-  const overrides = Array.isArray(snapshot.overrides) ? snapshot.overrides : [];
+/** GET /v1/status?at= from the snapshot (read as `fallbackContent` reads it). */
+export function fallbackStatus(snapshot, at, defaultZone) {
+  const { hours, overrides } = cleanSnapshot(snapshot, defaultZone);
+  const zone = hours.timezone;
   const t = at.getTime();
   const first = zoneOffsets(zone, t - DAY, t + SCAN_DAYS * DAY + DAY);
   const state = stateAt(hours, overrides, first, t);
@@ -48,8 +48,7 @@ export function fallbackStatus(snapshot, at) {
 function nextChange(hours, overrides, zone, t, open, first) {
   // Closed now by an emergency closure that has begun and names no end: nothing can flip until an
   // operator lifts it (the 400-day search would find nothing, at some cost per page render).
-  const openEnded = (o) =>
-    o?.closedNow === true && o.until == null && (o.from == null || !/T/.test(o.from) || Date.parse(o.from) <= t);
+  const openEnded = (o) => o.closedNow === true && o.until == null && (o.from == null || instantMs(o.from) <= t);
   if (!open && overrides.some(openEnded)) return null;
   const minutes = new Set([0]);
   let ranges = 0;
@@ -71,8 +70,8 @@ function nextChange(hours, overrides, zone, t, open, first) {
   const emergencyBounds = [];
   for (const o of overrides) {
     if (o?.closedNow !== true) continue;
-    if (typeof o.from === "string" && /T/.test(o.from)) emergencyBounds.push(Date.parse(o.from));
-    if (o.until != null) emergencyBounds.push(Date.parse(o.until));
+    if (o.from != null) emergencyBounds.push(instantMs(o.from));
+    if (o.until != null) emergencyBounds.push(instantMs(o.until));
   }
 
   let scannedTo = t;
@@ -181,8 +180,8 @@ function stateAt(hours, overrides, clock, t) {
   const emergency = overrides.find(
     (o) =>
       o?.closedNow === true &&
-      (o.until == null || Date.parse(o.until) > t) &&
-      (o.from == null || !/T/.test(o.from) || Date.parse(o.from) <= t),
+      (o.until == null || instantMs(o.until) > t) &&
+      (o.from == null || instantMs(o.from) <= t),
   );
   if (emergency) return { open: false, reason: "override", override: emergency };
 
@@ -225,9 +224,11 @@ function inRangePastMidnight(range, minutes) {
   return minutes < close;
 }
 
-function toMinutes(hhmm) {
-  const m = /^([01]\d|2[0-4]):([0-5]\d)$/.exec(hhmm ?? "");
-  return m ? Number(m[1]) * 60 + Number(m[2]) : null;
+/** "HH:MM" as minutes of the day: 00:00–23:59, and 24:00 (a close) when `allow24`; else null. */
+function toMinutes(hhmm, allow24 = true) {
+  const m = typeof hhmm === "string" ? /^([01]\d|2[0-4]):([0-5]\d)$/.exec(hhmm) : null;
+  if (!m || (m[1] === "24" && (!allow24 || m[2] !== "00"))) return null;
+  return Number(m[1]) * 60 + Number(m[2]);
 }
 
 // The date override deciding a local day. Where several cover it, cms-service takes the most recently
@@ -259,7 +260,127 @@ export function validZone(zone) {
 }
 
 function isActive(a, now) {
-  if (a?.startsAt && Date.parse(a.startsAt) > now.getTime()) return false;
-  if (a?.endsAt && Date.parse(a.endsAt) <= now.getTime()) return false;
+  if (a.startsAt != null && instantMs(a.startsAt) > now.getTime()) return false;
+  if (a.endsAt != null && instantMs(a.endsAt) <= now.getTime()) return false;
   return true;
+}
+
+// ---- The snapshot read as cms-service reads a tenant's seed (workers/cms/model.cpp,
+// content_from_seed): hours that do not validate are left out as a whole (closed all week, in the
+// default zone), hours that name no zone are in the default zone (UTC unless the manifest's
+// config.cms.timezone names one); each override or announcement that does not validate is left out;
+// a left-out level is "info". The limits are the service's (docs/cms.md "Model").
+
+const MAX_RANGES_PER_DAY = 6;
+const MAX_OVERRIDES = 100;
+const MAX_ANNOUNCEMENTS = 50;
+const MAX_TEXT = 500; // characters (code points), for an announcement's text and a message
+const MAX_OVERRIDE_DAYS = 366;
+const FIRST_DAY = "2020-01-01"; // dates the service's zone data covers
+const LAST_DAY = "2037-12-31";
+const LEVELS = ["info", "warning", "emergency"];
+const WEEK = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
+
+/**
+ * The snapshot as cms-service reads it: `{hours: {timezone, weekly}, overrides, announcements}`,
+ * every item valid by the service's rules (the items themselves are kept as written).
+ * @param {any} snapshot the manifest's `fallback`
+ * @param {unknown} [defaultZone] the manifest's `config.cms.timezone`
+ */
+export function cleanSnapshot(snapshot, defaultZone) {
+  const zone = validZone(defaultZone) ?? "UTC";
+  const s = isPlainObject(snapshot) ? snapshot : {};
+  let hours = { timezone: zone, weekly: Object.fromEntries(WEEK.map((day) => [day, []])) };
+  if (isPlainObject(s.hours)) {
+    const timezone = s.hours.timezone == null ? zone : validZone(s.hours.timezone);
+    const weekly = s.hours.weekly;
+    const valid =
+      timezone !== undefined &&
+      isPlainObject(weekly) &&
+      Object.entries(weekly).every(([day, ranges]) => DAY_KEYS.includes(day) && validRanges(ranges));
+    if (valid) hours = s.hours.timezone === timezone ? s.hours : { ...s.hours, timezone };
+  }
+  const list = (v) => (Array.isArray(v) ? v : []);
+  const overrides = list(s.overrides).filter(validOverride).slice(0, MAX_OVERRIDES);
+  const announcements = list(s.announcements)
+    .filter(validAnnouncement)
+    .slice(0, MAX_ANNOUNCEMENTS)
+    .map((a) => (a.level == null ? { ...a, level: "info" } : a));
+  return { hours, overrides, announcements };
+}
+
+function isPlainObject(v) {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** At most 6 `{open, close}` of a day: open 00:00–23:59, close 00:00–24:00, open ≠ close. */
+function validRanges(ranges) {
+  if (!Array.isArray(ranges) || ranges.length > MAX_RANGES_PER_DAY) return false;
+  return ranges.every((r) => {
+    if (!isPlainObject(r)) return false;
+    const open = toMinutes(r.open, false);
+    const close = toMinutes(r.close, true);
+    return open !== null && close !== null && open !== close;
+  });
+}
+
+/** Absent, null or a string of at most 500 characters (the service's optional text). */
+function optionalText(v) {
+  return v == null || (typeof v === "string" && [...v].length <= MAX_TEXT);
+}
+
+/** Absent, null or an RFC 3339 date-time. */
+function optionalInstant(v) {
+  return v == null || rfc3339Ms(v) !== null;
+}
+
+/** "YYYY-MM-DD", a real date from 2020 through 2037; its day number, else null. */
+function dayOf(v) {
+  if (typeof v !== "string" || !/^\d{4}-\d{2}-\d{2}$/.test(v) || v < FIRST_DAY || v > LAST_DAY) return null;
+  const ms = Date.UTC(Number(v.slice(0, 4)), Number(v.slice(5, 7)) - 1, Number(v.slice(8, 10)));
+  return new Date(ms).toISOString().slice(0, 10) === v ? ms / DAY : null;
+}
+
+function validOverride(o) {
+  if (!isPlainObject(o) || !optionalText(o.message)) return false;
+  if (o.closedNow != null && o.closedNow !== false) {
+    return o.closedNow === true && optionalInstant(o.until) && optionalInstant(o.from);
+  }
+  const from = dayOf(o.from);
+  const to = o.to == null ? from : dayOf(o.to);
+  if (from === null || to === null || to < from || to - from >= MAX_OVERRIDE_DAYS) return false;
+  if (o.closed != null && typeof o.closed !== "boolean") return false;
+  if (o.hours != null) return o.closed !== true && validRanges(o.hours);
+  return o.closed === true;
+}
+
+function validAnnouncement(a) {
+  if (!isPlainObject(a) || typeof a.text !== "string" || a.text === "" || [...a.text].length > MAX_TEXT) return false;
+  if (a.level != null && !LEVELS.includes(a.level)) return false;
+  if (!optionalInstant(a.startsAt) || !optionalInstant(a.endsAt)) return false;
+  return a.startsAt == null || a.endsAt == null || instantMs(a.endsAt) > instantMs(a.startsAt);
+}
+
+/** A valid RFC 3339 instant, as the service keeps it: to the second (ms, rounded down). */
+function instantMs(v) {
+  return Math.floor(/** @type {number} */ (rfc3339Ms(v)) / 1000) * 1000;
+}
+
+/**
+ * An RFC 3339 date-time (`2026-05-25T14:00:00Z`, `…T16:00:00.5+02:00`) as ms since the epoch, else
+ * null: the service's grammar (shared/rfc3339.cpp), not everything Date.parse would guess at.
+ */
+function rfc3339Ms(v) {
+  if (typeof v !== "string" || v.length > 64) return null;
+  const m = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:[Zz]|([+-])(\d{2}):(\d{2}))$/.exec(v);
+  if (!m) return null;
+  const [y, mo, d, h, mi, se] = m.slice(1, 7).map(Number);
+  const day = new Date(0);
+  day.setUTCFullYear(y, mo - 1, d); // years before 100 too (Date.UTC would read 0050 as 1950)
+  const date = day.getTime();
+  if (mo < 1 || mo > 12 || day.getUTCDate() !== d || h > 23 || mi > 59 || se > 59) return null;
+  const offset = m[8] ? (m[8] === "-" ? -1 : 1) * (Number(m[9]) * 60 + Number(m[10])) : 0;
+  if (m[8] && (Number(m[9]) > 23 || Number(m[10]) > 59)) return null;
+  const fraction = m[7] ? Number(`${m[7]}000`.slice(0, 3)) : 0;
+  return date + ((h * 60 + mi) * 60 + se) * 1000 + fraction - offset * MINUTE;
 }

@@ -6,10 +6,11 @@ import { fallbackContent, fallbackStatus } from "./hours.js";
 import { MAX_SUBMISSION_BODY, validateBeacon, validateEvent, validateEventQuery, validateLead } from "./rules.js";
 
 /**
- * @param {{ appId: string, snapshot?: object, leadsConfig?: Record<string, any> }} options
+ * @param {{ appId: string, snapshot?: object, cmsZone?: unknown, leadsConfig?: Record<string, any> }} options
+ *   cmsZone: the manifest's `config.cms.timezone` (the zone of snapshot hours that name none);
  *   leadsConfig: the manifest's `config.leads` (extra `fields`, `honeypotField`, `defaultCountryCode`)
  */
-export function createMocks({ appId, snapshot, leadsConfig = {} }) {
+export function createMocks({ appId, snapshot, cmsZone, leadsConfig = {} }) {
   const leadsByKey = new Map();
   const leads = [];
   const events = [];
@@ -114,11 +115,11 @@ export function createMocks({ appId, snapshot, leadsConfig = {} }) {
     },
 
     content() {
-      return fallbackContent(appId, snapshot ?? {}, new Date());
+      return fallbackContent(appId, snapshot ?? {}, new Date(), cmsZone);
     },
 
     status(at) {
-      return fallbackStatus(snapshot ?? {}, at);
+      return fallbackStatus(snapshot ?? {}, at, cmsZone);
     },
 
     /** @param {Partial<import("../index.d.ts").Pageview>} [view] */
