@@ -1,4 +1,6 @@
 #include "shared/error.h"
+#include "shared/field_error.h"
+#include "shared/json_util.h"
 
 namespace ss {
 
@@ -36,6 +38,11 @@ json Error::body() const {
   json out = json::object();
   out["error"] = std::move(err);
   return out;
+}
+
+Error& name_field(Error& e, const std::string& field, const std::string& problem) {
+  e.with("field", field);
+  return e.with("fields", json_object({{field, problem}}));
 }
 
 }  // namespace ss

@@ -482,6 +482,10 @@ TEST_CASE("analytics: stats are the tenant's own, and bad ranges are 400 naming 
     CHECK(err["code"] == "invalid_request");
     CHECK(err["field"] == b.field);
     CHECK(err["message"].get<std::string>().find(b.field) != std::string::npos);
+    // The contract's validation shape, as cms and monitoring answer it: "fields" names it too.
+    CHECK(err["fields"].is_object());
+    CHECK(err["fields"].size() == 1);
+    CHECK(err["fields"].contains(b.field));
   }
   json full = a.stats("?from=2024-11-29&to=2025-11-29");  // 366 days: the limit
   CHECK(full["rows"].size() == 366);

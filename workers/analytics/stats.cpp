@@ -1,6 +1,7 @@
 #include "workers/analytics/stats.h"
 
 #include "shared/app.h"
+#include "shared/field_error.h"
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
 #include "shared/tenant.h"
@@ -17,7 +18,8 @@ namespace ss::analytics {
 namespace {
 
 Error bad_field(const std::string& field, const std::string& why) {
-  return Error{ErrorCode::invalid_request, field + ": " + why}.with("field", field);
+  Error e{ErrorCode::invalid_request, field + ": " + why};
+  return name_field(e, field, why);
 }
 
 Result<std::int64_t> day_param(const Request& req, const std::string& name,
@@ -55,7 +57,9 @@ Result<StatsQuery> parse_stats_query(const Request& req, std::int64_t now_ms) {
     q.by = by;
   }
   Result<std::int64_t> limit = req.int_param("limit", kDefaultStatsLimit, 1, kMaxStatsLimit);
-  if (!limit) return std::move(limit).error();
+  if (!limit) {
+    return bad_field("limit", "must be 1–" + std::to_string(kMaxStatsLimit));
+  }
   q.limit = static_cast<int>(*limit);
   return q;
 }

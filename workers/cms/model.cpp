@@ -1,5 +1,6 @@
 #include "workers/cms/model.h"
 
+#include "shared/field_error.h"
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
 #include "shared/text.h"
@@ -162,9 +163,7 @@ Result<Announcement> read_announcement(const json& body) {
 
 Error field_error(const std::string& field, const std::string& problem) {
   Error e{ErrorCode::invalid_request, field + " " + problem};
-  e.with("field", field);
-  e.with("fields", json{{field, problem}});
-  return e;
+  return name_field(e, field, problem);
 }
 
 std::optional<int> parse_hhmm(std::string_view s, bool allow_24) {

@@ -1,5 +1,6 @@
 #include "workers/monitoring/monitor.h"
 
+#include "shared/field_error.h"
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
 #include "shared/text.h"
@@ -165,8 +166,7 @@ Status parse_windows(const json& body, MonitorSpec& spec) {
 }  // namespace
 
 Error& name_field(Error& e, const std::string& field) {
-  e.with("field", field);
-  return e.with("fields", json_object({{field, e.message}}));
+  return ss::name_field(e, field, e.message);
 }
 
 bool MonitorSpec::in_maintenance(std::int64_t now_ms) const {
