@@ -1,6 +1,8 @@
 // Beacon parsing and the dimensions of a page view (pure functions).
 #include "workers/analytics/beacon.h"
 
+#include "shared/text.h"
+
 #include <doctest/doctest.h>
 
 using namespace ss::analytics;
@@ -29,6 +31,29 @@ TEST_CASE("analytics beacon: path without query, utm_* read, other parameters dr
   CHECK(d.utm_medium == "e-mail");
   CHECK(d.utm_campaign == "x");
   CHECK(d.referrer == std::string(kDirect));
+}
+
+// Dimensions longer than their limit are cut before a character, never through one: a key cut
+// inside a UTF-8 sequence reads back as U+FFFD (and groups apart from the same text cut right).
+TEST_CASE("analytics beacon: long dimensions are cut at a character boundary") {
+  std::string e_acute_100;  // "é" × 100: 200 bytes
+  for (int i = 0; i < 100; ++i) e_acute_100 += "\xc3\xa9";
+  std::string path = "/" + e_acute_100 + e_acute_100 + e_acute_100;  // 601 bytes
+  std::string campaign = "x";
+  for (int i = 0; i < 60; ++i) campaign += "%C3%A9";  // decodes to 121 bytes
+  std::string host = "a";
+  for (int i = 0; i < 130; ++i) host += "\xc3\xa9";  // 261 bytes
+  auto d = page_dimensions(Beacon{"https://shop.example" + path + "?utm_campaign=" + campaign,
+                                  "https://" + host + "/", std::nullopt},
+                           {});
+  CHECK(d.path.size() <= kMaxPathLength);
+  CHECK(d.path.size() >= kMaxPathLength - 1);
+  CHECK(ss::is_utf8(d.path));
+  CHECK(d.utm_campaign.size() <= kMaxUtmLength);
+  CHECK(d.utm_campaign.size() >= kMaxUtmLength - 1);
+  CHECK(ss::is_utf8(d.utm_campaign));
+  CHECK(d.referrer.size() <= kMaxHostLength);
+  CHECK(ss::is_utf8(d.referrer));
 }
 
 TEST_CASE("analytics beacon: referrer host, own hosts are direct") {

@@ -24,7 +24,8 @@ std::string query_value(std::string_view raw) {
     if (c == '+') c = ' ';
   }
   std::string value = percent_decode(spaced);
-  if (value.size() > kMaxUtmLength) value.resize(kMaxUtmLength);
+  // Cut before a character, never through it (a decoded campaign name is UTF-8).
+  if (value.size() > kMaxUtmLength) value = utf8_prefix(value, kMaxUtmLength);
   return value;
 }
 
@@ -96,7 +97,7 @@ PageDimensions page_dimensions(const Beacon& beacon, const std::vector<std::stri
   if (page) {
     d.host = page->host;
     d.path = page->path;
-    if (d.path.size() > kMaxPathLength) d.path.resize(kMaxPathLength);
+    if (d.path.size() > kMaxPathLength) d.path = utf8_prefix(d.path, kMaxPathLength);
     // Only utm_source/medium/campaign are read from the query; every other parameter (ids, emails,
     // tokens that sites put in URLs) is dropped, and the path is kept without any query.
     std::string_view query = page->query;
@@ -120,7 +121,7 @@ PageDimensions page_dimensions(const Beacon& beacon, const std::vector<std::stri
     std::string host = without_www(ref->host);
     bool own = host == without_www(d.host);
     for (const std::string& h : own_hosts) own = own || host == without_www(ascii_lower(h));
-    if (host.size() > kMaxHostLength) host.resize(kMaxHostLength);
+    if (host.size() > kMaxHostLength) host = utf8_prefix(host, kMaxHostLength);
     if (!own) d.referrer = host;
   }
   return d;
