@@ -146,6 +146,7 @@ Task<Result<Response>> delete_tenant(Context& ctx, const Request& req, const Par
             co_await TenantStore(ctx.app().db_binding).disable(id, format_rfc3339(ctx.now_ms())));
   tenant_cache(ctx).forget(id);  // other instances: within kTenantCacheTtlMs
   if (!disabled) co_return Error{ErrorCode::not_found, "no tenant " + id};
+  if (ctx.app().forget_tenant) SS_CO_CHECK(co_await ctx.app().forget_tenant(ctx, id));
   ctx.log("tenant " + id + " disabled");
   co_return Response::json_body(200, json_object({{"tenantId", id}, {"enabled", false}}));
 }

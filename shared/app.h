@@ -41,6 +41,11 @@ struct App {
   // the push can simply be repeated).
   std::function<Task<Status>(Context& ctx, const std::string& tenant_id, const json& config)>
       apply_tenant_config;
+  // Runs after DELETE /admin/tenants/{id} disabled the tenant: drops what the worker keeps outside
+  // the tenant row that could still authenticate it while D1 is unreachable (cms: the KV document
+  // with its token hash, this isolate's copy). A failure answers the DELETE with that error (the row
+  // stays disabled, so the DELETE can simply be repeated).
+  std::function<Task<Status>(Context& ctx, const std::string& tenant_id)> forget_tenant;
   // Hides the secrets a worker keeps inside tenant config (e.g. webhook signing keys) in GET views.
   std::function<json(json config)> redact_tenant_config;
 

@@ -13,6 +13,7 @@ App make_cms_app() {
   app.diagnostic_services = {"EVENTS_SERVICE"};
   app.validate_tenant_config = cms::validate_cms_config;
   app.apply_tenant_config = cms::apply_cms_config;
+  app.forget_tenant = cms::forget_cms_tenant;
   add_platform_routes(app);
   cms::add_content_routes(app);
   cms::add_studio_routes(app);

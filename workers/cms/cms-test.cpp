@@ -562,6 +562,31 @@ TEST_CASE("cms: zero lockout: KV down → d1, D1 down → kv, both down → fall
   CHECK(t.studio("PUT", "/admin/v1/hours", hours_body()).status == 503);
 }
 
+// A disabled tenant: D1 answers 401 at once; during a D1 outage nothing the operator's DELETE left
+// behind may still verify its token (the KV document holds its token hash, the isolate its copy).
+TEST_CASE(
+    "cms: a disabled tenant's KV document and copy go with it, so a D1 outage serves nothing") {
+  Cms t;
+  REQUIRE(t.studio("PUT", "/admin/v1/hours", hours_body()).status == 200);
+  REQUIRE(t.get("/v1/content").status == 200);
+  REQUIRE(t.mesh.kv_value("CMS_CACHE", ss::cms::cache_key("bakery")));
+  HttpReply disabled =
+      t.mesh.request("cms", "DELETE", "/admin/tenants/bakery",
+                     {{"Authorization", std::string("Bearer ") + Mesh::kAdminToken}});
+  REQUIRE(disabled.status == 200);
+  CHECK(!t.mesh.kv_value("CMS_CACHE", ss::cms::cache_key("bakery")));
+  CHECK(t.get("/v1/content").status == 401);  // D1 answers
+  t.fail(true, false);                        // D1 down, KV up
+  HttpReply outage = t.get("/v1/content");
+  CHECK(outage.status == 503);
+  CHECK(outage.body_json()["error"]["code"] == "service_unavailable");
+  t.fail(true, true);
+  CHECK(t.get("/v1/status").status == 503);
+  // Another tenant is untouched.
+  t.fail(false, false);
+  CHECK(t.get("/v1/content", "auto-repair", kAutoToken).status == 200);
+}
+
 TEST_CASE("cms: zero lockout on a fresh isolate comes from the snapshot bundled into the worker") {
   Cms t;
   std::string hash = ss::native::sha256_hex(kAutoToken);

@@ -492,6 +492,12 @@ void remember(const Content& content, const std::string& token_hash, std::string
 
 void forget_all_remembered() { remembered().clear(); }
 
+Task<Status> forget_cms_tenant(Context& ctx, const std::string& tenant_id) {
+  remembered().erase(tenant_id);
+  Kv kv(kCacheBinding);
+  SS_CO_RETURN_AWAIT(kv.remove(cache_key(tenant_id)));
+}
+
 Task<Status> apply_cms_config(Context& ctx, const std::string& tenant_id, const json&) {
   remembered().erase(tenant_id);
   Kv kv(kCacheBinding);

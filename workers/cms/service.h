@@ -40,5 +40,8 @@ Status validate_cms_config(const Context& ctx, const json& config);
 // feeds its version-0 content, so the KV document and this isolate's copy are dropped; the next read
 // refills them from D1.
 Task<Status> apply_cms_config(Context& ctx, const std::string& tenant_id, const json& config);
+// DELETE /admin/tenants/{id} on cms: the KV document (its token hash would still authenticate the
+// disabled tenant during a D1 outage) and this isolate's copy are dropped.
+Task<Status> forget_cms_tenant(Context& ctx, const std::string& tenant_id);
 
 }  // namespace ss::cms
