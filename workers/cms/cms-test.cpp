@@ -241,6 +241,25 @@ TEST_CASE("cms: Studio writes bump the version, refresh KV at once and emit cms.
   CHECK(t.studio("GET", "/admin/v1/history?limit=0").status == 400);
 }
 
+// X-SiteSwarm-Actor is a name for the history: an ESC sequence or a C1 control (a raw header byte
+// 0x80–0x9F reaches the core as one) is not kept; the write still goes through, by tenant-admin.
+TEST_CASE("cms: an actor with control characters is recorded as tenant-admin") {
+  Cms t;
+  const std::string actors[] = {"Ada Lovelace", "Eve\x1b[2J", "Mallory\xc2\x85",
+                                std::string(101, 'x')};
+  for (const std::string& actor : actors) {
+    CAPTURE(actor);
+    CHECK(t.studio("PUT", "/admin/v1/hours", hours_body(), {{"X-SiteSwarm-Actor", actor}}).status ==
+          200);
+  }
+  json versions = t.studio("GET", "/admin/v1/history?limit=4").body_json()["versions"];
+  REQUIRE(versions.size() == 4);
+  CHECK(versions[3]["actor"] == "Ada Lovelace");
+  CHECK(versions[2]["actor"] == "tenant-admin");
+  CHECK(versions[1]["actor"] == "tenant-admin");
+  CHECK(versions[0]["actor"] == "tenant-admin");
+}
+
 TEST_CASE("cms: an emergency closure closes now until its end") {
   Cms t;
   // Tuesday 2026-06-02 12:00Z is inside regular hours.

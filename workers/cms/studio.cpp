@@ -80,7 +80,12 @@ Task<Result<Response>> write(Context& ctx, const Request& req, const TenantRow& 
                              const Mutator& mutate) {
   SS_CO_TRY(std::optional<std::int64_t> expected, if_match(req));
   std::string actor = req.header("x-siteswarm-actor");
-  if (actor.empty() || actor.size() > kMaxActorLength) actor = "tenant-admin";
+  // A name for the history, as plain text: one that is too long, or carries control characters (a
+  // header may hold ESC, and a raw byte 0x80–0x9F arrives as a C1 control), is the default.
+  if (actor.empty() || actor.size() > kMaxActorLength || !is_utf8(actor) ||
+      has_control_chars(actor, false)) {
+    actor = "tenant-admin";
+  }
   CmsStore store(ctx.app().db_binding);
   for (int attempt = 1;; ++attempt) {
     SS_CO_TRY(auto loaded, co_await load_or_seed(row, ctx.app().db_binding));
