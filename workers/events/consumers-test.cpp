@@ -877,6 +877,101 @@ TEST_CASE("held starts are not released while kill:fanout or kill:workflow_runne
   CHECK(l.db("SELECT * FROM events_quarantine WHERE resolved_at IS NULL").empty());
 }
 
+// Counts the D1 round trips (d1.all, d1.first, d1.run, d1.batch) and the statements they carry
+// while it is installed (a d1.batch counts each of its statements).
+struct D1Count {
+  int round_trips = 0;
+  int statements = 0;
+  void install(Ledger& l) {
+    l.mesh.fail_effect = [this](const json& e) {
+      std::string kind = e.value("kind", "");
+      if (kind.rfind("d1.", 0) == 0) {
+        ++round_trips;
+        statements += kind == "d1.batch" ? static_cast<int>(e["statements"].size()) : 1;
+      }
+      return false;
+    };
+  }
+};
+
+TEST_CASE("a release pass of 100 held events reads its fan-out context once: a few D1 queries") {
+  Ledger l;
+  hold_refunds(l);
+  l.workflow("notify");
+  l.subscribe("order.*", "notify");
+  for (int i = 0; i < 100; ++i) l.emit("order.refunded", {{"n", i}});
+  json report = l.drain();
+  CHECK(report["held"] == 100);
+  CHECK(report["started"] == 100);  // notify goes; refund is held
+  REQUIRE(l.calls.size() == 100);
+
+  D1Count count;
+  count.install(l);
+  auto off = l.admin("PUT", "/admin/kill-switches/kill:high_risk_ops", {{"enabled", false}});
+  l.mesh.fail_effect = nullptr;
+  REQUIRE(off.status == 200);
+  CHECK(off.body_json()["released"]["released"] == 100);
+  CHECK(off.body_json()["released"]["still_held"] == 0);
+  // The switch's own write, then the pass: the held rows with the switches, the subscriptions,
+  // the workflows, the events and their started keys, one claims batch and one commit. Before:
+  // about 7 per held event (the row, the event, the subscriptions, the workflows, the started keys,
+  // the claims, the commit), 700 for this pass: the */2 cron's drain then had 300 of D1's 1,000 left.
+  CAPTURE(count.round_trips);
+  CAPTURE(count.statements);
+  CHECK(count.round_trips <= 12);
+  CHECK(count.statements <= 24);
+  // Every held start went out once; the notify starts were not sent again.
+  REQUIRE(l.calls.size() == 200);
+  std::multiset<std::string> keys = l.keys();
+  CHECK(std::set<std::string>(keys.begin(), keys.end()).size() == 200);
+  CHECK(l.db("SELECT * FROM events_quarantine WHERE resolved_at IS NULL").empty());
+
+  // A second pass (the */2 cron) sends nothing new, with the same few queries.
+  count = D1Count{};
+  count.install(l);
+  REQUIRE(l.admin("PUT", "/admin/kill-switches/kill:high_risk_ops", {{"enabled", false}}).status ==
+          200);
+  l.mesh.fail_effect = nullptr;
+  CHECK(count.round_trips <= 4);
+  CHECK(l.mesh.message("events", {{"op", "scheduled"}, {"cron", "*/2 * * * *"}})["ok"] == true);
+  CHECK(l.calls.size() == 200);
+}
+
+TEST_CASE("a held event that is gone or unreadable does not stop the release of the others") {
+  Ledger l;
+  hold_refunds(l);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 4; ++i) ids.push_back(l.emit("order.refunded", {{"n", i}}));
+  CHECK(l.drain()["held"] == 4);
+  REQUIRE(l.calls.empty());
+  // The second event's row is gone; the third's payload is no longer a JSON object.
+  l.db("DELETE FROM events WHERE event_id = '" + ids[1] + "'");
+  l.db("UPDATE events SET payload_json = 'not json' WHERE event_id = '" + ids[2] + "'");
+
+  auto off = l.admin("PUT", "/admin/kill-switches/kill:high_risk_ops", {{"enabled", false}});
+  // The switch was written: the answer says so, and what the release did.
+  REQUIRE(off.status == 200);
+  CHECK(off.body_json()["enabled"] == false);
+  json released = off.body_json()["released"];
+  CHECK(released["released"] == 2);
+  CHECK(released["still_held"] == 0);
+  // Both quarantined with their reason (no longer held: they cannot stall the passes to come).
+  CHECK(released["quarantined"] == 2);
+  CHECK(l.keys() == std::multiset<std::string>{"workflow_runner:" + ids[0] + ":refund",
+                                               "workflow_runner:" + ids[3] + ":refund"});
+  json open =
+      l.db("SELECT event_id, reason FROM events_quarantine WHERE resolved_at IS NULL ORDER BY seq");
+  REQUIRE(open.size() == 2);
+  CHECK(open[0]["event_id"] == ids[1]);
+  CHECK(open[0]["reason"].get<std::string>().find("gone from the ledger") != std::string::npos);
+  CHECK(open[1]["event_id"] == ids[2]);
+  CHECK(open[1]["reason"] == "payload is not a JSON object");
+  off = l.admin("PUT", "/admin/kill-switches/kill:high_risk_ops", {{"enabled", false}});
+  REQUIRE(off.status == 200);
+  CHECK(off.body_json()["released"]["released"] == 0);
+  CHECK(l.calls.size() == 2);
+}
+
 TEST_CASE("a created subscription and a saved workflow answer the times they were stored with") {
   // Time moves while D1 answers (each effect's result carries the host's clock): the answer must
   // show the stored created_at / updated_at, not a second reading of the clock after the write.

@@ -50,6 +50,11 @@ constexpr std::string_view kEventAt = R"sql(
 SELECT * FROM events WHERE seq = ?1
 )sql";
 
+// ?1 is a JSON array of seqs.
+constexpr std::string_view kEventsAtSeqs = R"sql(
+SELECT * FROM events WHERE seq IN (SELECT value FROM json_each(?1)) ORDER BY seq
+)sql";
+
 constexpr std::string_view kFirstSeqOf = R"sql(
 SELECT seq FROM events WHERE event_id = ?1 ORDER BY seq LIMIT 1
 )sql";
@@ -242,6 +247,12 @@ WHERE enabled = 1 AND name IN (SELECT value FROM json_each(?1)) LIMIT 1
 constexpr std::string_view kStartedKeys = R"sql(
 SELECT seq, dedupe_key FROM event_consumer_dedupe
 WHERE consumer = ?1 AND seq > ?2 AND seq <= ?3 AND status = 'started'
+)sql";
+
+// ?2 is a JSON array of seqs: one probe of the primary key (consumer, seq, dedupe_key) per seq.
+constexpr std::string_view kStartedKeysOf = R"sql(
+SELECT seq, dedupe_key FROM event_consumer_dedupe
+WHERE consumer = ?1 AND seq IN (SELECT value FROM json_each(?2)) AND status = 'started'
 )sql";
 
 // ?5 is a JSON array of [seq, dedupe_key, event_id]. A claim lands when the start is new, or when
@@ -1180,6 +1191,22 @@ Task<Result<std::optional<EventRow>>> EventStore::at(std::int64_t seq) {
   co_return fetched.first_as<EventRow>();
 }
 
+Task<Result<EventsAt>> EventStore::at_seqs(const std::vector<std::int64_t>& seqs) {
+  json params = json::array({dump_json(json(seqs))});
+  SS_CO_TRY(D1Result fetched, co_await db().all(kEventsAtSeqs, params));
+  EventsAt out;
+  for (const json& r : fetched.rows) {
+    RowReader reader(fetched.columns, r);
+    EventRow e = EventRow::decode(reader);
+    if (reader.status().ok()) {
+      out.rows.push_back(std::move(e));
+    } else {
+      out.unreadable[e.seq] = reader.status().error().message;
+    }
+  }
+  co_return out;
+}
+
 Task<Result<std::optional<std::int64_t>>> EventStore::first_seq_of(const std::string& event_id) {
   json params = json::array({event_id});
   SS_CO_TRY(D1Result fetched, co_await db().first(kFirstSeqOf, params));
@@ -1358,6 +1385,14 @@ Task<Result<std::vector<std::pair<std::int64_t, std::string>>>> Dedupe::started_
   std::vector<std::pair<std::int64_t, std::string>> keys;
   keys.reserve(rows.size());
   for (KeyRow& k : rows) keys.emplace_back(k.seq, std::move(k.dedupe_key));
+  co_return keys;
+}
+
+Task<Result<std::vector<std::pair<std::int64_t, std::string>>>> Dedupe::started_keys_of(
+    const std::string& consumer, const std::vector<std::int64_t>& seqs) {
+  json params = json::array({consumer, dump_json(json(seqs))});
+  SS_CO_TRY(D1Result fetched, co_await db().all(kStartedKeysOf, params));
+  SS_CO_TRY(auto keys, keys_of(fetched));
   co_return keys;
 }
 

@@ -8,6 +8,7 @@
 
 #include "shared/effects.h"
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -64,6 +65,13 @@ struct EventRow {
   static EventRow decode(RowReader& r);
   // Every column but payload_json (a timeline page may leave it out).
   static EventRow decode_without_payload(RowReader& r);
+};
+
+// The events at some seqs, as a release pass of held starts reads them at once: the rows that
+// decode, and why each one that does not (by its seq) is unreadable. A seq in neither is gone.
+struct EventsAt {
+  std::vector<EventRow> rows;  // in seq order
+  std::map<std::int64_t, std::string> unreadable;
 };
 
 // What an INSERT of a new event binds; nullopt fields are stored as NULL.
@@ -133,6 +141,8 @@ class EventStore {
       const std::string& event_id, const std::string& tenant_key,
       const std::optional<std::string>& idempotency_key);
   static Task<Result<std::optional<EventRow>>> at(std::int64_t seq);
+  // The events at these seqs in one query; a row that does not decode is reported, not fatal.
+  static Task<Result<EventsAt>> at_seqs(const std::vector<std::int64_t>& seqs);
   // The first insertion of an event_id (in any tenant), for replay; nullopt when unknown.
   static Task<Result<std::optional<std::int64_t>>> first_seq_of(const std::string& event_id);
   // The event_id just before `seq` in insertion order ("" when none), for replay's cursor.
@@ -243,6 +253,9 @@ class Dedupe {
   // Rows name their event by seq: an event_id alone may be another tenant's event too.
   static Task<Result<std::vector<std::pair<std::int64_t, std::string>>>> started_keys(
       const std::string& consumer, std::int64_t after, std::int64_t last);
+  // The same for the events at these seqs (a release pass's held events), in one query.
+  static Task<Result<std::vector<std::pair<std::int64_t, std::string>>>> started_keys_of(
+      const std::string& consumer, const std::vector<std::int64_t>& seqs);
   // Claims starts for `holder`, taking over claims made at or before `stale_before_ms`. Each
   // statement returns the (seq, dedupe_key) rows of the claims that landed (keys_of()).
   static std::vector<D1Statement> claim_statements(const std::string& consumer,

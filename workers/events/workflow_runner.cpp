@@ -514,22 +514,18 @@ Task<Result<ChunkResult>> run_chunk(Context& ctx, const std::string& consumer,
   co_return out;
 }
 
-Task<Result<bool>> known_off() { co_return false; }
-
-// Everything fan-out needs for the events with seq in (after, last], read concurrently.
-// kill:high_risk_ops is read too unless the caller knows it is off (`read_hold` false: a release
-// pass read it once for all its events).
+// Everything fan-out needs for the events with seq in (after, last], read concurrently, with
+// kill:high_risk_ops.
 Task<Result<FanoutContext>> load_fanout_context(Context& ctx, const std::string& consumer,
                                                 std::int64_t after, std::int64_t last,
-                                                std::string holder, std::string lock,
-                                                bool read_hold = true) {
+                                                std::string holder, std::string lock) {
   FanoutContext fc;
   fc.holder = std::move(holder);
   fc.lock = std::move(lock);
   std::vector<std::string> high_risk_switch = {kHighRiskSwitch};
   auto [subs, workflows, keys, hold] = co_await when_all(
       load_subscriptions(ctx), load_workflows(), Dedupe::started_keys(consumer, after, last),
-      read_hold ? DrainState::any_switch_on(high_risk_switch) : known_off());
+      DrainState::any_switch_on(high_risk_switch));
   if (!subs) co_return std::move(subs).error();
   if (!workflows) co_return std::move(workflows).error();
   if (!keys) co_return std::move(keys).error();
@@ -703,7 +699,7 @@ Task<Status> run_workflow_batch(Context& ctx, DrainReport& report,
 }
 
 Task<Result<json>> retry_quarantined(Context& ctx, const std::string& consumer,
-                                     const std::string& event_id, bool read_hold) {
+                                     const std::string& event_id) {
   SS_CO_TRY(std::optional<QuarantineRow> quarantined,
             co_await Quarantine::find(consumer, event_id));
   if (!quarantined) {
@@ -716,8 +712,8 @@ Task<Result<json>> retry_quarantined(Context& ctx, const std::string& consumer,
     co_return Error{ErrorCode::conflict, "only workflow_runner quarantines events"};
   }
   SS_CO_TRY(std::string holder, co_await ctx.new_ulid());
-  SS_CO_TRY(FanoutContext fc, co_await load_fanout_context(ctx, consumer, row->seq - 1, row->seq,
-                                                           holder, "", read_hold));
+  SS_CO_TRY(FanoutContext fc,
+            co_await load_fanout_context(ctx, consumer, row->seq - 1, row->seq, holder, ""));
   std::vector<EventWork> works;
   // A retry gets the budget of a whole run for its one event: over it, the event stays quarantined.
   WorkMeter meter;
@@ -760,6 +756,99 @@ Task<Result<json>> retry_quarantined(Context& ctx, const std::string& consumer,
                          {"reason", w.failure.empty() ? json(nullptr) : json(w.failure)}});
 }
 
+namespace {
+
+// What a release pass did with its held events.
+struct ReleaseTally {
+  int released = 0;     // every start sent (or already sent): the row is resolved
+  int quarantined = 0;  // poison, a start failed, or the event is gone: the row has that reason now
+};
+
+// Every held start of a pass would fit one claims batch (the pass is never cut into chunks).
+static_assert(static_cast<std::size_t>(kMaxReleasePerCall) * kMaxFanout <= kMaxChunkStarts);
+
+// One release pass over `held` (kill:high_risk_ops and the stops are off): the fan-out context is
+// read once for the pass — subscriptions, workflows, the events and their started keys, in four
+// concurrent queries — then every start is claimed in one D1 batch, sent, and committed with the
+// rows' new state in one more, whatever the number of events (the drain that follows in the */2
+// cron's invocation shares D1's 1,000 queries). One event never fails the pass: an event that is
+// gone or unreadable is quarantined with that reason (retrying it is then the operator's call), a
+// poison one as a drain would; one whose starts another run still claims, or whose claims expired
+// before every start was sent, stays held for the next pass (dedupe guards what went out).
+Task<Result<ReleaseTally>> release_pass(Context& ctx, const std::vector<QuarantineRow>& held) {
+  const std::string consumer = kWorkflowRunner;
+  std::vector<std::int64_t> seqs;
+  seqs.reserve(held.size());
+  for (const QuarantineRow& row : held) seqs.push_back(row.seq);
+  SS_CO_TRY(std::string holder, co_await ctx.new_ulid());
+  auto [subs, workflows, keys, events] =
+      co_await when_all(load_subscriptions(ctx), load_workflows(),
+                        Dedupe::started_keys_of(consumer, seqs), EventStore::at_seqs(seqs));
+  if (!subs) co_return std::move(subs).error();
+  if (!workflows) co_return std::move(workflows).error();
+  if (!keys) co_return std::move(keys).error();
+  if (!events) co_return std::move(events).error();
+  FanoutContext fc;
+  fc.holder = std::move(holder);
+  fc.subs = std::move(subs).value();
+  fc.workflows = std::move(workflows).value();
+  for (auto& [seq, key] : *keys) fc.done_keys[seq].insert(std::move(key));
+  std::map<std::int64_t, const EventRow*> by_seq;
+  for (const EventRow& e : events->rows) by_seq[e.seq] = &e;
+
+  ReleaseTally tally;
+  std::string now = format_rfc3339(ctx.now_ms());
+  std::vector<D1Statement> statements;
+  std::vector<EventWork> works;
+  works.reserve(held.size());  // run_chunk keeps pointers into it
+  const std::uint64_t budget = work_budget(ctx);
+  for (const QuarantineRow& row : held) {
+    auto found = by_seq.find(row.seq);
+    if (found == by_seq.end()) {
+      auto why = events->unreadable.find(row.seq);
+      std::string reason =
+          "held event unreadable or gone from the ledger: " +
+          (why == events->unreadable.end() ? "no event at seq " + std::to_string(row.seq)
+                                           : why->second);
+      ctx.log("release of " + row.event_id + " skipped: " + reason);
+      statements.push_back(Quarantine::put_statement(consumer, row.seq, row.event_id, reason, now));
+      ++tally.quarantined;
+      continue;
+    }
+    // Each event gets the budget of a whole run, as a retry does: over it, it is quarantined. Its
+    // cap, if any, was recorded when the drain held it.
+    WorkMeter meter;
+    meter.limit = budget;
+    works.push_back(plan_event(consumer, *found->second, fc, meter));
+    if (meter.over()) refuse_over_budget(works.back(), budget);
+  }
+  if (!works.empty()) {
+    SS_CO_TRY(ChunkResult chunk,
+              co_await run_chunk(ctx, consumer, works, 0, works.size(), fc, statements));
+    for (D1Statement& s : chunk.statements) statements.push_back(std::move(s));
+  }
+  std::vector<std::int64_t> resolved;
+  for (const EventWork& w : works) {
+    if (!w.failure.empty()) {
+      ctx.log("release of " + w.row->event_id + " quarantined: " + w.failure);
+      statements.push_back(
+          Quarantine::put_statement(consumer, w.row->seq, w.row->event_id, w.failure, now));
+      ++tally.quarantined;
+    } else if (w.progress == Progress::done) {
+      resolved.push_back(w.row->seq);
+      ++tally.released;
+    }
+    // Otherwise (contended, partial, or not reached after one that was): still held.
+  }
+  if (!resolved.empty()) {
+    statements.push_back(Quarantine::resolve_many_statement(consumer, resolved, now));
+  }
+  if (!statements.empty()) SS_CO_CHECK(co_await commit(statements));
+  co_return tally;
+}
+
+}  // namespace
+
 Task<Result<json>> release_held(Context& ctx) {
   // Only the held rows are read: a page of every open row (Quarantine::list, 500 by seq) could be
   // all failures, and the held events behind them would never be released. The switches are read
@@ -773,17 +862,15 @@ Task<Result<json>> release_held(Context& ctx) {
   if (!found) co_return std::move(found).error();
   if (!stopped) co_return std::move(stopped).error();
   const std::vector<QuarantineRow>& rows = *found;
-  int released = 0;
-  if (!*stopped) {
+  ReleaseTally tally;
+  if (!*stopped && !rows.empty()) {
     // Otherwise the held events stay parked, and the */2 cron releases them once every switch is off.
-    for (const QuarantineRow& row : rows) {
-      SS_CO_TRY(json result, co_await retry_quarantined(ctx, kWorkflowRunner, row.event_id,
-                                                        /*read_hold=*/false));
-      if (result["resolved"] == true) ++released;
-    }
+    SS_CO_TRY(tally, co_await release_pass(ctx, rows));
   }
   co_return json_object(
-      {{"released", released}, {"still_held", static_cast<int>(rows.size()) - released}});
+      {{"released", tally.released},
+       {"still_held", static_cast<int>(rows.size()) - tally.released - tally.quarantined},
+       {"quarantined", tally.quarantined}});
 }
 
 }  // namespace ss::events

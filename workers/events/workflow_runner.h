@@ -48,15 +48,18 @@ Task<Status> run_workflow_batch(Context& ctx, DrainReport& report,
                                 const std::string& holder);
 
 // Re-runs one quarantined event for workflow_runner; dedupe keeps already-started workflows from
-// starting twice. Returns the new quarantine state. `read_hold` false: the caller read
-// kill:high_risk_ops and it is off.
+// starting twice. Returns the new quarantine state.
 Task<Result<json>> retry_quarantined(Context& ctx, const std::string& consumer,
-                                     const std::string& event_id, bool read_hold = true);
+                                     const std::string& event_id);
 
 // Retries up to kMaxReleasePerCall events held by kill:high_risk_ops (after it was turned off):
-// {"released","still_held"}. The */2 cron calls it too, so a long backlog drains over several runs.
-// The kill switches are read once per pass: nothing is released while kill:high_risk_ops,
-// kill:fanout or kill:workflow_runner is on (a stop turned on during a pass holds the next one).
+// {"released","still_held","quarantined"}. The */2 cron calls it too, so a long backlog drains over
+// several runs. The kill switches are read once per pass: nothing is released while
+// kill:high_risk_ops, kill:fanout or kill:workflow_runner is on (a stop turned on during a pass
+// holds the next one). A pass makes the same few D1 queries whatever its size (the fan-out context
+// is read once for all its events, the claims and the commit are one batch each); one event that
+// cannot be released (gone, unreadable, poison, a start refused) is quarantined with its reason and
+// does not stop the others. An error is the pass's own (e.g. D1 unreachable): nothing was committed.
 Task<Result<json>> release_held(Context& ctx);
 
 }  // namespace ss::events
