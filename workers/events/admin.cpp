@@ -378,8 +378,15 @@ Task<Result<Response>> put_kill_switch(Context& ctx, const Request& req, const P
   out["shared"] = shared.ok();
   if (!shared) ctx.log("kill switch " + name + " not written to FLAGS: " + shared.error().message);
   if (!*enabled && name == kHighRiskSwitch) {
-    SS_CO_TRY(json released, co_await release_held(ctx));
-    out["released"] = released;
+    // The switch is written whatever the release does: a pass that fails is reported (the */2 cron
+    // runs the next one), never the PUT's failure.
+    auto released = co_await release_held(ctx);
+    if (released) {
+      out["released"] = std::move(released).value();
+    } else {
+      ctx.log("release of held starts failed: " + released.error().message);
+      out["released"] = json_object({{"released", 0}, {"error", released.error().message}});
+    }
   }
   co_return Response::json_body(200, out);
 }

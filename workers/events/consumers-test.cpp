@@ -972,6 +972,27 @@ TEST_CASE("a held event that is gone or unreadable does not stop the release of 
   CHECK(l.calls.size() == 2);
 }
 
+TEST_CASE("a release pass that fails still answers the kill-switch PUT: the switch was written") {
+  Ledger l;
+  hold_refunds(l);
+  l.emit("order.refunded");
+  CHECK(l.drain()["held"] == 1);
+  // The held rows cannot be read: the pass fails, the switch is off all the same.
+  l.mesh.fail_effect = [](const json& e) {
+    return e.value("sql", "").find("FROM events_quarantine") != std::string::npos;
+  };
+  auto off = l.admin("PUT", "/admin/kill-switches/kill:high_risk_ops", {{"enabled", false}});
+  l.mesh.fail_effect = nullptr;
+  REQUIRE(off.status == 200);
+  CHECK(off.body_json()["enabled"] == false);
+  CHECK(off.body_json()["released"]["released"] == 0);
+  CHECK(off.body_json()["released"]["error"].is_string());
+  CHECK(l.calls.empty());
+  // The */2 cron releases it.
+  CHECK(l.mesh.message("events", {{"op", "scheduled"}, {"cron", "*/2 * * * *"}})["ok"] == true);
+  CHECK(l.calls.size() == 1);
+}
+
 TEST_CASE("a created subscription and a saved workflow answer the times they were stored with") {
   // Time moves while D1 answers (each effect's result carries the host's clock): the answer must
   // show the stored created_at / updated_at, not a second reading of the clock after the write.
