@@ -12,11 +12,11 @@ const bodyDecoder = new TextDecoder("utf-8", { ignoreBOM: true });
 // (request bodies, D1 rows) are encoded first, so that memory never grows by 3× their size.
 const DIRECT_ENCODE_MAX_CHARS = 16 * 1024;
 const LINE_FEED = 0x0a;
-// A run still waiting this long after its start has lost its invocation: Workers cancelled it (the
-// client went away, a caller aborted its service-binding call) and never resumes what it awaited, so
-// the host's `finally` that drops the run never runs. Longer than any invocation can wait on I/O
-// (a cron or queue handler has 15 minutes); such runs are dropped at the next start, at most once a
-// minute (docs/abi.md "Runs the host never finishes").
+// A run not resumed for this long has lost its invocation: Workers cancelled it (the client went
+// away, a caller aborted its service-binding call) and never resumes what it awaited, so the host's
+// `finally` that drops the run never runs. Longer than any one wait on I/O can last (a cron or queue
+// handler has 15 minutes in all); a long stream is resumed for every chunk, so it stays. Such runs
+// are dropped at the next start, at most once a minute (docs/abi.md "Runs the host never finishes").
 const STALE_RUN_MS = 30 * 60 * 1000;
 const SWEEP_EVERY_MS = 60 * 1000;
 
@@ -37,7 +37,7 @@ export class Core {
   #exports;
   #poisoned = null;
   #lastEnv = undefined; // the env object of the last message the core accepted with one
-  #started = new Map(); // id → Date.now() at its start, of every run not dropped yet
+  #started = new Map(); // id → Date.now() at its start or last resume, of every run not dropped yet
   #swept = 0;
 
   /** @param source a WebAssembly.Module, or a function returning an instance-like `{ exports }`. */
@@ -158,6 +158,7 @@ export class Core {
   }
 
   resume(id, message, prof = null) {
+    if (this.#started.has(id)) this.#started.set(id, Date.now()); // alive: a stream's every chunk
     this.#withMessage(message, (ptr, len) => this.#call("ss_resume", [id, ptr, len]), prof);
   }
 
@@ -185,7 +186,7 @@ export class Core {
         if (now - at < STALE_RUN_MS) continue;
         this.#started.delete(old);
         this.#call("ss_drop", [old]);
-        console.error(`run ${old} was still waiting after ${Math.round((now - at) / 60000)} min: dropped`);
+        console.error(`run ${old} was still waiting after ${Math.round((now - at) / 60000)} min idle: dropped`);
       }
     }
     this.#started.set(id, now);

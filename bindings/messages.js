@@ -31,7 +31,7 @@ const envStrings = new WeakMap();
 let envDefaults = {};
 
 /**
- * Strings the core sees as env entries when the env has none of that name: what a worker bundles
+ * Strings the core sees as env entries when the env has none of that name (or an empty one): what a worker bundles
  * instead of a variable (a variable or secret is at most 5 KB; cms's fallback seeds for hundreds of
  * tenants are larger). Called once, at the top of a worker's shim, before its first request.
  * @param {Record<string, string>} defaults
@@ -52,10 +52,9 @@ function stringsOf(env) {
   if (!env) return {};
   let strings = envStrings.get(env);
   if (!strings) {
-    strings = {
-      ...envDefaults,
-      ...Object.fromEntries(Object.entries(env).filter(([, value]) => typeof value === "string")),
-    };
+    strings = Object.fromEntries(Object.entries(env).filter(([, value]) => typeof value === "string"));
+    // A bundled default gives way to a variable of its name that is set, not to an empty one.
+    for (const [name, value] of Object.entries(envDefaults)) if (!strings[name]) strings[name] = value;
     // Which entries are fetch-capable bindings (service bindings, and ASSETS), by name, so a core can
     // tell an operator naming one it does not have (docs/abi.md "Input messages"). Host-set only.
     strings.SS_SERVICE_BINDINGS = Object.entries(env)

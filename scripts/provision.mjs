@@ -17,7 +17,7 @@
 // secrets are known there only as hashes): give them, or --rotate to make new ones everywhere.
 // Also used as a module by the integration tests (provisionManifest).
 import { createHash, randomBytes } from "node:crypto";
-import { readFile } from "node:fs/promises";
+import { readFile, rename, writeFile } from "node:fs/promises";
 import { pathToFileURL } from "node:url";
 
 import { loadManifest, resolveManifest } from "./lib/manifest.mjs";
@@ -116,7 +116,9 @@ export async function provisionKeepingSecrets(manifest, { token, adminToken, ope
     if (!results || token !== undefined || adminToken !== undefined) throw err;
     const fresh = Object.keys(results).filter((w) => needsSecrets(results[w]));
     const other = Object.keys(results).filter((w) => !needsSecrets(results[w]));
-    if (fresh.length === 0) throw err;
+    // Anything but "new here" and "done" (a 503, a wrong operator token, a config refused) is that
+    // error, whatever the others said.
+    if (fresh.length === 0 || other.some((w) => results[w].status !== 200 && results[w].status !== 201)) throw err;
     if (other.length > 0) {
       throw new Error(
         `${manifest.appId} is new on ${fresh.join(", ")} but not on ${other.join(", ")}: its secrets are ` +
@@ -145,6 +147,7 @@ function parseArgs(argv) {
     else if (flag === "--json") args.json = true;
     else if (flag === "--rotate") args.rotate = true;
     else if (flag === "--module") args.module = true;
+    else if (flag === "--out") args.out = value();
     else if (flag === "--cms-seeds") args.cmsSeeds = value();
     else if (flag === "--var") {
       const [name, ...rest] = value().split("=");
@@ -162,19 +165,28 @@ async function main() {
   if (args.cmsSeeds) {
     // The cms fallback seeds for the manifests of workers/workers.json, from a `{appId: {token}}` file,
     // as the module the cms worker bundles (--module; any number of tenants):
-    //   node scripts/provision.mjs --cms-seeds tokens.json --module > dist/cms-seeds.js && scripts/deploy
+    //   node scripts/provision.mjs --cms-seeds tokens.json --out dist/cms-seeds.js && scripts/deploy
+    // (--out writes the module, replacing the file only once it is complete; --module prints it)
     // or as the CMS_FALLBACK_SEEDS variable (at most 5 KB: about ten tenants):
     //   node scripts/provision.mjs --cms-seeds tokens.json | npx wrangler secret put CMS_FALLBACK_SEEDS -c wrangler/cms.jsonc
     const tokens = JSON.parse(await readFile(args.cmsSeeds, "utf8"));
     const seeds = await cmsFallbackSeedsFor(tokens);
-    process.stdout.write(args.module ? `export default ${JSON.stringify(seeds)};\n` : seeds);
+    const module = `export default ${JSON.stringify(seeds)};\n`;
+    if (args.out) {
+      const partial = `${args.out}.partial`;
+      await writeFile(partial, module);
+      await rename(partial, args.out);
+      console.error(`provision: ${Object.keys(JSON.parse(seeds)).length} tenants' seeds in ${args.out}`);
+      return;
+    }
+    process.stdout.write(args.module ? module : seeds);
     return;
   }
   if (args.help || !args.manifest) {
     console.error(
       "usage: scripts/provision <manifest.json|.ts> [--admin-token T] [--token T] [--admin-token-tenant T] [--rotate] [--json] [--var NAME=value]\n" +
-        "       scripts/provision --cms-seeds tokens.json [--module]   (the cms fallback seeds for the workers.json tenants:\n" +
-        "                                                            CMS_FALLBACK_SEEDS, or with --module dist/cms-seeds.js)",
+        "       scripts/provision --cms-seeds tokens.json [--module | --out dist/cms-seeds.js]   (the cms fallback seeds for\n" +
+        "         the workers.json tenants: CMS_FALLBACK_SEEDS, or the module the cms worker bundles)",
     );
     process.exit(args.help ? 0 : 2);
   }

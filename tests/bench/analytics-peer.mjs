@@ -99,7 +99,7 @@ export async function provisionPeers(mf, adminToken, { cppName = CPP, cppOnly = 
 }
 
 /** Runs both intakes; figures per implementation and `ratio` (C++ throughput over JS throughput). */
-export async function runBeaconPeers({ beacons = 2000, concurrency = 16, rounds: requested = 2 } = {}) {
+export async function runBeaconPeers({ beacons = 2000, concurrency = 16, rounds: requested = 6 } = {}) {
   const { Miniflare } = await import("miniflare");
   const adminToken = randomBytes(24).toString("hex");
   const mf = new Miniflare({ cf: false, workers: await workerOptions(adminToken) });

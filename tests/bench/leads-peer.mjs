@@ -64,7 +64,7 @@ async function workerOptions(stubsUrl, adminToken) {
 }
 
 /** Runs both intakes; figures per implementation and `ratio` (C++ throughput over JS throughput). */
-export async function runIntakePeers({ submissions = 2000, concurrency = 20, rounds: requested = 2 } = {}) {
+export async function runIntakePeers({ submissions = 2000, concurrency = 20, rounds: requested = 6 } = {}) {
   const { Miniflare } = await import("miniflare");
   const { applyMigrations } = await import("../../scripts/lib/local-mesh.mjs");
   const { startStubs } = await import("../stubs/stub-server.mjs");

@@ -767,6 +767,11 @@ describe("runs the host never finishes", () => {
         yield [{ kind: "kv.get", binding: "KV", key: "k" }];
         return json(200, { ok: true });
       },
+      *"GET /twice"() {
+        yield [{ kind: "kv.get", binding: "KV", key: "first" }];
+        yield [{ kind: "kv.get", binding: "KV", key: "second" }];
+        return json(200, { ok: true });
+      },
       *"GET /health"() {
         return json(200, { ok: true });
       },
@@ -789,7 +794,24 @@ describe("runs the host never finishes", () => {
       now += 2 * 60 * 1000;
       assert.equal((await worker.fetch(get("/health"), env, ctx())).status, 200);
       assert.equal(runs.size, 0, "31 minutes: both dropped");
-      assert.equal(errors.filter((e) => /was still waiting after 31 min: dropped/.test(e)).length, 2);
+
+      // Idle time counts, not age: a run resumed 29 minutes in (a long stream's next chunk) is kept
+      // 31 minutes after its start, and dropped once it has been idle for 30.
+      let answer;
+      env.KV.get = (key) => (key === "first" ? new Promise((resolve) => (answer = resolve)) : new Promise(() => {}));
+      worker.fetch(get("/twice"), env, ctx());
+      await new Promise((r) => setTimeout(r, 20));
+      now += 29 * 60 * 1000;
+      answer(null); // resumed: it now waits on its second read, which never answers
+      await new Promise((r) => setTimeout(r, 20));
+      assert.equal(runs.size, 1);
+      now += 2 * 60 * 1000;
+      assert.equal((await worker.fetch(get("/health"), env, ctx())).status, 200);
+      assert.equal(runs.size, 1, "31 minutes old, 2 idle: kept");
+      now += 29 * 60 * 1000;
+      assert.equal((await worker.fetch(get("/health"), env, ctx())).status, 200);
+      assert.equal(runs.size, 0, "31 minutes idle: dropped");
+      assert.equal(errors.filter((e) => /was still waiting after 31 min idle: dropped/.test(e)).length, 2 + 1);
     } finally {
       Date.now = realNow;
     }
@@ -848,6 +870,8 @@ describe("the real builds (when scripts/build has run)", () => {
       // A CMS_FALLBACK_SEEDS variable (the env's own) wins over the bundled one.
       const other = cmsFallbackSeeds([{ manifest: { ...manifest, appId: "other" }, token: "other-token-0123456789" }]);
       assert.equal((await read({ CMS_FALLBACK_SEEDS: other })).status, 503, "no copy verifies 'seeded' then");
+      // An empty variable is no variable: the bundled seeds still answer.
+      assert.equal((await read({ CMS_FALLBACK_SEEDS: "" })).status, 200);
     } finally {
       setEnvDefaults({});
     }

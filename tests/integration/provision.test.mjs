@@ -3,10 +3,11 @@
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { test } from "node:test";
+import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 
 import { loadManifest } from "../../scripts/lib/manifest.mjs";
@@ -57,7 +58,7 @@ test("--cms-seeds with a missing file fails with a message, not a stack", async 
 
 // One stand-in per platform worker for PUT /admin/tenants/{id} as shared/app.cpp answers it: a new
 // tenant needs both secrets (400, field token/adminToken); a secret left out keeps the stored one.
-async function fakePlatform(known = {}) {
+async function fakePlatform(known = {}, { down = [] } = {}) {
   const { createServer } = await import("node:http");
   const { PLATFORM_WORKERS } = await import("../../scripts/lib/workers.mjs");
   const workers = {};
@@ -76,6 +77,9 @@ async function fakePlatform(known = {}) {
           res.end(JSON.stringify(value));
         };
         const before = tenants.get(id);
+        if (down.includes(key)) {
+          return answer(503, { error: { code: "service_unavailable", message: "D1 is unreachable" } });
+        }
         if (!before && (!body.token || !body.adminToken)) {
           const field = !body.token ? "token" : "adminToken";
           return answer(400, {
@@ -152,5 +156,68 @@ test("a tenant new on some workers only is refused with a way out, and nothing i
     for (const [key, w] of Object.entries(platform.workers)) if (key !== "leads") assert.ok(!w.tenants.has(appId));
   } finally {
     platform.close();
+  }
+});
+
+test("a worker failing for another reason is reported as itself, not as a secrets problem", async () => {
+  const manifest = TENANT_MANIFESTS[0];
+  const platform = await fakePlatform({}, { down: ["cms"] });
+  try {
+    await assert.rejects(
+      run("node", ["scripts/provision.mjs", manifest], { cwd: ROOT, env: { ...process.env, ...platform.env } }),
+      (err) => {
+        assert.match(err.stderr, /cms: 503 .*D1 is unreachable/);
+        assert.doesNotMatch(err.stderr, /--rotate/);
+        return true;
+      },
+    );
+  } finally {
+    platform.close();
+  }
+});
+
+test("--cms-seeds --out writes the module whole, and only once it is complete", async () => {
+  const dir = await mkdtemp(path.join(tmpdir(), "ss-seeds-out-"));
+  try {
+    const manifests = await Promise.all(TENANT_MANIFESTS.map(loadManifest));
+    const tokens = path.join(dir, "tokens.json");
+    await writeFile(tokens, JSON.stringify({ [manifests[0].appId]: { token: "a-token-0123456789" } }));
+    const out = path.join(dir, "cms-seeds.js");
+    await writeFile(out, 'export default "kept";\n');
+    // A tokens file that is not JSON: the old module stays as it was.
+    await writeFile(path.join(dir, "bad.json"), "{not json");
+    await assert.rejects(
+      run("node", ["scripts/provision.mjs", "--cms-seeds", path.join(dir, "bad.json"), "--out", out], { cwd: ROOT }),
+    );
+    assert.equal(await readFile(out, "utf8"), 'export default "kept";\n');
+    await run("node", ["scripts/provision.mjs", "--cms-seeds", tokens, "--out", out], { cwd: ROOT });
+    const { default: seeds } = await import(`${pathToFileURL(out).href}?v=2`);
+    assert.deepEqual(Object.keys(JSON.parse(seeds)), [manifests[0].appId]);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test("the build keeps a real seeds module and replaces an empty or broken one with the empty module", async () => {
+  const dir = await mkdtemp(path.join(tmpdir(), "ss-seeds-ensure-"));
+  const ensure = (file) =>
+    run("bash", ["-c", `source scripts/lib/ensure-cms-seeds.sh && ensure_cms_seeds "$1"`, "ensure", file], {
+      cwd: ROOT,
+    });
+  try {
+    const cases = {
+      missing: [null, 'export default "";\n'],
+      empty: ["", 'export default "";\n'],
+      broken: ['{"bakery":', 'export default "";\n'],
+      real: ['export default "{\\"bakery\\":{}}";\n', 'export default "{\\"bakery\\":{}}";\n'],
+    };
+    for (const [name, [before, after]] of Object.entries(cases)) {
+      const file = path.join(dir, `${name}.js`);
+      if (before !== null) await writeFile(file, before);
+      await ensure(file);
+      assert.equal(await readFile(file, "utf8"), after, name);
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
   }
 });

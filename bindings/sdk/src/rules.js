@@ -50,7 +50,7 @@ const codePoints = (s) => [...s].length;
 function hasControlChars(s, allowNewlines) {
   for (const ch of s) {
     const u = ch.codePointAt(0);
-    // C0 and DEL, and (leads, workers/leads/lead.cpp has_controls) the C1 range U+0080–U+009F.
+    // C0 and DEL, and the C1 range U+0080–U+009F (as shared/text.cpp has_control_chars).
     if (u === 0x7f || (u >= 0x80 && u <= 0x9f)) return true;
     if (u < 0x20 && !(allowNewlines && (ch === "\n" || ch === "\r" || ch === "\t"))) return true;
   }
