@@ -342,7 +342,8 @@ export interface PlatformClient {
     content(): Promise<Content>;
     /**
      * `getStatus` over Workers RPC when the binding offers it, else `GET /v1/status?at=`; computed
-     * from the manifest's snapshot when the service is missing or fails.
+     * from the manifest's snapshot when the service is missing or fails. `at` outside 2020–2099 is
+     * refused as the service refuses it: `invalid_request` (400), `fields.at`, before any call.
      */
     status(at?: Date | string): Promise<OpenStatus>;
   };

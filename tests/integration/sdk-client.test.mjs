@@ -295,6 +295,15 @@ describe("createPlatformClient with fake bindings", () => {
     assert.equal((await client.cms.content()).source, "fallback");
     assert.equal((await client.cms.status("2026-05-26T14:00:00Z")).source, "fallback");
     assert.equal(aborted, 1, "the cms request that ran out of time was aborted");
+    // A time the service refuses (its zone data starts in 2020) is refused by the snapshot's answer too.
+    for (const at of ["2019-12-31T23:59:59Z", "2100-01-01T00:00:00Z"]) {
+      const refused = await client.cms.status(at).catch((err) => err);
+      assert.ok(refused instanceof SiteSwarmError, at);
+      assert.equal(refused.code, "invalid_request");
+      assert.equal(refused.status, 400);
+      assert.match(refused.fields.at, /between 2020 and 2099/);
+    }
+    assert.equal(aborted, 1, "refused before any call");
     const failed = await client.leads.submit({ email: "a@example.com" }).catch((err) => err);
     assert.ok(failed instanceof SiteSwarmError);
     assert.equal(failed.code, "service_unavailable");

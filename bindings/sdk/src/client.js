@@ -346,10 +346,23 @@ function expectField(answer, field, type) {
   if (typeof answer?.[field] !== type) throw badResponse(200, `the answer has no ${field}`);
 }
 
+// The years cms-service computes a status for (its zone data starts in 2020): outside them it answers
+// 400, and so does the SDK, also when the answer would come from the manifest's snapshot.
+const FIRST_STATUS_YEAR = 2020;
+const LAST_STATUS_YEAR = 2099;
+
 function toRfc3339(at) {
   const date = at instanceof Date ? at : new Date(at);
   if (Number.isNaN(date.getTime())) {
     throw new SiteSwarmError("invalid_request", "at: not a valid time", { status: 400, details: { field: "at" } });
+  }
+  const year = date.getUTCFullYear();
+  if (year < FIRST_STATUS_YEAR || year > LAST_STATUS_YEAR) {
+    const problem = `must be an RFC 3339 date-time between ${FIRST_STATUS_YEAR} and ${LAST_STATUS_YEAR}`;
+    throw new SiteSwarmError("invalid_request", `at ${problem}`, {
+      status: 400,
+      details: { field: "at", fields: { at: problem } },
+    });
   }
   return date.toISOString().replace(/\.\d{3}Z$/, "Z");
 }
