@@ -37,7 +37,7 @@ export class Core {
   #exports;
   #poisoned = null;
   #lastEnv = undefined; // the env object of the last message the core accepted with one
-  #started = new Map(); // id → Date.now() at its start or last resume, of every run not dropped yet
+  #lastActive = new Map(); // id → Date.now() at its start or last resume, of every run not dropped yet
   #swept = 0;
 
   /** @param source a WebAssembly.Module, or a function returning an instance-like `{ exports }`. */
@@ -158,7 +158,7 @@ export class Core {
   }
 
   resume(id, message, prof = null) {
-    if (this.#started.has(id)) this.#started.set(id, Date.now()); // alive: a stream's every chunk
+    if (this.#lastActive.has(id)) this.#lastActive.set(id, Date.now()); // alive: a stream's every chunk
     this.#withMessage(message, (ptr, len) => this.#call("ss_resume", [id, ptr, len]), prof);
   }
 
@@ -168,13 +168,8 @@ export class Core {
   }
 
   drop(id) {
-    this.#started.delete(id);
+    this.#lastActive.delete(id);
     if (!this.poisoned) this.#call("ss_drop", [id]);
-  }
-
-  /** How many runs are started and not dropped yet. */
-  get liveRuns() {
-    return this.#started.size;
   }
 
   // Records a new run, and drops the runs whose invocation was cancelled (STALE_RUN_MS).
@@ -182,14 +177,14 @@ export class Core {
     const now = Date.now();
     if (now - this.#swept >= SWEEP_EVERY_MS) {
       this.#swept = now;
-      for (const [old, at] of this.#started) {
+      for (const [old, at] of this.#lastActive) {
         if (now - at < STALE_RUN_MS) continue;
-        this.#started.delete(old);
+        this.#lastActive.delete(old);
         this.#call("ss_drop", [old]);
         console.error(`run ${old} was still waiting after ${Math.round((now - at) / 60000)} min idle: dropped`);
       }
     }
-    this.#started.set(id, now);
+    this.#lastActive.set(id, now);
   }
 
   #withMessage(message, fn, prof = null) {
