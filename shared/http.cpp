@@ -2,6 +2,7 @@
 
 #include "shared/text.h"
 
+#include "shared/field_error.h"
 #include "shared/form.h"
 #include "shared/json_util.h"
 
@@ -87,9 +88,9 @@ Result<std::int64_t> Request::int_param(std::string_view name, std::int64_t fall
   if (text.empty()) return fallback;
   if (auto n = parse_decimal(text, min, max)) return *n;
   std::string field(name);
-  return Error{ErrorCode::invalid_request,
-               field + ": must be " + std::to_string(min) + "–" + std::to_string(max)}
-      .with("field", field);
+  std::string problem = "must be " + std::to_string(min) + "–" + std::to_string(max);
+  Error e{ErrorCode::invalid_request, field + ": " + problem};
+  return std::move(name_field(e, field, problem));
 }
 
 Response Response::json_body(int status, const json& body) {

@@ -245,7 +245,11 @@ TEST_CASE("analytics: oversized and malformed beacons are refused and nothing is
     CHECK(r.status == 400);
     json err = r.body_json()["error"];
     CHECK(err["code"].is_string());
-    if (!c.field.empty()) CHECK(err["field"] == c.field);
+    if (!c.field.empty()) {
+      CHECK(err["field"] == c.field);
+      CHECK(err["fields"].is_object());  // the contract's validation shape
+      CHECK(err["fields"].contains(c.field));
+    }
   }
   auto headers = Mesh::tenant_headers("bakery", kBakeryToken);
   headers["Content-Type"] = "application/x-www-form-urlencoded";

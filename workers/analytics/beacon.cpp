@@ -1,5 +1,6 @@
 #include "workers/analytics/beacon.h"
 
+#include "shared/field_error.h"
 #include "shared/http.h"
 #include "shared/json_util.h"
 #include "shared/text.h"
@@ -14,7 +15,8 @@ std::string without_www(std::string host) {
 }
 
 Error invalid_field(const std::string& field, const std::string& why) {
-  return Error{ErrorCode::invalid_request, "beacon: \"" + field + "\" " + why}.with("field", field);
+  Error e{ErrorCode::invalid_request, "beacon: \"" + field + "\" " + why};
+  return std::move(name_field(e, field, why));
 }
 
 // A decoded query value, '+' as space, cut to kMaxUtmLength bytes.

@@ -300,7 +300,10 @@ TEST_CASE("invalid events and queries get the contract's clear errors, nothing w
   CHECK(l.get("bakery", kBakeryToken, "?type=PRICE.*").status == 400);
   CHECK(l.get("bakery", kBakeryToken, "?after=zzz").status == 400);
   CHECK(l.get("bakery", kBakeryToken, "?limit=0").status == 400);
-  CHECK(l.get("bakery", kBakeryToken, "?limit=501").status == 400);
+  auto too_many = l.get("bakery", kBakeryToken, "?limit=501");
+  CHECK(too_many.status == 400);
+  // The contract's validation shape: "fields" names the parameter and its bounds.
+  CHECK(too_many.body_json()["error"]["fields"]["limit"] == "must be 1–500");
 }
 
 TEST_CASE("producer-supplied ULIDs: kept, deduplicated per tenant") {
