@@ -2,12 +2,14 @@
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
-export function toRequest({ url, method = "GET", headers = {}, body }) {
+/** The effect's request as a Request; `signal` (optional) aborts it. */
+export function toRequest({ url, method = "GET", headers = {}, body }, signal) {
   const hasBody = body != null && body !== "" && method !== "GET" && method !== "HEAD";
   return new Request(new URL(url, "https://internal.invalid"), {
     method,
     headers,
     body: hasBody ? body : undefined,
+    ...(signal && { signal }),
   });
 }
 

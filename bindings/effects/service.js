@@ -8,12 +8,13 @@ export default {
   async service(effect, env) {
     const service = binding(env, effect.binding, "service", "fetch");
     const started = Date.now();
-    // With a timeout, the call is aborted when it runs out: a call left running would keep its
-    // connection (one of the invocation's six) and its unread body until the invocation ends.
-    const controller = effect.timeoutMs > 0 ? new AbortController() : null;
-    const call = async () => {
-      const request = toRequest(effect.request ?? {});
-      const response = await service.fetch(controller ? new Request(request, { signal: controller.signal }) : request);
+    // With a timeout, the call is aborted when it runs out (the body's read included): a call left
+    // running would keep its connection (one of the invocation's six) and its unread body until the
+    // invocation ends. One Request, its signal the timer's.
+    const timeoutMs = Math.max(Number(effect.timeoutMs) || 0, 0);
+    try {
+      const request = toRequest(effect.request ?? {}, timeoutMs ? AbortSignal.timeout(timeoutMs) : undefined);
+      const response = await service.fetch(request);
       const { text, tooLarge } = await readText(response.body);
       return {
         status: response.status,
@@ -22,25 +23,13 @@ export default {
         ...(tooLarge && { bodyTooLarge: true }),
         elapsedMs: Date.now() - started,
       };
-    };
-    if (!(effect.timeoutMs > 0)) return call();
-    let timer;
-    const timeout = new Promise((_, reject) => {
-      timer = setTimeout(() => {
-        reject(
-          new EffectError("timeout", `service(): no answer within ${effect.timeoutMs} ms`, {
-            elapsedMs: Date.now() - started,
-          }),
-        );
-        controller.abort();
-      }, effect.timeoutMs);
-    });
-    const pending = call();
-    pending.catch(() => {}); // aborted after its timeout answered: nobody waits for it any more
-    try {
-      return await Promise.race([pending, timeout]);
-    } finally {
-      clearTimeout(timer);
+    } catch (err) {
+      if (timeoutMs && (err?.name === "TimeoutError" || err?.name === "AbortError")) {
+        throw new EffectError("timeout", `service(): no answer within ${timeoutMs} ms`, {
+          elapsedMs: Date.now() - started,
+        });
+      }
+      throw err;
     }
   },
 };

@@ -576,7 +576,15 @@ describe("effect loop", () => {
         return json(200, r);
       },
     });
-    const result = await (await defineWorker(core).fetch(get("/probe"), env, ctx())).json();
+    // The host's timer is AbortSignal.timeout's, which in Node does not keep the process alive (an
+    // invocation in workerd waits for it): this test holds the event loop open meanwhile.
+    const alive = setInterval(() => {}, 1000);
+    let result;
+    try {
+      result = await (await defineWorker(core).fetch(get("/probe"), env, ctx())).json();
+    } finally {
+      clearInterval(alive);
+    }
     assert.equal(result.error.code, "timeout");
     assert.equal(signal?.aborted, true, "the binding's request was aborted");
   });

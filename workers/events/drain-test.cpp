@@ -70,6 +70,9 @@ TEST_CASE("a drainer that dies mid-batch and is re-run starts every workflow exa
   CHECK(start["workflow_run_id"].get<std::string>().rfind("run_", 0) == 0);
   CHECK(start["event"]["event_id"] == ids[0]);
   CHECK(start["input"] == json{{"n", 0}});
+  // Written as compact JSON with its keys in order, as every body the platform writes.
+  CHECK(l.calls[0]["text"] == start.dump());
+  CHECK(l.calls[1]["text"] == l.calls[1]["body"].dump());
 }
 
 TEST_CASE("a batch of events is claimed and committed in one D1 batch each, starts 6 at a time") {

@@ -46,7 +46,8 @@ struct Ledger {
       calls.push_back({{"url", req["url"]},
                        {"key", req["headers"]["idempotency-key"]},
                        {"headers", req["headers"]},
-                       {"body", body}});
+                       {"body", body},
+                       {"text", req["body"]}});
       std::string event_id = body["event"]["event_id"];
       reply.status = failing_events.count(event_id) ? 500 : 202;
       reply.body = start_reply_body;

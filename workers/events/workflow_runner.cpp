@@ -55,6 +55,8 @@ struct EventWork {
   const EventRow* row = nullptr;
   json event;                        // the API view: what filters, mappers and targets see
   json payload;                      // parsed; a non-object payload makes the event poison
+  std::string event_text;            // `event` written once, on its first start ("": not yet)
+  std::string payload_text;          // `payload` likewise, for the starts without a mapper
   std::vector<FanoutDecision> todo;  // starts to claim, in subscription order
   std::vector<bool> mine;            // per todo: this run's claim landed
   std::vector<std::optional<StartOutcome>> results;  // per todo: nullopt = not sent
@@ -104,8 +106,11 @@ Task<Result<std::map<std::string, WorkflowTarget>>> load_workflows() {
 }
 
 // One POST to the workflow's target; a 2xx answer counts as started.
+// `event_text` and `input_text` are the event's view and the start's input, written as JSON (the
+// event's once for all its starts).
 Task<StartOutcome> start_workflow(Context& ctx, const std::string& key, const json& event,
-                                  json input, const Subscription* sub, const WorkflowTarget* target,
+                                  const std::string& event_text, std::string input_text,
+                                  const Subscription* sub, const WorkflowTarget* target,
                                   std::string run_id) {
   StartOutcome out;
   out.run_id = std::move(run_id);
@@ -121,10 +126,19 @@ Task<StartOutcome> start_workflow(Context& ctx, const std::string& key, const js
                   {"idempotency-key", key},
                   {"x-siteswarm-workflow-run-id", out.run_id},
                   {"x-siteswarm-workflow-type", sub->workflow_type}};
-  call.body = dump_json(json_object({{"workflow_type", sub->workflow_type},
-                                     {"workflow_run_id", out.run_id},
-                                     {"event", event},
-                                     {"input", std::move(input)}}));
+  // {"event","input","workflow_run_id","workflow_type"}: the keys in the order dump_json writes them.
+  std::string& body = call.body;
+  body.reserve(event_text.size() + input_text.size() + out.run_id.size() +
+               sub->workflow_type.size() + 64);
+  body += R"({"event":)";
+  body += event_text;
+  body += R"(,"input":)";
+  body += input_text;
+  body += R"(,"workflow_run_id":)";
+  append_json_string(body, out.run_id);
+  body += R"(,"workflow_type":)";
+  append_json_string(body, sub->workflow_type);
+  body += '}';
   Result<FetchReply> reply = Error{ErrorCode::internal, "unreachable"};
   if (!target->service.empty()) {
     // Over a service binding the start carries the tenant whose event caused it (the binding is
@@ -349,9 +363,16 @@ Task<Unit> start_worker(Context& ctx, StartQueue& q, const FanoutContext& fc) {
     const Subscription* s = d.subscription;
     auto wf = fc.workflows.find(s->workflow_type);
     const WorkflowTarget* target = wf == fc.workflows.end() ? nullptr : &wf->second;
-    json input = s->mapper ? s->mapper->apply(w.event) : w.payload;
-    StartOutcome outcome =
-        co_await start_workflow(ctx, d.key, w.event, std::move(input), s, target, item.run_id);
+    if (w.event_text.empty()) w.event_text = dump_json(w.event);
+    std::string input;
+    if (s->mapper) {
+      input = dump_json(s->mapper->apply(w.event));
+    } else {
+      if (w.payload_text.empty()) w.payload_text = dump_json(w.payload);
+      input = w.payload_text;
+    }
+    StartOutcome outcome = co_await start_workflow(ctx, d.key, w.event, w.event_text,
+                                                   std::move(input), s, target, item.run_id);
     w.results[item.index] = std::move(outcome);
   }
   co_return Unit{};
