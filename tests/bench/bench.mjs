@@ -55,14 +55,14 @@ function wasmFigures(file) {
   };
 }
 
-async function load(url) {
+async function load(url, requests = REQUESTS) {
   const latencies = [];
   let next = 0;
   let failures = 0;
   const started = performance.now();
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
-      while (next++ < REQUESTS) {
+      while (next++ < requests) {
         const t = performance.now();
         const res = await fetch(url);
         await res.arrayBuffer();
@@ -72,7 +72,25 @@ async function load(url) {
     }),
   );
   const seconds = (performance.now() - started) / 1000;
-  return { rps: REQUESTS / seconds, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), failures };
+  return {
+    rps: requests / seconds,
+    p50: percentile(latencies, 0.5),
+    p99: percentile(latencies, 0.99),
+    failures,
+    seconds,
+    latencies,
+  };
+}
+
+// Two half loads as one: req/s over their summed time, percentiles over both halves' latencies.
+function joined(a, b) {
+  const latencies = [...a.latencies, ...b.latencies];
+  return {
+    rps: latencies.length / (a.seconds + b.seconds),
+    p50: percentile(latencies, 0.5),
+    p99: percentile(latencies, 0.99),
+    failures: a.failures + b.failures,
+  };
 }
 
 // One Miniflare per worker, alone (no service bindings: /health needs none), reached over HTTP. Its D1
@@ -92,7 +110,7 @@ async function startServer(name, options, key = name) {
   await first.arrayBuffer();
   const coldMs = performance.now() - t;
   if (first.status !== 200) throw new Error(`${name}: /health answered ${first.status}`);
-  return { name, mf, url, coldMs, rounds: [] };
+  return { name, mf, url, coldMs, rounds: [], pairedHello: [] };
 }
 
 const kib = (n) => `${(n / 1024).toFixed(1)} KiB`;
@@ -110,10 +128,12 @@ if (existsSync(FLOOR)) {
 }
 for (const key of WORKERS) figures.wasm[key] = wasmFigures(path.join(ROOT, "dist/wasm", PLATFORM_WORKERS[key].wasm));
 
-// /health: every server up at once, then ROUNDS rounds that each load hello and every worker in turn
-// (the order rotating), so that a machine whose load drifts (docs/performance.md: 2 shared cores) weighs
-// on all of them alike; a worker's ratio is the median of its per-round req/s over hello's in the same
-// round, its figures those of its median round.
+// /health: every server up at once, then ROUNDS rounds; in each, every worker in turn (the order
+// rotating) is measured right beside the hello-world, in four half loads ordered hello, worker,
+// worker, hello (or worker, hello, hello, worker in odd rounds). A machine whose speed drifts
+// (docs/performance.md: 2 shared cores; the hello-world alone has run at 1,400 and 2,000 req/s
+// within one run) weighs on both sides of a pair alike. A worker's ratio is the median over the
+// rounds of its pair's req/s over the hello-world's; the figures printed are each side's median round.
 const servers = [
   await startServer("hello", {
     modules: true,
@@ -124,10 +144,29 @@ const servers = [
 try {
   for (const key of WORKERS) servers.push(await startServer(key, await platformWorkerOptions(key)));
   for (const s of servers) await load(s.url); // warm-up round, not reported
+  const [helloAtStart, ...workersAtStart] = servers;
+  const half = Math.ceil(REQUESTS / 2);
   for (let r = 0; r < ROUNDS; r++) {
-    for (let i = 0; i < servers.length; i++) {
-      const s = servers[(i + r) % servers.length];
-      s.rounds[r] = await load(s.url);
+    for (let i = 0; i < workersAtStart.length; i++) {
+      const s = workersAtStart[(i + r) % workersAtStart.length];
+      const [first, second] = r % 2 ? [s, helloAtStart] : [helloAtStart, s];
+      const a1 = await load(first.url, half);
+      const b1 = await load(second.url, half);
+      const b2 = await load(second.url, half);
+      const a2 = await load(first.url, half);
+      const [ownHalves, helloHalves] =
+        r % 2
+          ? [
+              [a1, a2],
+              [b1, b2],
+            ]
+          : [
+              [b1, b2],
+              [a1, a2],
+            ];
+      s.rounds[r] = joined(...ownHalves);
+      s.pairedHello[r] = joined(...helloHalves);
+      helloAtStart.rounds.push(s.pairedHello[r]);
     }
   }
 } finally {
@@ -148,7 +187,8 @@ for (const s of workerServers) {
   const http = healthOf(s);
   if (http.failures) console.error(`${s.name}: ${http.failures} non-200 answers`);
   figures.health[s.name] = http;
-  ratios[`health_${s.name}`] = round(median(s.rounds.map((x, r) => x.rps / helloServer.rounds[r].rps)), 3);
+  ratios[`health_${s.name}`] = round(median(s.rounds.map((x, r) => x.rps / s.pairedHello[r].rps)), 3);
+  http.pairRatios = s.rounds.map((x, r) => round(x.rps / s.pairedHello[r].rps, 3));
   const wasm = figures.wasm[s.name];
   rows.push([
     s.name,
@@ -178,7 +218,7 @@ const header = ["worker", "wasm", "gzip -9", "compile", "instantiate", "1st /hea
 const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
 const line = (cells) => cells.map((c, i) => String(c).padStart(widths[i])).join("  ");
 console.log(
-  `\n/health on local workerd (Miniflare, HTTP), ${ROUNDS} interleaved rounds of ${REQUESTS} requests at concurrency ${CONCURRENCY} (median round);`,
+  `\n/health on local workerd (Miniflare, HTTP), ${ROUNDS} rounds; in each, every worker ${REQUESTS} requests beside the hello-world's ${REQUESTS} (halves ABBA) at concurrency ${CONCURRENCY} (median round);`,
 );
 console.log(`in Node ${process.version}: compile = first new WebAssembly.Module (V8 compiles lazily), instantiate =`);
 console.log(

@@ -11,6 +11,10 @@
 //       --rounds drains per side (default 5, alternating which side goes first), the median one.
 //
 //   node tests/bench/events-bench.mjs [--emits 300] [--batch 500] [--reads 40] [--rounds 5]
+//   SS_INSPECTOR_PORT=9339 node tests/bench/events-bench.mjs …: each drain also profiled (V8's
+//       sampling profiler over the inspector, docs/performance.md "Profiles inside workerd"): the
+//       draining isolate's and the workflow target's busy time, and the drainer's top functions
+//       (SS_PROFILE_TOP of them, default 12).
 // or from tests/bench/bench.mjs (scripts/bench), which runs it after the /health table.
 import { createHash } from "node:crypto";
 import path from "node:path";
@@ -48,6 +52,31 @@ export default {
 
 const percentile = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))];
 const median = (xs) => percentile(xs, 0.5);
+const PROFILE_PORT = Number(process.env.SS_INSPECTOR_PORT || 0);
+
+// `run()` with the isolates of `names` profiled (only when SS_INSPECTOR_PORT is set): per name, its
+// busy ms (samples that are not idle) and top functions by self time.
+async function profiled(names, run) {
+  if (!PROFILE_PORT) return { result: await run(), profiles: null };
+  const { profileWhile, selfTimes } = await import("./inspector.mjs");
+  const targets = await (await fetch(`http://127.0.0.1:${PROFILE_PORT}/json`)).json();
+  const find = (name) => targets.find((t) => t.title.includes(`core:user:${name}`));
+  let result;
+  let inner = async () => {
+    result = await run();
+  };
+  const out = {};
+  for (const name of names) {
+    const target = find(name);
+    if (!target) throw new Error(`no inspector target for ${name}`);
+    const next = inner;
+    inner = async () => {
+      out[name] = selfTimes(await profileWhile(target, 200, next));
+    };
+  }
+  await inner();
+  return { result, profiles: out };
+}
 
 const eventsWorkerOptions = () =>
   platformWorkerOptions("events", {
@@ -65,6 +94,7 @@ export async function runEventsBench({ emits = 300, batch = 500, reads = 40, rou
   const { applyMigrations, MODULE_RULES } = await import("../../scripts/lib/local-mesh.mjs");
   const mf = new Miniflare({
     cf: false,
+    ...(PROFILE_PORT ? { inspectorPort: PROFILE_PORT } : {}),
     workers: [
       await eventsWorkerOptions(),
       {
@@ -211,15 +241,18 @@ export async function runEventsBench({ emits = 300, batch = 500, reads = 40, rou
         while (pending.length) await Promise.all(pending.splice(0, 16).map((f) => f()));
         const before = await targetStarts();
         const t = performance.now();
-        const out = expect(
-          "drain",
-          await call(impl, "/admin/events/drain?consumer=workflow_runner", {
-            method: "POST",
-            headers: operator,
-          }),
-          200,
+        const drained = await profiled([impl === "cpp" ? CPP : JS, TARGET], () =>
+          call(impl, "/admin/events/drain?consumer=workflow_runner", { method: "POST", headers: operator }),
         );
+        const out = expect("drain", drained.result, 200);
         const ms = performance.now() - t;
+        if (drained.profiles) {
+          const [own, target] = [drained.profiles[impl === "cpp" ? CPP : JS], drained.profiles[TARGET]];
+          const top = own.rows.slice(0, Number(process.env.SS_PROFILE_TOP || 12)).map(([name, us]) => `${(us / 1000).toFixed(0)} ${name}`);
+          log(
+            `${impl} drain ${ms.toFixed(0)} ms: drainer busy ${(own.total / 1000).toFixed(0)} ms (wasm ${(own.wasm / 1000).toFixed(0)}), target busy ${(target.total / 1000).toFixed(0)} ms; ${top.join(" | ")}`,
+          );
+        }
         const report = out.consumers.workflow_runner;
         const starts = (await targetStarts()) - before;
         if (report.read !== batch || report.started !== batch * SUBSCRIPTIONS || starts !== batch * SUBSCRIPTIONS) {
