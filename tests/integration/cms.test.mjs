@@ -113,6 +113,37 @@ describe("cms Studio API", () => {
     assert.equal((await jsonOf(fresh, 201)).version, version + 1);
   });
 
+  // RFC 9110 §13.1.1 through workerd's headers: a list of entity-tags (also as two If-Match
+  // headers, which arrive joined by a comma), strong comparison (a weak tag never matches), "*".
+  it("If-Match: a list matches when any tag does, a weak tag never matches, * matches", async () => {
+    const version = async () => (await jsonOf(await studio("GET", "/admin/v1/content"), 200)).version;
+    const post = (ifMatch, text) =>
+      studio("POST", "/admin/v1/announcements", { text }, { headers: { "if-match": ifMatch } });
+    const v = await version();
+    const weak = await errorOf(await post(`W/"${v}"`, "Weak"), 409, "conflict");
+    assert.equal(weak.currentVersion, v);
+    await errorOf(await post(`"${v + 5}", W/"${v}"`, "None"), 409, "conflict");
+    assert.equal(await version(), v);
+    const listed = await post(`"${v + 5}", "${v}"`, "Listed");
+    assert.equal((await jsonOf(listed, 201)).version, v + 1);
+    assert.equal(listed.headers.get("etag"), `"${v + 1}"`);
+    const twoHeaders = new Headers({ "x-siteswarm-tenant-id": "bakery" });
+    twoHeaders.append("authorization", `Bearer ${mesh.tokens.bakery.adminToken}`);
+    twoHeaders.append("content-type", "application/json");
+    twoHeaders.append("if-match", `"${v}"`);
+    twoHeaders.append("if-match", `"${v + 1}"`);
+    const joined = await mesh.fetch("cms", "/admin/v1/announcements", {
+      method: "POST",
+      headers: twoHeaders,
+      body: JSON.stringify({ text: "Two headers" }),
+    });
+    assert.equal((await jsonOf(joined, 201)).version, v + 2);
+    assert.equal((await jsonOf(await post("*", "Any"), 201)).version, v + 3);
+    const bad = await errorOf(await post(`*, "${v + 3}"`, "Bad"), 400, "invalid_request");
+    assert.equal(bad.field, "If-Match");
+    assert.equal(await version(), v + 3);
+  });
+
   it("overrides: create, see in status, delete; another tenant's id is 404", async () => {
     const created = await jsonOf(
       await studio("POST", "/admin/v1/overrides", {

@@ -338,6 +338,66 @@ TEST_CASE("cms: If-Match on a stale version is 409 and writes nothing") {
   CHECK(t.version() == 3);
 }
 
+// RFC 9110 §13.1.1: If-Match is a list of entity-tags compared strongly (a weak tag never
+// matches), or "*" (any current content: a tenant's content always has a version, 0 included).
+TEST_CASE("cms: If-Match takes a list of entity-tags, compared strongly, or *") {
+  Cms t;
+  auto put = [&](const std::string& if_match) {
+    return t.studio("PUT", "/admin/v1/hours", hours_body(), {{"If-Match", if_match}});
+  };
+  // "*" on a tenant that was never edited: its version-0 content is the current representation.
+  CHECK(put("*").status == 200);
+  CHECK(t.version() == 1);
+  // A list matches when any of its tags does; empty elements are ignored (RFC 9110 §5.6.1).
+  HttpReply listed = put("\"7\", \"1\"");
+  CHECK(listed.status == 200);
+  CHECK(listed.header("etag") == "\"2\"");
+  CHECK(put(", \"0\",\"2\" ,").status == 200);
+  CHECK(t.version() == 3);
+  // None of the list matches: the precondition fails (409) and nothing is written.
+  HttpReply none = put("\"1\", \"2\", \"4\"");
+  CHECK(none.status == 409);
+  CHECK(none.body_json()["error"]["code"] == "conflict");
+  CHECK(none.body_json()["error"]["currentVersion"] == 3);
+  CHECK(t.version() == 3);
+  // A weak tag never matches, not even the current version's, alone or in a list.
+  for (const char* weak : {"W/\"3\"", "W/\"2\", W/\"3\""}) {
+    HttpReply r = put(weak);
+    CHECK_MESSAGE(r.status == 409, weak);
+    CHECK(r.body_json()["error"]["code"] == "conflict");
+  }
+  CHECK(t.version() == 3);
+  // A weak tag beside a strong one that matches: the strong one decides.
+  CHECK(put("W/\"3\", \"3\"").status == 200);
+  CHECK(t.version() == 4);
+  // Well-formed tags that are no version of ours (or not as we write it: "04") match nothing.
+  for (const char* other : {"\"abc\"", "\"04\"", "\"4,5\"", "\"\""}) {
+    CHECK_MESSAGE(put(other).status == 409, other);
+  }
+  CHECK(t.version() == 4);
+  // The contract's bare version (If-Match: 4) is read as the tag "4", also in a list.
+  CHECK(put("4").status == 200);
+  CHECK(put("9, 5").status == 200);
+  CHECK(t.version() == 6);
+  // Not a list of entity-tags: 400 naming If-Match, nothing written.
+  for (const char* bad : {"one", "\"6", "6\"", "*, \"6\"", "\"6\" \"6\"", "W/6", "", " , "}) {
+    HttpReply r = put(bad);
+    CHECK_MESSAGE(r.status == 400, bad);
+    CHECK_MESSAGE(r.body_json()["error"]["field"] == "If-Match", bad);
+  }
+  CHECK(t.version() == 6);
+  // The same rules on every write (here a POST and a DELETE).
+  CHECK(t.studio("POST", "/admin/v1/announcements", json{{"text", "Hi"}}, {{"If-Match", "W/\"6\""}})
+            .status == 409);
+  HttpReply created = t.studio("POST", "/admin/v1/announcements", json{{"text", "Hi"}},
+                               {{"If-Match", "\"5\", \"6\""}});
+  REQUIRE(created.status == 201);
+  std::string id = created.body_json()["id"].get<std::string>();
+  CHECK(t.studio("DELETE", "/admin/v1/announcements/" + id, json(), {{"If-Match", "*"}}).status ==
+        200);
+  CHECK(t.version() == 8);
+}
+
 TEST_CASE("cms: bad input names the field and writes nothing") {
   Cms t;
   struct Case {

@@ -11,6 +11,7 @@
 #include "workers/cms/service.h"
 #include "workers/cms/store.h"
 
+#include <algorithm>
 #include <functional>
 
 namespace ss::cms {
@@ -43,18 +44,78 @@ Task<Result<TenantRow>> authenticate_admin(Context& ctx, const Request& req) {
   co_return std::move(*row);
 }
 
-// If-Match: 7, "7" or W/"7"; absent or "*" (RFC 9110 §13.1.1: any current version, and a tenant's
-// content always has one) → nullopt.
-Result<std::optional<std::int64_t>> if_match(const Request& req) {
-  if (!req.has_header("if-match")) return std::optional<std::int64_t>{};
-  std::string header = req.header("if-match");
-  std::string_view v = header;
-  if (v == "*") return std::optional<std::int64_t>{};
-  if (v.substr(0, 2) == "W/") v.remove_prefix(2);
-  if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
-  auto n = parse_decimal(v, 0, INT64_MAX / 2);
-  if (!n) return field_error("If-Match", "must be a content version, e.g. \"7\"");
-  return std::optional<std::int64_t>{*n};
+// If-Match (RFC 9110 §13.1.1): "*", or a comma-separated list of entity-tags. The content's ETag
+// is the strong tag "<version>"; a listed tag matches by the strong comparison (same opaque tag,
+// neither weak), so a weak tag W/"…" never matches. "*" matches any current version, and a
+// tenant's content always has one (version 0 is the manifest snapshot). The contract's bare
+// version (If-Match: 7) is read as the tag "7". Not a list of entity-tags → 400 naming If-Match.
+struct Precondition {
+  bool any = false;               // "*"
+  std::vector<std::string> tags;  // the strong tags' opaque values (the weak ones never match)
+  bool matches(std::int64_t version) const {
+    if (any) return true;
+    const std::string current = std::to_string(version);
+    return std::find(tags.begin(), tags.end(), current) != tags.end();
+  }
+};
+
+// nullopt: no If-Match, nothing to check.
+Result<std::optional<Precondition>> if_match(const Request& req) {
+  if (!req.has_header("if-match")) return std::optional<Precondition>{};
+  const std::string header = req.header("if-match");
+  const std::string_view v = header;
+  auto malformed = [] {
+    return field_error("If-Match",
+                       "must be * or a list of entity-tags, e.g. \"7\" or \"7\", \"8\"");
+  };
+  auto ows = [](char c) { return c == ' ' || c == '\t'; };
+  // etagc = %x21 / %x23-7E / obs-text: visible characters but DQUOTE, and bytes 0x80-0xFF.
+  auto etagc = [](char c) {
+    auto b = static_cast<unsigned char>(c);
+    return b == 0x21 || (b >= 0x23 && b <= 0x7E) || b >= 0x80;
+  };
+  std::size_t first = 0;
+  std::size_t last = v.size();
+  while (first < last && ows(v[first])) ++first;
+  while (last > first && ows(v[last - 1])) --last;
+  if (v.substr(first, last - first) == "*") {
+    Precondition any;
+    any.any = true;
+    return std::optional<Precondition>{std::move(any)};
+  }
+  Precondition condition;
+  std::size_t elements = 0;
+  std::size_t i = 0;
+  while (true) {
+    while (i < v.size() && ows(v[i])) ++i;
+    if (i == v.size()) break;
+    if (v[i] == ',') {  // an empty element: ignored (RFC 9110 §5.6.1)
+      ++i;
+      continue;
+    }
+    const bool weak = v.substr(i, 2) == "W/";
+    if (weak) i += 2;
+    std::string_view opaque;
+    if (i < v.size() && v[i] == '"') {
+      std::size_t end = i + 1;
+      while (end < v.size() && etagc(v[end])) ++end;
+      if (end == v.size() || v[end] != '"') return malformed();
+      opaque = v.substr(i + 1, end - i - 1);
+      i = end + 1;
+    } else {
+      std::size_t end = i;  // the contract's bare version
+      while (end < v.size() && v[end] >= '0' && v[end] <= '9') ++end;
+      if (weak || end == i) return malformed();
+      opaque = v.substr(i, end - i);
+      i = end;
+    }
+    ++elements;
+    if (!weak) condition.tags.emplace_back(opaque);
+    while (i < v.size() && ows(v[i])) ++i;
+    if (i < v.size() && v[i] != ',') return malformed();
+  }
+  if (elements == 0) return malformed();
+  return std::optional<Precondition>{std::move(condition)};
 }
 
 std::string etag(std::int64_t version) { return "\"" + std::to_string(version) + "\""; }
@@ -78,7 +139,10 @@ using Mutator = std::function<Task<Result<Change>>(Context&, Content&)>;
 
 Task<Result<Response>> write(Context& ctx, const Request& req, const TenantRow& row,
                              const Mutator& mutate) {
-  SS_CO_TRY(std::optional<std::int64_t> expected, if_match(req));
+  SS_CO_TRY(std::optional<Precondition> precondition, if_match(req));
+  // A write under If-Match that loses the race for its version is a conflict, not retried: the
+  // content it was checked against is gone ("*" holds for any version, so that one is retried).
+  const bool conditional = precondition && !precondition->any;
   std::string actor = req.header("x-siteswarm-actor");
   // A name for the history, as plain text: one that is too long, or carries control characters (a
   // header may hold ESC, and a raw byte 0x80–0x9F arrives as a C1 control), is the default.
@@ -90,10 +154,10 @@ Task<Result<Response>> write(Context& ctx, const Request& req, const TenantRow& 
   for (int attempt = 1;; ++attempt) {
     SS_CO_TRY(auto loaded, co_await load_or_seed(row, ctx.app().db_binding));
     auto& [content, materialized] = loaded;
-    if (expected && *expected != content.version) {
-      co_return Error{ErrorCode::conflict, "the content changed: version " +
-                                               std::to_string(content.version) + ", not " +
-                                               std::to_string(*expected)}
+    if (precondition && !precondition->matches(content.version)) {
+      co_return Error{ErrorCode::conflict,
+                      "the content is at version " + std::to_string(content.version) +
+                          ", which If-Match does not name (a weak tag W/\"…\" never matches)"}
           .with("currentVersion", content.version);
     }
     std::int64_t base = content.version;
@@ -123,7 +187,7 @@ Task<Result<Response>> write(Context& ctx, const Request& req, const TenantRow& 
       // Lost the race for base + 1, or D1 failed: tell them apart by the version now stored.
       SS_CO_TRY(std::int64_t now_version, co_await store.version(row.tenant_id));
       if (now_version == base) co_return std::move(committed).error();
-      if (expected || attempt >= kMaxWriteAttempts) {
+      if (conditional || attempt >= kMaxWriteAttempts) {
         co_return Error{ErrorCode::conflict,
                         "the content changed while writing: version " + std::to_string(now_version)}
             .with("currentVersion", now_version);
