@@ -1050,3 +1050,64 @@ TEST_CASE(
   t.mesh.now_ms += 3'600'000;  // an hour later: still
   CHECK(t.get("/v1/content").body_json()["version"] == 1);
 }
+
+// During an outage every read of a tenant without another copy is answered from the bundled seeds
+// (CMS_FALLBACK_SEEDS: every tenant's snapshot, hundreds of them in one JSON text). They are parsed
+// once per instance, and again only when the text changes.
+TEST_CASE("cms: the bundled seeds are parsed once per instance, again when their text changes") {
+  Cms t;
+  auto seeds_with = [](const char* open, const char* text) {
+    return json{
+        {"auto-repair",
+         {{"tokenHash", ss::native::sha256_hex(kAutoToken)},
+          {"timezone", "Europe/London"},
+          {"content",
+           {{"hours",
+             {{"timezone", "Europe/London"},
+              {"weekly", {{"mon", {{{"open", open}, {"close", "17:00"}}}}}}}},
+            {"announcements", {{{"text", text}}}}}}}},
+        {"other",
+         {{"tokenHash", ss::native::sha256_hex("other-token")}, {"content", json::object()}}}}
+        .dump();
+  };
+  auto read = [&](const std::string& path, const std::string& token = kAutoToken) {
+    return t.mesh.request("cms", "GET", path, Mesh::tenant_headers("auto-repair", token));
+  };
+  t.mesh.set_env("cms", ss::cms::kSeedsVar, seeds_with("08:00", "Call ahead"));
+  t.fail(true, true);
+  const std::size_t before = ss::cms::bundled_seed_parses();
+  for (int i = 0; i < 3; ++i) {
+    HttpReply content = read("/v1/content");
+    REQUIRE(content.status == 200);
+    CHECK(content.body_json()["source"] == "fallback");
+    CHECK(content.body_json()["version"] == 0);
+    CHECK(content.body_json()["announcements"][0]["text"] == "Call ahead");
+    json status = read("/v1/status?at=2026-06-01T07:30:00Z").body_json();  // 08:30 BST, a Monday
+    CHECK(status["open"] == true);
+    CHECK(status["source"] == "fallback");
+  }
+  // A wrong token is still refused; a tenant without a seed is still 503.
+  CHECK(read("/v1/content", kBakeryToken).status == 401);
+  CHECK(t.get("/v1/content").status == 503);
+  CHECK(ss::cms::bundled_seed_parses() - before == 1);
+
+  // New seeds (a deploy, or a CMS_FALLBACK_SEEDS secret set): read at once, parsed once.
+  t.mesh.set_env("cms", ss::cms::kSeedsVar, seeds_with("09:00", "New hours"));
+  for (int i = 0; i < 2; ++i) {
+    HttpReply content = read("/v1/content");
+    REQUIRE(content.status == 200);
+    CHECK(content.body_json()["hours"]["weekly"]["mon"][0]["open"] == "09:00");
+    CHECK(content.body_json()["announcements"][0]["text"] == "New hours");
+    CHECK(read("/v1/status?at=2026-06-01T07:30:00Z").body_json()["open"] == false);
+  }
+  CHECK(ss::cms::bundled_seed_parses() - before == 2);
+  // Seeds that are not JSON serve nobody (503), also when asked again, and are not parsed again.
+  t.mesh.set_env("cms", ss::cms::kSeedsVar, "{not json");
+  CHECK(read("/v1/content").status == 503);
+  CHECK(read("/v1/content").status == 503);
+  CHECK(ss::cms::bundled_seed_parses() - before == 3);
+  // No seeds at all: nothing to parse.
+  t.mesh.set_env("cms", ss::cms::kSeedsVar, "");
+  CHECK(read("/v1/content").status == 503);
+  CHECK(ss::cms::bundled_seed_parses() - before == 3);
+}

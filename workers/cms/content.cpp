@@ -104,11 +104,35 @@ Remembered* kept_for(const std::string& tenant_id, const std::string& kv_text) {
   return &it->second;
 }
 
-std::optional<CachedCopy> bundled_copy(const Context& ctx, const std::string& tenant_id) {
+// The snapshot bundled into the worker (CMS_FALLBACK_SEEDS: every tenant's, one JSON text of about
+// 500 bytes a tenant), parsed once per instance and kept with the text it came from: a read during
+// an outage finds its tenant's seed without parsing every tenant's again. An env holding another
+// text (a new deploy's seeds, a secret set) is parsed in its turn, once; a text that is not JSON is
+// remembered as such, not parsed again per read.
+struct BundledSeeds {
+  std::string text;
+  std::optional<json> doc;  // nullopt: `text` is not JSON
+};
+
+std::size_t seed_parses = 0;
+
+const json* bundled_seeds(Context& ctx) {
   std::string text = ctx.env(kSeedsVar);
-  if (text.empty()) return std::nullopt;
-  auto seeds = parse_json(text);
-  if (!seeds) return std::nullopt;
+  if (text.empty()) return nullptr;
+  BundledSeeds& seeds = ctx.instance_local<BundledSeeds>();
+  if (seeds.text != text) {
+    ++seed_parses;
+    auto parsed = parse_json(text);
+    seeds.doc.reset();
+    if (parsed) seeds.doc = std::move(parsed).value();
+    seeds.text = std::move(text);
+  }
+  return seeds.doc ? &*seeds.doc : nullptr;
+}
+
+std::optional<CachedCopy> bundled_copy(Context& ctx, const std::string& tenant_id) {
+  const json* seeds = bundled_seeds(ctx);
+  if (seeds == nullptr) return std::nullopt;
   const json* seed = find_field(*seeds, tenant_id);
   if (seed == nullptr) return std::nullopt;
   auto hash = get_string(*seed, "tokenHash");
@@ -491,6 +515,8 @@ void remember(const Content& content, const std::string& token_hash, std::string
 }
 
 void forget_all_remembered() { remembered().clear(); }
+
+std::size_t bundled_seed_parses() { return seed_parses; }
 
 Task<Status> forget_cms_tenant(Context& ctx, const std::string& tenant_id) {
   remembered().erase(tenant_id);

@@ -26,6 +26,8 @@ Task<Status> refresh_cache(Context& ctx, const Content& content, const std::stri
 // The isolate's last-known-good copy (kv_text: the KV document it was read from, if it was).
 void remember(const Content& content, const std::string& token_hash, std::string kv_text = "");
 void forget_all_remembered();  // tests
+// How many times this process has parsed a CMS_FALLBACK_SEEDS text (tests).
+std::size_t bundled_seed_parses();
 
 // A tenant's version-0 content: the manifest snapshot of its config (config.fallback) in its zone.
 Content seed_content(const TenantRow& row);
