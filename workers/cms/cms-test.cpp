@@ -8,6 +8,7 @@
 
 #include <doctest/doctest.h>
 
+#include <functional>
 #include <set>
 
 #include <algorithm>
@@ -1110,4 +1111,119 @@ TEST_CASE("cms: the bundled seeds are parsed once per instance, again when their
   t.mesh.set_env("cms", ss::cms::kSeedsVar, "");
   CHECK(read("/v1/content").status == 503);
   CHECK(ss::cms::bundled_seed_parses() - before == 3);
+}
+
+namespace {
+
+// Runs `between` once, at the moment the cms core issues its first kv.put of bakery's document
+// whose JSON holds `marker`: that put then lands after whatever `between` did.
+void before_bakery_put(Cms& t, const std::string& marker, std::function<void()> between,
+                       bool& fired) {
+  t.mesh.observe_effects = [marker, between = std::move(between), &fired](const json& effects) {
+    for (const json& e : effects) {
+      if (fired || e["kind"] != "kv.put" || e["key"] != ss::cms::cache_key("bakery") ||
+          e["value"].get<std::string>().find(marker) == std::string::npos) {
+        continue;
+      }
+      fired = true;
+      between();
+    }
+  };
+}
+
+HttpReply operator_request(Cms& t, const std::string& method, const std::string& path,
+                           const json& body = json()) {
+  return t.mesh.request("cms", method, path,
+                        {{"Authorization", std::string("Bearer ") + Mesh::kAdminToken},
+                         {"Content-Type", "application/json"}},
+                        body.is_null() ? "" : body.dump());
+}
+
+}  // namespace
+
+// A read that D1 authenticated refills the KV document; the operator disables the tenant before the
+// refill's put lands. The document (the tenant's token hash beside its content) must not outlive
+// the disable: during a D1 outage it would still let the disabled tenant's token read.
+TEST_CASE("cms: a read's KV refill that lands after the tenant is disabled does not keep it") {
+  Cms t;
+  REQUIRE(t.studio("PUT", "/admin/v1/hours", hours_body()).status == 200);  // version 1
+  // KV lost the document (evicted, a failed put): the next read refills it from D1.
+  t.mesh.kv_delete("CMS_CACHE", ss::cms::cache_key("bakery"));
+  ss::cms::forget_all_remembered();
+  bool fired = false;
+  before_bakery_put(
+      t, "\"version\":1",
+      [&] { REQUIRE(operator_request(t, "DELETE", "/admin/tenants/bakery").status == 200); },
+      fired);
+  HttpReply read = t.get("/v1/content");
+  t.mesh.observe_effects = nullptr;
+  REQUIRE(fired);
+  CHECK(read.status == 200);  // authenticated before the disable: answered as loaded
+  CHECK(!t.mesh.kv_value("CMS_CACHE", ss::cms::cache_key("bakery")));
+  CHECK(t.get("/v1/content").status == 401);  // D1 answers
+  t.fail(true, false);                        // D1 down, KV up: nothing verifies the token
+  HttpReply kv_up = t.get("/v1/content");
+  CHECK(kv_up.status == 503);
+  CHECK(kv_up.body_json()["error"]["code"] == "service_unavailable");
+  t.fail(true, true);  // both down: nor does this isolate's copy
+  CHECK(t.get("/v1/status").status == 503);
+  // Another tenant is untouched.
+  t.fail(false, false);
+  CHECK(t.get("/v1/content", "auto-repair", kAutoToken).status == 200);
+}
+
+// The same race with a PUT /admin/tenants/{id} (a new token, a new snapshot) on a tenant without
+// edits (version 0, whose content is the snapshot): the refill read the old row.
+TEST_CASE(
+    "cms: a read's KV refill that lands after a new token or snapshot (version 0) is not kept") {
+  const std::string new_token = "bakery-rotated-token-0123456789abcdef";
+  SUBCASE("a rotated token") {
+    Cms t;
+    bool fired = false;
+    before_bakery_put(
+        t, "\"version\":0",
+        [&] {
+          REQUIRE(operator_request(t, "PUT", "/admin/tenants/bakery",
+                                   json{{"token", new_token}, {"config", bakery_cms_config()}})
+                      .status == 200);
+        },
+        fired);
+    CHECK(t.get("/v1/content").status == 200);  // authenticated with the old token before the PUT
+    t.mesh.observe_effects = nullptr;
+    REQUIRE(fired);
+    // The old token's hash stays nowhere: refused with D1 up, and with D1 down.
+    CHECK(t.get("/v1/content").status == 401);
+    t.fail(true, false);
+    CHECK(t.get("/v1/content").status != 200);
+    t.fail(true, true);
+    CHECK(t.get("/v1/content").status != 200);
+    t.fail(false, false);
+    json fresh = t.get("/v1/content", "bakery", new_token).body_json();
+    CHECK(fresh["version"] == 0);
+    t.fail(true, false);  // the new token's document is served during a D1 outage
+    CHECK(t.get("/v1/content", "bakery", new_token).body_json()["source"] == "kv");
+  }
+  SUBCASE("a new snapshot") {
+    Cms t;
+    json config = bakery_cms_config();
+    config["fallback"]["hours"]["weekly"]["sat"] = json::array();  // Saturdays closed now
+    bool fired = false;
+    before_bakery_put(
+        t, "\"version\":0",
+        [&] {
+          REQUIRE(operator_request(t, "PUT", "/admin/tenants/bakery", json{{"config", config}})
+                      .status == 200);
+        },
+        fired);
+    CHECK(t.get("/v1/content").body_json()["hours"]["weekly"]["sat"].size() == 1);  // as loaded
+    t.mesh.observe_effects = nullptr;
+    REQUIRE(fired);
+    for (int i = 0; i < 3; ++i) {
+      json body = t.get("/v1/content").body_json();
+      CHECK(body["version"] == 0);
+      CHECK(body["hours"]["weekly"]["sat"] == json::array());
+    }
+    t.mesh.now_ms += 3'600'000;  // an hour later, past every cache: still the new snapshot
+    CHECK(t.get("/v1/content").body_json()["hours"]["weekly"]["sat"] == json::array());
+  }
 }

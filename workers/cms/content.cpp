@@ -208,6 +208,11 @@ Task<Result<Served>> read_content(Context& ctx, const Request& req) {
   // One answer whatever failed (shared/tenant.h): a reason would let anyone enumerate tenant ids.
   if (id.empty() || !is_valid_tenant_id(id) || token.empty()) co_return tenant_unauthenticated();
 
+  // This isolate forgets a tenant (tenant_cache().forget(): an operator's PUT or DELETE of it here,
+  // or a refill that found it changed) after which a copy this read made must not be kept: it may
+  // be of a disabled tenant, an old token or an old snapshot.
+  const std::uint64_t generation = tenant_cache(ctx).generation();
+  auto still_current = [&ctx, generation] { return tenant_cache(ctx).generation() == generation; };
   SS_CO_TRY(Lookup lookup, co_await look_up(ctx, id, token));
   auto& [row, digest, cached, cache_verified] = lookup;
   std::optional<KvCopy> kv_copy;
@@ -223,7 +228,7 @@ Task<Result<Served>> read_content(Context& ctx, const Request& req) {
   // No co_await between kv_document_copy() and this.
   auto serve_kv = [&](KvCopy copy) {
     if (copy.kept != nullptr) return Served{Content{}, "kv", copy.kept};
-    remember(*copy.parsed, copy.token_hash, kv_text);
+    if (still_current()) remember(*copy.parsed, copy.token_hash, kv_text);
     if (Remembered* kept = kept_for(id, kv_text)) return Served{Content{}, "kv", kept};
     // An isolate copy of a later version stays (a stale KV document): the document still answers.
     return Served{std::move(*copy.parsed), "kv"};
@@ -277,7 +282,7 @@ Task<Result<Served>> read_content(Context& ctx, const Request& req) {
         Status refreshed = co_await refresh_cache(ctx, content, tenant->token_hash);
         if (!refreshed) ctx.log("cms: KV refresh failed: " + refreshed.error().message);
       }
-      remember(content, tenant->token_hash);
+      if (still_current()) remember(content, tenant->token_hash);
       co_return Served{std::move(content), "d1"};
     }
     ctx.log("cms: D1 content read failed: " + stored.error().message);
@@ -472,26 +477,58 @@ json cache_document(const Content& content, const std::string& token_hash) {
 
 Task<Status> refresh_cache(Context& ctx, const Content& content, const std::string& token_hash) {
   Kv kv(kCacheBinding);
-  Status put =
-      co_await kv.put(cache_key(content.tenant_id), dump_json(cache_document(content, token_hash)));
-  if (put) {
-    // KV has no compare-and-set: a read's refill (or an earlier writer's put) may land after a
-    // newer version's put. Whoever put a document that is no longer D1's version drops it, so
-    // the next read refills from D1 instead of serving the old version until the next write.
-    // (Any put that lands last happened after the other version committed, so its check sees it.)
-    auto stored = co_await CmsStore(ctx.app().db_binding).version(content.tenant_id);
-    if (!stored) {
-      ctx.log("cms: version check after the KV put failed: " + stored.error().message);
-    } else if (*stored != content.version) {
-      Status removed = co_await kv.remove(cache_key(content.tenant_id));
-      if (!removed)
-        ctx.log("cms: KV remove of a superseded document failed: " + removed.error().message);
-    }
+  const std::string& id = content.tenant_id;
+  Status put = co_await kv.put(cache_key(id), dump_json(cache_document(content, token_hash)));
+  if (!put) {
+    // A reader must not keep getting the previous version from KV: drop it (D1 then answers).
+    Status removed = co_await kv.remove(cache_key(id));
+    if (!removed) ctx.log("cms: KV remove failed too: " + removed.error().message);
     co_return put;
   }
-  // A reader must not keep getting the previous version from KV: drop it (D1 then answers).
-  Status removed = co_await kv.remove(cache_key(content.tenant_id));
-  if (!removed) ctx.log("cms: KV remove failed too: " + removed.error().message);
+  // KV has no compare-and-set: a read's refill (or an earlier writer's put) may land after D1
+  // moved on — a newer version committed, or the operator disabled the tenant, gave it a new
+  // token or (version 0) a new snapshot, and dropped the KV document (DELETE / PUT
+  // /admin/tenants/{id}). So after every put D1 is read again, the version and the tenant row
+  // together, and a document that no longer stands for them is deleted: of a put and such a
+  // change, whichever lands last sees the other (the operator's routes write D1 before they drop
+  // the KV document), so the document never outlives the next read — and, with the tenant's token
+  // hash in it, never lets a disabled tenant or an old token read during a D1 outage.
+  auto [stored, tenant] =
+      co_await when_all(CmsStore(ctx.app().db_binding).version(id), read_tenant(ctx, id));
+  std::string why;
+  bool tenant_changed = false;
+  if (!stored) {
+    ctx.log("cms: version check after the KV put failed: " + stored.error().message);
+  } else if (*stored != content.version) {
+    why = "superseded by version " + std::to_string(*stored);
+  }
+  if (!tenant) {
+    ctx.log("cms: tenant check after the KV put failed: " + tenant.error().message);
+  } else {
+    const std::optional<TenantRow>& now = *tenant;
+    tenant_changed = true;
+    if (!now || !now->enabled) {
+      why = "the tenant is disabled";
+    } else if (!constant_time_equal(now->token_hash, token_hash)) {
+      why = "the tenant's token changed";
+    } else if (content.version == 0 &&
+               dump_json(content_json(seed_content(*now))) != dump_json(content_json(content))) {
+      why = "the tenant's snapshot changed";
+    } else {
+      tenant_changed = false;
+    }
+  }
+  if (why.empty()) co_return put;
+  if (tenant_changed) {
+    // This isolate's copy goes too, and the caller does not keep the one it read (the generation).
+    remembered().erase(id);
+    tenant_cache(ctx).forget(id);
+  }
+  Status removed = co_await kv.remove(cache_key(id));
+  if (!removed) {
+    ctx.log("cms: KV remove of a document that is no longer current (" + why +
+            ") failed: " + removed.error().message);
+  }
   co_return put;
 }
 

@@ -20,7 +20,11 @@ inline constexpr std::size_t kMaxStudioBody = 64 * 1024;
 std::string cache_key(const std::string& tenant_id);
 // {"tokenHash","content":content_json()}: what KV and the isolate copy hold.
 json cache_document(const Content& content, const std::string& token_hash);
-// Writes the KV document; a failed put removes the key so no reader sees the old one.
+// Writes the KV document; a failed put removes the key so no reader sees the old one. After a put,
+// D1 is read again (version and tenant row): a document that no longer stands for them (a newer
+// version, a disabled tenant, a new token or version-0 snapshot) is removed, and when the tenant
+// changed this isolate forgets it (its copy, and tenant_cache().forget(): a generation the callers
+// check before they remember what they read).
 Task<Status> refresh_cache(Context& ctx, const Content& content, const std::string& token_hash);
 // The isolate's last-known-good copy (survives across requests in one isolate).
 // The isolate's last-known-good copy (kv_text: the KV document it was read from, if it was).

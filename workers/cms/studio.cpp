@@ -139,6 +139,10 @@ using Mutator = std::function<Task<Result<Change>>(Context&, Content&)>;
 
 Task<Result<Response>> write(Context& ctx, const Request& req, const TenantRow& row,
                              const Mutator& mutate) {
+  // The tenant cache's generation: when this isolate forgets the tenant meanwhile (an operator's
+  // PUT or DELETE here, or refresh_cache() finding it changed), the written content is not kept
+  // as this isolate's copy.
+  const std::uint64_t generation = tenant_cache(ctx).generation();
   SS_CO_TRY(std::optional<Precondition> precondition, if_match(req));
   // A write under If-Match that loses the race for its version is a conflict, not retried: the
   // content it was checked against is gone ("*" holds for any version, so that one is retried).
@@ -198,7 +202,7 @@ Task<Result<Response>> write(Context& ctx, const Request& req, const TenantRow& 
     content.updated_at = commit.at;
     Status cached = co_await refresh_cache(ctx, content, row.token_hash);
     if (!cached) ctx.log("cms: KV refresh after write failed: " + cached.error().message);
-    remember(content, row.token_hash);
+    if (tenant_cache(ctx).generation() == generation) remember(content, row.token_hash);
     EventDraft draft;
     draft.event_type = "cms." + change.name;
     draft.entity_ref = change.entity_ref;
