@@ -118,6 +118,46 @@ export interface Announcement {
   [key: string]: unknown;
 }
 
+/** Hours as cms answers them: every weekday, Monday first (`[]`: closed that day). */
+export interface ContentHours {
+  /** IANA time zone, e.g. `"America/New_York"`. */
+  timezone: string;
+  weekly: Record<Weekday, OpeningRange[]>;
+}
+
+/**
+ * An override as cms answers it (`GET /v1/content`, a status's `override`), and so does the SDK's
+ * fallback from the manifest's snapshot. A date range has `from`/`to` (`YYYY-MM-DD`), `closed` and,
+ * for special hours, `hours`; an emergency closure has `closedNow: true`, `from` (its start, RFC 3339
+ * UTC) and `until` (RFC 3339 UTC, or null: until further notice).
+ */
+export interface ContentOverride {
+  /** A ULID (a snapshot item's is fixed: time 0, its place in the snapshot). */
+  id: string;
+  from: string;
+  to?: string;
+  closed?: boolean;
+  hours?: OpeningRange[];
+  closedNow?: true;
+  until?: string | null;
+  /** `""` when there is none. */
+  message: string;
+  /** RFC 3339 UTC; null for an item of the manifest's snapshot (its creation time is unknown). */
+  createdAt: string | null;
+}
+
+/** An announcement as cms answers it, and so does the SDK's fallback from the manifest's snapshot. */
+export interface ContentAnnouncement {
+  id: string;
+  text: string;
+  level: "info" | "warning" | "emergency";
+  /** RFC 3339 UTC, to the second; null: no start (or end). */
+  startsAt: string | null;
+  endsAt: string | null;
+  createdAt: string | null;
+  updatedAt: string | null;
+}
+
 /** The manifest's snapshot of its dynamic content (zero lockout). */
 export interface FallbackSnapshot {
   hours?: Hours;
@@ -291,19 +331,25 @@ export interface EventPage {
   next: string | null;
 }
 
+/**
+ * `GET /v1/content`: the same shape whichever layer answers — cms-service (`"kv"`, `"d1"`, its
+ * `"fallback"` replica) or, with the service unreachable, the SDK from the manifest's snapshot
+ * (`"fallback"`, version 0, as the service answers that snapshot).
+ */
 export interface Content {
   tenantId: string;
-  version: number | string;
-  hours: Hours | null;
-  overrides: Override[];
-  announcements: Announcement[];
+  version: number;
+  hours: ContentHours;
+  overrides: ContentOverride[];
+  /** Only those active now. */
+  announcements: ContentAnnouncement[];
   source: "kv" | "d1" | "fallback";
 }
 
 export interface OpenStatus {
   open: boolean;
   reason: "regular_hours" | "closed" | "override";
-  override: Override | null;
+  override: ContentOverride | null;
   nextChange: string | null;
   /** Where the content came from: the cms service's KV, D1 or fallback replica, or (`"fallback"`) the manifest's snapshot. */
   source?: "kv" | "d1" | "fallback";

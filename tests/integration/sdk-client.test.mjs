@@ -465,7 +465,18 @@ describe("createPlatformClient with fake bindings", () => {
     assert.equal(content.source, "fallback");
     assert.equal(content.tenantId, "bakery");
     assert.deepEqual(content.hours, bakery.fallback.hours);
-    assert.deepEqual(content.announcements, bakery.fallback.announcements);
+    // As cms-service answers the snapshot (version 0): a seed id, null times.
+    assert.deepEqual(content.announcements, [
+      {
+        id: "00000000000000000000000001",
+        text: "Fresh sourdough every morning from 7.",
+        level: "info",
+        startsAt: null,
+        endsAt: null,
+        createdAt: null,
+        updatedAt: null,
+      },
+    ]);
     assert.deepEqual(content.overrides, []);
 
     // Tuesday 2026-05-26 10:00 New York (EDT, UTC-4): open 07:00–15:00.
@@ -638,15 +649,15 @@ describe("createPlatformClient with fake bindings", () => {
       return { content: await client.cms.content(), status: await client.cms.status(at) };
     };
 
+    const week = { mon: [], tue: [], wed: [], thu: [], fri: [], sat: [], sun: [] };
     const utc = await read({ hours: { weekly: monday } });
     assert.equal(utc.content.hours.timezone, "UTC");
-    assert.deepEqual(utc.content.hours.weekly, monday);
+    assert.deepEqual(utc.content.hours.weekly, { ...week, ...monday }); // every weekday, as the service writes it
     assert.deepEqual([utc.status.open, utc.status.nextChange], [true, "2026-06-01T17:00:00Z"]);
     const ny = await read({ hours: { timezone: null, weekly: monday } }, { cms: { timezone: "America/New_York" } });
     assert.equal(ny.content.hours.timezone, "America/New_York");
     assert.deepEqual([ny.status.open, ny.status.nextChange], [false, "2026-06-01T13:00:00Z"]);
 
-    const week = { mon: [], tue: [], wed: [], thu: [], fri: [], sat: [], sun: [] };
     const sevenRanges = Array.from({ length: 7 }, (_, i) => ({ open: `0${i}:00`, close: `0${i}:30` }));
     for (const ranges of [
       [{ open: "09:00", close: "24:01" }],
@@ -691,9 +702,109 @@ describe("createPlatformClient with fake bindings", () => {
         { text: "Hello" },
       ],
     });
-    assert.deepEqual(content.overrides, [good]);
-    assert.deepEqual(content.announcements, [{ text: "Hello", level: "info" }]);
-    assert.deepEqual([status.open, status.reason, status.override], [false, "override", good]);
+    // Kept as the service answers them: the seed id of each one's place (left-out items counted,
+    // overrides first), every field written, null where there is none.
+    const goodItem = {
+      id: "00000000000000000000000008",
+      from: "2026-06-01",
+      to: "2026-06-01",
+      closed: true,
+      message: "Inventory",
+      createdAt: null,
+    };
+    assert.deepEqual(content.overrides, [goodItem]);
+    assert.deepEqual(content.announcements, [
+      {
+        id: "0000000000000000000000000D",
+        text: "Hello",
+        level: "info",
+        startsAt: null,
+        endsAt: null,
+        createdAt: null,
+        updatedAt: null,
+      },
+    ]);
+    assert.deepEqual([status.open, status.reason, status.override], [false, "override", goodItem]);
+  });
+
+  // The fallback answers what cms-service answers for the snapshot at version 0 (docs/cms.md
+  // "Model"; compared with the real service in sdk-workerd.test.mjs): not the items as written.
+  it("answers the snapshot's items in the service's shape (ids, every field, UTC instants, nulls)", async () => {
+    const manifest = {
+      appId: "shop",
+      fallback: {
+        hours: { timezone: "Europe/Berlin", weekly: { sat: [{ open: "22:00", close: "02:00", note: "late" }] } },
+        overrides: [
+          { from: "2026-12-31", hours: [{ open: "10:00", close: "14:00", extra: 1 }], tag: "nye" },
+          { closedNow: true, until: "2026-06-30T12:00:00.9+02:00", closed: true },
+          { closedNow: true, from: "2036-01-01T00:00:00Z", until: null, message: "Later" },
+        ],
+        announcements: [{ text: "Hi", startsAt: "2020-01-01T01:00:00+01:00", endsAt: "2099-01-01T00:00:00.5Z" }],
+      },
+    };
+    const client = createPlatformClient({ manifest, bindings: {} });
+    const content = await client.cms.content();
+    assert.deepEqual(content, {
+      tenantId: "shop",
+      version: 0,
+      hours: {
+        timezone: "Europe/Berlin",
+        weekly: { mon: [], tue: [], wed: [], thu: [], fri: [], sat: [{ open: "22:00", close: "02:00" }], sun: [] },
+      },
+      overrides: [
+        {
+          id: "00000000000000000000000001",
+          from: "2026-12-31",
+          to: "2026-12-31",
+          closed: false,
+          hours: [{ open: "10:00", close: "14:00" }],
+          message: "",
+          createdAt: null,
+        },
+        {
+          id: "00000000000000000000000002",
+          closedNow: true,
+          from: "1970-01-01T00:00:00Z",
+          until: "2026-06-30T10:00:00Z",
+          message: "",
+          createdAt: null,
+        },
+        {
+          id: "00000000000000000000000003",
+          closedNow: true,
+          from: "2036-01-01T00:00:00Z",
+          until: null,
+          message: "Later",
+          createdAt: null,
+        },
+      ],
+      announcements: [
+        {
+          id: "00000000000000000000000004",
+          text: "Hi",
+          level: "info",
+          startsAt: "2020-01-01T00:00:00Z",
+          endsAt: "2099-01-01T00:00:00Z",
+          createdAt: null,
+          updatedAt: null,
+        },
+      ],
+      source: "fallback",
+    });
+    // The status's override is the same item.
+    const closure = await client.cms.status("2026-06-30T09:00:00Z");
+    assert.deepEqual([closure.open, closure.reason, closure.override], [false, "override", content.overrides[1]]);
+    const eve = await client.cms.status("2026-12-31T10:00:00Z"); // 11:00 in Berlin
+    assert.deepEqual([eve.open, eve.reason, eve.override], [true, "override", content.overrides[0]]);
+    // An instant an offset moves out of what RFC 3339 writes is refused, as the service refuses it.
+    const edge = createPlatformClient({
+      manifest: {
+        appId: "shop",
+        fallback: { announcements: [{ text: "Old", startsAt: "0000-01-01T00:00:00+01:00" }] },
+      },
+      bindings: {},
+    });
+    assert.deepEqual((await edge.cms.content()).announcements, []);
   });
 });
 

@@ -43,6 +43,38 @@ const MANIFEST = {
   },
 };
 
+// A tenant that is never edited: cms answers its manifest snapshot as version 0, which is what the
+// SDK's fallback must answer too, item for item. The snapshot is written the loose ways a manifest
+// may be: hours for some days only, with a field cms does not know, an override without `to`
+// or `closed` or `message`, an emergency closure without `from`, times with offsets and fractions,
+// an announcement without level or times, fields cms does not know. (Provisioning refuses hours
+// without a zone and items that do not validate, so these have none.)
+const SHAPES = {
+  appId: "sdk-shapes",
+  capabilities: { cms: { version: "1.0.0" } },
+  config: { cms: { timezone: "Europe/Berlin" } },
+  fallback: {
+    hours: {
+      timezone: "Europe/Berlin",
+      weekly: {
+        tue: [{ open: "09:00", close: "17:00", note: "lunch break in summer" }],
+        sat: [{ open: "22:00", close: "02:00" }],
+      },
+    },
+    overrides: [
+      { from: "2026-12-24", closed: true, message: "Christmas Eve" },
+      { from: "2026-12-31", to: "2027-01-01", hours: [{ open: "10:00", close: "14:00" }] },
+      { closedNow: true, until: "2026-06-30T12:00:00+02:00", message: "Renovation", closed: true },
+      { closedNow: true, from: "2036-01-01T00:00:00.750Z", until: null },
+    ],
+    announcements: [
+      { text: "Plain" },
+      { text: "Scheduled", level: "warning", startsAt: "2026-01-01T10:00:00.5+02:00", endsAt: "2099-01-01T00:00:00Z" },
+      { text: "Later", startsAt: "2098-01-01T00:00:00Z", pinned: true }, // not active yet: left out by both
+    ],
+  },
+};
+
 let mesh;
 let scratch;
 let token;
@@ -62,7 +94,7 @@ before(async () => {
     logLevel: "silent",
   });
   mesh = await startMesh({
-    tenants: [MANIFEST],
+    tenants: [MANIFEST, SHAPES],
     extraWorkers: [
       {
         name: "sdk-worker",
@@ -140,6 +172,40 @@ describe("the SDK inside workerd, bound to the platform workers", () => {
       content.value.announcements.map((a) => a.text),
       ["From the manifest"],
     );
+  });
+
+  // The fallback answers what cms-service answers for the same snapshot at version 0: the same
+  // fields with the same types (ids, null times, normalised instants, every weekday), not the
+  // manifest's items as written.
+  it("cms's fallback answers the same shape as cms-service for the same snapshot", async () => {
+    const shapes = { appId: SHAPES.appId, token: mesh.tokens[SHAPES.appId].token };
+    const snapshot = { ...shapes, only: [], fallback: SHAPES.fallback, config: SHAPES.config };
+    const withoutSource = ({ source, ...rest }) => rest;
+
+    const service = await sdk("cms.content", [], shapes);
+    assert.equal(service.ok, true, JSON.stringify(service));
+    assert.ok(["kv", "d1"].includes(service.value.source), service.value.source);
+    assert.equal(service.value.version, 0);
+    const fallback = await sdk("cms.content", [], snapshot);
+    assert.equal(fallback.ok, true, JSON.stringify(fallback));
+    assert.equal(fallback.value.source, "fallback");
+    assert.deepEqual(withoutSource(fallback.value), withoutSource(service.value));
+
+    // Status: regular hours, a closed day, special hours, an emergency closure without `from`, and
+    // the past-midnight range; every one decided by the same override item, in the same shape.
+    for (const at of [
+      "2026-06-02T08:00:00Z",
+      "2026-12-24T12:00:00Z",
+      "2026-12-31T10:00:00Z",
+      "2026-06-30T08:00:00Z",
+      "2026-07-04T23:30:00Z",
+    ]) {
+      const real = await sdk("cms.status", [at], shapes);
+      assert.equal(real.ok, true, JSON.stringify(real));
+      const fromSnapshot = await sdk("cms.status", [at], snapshot);
+      assert.equal(fromSnapshot.value.source, "fallback");
+      assert.deepEqual(withoutSource(fromSnapshot.value), withoutSource(real.value), at);
+    }
   });
 
   // Without the visitor's request the SDK reports the pageview itself: the analytics worker counts it

@@ -269,7 +269,9 @@ function isActive(a, now) {
 // content_from_seed): hours that do not validate are left out as a whole (closed all week, in the
 // default zone), hours that name no zone are in the default zone (UTC unless the manifest's
 // config.cms.timezone names one); each override or announcement that does not validate is left out;
-// a left-out level is "info". The limits are the service's (docs/cms.md "Model").
+// a left-out level is "info". The limits are the service's (docs/cms.md "Model"). What is kept is
+// written as the service writes it (model.cpp hours_json, override_json, announcement_json): every
+// weekday, the seed items' fixed ids, instants in UTC to the second, null where there is none.
 
 const MAX_RANGES_PER_DAY = 6;
 const MAX_OVERRIDES = 100;
@@ -280,10 +282,15 @@ const FIRST_DAY = "2020-01-01"; // dates the service's zone data covers
 const LAST_DAY = "2037-12-31";
 const LEVELS = ["info", "warning", "emergency"];
 const WEEK = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
+const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+// What RFC 3339 can write (shared/rfc3339.cpp refuses instants outside it).
+const MIN_INSTANT = Date.parse("0000-01-01T00:00:00.000Z");
+const MAX_INSTANT = Date.parse("9999-12-31T23:59:59.999Z");
 
 /**
- * The snapshot as cms-service reads it: `{hours: {timezone, weekly}, overrides, announcements}`,
- * every item valid by the service's rules (the items themselves are kept as written).
+ * The snapshot as cms-service answers it at version 0: `{hours: {timezone, weekly}, overrides,
+ * announcements}`, every item valid by the service's rules and in the shape of its answers
+ * (`GET /v1/content`), item for item.
  * @param {any} snapshot the manifest's `fallback`
  * @param {unknown} [defaultZone] the manifest's `config.cms.timezone`
  */
@@ -298,15 +305,72 @@ export function cleanSnapshot(snapshot, defaultZone) {
       timezone !== undefined &&
       isPlainObject(weekly) &&
       Object.entries(weekly).every(([day, ranges]) => DAY_KEYS.includes(day) && validRanges(ranges));
-    if (valid) hours = s.hours.timezone === timezone ? s.hours : { ...s.hours, timezone };
+    if (valid) hours = { timezone, weekly: Object.fromEntries(WEEK.map((day) => [day, rangesOf(weekly[day])])) };
   }
   const list = (v) => (Array.isArray(v) ? v : []);
-  const overrides = list(s.overrides).filter(validOverride).slice(0, MAX_OVERRIDES);
-  const announcements = list(s.announcements)
-    .filter(validAnnouncement)
-    .slice(0, MAX_ANNOUNCEMENTS)
-    .map((a) => (a.level == null ? { ...a, level: "info" } : a));
+  // Items are numbered as the service numbers them (overrides first, left-out ones counted too):
+  // the n-th is the seed id n (model.cpp seed_id), the id Studio addresses it by once it is edited.
+  let n = 0;
+  const overrides = [];
+  for (const o of list(s.overrides)) {
+    n++;
+    if (validOverride(o) && overrides.length < MAX_OVERRIDES) overrides.push(overrideItem(o, seedId(n)));
+  }
+  const announcements = [];
+  for (const a of list(s.announcements)) {
+    n++;
+    if (validAnnouncement(a) && announcements.length < MAX_ANNOUNCEMENTS) {
+      announcements.push(announcementItem(a, seedId(n)));
+    }
+  }
   return { hours, overrides, announcements };
+}
+
+/** A seed item's fixed ULID: time 0, `index` as its random part (model.cpp seed_id). */
+function seedId(index) {
+  const id = Array(26).fill("0");
+  for (let i = 25; index > 0; i--, index = Math.floor(index / 32)) id[i] = CROCKFORD[index % 32];
+  return id.join("");
+}
+
+/** A valid day's ranges as the service writes them: `{open, close}` only; absent → []. */
+function rangesOf(ranges) {
+  return Array.isArray(ranges) ? ranges.map((r) => ({ open: r.open, close: r.close })) : [];
+}
+
+/** A valid RFC 3339 instant as the service writes it: UTC, to the second; absent or null → null. */
+function instantOrNull(v) {
+  return v == null ? null : formatInstant(instantMs(v));
+}
+
+function formatInstant(ms) {
+  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
+}
+
+/** A valid override as model.cpp override_json writes it (a seed item has no creation time). */
+function overrideItem(o, id) {
+  const message = o.message ?? "";
+  if (o.closedNow === true) {
+    // An emergency closure without `from` started at the epoch, as the service reads it.
+    const from = o.from == null ? formatInstant(0) : instantOrNull(o.from);
+    return { id, closedNow: true, from, until: instantOrNull(o.until), message, createdAt: null };
+  }
+  const item = { id, from: o.from, to: o.to ?? o.from, closed: o.closed === true };
+  if (o.hours != null) item.hours = rangesOf(o.hours);
+  return { ...item, message, createdAt: null };
+}
+
+/** A valid announcement as model.cpp announcement_json writes it. */
+function announcementItem(a, id) {
+  return {
+    id,
+    text: a.text,
+    level: a.level ?? "info",
+    startsAt: instantOrNull(a.startsAt),
+    endsAt: instantOrNull(a.endsAt),
+    createdAt: null,
+    updatedAt: null,
+  };
 }
 
 function isPlainObject(v) {
@@ -382,5 +446,8 @@ function rfc3339Ms(v) {
   const offset = m[8] ? (m[8] === "-" ? -1 : 1) * (Number(m[9]) * 60 + Number(m[10])) : 0;
   if (m[8] && (Number(m[9]) > 23 || Number(m[10]) > 59)) return null;
   const fraction = m[7] ? Number(`${m[7]}000`.slice(0, 3)) : 0;
-  return date + ((h * 60 + mi) * 60 + se) * 1000 + fraction - offset * MINUTE;
+  const ms = date + ((h * 60 + mi) * 60 + se) * 1000 + fraction - offset * MINUTE;
+  // An offset may move a local time of year 0000 or 9999 out of what RFC 3339 can write back: the
+  // service refuses it (shared/rfc3339.cpp), so does the snapshot's reader.
+  return ms < MIN_INSTANT || ms > MAX_INSTANT ? null : ms;
 }
