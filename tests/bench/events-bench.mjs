@@ -19,6 +19,7 @@
 import { createHash } from "node:crypto";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { profileLine, profiled } from "./inspector.mjs";
 import { option } from "./json-out.mjs";
 import { platformWorkerOptions } from "./worker-options.mjs";
 
@@ -53,30 +54,6 @@ export default {
 const percentile = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))];
 const median = (xs) => percentile(xs, 0.5);
 const PROFILE_PORT = Number(process.env.SS_INSPECTOR_PORT || 0);
-
-// `run()` with the isolates of `names` profiled (only when SS_INSPECTOR_PORT is set): per name, its
-// busy ms (samples that are not idle) and top functions by self time.
-async function profiled(names, run) {
-  if (!PROFILE_PORT) return { result: await run(), profiles: null };
-  const { profileWhile, selfTimes } = await import("./inspector.mjs");
-  const targets = await (await fetch(`http://127.0.0.1:${PROFILE_PORT}/json`)).json();
-  const find = (name) => targets.find((t) => t.title.includes(`core:user:${name}`));
-  let result;
-  let inner = async () => {
-    result = await run();
-  };
-  const out = {};
-  for (const name of names) {
-    const target = find(name);
-    if (!target) throw new Error(`no inspector target for ${name}`);
-    const next = inner;
-    inner = async () => {
-      out[name] = selfTimes(await profileWhile(target, 200, next));
-    };
-  }
-  await inner();
-  return { result, profiles: out };
-}
 
 const eventsWorkerOptions = () =>
   platformWorkerOptions("events", {
@@ -241,17 +218,17 @@ export async function runEventsBench({ emits = 300, batch = 500, reads = 40, rou
         while (pending.length) await Promise.all(pending.splice(0, 16).map((f) => f()));
         const before = await targetStarts();
         const t = performance.now();
-        const drained = await profiled([impl === "cpp" ? CPP : JS, TARGET], () =>
+        const drained = await profiled(PROFILE_PORT, [impl === "cpp" ? CPP : JS, TARGET], () =>
           call(impl, "/admin/events/drain?consumer=workflow_runner", { method: "POST", headers: operator }),
         );
         const out = expect("drain", drained.result, 200);
         const ms = performance.now() - t;
         if (drained.profiles) {
-          const [own, target] = [drained.profiles[impl === "cpp" ? CPP : JS], drained.profiles[TARGET]];
-          const top = own.rows.slice(0, Number(process.env.SS_PROFILE_TOP || 12)).map(([name, us]) => `${(us / 1000).toFixed(0)} ${name}`);
+          const own = impl === "cpp" ? CPP : JS;
           log(
-            `${impl} drain ${ms.toFixed(0)} ms: drainer busy ${(own.total / 1000).toFixed(0)} ms (wasm ${(own.wasm / 1000).toFixed(0)}), target busy ${(target.total / 1000).toFixed(0)} ms; ${top.join(" | ")}`,
+            `${impl} drain ${ms.toFixed(0)} ms; target busy ${(drained.profiles[TARGET].total / 1000).toFixed(0)} ms`,
           );
+          log(profileLine(own, drained.profiles[own], Number(process.env.SS_PROFILE_TOP || 12)));
         }
         const report = out.consumers.workflow_runner;
         const starts = (await targetStarts()) - before;

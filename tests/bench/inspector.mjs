@@ -72,3 +72,34 @@ export async function profileWhile(target, intervalUs, run) {
     session.close();
   }
 }
+
+/**
+ * `run()` with the isolates of the workers `names` profiled, when `port` (the Miniflare's
+ * inspectorPort) is set: `{result, profiles}`, `profiles[name]` its selfTimes (busy µs = `total`,
+ * wasm, top functions by self time); without a port, `profiles` is null.
+ */
+export async function profiled(port, names, run, intervalUs = 200) {
+  if (!port) return { result: await run(), profiles: null };
+  const targets = await (await fetch(`http://127.0.0.1:${port}/json`)).json();
+  let result;
+  let inner = async () => {
+    result = await run();
+  };
+  const profiles = {};
+  for (const name of names) {
+    const target = targets.find((t) => t.title.includes(`core:user:${name}`));
+    if (!target) throw new Error(`no inspector target for ${name}`);
+    const next = inner;
+    inner = async () => {
+      profiles[name] = selfTimes(await profileWhile(target, intervalUs, next));
+    };
+  }
+  await inner();
+  return { result, profiles };
+}
+
+/** One line: a profile's busy ms (and wasm's share) and its `top` functions by self time. */
+export function profileLine(name, times, top = 12) {
+  const rows = times.rows.slice(0, top).map(([fn, us]) => `${(us / 1000).toFixed(0)} ${fn}`);
+  return `${name} busy ${(times.total / 1000).toFixed(0)} ms (wasm ${(times.wasm / 1000).toFixed(0)}): ${rows.join(" | ")}`;
+}

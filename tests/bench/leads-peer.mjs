@@ -7,6 +7,8 @@
 // under waitUntil. The queues have no consumer here: the figure is intake, delivery is measured by the
 // main load run (leads-load.mjs).
 //   node tests/bench/leads-peer.mjs [--leads 2000] [--leads-concurrency 20] [--leads-rounds 6] [--leads-warmup 100] [--json FILE]
+// With SS_INSPECTOR_PORT=9339: every timed phase also profiled inside workerd (its worker's busy time
+// and top SS_PROFILE_TOP functions; docs/performance.md "Profiles inside workerd").
 // Rounds come in pairs of both orders, the ratio the median over the pairs of their geometric mean
 // (peer-run.mjs pairedRounds; docs/performance.md, "Answers known in advance, and the bench's order").
 import { randomBytes } from "node:crypto";
@@ -22,6 +24,7 @@ import {
   provisionTenantInBoth,
   sideFigures,
 } from "./peer-run.mjs";
+import { profileLine, profiled } from "./inspector.mjs";
 import { platformWorkerOptions } from "./worker-options.mjs";
 import { option, round, roundedFigures } from "./json-out.mjs";
 
@@ -32,6 +35,7 @@ const TENANT = "bakery";
 const DUMMY_TOKEN = "XXXX.DUMMY.TOKEN.XXXX";
 // Submissions per side and order before the timed rounds (C++, JS, JS, C++), untimed.
 const WARMUP = option("leads-warmup", 100);
+const PROFILE_PORT = Number(process.env.SS_INSPECTOR_PORT || 0);
 
 async function workerOptions(stubsUrl, adminToken) {
   const { MODULE_RULES } = await import("../../scripts/lib/local-mesh.mjs");
@@ -70,7 +74,11 @@ export async function runIntakePeers({ submissions = 2000, concurrency = 20, rou
   const { startStubs } = await import("../stubs/stub-server.mjs");
   const stubs = await startStubs();
   const adminToken = randomBytes(24).toString("hex");
-  const mf = new Miniflare({ cf: false, workers: await workerOptions(stubs.url, adminToken) });
+  const mf = new Miniflare({
+    cf: false,
+    ...(PROFILE_PORT ? { inspectorPort: PROFILE_PORT } : {}),
+    workers: await workerOptions(stubs.url, adminToken),
+  });
   try {
     await mf.ready;
     const workers = { cpp: await mf.getWorker(CPP), js: await mf.getWorker(JS) };
@@ -95,7 +103,16 @@ export async function runIntakePeers({ submissions = 2000, concurrency = 20, rou
     });
 
     let ipSeq = 0;
-    const load = (impl, count) =>
+    const load = async (impl, count) => {
+      const name = impl === "cpp" ? CPP : JS;
+      const { result, profiles } = await profiled(PROFILE_PORT, [name], () => phaseOf(impl, count));
+      if (profiles && count > WARMUP) {
+        console.log(`${impl} phase of ${count}:`);
+        console.log(profileLine(name, profiles[name], Number(process.env.SS_PROFILE_TOP || 12)));
+      }
+      return result;
+    };
+    const phaseOf = (impl, count) =>
       loadPhase({
         count,
         concurrency,
