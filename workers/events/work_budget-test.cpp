@@ -208,3 +208,91 @@ TEST_CASE("DRAIN_WORK_BUDGET outside its range falls back to the default") {
   CHECK(report["quarantined"] == 0);
   CHECK_FALSE(report.contains("work_budget_exhausted"));
 }
+
+TEST_CASE("a release pass shares one work budget: it stops early and the next pass goes on") {
+  // Held starts of a high-risk workflow (kill:high_risk_ops), released when the switch goes off.
+  // Each held 50 KB event costs ~150,000 units to release (its payload parsed, then carried by the
+  // start as the event and as the input), so 20 of them need ~3 M, over the smallest budget (2 M):
+  // the pass releases what fits and leaves the rest held for the next pass, as a drain run leaves
+  // the rest of a batch for the next run.
+  Ledger l;
+  REQUIRE(l.admin("PUT", "/admin/workflows/refund",
+                  {{"target", {{"webhook", "http://127.0.0.1:9/hooks/refund"}}}, {"risk_level", 4}})
+              .status == 201);
+  l.subscribe("order.*", "refund");
+  REQUIRE(l.admin("PUT", "/admin/kill-switches/kill:high_risk_ops", {{"enabled", true}}).status ==
+          200);
+  l.mesh.set_env("events", "DRAIN_WORK_BUDGET", std::to_string(kMinDrainWorkBudget));
+  std::vector<std::string> ids;
+  for (int i = 0; i < 20; ++i) ids.push_back(l.emit("order.refunded", big_payload(i, false)));
+  json drained = l.drain();
+  REQUIRE(drained["read"] == 20);  // holding costs no start: the whole backlog fits one drain
+  REQUIRE(drained["held"] == 20);
+  REQUIRE(l.calls.empty());
+
+  auto off = l.admin("PUT", "/admin/kill-switches/kill:high_risk_ops", {{"enabled", false}});
+  REQUIRE(off.status == 200);
+  json pass = off.body_json()["released"];
+  CAPTURE(pass);
+  // Before: every one of the 20 released, each with a whole run's budget (~3 M units in one pass).
+  int released = pass["released"].get<int>();
+  CHECK(released >= 1);
+  REQUIRE(released < 20);
+  CHECK(pass["still_held"] == 20 - released);
+  CHECK(pass["quarantined"] == 0);
+  CHECK(pass["work_budget_exhausted"] == true);
+  CHECK(l.calls.size() == static_cast<std::size_t>(released));
+  // The oldest went first; the rest are still held (nothing lost, nothing quarantined).
+  for (int i = 0; i < released; ++i) {
+    CHECK(l.keys().count("workflow_runner:" + ids[static_cast<std::size_t>(i)] + ":refund") == 1);
+  }
+  json open =
+      l.db("SELECT event_id, reason FROM events_quarantine WHERE resolved_at IS NULL ORDER BY seq");
+  REQUIRE(open.size() == static_cast<std::size_t>(20 - released));
+  if (released < 20 && !open.empty()) {  // (REQUIRE does not stop a test built without exceptions)
+    CHECK(open[0]["event_id"] == ids[static_cast<std::size_t>(released)]);
+  }
+  for (const json& row : open) CHECK(row["reason"] == "held: kill:high_risk_ops");
+
+  // The next pass (the */2 cron) releases the rest, each once.
+  CHECK(l.mesh.message("events", {{"op", "scheduled"}, {"cron", "*/2 * * * *"}})["ok"] == true);
+  auto keys = l.keys();
+  CHECK(keys.size() == 20);
+  CHECK(std::set<std::string>(keys.begin(), keys.end()).size() == 20);
+  CHECK(l.db("SELECT * FROM events_quarantine WHERE resolved_at IS NULL").empty());
+}
+
+TEST_CASE("a release pass whose first held event is over the whole budget quarantines it alone") {
+  Ledger l;
+  REQUIRE(l.admin("PUT", "/admin/workflows/refund",
+                  {{"target", {{"webhook", "http://127.0.0.1:9/hooks/refund"}}}, {"risk_level", 4}})
+              .status == 201);
+  json mapper = json::object();  // 64 copies of a 50 KB event: over the smallest budget alone
+  for (std::size_t i = 0; i < kMaxMapperKeys; ++i) mapper["k" + std::to_string(i)] = "$";
+  l.subscribe("order.big", "refund", {{"input_mapper", mapper}});
+  l.subscribe("order.small", "refund");
+  REQUIRE(l.admin("PUT", "/admin/kill-switches/kill:high_risk_ops", {{"enabled", true}}).status ==
+          200);
+  l.mesh.set_env("events", "DRAIN_WORK_BUDGET", std::to_string(kMinDrainWorkBudget));
+  std::string big = l.emit("order.big", big_payload(1, false));
+  std::string small = l.emit("order.small", {{"n", 2}});
+  REQUIRE(l.drain()["held"] == 2);
+
+  // The big one alone is over the budget: quarantined with that reason (it would stop every pass),
+  // and the pass ends there; the small one is released by the next pass.
+  json first =
+      l.admin("PUT", "/admin/kill-switches/kill:high_risk_ops", {{"enabled", false}}).body_json();
+  CAPTURE(first);
+  CHECK(first["released"]["quarantined"] == 1);
+  CHECK(first["released"]["released"] == 0);
+  CHECK(first["released"]["still_held"] == 1);
+  CHECK(l.calls.empty());
+  json second =
+      l.admin("PUT", "/admin/kill-switches/kill:high_risk_ops", {{"enabled", false}}).body_json();
+  CHECK(second["released"]["released"] == 1);
+  CHECK(l.keys() == std::multiset<std::string>{"workflow_runner:" + small + ":refund"});
+  json open = l.db("SELECT event_id, reason FROM events_quarantine WHERE resolved_at IS NULL");
+  REQUIRE(open.size() == 1);
+  CHECK(open[0]["event_id"] == big);
+  CHECK(open[0]["reason"].get<std::string>().find("DRAIN_WORK_BUDGET") != std::string::npos);
+}

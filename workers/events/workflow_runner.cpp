@@ -783,6 +783,7 @@ namespace {
 struct ReleaseTally {
   int released = 0;     // every start sent (or already sent): the row is resolved
   int quarantined = 0;  // poison, a start failed, or the event is gone: the row has that reason now
+  bool work_budget_exhausted = false;  // the pass's work budget stopped it before its last event
 };
 
 // Every held start of a pass would fit one claims batch (the pass is never cut into chunks).
@@ -796,6 +797,10 @@ static_assert(static_cast<std::size_t>(kMaxReleasePerCall) * kMaxFanout <= kMaxC
 // gone or unreadable is quarantined with that reason (retrying it is then the operator's call), a
 // poison one as a drain would; one whose starts another run still claims, or whose claims expired
 // before every start was sent, stays held for the next pass (dedupe guards what went out).
+// The pass has one work budget (DRAIN_WORK_BUDGET), as a drain run does: it stops before the first
+// held event it cannot afford, and that event and the ones after it stay held for the next pass.
+// Only the pass's first event goes whatever it costs: alone over the whole budget, it is
+// quarantined with the drain's reason (it would stop every pass) and the pass ends there.
 Task<Result<ReleaseTally>> release_pass(Context& ctx, const std::vector<QuarantineRow>& held) {
   const std::string consumer = kWorkflowRunner;
   std::vector<std::int64_t> seqs;
@@ -823,6 +828,7 @@ Task<Result<ReleaseTally>> release_pass(Context& ctx, const std::vector<Quaranti
   std::vector<EventWork> works;
   works.reserve(held.size());  // run_chunk keeps pointers into it
   const std::uint64_t budget = work_budget(ctx);
+  std::uint64_t taken = 0;  // the work of the events this pass takes
   for (const QuarantineRow& row : held) {
     auto found = by_seq.find(row.seq);
     if (found == by_seq.end()) {
@@ -836,12 +842,27 @@ Task<Result<ReleaseTally>> release_pass(Context& ctx, const std::vector<Quaranti
       ++tally.quarantined;
       continue;
     }
-    // Each event gets the budget of a whole run, as a retry does: over it, it is quarantined. Its
-    // cap, if any, was recorded when the drain held it.
+    // What the events before it left of the pass's budget (the drain loop's shape). Its cap, if
+    // any, was recorded when the drain held it.
     WorkMeter meter;
-    meter.limit = budget;
-    works.push_back(plan_event(consumer, *found->second, fc, meter));
-    if (meter.over()) refuse_over_budget(works.back(), budget);
+    meter.limit = taken < budget ? budget - taken : 0;
+    EventWork w = plan_event(consumer, *found->second, fc, meter);
+    if (meter.over()) {
+      tally.work_budget_exhausted = true;
+      if (!works.empty()) {
+        ctx.log("release: work budget spent (" + std::to_string(taken) + " of " +
+                std::to_string(budget) + " units) before held event " + row.event_id +
+                "; the next pass starts there");
+        break;
+      }
+      ctx.log("release: held event " + row.event_id + " alone is over the work budget of " +
+              std::to_string(budget) + " units: quarantined");
+      refuse_over_budget(w, budget);
+      works.push_back(std::move(w));
+      break;  // its evaluation spent the pass's budget
+    }
+    taken += w.work;
+    works.push_back(std::move(w));
   }
   if (!works.empty()) {
     SS_CO_TRY(ChunkResult chunk,
@@ -888,10 +909,13 @@ Task<Result<json>> release_held(Context& ctx) {
     // Otherwise the held events stay parked, and the */2 cron releases them once every switch is off.
     SS_CO_TRY(tally, co_await release_pass(ctx, rows));
   }
-  co_return json_object(
+  json out = json_object(
       {{"released", tally.released},
        {"still_held", static_cast<int>(rows.size()) - tally.released - tally.quarantined},
        {"quarantined", tally.quarantined}});
+  // Only then, as on a drain report: the pass stopped at its work budget (the rest stay held).
+  if (tally.work_budget_exhausted) out["work_budget_exhausted"] = true;
+  co_return out;
 }
 
 }  // namespace ss::events

@@ -53,8 +53,11 @@ Task<Result<json>> retry_quarantined(Context& ctx, const std::string& consumer,
                                      const std::string& event_id);
 
 // Retries up to kMaxReleasePerCall events held by kill:high_risk_ops (after it was turned off):
-// {"released","still_held","quarantined"}. The */2 cron calls it too, so a long backlog drains over
-// several runs. The kill switches are read once per pass: nothing is released while
+// {"released","still_held","quarantined"} (+ "work_budget_exhausted": true when the pass's work
+// budget stopped it early). The */2 cron calls it too, so a long backlog drains over several runs.
+// A pass shares one DRAIN_WORK_BUDGET across its events, as a drain run does: the events it cannot
+// afford stay held for the next pass (only its first event goes whatever it costs; alone over the
+// budget, it is quarantined). The kill switches are read once per pass: nothing is released while
 // kill:high_risk_ops, kill:fanout or kill:workflow_runner is on (a stop turned on during a pass
 // holds the next one). A pass makes the same few D1 queries whatever its size (the fan-out context
 // is read once for all its events, the claims and the commit are one batch each); one event that
