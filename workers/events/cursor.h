@@ -50,6 +50,10 @@ struct DrainRun {
   // earlier batches spent.
   std::uint64_t work_used = 0;
   int subrequests_used = 0;
+  // workflow_runner commits a batch in chunks, each chunk's commit riding with the next chunk's
+  // claims: the cursor (event_id) of the last such commit that landed while the run held the lock,
+  // "" when none of the batch in hand did. A run that loses its lock later in that batch reports it.
+  std::string chunk_cursor;
   // Set by the commit that carried the tail.
   bool tail_sent = false;
   bool tail_continues = false;
@@ -71,7 +75,8 @@ struct DrainReport {
   std::string cursor;   // event_id of the last event processed ("" before the first)
   bool locked = false;  // another run holds the lock: this one did nothing
   // The lock expired and was taken during the run: its last batch's writes stand but its cursor
-  // did not move; `cursor` is where this run last committed it.
+  // did not move; `cursor` is where this run last committed it (a batch's earlier chunk commit
+  // included, DrainRun::chunk_cursor).
   bool lock_lost = false;
   bool killed = false;            // a kill switch is on: nothing read, cursor unchanged
   bool budget_exhausted = false;  // stopped early (subrequests, claim age, work): run again

@@ -1055,3 +1055,38 @@ TEST_CASE("a run that lost its drain lock reports the cursor it committed, not t
     CHECK(l.db("SELECT holder FROM cron_locks")[0]["holder"] == "other");
   }
 }
+
+TEST_CASE(
+    "a lock lost between workflow_runner's chunks reports the cursor those chunks committed") {
+  // One start per chunk: each chunk's commit (its cursor included) rides with the next chunk's
+  // claims. The lock is taken by another run while the second chunk's start goes out: the first
+  // chunk's commit landed while this run held the lock (the cursor is past event 3), the second's
+  // and the third's did not.
+  Ledger l;
+  l.workflow("notify");
+  l.subscribe("*", "notify");
+  l.mesh.set_env("events", "DRAIN_CHUNK_STARTS", "1");
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) ids.push_back(l.emit("price.changed"));
+  CHECK(l.drain()["cursor"] == ids[2]);
+  for (int i = 0; i < 3; ++i) ids.push_back(l.emit("price.changed"));
+  auto stub = l.mesh.fetch_stub;
+  int starts = 0;
+  l.mesh.fetch_stub = [&](const json& req) {
+    if (++starts == 2) {
+      l.mesh.db("EVENTS_DB")
+          .execute("UPDATE cron_locks SET holder = 'other', expires_at_ms = ?1",
+                   json::array({l.mesh.now_ms + ss::events::kLockTtlMs}));
+    }
+    return stub(req);
+  };
+  json report = l.drain();
+  l.mesh.fetch_stub = stub;
+  CAPTURE(report);
+  CHECK(report["lock_lost"] == true);
+  CHECK(report["started"] == 3);
+  CHECK(drain_state(l, "workflow_runner")["cursor"] == ids[3]);
+  // Before: ids[2], the cursor the run opened with, though its first chunk had committed ids[3].
+  CHECK(report["cursor"] == ids[3]);
+  CHECK(l.db("SELECT holder FROM cron_locks")[0]["holder"] == "other");
+}

@@ -99,6 +99,7 @@ Task<Result<DrainReport>> drain_consumer_with(Context& ctx, const std::string& c
     run.tail_sent = false;
     run.tail_continues = false;
     run.tail_results.clear();
+    run.chunk_cursor.clear();
     result = co_await step(ctx, batch, opening.rows, opening.cursor, run.key.holder);
     ++batches;
     if (!result) break;
@@ -133,7 +134,9 @@ Task<Result<DrainReport>> drain_consumer_with(Context& ctx, const std::string& c
   }
   if (report.lock_lost) {
     ctx.log("drain " + consumer + ": lock lost after " + std::to_string(batches) + " batches");
-    report.cursor = held_cursor;
+    // The last batch's own commit did not move the cursor, but a chunk commit of it (workflow_runner)
+    // may have, while the run still held the lock: that is where the run stopped.
+    report.cursor = run.chunk_cursor.empty() ? held_cursor : run.chunk_cursor;
   }
   if (!result && (!run.tail_sent || run.tail_continues)) {
     // The failed batch's commit (and its tail) did not land, or the failure came after a tail that

@@ -386,6 +386,9 @@ StartRef ref_of(const EventWork& w, std::size_t i) {
 struct ChunkResult {
   std::vector<D1Statement> statements;  // dedupe marks and releases, run log, run events
   bool stop = false;                    // contended or past the deadline: no later chunk runs
+  // The rows each statement of `carry` changed, when it went along with this chunk's claims (empty
+  // when it did not: a chunk without claims leaves `carry` for the next D1 batch).
+  std::vector<std::int64_t> carried_changes;
 };
 
 // Claims every start of works[first, last) in one D1 batch (which also carries `carry`, the previous
@@ -422,6 +425,8 @@ Task<Result<ChunkResult>> run_chunk(Context& ctx, const std::string& consumer,
     if (results.size() != batch.size()) {
       co_return Error{ErrorCode::internal, "d1.batch answered the wrong number of results"};
     }
+    out.carried_changes.reserve(offset);
+    for (std::size_t i = 0; i < offset; ++i) out.carried_changes.push_back(results[i].meta.changes);
     for (std::size_t i = 0; i < claim_count; ++i) {
       SS_CO_TRY(auto keys, Dedupe::keys_of(results[offset + i]));
       for (auto& k : keys) landed.insert(std::move(k));
@@ -558,14 +563,21 @@ Task<Result<FanoutContext>> load_fanout_context(Context& ctx, const std::string&
   co_return fc;
 }
 
+// A cursor advance waiting in `carry`: its statement's index there and the event it moves to.
+struct CarriedAdvance {
+  std::size_t index = 0;
+  std::string event_id;
+};
+
 // Adds works[first, end) to the report and their quarantine rows, the resolution of the earlier
 // quarantine rows of the events now fully started (a replay or a later run succeeded: one statement
 // for the chunk), the cursor past the last event done and the lock renewal to `carry`. `stopped` is
 // set at the first event the cursor must not pass (contended, partial or never reached); nothing
-// after it counts.
-void settle(Context& ctx, const std::string& consumer, const std::vector<EventWork>& works,
-            std::size_t first, std::size_t end, const FanoutContext& fc, DrainReport& pending,
-            std::vector<D1Statement>& carry, bool& stopped) {
+// after it counts. Returns where in `carry` the cursor's advance is, when it adds one.
+std::optional<CarriedAdvance> settle(Context& ctx, const std::string& consumer,
+                                     const std::vector<EventWork>& works, std::size_t first,
+                                     std::size_t end, const FanoutContext& fc, DrainReport& pending,
+                                     std::vector<D1Statement>& carry, bool& stopped) {
   std::string now = format_rfc3339(ctx.now_ms());
   std::optional<Cursor> advanced;
   int read = 0;
@@ -609,11 +621,14 @@ void settle(Context& ctx, const std::string& consumer, const std::vector<EventWo
   if (!succeeded.empty()) {
     carry.push_back(Quarantine::resolve_many_statement(consumer, succeeded, now));
   }
+  std::optional<CarriedAdvance> out;
   if (advanced) {
+    out = CarriedAdvance{carry.size(), advanced->event_id};
     carry.push_back(
         DrainState::advance_held_statement(consumer, *advanced, now, read, fc.lock, fc.holder));
   }
   carry.push_back(DrainState::renew_statement(fc.lock, fc.holder, ctx.now_ms() + kLockTtlMs));
+  return out;
 }
 
 std::uint64_t work_budget(const Context& ctx) {
@@ -702,10 +717,22 @@ Task<Status> run_workflow_batch(Context& ctx, DrainReport& report,
   DrainReport pending = report;
   bool stopped = false;
   std::size_t first = 0;
+  std::optional<CarriedAdvance> advance;  // the latest cursor advance waiting in `carry`
   for (std::size_t end : chunk_ends) {
     SS_CO_TRY(ChunkResult chunk, co_await run_chunk(ctx, consumer, works, first, end, fc, carry));
+    if (advance && advance->index < chunk.carried_changes.size()) {
+      // The previous chunk's commit went with these claims. Its cursor moved only if the run still
+      // held the lock (kAdvanceCursorHeld): should the run lose the lock before its last commit,
+      // this is where it stopped (DrainRun::chunk_cursor).
+      if (chunk.carried_changes[advance->index] > 0 && run != nullptr) {
+        run->chunk_cursor = advance->event_id;
+      }
+      advance.reset();
+    }
     for (D1Statement& s : chunk.statements) carry.push_back(std::move(s));
-    settle(ctx, consumer, works, first, end, fc, pending, carry, stopped);
+    if (auto added = settle(ctx, consumer, works, first, end, fc, pending, carry, stopped)) {
+      advance = std::move(added);
+    }
     first = end;
     if (chunk.stop || stopped) break;
   }
