@@ -1090,3 +1090,44 @@ TEST_CASE(
   CHECK(report["cursor"] == ids[3]);
   CHECK(l.db("SELECT holder FROM cron_locks")[0]["holder"] == "other");
 }
+
+TEST_CASE("a quarantine retry honours kill:fanout and kill:workflow_runner as the drain does") {
+  Ledger l;
+  l.workflow("notify");
+  l.subscribe("*", "notify");
+  std::string id = l.emit("order.placed");
+  l.failing_events.insert(id);
+  CHECK(l.drain()["quarantined"] == 1);
+  l.failing_events.clear();
+  REQUIRE(l.calls.size() == 1);  // the failed start
+  const std::string retry = "/admin/quarantine/workflow_runner/" + id + "/retry";
+  json before = l.db("SELECT attempts, reason, resolved_at FROM events_quarantine");
+  REQUIRE(before.size() == 1);
+
+  for (const std::string stop : {"kill:fanout", "kill:workflow_runner"}) {
+    CAPTURE(stop);
+    REQUIRE(l.admin("PUT", "/admin/kill-switches/" + stop, {{"enabled", true}}).status == 200);
+    // The drain holds back: nothing read, nothing started.
+    CHECK(l.drain()["killed"] == true);
+    // So does the retry: refused with the contract's JSON error, nothing sent, the row as it was.
+    // Before: the retry started the workflow while the emergency stop was on.
+    auto r = l.admin("POST", retry);
+    CHECK(r.status == 409);
+    CHECK(r.body_json()["error"]["code"] == "conflict");
+    CHECK(r.body_json()["error"]["kill_switch"] == stop);
+    json message = r.body_json()["error"]["message"];
+    CHECK(message.is_string());
+    if (message.is_string()) CHECK(message.get<std::string>().find(stop) != std::string::npos);
+    CHECK(l.calls.size() == 1);
+    CHECK(l.db("SELECT attempts, reason, resolved_at FROM events_quarantine") == before);
+    CHECK(l.db("SELECT * FROM event_consumer_dedupe").empty());
+    REQUIRE(l.admin("PUT", "/admin/kill-switches/" + stop, {{"enabled", false}}).status == 200);
+  }
+
+  // Every stop off: the retry starts it, once.
+  auto ok = l.admin("POST", retry);
+  REQUIRE(ok.status == 200);
+  CHECK(ok.body_json()["resolved"] == true);
+  CHECK(ok.body_json()["started"] == 1);
+  CHECK(l.calls.size() == 2);
+}

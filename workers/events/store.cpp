@@ -1375,6 +1375,17 @@ Task<Result<bool>> DrainState::any_switch_on(const std::vector<std::string>& nam
   co_return !r.empty();
 }
 
+Task<Result<std::optional<std::string>>> DrainState::switch_on(
+    const std::vector<std::string>& names) {
+  json list = json::array();
+  for (const auto& n : names) list.push_back(n);
+  json params = json::array({dump_json(list)});
+  SS_CO_TRY(D1Result r, co_await db().first(kAnySwitchOn, params));
+  std::optional<json> row = r.first();
+  if (!row) co_return std::optional<std::string>();
+  co_return std::optional<std::string>(string_or(*row, "name", ""));
+}
+
 // ---- Dedupe
 
 Task<Result<std::vector<std::pair<std::int64_t, std::string>>>> Dedupe::started_keys(

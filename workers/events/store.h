@@ -214,6 +214,8 @@ class DrainState {
                                             const std::string& lock, const std::string& holder);
   // true when any of the named kill switches is on.
   static Task<Result<bool>> any_switch_on(const std::vector<std::string>& names);
+  // The name of one of the named kill switches that is on; nullopt when none is.
+  static Task<Result<std::optional<std::string>>> switch_on(const std::vector<std::string>& names);
 };
 
 // ---- workflow_runner: dedupe claims, run log, quarantine ----------------------------------------

@@ -631,6 +631,12 @@ std::optional<CarriedAdvance> settle(Context& ctx, const std::string& consumer,
   return out;
 }
 
+// The kill switches that stop every start of workflow_runner (its drain reads the same two,
+// drain.cpp): kill:fanout and kill:workflow_runner.
+std::vector<std::string> runner_stops() {
+  return {"kill:fanout", "kill:" + std::string(kWorkflowRunner)};
+}
+
 std::uint64_t work_budget(const Context& ctx) {
   return static_cast<std::uint64_t>(ctx.env_int("DRAIN_WORK_BUDGET", kDefaultDrainWorkBudget,
                                                 kMinDrainWorkBudget, kMaxDrainWorkBudget));
@@ -748,11 +754,25 @@ Task<Status> run_workflow_batch(Context& ctx, DrainReport& report,
 
 Task<Result<json>> retry_quarantined(Context& ctx, const std::string& consumer,
                                      const std::string& event_id) {
-  SS_CO_TRY(std::optional<QuarantineRow> quarantined,
-            co_await Quarantine::find(consumer, event_id));
+  // The switches that stop workflow_runner's drain stop its retries too, read with the row: a
+  // retry while one is on is refused and changes nothing (a stop turned on during the retry lets
+  // it finish, as a drain's batch in hand).
+  const std::vector<std::string> stops = runner_stops();
+  auto [found, stop] =
+      co_await when_all(Quarantine::find(consumer, event_id), DrainState::switch_on(stops));
+  if (!found) co_return std::move(found).error();
+  if (!stop) co_return std::move(stop).error();
+  const std::optional<QuarantineRow>& quarantined = *found;
   if (!quarantined) {
     co_return Error{ErrorCode::not_found,
                     "event " + event_id + " is not quarantined for " + consumer};
+  }
+  if (*stop) {
+    co_return Error{ErrorCode::conflict,
+                    **stop + " is on: " + std::string(kWorkflowRunner) +
+                        " starts nothing while it is, retries included; the event stays "
+                        "quarantined (retry it once the switch is off)"}
+        .with("kill_switch", **stop);
   }
   SS_CO_TRY(std::optional<EventRow> row, co_await EventStore::at(quarantined->seq));
   if (!row) co_return Error{ErrorCode::not_found, "no event " + event_id};
@@ -923,8 +943,8 @@ Task<Result<json>> release_held(Context& ctx) {
   // all failures, and the held events behind them would never be released. The switches are read
   // once per pass, with them: kill:fanout or kill:workflow_runner stops every start, and
   // kill:high_risk_ops would hold each again.
-  std::vector<std::string> stops = {"kill:fanout", "kill:" + std::string(kWorkflowRunner),
-                                    kHighRiskSwitch};
+  std::vector<std::string> stops = runner_stops();
+  stops.push_back(kHighRiskSwitch);
   auto [found, stopped] = co_await when_all(
       Quarantine::open_with_reason(kWorkflowRunner, kHeldReason, kMaxReleasePerCall),
       DrainState::any_switch_on(stops));
