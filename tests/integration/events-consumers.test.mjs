@@ -291,6 +291,28 @@ describe("entity timelines", () => {
       400,
       "invalid_request",
     );
+    // `after` is cross-checked against this timeline (in the page's D1 batch): another tenant's event,
+    // an id with another event's seq, and garbage are each a 400 naming `after`, never an empty page.
+    const seqOf = async (id) => (await rows(`SELECT seq FROM events WHERE event_id = '${id}'`))[0].seq;
+    const refused = [];
+    for (const after of [theirs, `${mine[0]}.${await seqOf(mine[1])}`, "nope"]) {
+      const error = await errorOf(
+        await mesh.fetch("events", `/api/entities/lead/T1/timeline?after=${after}`, {
+          headers: mesh.tenantHeaders("bakery"),
+        }),
+        400,
+        "invalid_request",
+      );
+      assert.equal(error.field, "after");
+      assert.equal(typeof error.fields?.after, "string");
+      refused.push(error.message);
+    }
+    assert.equal(refused[0], refused[1], "one answer whatever the cursor names elsewhere");
+    const own = await timeline(`?after=${mine[0]}.${await seqOf(mine[0])}`);
+    assert.deepEqual(
+      own.events.map((e) => e.event_id),
+      [mine[1], later],
+    );
   });
 });
 

@@ -584,7 +584,7 @@ Task<Result<Response>> entity_timeline(Context& ctx, const Request& req, const P
   f.entity_type = param(params, "entityType");
   f.entity_id = param(params, "entityId");
   if (!parse_after(req.query_param("after"), f.after, f.after_seq)) {
-    co_return field_error("after", "must be an event_id or a page's next");
+    co_return timeline_after_error(kTimelineAfterMalformed);
   }
   std::string order = req.query_param("order");
   if (!order.empty() && order != "asc" && order != "desc") {

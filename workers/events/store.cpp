@@ -607,6 +607,17 @@ SELECT * FROM (
 ORDER BY seq DESC LIMIT ?5
 )sql";
 
+// The event a timeline's `after` names, as the page's bound reads it (kTimelinePage*): ?1 tenant
+// (NULL: every tenant, the operator without ?tenant=), ?2 entity_type, ?3 entity_id, ?4 the
+// event_id, ?5 its seq or NULL. One row, whose seq is NULL when the cursor names no event of this
+// entity for this reader (an unknown id, another tenant's or another entity's event, a seq that is
+// not that event's).
+constexpr std::string_view kTimelineAfterSeq = R"sql(
+SELECT MIN(c.seq) AS seq FROM events c
+WHERE c.event_id = ?4 AND (?1 IS NULL OR COALESCE(c.tenant_id, '') = ?1)
+  AND c.entity_type = ?2 AND c.entity_id = ?3 AND (?5 IS NULL OR c.seq = ?5)
+)sql";
+
 // Guarded by the insertion sequence: a replayed event (seq at or below last_seq) is not counted
 // again.
 constexpr std::string_view kRateUpsert = R"sql(
@@ -1643,15 +1654,37 @@ std::vector<D1Statement> AggregateStore::timeline_entry_statements(
               [](std::string list) { return json::array({std::move(list)}); });
 }
 
-Task<Result<std::vector<TimelineEntry>>> AggregateStore::timeline_page(const TimelineFilter& f) {
+Task<Result<TimelinePage>> AggregateStore::timeline_page(const TimelineFilter& f) {
   std::string_view sql = f.tenant_id
                              ? (f.newest_first ? kTimelinePageTenantDesc : kTimelinePageTenantAsc)
                              : (f.newest_first ? kTimelinePageAllDesc : kTimelinePageAllAsc);
-  json params =
-      json::array({text_or_null(f.tenant_id), f.entity_type, f.entity_id, f.after, f.limit,
-                   f.with_payload ? 1 : 0, f.after_seq ? json(*f.after_seq) : json(nullptr)});
-  SS_CO_TRY(D1Result fetched, co_await db().all(sql, params));
-  co_return fetched.as<TimelineEntry>();
+  json after_seq = f.after_seq ? json(*f.after_seq) : json(nullptr);
+  json params = json::array({text_or_null(f.tenant_id), f.entity_type, f.entity_id, f.after,
+                             f.limit, f.with_payload ? 1 : 0, after_seq});
+  TimelinePage page;
+  if (f.after.empty()) {
+    SS_CO_TRY(D1Result fetched, co_await db().all(sql, params));
+    SS_CO_TRY(page.entries, fetched.as<TimelineEntry>());
+    co_return page;
+  }
+  // With a cursor, the page and the cursor's check in one D1 batch (one round trip): a page that
+  // comes back empty is either the end of the list or a cursor naming nothing here, and only the
+  // check tells which.
+  std::vector<D1Statement> batch = {
+      D1Statement{
+          std::string(kTimelineAfterSeq),
+          json::array({text_or_null(f.tenant_id), f.entity_type, f.entity_id, f.after, after_seq})},
+      D1Statement{std::string(sql), std::move(params)}};
+  SS_CO_TRY(std::vector<D1Result> results, co_await db().batch(batch));
+  if (results.size() != batch.size()) {
+    co_return Error{ErrorCode::internal, "d1.batch answered the wrong number of results"};
+  }
+  std::optional<json> bound = results[0].first();
+  const json* seq = bound ? find_field(*bound, "seq") : nullptr;
+  page.after_known = seq != nullptr && seq->is_number_integer();
+  if (!page.after_known) co_return page;
+  SS_CO_TRY(page.entries, results[1].as<TimelineEntry>());
+  co_return page;
 }
 
 D1Statement AggregateStore::rate_statement(const std::string& event_type,

@@ -409,6 +409,14 @@ struct TimelineFilter {
   int limit = 500;
 };
 
+// A page of an entity's timeline, and whether its `after` named an event of that timeline.
+struct TimelinePage {
+  std::vector<TimelineEntry> entries;
+  // false: `after` (with its seq, when it carried one) is not an event of this entity as the reader
+  // sees it (this tenant's, or any tenant's for the operator without ?tenant=); `entries` is empty.
+  bool after_known = true;
+};
+
 // One consumer's line of the health snapshot; the ledger-wide counts repeat on every line.
 struct ConsumerHealthRow {
   std::string consumer;
@@ -435,8 +443,9 @@ class AggregateStore {
   // A page of the entity's timeline in insertion order (seq): the materialized entries up to
   // timeline_indexer's cursor and, after it, the events not yet indexed, read live from `events`
   // in the same query (so a page is never older than the ledger and never holds an event twice).
-  // An `after` that is not an event of this entity (for this tenant) is an empty page.
-  static Task<Result<std::vector<TimelineEntry>>> timeline_page(const TimelineFilter& filter);
+  // An `after` that is not an event of this entity (for this tenant), or whose seq is not that
+  // event's, is an empty page with after_known false: the check rides in the page's D1 batch.
+  static Task<Result<TimelinePage>> timeline_page(const TimelineFilter& filter);
   // Counts one event into its type's window unless the window already counted a later seq.
   static D1Statement rate_statement(const std::string& event_type, std::int64_t window_start_ms,
                                     std::int64_t seq, const std::string& event_id);

@@ -188,14 +188,16 @@ TEST_CASE(
   CHECK(t.l.drain("timeline_indexer")["read"] == 9);  // 4 re-read + the other entity + 4 new
   CHECK(t.walk("item/9", 2, "asc") == ids);
   CHECK(t.entries() == 10);
-  // A cursor that is not an event of this entity is an empty page, not the whole list again.
-  json unknown = t.page("/api/entities/item/9/timeline?after=01J00000000000000000000000");
-  CHECK(unknown["events"].empty());
-  CHECK(unknown["next"].is_null());
-  json foreign =
-      t.page("/api/entities/item/9/timeline?after=" + ids_of(t.page("/api/entities/item/10/"
-                                                                    "timeline"))[0]);
-  CHECK(foreign["events"].empty());
+  // A cursor that is not an event of this entity is refused (400 naming `after`), neither the
+  // whole list again nor an empty page that would read as "nothing after it".
+  auto unknown = t.get("/api/entities/item/9/timeline?after=01J00000000000000000000000");
+  CHECK(unknown.status == 400);
+  CHECK(unknown.body_json()["error"]["fields"]["after"].is_string());
+  auto foreign =
+      t.get("/api/entities/item/9/timeline?after=" + ids_of(t.page("/api/entities/item/10/"
+                                                                   "timeline"))[0]);
+  CHECK(foreign.status == 400);
+  CHECK(foreign.body_json()["error"]["field"] == "after");
 }
 
 TEST_CASE("another tenant's entity never appears in a tenant's timeline") {
@@ -214,8 +216,9 @@ TEST_CASE("another tenant's entity never appears in a tenant's timeline") {
     if (!mine_live.empty()) expected.push_back(mine_live);
     CHECK(ids_of(t.page("/api/entities/lead/L1/timeline")) == expected);
     CHECK(ids_of(t.page("/api/entities/lead/L1/timeline?order=desc")).size() == expected.size());
-    // The other tenant's cursor is not a position in this tenant's timeline.
-    CHECK(t.page("/api/entities/lead/L1/timeline?after=" + theirs)["events"].empty());
+    // The other tenant's cursor is not a position in this tenant's timeline: refused, as an
+    // unknown one is.
+    CHECK(t.get("/api/entities/lead/L1/timeline?after=" + theirs).status == 400);
     auto other = t.get("/api/entities/lead/L1/timeline", "auto-repair", timeline_test::kAutoToken);
     REQUIRE(other.status == 200);
     CHECK(ids_of(other.body_json()) == std::vector<std::string>{theirs});
@@ -307,6 +310,85 @@ TEST_CASE("a redacted event's timeline entry carries no payload text") {
   // Indexed after the redaction: the same.
   CHECK(t.l.drain("timeline_indexer")["read"] >= 1);
   CHECK(t.l.db("SELECT * FROM entity_timeline_entries").dump().find("Roe") == std::string::npos);
+}
+
+TEST_CASE("a timeline's `after` must name an event of that timeline: id and seq cross-checked") {
+  // Paging on: bakery's item:9 (3 events), another entity of bakery's (item:10) and another
+  // tenant's event on the same entity (auto-repair's item:9).
+  Timeline t;
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) ids.push_back(t.l.emit("price.changed", {{"i", i}}, "item:9"));
+  std::string other_entity = t.l.emit("price.changed", {}, "item:10");
+  std::string theirs =
+      t.emit_as("auto-repair", timeline_test::kAutoToken, "price.changed", "item:9", {{"x", 1}});
+  auto seq_of = [&](const std::string& id) {
+    return std::to_string(
+        t.l.db("SELECT seq FROM events WHERE event_id = '" + id + "'")[0]["seq"].get<long long>());
+  };
+  const std::string path = "/api/entities/item/9/timeline";
+  // Every refusal is the same 400, whatever the cursor names (or whether it names anything):
+  // the answer never tells that an id exists elsewhere.
+  std::string refusal;
+  auto refused = [&](const ss::native::HttpReply& r) {
+    CHECK(r.status == 400);
+    json error = r.body_json()["error"];
+    CHECK(error["code"] == "invalid_request");
+    CHECK(error["field"] == "after");
+    CHECK(error["fields"]["after"].is_string());
+    CHECK(r.body.find("\"x\":1") == std::string::npos);  // nothing of another tenant's event
+    if (refusal.empty() && error["message"].is_string()) refusal = error["message"];
+    CHECK(error["message"] == refusal);
+  };
+  for (bool indexed : {false, true}) {
+    CAPTURE(indexed);
+    if (indexed) CHECK(t.l.drain("timeline_indexer")["read"] == 5);
+    refusal.clear();
+    // Good cursors: the bare id, or the id with its own seq; the page after it, each event once.
+    CHECK(ids_of(t.page(path + "?after=" + ids[0])) == std::vector<std::string>{ids[1], ids[2]});
+    CHECK(ids_of(t.page(path + "?after=" + ids[0] + "." + seq_of(ids[0]))) ==
+          std::vector<std::string>{ids[1], ids[2]});
+    CHECK(ids_of(t.page(path + "?after=" + ids[2] + "&order=desc")) ==
+          std::vector<std::string>{ids[1], ids[0]});
+    // The last event: an empty page, the end of the list (not a refusal).
+    json end = t.page(path + "?after=" + ids[2]);
+    CHECK(end["events"].empty());
+    CHECK(end["next"].is_null());
+
+    // Mismatched: an id with another event's seq, a seq no event has. Before: an empty page with
+    // `next: null`, which a client reads as "nothing after it" (every later event skipped).
+    refused(t.get(path + "?after=" + ids[0] + "." + seq_of(ids[1])));
+    refused(t.get(path + "?after=" + ids[0] + ".999999"));
+    refused(t.get(path + "?after=" + ids[1] + "." + seq_of(theirs)));
+    // Another tenant's event on the same entity, bare or with its own seq; another entity's event;
+    // an id no event has.
+    refused(t.get(path + "?after=" + theirs));
+    refused(t.get(path + "?after=" + theirs + "." + seq_of(theirs)));
+    refused(t.get(path + "?after=" + other_entity));
+    refused(t.get(path + "?after=01J00000000000000000000000"));
+    // Garbage: not an event_id, or not `<event_id>.<seq>`.
+    for (const std::string& bad :
+         std::vector<std::string>{"nope", ids[0] + ".", ids[0] + ".x", ids[0] + ".-1", ".5",
+                                  ids[0] + "." + seq_of(ids[0]) + ".1"}) {
+      CAPTURE(bad);
+      auto r = t.get(path + "?after=" + bad);
+      CHECK(r.status == 400);
+      CHECK(r.body_json()["error"]["code"] == "invalid_request");
+      CHECK(r.body_json()["error"]["fields"]["after"].is_string());
+    }
+
+    // The operator: across tenants `next` is `<event_id>.<seq>`, and paging on it reads every
+    // tenant's event once; with ?tenant= a cursor of that tenant's only.
+    auto first = t.l.admin("GET", path + "?limit=1");
+    REQUIRE(first.status == 200);
+    std::string next = first.body_json()["next"];
+    CHECK(next == ids[0] + "." + seq_of(ids[0]));
+    auto rest = t.l.admin("GET", path + "?after=" + next);
+    REQUIRE(rest.status == 200);
+    CHECK(ids_of(rest.body_json()) == std::vector<std::string>{ids[1], ids[2], theirs});
+    CHECK(t.l.admin("GET", path + "?tenant=auto-repair&after=" + theirs).status == 200);
+    refused(t.l.admin("GET", path + "?tenant=bakery&after=" + theirs));
+    refused(t.l.admin("GET", path + "?after=" + theirs + "." + seq_of(ids[0])));
+  }
 }
 
 TEST_CASE("the timeline's query parameters are checked") {

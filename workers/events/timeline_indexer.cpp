@@ -1,4 +1,5 @@
 #include "workers/events/timeline_indexer.h"
+#include "shared/field_error.h"
 #include "shared/json_util.h"
 
 namespace ss::events {
@@ -12,6 +13,12 @@ std::string timeline_title(std::string_view event_type) {
     title[0] = static_cast<char>(title[0] - 'a' + 'A');
   }
   return title;
+}
+
+Error timeline_after_error(const std::string& problem) {
+  Error e{ErrorCode::invalid_request, "after: " + problem};
+  name_field(e, "after", problem);
+  return e;
 }
 
 Task<Status> run_timeline_batch(Context& ctx, DrainReport& report,
@@ -30,7 +37,14 @@ Task<Status> run_timeline_batch(Context& ctx, DrainReport& report,
 }
 
 Task<Result<json>> read_timeline(const TimelineFilter& filter) {
-  SS_CO_TRY(std::vector<TimelineEntry> entries, co_await AggregateStore::timeline_page(filter));
+  SS_CO_TRY(TimelinePage page, co_await AggregateStore::timeline_page(filter));
+  if (!page.after_known) {
+    // Never an empty page, which reads as "nothing after it" (every later event skipped), nor the
+    // list from the start (repeated): the client's cursor is wrong, and it is told so. One answer
+    // whatever the cursor names, so it never tells that an id exists for another tenant or entity.
+    co_return timeline_after_error(kTimelineAfterUnknown);
+  }
+  std::vector<TimelineEntry>& entries = page.entries;
   json events = json::array();
   for (TimelineEntry& entry : entries) {
     if (!entry.indexed) entry.title = timeline_title(entry.event.event_type);

@@ -21,8 +21,19 @@ std::string timeline_title(std::string_view event_type);
 Task<Status> run_timeline_batch(Context& ctx, DrainReport& report,
                                 const std::vector<EventRow>& rows);
 
+// The timeline's `after` refused: 400 invalid_request with "field":"after" and
+// "fields":{"after":problem}.
+inline constexpr const char* kTimelineAfterMalformed =
+    "must be an event_id or a page's next (<event_id> or <event_id>.<seq>)";
+inline constexpr const char* kTimelineAfterUnknown =
+    "not an event of this timeline: use an event_id (or a page's next) from this entity's timeline";
+Error timeline_after_error(const std::string& problem);
+
 // A page of the timeline endpoint: {"events":[entry views],"next":<event_id>|null}; `next` is the
-// page's last event_id when the page is full. Tail entries (read live) get their title here.
+// page's last event_id when the page is full (`<event_id>.<seq>` across tenants). Tail entries (read
+// live) get their title here. An `after` that names no event of this timeline for this reader (an
+// unknown id, another tenant's or another entity's event, an id with another event's seq) is
+// timeline_after_error(kTimelineAfterUnknown), one answer for all of them.
 Task<Result<json>> read_timeline(const TimelineFilter& filter);
 
 }  // namespace ss::events
