@@ -1,6 +1,7 @@
 #include "shared/app.h"
 
 #include "shared/effects.h"
+#include "shared/field_error.h"
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
 #include "shared/tenant.h"
@@ -52,8 +53,7 @@ Result<std::string> tenant_id_param(const Params& params) {
   auto it = params.find("tenantId");
   if (it == params.end() || !is_valid_tenant_id(it->second)) {
     Error e{ErrorCode::invalid_request, "tenant id must match [a-z0-9][a-z0-9-]{0,62}"};
-    e.with("field", "tenantId");
-    return e;
+    return std::move(name_field(e, "tenantId", "must match [a-z0-9][a-z0-9-]{0,62}"));
   }
   return it->second;
 }
@@ -68,8 +68,7 @@ Result<std::optional<std::string>> secret_field(const json& body, const char* na
     static_assert(kMinSecretLength == 1 && kMaxSecretLength == 512, "the message names them");
     Error e{ErrorCode::invalid_request,
             std::string(name) + " must be a string of 1–512 characters"};
-    e.with("field", name);
-    return e;
+    return std::move(name_field(e, name, "must be a string of 1–512 characters"));
   }
   return std::optional<std::string>{v->get<std::string>()};
 }
@@ -84,8 +83,8 @@ Task<Result<Response>> put_tenant(Context& ctx, const Request& req, const Params
   json config = json::object();
   if (const json* c = find_field(body, "config")) {
     if (!c->is_object()) {
-      co_return Error{ErrorCode::invalid_request, "config must be an object"}.with("field",
-                                                                                   "config");
+      Error e{ErrorCode::invalid_request, "config must be an object"};
+      co_return std::move(name_field(e, "config", "must be an object"));
     }
     config = *c;
   }

@@ -1,6 +1,7 @@
 // siteswarm-analytics-service: cookie-less pageview analytics. This file wires the worker; the
 // routes and the consumer live beside it (docs/analytics.md describes the whole pipeline).
 #include "shared/app.h"
+#include "shared/field_error.h"
 #include "shared/json_util.h"
 #include "shared/printf_lite.h"
 #include "workers/analytics/dashboard.h"
@@ -24,14 +25,14 @@ Status validate_analytics_config(const Context&, const json& config) {
   const json* hosts = find_field(config, "hosts");
   if (!hosts) return Unit{};
   if (!hosts->is_array() || hosts->size() > kMaxSiteHosts) {
-    return Error{ErrorCode::invalid_request, "config.hosts: must be a list of at most 32 hosts"}
-        .with("field", "config.hosts");
+    Error e{ErrorCode::invalid_request, "config.hosts: must be a list of at most 32 hosts"};
+    return std::move(name_field(e, "config.hosts", "must be a list of at most 32 hosts"));
   }
   for (const json& h : *hosts) {
     if (!h.is_string() || h.get<std::string>().empty() ||
         h.get<std::string>().size() > kMaxHostLength) {
-      return Error{ErrorCode::invalid_request, "config.hosts: every entry must be a host name"}
-          .with("field", "config.hosts");
+      Error e{ErrorCode::invalid_request, "config.hosts: every entry must be a host name"};
+      return std::move(name_field(e, "config.hosts", "every entry must be a host name"));
     }
   }
   return Unit{};

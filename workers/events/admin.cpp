@@ -2,6 +2,8 @@
 // drains on demand, replay, quarantine, retention — and the tenant-visible entity timelines.
 #include "workers/events/admin.h"
 
+#include "shared/field_error.h"
+
 #include "shared/effects.h"
 #include "shared/glob.h"
 #include "shared/json_util.h"
@@ -30,10 +32,15 @@ inline constexpr int kMaxReflexionLimit = 500;
 inline constexpr int kAlertListLimit = 100;
 inline constexpr const char* kFlagsBinding = "FLAGS";
 
+// A parser's error about a field of the body, named in "field" and "fields" (its message the problem).
+Error named_error(Error e, const std::string& field) {
+  std::string problem = e.message;
+  return std::move(name_field(e, field, problem));
+}
+
 Error field_error(const std::string& field, const std::string& message) {
   Error e{ErrorCode::invalid_request, field + ": " + message};
-  e.with("field", field);
-  return e;
+  return std::move(name_field(e, field, message));
 }
 
 // [a-z][a-z0-9_.-]{0,63}
@@ -160,7 +167,7 @@ Status read_subscription_fields(const json& body, bool patch, SubscriptionRow& r
         return field_error("filter_expr", patch ? "must be a string or null" : "must be a string");
       }
       auto parsed = FilterExpr::parse(f->get<std::string>());
-      if (!parsed) return std::move(parsed).error().with("field", "filter_expr");
+      if (!parsed) return named_error(std::move(parsed).error(), "filter_expr");
       row.filter_expr = f->get<std::string>();
     }
   }
@@ -169,7 +176,7 @@ Status read_subscription_fields(const json& body, bool patch, SubscriptionRow& r
       row.input_mapper.reset();
     } else {
       auto parsed = InputMapper::parse(*m);
-      if (!parsed) return std::move(parsed).error().with("field", "input_mapper");
+      if (!parsed) return named_error(std::move(parsed).error(), "input_mapper");
       row.input_mapper = dump_json(*m);
     }
   }
@@ -332,7 +339,7 @@ Task<Result<Response>> put_schema(Context& ctx, const Request& req, const Params
   const json* schema = find_field(body, "schema");
   if (schema == nullptr) co_return field_error("schema", "is required");
   auto parsed = JsonSchema::parse(*schema);
-  if (!parsed) co_return std::move(parsed).error().with("field", "schema");
+  if (!parsed) co_return named_error(std::move(parsed).error(), "schema");
   SS_CO_CHECK(
       co_await ConfigStore::upsert_schema(type, dump_json(*schema), format_rfc3339(ctx.now_ms())));
   co_return Response::json_body(200, json_object({{"event_type", type}, {"schema", *schema}}));

@@ -1,6 +1,8 @@
 // HTTP and queue entry points of the ledger's write and read paths.
 #include "workers/events/api.h"
 
+#include "shared/field_error.h"
+
 #include "shared/json_util.h"
 #include "shared/tenant.h"
 #include "workers/events/ledger.h"
@@ -36,8 +38,8 @@ Task<Result<Response>> post_event(Context& ctx, const Request& req, const Params
     const json* t = find_field(body, "tenant_id");
     if (t != nullptr && !t->is_null()) {
       if (!t->is_string() || !is_valid_tenant_id(t->get<std::string>())) {
-        co_return Error{ErrorCode::invalid_event, "tenant_id: not a tenant id"}.with("field",
-                                                                                     "tenant_id");
+        Error e{ErrorCode::invalid_event, "tenant_id: not a tenant id"};
+        co_return std::move(name_field(e, "tenant_id", "not a tenant id"));
       }
       event.tenant_id = t->get<std::string>();
     }
@@ -59,8 +61,8 @@ Task<Result<Response>> get_events(Context& ctx, const Request& req, const Params
     std::string tenant = req.query_param("tenant");
     if (!tenant.empty()) {
       if (!is_valid_tenant_id(tenant)) {
-        co_return Error{ErrorCode::invalid_request, "tenant: not a tenant id"}.with("field",
-                                                                                    "tenant");
+        Error e{ErrorCode::invalid_request, "tenant: not a tenant id"};
+        co_return std::move(name_field(e, "tenant", "not a tenant id"));
       }
       query.tenant_id = tenant;
     }

@@ -574,6 +574,7 @@ TEST_CASE("PATCH a subscription narrows it in place: validated, 404 for unknown 
     auto r = l.admin("PATCH", "/admin/subscriptions/" + id, body);
     CHECK(r.status == 400);
     CHECK(r.body_json()["error"]["field"] == field);
+    CHECK(r.body_json()["error"]["fields"][field].is_string());  // the contract's shape
   };
   expect({{"event_type_glob", "Price.*"}}, "event_type_glob");
   expect({{"workflow_type", "X Y"}}, "workflow_type");

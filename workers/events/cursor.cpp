@@ -1,5 +1,6 @@
 #include "workers/events/cursor.h"
 
+#include "shared/field_error.h"
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
 
@@ -105,8 +106,8 @@ Task<Result<Cursor>> replay_consumer(Context& ctx, const std::string& consumer,
                                      const std::string& from_event_id) {
   SS_CO_TRY(std::optional<std::int64_t> seq, co_await EventStore::first_seq_of(from_event_id));
   if (!seq) {
-    co_return Error{ErrorCode::not_found, "no event " + from_event_id}.with("field",
-                                                                            "from_event_id");
+    Error e{ErrorCode::not_found, "no event " + from_event_id};
+    co_return std::move(name_field(e, "from_event_id", "no such event"));
   }
   Cursor cursor;
   cursor.seq = *seq - 1;

@@ -1,5 +1,7 @@
 #include "workers/events/ledger.h"
 
+#include "shared/field_error.h"
+
 #include "shared/glob.h"
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
@@ -14,8 +16,13 @@ namespace {
 
 Error invalid(const std::string& field, const std::string& message) {
   Error e{ErrorCode::invalid_event, field + ": " + message};
-  e.with("field", field);
-  return e;
+  return std::move(name_field(e, field, message));
+}
+
+// A bad query parameter of a read: 400 invalid_request naming it ("field" and "fields").
+Error query_error(const std::string& field, const std::string& problem) {
+  Error e{ErrorCode::invalid_request, field + ": " + problem};
+  return std::move(name_field(e, field, problem));
 }
 
 bool is_event_name_char(char c) {
@@ -100,8 +107,7 @@ Result<NewEvent> parse_new_event(const json& body) {
   }
   if (dump_json(*payload).size() > kMaxPayloadBytes) {
     Error err{ErrorCode::payload_too_large, "payload: larger than 64 KiB"};
-    err.with("field", "payload");
-    return err;
+    return std::move(name_field(err, "payload", "larger than 64 KiB"));
   }
   e.payload = *payload;
 
@@ -223,14 +229,12 @@ Result<ReadQuery> parse_read_query(const Request& req) {
   if (!q.type_glob.empty()) {
     std::string why;
     if (!is_valid_glob(q.type_glob, &why)) {
-      return Error{ErrorCode::invalid_request, "type: " + why}.with("field", "type");
+      return query_error("type", why);
     }
     // A subscription glob may hold '-', which no event type does: such a filter could never
     // match, so it is refused rather than answered with an empty page.
     if (q.type_glob.find('-') != std::string::npos) {
-      return Error{ErrorCode::invalid_request,
-                   "type: an event type holds only a-z, 0-9, '_' and '.' (glob: '*', '?')"}
-          .with("field", "type");
+      return query_error("type", "an event type holds only a-z, 0-9, '_' and '.' (glob: '*', '?')");
     }
   }
   // An entity_ref, type:id as on POST (docs/contract.md "events-service"), or a bare type for every
@@ -246,18 +250,16 @@ Result<ReadQuery> parse_read_query(const Request& req) {
     for (char c : q.entity_type) ok = ok && is_event_name_char(c);
     for (char c : q.entity_id) ok = ok && static_cast<unsigned char>(c) >= 0x20;
     if (!ok) {
-      return Error{ErrorCode::invalid_request,
-                   "entity: use type:id or a bare type (lower case [a-z0-9_], as in entity_ref)"}
-          .with("field", "entity");
+      return query_error("entity",
+                         "use type:id or a bare type (lower case [a-z0-9_], as in entity_ref)");
     }
   }
   if (!parse_after(req.query_param("after"), q.after, q.after_seq)) {
-    return Error{ErrorCode::invalid_request, "after: must be an event_id (ULID) or a page's next"}
-        .with("field", "after");
+    return query_error("after", "must be an event_id (ULID) or a page's next");
   }
   std::string order = req.query_param("order");
   if (!order.empty() && order != "asc" && order != "desc") {
-    return Error{ErrorCode::invalid_request, "order: use asc or desc"}.with("field", "order");
+    return query_error("order", "use asc or desc");
   }
   q.newest_first = order == "desc";
   auto limit = req.int_param("limit", q.limit, 1, kMaxReadLimit);

@@ -3,6 +3,7 @@
 // and a foreign id is a 404.
 #include "workers/leads/admin.h"
 
+#include "shared/field_error.h"
 #include "shared/json_util.h"
 #include "shared/response_stream.h"
 #include "shared/rfc3339.h"
@@ -187,8 +188,8 @@ Task<Result<Response>> dead_letters(Context& ctx, const Request& req, const Para
   std::string status = req.query_param("status");
   if (status.empty()) status = "dead";
   if (status != "dead" && status != "pending" && status != "delivered" && status != "cancelled") {
-    co_return Error{ErrorCode::invalid_request, "status: dead, pending, delivered or cancelled"}
-        .with("field", "status");
+    Error e{ErrorCode::invalid_request, "status: dead, pending, delivered or cancelled"};
+    co_return std::move(name_field(e, "status", "dead, pending, delivered or cancelled"));
   }
   SS_CO_TRY(std::vector<DeliveryRow> rows,
             co_await LeadStore(kDb).deliveries_by_status(tenant.id, status, limit));

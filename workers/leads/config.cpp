@@ -1,5 +1,6 @@
 #include "workers/leads/config.h"
 
+#include "shared/field_error.h"
 #include "shared/http.h"
 #include "shared/json_util.h"
 #include "shared/text.h"
@@ -11,8 +12,7 @@ namespace {
 
 Error bad(const std::string& field, const std::string& message) {
   Error e{ErrorCode::invalid_request, "config." + field + ": " + message};
-  e.with("field", "config." + field);
-  return e;
+  return std::move(name_field(e, "config." + field, message));
 }
 
 bool is_field_name(std::string_view s) {

@@ -832,6 +832,16 @@ TEST_CASE("tenant config is validated on provisioning and the webhook secret is 
                             json{{"config", {{"turnstile", "maybe"}}}}.dump());
   CHECK(bad.status == 400);
   CHECK(bad.body_json()["error"]["field"] == "config.turnstile");
+  CHECK(bad.body_json()["error"]["fields"]["config.turnstile"].is_string());
+  // The platform's own tenant checks answer the same shape.
+  auto bad_id = l.mesh.request("leads", "PUT", "/admin/tenants/Not_A_Tenant", op,
+                               json{{"config", json::object()}}.dump());
+  CHECK(bad_id.status == 400);
+  CHECK(bad_id.body_json()["error"]["fields"]["tenantId"].is_string());
+  auto bad_config =
+      l.mesh.request("leads", "PUT", "/admin/tenants/bakery", op, json{{"config", "yes"}}.dump());
+  CHECK(bad_config.status == 400);
+  CHECK(bad_config.body_json()["error"]["fields"]["config"] == "must be an object");
   auto bad_hook = l.mesh.request(
       "leads", "PUT", "/admin/tenants/bakery", op,
       json{
