@@ -116,8 +116,8 @@ Task<Result<Response>> put_tenant(Context& ctx, const Request& req, const Params
   if (!created) {
     SS_CO_TRY(bool updated, co_await store.write(false, id, token_hash, admin_hash, config, now));
     if (!updated) {
-      co_return Error{ErrorCode::invalid_request, "a new tenant needs token and adminToken"}.with(
-          "field", !token ? "token" : "adminToken");
+      Error e{ErrorCode::invalid_request, "a new tenant needs token and adminToken"};
+      co_return std::move(name_field(e, !token ? "token" : "adminToken", "a new tenant needs it"));
     }
   }
   tenant_cache(ctx).forget(id);  // a new token or config takes effect in this instance at once

@@ -74,8 +74,8 @@ Task<Result<Response>> list_leads(Context& ctx, const Request& req, const Params
   SS_CO_TRY(int limit, page_size(req));
   std::string cursor = canonical_ulid(req.query_param("cursor"));
   if (!cursor.empty() && !is_ulid(cursor)) {
-    co_return Error{ErrorCode::invalid_request, "cursor: not a cursor from this API"}.with(
-        "field", "cursor");
+    Error e{ErrorCode::invalid_request, "cursor: not a cursor from this API"};
+    co_return std::move(name_field(e, "cursor", "not a cursor from this API"));
   }
   SS_CO_TRY(std::vector<LeadRow> rows, co_await LeadStore(kDb).list(tenant.id, cursor, limit));
   json leads = json::array();

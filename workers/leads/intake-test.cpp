@@ -732,7 +732,9 @@ TEST_CASE("tenant admin: newest first with cursors, one lead with history, erasu
   CHECK(page3["leads"].size() == 1);
   CHECK(page3["nextCursor"].is_null());
   CHECK(l.mesh.request("leads", "GET", "/api/leads?limit=0", l.admin()).status == 400);
-  CHECK(l.mesh.request("leads", "GET", "/api/leads?cursor=zzz", l.admin()).status == 400);
+  auto bad_cursor = l.mesh.request("leads", "GET", "/api/leads?cursor=zzz", l.admin());
+  CHECK(bad_cursor.status == 400);
+  CHECK(bad_cursor.body_json()["error"]["fields"]["cursor"].is_string());
 
   auto one = l.mesh.request("leads", "GET", "/api/leads/" + ids[0], l.admin());
   REQUIRE(one.status == 200);
@@ -842,6 +844,10 @@ TEST_CASE("tenant config is validated on provisioning and the webhook secret is 
       l.mesh.request("leads", "PUT", "/admin/tenants/bakery", op, json{{"config", "yes"}}.dump());
   CHECK(bad_config.status == 400);
   CHECK(bad_config.body_json()["error"]["fields"]["config"] == "must be an object");
+  auto no_tokens = l.mesh.request("leads", "PUT", "/admin/tenants/new-tenant", op,
+                                  json{{"config", json::object()}}.dump());
+  CHECK(no_tokens.status == 400);
+  CHECK(no_tokens.body_json()["error"]["fields"]["token"].is_string());
   auto bad_hook = l.mesh.request(
       "leads", "PUT", "/admin/tenants/bakery", op,
       json{
