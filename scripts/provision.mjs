@@ -37,7 +37,11 @@ export function tenantConfigFor(manifest, worker) {
 /**
  * The cms worker's bundled fallback seeds (its CMS_FALLBACK_SEEDS variable, docs/cms.md): per
  * tenant the SHA-256 of its token and the manifest's snapshot, so cms can still verify the tenant
- * and answer when D1 and KV are both unreachable. Only a hash of the token is included.
+ * and answer when D1 and KV are both unreachable. Only a hash of the token is included. `timezone`
+ * is the zone of snapshot hours that name none: the manifest's `config.cms.timezone`, else UTC —
+ * what cms applies to the snapshot provisioned (its config's `timezone`) and the SDK's fallback to
+ * the manifest's, so the three read one snapshot alike (never the hours' own zone: hours that name
+ * one keep it, and hours left out as a whole are a closed week in the tenant's zone).
  * @param tenants `[{ manifest, token }]`
  */
 export function cmsFallbackSeeds(tenants) {
@@ -46,7 +50,7 @@ export function cmsFallbackSeeds(tenants) {
     if (!manifest?.appId || typeof token !== "string" || token === "") continue;
     seeds[manifest.appId] = {
       tokenHash: createHash("sha256").update(token).digest("hex"),
-      timezone: manifest.config?.cms?.timezone ?? manifest.fallback?.hours?.timezone ?? "UTC",
+      timezone: manifest.config?.cms?.timezone ?? "UTC",
       content: manifest.fallback ?? {},
     };
   }

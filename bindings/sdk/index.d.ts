@@ -91,9 +91,13 @@ export interface OpeningRange {
 
 export type Weekday = "mon" | "tue" | "wed" | "thu" | "fri" | "sat" | "sun";
 
+/** A snapshot's weekly hours (the manifest's `fallback.hours`). */
 export interface Hours {
-  /** IANA time zone, e.g. `"America/New_York"`. */
-  timezone: string;
+  /**
+   * IANA time zone, e.g. `"America/New_York"`. Left out (or null): the manifest's
+   * `config.cms.timezone`, else `"UTC"` — for cms once provisioned, and for the SDK's fallback.
+   */
+  timezone?: string | null;
   weekly: Partial<Record<Weekday, OpeningRange[]>>;
 }
 

@@ -3,7 +3,9 @@
 // outages (test hook X-SiteSwarm-Test-Fault), Workers RPC from another worker, and the bakery page.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { errorOf, jsonOf, startMesh } from "./mesh.mjs";
+import { createPlatformClient } from "../../bindings/sdk/src/index.js";
+import { provisionManifest } from "../../scripts/provision.mjs";
+import { errorOf, jsonOf, secret, startMesh } from "./mesh.mjs";
 
 let mesh;
 before(async () => {
@@ -244,6 +246,104 @@ describe("cms zero lockout (injected outages)", () => {
       },
     });
     await errorOf(unknown, 503, "service_unavailable");
+  });
+});
+
+// docs/cms.md "Storage and caching": a manifest's snapshot may give its hours no zone (or null); they
+// are then in the manifest's config.cms.timezone, else UTC. Provisioning (scripts/provision.mjs, the
+// operator's PUT on every worker) takes such a manifest, cms answers it in that zone, and the SDK's
+// fallback reads the same snapshot alike; a zone that is given and is not one is still refused.
+describe("cms snapshot hours without a zone, provisioned through workerd", () => {
+  const weekly = { mon: [{ open: "08:00", close: "17:00" }], sat: [{ open: "22:00", close: "02:00" }] };
+  const manifestOf = (appId, config, hours) => ({
+    appId,
+    name: appId,
+    capabilities: { cms: { version: "1.0.0" } },
+    config,
+    fallback: { hours, announcements: [{ text: "From the snapshot" }] },
+  });
+  const provision = (manifest, secrets) =>
+    provisionManifest(manifest, {
+      ...secrets,
+      operatorToken: mesh.adminToken,
+      send: (worker, path, init) => mesh.fetch(worker, path, init),
+    });
+  const withoutSource = ({ source, ...rest }) => rest;
+  // Monday 2026-06-01 07:30Z (07:30 UTC, 09:30 in Paris), and Saturday night past midnight.
+  const instants = ["2026-06-01T07:30:00Z", "2026-06-01T16:30:00Z", "2026-06-07T00:30:00Z", "2026-06-07T03:30:00Z"];
+
+  for (const { appId, config, hours, zone, at0730 } of [
+    {
+      appId: "zoneless-paris",
+      config: { cms: { timezone: "Europe/Paris" } },
+      hours: { weekly },
+      zone: "Europe/Paris",
+      at0730: { open: true, nextChange: "2026-06-01T15:00:00Z" }, // 17:00 CEST
+    },
+    {
+      appId: "zoneless-utc",
+      config: {},
+      hours: { timezone: null, weekly },
+      zone: "UTC",
+      at0730: { open: false, nextChange: "2026-06-01T08:00:00Z" },
+    },
+  ]) {
+    it(`${appId}: provisioned, answered in ${zone} by cms and by the SDK's fallback alike`, async () => {
+      const secrets = { token: secret(), adminToken: secret() };
+      const results = await provision(manifestOf(appId, config, hours), secrets);
+      assert.equal(results.cms.status, 201, JSON.stringify(results.cms));
+      const content = await jsonOf(await read("/v1/content", { tenant: appId, token: secrets.token }), 200);
+      assert.equal(content.version, 0);
+      assert.equal(content.hours.timezone, zone);
+      assert.deepEqual(content.hours.weekly.mon, weekly.mon);
+      const status = await jsonOf(
+        await read(`/v1/status?at=${instants[0]}`, { tenant: appId, token: secrets.token }),
+        200,
+      );
+      assert.deepEqual({ open: status.open, nextChange: status.nextChange }, at0730);
+
+      // The SDK without the service reads the manifest's snapshot to the same answers.
+      const sdk = createPlatformClient({
+        manifest: manifestOf(appId, config, hours),
+        bindings: { SITESWARM_TENANT_TOKEN: secrets.token },
+      });
+      const fallback = await sdk.cms.content();
+      assert.equal(fallback.source, "fallback");
+      assert.deepEqual(withoutSource(fallback), withoutSource(content));
+      for (const at of instants) {
+        const real = await jsonOf(await read(`/v1/status?at=${at}`, { tenant: appId, token: secrets.token }), 200);
+        assert.deepEqual(withoutSource(await sdk.cms.status(at)), withoutSource(real), at);
+      }
+
+      // Both stores down: cms's own fallback answers the same zone.
+      const down = await jsonOf(
+        await read(`/v1/status?at=${instants[0]}`, { tenant: appId, token: secrets.token, fault: "d1,kv" }),
+        200,
+      );
+      assert.equal(down.source, "fallback");
+      assert.deepEqual({ open: down.open, nextChange: down.nextChange }, at0730);
+    });
+  }
+
+  it("a zone that is given and is not an IANA zone is refused, naming the field; nothing is written", async () => {
+    for (const timezone of ["Mars/Olympus", "europe/paris", "", 7]) {
+      const appId = "badzone";
+      const err = await provision(manifestOf(appId, { cms: { timezone: "Europe/Paris" } }, { timezone, weekly }), {
+        token: secret(),
+        adminToken: secret(),
+      }).then(
+        () => assert.fail(`${JSON.stringify(timezone)} was taken`),
+        (e) => e,
+      );
+      const cms = err.results?.cms;
+      assert.equal(cms?.status, 400, JSON.stringify(timezone));
+      assert.equal(cms.body.error.code, "invalid_request");
+      assert.equal(typeof cms.body.error.message, "string");
+      assert.equal(cms.body.error.field, "config.fallback.hours.timezone");
+      assert.equal(typeof cms.body.error.fields["config.fallback.hours.timezone"], "string");
+      assert.match(err.message, /cms: 400 .*config\.fallback\.hours\.timezone/);
+      await errorOf(await mesh.fetch("cms", `/admin/tenants/${appId}`, { headers: mesh.operator() }), 404, "not_found");
+    }
   });
 });
 

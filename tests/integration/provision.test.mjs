@@ -10,8 +10,10 @@ import { test } from "node:test";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 
+import { cleanSnapshot } from "../../bindings/sdk/src/hours.js";
 import { loadManifest } from "../../scripts/lib/manifest.mjs";
 import { ROOT, TENANT_MANIFESTS } from "../../scripts/lib/workers.mjs";
+import { cmsFallbackSeeds } from "../../scripts/provision.mjs";
 
 const run = promisify(execFile);
 
@@ -42,6 +44,35 @@ test("--cms-seeds prints each tenant's token hash and fallback snapshot, never t
     assert.deepEqual(JSON.parse(imported.default), seeds);
   } finally {
     await rm(dir, { recursive: true, force: true });
+  }
+});
+
+// A seed's `timezone` is the zone of its hours when they name none (docs/cms.md): the manifest's
+// config.cms.timezone, else UTC — the default the service applies at provisioning and the SDK's
+// fallback applies to the same snapshot, so hours left out as a whole read the same everywhere too.
+test("a cms seed's zone is config.cms.timezone, else UTC, as the service and the SDK read the snapshot", () => {
+  const weekly = { mon: [{ open: "08:00", close: "17:00" }] };
+  const bad = { mon: [{ open: "08:00", close: "24:01" }] };
+  const cases = [
+    [{ cms: { timezone: "Europe/Paris" } }, { hours: { weekly } }, "Europe/Paris"],
+    [{ cms: { timezone: "Europe/Paris" } }, { hours: { timezone: null, weekly } }, "Europe/Paris"],
+    [undefined, { hours: { weekly } }, "UTC"],
+    [{}, {}, "UTC"],
+    // Hours naming their own zone keep it; the seed's default is still the tenant's.
+    [undefined, { hours: { timezone: "Asia/Tokyo", weekly } }, "UTC"],
+    [{ cms: { timezone: "Europe/Paris" } }, { hours: { timezone: "Asia/Tokyo", weekly: bad } }, "Europe/Paris"],
+    [undefined, { hours: { timezone: "Asia/Tokyo", weekly: bad } }, "UTC"],
+  ];
+  for (const [config, fallback, zone] of cases) {
+    const manifest = { appId: "shop", config, fallback };
+    const seed = JSON.parse(cmsFallbackSeeds([{ manifest, token: "a-token" }])).shop;
+    assert.equal(seed.timezone, zone, JSON.stringify({ config, fallback }));
+    assert.deepEqual(seed.content, fallback);
+    // What the SDK's fallback answers for the same snapshot is in the same zone whenever the hours
+    // name none or are left out (a closed week).
+    const sdk = cleanSnapshot(fallback, config?.cms?.timezone).hours.timezone;
+    const own = fallback.hours?.timezone != null && fallback.hours.weekly !== bad ? fallback.hours.timezone : zone;
+    assert.equal(sdk, own, JSON.stringify({ config, fallback }));
   }
 });
 

@@ -18,7 +18,8 @@ import {
   PAGEVIEW_CASES,
   verdictOf,
 } from "./fixtures/validation-table.mjs";
-import { ROOT, startMesh } from "./mesh.mjs";
+import { provisionManifest } from "../../scripts/provision.mjs";
+import { ROOT, secret, startMesh } from "./mesh.mjs";
 
 const APP = "sdk-workerd";
 const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
@@ -47,8 +48,8 @@ const MANIFEST = {
 // SDK's fallback must answer too, item for item. The snapshot is written the loose ways a manifest
 // may be: hours for some days only, with a field cms does not know, an override without `to`
 // or `closed` or `message`, an emergency closure without `from`, times with offsets and fractions,
-// an announcement without level or times, fields cms does not know. (Provisioning refuses hours
-// without a zone and items that do not validate, so these have none.)
+// an announcement without level or times, fields cms does not know. (Provisioning refuses items
+// that do not validate, so these have none; hours without a zone: the next test.)
 const SHAPES = {
   appId: "sdk-shapes",
   capabilities: { cms: { version: "1.0.0" } },
@@ -205,6 +206,45 @@ describe("the SDK inside workerd, bound to the platform workers", () => {
       const fromSnapshot = await sdk("cms.status", [at], snapshot);
       assert.equal(fromSnapshot.value.source, "fallback");
       assert.deepEqual(withoutSource(fromSnapshot.value), withoutSource(real.value), at);
+    }
+  });
+
+  // Hours that name no zone (docs/cms.md): in config.cms.timezone, else UTC — for the service once
+  // the tenant is provisioned, and for the SDK's fallback from the same manifest.
+  it("cms's fallback and cms-service read hours without a zone in the same zone", async () => {
+    const weekly = { mon: [{ open: "08:00", close: "17:00" }], sat: [{ open: "22:00", close: "02:00" }] };
+    for (const [appId, config, hours] of [
+      ["sdk-zoneless", { cms: { timezone: "America/Chicago" } }, { weekly }],
+      ["sdk-zoneless-utc", {}, { timezone: null, weekly }],
+    ]) {
+      const manifest = { appId, name: appId, capabilities: { cms: { version: "1.0.0" } }, config, fallback: { hours } };
+      const secrets = { token: secret(), adminToken: secret() };
+      await provisionManifest(manifest, {
+        ...secrets,
+        operatorToken: mesh.adminToken,
+        send: (worker, p, init) => mesh.fetch(worker, p, init),
+      });
+      const tenant = { appId, token: secrets.token };
+      const snapshot = { ...tenant, only: [], fallback: manifest.fallback, config };
+      const withoutSource = ({ source, ...rest }) => rest;
+      const service = await sdk("cms.content", [], tenant);
+      assert.equal(service.ok, true, JSON.stringify(service));
+      assert.equal(service.value.hours.timezone, appId === "sdk-zoneless" ? "America/Chicago" : "UTC");
+      const fallback = await sdk("cms.content", [], snapshot);
+      assert.equal(fallback.value.source, "fallback");
+      assert.deepEqual(withoutSource(fallback.value), withoutSource(service.value), appId);
+      for (const at of [
+        "2026-06-01T07:30:00Z",
+        "2026-06-01T14:30:00Z",
+        "2026-06-07T01:30:00Z",
+        "2026-06-07T04:30:00Z",
+      ]) {
+        const real = await sdk("cms.status", [at], tenant);
+        assert.equal(real.ok, true, JSON.stringify(real));
+        const fromSnapshot = await sdk("cms.status", [at], snapshot);
+        assert.equal(fromSnapshot.value.source, "fallback");
+        assert.deepEqual(withoutSource(fromSnapshot.value), withoutSource(real.value), `${appId} ${at}`);
+      }
     }
   });
 

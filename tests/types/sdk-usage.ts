@@ -109,5 +109,20 @@ export function manifests(): void {
     // @ts-expect-error: a monitor needs its url
     config: { monitoring: { monitors: [{ id: "home" }] } },
   };
-  [monitors, bad, noMonitorUrl];
+  // Snapshot hours may leave their zone out: they are in config.cms.timezone, else UTC (docs/cms.md).
+  const zoneless: SwarmConfig = {
+    appId: "x",
+    name: "x",
+    capabilities: { cms: { version: "1.0.0" } },
+    config: { cms: { timezone: "Europe/Paris" } },
+    fallback: { hours: { weekly: { mon: [{ open: "08:00", close: "17:00" }] } } },
+  };
+  const badZone: SwarmConfig = {
+    appId: "x",
+    name: "x",
+    capabilities: {},
+    // @ts-expect-error: a zone, when given, is an IANA name (a string)
+    fallback: { hours: { timezone: 1, weekly: {} } },
+  };
+  [monitors, bad, noMonitorUrl, zoneless, badZone];
 }

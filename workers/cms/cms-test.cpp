@@ -574,6 +574,95 @@ TEST_CASE("cms: a tenant's fallback snapshot is checked at provisioning, naming 
   CHECK(content["announcements"][0]["level"] == "info");
 }
 
+// docs/cms.md "Storage and caching": a snapshot's hours may leave their zone out (or give null);
+// they are then in the tenant's `config.timezone`, else UTC — the zone the bundled seed and the
+// SDK's fallback read them in. Provisioning takes such a snapshot; a bad zone is still refused.
+TEST_CASE("cms: a snapshot's hours without a zone are provisioned, in the tenant's zone") {
+  Cms t;
+  const std::string token = "zz-token-0123456789abcd";
+  const std::string admin_token = "zz-admin-0123456789abcd";
+  auto provision = [&](const std::string& id, const json& config) {
+    json body{{"token", token}, {"adminToken", admin_token}, {"config", config}};
+    return t.mesh.request("cms", "PUT", "/admin/tenants/" + id,
+                          {{"Authorization", std::string("Bearer ") + Mesh::kAdminToken},
+                           {"Content-Type", "application/json"}},
+                          body.dump());
+  };
+  json weekly{{"mon", {{{"open", "08:00"}, {"close", "17:00"}}}}};
+  // 2026-06-01 is a Monday: 07:30Z is 07:30 in UTC (closed) and 09:30 in Paris (CEST, open).
+  const std::string at = "/v1/status?at=2026-06-01T07:30:00Z";
+
+  // No config.timezone, a null zone: UTC.
+  HttpReply utc =
+      provision("zz", json{{"fallback", {{"hours", {{"timezone", nullptr}, {"weekly", weekly}}}}}});
+  CHECK(utc.status == 201);
+  json content = t.get("/v1/content", "zz", token).body_json();
+  CHECK(content["version"] == 0);
+  CHECK(content["hours"]["timezone"] == "UTC");
+  CHECK(content["hours"]["weekly"]["mon"] == weekly["mon"]);
+  json status = t.get(at, "zz", token).body_json();
+  CHECK(status["open"] == false);
+  CHECK(status["nextChange"] == "2026-06-01T08:00:00Z");
+
+  // The zone left out, config.timezone Europe/Paris: the hours are Paris time.
+  HttpReply paris = provision(
+      "zz", json{{"timezone", "Europe/Paris"}, {"fallback", {{"hours", {{"weekly", weekly}}}}}});
+  CHECK(paris.status == 200);
+  content = t.get("/v1/content", "zz", token).body_json();
+  CHECK(content["hours"]["timezone"] == "Europe/Paris");
+  status = t.get(at, "zz", token).body_json();
+  CHECK(status["open"] == true);
+  CHECK(status["reason"] == "regular_hours");
+  CHECK(status["nextChange"] == "2026-06-01T15:00:00Z");  // 17:00 CEST
+  // Both stores down: the copy answers the same.
+  t.fail(true, true);
+  json fallback = t.get(at, "zz", token).body_json();
+  CHECK(fallback["source"] == "fallback");
+  CHECK(fallback["open"] == true);
+  CHECK(t.get("/v1/content", "zz", token).body_json()["hours"]["timezone"] == "Europe/Paris");
+  t.mesh.fail_effect = nullptr;
+  // The first Studio write stores the snapshot as rows, in the zone it was read in.
+  HttpReply note = t.mesh.request("cms", "POST", "/admin/v1/announcements",
+                                  t.admin("zz", admin_token), json{{"text", "Hello"}}.dump());
+  CHECK(note.status == 201);
+  json stored =
+      t.mesh.request("cms", "GET", "/admin/v1/content", t.admin("zz", admin_token)).body_json();
+  CHECK(stored["version"] == 1);
+  CHECK(stored["hours"]["timezone"] == "Europe/Paris");
+  CHECK(stored["hours"]["weekly"]["mon"] == weekly["mon"]);
+
+  // A zone that is given must be one: 400 invalid_request naming it, and nothing is written.
+  struct Case {
+    json hours;
+    const char* field;
+  };
+  const Case cases[] = {
+      {json{{"timezone", "Mars/Base"}, {"weekly", weekly}}, "config.fallback.hours.timezone"},
+      {json{{"timezone", "europe/paris"}, {"weekly", weekly}}, "config.fallback.hours.timezone"},
+      {json{{"timezone", ""}, {"weekly", weekly}}, "config.fallback.hours.timezone"},
+      {json{{"timezone", 1}, {"weekly", weekly}}, "config.fallback.hours.timezone"},
+      {json{{"weekly", {{"mon", {{{"open", "08:00"}, {"close", "24:01"}}}}}}},
+       "config.fallback.hours.weekly.mon[0].close"},
+      {json{{"timezone", "UTC"}}, "config.fallback.hours.weekly"},
+      {json(nullptr), "config.fallback.hours"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.hours.dump());
+    HttpReply r =
+        provision("yy", json{{"timezone", "Europe/Paris"}, {"fallback", {{"hours", c.hours}}}});
+    CHECK(r.status == 400);
+    json error = r.body_json()["error"];
+    CHECK(error["code"] == "invalid_request");
+    CHECK(error["field"] == c.field);
+    CHECK(error["fields"].contains(c.field));
+    CHECK(error["message"].is_string());
+  }
+  CHECK(t.mesh
+            .request("cms", "GET", "/admin/tenants/yy",
+                     {{"Authorization", std::string("Bearer ") + Mesh::kAdminToken}})
+            .status == 404);
+}
+
 TEST_CASE("cms: too many items is 400 and the count stays") {
   Cms t;
   for (std::size_t i = 0; i < ss::cms::kMaxAnnouncements - 1; ++i) {  // the seed has one

@@ -210,20 +210,25 @@ Result<DayRanges> parse_ranges(const json& value, const std::string& field) {
   return out;
 }
 
-Result<Hours> parse_hours(const json& input) {
-  const json* wrapped = find_field(input, "hours");
-  const json& body =
-      wrapped != nullptr && wrapped->is_object() && !input.contains("weekly") ? *wrapped : input;
+namespace {
+// The hours object itself. `default_zone` (a snapshot's hours): the zone when none is named (the key
+// left out or null); without it (Studio, stored content) the zone is required.
+Result<Hours> hours_from_object(const json& body, const std::string* default_zone) {
   if (!body.is_object()) return field_error("hours", "must be an object");
   Hours hours;
   const json* tz = find_field(body, "timezone");
-  if (tz == nullptr || !tz->is_string()) {
-    return field_error("timezone", "is required: an IANA time zone such as America/New_York");
-  }
-  if (!Zone::find(tz->get_ref<const std::string&>())) {
+  if (default_zone != nullptr && (tz == nullptr || tz->is_null())) {
+    hours.timezone = *default_zone;
+  } else if (tz == nullptr || !tz->is_string()) {
+    return field_error("timezone", default_zone != nullptr
+                                       ? "must be an IANA time zone such as America/New_York, or "
+                                         "left out for the tenant's zone"
+                                       : "is required: an IANA time zone such as America/New_York");
+  } else if (!Zone::find(tz->get_ref<const std::string&>())) {
     return field_error("timezone", "is not a time zone of the IANA tz database");
+  } else {
+    hours.timezone = tz->get<std::string>();
   }
-  hours.timezone = tz->get<std::string>();
   const json* weekly = find_field(body, "weekly");
   if (weekly == nullptr || !weekly->is_object()) {
     return field_error("weekly", "is required: an object with mon..sun lists");
@@ -236,6 +241,21 @@ Result<Hours> parse_hours(const json& input) {
     hours.weekly[static_cast<std::size_t>(*day)] = std::move(ranges).value();
   }
   return hours;
+}
+
+// The hours of `input`: the object itself, or the one it wraps as {"hours": …}.
+const json& unwrapped_hours(const json& input) {
+  const json* wrapped = find_field(input, "hours");
+  return wrapped != nullptr && wrapped->is_object() && !input.contains("weekly") ? *wrapped : input;
+}
+}  // namespace
+
+Result<Hours> parse_hours(const json& input) {
+  return hours_from_object(unwrapped_hours(input), nullptr);
+}
+
+Result<Hours> parse_seed_hours(const json& hours, const std::string& default_zone) {
+  return hours_from_object(unwrapped_hours(hours), &default_zone);
 }
 
 namespace {
@@ -283,7 +303,10 @@ Status validate_seed(const json& snapshot) {
   const std::string root = "config.fallback.";
   if (!snapshot.is_object()) return field_error("config.fallback", "must be an object");
   if (const json* hours = find_field(snapshot, "hours")) {
-    auto parsed = parse_hours(*hours);
+    if (!hours->is_object()) return field_error(root + "hours", "must be an object");
+    // Hours that name no zone are valid in any: the tenant's (config.timezone, else UTC) applies
+    // when they are read (content_from_seed), so any valid zone checks them here.
+    auto parsed = parse_seed_hours(*hours, "UTC");
     if (!parsed) return in_config(std::move(parsed).error(), root + "hours.");
   }
   struct List {
@@ -457,15 +480,10 @@ Content content_from_seed(const std::string& tenant_id, const json& snapshot,
   c.tenant_id = tenant_id;
   c.hours.timezone = Zone::find(default_timezone) ? default_timezone : "UTC";
   if (const json* hours = find_field(snapshot, "hours")) {
-    // Hours that name no zone are in the default one (the SDK reads a manifest's snapshot alike).
-    const json* zone = hours->is_object() ? find_field(*hours, "timezone") : nullptr;
-    json named;
-    if (hours->is_object() && (zone == nullptr || zone->is_null())) {
-      named = *hours;
-      named["timezone"] = c.hours.timezone;
-      hours = &named;
-    }
-    if (auto parsed = parse_hours(*hours)) c.hours = std::move(parsed).value();
+    // Hours that name no zone are in the default one, as provisioning checked them (validate_seed)
+    // and as the SDK reads a manifest's snapshot; hours that do not validate are left out.
+    if (auto parsed = parse_seed_hours(*hours, c.hours.timezone))
+      c.hours = std::move(parsed).value();
   }
   std::size_t n = 0;
   if (const json* list = find_field(snapshot, "overrides"); list && list->is_array()) {

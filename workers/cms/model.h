@@ -76,7 +76,11 @@ struct Content {
 // ---- validation of Studio input (every error: 400 invalid_request with "field" and "fields")
 Error field_error(const std::string& field, const std::string& problem);
 std::optional<int> parse_hhmm(std::string_view s, bool allow_24);
+// Studio's hours (PUT /admin/v1/hours, the object or {"hours": …}): the zone is required.
 Result<Hours> parse_hours(const json& body);
+// A snapshot's hours (a tenant config's "fallback", a bundled seed), read as parse_hours reads them
+// but the zone may be left out (or null): it is then `default_zone`, the tenant's (docs/cms.md).
+Result<Hours> parse_seed_hours(const json& hours, const std::string& default_zone);
 Result<DayRanges> parse_ranges(const json& value, const std::string& field);
 // A new override from POST /admin/v1/overrides; now is unix seconds.
 Result<Override> parse_override(const json& body, std::int64_t now);
@@ -96,7 +100,8 @@ json content_json(const Content& c);
 json public_content_json(const Content& c, std::int64_t now, const std::string& source);
 // A tenant config's "fallback" snapshot (provisioning): its hours, overrides and announcements
 // must be what Studio would take, each error naming the field from the config's root
-// ("config.fallback.overrides[0].date"); a level left out of an announcement reads as info.
+// ("config.fallback.overrides[0].date"); hours may leave their zone out (parse_seed_hours) and
+// a level left out of an announcement reads as info.
 Status validate_seed(const json& snapshot);
 // One item of content_json() read back (ids and timestamps too; no "until ahead of now" check).
 Result<Override> stored_override(const json& item);
