@@ -55,7 +55,7 @@ export function createMocks({ appId, snapshot, cmsZone, leadsConfig = {} }) {
       if (!checked.ok) {
         throw new SiteSwarmError(checked.code, checked.message, {
           status: checked.status,
-          details: { field: checked.field },
+          details: { field: checked.field, fields: checked.fields },
         });
       }
       const e = checked.event;
@@ -90,7 +90,7 @@ export function createMocks({ appId, snapshot, cmsZone, leadsConfig = {} }) {
       if (!checked.ok) {
         throw new SiteSwarmError(checked.code, checked.message, {
           status: checked.status,
-          details: { field: checked.field },
+          details: { field: checked.field, fields: checked.fields },
         });
       }
       const max = Number(limit) || 100; // checked above: absent, or 1–500
@@ -135,7 +135,7 @@ export function createMocks({ appId, snapshot, cmsZone, leadsConfig = {} }) {
       if (!checked.ok) {
         throw new SiteSwarmError(checked.code, checked.message, {
           status: checked.status,
-          details: { field: checked.field },
+          details: { field: checked.field, fields: checked.fields },
         });
       }
       pageviews.push({ u: beacon.u, r: beacon.r ?? "", w: beacon.w ?? null, at: now() });

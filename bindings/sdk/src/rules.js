@@ -176,10 +176,17 @@ export function isEventType(s) {
 
 /**
  * An event as the events worker reads `POST /api/events`.
- * @returns {{ ok: boolean, event?: any, code?: string, status?: number, field?: string, message?: string }}
+ * @returns {{ ok: boolean, event?: any, code?: string, status?: number, field?: string, fields?: Record<string, string>, message?: string }}
  */
 export function validateEvent(body, now = Date.now()) {
-  const invalid = (field, message) => ({ ok: false, code: "invalid_event", status: 400, field, message });
+  const invalid = (field, message) => ({
+    ok: false,
+    code: "invalid_event",
+    status: 400,
+    field,
+    fields: { [field]: message },
+    message,
+  });
   const e = body && typeof body === "object" && !Array.isArray(body) ? body : {};
   if (typeof e.event_type !== "string") return invalid("event_type", "is required");
   if (!isEventType(e.event_type)) {
@@ -206,6 +213,7 @@ export function validateEvent(body, now = Date.now()) {
       code: "payload_too_large",
       status: 413,
       field: "payload",
+      fields: { payload: "larger than 64 KiB" },
       message: "payload: larger than 64 KiB",
     };
   }
@@ -259,10 +267,18 @@ function ulidTime(id) {
  * glob of event-type characters, `entity` type:id or a bare type, `after` an event_id (or an
  * operator page's "<event_id>.<seq>"), `limit` 1–500. Anything else is 400 naming the parameter.
  * @param {{ type?: unknown, entity?: unknown, after?: unknown, limit?: unknown }} [query]
- * @returns {{ ok: boolean, code?: string, status?: number, field?: string, message?: string }}
+ * @returns {{ ok: boolean, code?: string, status?: number, field?: string, fields?: Record<string, string>, message?: string }}
  */
 export function validateEventQuery({ type, entity, after, limit } = {}) {
-  const invalid = (field, message) => ({ ok: false, code: "invalid_request", status: 400, field, message });
+  // The message is "<field>: <problem>"; `fields` names the problem alone, as the service does.
+  const invalid = (field, message) => ({
+    ok: false,
+    code: "invalid_request",
+    status: 400,
+    field,
+    fields: { [field]: message.slice(field.length + 2) },
+    message,
+  });
   // As the client puts them in the URL: absent, null and "" are left out.
   const param = (v) => (v === undefined || v === null ? "" : String(v));
   const glob = param(type);
@@ -320,6 +336,7 @@ export function validateBeacon({ u, r, w }) {
     code: "invalid_request",
     status: 400,
     field,
+    fields: { [field]: why },
     message: `beacon: "${field}" ${why}`,
   });
   if (typeof u !== "string") return invalid("u", "must be the page URL (a string)");
