@@ -2,6 +2,7 @@
 
 #include "shared/app.h"
 #include "shared/bytes.h"
+#include "shared/field_error.h"
 #include "shared/json_util.h"
 #include "shared/tenant_cache.h"
 #include "shared/tenant_store.h"
@@ -103,9 +104,10 @@ Status check_capability(Context& ctx, const Request& req, const std::string& ten
   std::string shown = version.substr(0, 32);
   // A semantic version (MAJOR.MINOR.PATCH…) of the one major spoken; anything else, one answer.
   if (semver_major(version) != kSupportedCapabilityMajor) {
-    return Error{
-        ErrorCode::unsupported_capability_version,
-        "capability version " + shown + " is not supported: send a semantic version 1.x.y"};
+    Error e{ErrorCode::unsupported_capability_version,
+            "capability version " + shown + " is not supported: send a semantic version 1.x.y"};
+    return std::move(
+        name_field(e, "X-SiteSwarm-Capability-Version", "send a semantic version 1.x.y"));
   }
   if (tenant_cache(ctx).capability_changed(tenant_id, shown)) {
     ctx.log("tenant " + tenant_id + " calls with capability version " + shown);

@@ -1,7 +1,7 @@
 // Outbound HTTP (siteverify, Resend, SendGrid, Twilio, PagerDuty, Slack, webhooks, probes).
 // The host measures elapsedMs around the call, so probes need no clock in the core.
 import { EffectError } from "./errors.js";
-import { headersObject, readText, toRequest } from "./http.js";
+import { headersObject, readText, timeoutSignal, toRequest } from "./http.js";
 
 const DEFAULT_TIMEOUT_MS = 10_000;
 
@@ -10,13 +10,14 @@ export default {
     const timeoutMs = effect.timeoutMs > 0 ? effect.timeoutMs : DEFAULT_TIMEOUT_MS;
     const started = Date.now();
     const elapsed = () => Date.now() - started;
+    const timer = timeoutSignal(timeoutMs); // covers the body's read too; freed once the call is done
     try {
       // Redirects are never followed here: a 30x is handed to the core as it is (a webhook that
       // answers 302 has not accepted the delivery). Following it silently would let a public URL
       // that passed the core's outbound-URL guard bounce the call to a private address
       // (docs/security.md).
       const response = await fetch(toRequest(effect), {
-        signal: AbortSignal.timeout(timeoutMs),
+        signal: timer.signal,
         redirect: "manual",
       });
       if (Array.isArray(effect.selectors)) {
@@ -45,6 +46,8 @@ export default {
       const message = timedOut ? `fetch(): no answer within ${timeoutMs} ms` : `fetch(): ${err?.message ?? "failed"}`;
       const code = timedOut ? "timeout" : "network_error";
       throw new EffectError(code, message, { elapsedMs: elapsed() });
+    } finally {
+      timer.clear();
     }
   },
 };

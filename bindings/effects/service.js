@@ -2,7 +2,7 @@
 // probing a platform worker's /health) the call gives up after that long; `elapsedMs` is measured
 // around it either way, as for fetch.
 import { binding, EffectError } from "./errors.js";
-import { headersObject, readText, toRequest } from "./http.js";
+import { headersObject, readText, timeoutSignal, toRequest } from "./http.js";
 
 export default {
   async service(effect, env) {
@@ -10,10 +10,11 @@ export default {
     const started = Date.now();
     // With a timeout, the call is aborted when it runs out (the body's read included): a call left
     // running would keep its connection (one of the invocation's six) and its unread body until the
-    // invocation ends. One Request, its signal the timer's.
+    // invocation ends. One Request, its signal the timer's; the timer freed once the call is done.
     const timeoutMs = Math.max(Number(effect.timeoutMs) || 0, 0);
+    const timer = timeoutMs ? timeoutSignal(timeoutMs) : null;
     try {
-      const request = toRequest(effect.request ?? {}, timeoutMs ? AbortSignal.timeout(timeoutMs) : undefined);
+      const request = toRequest(effect.request ?? {}, timer?.signal);
       const response = await service.fetch(request);
       const { text, tooLarge } = await readText(response.body);
       return {
@@ -30,6 +31,8 @@ export default {
         });
       }
       throw err;
+    } finally {
+      timer?.clear();
     }
   },
 };

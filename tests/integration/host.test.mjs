@@ -576,17 +576,55 @@ describe("effect loop", () => {
         return json(200, r);
       },
     });
-    // The host's timer is AbortSignal.timeout's, which in Node does not keep the process alive (an
-    // invocation in workerd waits for it): this test holds the event loop open meanwhile.
-    const alive = setInterval(() => {}, 1000);
-    let result;
-    try {
-      result = await (await defineWorker(core).fetch(get("/probe"), env, ctx())).json();
-    } finally {
-      clearInterval(alive);
-    }
+    const result = await (await defineWorker(core).fetch(get("/probe"), env, ctx())).json();
     assert.equal(result.error.code, "timeout");
     assert.equal(signal?.aborted, true, "the binding's request was aborted");
+  });
+
+  it("a service call or fetch that answers in time frees its timer at once", async () => {
+    // workerd holds an uncleared timeout against the invocation's limit until it fires: a drain
+    // making thousands of calls must not leave one behind per call.
+    const live = new Set();
+    const realSet = globalThis.setTimeout;
+    const realClear = globalThis.clearTimeout;
+    globalThis.setTimeout = (fn, ms, ...rest) => {
+      const t = realSet(fn, ms, ...rest);
+      if (ms >= 60_000) live.add(t);
+      return t;
+    };
+    globalThis.clearTimeout = (t) => {
+      live.delete(t);
+      return realClear(t);
+    };
+    // AbortSignal.timeout's timer can never be cleared: each use is a timer left pending.
+    const realSignalTimeout = AbortSignal.timeout;
+    AbortSignal.timeout = (ms) => {
+      live.add(Symbol("AbortSignal.timeout"));
+      return realSignalTimeout.call(AbortSignal, ms);
+    };
+    const server = createServer((_req, res) => res.end("{}"));
+    await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const env = { TARGET: { fetch: async () => new Response("{}") } };
+      const url = `http://127.0.0.1:${server.address().port}/`;
+      const core = fakeCore({
+        *"GET /calls"() {
+          const [a, b] = yield [
+            { kind: "service", binding: "TARGET", request: { method: "GET", url: "https://x/" }, timeoutMs: 60_000 },
+            { kind: "fetch", url, method: "GET", headers: {}, timeoutMs: 60_000 },
+          ];
+          return json(200, { a: a.ok, b: b.ok });
+        },
+      });
+      const res = await defineWorker(core).fetch(get("/calls"), env, ctx());
+      assert.deepEqual(await res.json(), { a: true, b: true });
+      assert.equal(live.size, 0, "a 60 s timer is still pending after its call answered");
+    } finally {
+      globalThis.setTimeout = realSet;
+      globalThis.clearTimeout = realClear;
+      AbortSignal.timeout = realSignalTimeout;
+      server.close();
+    }
   });
 
   it("calls a service binding with a Request", async () => {

@@ -135,8 +135,9 @@ TEST_CASE("tenant authentication: missing headers, unknown tenant, wrong token, 
               401, "unauthenticated_tenant");
   auto headers = Mesh::tenant_headers("bakery", "bakery-token-0123456789");
   headers["X-SiteSwarm-Capability-Version"] = "2.0.0";
-  check_error(mesh.request("cms", "GET", "/v1/tenant", headers), 400,
-              "unsupported_capability_version");
+  auto unsupported = mesh.request("cms", "GET", "/v1/tenant", headers);
+  check_error(unsupported, 400, "unsupported_capability_version");
+  CHECK(unsupported.body_json()["error"]["fields"]["X-SiteSwarm-Capability-Version"].is_string());
   // The admin token is not a tenant token.
   check_error(mesh.request("cms", "GET", "/v1/tenant",
                            Mesh::tenant_headers("bakery", "bakery-admin-0123456789")),

@@ -110,7 +110,10 @@ Result<std::optional<Precondition>> if_match(const Request& req) {
       i = end;
     }
     ++elements;
-    if (!weak) condition.tags.emplace_back(opaque);
+    // The weak comparison (docs/cms.md "If-Match"): W/"3" names version 3 as "3" does. Our tag is
+    // the version number, so the two never name different content, and Cloudflare's edge weakens
+    // a strong ETag when it compresses the response, so a client echoing its ETag may send W/"3".
+    condition.tags.emplace_back(opaque);
     while (i < v.size() && ows(v[i])) ++i;
     if (i < v.size() && v[i] != ',') return malformed();
   }

@@ -1131,3 +1131,39 @@ TEST_CASE("a quarantine retry honours kill:fanout and kill:workflow_runner as th
   CHECK(ok.body_json()["started"] == 1);
   CHECK(l.calls.size() == 2);
 }
+
+// A start's body is written from the event's view and input as text once per event; it must be the
+// bytes the platform's writer gives the same object: {"event","input","workflow_run_id",
+// "workflow_type"} in that order, with quotes, backslashes, control characters and non-ASCII (the
+// line separator U+2028 included) escaped or kept exactly as dump_json does. With and without a mapper.
+TEST_CASE("a workflow start's body is the platform writer's JSON of its object, byte for byte") {
+  Ledger l;
+  l.workflow("plain");
+  l.workflow("mapped");
+  l.subscribe("note.*", "plain");
+  l.subscribe("note.*", "mapped",
+              {{"input_mapper", {{"text", "$.payload.text"}, {"id", "$.entity_id"}}}});
+  const std::string awkward = "say \"hi\" \\ \x01 tab\t é \xE2\x80\xA8 end";
+  l.emit("note.added", {{"text", awkward}, {"n", 1.5}, {"list", {1, "two", nullptr}}},
+         "note:" + std::string("a\"b"));
+  l.emit("note.added", {{"text", "second"}});
+  CHECK(l.drain()["started"] == 4);
+  REQUIRE(l.calls.size() == 4);
+  for (const json& call : l.calls) {
+    const json& body = call["body"];
+    std::string expected =
+        ss::dump_json(ss::json_object({{"workflow_type", body["workflow_type"]},
+                                       {"workflow_run_id", body["workflow_run_id"]},
+                                       {"event", body["event"]},
+                                       {"input", body["input"]}}));
+    CHECK(call["text"] == expected);
+  }
+  json first_plain;
+  json first_mapped;
+  for (const json& call : l.calls) {
+    if (call["body"]["event"]["payload"]["text"] != awkward) continue;
+    (call["body"]["workflow_type"] == "plain" ? first_plain : first_mapped) = call["body"];
+  }
+  CHECK(first_plain["input"]["text"] == awkward);
+  CHECK(first_mapped["input"] == json{{"text", awkward}, {"id", "a\"b"}});
+}

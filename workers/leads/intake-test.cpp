@@ -371,7 +371,9 @@ TEST_CASE("a filled honeypot answers repeats of an Idempotency-Key as a person's
   h["Idempotency-Key"] = "bot-key-2";
   CHECK(l.submit(bot, h).body_json()["leadId"] != decoy);
   h["Idempotency-Key"] = std::string(201, 'k');
-  check_error(l.submit(bot, h), 400, "invalid_request");
+  HttpReply long_key = l.submit(bot, h);
+  check_error(long_key, 400, "invalid_request");
+  CHECK(long_key.body_json()["error"]["fields"]["Idempotency-Key"].is_string());
   // Still nothing stored but the keys' claims, nobody notified, the decoy is no lead.
   CHECK(l.rows("SELECT * FROM leads").empty());
   CHECK(l.rows("SELECT * FROM lead_idempotency").size() == 2);

@@ -6,6 +6,7 @@
 #include "shared/bytes.h"
 #include "shared/effects.h"
 #include "shared/emit.h"
+#include "shared/field_error.h"
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
 #include "shared/tenant.h"
@@ -167,7 +168,8 @@ Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
   // Checked before the honeypot: a bot is answered exactly as a person would be, a bad key included.
   std::string key = req.header("idempotency-key");
   if (key.size() > kMaxIdempotencyKey) {
-    co_return Error{ErrorCode::invalid_request, "Idempotency-Key is longer than 200 characters"};
+    Error e{ErrorCode::invalid_request, "Idempotency-Key is longer than 200 characters"};
+    co_return std::move(name_field(e, "Idempotency-Key", "longer than 200 characters"));
   }
   if (!key.empty()) {
     SS_CO_TRY(std::string first, co_await find_replay(tenant.id, key, ctx.now_ms()));
