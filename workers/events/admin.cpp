@@ -677,17 +677,21 @@ Task<Status> run_cron(Context& ctx, const std::string& cron) {
   }
   if (consumers.empty()) ctx.log("events cron: no consumer for '" + cron + "'");
   Status result = Unit{};
+  // What the release pass spent of workflow_runner's budgets (DRAIN_SUBREQUEST_BUDGET,
+  // DRAIN_WORK_BUDGET): they are the invocation's, so the drain below goes on from there.
+  InvocationSpend spent;
   if (cron == "*/2 * * * *") {
     // Starts held by kill:high_risk_ops go out once the switch is off (PUT releases the first
     // kMaxReleasePerCall at once; the rest follow here, while it and the stops stay off).
-    auto released = co_await release_held(ctx);
+    auto released = co_await release_held(ctx, &spent);
     if (!released) ctx.log("release of held starts failed: " + released.error().message);
   }
   // Each consumer drains batch after batch until it has caught up or the run's bound is reached:
   // one batch per tick could never keep up with a busy ledger (docs/runbook-events.md).
   const std::int64_t batches = drain_batches_per_run(ctx);
   for (const std::string& name : consumers) {
-    auto report = co_await drain_consumer(ctx, name, batches);
+    auto report = co_await drain_consumer(ctx, name, batches,
+                                          name == kWorkflowRunner ? spent : InvocationSpend{});
     if (!report) {
       ctx.log("drain " + name + " failed: " + report.error().message);
       result = report.error();

@@ -36,6 +36,15 @@ bool is_consumer(std::string_view name);
 
 struct DrainReport;
 
+// What the same Workers invocation spent of workflow_runner's per-invocation budgets before its
+// drain run (the */2 cron's release pass of held starts): DRAIN_SUBREQUEST_BUDGET's subrequests (D1
+// calls and starts) and DRAIN_WORK_BUDGET's work units. The drain run starts from it, so the two
+// together stay within each budget (only the run's first event goes whatever it costs).
+struct InvocationSpend {
+  int subrequests = 0;
+  std::uint64_t work = 0;
+};
+
 // One drain run across its batches (drain.cpp owns it; a consumer sees it through
 // DrainReport::run). A batch's last commit carries the run's tail in the same D1 batch: the lock's
 // release when the run ends there, or — when the batch came back full and the run may go on — the

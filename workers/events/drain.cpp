@@ -58,18 +58,22 @@ std::int64_t drain_batches_per_run(const Context& ctx) {
 }
 
 Task<Result<DrainReport>> drain_consumer(Context& ctx, const std::string& consumer,
-                                         std::int64_t max_batches) {
-  return drain_consumer_with(ctx, consumer, max_batches, &run_batch);
+                                         std::int64_t max_batches, InvocationSpend spent) {
+  return drain_consumer_with(ctx, consumer, max_batches, &run_batch, spent);
 }
 
 Task<Result<DrainReport>> drain_consumer_with(Context& ctx, const std::string& consumer,
-                                              std::int64_t max_batches, BatchStep step) {
+                                              std::int64_t max_batches, BatchStep step,
+                                              InvocationSpend spent) {
   DrainReport report;
   report.consumer = consumer;
   DrainRun run;
   run.key.consumer = consumer;
   run.key.lock = lock_name(consumer);
   run.key.switches = kill_switches_of(consumer);
+  // The run's budgets are the invocation's: what ran before it in the invocation is spent already.
+  run.work_used = spent.work;
+  run.subrequests_used = spent.subrequests;
   SS_CO_TRY(run.key.holder, co_await ctx.new_ulid());
   // One D1 batch: the lock (unless a switch is on), the switches, the cursor and the first batch.
   std::vector<D1Statement> open =

@@ -34,8 +34,9 @@ std::int64_t drain_batches_per_run(const Context& ctx);
 // cursor and the first batch in one D1 batch); each later batch is read inside the previous one's
 // commit, and the lock is released inside the last. Errors (D1 down) leave the cursor at the last
 // committed batch and are returned (the batches before it stay done).
+// `spent`: what the invocation already spent of workflow_runner's budgets (InvocationSpend).
 Task<Result<DrainReport>> drain_consumer(Context& ctx, const std::string& consumer,
-                                         std::int64_t max_batches = 1);
+                                         std::int64_t max_batches = 1, InvocationSpend spent = {});
 
 // One batch of one consumer: reads `rows` (after `cursor`), writes its products and queues its
 // commit on report.run (drain_consumer dispatches on report.consumer to every consumer's step).
@@ -45,6 +46,7 @@ using BatchStep = Task<Status> (*)(Context& ctx, DrainReport& report,
 // drain_consumer with the batch step given: a module that runs only some consumers links only
 // their code (docs/performance.md "Size", the split candidates). `step` must handle `consumer`.
 Task<Result<DrainReport>> drain_consumer_with(Context& ctx, const std::string& consumer,
-                                              std::int64_t max_batches, BatchStep step);
+                                              std::int64_t max_batches, BatchStep step,
+                                              InvocationSpend spent = {});
 
 }  // namespace ss::events

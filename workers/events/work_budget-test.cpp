@@ -296,3 +296,133 @@ TEST_CASE("a release pass whose first held event is over the whole budget quaran
   CHECK(open[0]["event_id"] == big);
   CHECK(open[0]["reason"].get<std::string>().find("DRAIN_WORK_BUDGET") != std::string::npos);
 }
+
+namespace {
+
+// Held starts of a high-risk workflow (refund, risk_level 4, on order.*) for `payloads`, with
+// kill:high_risk_ops turned off again while kill:fanout was on: the PUT released nothing, so the
+// next */2 cron's release pass releases them (and its drain then runs in the same invocation).
+std::vector<std::string> held_for_the_cron(Ledger& l, const std::vector<json>& payloads) {
+  REQUIRE(l.admin("PUT", "/admin/workflows/refund",
+                  {{"target", {{"webhook", "http://127.0.0.1:9/hooks/refund"}}}, {"risk_level", 4}})
+              .status == 201);
+  l.subscribe("order.*", "refund");
+  REQUIRE(l.admin("PUT", "/admin/kill-switches/kill:high_risk_ops", {{"enabled", true}}).status ==
+          200);
+  std::vector<std::string> ids;
+  for (const json& p : payloads) ids.push_back(l.emit("order.refunded", p));
+  json held = l.drain();
+  REQUIRE(held["held"] == static_cast<int>(payloads.size()));
+  REQUIRE(l.admin("PUT", "/admin/kill-switches/kill:fanout", {{"enabled", true}}).status == 200);
+  auto off = l.admin("PUT", "/admin/kill-switches/kill:high_risk_ops", {{"enabled", false}});
+  REQUIRE(off.status == 200);
+  REQUIRE(off.body_json()["released"]["released"] == 0);
+  REQUIRE(l.admin("PUT", "/admin/kill-switches/kill:fanout", {{"enabled", false}}).status == 200);
+  REQUIRE(l.calls.empty());
+  return ids;
+}
+
+// Runs the */2 cron; returns the starts it made.
+std::size_t cron_starts(Ledger& l) {
+  std::size_t before = l.calls.size();
+  CHECK(l.mesh.message("events", {{"op", "scheduled"}, {"cron", "*/2 * * * *"}})["ok"] == true);
+  return l.calls.size() - before;
+}
+
+// Every held and every new event started its workflow exactly once, nothing left held.
+void each_started_once(Ledger& l, const std::vector<std::string>& held,
+                       const std::vector<std::string>& fresh) {
+  auto keys = l.keys();
+  CHECK(keys.size() == held.size() + fresh.size());
+  CHECK(std::set<std::string>(keys.begin(), keys.end()).size() == keys.size());
+  for (const std::string& id : held) CHECK(keys.count("workflow_runner:" + id + ":refund") == 1);
+  for (const std::string& id : fresh) CHECK(keys.count("workflow_runner:" + id + ":notify") == 1);
+  CHECK(l.db("SELECT * FROM events_quarantine WHERE resolved_at IS NULL").empty());
+  CHECK(l.calls.size() == held.size() + fresh.size());
+}
+
+}  // namespace
+
+TEST_CASE("the */2 cron's release pass and its drain share one subrequest budget") {
+  // 10 held starts released by the cron's pass, 20 new single-start events for its drain, in an
+  // invocation of DRAIN_SUBREQUEST_BUDGET 30. The pass spends 8 D1 calls (the held rows with the
+  // switches, the fan-out context's 4 reads, its claims and its commit) and 10 starts; the drain 7
+  // D1 calls (its opening, the context's 4 reads, a claims batch, its commit) and one per start. So
+  // the invocation has room for 30 - 8 - 7 = 15 starts; the drain's first event always goes.
+  Ledger l;
+  l.mesh.set_env("events", "DRAIN_SUBREQUEST_BUDGET", "30");
+  std::vector<json> payloads;
+  for (int i = 0; i < 10; ++i) payloads.push_back({{"n", i}});
+  std::vector<std::string> held = held_for_the_cron(l, payloads);
+  l.workflow("notify");
+  l.subscribe("signup.*", "notify");
+  std::vector<std::string> fresh;
+  for (int i = 0; i < 20; ++i) fresh.push_back(l.emit("signup.created", {{"n", i}}));
+
+  std::size_t first = cron_starts(l);
+  // Before: the pass's 10 and the drain's 20, 30 starts and 15 D1 calls, 45 subrequests.
+  CHECK(first <= 15);
+  CHECK(first > 10);  // every held start, and the drain took at least its first event
+  for (const std::string& id : held) {
+    CHECK(l.keys().count("workflow_runner:" + id + ":refund") == 1);
+  }
+  // The drain's cursor stopped where the budget did; the next run goes on from there.
+  std::size_t runs = 1;
+  while (l.calls.size() < held.size() + fresh.size() && runs < 10) {
+    CHECK(cron_starts(l) <= 30 - 2 - 7);  // the pass only reads (nothing held), the drain's rest
+    ++runs;
+  }
+  CHECK(runs == 2);
+  CHECK(cron_starts(l) == 0);  // nothing left, nothing sent again
+  each_started_once(l, held, fresh);
+  CHECK(l.db("SELECT cursor FROM event_drain_state WHERE consumer = "
+             "'workflow_runner'")[0]["cursor"] == fresh.back());
+}
+
+TEST_CASE("the */2 cron's release pass and its drain share one work budget") {
+  // Each 50 KB event costs ~150,000 units to start (its payload parsed, then carried as the event
+  // and as the input): the pass's 10 held ones ~1.5 M of the smallest budget (2 M), so the drain
+  // in the same invocation has room for ~3 more, where it took ~13 on a budget of its own.
+  Ledger l;
+  l.mesh.set_env("events", "DRAIN_WORK_BUDGET", std::to_string(kMinDrainWorkBudget));
+  std::vector<json> payloads;
+  for (int i = 0; i < 10; ++i) payloads.push_back(big_payload(i, false));
+  std::vector<std::string> held = held_for_the_cron(l, payloads);
+  l.workflow("notify");
+  l.subscribe("signup.*", "notify");
+  std::vector<std::string> fresh;
+  for (int i = 0; i < 20; ++i) fresh.push_back(l.emit("signup.created", big_payload(i, false)));
+
+  std::size_t first = cron_starts(l);
+  // One start's work is over 3 × kBigText: the invocation's starts fit the budget (+ the drain's
+  // first event, which always goes). Before: 10 + 13.
+  constexpr std::size_t kPerStart = 3 * kBigText;
+  CHECK(first > 10);
+  CHECK(first <= static_cast<std::size_t>(kMinDrainWorkBudget) / kPerStart + 1);
+  std::size_t runs = 1;
+  while (l.calls.size() < held.size() + fresh.size() && runs < 10) {
+    cron_starts(l);
+    ++runs;
+  }
+  CHECK(runs >= 2);
+  CHECK(cron_starts(l) == 0);
+  each_started_once(l, held, fresh);
+}
+
+TEST_CASE("a release pass stops before DRAIN_SUBREQUEST_BUDGET; the next pass releases the rest") {
+  // 15 held starts, a budget of 20: the pass's 8 D1 calls leave room for 12 starts.
+  Ledger l;
+  l.mesh.set_env("events", "DRAIN_SUBREQUEST_BUDGET", "20");
+  std::vector<json> payloads;
+  for (int i = 0; i < 15; ++i) payloads.push_back({{"n", i}});
+  std::vector<std::string> held = held_for_the_cron(l, payloads);
+  json pass =
+      l.admin("PUT", "/admin/kill-switches/kill:high_risk_ops", {{"enabled", false}}).body_json();
+  CAPTURE(pass);
+  CHECK(pass["released"]["released"] == 12);
+  CHECK(pass["released"]["still_held"] == 3);
+  CHECK(pass["released"]["budget_exhausted"] == true);
+  CHECK(l.calls.size() == 12);
+  CHECK(cron_starts(l) == 3);
+  each_started_once(l, held, {});
+}

@@ -658,8 +658,9 @@ Task<Status> run_workflow_batch(Context& ctx, DrainReport& report,
                                          lock_name(consumer)));
   // Plan the batch and cut it into chunks of at most kMaxChunkStarts starts, stopping before an
   // event could overrun the platform's subrequest limit (the next run continues at the cursor).
-  // Both budgets are the run's: a run of several batches goes on from what the earlier ones spent,
-  // and only the run's first event goes whatever it costs.
+  // Both budgets are the run's: a run of several batches goes on from what the earlier ones spent
+  // (and from what the invocation spent before the run: the */2 cron's release pass,
+  // InvocationSpend), and only the run's first event goes whatever it costs.
   DrainRun* run = report.run;
   const bool first_of_run = run == nullptr || run->batch_index == 0;
   int budget = subrequest_budget(ctx);
@@ -678,6 +679,9 @@ Task<Status> run_workflow_batch(Context& ctx, DrainReport& report,
   for (const EventRow& row : rows) {
     WorkMeter meter;
     meter.limit = work_taken < work_limit ? work_limit - work_taken : 0;
+    // The run's first event has the whole budget, whatever the invocation spent before the run:
+    // only an event over the whole budget on its own is refused.
+    if (works.empty() && first_of_run) meter.limit = work_limit;
     EventWork w = plan_event(consumer, row, fc, meter);
     report.work_units += meter.used;  // counted whether or not the event is taken
     bool alone_over_budget = false;
@@ -831,7 +835,14 @@ struct ReleaseTally {
   int released = 0;     // every start sent (or already sent): the row is resolved
   int quarantined = 0;  // poison, a start failed, or the event is gone: the row has that reason now
   bool work_budget_exhausted = false;  // the pass's work budget stopped it before its last event
+  bool budget_exhausted = false;       // DRAIN_SUBREQUEST_BUDGET stopped it before its last event
 };
+
+// A release pass's D1 calls: the held rows with the switches (2, at once), then the fan-out
+// context (4, at once), one claims batch and one commit.
+constexpr int kReleaseReadSubrequests = 2;
+constexpr int kReleaseContextSubrequests = 4;
+constexpr int kReleaseClaimsAndCommit = 2;
 
 // Every held start of a pass would fit one claims batch (the pass is never cut into chunks).
 static_assert(static_cast<std::size_t>(kMaxReleasePerCall) * kMaxFanout <= kMaxChunkStarts);
@@ -848,12 +859,14 @@ static_assert(static_cast<std::size_t>(kMaxReleasePerCall) * kMaxFanout <= kMaxC
 // held event it cannot afford, and that event and the ones after it stay held for the next pass.
 // Only the pass's first event goes whatever it costs: alone over the whole budget, it is
 // quarantined with the drain's reason (it would stop every pass) and the pass ends there.
-Task<Result<ReleaseTally>> release_pass(Context& ctx, const std::vector<QuarantineRow>& held) {
+Task<Result<ReleaseTally>> release_pass(Context& ctx, const std::vector<QuarantineRow>& held,
+                                        InvocationSpend& spent) {
   const std::string consumer = kWorkflowRunner;
   std::vector<std::int64_t> seqs;
   seqs.reserve(held.size());
   for (const QuarantineRow& row : held) seqs.push_back(row.seq);
   SS_CO_TRY(std::string holder, co_await ctx.new_ulid());
+  spent.subrequests += kReleaseContextSubrequests;
   auto [subs, workflows, keys, events] =
       co_await when_all(load_subscriptions(ctx), load_workflows(),
                         Dedupe::started_keys_of(consumer, seqs), EventStore::at_seqs(seqs));
@@ -876,6 +889,11 @@ Task<Result<ReleaseTally>> release_pass(Context& ctx, const std::vector<Quaranti
   works.reserve(held.size());  // run_chunk keeps pointers into it
   const std::uint64_t budget = work_budget(ctx);
   std::uint64_t taken = 0;  // the work of the events this pass takes
+  // Subrequests, as a drain batch counts them: what the invocation spent before the pass's events,
+  // plus its claims batch and its commit, plus one per start. The pass stops before the first held
+  // event whose starts would pass DRAIN_SUBREQUEST_BUDGET (its first event goes whatever it costs).
+  const int subrequests = subrequest_budget(ctx);
+  int used = spent.subrequests + kReleaseClaimsAndCommit;
   for (const QuarantineRow& row : held) {
     auto found = by_seq.find(row.seq);
     if (found == by_seq.end()) {
@@ -894,6 +912,7 @@ Task<Result<ReleaseTally>> release_pass(Context& ctx, const std::vector<Quaranti
     WorkMeter meter;
     meter.limit = taken < budget ? budget - taken : 0;
     EventWork w = plan_event(consumer, *found->second, fc, meter);
+    spent.work += meter.used;  // spent whether or not the event is taken
     if (meter.over()) {
       tally.work_budget_exhausted = true;
       if (!works.empty()) {
@@ -908,9 +927,20 @@ Task<Result<ReleaseTally>> release_pass(Context& ctx, const std::vector<Quaranti
       works.push_back(std::move(w));
       break;  // its evaluation spent the pass's budget
     }
+    const int cost = static_cast<int>(w.todo.size());
+    if (!works.empty() && used + cost > subrequests) {
+      tally.budget_exhausted = true;
+      ctx.log("release: subrequest budget spent (" + std::to_string(used) + " of " +
+              std::to_string(subrequests) + ") before held event " + row.event_id +
+              "; the next pass starts there");
+      break;
+    }
+    used += cost;
     taken += w.work;
     works.push_back(std::move(w));
   }
+  // Counted before they are made: a pass that fails after its claims still spent them.
+  spent.subrequests = used;
   if (!works.empty()) {
     SS_CO_TRY(ChunkResult chunk,
               co_await run_chunk(ctx, consumer, works, 0, works.size(), fc, statements));
@@ -938,13 +968,16 @@ Task<Result<ReleaseTally>> release_pass(Context& ctx, const std::vector<Quaranti
 
 }  // namespace
 
-Task<Result<json>> release_held(Context& ctx) {
+Task<Result<json>> release_held(Context& ctx, InvocationSpend* spent) {
+  InvocationSpend own;
+  InvocationSpend& spend = spent != nullptr ? *spent : own;
   // Only the held rows are read: a page of every open row (Quarantine::list, 500 by seq) could be
   // all failures, and the held events behind them would never be released. The switches are read
   // once per pass, with them: kill:fanout or kill:workflow_runner stops every start, and
   // kill:high_risk_ops would hold each again.
   std::vector<std::string> stops = runner_stops();
   stops.push_back(kHighRiskSwitch);
+  spend.subrequests += kReleaseReadSubrequests;
   auto [found, stopped] = co_await when_all(
       Quarantine::open_with_reason(kWorkflowRunner, kHeldReason, kMaxReleasePerCall),
       DrainState::any_switch_on(stops));
@@ -954,7 +987,7 @@ Task<Result<json>> release_held(Context& ctx) {
   ReleaseTally tally;
   if (!*stopped && !rows.empty()) {
     // Otherwise the held events stay parked, and the */2 cron releases them once every switch is off.
-    SS_CO_TRY(tally, co_await release_pass(ctx, rows));
+    SS_CO_TRY(tally, co_await release_pass(ctx, rows, spend));
   }
   json out = json_object(
       {{"released", tally.released},
@@ -962,6 +995,7 @@ Task<Result<json>> release_held(Context& ctx) {
        {"quarantined", tally.quarantined}});
   // Only then, as on a drain report: the pass stopped at its work budget (the rest stay held).
   if (tally.work_budget_exhausted) out["work_budget_exhausted"] = true;
+  if (tally.budget_exhausted) out["budget_exhausted"] = true;
   co_return out;
 }
 

@@ -63,6 +63,11 @@ Task<Result<json>> retry_quarantined(Context& ctx, const std::string& consumer,
 // is read once for all its events, the claims and the commit are one batch each); one event that
 // cannot be released (gone, unreadable, poison, a start refused) is quarantined with its reason and
 // does not stop the others. An error is the pass's own (e.g. D1 unreachable): nothing was committed.
-Task<Result<json>> release_held(Context& ctx);
+// The pass counts its subrequests (its D1 calls and one per start) against DRAIN_SUBREQUEST_BUDGET
+// as a drain run does: it stops before the first held event whose starts would pass it (+
+// "budget_exhausted": true; its first event goes whatever it costs). `spent` (the */2 cron's): what
+// the pass spent of both budgets is added there, and the drain run that follows in the same
+// invocation starts from it (drain_consumer), so the two together stay within each budget.
+Task<Result<json>> release_held(Context& ctx, InvocationSpend* spent = nullptr);
 
 }  // namespace ss::events
