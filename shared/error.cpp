@@ -45,4 +45,9 @@ Error& name_field(Error& e, const std::string& field, const std::string& problem
   return e.with("fields", json_object({{field, problem}}));
 }
 
+Error invalid_field(const std::string& field, const std::string& problem, ErrorCode code) {
+  Error e{code, field + ": " + problem};
+  return std::move(name_field(e, field, problem));
+}
+
 }  // namespace ss

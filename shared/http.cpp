@@ -87,10 +87,8 @@ Result<std::int64_t> Request::int_param(std::string_view name, std::int64_t fall
   std::string text = query_param(name);
   if (text.empty()) return fallback;
   if (auto n = parse_decimal(text, min, max)) return *n;
-  std::string field(name);
-  std::string problem = "must be " + std::to_string(min) + "–" + std::to_string(max);
-  Error e{ErrorCode::invalid_request, field + ": " + problem};
-  return std::move(name_field(e, field, problem));
+  return invalid_field(std::string(name),
+                       "must be " + std::to_string(min) + "–" + std::to_string(max));
 }
 
 Response Response::json_body(int status, const json& body) {

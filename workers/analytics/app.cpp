@@ -25,14 +25,12 @@ Status validate_analytics_config(const Context&, const json& config) {
   const json* hosts = find_field(config, "hosts");
   if (!hosts) return Unit{};
   if (!hosts->is_array() || hosts->size() > kMaxSiteHosts) {
-    Error e{ErrorCode::invalid_request, "config.hosts: must be a list of at most 32 hosts"};
-    return std::move(name_field(e, "config.hosts", "must be a list of at most 32 hosts"));
+    return invalid_field("config.hosts", "must be a list of at most 32 hosts");
   }
   for (const json& h : *hosts) {
     if (!h.is_string() || h.get<std::string>().empty() ||
         h.get<std::string>().size() > kMaxHostLength) {
-      Error e{ErrorCode::invalid_request, "config.hosts: every entry must be a host name"};
-      return std::move(name_field(e, "config.hosts", "every entry must be a host name"));
+      return invalid_field("config.hosts", "every entry must be a host name");
     }
   }
   return Unit{};

@@ -14,7 +14,7 @@ std::string without_www(std::string host) {
   return host;
 }
 
-Error invalid_field(const std::string& field, const std::string& why) {
+Error beacon_field_error(const std::string& field, const std::string& why) {
   Error e{ErrorCode::invalid_request, "beacon: \"" + field + "\" " + why};
   return std::move(name_field(e, field, why));
 }
@@ -69,21 +69,21 @@ Result<Beacon> parse_beacon(std::string_view body) {
   const json& j = *parsed;
   Beacon beacon;
   std::optional<std::string> url = get_string(j, "u");
-  if (!url) return invalid_field("u", "must be the page URL (a string)");
+  if (!url) return beacon_field_error("u", "must be the page URL (a string)");
   auto parts = split_url(*url);
   if (!parts || (parts->scheme != "http" && parts->scheme != "https")) {
-    return invalid_field("u", "must be an absolute http(s) URL");
+    return beacon_field_error("u", "must be an absolute http(s) URL");
   }
   beacon.url = std::move(*url);
   beacon.page = std::move(parts);
   if (const json* r = find_field(j, "r"); r && !r->is_null()) {
-    if (!r->is_string()) return invalid_field("r", "must be a string");
+    if (!r->is_string()) return beacon_field_error("r", "must be a string");
     beacon.referrer = r->get<std::string>();
   }
   if (const json* w = find_field(j, "w"); w && !w->is_null()) {
     std::optional<double> width = get_number(j, "w");
     if (!width || *width < 0 || *width > static_cast<double>(kMaxViewportWidth)) {
-      return invalid_field("w", "must be a number from 0 to 100000");
+      return beacon_field_error("w", "must be a number from 0 to 100000");
     }
     beacon.width = static_cast<std::int64_t>(*width);
   }

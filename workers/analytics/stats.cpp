@@ -17,17 +17,12 @@ namespace ss::analytics {
 
 namespace {
 
-Error bad_field(const std::string& field, const std::string& why) {
-  Error e{ErrorCode::invalid_request, field + ": " + why};
-  return name_field(e, field, why);
-}
-
 Result<std::int64_t> day_param(const Request& req, const std::string& name,
                                std::int64_t fallback_ms) {
   std::string text = req.query_param(name);
   if (text.empty()) return fallback_ms;
   std::optional<std::int64_t> ms = parse_date(text);
-  if (text.size() != 10 || !ms) return bad_field(name, "must be a date YYYY-MM-DD");
+  if (text.size() != 10 || !ms) return invalid_field(name, "must be a date YYYY-MM-DD");
   return *ms;
 }
 
@@ -39,10 +34,10 @@ Result<StatsQuery> parse_stats_query(const Request& req, std::int64_t now_ms) {
   if (!to) return std::move(to).error();
   Result<std::int64_t> from = day_param(req, "from", *to - (kDefaultRangeDays - 1) * kMsPerDay);
   if (!from) return std::move(from).error();
-  if (*from > *to) return bad_field("from", "must not be after to");
+  if (*from > *to) return invalid_field("from", "must not be after to");
   if ((*to - *from) / kMsPerDay + 1 > kMaxRangeDays) {
-    return bad_field("from",
-                     "the range may span at most " + std::to_string(kMaxRangeDays) + " days");
+    return invalid_field("from",
+                         "the range may span at most " + std::to_string(kMaxRangeDays) + " days");
   }
   q.from = utc_day(*from);
   q.to = utc_day(*to);
@@ -50,15 +45,15 @@ Result<StatsQuery> parse_stats_query(const Request& req, std::int64_t now_ms) {
   if (!by.empty()) {
     const auto& dims = dimension_names();
     if (by != "day" && std::find(dims.begin(), dims.end(), by) == dims.end()) {
-      return bad_field("by",
-                       "must be day, path, referrer, country, device, browser, colo, "
-                       "utm_source, utm_medium or utm_campaign");
+      return invalid_field("by",
+                           "must be day, path, referrer, country, device, browser, colo, "
+                           "utm_source, utm_medium or utm_campaign");
     }
     q.by = by;
   }
   Result<std::int64_t> limit = req.int_param("limit", kDefaultStatsLimit, 1, kMaxStatsLimit);
   if (!limit) {
-    return bad_field("limit", "must be 1–" + std::to_string(kMaxStatsLimit));
+    return invalid_field("limit", "must be 1–" + std::to_string(kMaxStatsLimit));
   }
   q.limit = static_cast<int>(*limit);
   return q;

@@ -38,11 +38,6 @@ Error named_error(Error e, const std::string& field) {
   return std::move(name_field(e, field, problem));
 }
 
-Error field_error(const std::string& field, const std::string& message) {
-  Error e{ErrorCode::invalid_request, field + ": " + message};
-  return std::move(name_field(e, field, message));
-}
-
 // [a-z][a-z0-9_.-]{0,63}
 bool is_workflow_type(std::string_view s) {
   if (s.empty() || s.size() > kMaxNameLength || s[0] < 'a' || s[0] > 'z') return false;
@@ -147,15 +142,15 @@ Response list_response(const char* name, const std::vector<Row>& rows) {
 Status read_subscription_fields(const json& body, bool patch, SubscriptionRow& row) {
   if (const json* g = find_field(body, "event_type_glob"); g != nullptr || !patch) {
     if (g == nullptr || !g->is_string()) {
-      return field_error("event_type_glob", patch ? "must be a string" : "is required");
+      return invalid_field("event_type_glob", patch ? "must be a string" : "is required");
     }
     std::string why;
-    if (!is_valid_glob(g->get<std::string>(), &why)) return field_error("event_type_glob", why);
+    if (!is_valid_glob(g->get<std::string>(), &why)) return invalid_field("event_type_glob", why);
     row.event_type_glob = g->get<std::string>();
   }
   if (const json* w = find_field(body, "workflow_type"); w != nullptr || !patch) {
     if (w == nullptr || !w->is_string() || !is_workflow_type(w->get<std::string>())) {
-      return field_error("workflow_type", "must match [a-z][a-z0-9_.-]{0,63}");
+      return invalid_field("workflow_type", "must match [a-z][a-z0-9_.-]{0,63}");
     }
     row.workflow_type = w->get<std::string>();
   }
@@ -164,7 +159,8 @@ Status read_subscription_fields(const json& body, bool patch, SubscriptionRow& r
       row.filter_expr.reset();
     } else {
       if (!f->is_string()) {
-        return field_error("filter_expr", patch ? "must be a string or null" : "must be a string");
+        return invalid_field("filter_expr",
+                             patch ? "must be a string or null" : "must be a string");
       }
       auto parsed = FilterExpr::parse(f->get<std::string>());
       if (!parsed) return named_error(std::move(parsed).error(), "filter_expr");
@@ -181,7 +177,7 @@ Status read_subscription_fields(const json& body, bool patch, SubscriptionRow& r
     }
   }
   if (const json* e = find_field(body, "enabled"); e && (patch || !e->is_null())) {
-    if (!e->is_boolean()) return field_error("enabled", "must be true or false");
+    if (!e->is_boolean()) return invalid_field("enabled", "must be true or false");
     row.enabled = e->get<bool>();
   }
   return Unit{};
@@ -231,9 +227,9 @@ Task<Result<Response>> patch_subscription(Context& ctx, const Request& req, cons
   static const std::set<std::string> kFields = {"event_type_glob", "workflow_type", "filter_expr",
                                                 "input_mapper", "enabled"};
   for (auto it = body.begin(); it != body.end(); ++it) {
-    if (!kFields.count(it.key())) co_return field_error(it.key(), "cannot be changed");
+    if (!kFields.count(it.key())) co_return invalid_field(it.key(), "cannot be changed");
   }
-  if (body.empty()) co_return field_error("body", "name at least one field to change");
+  if (body.empty()) co_return invalid_field("body", "name at least one field to change");
   SS_CO_CHECK(read_subscription_fields(body, /*patch=*/true, row));
   SS_CO_TRY(bool updated, co_await ConfigStore::update_subscription(row));
   if (!updated) co_return no_such("subscription", id);
@@ -253,35 +249,36 @@ Task<Result<Response>> delete_subscription(Context& ctx, const Request& req, con
 Result<json> parse_target(const Context& ctx, const json& body) {
   const json* target = find_field(body, "target");
   if (target == nullptr || !target->is_object()) {
-    return field_error("target",
-                       R"(use {"service":"BINDING","path":"/…"} or {"webhook":"https://…"})");
+    return invalid_field("target",
+                         R"(use {"service":"BINDING","path":"/…"} or {"webhook":"https://…"})");
   }
   auto service = get_string(*target, "service");
   auto webhook = get_string(*target, "webhook");
   if (service.has_value() == webhook.has_value()) {
-    return field_error("target", "name exactly one of service or webhook");
+    return invalid_field("target", "name exactly one of service or webhook");
   }
   if (service) {
-    if (!is_binding_name(*service)) return field_error("target.service", "must be a binding name");
+    if (!is_binding_name(*service))
+      return invalid_field("target.service", "must be a binding name");
     // WORKFLOW_SERVICES narrows the bindings a workflow may use when set; otherwise every service
     // binding the worker has (the host lists them in SS_SERVICE_BINDINGS) may be named.
     std::string bound = ctx.env("SS_SERVICE_BINDINGS");
     std::string configured = ctx.env("WORKFLOW_SERVICES");
     if (configured.empty()) configured = bound;
     if (!is_workflow_service(bound, *service) || !is_workflow_service(configured, *service)) {
-      return field_error("target.service",
-                         "is not a service binding of this worker (it has: " +
-                             (configured.empty() ? std::string("none") : configured) + ")");
+      return invalid_field("target.service",
+                           "is not a service binding of this worker (it has: " +
+                               (configured.empty() ? std::string("none") : configured) + ")");
     }
     std::string path = string_or(*target, "path", "/");
     if (path.empty() || path[0] != '/' || path.size() > 512) {
-      return field_error("target.path", "must start with /");
+      return invalid_field("target.path", "must start with /");
     }
     return json_object({{"service", *service}, {"path", path}});
   }
   auto url = check_outbound_url(*webhook, ctx.allow_local_outbound());
   if (!url) {
-    return field_error("target.webhook", "must be a public https:// URL: " + url.error().message);
+    return invalid_field("target.webhook", "must be a public https:// URL: " + url.error().message);
   }
   return json_object(
       {{"webhook", url->href}});  // normalised: the host judged here is the host called
@@ -291,13 +288,13 @@ Task<Result<Response>> put_workflow(Context& ctx, const Request& req, const Para
   SS_CO_TRY(json body, operator_body(req));
   std::string type = param(params, "workflowType");
   if (!is_workflow_type(type))
-    co_return field_error("workflow_type", "must match [a-z][a-z0-9_.-]{0,63}");
+    co_return invalid_field("workflow_type", "must match [a-z][a-z0-9_.-]{0,63}");
   SS_CO_TRY(json target, parse_target(ctx, body));
   std::int64_t risk = 0;
   if (const json* r = find_field(body, "risk_level"); r && !r->is_null()) {
     auto level = get_int(body, "risk_level");
     if (!level || *level < 0 || *level > kMaxRiskLevel) {
-      co_return field_error("risk_level", "must be an integer from 0 to 5");
+      co_return invalid_field("risk_level", "must be an integer from 0 to 5");
     }
     risk = *level;
   }
@@ -335,9 +332,10 @@ Task<Result<Response>> delete_workflow(Context& ctx, const Request& req, const P
 Task<Result<Response>> put_schema(Context& ctx, const Request& req, const Params& params) {
   SS_CO_TRY(json body, operator_body(req));
   std::string type = param(params, "eventType");
-  if (!is_event_type(type)) co_return field_error("event_type", "must be a dotted lower-case name");
+  if (!is_event_type(type))
+    co_return invalid_field("event_type", "must be a dotted lower-case name");
   const json* schema = find_field(body, "schema");
-  if (schema == nullptr) co_return field_error("schema", "is required");
+  if (schema == nullptr) co_return invalid_field("schema", "is required");
   auto parsed = JsonSchema::parse(*schema);
   if (!parsed) co_return named_error(std::move(parsed).error(), "schema");
   SS_CO_CHECK(
@@ -365,10 +363,10 @@ Task<Result<Response>> put_kill_switch(Context& ctx, const Request& req, const P
   if (!is_known_switch(name)) {
     std::string list;
     for (const std::string& known : known_switches()) list += (list.empty() ? "" : ", ") + known;
-    co_return field_error("name", "unknown kill switch; the switches are " + list);
+    co_return invalid_field("name", "unknown kill switch; the switches are " + list);
   }
   auto enabled = get_bool(body, "enabled");
-  if (!enabled) co_return field_error("enabled", "must be true or false");
+  if (!enabled) co_return invalid_field("enabled", "must be true or false");
   std::string now = format_rfc3339(ctx.now_ms());
   SS_CO_CHECK(co_await ConfigStore::put_kill_switch(name, *enabled, now));
   ctx.log("kill switch " + name + (*enabled ? " on" : " off"));
@@ -407,7 +405,7 @@ Task<Result<Response>> list_kill_switches(Context& ctx, const Request& req, cons
 
 Task<Result<Response>> drain_now(Context& ctx, const Request& req, const Params&) {
   std::string only = req.query_param("consumer");
-  if (!only.empty() && !is_consumer(only)) co_return field_error("consumer", "unknown consumer");
+  if (!only.empty() && !is_consumer(only)) co_return invalid_field("consumer", "unknown consumer");
   // One batch per consumer unless asked for more: an operator's call answers in about one batch's
   // time, and each call's report says what that batch did. `batches=N` drains like a cron run does
   // (up to N batches while they come back full).
@@ -428,7 +426,7 @@ Task<Result<Response>> replay(Context& ctx, const Request& req, const Params& pa
   auto from = get_string(body, "from_event_id");
   if (from) from = canonical_ulid(*from);
   if (!from || !is_ulid(*from))
-    co_return field_error("from_event_id", "must be an event_id (ULID)");
+    co_return invalid_field("from_event_id", "must be an event_id (ULID)");
   SS_CO_TRY(Cursor cursor, co_await replay_consumer(ctx, name, *from));
   co_return Response::json_body(
       200, json_object({{"consumer", name},
@@ -531,7 +529,7 @@ Task<Result<Response>> list_reflexion(Context& ctx, const Request& req, const Pa
   SS_CO_TRY(std::int64_t limit,
             req.int_param("limit", kDefaultReflexionLimit, 1, kMaxReflexionLimit));
   std::string subject = req.query_param("subject");
-  if (subject.size() > kMaxNameLength * 2) co_return field_error("subject", "is too long");
+  if (subject.size() > kMaxNameLength * 2) co_return invalid_field("subject", "is too long");
   SS_CO_TRY(std::vector<ReflexionRow> rows,
             co_await ReflexionStore::list(subject, static_cast<int>(limit)));
   co_return list_response("patterns", rows);
@@ -581,7 +579,7 @@ Task<Result<Response>> entity_timeline(Context& ctx, const Request& req, const P
   } else if (std::string named = req.query_param("tenant"); !named.empty()) {
     // The operator reads one tenant's timeline (summary and events) with ?tenant=, as on
     // /api/events; without it, the platform's own (tenant-less) summary and every tenant's events.
-    if (!is_valid_tenant_id(named)) co_return field_error("tenant", "not a tenant id");
+    if (!is_valid_tenant_id(named)) co_return invalid_field("tenant", "not a tenant id");
     tenant = named;
   }
   // The materialized list up to timeline_indexer's cursor, then the events after it read live:
@@ -595,13 +593,13 @@ Task<Result<Response>> entity_timeline(Context& ctx, const Request& req, const P
   }
   std::string order = req.query_param("order");
   if (!order.empty() && order != "asc" && order != "desc") {
-    co_return field_error("order", "use asc or desc");
+    co_return invalid_field("order", "use asc or desc");
   }
   f.newest_first = order == "desc";
   // payload=false: the list a UI shows (title, type, times, provenance) without reading payloads.
   std::string payload = req.query_param("payload");
   if (!payload.empty() && payload != "true" && payload != "false") {
-    co_return field_error("payload", "use true or false");
+    co_return invalid_field("payload", "use true or false");
   }
   f.with_payload = payload != "false";
   // Pages of kMaxReadLimit unless asked for fewer: what this endpoint has always answered.

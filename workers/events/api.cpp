@@ -38,8 +38,7 @@ Task<Result<Response>> post_event(Context& ctx, const Request& req, const Params
     const json* t = find_field(body, "tenant_id");
     if (t != nullptr && !t->is_null()) {
       if (!t->is_string() || !is_valid_tenant_id(t->get<std::string>())) {
-        Error e{ErrorCode::invalid_event, "tenant_id: not a tenant id"};
-        co_return std::move(name_field(e, "tenant_id", "not a tenant id"));
+        co_return invalid_field("tenant_id", "not a tenant id", ErrorCode::invalid_event);
       }
       event.tenant_id = t->get<std::string>();
     }
@@ -61,8 +60,7 @@ Task<Result<Response>> get_events(Context& ctx, const Request& req, const Params
     std::string tenant = req.query_param("tenant");
     if (!tenant.empty()) {
       if (!is_valid_tenant_id(tenant)) {
-        Error e{ErrorCode::invalid_request, "tenant: not a tenant id"};
-        co_return std::move(name_field(e, "tenant", "not a tenant id"));
+        co_return invalid_field("tenant", "not a tenant id");
       }
       query.tenant_id = tenant;
     }

@@ -15,14 +15,7 @@ namespace ss::events {
 namespace {
 
 Error invalid(const std::string& field, const std::string& message) {
-  Error e{ErrorCode::invalid_event, field + ": " + message};
-  return std::move(name_field(e, field, message));
-}
-
-// A bad query parameter of a read: 400 invalid_request naming it ("field" and "fields").
-Error query_error(const std::string& field, const std::string& problem) {
-  Error e{ErrorCode::invalid_request, field + ": " + problem};
-  return std::move(name_field(e, field, problem));
+  return invalid_field(field, message, ErrorCode::invalid_event);
 }
 
 bool is_event_name_char(char c) {
@@ -106,8 +99,7 @@ Result<NewEvent> parse_new_event(const json& body) {
     return invalid("payload", "is required, a JSON object ({} for none)");
   }
   if (dump_json(*payload).size() > kMaxPayloadBytes) {
-    Error err{ErrorCode::payload_too_large, "payload: larger than 64 KiB"};
-    return std::move(name_field(err, "payload", "larger than 64 KiB"));
+    return invalid_field("payload", "larger than 64 KiB", ErrorCode::payload_too_large);
   }
   e.payload = *payload;
 
@@ -229,12 +221,13 @@ Result<ReadQuery> parse_read_query(const Request& req) {
   if (!q.type_glob.empty()) {
     std::string why;
     if (!is_valid_glob(q.type_glob, &why)) {
-      return query_error("type", why);
+      return invalid_field("type", why);
     }
     // A subscription glob may hold '-', which no event type does: such a filter could never
     // match, so it is refused rather than answered with an empty page.
     if (q.type_glob.find('-') != std::string::npos) {
-      return query_error("type", "an event type holds only a-z, 0-9, '_' and '.' (glob: '*', '?')");
+      return invalid_field("type",
+                           "an event type holds only a-z, 0-9, '_' and '.' (glob: '*', '?')");
     }
   }
   // An entity_ref, type:id as on POST (docs/contract.md "events-service"), or a bare type for every
@@ -250,16 +243,16 @@ Result<ReadQuery> parse_read_query(const Request& req) {
     for (char c : q.entity_type) ok = ok && is_event_name_char(c);
     for (char c : q.entity_id) ok = ok && static_cast<unsigned char>(c) >= 0x20;
     if (!ok) {
-      return query_error("entity",
-                         "use type:id or a bare type (lower case [a-z0-9_], as in entity_ref)");
+      return invalid_field("entity",
+                           "use type:id or a bare type (lower case [a-z0-9_], as in entity_ref)");
     }
   }
   if (!parse_after(req.query_param("after"), q.after, q.after_seq)) {
-    return query_error("after", "must be an event_id (ULID) or a page's next");
+    return invalid_field("after", "must be an event_id (ULID) or a page's next");
   }
   std::string order = req.query_param("order");
   if (!order.empty() && order != "asc" && order != "desc") {
-    return query_error("order", "use asc or desc");
+    return invalid_field("order", "use asc or desc");
   }
   q.newest_first = order == "desc";
   auto limit = req.int_param("limit", q.limit, 1, kMaxReadLimit);

@@ -74,8 +74,7 @@ Task<Result<Response>> list_leads(Context& ctx, const Request& req, const Params
   SS_CO_TRY(int limit, page_size(req));
   std::string cursor = canonical_ulid(req.query_param("cursor"));
   if (!cursor.empty() && !is_ulid(cursor)) {
-    Error e{ErrorCode::invalid_request, "cursor: not a cursor from this API"};
-    co_return std::move(name_field(e, "cursor", "not a cursor from this API"));
+    co_return invalid_field("cursor", "not a cursor from this API");
   }
   SS_CO_TRY(std::vector<LeadRow> rows, co_await LeadStore(kDb).list(tenant.id, cursor, limit));
   json leads = json::array();
@@ -188,8 +187,7 @@ Task<Result<Response>> dead_letters(Context& ctx, const Request& req, const Para
   std::string status = req.query_param("status");
   if (status.empty()) status = "dead";
   if (status != "dead" && status != "pending" && status != "delivered" && status != "cancelled") {
-    Error e{ErrorCode::invalid_request, "status: dead, pending, delivered or cancelled"};
-    co_return std::move(name_field(e, "status", "dead, pending, delivered or cancelled"));
+    co_return invalid_field("status", "dead, pending, delivered or cancelled");
   }
   SS_CO_TRY(std::vector<DeliveryRow> rows,
             co_await LeadStore(kDb).deliveries_by_status(tenant.id, status, limit));

@@ -11,8 +11,7 @@ namespace ss::leads {
 namespace {
 
 Error bad(const std::string& field, const std::string& message) {
-  Error e{ErrorCode::invalid_request, "config." + field + ": " + message};
-  return std::move(name_field(e, "config." + field, message));
+  return invalid_field("config." + field, message);
 }
 
 bool is_field_name(std::string_view s) {

@@ -270,20 +270,20 @@ function ulidTime(id) {
  * @returns {{ ok: boolean, code?: string, status?: number, field?: string, fields?: Record<string, string>, message?: string }}
  */
 export function validateEventQuery({ type, entity, after, limit } = {}) {
-  // The message is "<field>: <problem>"; `fields` names the problem alone, as the service does.
-  const invalid = (field, message) => ({
+  // As the service's invalid_field: the message "<field>: <problem>", `fields` the problem alone.
+  const invalid = (field, problem) => ({
     ok: false,
     code: "invalid_request",
     status: 400,
     field,
-    fields: { [field]: message.slice(field.length + 2) },
-    message,
+    fields: { [field]: problem },
+    message: `${field}: ${problem}`,
   });
   // As the client puts them in the URL: absent, null and "" are left out.
   const param = (v) => (v === undefined || v === null ? "" : String(v));
   const glob = param(type);
   if (glob && (bytes(glob).length > MAX_GLOB_LENGTH || !/^[a-z0-9._*?]+$/.test(glob))) {
-    return invalid("type", "type: an event type holds only a-z, 0-9, '_' and '.' (glob: '*', '?')");
+    return invalid("type", "an event type holds only a-z, 0-9, '_' and '.' (glob: '*', '?')");
   }
   const ref = param(entity);
   if (ref) {
@@ -293,16 +293,16 @@ export function validateEventQuery({ type, entity, after, limit } = {}) {
     // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what an id may not hold
     const badId = entityId !== null && (entityId === "" || /[\u0000-\u001f]/.test(entityId));
     if (!/^[a-z0-9_]+$/.test(entityType) || badId || bytes(ref).length > MAX_REF_LENGTH) {
-      return invalid("entity", "entity: use type:id or a bare type (lower case [a-z0-9_], as in entity_ref)");
+      return invalid("entity", "use type:id or a bare type (lower case [a-z0-9_], as in entity_ref)");
     }
   }
   const cursor = param(after);
   if (cursor && !/^[0-9A-HJKMNP-TV-Z]{26}(\.\d+)?$/i.test(cursor)) {
-    return invalid("after", "after: must be an event_id (ULID) or a page's next");
+    return invalid("after", "must be an event_id (ULID) or a page's next");
   }
   const max = param(limit);
   if (max && !(/^\d+$/.test(max) && Number(max) >= 1 && Number(max) <= MAX_READ_LIMIT)) {
-    return invalid("limit", `limit: must be 1–${MAX_READ_LIMIT}`);
+    return invalid("limit", `must be 1–${MAX_READ_LIMIT}`);
   }
   return { ok: true };
 }
