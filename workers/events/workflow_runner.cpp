@@ -888,7 +888,9 @@ Task<Result<ReleaseTally>> release_pass(Context& ctx, const std::vector<Quaranti
   std::vector<EventWork> works;
   works.reserve(held.size());  // run_chunk keeps pointers into it
   const std::uint64_t budget = work_budget(ctx);
-  std::uint64_t taken = 0;  // the work of the events this pass takes
+  // The work of what the invocation spent before the pass, then of the events this pass takes (the
+  // drain loop's shape: a caller that spent before the pass leaves it the rest of the budget).
+  std::uint64_t taken = spent.work;
   // Subrequests, as a drain batch counts them: what the invocation spent before the pass's events,
   // plus its claims batch and its commit, plus one per start. The pass stops before the first held
   // event whose starts would pass DRAIN_SUBREQUEST_BUDGET (its first event goes whatever it costs).
@@ -911,6 +913,9 @@ Task<Result<ReleaseTally>> release_pass(Context& ctx, const std::vector<Quaranti
     // any, was recorded when the drain held it.
     WorkMeter meter;
     meter.limit = taken < budget ? budget - taken : 0;
+    // The pass's first event has the whole budget, whatever the invocation spent before the pass:
+    // only an event over the whole budget on its own is refused.
+    if (works.empty()) meter.limit = budget;
     EventWork w = plan_event(consumer, *found->second, fc, meter);
     spent.work += meter.used;  // spent whether or not the event is taken
     if (meter.over()) {
