@@ -80,14 +80,14 @@ Task<Result<Response>> put_tenant(Context& ctx, const Request& req, const Params
   SS_CO_TRY(json body, parse_json_object(req.body));
   SS_CO_TRY(std::optional<std::string> token, secret_field(body, "token"));
   SS_CO_TRY(std::optional<std::string> admin_token, secret_field(body, "adminToken"));
-  json config = json::object();
-  if (const json* c = find_field(body, "config")) {
-    if (!c->is_object()) {
-      Error e{ErrorCode::invalid_request, "config must be an object"};
-      co_return std::move(name_field(e, "config", "must be an object"));
-    }
-    config = *c;
+  // Left out, an update keeps the stored config (as it keeps a secret left out: rotating a token
+  // must not reset the tenant's channels or drop its manifest monitors); a new tenant gets {}.
+  const json* sent = find_field(body, "config");
+  if (sent != nullptr && !sent->is_object()) {
+    Error e{ErrorCode::invalid_request, "config must be an object"};
+    co_return std::move(name_field(e, "config", "must be an object"));
   }
+  const json config = sent != nullptr ? *sent : json::object();
   if (ctx.app().validate_tenant_config) SS_CO_CHECK(ctx.app().validate_tenant_config(ctx, config));
 
   // Hash whichever secrets were sent, concurrently; a digest left out keeps the stored one.
@@ -111,17 +111,17 @@ Task<Result<Response>> put_tenant(Context& ctx, const Request& req, const Params
   std::string now = format_rfc3339(ctx.now_ms());
   bool created = false;
   if (token_hash && admin_hash) {
-    SS_CO_TRY(created, co_await store.write(true, id, token_hash, admin_hash, config, now));
+    SS_CO_TRY(created, co_await store.write(true, id, token_hash, admin_hash, &config, now));
   }
   if (!created) {
-    SS_CO_TRY(bool updated, co_await store.write(false, id, token_hash, admin_hash, config, now));
+    SS_CO_TRY(bool updated, co_await store.write(false, id, token_hash, admin_hash, sent, now));
     if (!updated) {
       Error e{ErrorCode::invalid_request, "a new tenant needs token and adminToken"};
       co_return std::move(name_field(e, !token ? "token" : "adminToken", "a new tenant needs it"));
     }
   }
   tenant_cache(ctx).forget(id);  // a new token or config takes effect in this instance at once
-  if (ctx.app().apply_tenant_config) {
+  if (ctx.app().apply_tenant_config && (created || sent != nullptr)) {
     SS_CO_CHECK(co_await ctx.app().apply_tenant_config(ctx, id, config));
   }
   SS_CO_TRY(std::optional<TenantRow> saved, co_await store.find(id));

@@ -88,13 +88,14 @@ App make_tenant_app() {
   app.router.add(
       "GET", "/tenant", [](Context&, const Request&, const Params&) -> Task<Result<Response>> {
         TenantStore store("DB");
+        const json empty = json::object();
         auto [found, count] = co_await when_all(store.find("t1"), store.count());
         SS_CO_TRY(std::optional<TenantRow> row, std::move(found));
         SS_CO_TRY(std::int64_t n, std::move(count));
         SS_CO_TRY(bool disabled, co_await store.disable("t1", "now"));
-        SS_CO_TRY(bool created, co_await store.write(true, "t1", "h", "a", json::object(), "now"));
+        SS_CO_TRY(bool created, co_await store.write(true, "t1", "h", "a", &empty, "now"));
         SS_CO_TRY(bool updated,
-                  co_await store.write(false, "t1", std::nullopt, "a2", json::object(), "now"));
+                  co_await store.write(false, "t1", std::nullopt, "a2", &empty, "now"));
         co_return Response::json_body(200, {{"found", row ? json(row->tenant_id) : json()},
                                             {"enabled", row ? json(row->enabled) : json()},
                                             {"config", row ? row->config : json()},

@@ -18,7 +18,7 @@ struct EventDraft {
   std::string event_type;  // dotted lower case: lead.received
   std::string entity_ref;  // type:id, e.g. lead:01J…
   json payload = json::object();
-  std::string tenant_id;  // the tenant whose request caused it ("" = platform-wide)
+  std::string tenant_id;             // the tenant whose request caused it ("" = platform-wide)
   std::string idempotency_key = {};  // "= {}": left out of an aggregate initializer on purpose
   std::string caused_by = {};
   std::string workflow_run_id = {};

@@ -371,7 +371,8 @@ int printf_lite(char* out, std::size_t size, const char* format, std::va_list ar
       }
       case 'f':
       case 'F':
-        if ((length != Length::none && length != Length::l) || fixed_formatter == nullptr) unsupported();
+        if ((length != Length::none && length != Length::l) || fixed_formatter == nullptr)
+          unsupported();
         fixed_formatter(s, spec, va_arg(ap, double), *p == 'F');
         break;
       case '%':

@@ -19,10 +19,11 @@ VALUES (?1, ?2, ?3, ?4, 1, ?5, ?5)
 ON CONFLICT (tenant_id) DO NOTHING
 )sql";
 
-// Every save: a NULL digest keeps the stored one.
+// Every save: a NULL digest or config keeps the stored one.
 constexpr std::string_view kUpdateTenant = R"sql(
 UPDATE tenants SET token_hash = COALESCE(?2, token_hash),
-                   admin_token_hash = COALESCE(?3, admin_token_hash), config_json = ?4,
+                   admin_token_hash = COALESCE(?3, admin_token_hash),
+                   config_json = COALESCE(?4, config_json),
                    enabled = 1, updated_at = ?5
 WHERE tenant_id = ?1
 )sql";
@@ -76,12 +77,13 @@ EffectOf<std::optional<TenantRow>> TenantStore::find(const std::string& tenant_i
 EffectOf<bool> TenantStore::write(bool create, const std::string& tenant_id,
                                   const std::optional<std::string>& token_hash,
                                   const std::optional<std::string>& admin_token_hash,
-                                  const json& config, const std::string& now) const {
+                                  const json* config, const std::string& now) const {
+  json config_text = config != nullptr ? json(dump_json(*config)) : create ? json("{}") : json();
   return db_.run_decoded<bool>(
       create ? kCreateTenant : kUpdateTenant,
       json::array({tenant_id, token_hash ? json(*token_hash) : json(nullptr),
-                   admin_token_hash ? json(*admin_token_hash) : json(nullptr), dump_json(config),
-                   now}),
+                   admin_token_hash ? json(*admin_token_hash) : json(nullptr),
+                   std::move(config_text), now}),
       row_changed);
 }
 

@@ -31,10 +31,11 @@ class TenantStore {
   // create: inserts a new tenant, enabled (both digests given); false when the id exists already,
   // nothing changed — its own answer, so of concurrent creations of one id exactly one is true.
   // Otherwise updates the tenant, enabled again, a digest left out keeping the stored one (in the
-  // same statement); false when there is no such tenant. Config is stored as JSON text.
+  // same statement); false when there is no such tenant. Config is stored as JSON text; an update
+  // without one (nullptr) keeps the stored config, a creation without one stores {}.
   EffectOf<bool> write(bool create, const std::string& tenant_id,
                        const std::optional<std::string>& token_hash,
-                       const std::optional<std::string>& admin_token_hash, const json& config,
+                       const std::optional<std::string>& admin_token_hash, const json* config,
                        const std::string& now) const;
   // false when there is no such tenant.
   EffectOf<bool> disable(const std::string& tenant_id, const std::string& now) const;

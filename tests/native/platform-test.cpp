@@ -73,6 +73,52 @@ TEST_CASE("operator provisioning: create, update, read without secrets, disable"
               "not_found");
 }
 
+TEST_CASE("a PUT without config keeps the stored one: rotating a token resets nothing") {
+  Mesh mesh;
+  json leads_config{{"storeSubmissions", false}, {"fields", {"budget"}}};
+  json monitors{
+      {"monitors", {{{"id", "home"}, {"url", "https://bakery.example/"}, {"enabled", true}}}}};
+  auto manifest_monitors = [&] {
+    return mesh.db("MONITORING_DB")
+        .rows("SELECT monitor_id FROM monitors WHERE tenant_id = 'bakery'")
+        .size();
+  };
+  for (const auto& entry : std::vector<std::pair<std::string, json>>{{"leads", leads_config},
+                                                                     {"monitoring", monitors}}) {
+    const std::string& worker = entry.first;
+    const json& config = entry.second;
+    CAPTURE(worker);
+    json first{{"token", "bakery-token-0123456789"},
+               {"adminToken", "bakery-admin-0123456789"},
+               {"config", config}};
+    REQUIRE(mesh.request(worker, "PUT", "/admin/tenants/bakery", kOperator, first.dump()).status ==
+            201);
+    // The token rotated, nothing else sent: the config (and what it made) stays as it was.
+    auto rotated = mesh.request(worker, "PUT", "/admin/tenants/bakery", kOperator,
+                                json{{"token", "bakery-token-rotated-0123"}}.dump());
+    CHECK(rotated.status == 200);
+    CHECK(rotated.body_json()["config"] == config);
+    CHECK(mesh.request(worker, "GET", "/admin/tenants/bakery", kOperator).body_json()["config"] ==
+          config);
+    CHECK(mesh.request(worker, "GET", "/v1/tenant",
+                       Mesh::tenant_headers("bakery", "bakery-token-rotated-0123"))
+              .status == 200);
+    if (worker == "monitoring") CHECK(manifest_monitors() == 1);  // before: deleted
+    // Re-enabled after a disable without a config: still the stored one.
+    REQUIRE(mesh.request(worker, "DELETE", "/admin/tenants/bakery", kOperator).status == 200);
+    REQUIRE(mesh.request(worker, "PUT", "/admin/tenants/bakery", kOperator, "{}").status == 200);
+    CHECK(mesh.request(worker, "GET", "/admin/tenants/bakery", kOperator).body_json()["config"] ==
+          config);
+    if (worker == "monitoring") CHECK(manifest_monitors() == 1);
+    // An explicit config still replaces it.
+    auto emptied = mesh.request(worker, "PUT", "/admin/tenants/bakery", kOperator,
+                                json{{"config", json::object()}}.dump());
+    CHECK(emptied.status == 200);
+    CHECK(emptied.body_json()["config"] == json::object());
+  }
+  CHECK(manifest_monitors() == 0);  // the empty config declares none
+}
+
 TEST_CASE("provisioning refuses bad input with the contract's errors and writes nothing") {
   Mesh mesh;
   for (std::size_t i = 0; i < 5; ++i) {
