@@ -294,10 +294,11 @@ EffectOf<D1Result> D1::all(std::string_view sql, json params) const {
   return {d1_request("d1.all", binding_, sql, std::move(params)), decode_d1_all};
 }
 EffectOf<D1Result> D1::all_holding(std::string_view sql, json params, std::string_view column,
-                                   int tail) const {
+                                   int tail, int hold_limit) const {
   json request = d1_request("d1.all", binding_, sql, std::move(params));
   request["hold"] = std::string(column);
   if (tail >= 0) request["tail"] = tail;
+  if (hold_limit >= 0) request["holdLimit"] = hold_limit;
   return {std::move(request), decode_d1_all};
 }
 EffectOf<D1Result> D1::first(std::string_view sql, json params) const {

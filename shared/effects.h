@@ -161,9 +161,11 @@ class D1 {
   // d1.all asking the host to keep `column` (JSON text the core only passes on, e.g. a row's view
   // written by SQLite) out of the rows and answer a handle a response's splice names instead, and
   // with `tail` >= 0 to answer only the last `tail` rows and the `count` of all (docs/abi.md "Held
-  // columns"). A host may send every row and column anyway: then `held` is 0.
+  // columns"), and with `hold_limit` >= 0 to keep only the first `hold_limit` of the column's
+  // values (a page read one row past its size, to know whether another follows). A host may send
+  // every row and column anyway: then `held` is 0.
   EffectOf<D1Result> all_holding(std::string_view sql, json params, std::string_view column,
-                                 int tail = -1) const;
+                                 int tail = -1, int hold_limit = -1) const;
   EffectOf<D1Result> first(std::string_view sql, json params = json::array()) const;  // ≤ 1 row
   EffectOf<D1Result> run(std::string_view sql, json params = json::array()) const;    // meta only
   EffectOf<std::vector<D1Result>> batch(const std::vector<D1Statement>& statements) const;

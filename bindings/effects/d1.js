@@ -25,14 +25,15 @@ function compactObjects(results = []) {
 
 // d1.all's options (docs/abi.md "Held columns"): `hold` takes one column's values out of the rows —
 // handed apart as `heldValues`, which bindings/host.js keeps for the run's answer and replaces by a
-// handle — and `tail` answers only the last n rows, with `count` of them all (a page's cursor).
-function shape(result, { hold, tail }) {
+// handle — `holdLimit` keeps only the first n of those values (a page read one row past its size,
+// to know whether another follows), and `tail` answers only the last n rows, with `count` of them
+// all (a page's cursor).
+function shape(result, { hold, tail, holdLimit }) {
   const index = typeof hold === "string" ? result.columns.indexOf(hold) : -1;
   const count = result.rows.length;
   if (index >= 0) {
-    result.heldValues = result.rows.map((row) =>
-      typeof row[index] === "string" ? row[index] : JSON.stringify(row[index]),
-    );
+    const kept = Number.isInteger(holdLimit) && holdLimit >= 0 ? result.rows.slice(0, holdLimit) : result.rows;
+    result.heldValues = kept.map((row) => (typeof row[index] === "string" ? row[index] : JSON.stringify(row[index])));
     result.columns.splice(index, 1);
   }
   if (Number.isInteger(tail) && tail >= 0) {

@@ -329,9 +329,14 @@ void Mesh::hold_column(const json& effect, json& value) {
     const auto index = static_cast<std::size_t>(at - columns.begin());
     columns.erase(at);
     std::vector<std::string> values;
+    const json* limit = find_field(effect, "holdLimit");
+    const std::size_t keep = limit && limit->is_number_integer() && limit->get<std::int64_t>() >= 0
+                                 ? limit->get<std::size_t>()
+                                 : rows.size();
     for (json& row : rows) {
       json& v = row[index];
-      values.push_back(v.is_string() ? v.get<std::string>() : dump_json(v));
+      if (values.size() < keep)
+        values.push_back(v.is_string() ? v.get<std::string>() : dump_json(v));
       row.erase(index);
     }
     held_[next_held_] = std::move(values);

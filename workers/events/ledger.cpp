@@ -278,25 +278,32 @@ EventFilter filter_of(const ReadQuery& q) {
 
 Task<Result<Response>> read_events_response(const ReadQuery& q) {
   SS_CO_TRY(EventPage page, co_await EventStore::read_page(filter_of(q)));
+  const auto limit = static_cast<std::size_t>(q.limit);
+  // The read goes one row past the page: that row says another page follows, and is not shown.
+  const bool more = page.count > limit;
+  const std::size_t shown = more ? limit : page.count;
   Response res = Response::text(200, "{\"events\":[", "application/json; charset=utf-8");
   if (page.held != 0) {
-    res.splices.push_back(Splice{res.body.size(), page.held, ","});
+    res.splices.push_back(Splice{res.body.size(), page.held, ","});  // the page's views alone
   } else {
     // The host sent the views along (every row, each with its view): joined here.
     if (page.rows.size() != page.count) {
       co_return Error{ErrorCode::internal, "a read page without its views"};
     }
-    for (std::size_t i = 0; i < page.rows.size(); ++i) {
+    for (std::size_t i = 0; i < shown; ++i) {
       if (!page.rows[i].view) co_return Error{ErrorCode::internal, "a read page without its views"};
       if (i > 0) res.body += ',';
       res.body += *page.rows[i].view;
     }
   }
   res.body += "],\"next\":";
-  if (!page.rows.empty() && page.count == static_cast<std::size_t>(q.limit)) {
+  if (more && page.rows.size() < 2)
+    co_return Error{ErrorCode::internal, "a read page without its tail"};
+  if (more) {
+    // The page's last row, the one before the extra row (rows are the last ones read).
     // A tenant's event_ids are unique; across tenants (an operator without tenant=) the cursor
     // carries the position too, so that a page never ends on an id another tenant also holds.
-    const EventPageRow& last = page.rows.back();
+    const EventPageRow& last = page.rows[page.rows.size() - 2];
     append_json_string(
         res.body, q.tenant_id ? last.event_id : last.event_id + "." + std::to_string(last.seq));
   } else {

@@ -1236,14 +1236,16 @@ Task<Result<EventPage>> EventStore::read_page(const EventFilter& f) {
   static const std::string kAscending = std::string(kEventView) + std::string(kReadEventsWhere);
   static const std::string kDescending =
       std::string(kEventView) + std::string(kReadEventsDescWhere);
+  // One row past the page: whether another page follows (the page's cursor is null otherwise,
+  // also when it is full). That row's view is not held.
   json params =
       json::array({f.after, text_or_null(f.tenant_id), f.type_glob, f.entity_type, f.entity_id,
-                   f.limit, f.after_seq ? json(*f.after_seq) : json(nullptr)});
+                   f.limit + 1, f.after_seq ? json(*f.after_seq) : json(nullptr)});
   // The views are what the response shows and nothing the core decides on: held by the host and
   // spliced into the body there, they never cross into wasm (docs/abi.md "Held columns"). Of the
-  // rest, the page's cursor needs only the last row.
+  // rest, the page's cursor needs only its last row, the one before the extra row.
   SS_CO_TRY(D1Result fetched, co_await db().all_holding(f.newest_first ? kDescending : kAscending,
-                                                        std::move(params), "view", 1));
+                                                        std::move(params), "view", 2, f.limit));
   EventPage page;
   page.held = fetched.held;
   page.count = fetched.count;
@@ -1659,8 +1661,9 @@ Task<Result<TimelinePage>> AggregateStore::timeline_page(const TimelineFilter& f
                              ? (f.newest_first ? kTimelinePageTenantDesc : kTimelinePageTenantAsc)
                              : (f.newest_first ? kTimelinePageAllDesc : kTimelinePageAllAsc);
   json after_seq = f.after_seq ? json(*f.after_seq) : json(nullptr);
+  // One entry past the page: whether another page follows (read_timeline drops it).
   json params = json::array({text_or_null(f.tenant_id), f.entity_type, f.entity_id, f.after,
-                             f.limit, f.with_payload ? 1 : 0, after_seq});
+                             f.limit + 1, f.with_payload ? 1 : 0, after_seq});
   TimelinePage page;
   if (f.after.empty()) {
     SS_CO_TRY(D1Result fetched, co_await db().all(sql, params));

@@ -38,9 +38,11 @@ struct EventPageRow {
 };
 
 struct EventPage {
-  std::vector<EventPageRow> rows;  // the last one alone when the host held the views
-  std::size_t count = 0;           // the page's number of events
-  std::int64_t held = 0;           // the host's handle of the views, 0 when they came in the rows
+  // The last two when the host held the views, else every row read (each with its view).
+  std::vector<EventPageRow> rows;
+  std::size_t count =
+      0;  // the number of rows read: the page's events, and one more if a page follows
+  std::int64_t held = 0;  // the host's handle of the views, 0 when they came in the rows
 };
 
 struct EventRow {

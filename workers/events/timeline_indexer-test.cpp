@@ -180,6 +180,13 @@ TEST_CASE(
   CHECK(cross["events"][1]["indexed"] == true);
   CHECK(cross["events"][2]["indexed"] == false);
   CHECK(cross["next"] == ids[5]);
+  // The last page, full (9 entries, 3 to a page): no cursor to an empty page, either order.
+  json last = t.page("/api/entities/item/9/timeline?limit=3&after=" + ids[5]);
+  CHECK(ids_of(last) == std::vector<std::string>{ids[6], ids[7], ids[8]});
+  CHECK(last["next"].is_null());
+  json whole = t.page("/api/entities/item/9/timeline?limit=9&order=desc");
+  CHECK(ids_of(whole) == reversed);
+  CHECK(whole["next"].is_null());
   // A replay moves the cursor back over entries already written: still each event once.
   REQUIRE(t.l.admin("POST", "/admin/consumers/timeline_indexer/replay", {{"from_event_id", ids[1]}})
               .status == 200);
@@ -275,7 +282,9 @@ TEST_CASE("the operator pages an entity across tenants that share an event_id, e
       CHECK(tenants == expected);
     }
   }
-  // A tenant's own `next` stays the bare event_id.
+  // A tenant's own `next` stays the bare event_id (with another of its events after it: a last
+  // page has no `next`).
+  t.l.emit("lead.delivered", json::object(), "lead:L7");
   json mine = t.page("/api/entities/lead/L7/timeline?limit=1");
   CHECK(mine["next"] == shared_id);
 }

@@ -45,13 +45,16 @@ Task<Result<json>> read_timeline(const TimelineFilter& filter) {
     co_return timeline_after_error(kTimelineAfterUnknown);
   }
   std::vector<TimelineEntry>& entries = page.entries;
+  // The page was read one entry past its size: that entry says another page follows.
+  const bool more = static_cast<int>(entries.size()) > filter.limit;
+  if (more) entries.resize(static_cast<std::size_t>(filter.limit));
   json events = json::array();
   for (TimelineEntry& entry : entries) {
     if (!entry.indexed) entry.title = timeline_title(entry.event.event_type);
     events.push_back(entry.view());
   }
   json next = nullptr;
-  if (!entries.empty() && static_cast<int>(entries.size()) == filter.limit) {
+  if (more && !entries.empty()) {
     // Across tenants (the operator without tenant=) the id alone may name two events of the
     // entity: the position goes along, as on GET /api/events.
     const EventRow& last = entries.back().event;

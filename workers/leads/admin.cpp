@@ -76,10 +76,13 @@ Task<Result<Response>> list_leads(Context& ctx, const Request& req, const Params
   if (!cursor.empty() && !is_ulid(cursor)) {
     co_return invalid_field("cursor", "not a cursor from this API");
   }
-  SS_CO_TRY(std::vector<LeadRow> rows, co_await LeadStore(kDb).list(tenant.id, cursor, limit));
+  // One row more than the page: the cursor is null on the last page, also when it is full.
+  SS_CO_TRY(std::vector<LeadRow> rows, co_await LeadStore(kDb).list(tenant.id, cursor, limit + 1));
+  const bool more = static_cast<int>(rows.size()) > limit;
+  if (more) rows.resize(static_cast<std::size_t>(limit));
   json leads = json::array();
   for (const LeadRow& row : rows) leads.push_back(lead_view(row));
-  json next = static_cast<int>(leads.size()) == limit ? leads.back()["id"] : json(nullptr);
+  json next = more ? leads.back()["id"] : json(nullptr);
   co_return Response::json_body(200, json_object({{"leads", leads}, {"nextCursor", next}}));
 }
 

@@ -733,6 +733,13 @@ TEST_CASE("tenant admin: newest first with cursors, one lead with history, erasu
           .body_json();
   CHECK(page3["leads"].size() == 1);
   CHECK(page3["nextCursor"].is_null());
+  // A full page that is the last one says so: no cursor to an empty page.
+  auto full = l.mesh.request("leads", "GET", "/api/leads?limit=5", l.admin()).body_json();
+  CHECK(full["leads"].size() == 5);
+  CHECK(full["nextCursor"].is_null());
+  auto four = l.mesh.request("leads", "GET", "/api/leads?limit=4", l.admin()).body_json();
+  CHECK(four["leads"].size() == 4);
+  CHECK(four["nextCursor"] == ids[1]);
   CHECK(l.mesh.request("leads", "GET", "/api/leads?limit=0", l.admin()).status == 400);
   auto bad_cursor = l.mesh.request("leads", "GET", "/api/leads?cursor=zzz", l.admin());
   CHECK(bad_cursor.status == 400);
