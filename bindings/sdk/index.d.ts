@@ -410,5 +410,9 @@ export interface PlatformClient {
  */
 export function createPlatformClient(options: PlatformClientOptions): PlatformClient;
 
-/** `zone` when it is an IANA time zone name the runtime knows (checked with `Intl`), else `undefined`. */
+/**
+ * `zone` when cms-service takes it as a time zone, else `undefined`: a name of the IANA tz database
+ * exactly as written (links such as `"US/Eastern"` and `"UTC"` too; not `"utc"`, `"europe/paris"` or
+ * ICU-only ids such as `"IST"`, which `Intl` alone would take) that the runtime's `Intl` knows.
+ */
 export function validZone(zone: unknown): string | undefined;

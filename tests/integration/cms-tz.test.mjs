@@ -7,6 +7,8 @@ import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
+import { validZone } from "../../bindings/sdk/src/hours.js";
+import { TZDATA_VERSION, ZONE_NAMES } from "../../bindings/sdk/src/zones.gen.js";
 import { rawCoreExports } from "./raw-core.mjs";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -40,11 +42,13 @@ function coreZones() {
   return [...block.matchAll(/"([^"\\]+)\\0"/g)].map((m) => m[1]);
 }
 
+// The core's answer to one POST /__test/zone: `core(body)` is the 200 body (anything else fails the
+// test); `core.answer(body)` is `{status, body}` as sent.
 function loadCore() {
   const ex = rawCoreExports(WASM);
   const enc = new TextEncoder();
   const dec = new TextDecoder();
-  return (body) => {
+  const answer = (body) => {
     const message = JSON.stringify({
       op: "fetch",
       now: Date.now(),
@@ -65,9 +69,15 @@ function loadCore() {
     assert.equal(ex.ss_state(id), 1, "the zone hook performs no effects");
     const out = JSON.parse(dec.decode(new Uint8Array(ex.memory.buffer, ex.ss_data_ptr(id), ex.ss_data_len(id))));
     ex.ss_drop(id);
-    assert.equal(out.status, 200, out.body);
-    return JSON.parse(out.body);
+    return { status: out.status, body: JSON.parse(out.body) };
   };
+  const core = (body) => {
+    const out = answer(body);
+    assert.equal(out.status, 200, JSON.stringify(out.body));
+    return out.body;
+  };
+  core.answer = answer;
+  return core;
 }
 
 // ---- the independent implementation -----------------------------------------------------------
@@ -138,6 +148,13 @@ function random(seed) {
   };
 }
 
+// The SDK's copy of the names (scripts/gen-tzdata.mjs writes both): the same, in the same release.
+it("the SDK's zone names are the core's, from the same tzdata release", () => {
+  assert.deepEqual(ZONE_NAMES.split(/\s+/).filter(Boolean), coreZones());
+  const source = readFileSync(`${root}/workers/cms/tzdata.gen.cpp`, "utf8");
+  assert.equal(source.match(/kVersion\[\] = "([^"]+)"/)?.[1], TZDATA_VERSION);
+});
+
 const built = existsSync(WASM);
 describe("cms time zones against Intl", {
   skip: built ? false : "dist/wasm/cms.wasm not built (scripts/build)",
@@ -150,6 +167,37 @@ describe("cms time zones against Intl", {
     assert.ok(known.size > 500, `only ${known.size} zones`);
     const out = core({ zone: "America/New_York", instants: [] });
     assert.match(out.version, /^20\d\d[a-z]$/);
+  });
+
+  // The SDK reads a manifest's zone as the service does (docs/cms.md "Time zones"): a name of the
+  // tz database exactly as written. Intl alone would also take other spellings ("utc", "europe/paris",
+  // "us/eastern") and ICU's own ids ("IST", "PST", "SystemV/AST4", "Factory"), which the core refuses.
+  it("the SDK's validZone accepts exactly the names the core accepts", () => {
+    const core = loadCore();
+    const names = [...coreZones(), ...Intl.supportedValuesOf("timeZone")];
+    const candidates = new Set([
+      ...names,
+      ...names.map((z) => z.toLowerCase()),
+      ...names.map((z) => z.toUpperCase()),
+      ...["utc", "Utc", "etc/utc", "US/Eastern", "us/eastern", "US/EASTERN", "europe/paris", "Asia/Kolkata"],
+      ...["Asia/Calcutta", "Europe/Kyiv", "Europe/Kiev", "IST", "PST", "EST", "ACT", "AET", "CTT", "Factory"],
+      ...["SystemV/AST4", "SystemV/EST5EDT", "US/Pacific-New", "Canada/East-Saskatchewan", "Etc/Unknown"],
+      ...["Mars/Olympus", "", " UTC", "UTC ", "+01:00", "GMT+1", "Etc/GMT+1", "America/New_York/", "posix/UTC"],
+      ...["right/UTC", "localtime", "posixrules", "America/New_York\u0000"],
+    ]);
+    const mismatches = [];
+    let accepted = 0;
+    for (const zone of candidates) {
+      const out = core.answer({ zone, instants: [] });
+      assert.ok(out.status === 200 || out.body.error?.field === "zone", JSON.stringify(out.body));
+      const service = out.status === 200;
+      const sdk = validZone(zone) === zone;
+      if (service) accepted++;
+      if (sdk !== service) mismatches.push(`${JSON.stringify(zone)}: cms ${service}, SDK ${sdk}`);
+    }
+    assert.deepEqual(mismatches, []);
+    assert.equal(accepted, coreZones().length);
+    for (const notAName of [undefined, null, 7, {}, ["UTC"]]) assert.equal(validZone(notAName), undefined);
   });
 
   it("matches Intl for every zone: offsets, open/closed and nextChange, 2020–2037", () => {

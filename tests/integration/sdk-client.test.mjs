@@ -680,6 +680,20 @@ describe("createPlatformClient with fake bindings", () => {
       weekly: week,
     });
     assert.equal((await read({ hours: { timezone: "UTC", weekly: { funday: [] } } })).status.open, false);
+    // A zone is a tz database name exactly as written (docs/cms.md "Time zones"), as cms reads it:
+    // another case or an ICU-only id is unknown, though Intl would take it; links such as
+    // US/Eastern are names of their own, kept as written.
+    for (const timezone of ["utc", "europe/paris", "us/eastern", "US/EASTERN", "IST", "SystemV/AST4"]) {
+      const { content, status } = await read({ hours: { timezone, weekly: monday } });
+      assert.deepEqual(content.hours, { timezone: "UTC", weekly: week }, timezone);
+      assert.equal(status.open, false, timezone);
+      const defaulted = await read({ hours: { weekly: monday } }, { cms: { timezone } });
+      assert.equal(defaulted.content.hours.timezone, "UTC", timezone);
+    }
+    for (const timezone of ["UTC", "Etc/UTC", "US/Eastern", "Asia/Kolkata", "Europe/Kyiv", "GB-Eire"]) {
+      const { content } = await read({ hours: { timezone, weekly: monday } });
+      assert.deepEqual(content.hours, { timezone, weekly: { ...week, ...monday } }, timezone);
+    }
 
     const good = { from: "2026-06-01", closed: true, message: "Inventory" };
     const { content, status } = await read({

@@ -1,5 +1,6 @@
 // The manifest's fallback snapshot read like cms-service would (zero lockout): content with only
 // the announcements active now, and open/closed computed in the snapshot's IANA time zone.
+import { ZONE_NAMES } from "./zones.gen.js";
 
 const MINUTE = 60_000;
 const DAY = 24 * 60 * MINUTE;
@@ -12,6 +13,8 @@ const MAX_SCAN_DAYS = 400;
 const OFFSET_SAMPLE = 6 * 60 * MINUTE;
 const DAY_KEYS = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
 const formatters = new Map();
+/** @type {Set<string> | undefined} the names of zones.gen.js, made at the first zone checked */
+let zoneNames;
 
 /**
  * GET /v1/content from the snapshot (read as cms-service reads it: `cleanSnapshot`). `defaultZone`
@@ -248,9 +251,17 @@ function dateOverride(overrides, date) {
   return found;
 }
 
-/** `zone` when it is an IANA time zone this runtime knows (Intl), else undefined. */
+/**
+ * `zone` when cms-service takes it as a time zone, else undefined: a name of the IANA tz database
+ * exactly as written, as the service's Zone::find looks it up (its names, zones.gen.js, are generated
+ * with the service's table; links such as `US/Eastern` and `UTC` are names too), and one this
+ * runtime's Intl knows (the offsets are read from it). Intl alone would take more than the service:
+ * any case (`utc`, `europe/paris`) and ICU's own ids (`IST`, `SystemV/AST4`). docs/cms.md "Time zones".
+ */
 export function validZone(zone) {
   if (typeof zone !== "string") return undefined;
+  zoneNames ??= new Set(ZONE_NAMES.split(/\s+/).filter(Boolean));
+  if (!zoneNames.has(zone)) return undefined;
   try {
     new Intl.DateTimeFormat("en-US", { timeZone: zone });
     return zone;
