@@ -114,9 +114,17 @@ export interface Override {
   [key: string]: unknown;
 }
 
+/** How loud an announcement is. */
+export type AnnouncementLevel = "info" | "warning" | "emergency";
+
+/**
+ * An announcement as a manifest's snapshot writes it (`fallback.announcements`); what cms and the
+ * SDK answer for it is a {@link ContentAnnouncement}.
+ */
 export interface Announcement {
   text: string;
-  level: "info" | "warning" | "emergency";
+  /** Left out (or null): `"info"`, as cms reads it. */
+  level?: AnnouncementLevel | null;
   startsAt?: string;
   endsAt?: string;
   [key: string]: unknown;
@@ -154,7 +162,8 @@ export interface ContentOverride {
 export interface ContentAnnouncement {
   id: string;
   text: string;
-  level: "info" | "warning" | "emergency";
+  /** Always given (`"info"` where the snapshot or the Studio write left it out). */
+  level: AnnouncementLevel;
   /** RFC 3339 UTC, to the second; null: no start (or end). */
   startsAt: string | null;
   endsAt: string | null;

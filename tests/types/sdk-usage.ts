@@ -5,6 +5,7 @@ import {
   CAPABILITY_VERSION_HEADER,
   type ClientManifest,
   type Content,
+  type ContentAnnouncement,
   createPlatformClient,
   delegate,
   type EmitResult,
@@ -12,6 +13,7 @@ import {
   errorResponse,
   type LeadReceipt,
   type OpenStatus,
+  type PlatformClient,
   SiteSwarmError,
   TENANT_ID_HEADER,
   type SwarmConfig,
@@ -124,5 +126,32 @@ export function manifests(): void {
     // @ts-expect-error: a zone, when given, is an IANA name (a string)
     fallback: { hours: { timezone: 1, weekly: {} } },
   };
-  [monitors, bad, noMonitorUrl, zoneless, badZone];
+  // An announcement's level may be left out (or null): it is "info" (docs/cms.md "Model"), so a
+  // snapshot written as cms takes it is a SwarmConfig; what the SDK answers always has a level.
+  const levelless: SwarmConfig = {
+    appId: "x",
+    name: "x",
+    capabilities: { cms: { version: "1.0.0" } },
+    fallback: {
+      announcements: [{ text: "Fresh bread" }, { text: "Hello", level: null }, { text: "!", level: "warning" }],
+    },
+  };
+  const badLevel: SwarmConfig = {
+    appId: "x",
+    name: "x",
+    capabilities: {},
+    // @ts-expect-error: a level, when given, is info, warning or emergency
+    fallback: { announcements: [{ text: "x", level: "loud" }] },
+  };
+  [monitors, bad, noMonitorUrl, zoneless, badZone, levelless, badLevel];
+}
+
+// What cms answers (and the SDK's fallback) always carries the level.
+export async function answeredLevels(client: PlatformClient): Promise<void> {
+  const content: Content = await client.cms.content();
+  for (const a of content.announcements) {
+    const level: "info" | "warning" | "emergency" = a.level;
+    const item: ContentAnnouncement = a;
+    [level, item];
+  }
 }
