@@ -60,15 +60,25 @@ export function cmsFallbackSeeds(tenants) {
 /**
  * The seeds for every manifest of workers/workers.json whose tenant has a token in `tokens`
  * (`{ appId: { token } }`, the shape of scripts/dev's tenants file). Used by scripts/dev and by
- * `provision.mjs --cms-seeds FILE` before a deploy.
+ * `provision.mjs --cms-seeds FILE` before a deploy. Each manifest's `${NAME}` / `${NAME:-default}`
+ * are filled from `vars` as provisioning fills them (resolveManifest, `--var` over the environment),
+ * in the part cms gets (its config and the snapshot), so the seed is the snapshot cms was
+ * provisioned with; a variable that part needs and `vars` lacks (with no default) is an error.
+ * @param {Record<string, string | undefined>} [vars]
  */
-export async function cmsFallbackSeedsFor(tokens, manifests = TENANT_MANIFESTS) {
+export async function cmsFallbackSeedsFor(tokens, manifests = TENANT_MANIFESTS, vars = process.env) {
   const loaded = await Promise.all(manifests.map(loadManifest));
   return cmsFallbackSeeds(
     loaded
       .filter((manifest) => tokens[manifest.appId])
-      .map((manifest) => ({ manifest, token: tokens[manifest.appId].token })),
+      .map((manifest) => ({ manifest: cmsPartResolved(manifest, vars), token: tokens[manifest.appId].token })),
   );
+}
+
+/** `manifest`'s appId and the parts cms gets (tenantConfigFor), placeholders filled from `vars`. */
+function cmsPartResolved(manifest, vars) {
+  const part = { appId: manifest.appId, config: { cms: manifest.config?.cms }, fallback: manifest.fallback };
+  return resolveManifest(part, vars);
 }
 
 /**
@@ -171,10 +181,11 @@ async function main() {
     // as the module the cms worker bundles (--module; any number of tenants):
     //   node scripts/provision.mjs --cms-seeds tokens.json --out dist/cms-seeds.js && scripts/deploy
     // (--out writes the module, replacing the file only once it is complete; --module prints it)
-    // or as the CMS_FALLBACK_SEEDS variable (at most 5 KB: about ten tenants):
+    // `${NAME}` in their cms parts are filled as provisioning fills them (--var, then the environment).
+    // Or as the CMS_FALLBACK_SEEDS variable (at most 5 KB: about ten tenants):
     //   node scripts/provision.mjs --cms-seeds tokens.json | npx wrangler secret put CMS_FALLBACK_SEEDS -c wrangler/cms.jsonc
     const tokens = JSON.parse(await readFile(args.cmsSeeds, "utf8"));
-    const seeds = await cmsFallbackSeedsFor(tokens);
+    const seeds = await cmsFallbackSeedsFor(tokens, TENANT_MANIFESTS, { ...process.env, ...args.vars });
     const module = `export default ${JSON.stringify(seeds)};\n`;
     if (args.out) {
       const partial = `${args.out}.partial`;
@@ -189,7 +200,7 @@ async function main() {
   if (args.help || !args.manifest) {
     console.error(
       "usage: scripts/provision <manifest.json|.ts> [--admin-token T] [--token T] [--admin-token-tenant T] [--rotate] [--json] [--var NAME=value]\n" +
-        "       scripts/provision --cms-seeds tokens.json [--module | --out dist/cms-seeds.js]   (the cms fallback seeds for\n" +
+        "       scripts/provision --cms-seeds tokens.json [--module | --out dist/cms-seeds.js] [--var NAME=value]   (the cms fallback seeds for\n" +
         "         the workers.json tenants: CMS_FALLBACK_SEEDS, or the module the cms worker bundles)",
     );
     process.exit(args.help ? 0 : 2);

@@ -11,9 +11,9 @@ import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 
 import { cleanSnapshot } from "../../bindings/sdk/src/hours.js";
-import { loadManifest } from "../../scripts/lib/manifest.mjs";
+import { loadManifest, resolveManifest } from "../../scripts/lib/manifest.mjs";
 import { ROOT, TENANT_MANIFESTS } from "../../scripts/lib/workers.mjs";
-import { cmsFallbackSeeds } from "../../scripts/provision.mjs";
+import { cmsFallbackSeeds, cmsFallbackSeedsFor, tenantConfigFor } from "../../scripts/provision.mjs";
 
 const run = promisify(execFile);
 
@@ -73,6 +73,45 @@ test("a cms seed's zone is config.cms.timezone, else UTC, as the service and the
     const sdk = cleanSnapshot(fallback, config?.cms?.timezone).hours.timezone;
     const own = fallback.hours?.timezone != null && fallback.hours.weekly !== bad ? fallback.hours.timezone : zone;
     assert.equal(sdk, own, JSON.stringify({ config, fallback }));
+  }
+});
+
+// The bundled seed is the snapshot the service was provisioned with: scripts/provision fills a
+// manifest's `${NAME}` / `${NAME:-default}` from --var, then the environment, before it sends cms its
+// part (tenantConfigFor), so the seeds fill the same part with the same variables.
+test("cms seeds fill the manifest's placeholders as provisioning fills the snapshot cms gets", async () => {
+  const manifest = {
+    appId: "shop",
+    config: {
+      cms: { timezone: `\${SHOP_ZONE:-Europe/Paris}` },
+      // Not cms's part: a required variable here does not stop the seeds (cms never sees it).
+      leads: { notify: { webhook: { url: "https://crm.example/hook", secret: `\${CRM_WEBHOOK_SECRET}` } } },
+    },
+    fallback: {
+      hours: {
+        timezone: `\${SHOP_ZONE:-Europe/Paris}`,
+        weekly: { mon: [{ open: `\${OPENS:-08:00}`, close: "17:00" }] },
+      },
+      announcements: [{ text: `Order at \${SITE_URL}/order`, level: "info" }],
+    },
+  };
+  const dir = await mkdtemp(path.join(tmpdir(), "ss-seeds-"));
+  try {
+    const file = path.join(dir, "swarm.config.json");
+    await writeFile(file, JSON.stringify(manifest));
+    const tokens = { shop: { token: "a-token" } };
+    const vars = { SITE_URL: "https://shop.example", SHOP_ZONE: "Asia/Tokyo" };
+    const seed = JSON.parse(await cmsFallbackSeedsFor(tokens, [file], vars)).shop;
+    const provisioned = tenantConfigFor(resolveManifest(manifest, { ...vars, CRM_WEBHOOK_SECRET: "s" }), "cms");
+    assert.deepEqual(seed.content, provisioned.fallback);
+    assert.equal(seed.timezone, provisioned.timezone);
+    assert.equal(seed.content.announcements[0].text, "Order at https://shop.example/order");
+    assert.deepEqual([seed.timezone, seed.content.hours.timezone], ["Asia/Tokyo", "Asia/Tokyo"]);
+    assert.equal(seed.content.hours.weekly.mon[0].open, "08:00"); // the default
+    // A variable the cms part needs and nobody gives stops the seeds, as it stops provisioning.
+    await assert.rejects(cmsFallbackSeedsFor(tokens, [file], {}), /shop: the manifest needs SITE_URL/);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
   }
 });
 
