@@ -349,6 +349,28 @@ describe("cms snapshot hours without a zone, provisioned through workerd", () =>
       await errorOf(await mesh.fetch("cms", `/admin/tenants/${appId}`, { headers: mesh.operator() }), 404, "not_found");
     }
   });
+
+  // docs/cms.md "A snapshot's hours are {timezone, weekly}": hours wrapped once more are no hours.
+  it("a snapshot's hours wrapped as {hours: …} are refused, and the SDK's fallback reads them as left out", async () => {
+    const appId = "wrapped";
+    const hours = { hours: { timezone: "Europe/Paris", weekly } };
+    const manifest = manifestOf(appId, { cms: { timezone: "Europe/Paris" } }, hours);
+    const err = await provision(manifest, { token: secret(), adminToken: secret() }).then(
+      () => assert.fail("the wrapped hours were taken"),
+      (e) => e,
+    );
+    const cms = err.results?.cms;
+    assert.equal(cms?.status, 400);
+    assert.equal(cms.body.error.code, "invalid_request");
+    assert.equal(cms.body.error.field, "config.fallback.hours.weekly");
+    await errorOf(await mesh.fetch("cms", `/admin/tenants/${appId}`, { headers: mesh.operator() }), 404, "not_found");
+    const sdk = createPlatformClient({ manifest, bindings: { SITESWARM_TENANT_TOKEN: secret() } });
+    const content = await sdk.cms.content();
+    assert.equal(content.hours.timezone, "Europe/Paris");
+    assert.deepEqual(content.hours.weekly.mon, []);
+    const status = await sdk.cms.status(instants[0]);
+    assert.deepEqual([status.open, status.nextChange], [false, null]);
+  });
 });
 
 describe("cms over Workers RPC and on the bakery page", () => {

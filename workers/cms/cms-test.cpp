@@ -663,6 +663,53 @@ TEST_CASE("cms: a snapshot's hours without a zone are provisioned, in the tenant
             .status == 404);
 }
 
+// A snapshot's hours are the contract's {timezone, weekly} (docs/cms.md "A snapshot's hours are not
+// wrapped"): {"hours": {"hours": …}} is refused at provisioning and read as hours left out (closed
+// all week) from a bundled seed, as the SDK reads the manifest. Studio's PUT body may still wrap.
+TEST_CASE("cms: a snapshot's hours wrapped as {hours: …} are not hours; Studio's body may wrap") {
+  Cms t;
+  json weekly{{"mon", {{{"open", "08:00"}, {"close", "17:00"}}}}};
+  json wrapped{{"hours", {{"timezone", "Europe/Paris"}, {"weekly", weekly}}}};
+  json body{{"token", "ww-token-0123456789abcd"},
+            {"adminToken", "ww-admin-0123456789abcd"},
+            {"config", {{"timezone", "Europe/Paris"}, {"fallback", {{"hours", wrapped}}}}}};
+  HttpReply r = t.mesh.request("cms", "PUT", "/admin/tenants/ww",
+                               {{"Authorization", std::string("Bearer ") + Mesh::kAdminToken},
+                                {"Content-Type", "application/json"}},
+                               body.dump());
+  CHECK(r.status == 400);
+  json error = r.body_json()["error"];
+  CHECK(error["code"] == "invalid_request");
+  CHECK(error["field"] == "config.fallback.hours.weekly");
+  CHECK(t.mesh
+            .request("cms", "GET", "/admin/tenants/ww",
+                     {{"Authorization", std::string("Bearer ") + Mesh::kAdminToken}})
+            .status == 404);
+
+  // A bundled seed (never provisioned) so wrapped: its hours are left out, in the seed's zone.
+  json seeds{{"auto-repair",
+              {{"tokenHash", ss::native::sha256_hex(kAutoToken)},
+               {"timezone", "UTC"},
+               {"content", {{"hours", wrapped}}}}}};
+  t.mesh.set_env("cms", ss::cms::kSeedsVar, seeds.dump());
+  t.fail(true, true);
+  auto headers = Mesh::tenant_headers("auto-repair", kAutoToken);
+  json content = t.mesh.request("cms", "GET", "/v1/content", headers).body_json();
+  CHECK(content["source"] == "fallback");
+  CHECK(content["hours"]["timezone"] == "UTC");
+  CHECK(content["hours"]["weekly"]["mon"] == json::array());
+  json status =
+      t.mesh.request("cms", "GET", "/v1/status?at=2026-06-01T07:30:00Z", headers).body_json();
+  CHECK(status["open"] == false);  // 09:30 in Paris, had the wrapped hours been read
+  CHECK(status["nextChange"].is_null());
+  t.mesh.fail_effect = nullptr;
+
+  // Studio's PUT /admin/v1/hours takes its body as the hours, or wrapped in {"hours": …}.
+  HttpReply put = t.studio("PUT", "/admin/v1/hours", json{{"hours", hours_body("Europe/Paris")}});
+  CHECK(put.status == 200);
+  CHECK(t.studio("GET", "/admin/v1/content").body_json()["hours"]["timezone"] == "Europe/Paris");
+}
+
 TEST_CASE("cms: too many items is 400 and the count stays") {
   Cms t;
   for (std::size_t i = 0; i < ss::cms::kMaxAnnouncements - 1; ++i) {  // the seed has one

@@ -243,7 +243,9 @@ Result<Hours> hours_from_object(const json& body, const std::string* default_zon
   return hours;
 }
 
-// The hours of `input`: the object itself, or the one it wraps as {"hours": …}.
+// The hours of a Studio body (PUT /admin/v1/hours): the object itself, or the one it wraps as
+// {"hours": …}. A snapshot's hours are never unwrapped (parse_seed_hours): the contract's hours are
+// {timezone, weekly}, and the SDK reads a manifest's snapshot so (docs/cms.md).
 const json& unwrapped_hours(const json& input) {
   const json* wrapped = find_field(input, "hours");
   return wrapped != nullptr && wrapped->is_object() && !input.contains("weekly") ? *wrapped : input;
@@ -255,7 +257,7 @@ Result<Hours> parse_hours(const json& input) {
 }
 
 Result<Hours> parse_seed_hours(const json& hours, const std::string& default_zone) {
-  return hours_from_object(unwrapped_hours(hours), &default_zone);
+  return hours_from_object(hours, &default_zone);
 }
 
 namespace {

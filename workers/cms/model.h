@@ -79,7 +79,8 @@ std::optional<int> parse_hhmm(std::string_view s, bool allow_24);
 // Studio's hours (PUT /admin/v1/hours, the object or {"hours": …}): the zone is required.
 Result<Hours> parse_hours(const json& body);
 // A snapshot's hours (a tenant config's "fallback", a bundled seed), read as parse_hours reads them
-// but the zone may be left out (or null): it is then `default_zone`, the tenant's (docs/cms.md).
+// but the zone may be left out (or null): it is then `default_zone`, the tenant's (docs/cms.md);
+// and only the object itself, {timezone, weekly}: never unwrapped from {"hours": …}.
 Result<Hours> parse_seed_hours(const json& hours, const std::string& default_zone);
 Result<DayRanges> parse_ranges(const json& value, const std::string& field);
 // A new override from POST /admin/v1/overrides; now is unix seconds.
