@@ -1275,6 +1275,23 @@ HttpReply operator_request(Cms& t, const std::string& method, const std::string&
                         body.is_null() ? "" : body.dump());
 }
 
+// Runs `between` once, when the cms core issues a Studio write's batch (its first statement inserts
+// the cms_versions row), before the batch is performed.
+void before_commit(Cms& t, std::function<void()> between, bool& fired) {
+  t.mesh.observe_effects = [between = std::move(between), &fired](const json& effects) {
+    for (const json& e : effects) {
+      if (fired || e["kind"] != "d1.batch" || !e["statements"].is_array() ||
+          e["statements"].empty() ||
+          ss::string_or(e["statements"][0], "sql", "").find("INSERT INTO cms_versions") ==
+              std::string::npos) {
+        continue;
+      }
+      fired = true;
+      between();
+    }
+  };
+}
+
 }  // namespace
 
 // A read that D1 authenticated refills the KV document; the operator disables the tenant before the
@@ -1362,4 +1379,75 @@ TEST_CASE(
     t.mesh.now_ms += 3'600'000;  // an hour later, past every cache: still the new snapshot
     CHECK(t.get("/v1/content").body_json()["hours"]["weekly"]["sat"] == json::array());
   }
+}
+
+// A Studio write authenticates (the tenant row, read from D1), loads the content, then commits its
+// batch. The operator disables the tenant, or gives it another admin token, in between: the
+// batch's guard (store.cpp kInsertVersion) refuses it as a whole, and the write answers as
+// authentication would (401 unauthenticated_tenant), with nothing written, cached or emitted.
+TEST_CASE("cms: a Studio write whose tenant is disabled after it authenticated does not commit") {
+  struct Case {
+    const char* name;
+    std::function<void(Cms&)> between;
+  };
+  const Case cases[] = {
+      {"the operator's DELETE, through this isolate",
+       [](Cms& t) {
+         REQUIRE(operator_request(t, "DELETE", "/admin/tenants/bakery").status == 200);
+       }},
+      // Another isolate's DELETE: D1 changes, this isolate still holds the row as enabled.
+      {"a disable through another isolate",
+       [](Cms& t) {
+         t.mesh.db("CMS_DB").rows("UPDATE tenants SET enabled = 0 WHERE tenant_id = 'bakery'");
+       }},
+      {"a new admin token",
+       [](Cms& t) {
+         json body{{"adminToken", "bakery-new-admin-token-0123456789ab"},
+                   {"config", bakery_cms_config()}};
+         REQUIRE(operator_request(t, "PUT", "/admin/tenants/bakery", body).status == 200);
+       }},
+  };
+  for (const Case& c : cases) {
+    const std::string name = c.name;
+    CAPTURE(name);
+    Cms t;
+    REQUIRE(t.studio("PUT", "/admin/v1/hours", hours_body()).status == 200);  // version 1
+    const std::int64_t versions = t.rows("cms_versions");
+    const std::int64_t announcements = t.rows("cms_announcements");
+    const std::size_t published = t.events("cms.announcement_published").size();
+    const auto kv_before = t.mesh.kv_value("CMS_CACHE", ss::cms::cache_key("bakery"));
+    bool fired = false;
+    before_commit(
+        t, [&] { c.between(t); }, fired);
+    HttpReply r = t.studio("POST", "/admin/v1/announcements", json{{"text", "After the disable"}});
+    t.mesh.observe_effects = nullptr;
+    REQUIRE(fired);
+    CHECK(r.status == 401);
+    CHECK(r.body_json()["error"]["code"] == "unauthenticated_tenant");
+    CHECK(t.rows("cms_versions") == versions);
+    CHECK(t.rows("cms_announcements") == announcements);
+    CHECK(t.mesh.db("CMS_DB").rows("SELECT version FROM cms_state")[0]["version"] == 1);
+    CHECK(t.events("cms.announcement_published").size() == published);
+    auto kv_after = t.mesh.kv_value("CMS_CACHE", ss::cms::cache_key("bakery"));
+    CHECK((!kv_after || kv_after == kv_before));  // never the refused write's document
+    CHECK(t.studio("GET", "/admin/v1/content").status == 401);
+    // The public read too, at once: this isolate forgot the row its write's authentication cached
+    // (a disable through another isolate would otherwise stand here for the cache's 30 s).
+    if (name != "a new admin token") CHECK(t.get("/v1/content").status == 401);
+  }
+  // A write that loses the race for its version to another writer is still a 409, not a 401.
+  Cms t;
+  bool fired = false;
+  before_commit(
+      t,
+      [&] {
+        REQUIRE(t.studio("PUT", "/admin/v1/hours", hours_body("Europe/Paris")).status == 200);
+      },
+      fired);
+  HttpReply lost = t.studio("POST", "/admin/v1/announcements", json{{"text", "Second"}},
+                            {{"If-Match", "\"0\""}});
+  t.mesh.observe_effects = nullptr;
+  REQUIRE(fired);
+  CHECK(lost.status == 409);
+  CHECK(lost.body_json()["error"]["currentVersion"] == 1);
 }

@@ -30,9 +30,25 @@ SELECT version, changed_at, actor, change, detail_json FROM cms_versions
 WHERE tenant_id = ?1 ORDER BY version DESC LIMIT ?2
 )sql";
 
+// The batch's first statement, and its guard: the tenant row that authenticated the write must still
+// stand when the batch runs (enabled, the same admin token hash ?7), else changed_at is NULL, which
+// its NOT NULL refuses, and the whole batch fails with nothing written (a disable or an admin token
+// replaced after the write authenticated: docs/cms.md "Storage and caching").
 constexpr std::string_view kInsertVersion = R"sql(
 INSERT INTO cms_versions (tenant_id, version, changed_at, actor, change, detail_json)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+VALUES (?1, ?2,
+        CASE WHEN EXISTS (SELECT 1 FROM tenants WHERE tenant_id = ?1 AND enabled = 1
+                                                  AND admin_token_hash = ?7)
+             THEN ?3 END,
+        ?4, ?5, ?6)
+)sql";
+
+// Why a commit failed: the version now stored (NULL: never edited) and whether the tenant row that
+// authenticated it still stands, in one statement.
+constexpr std::string_view kSelectStanding = R"sql(
+SELECT (SELECT version FROM cms_state WHERE tenant_id = ?1) AS version,
+       EXISTS (SELECT 1 FROM tenants WHERE tenant_id = ?1 AND enabled = 1
+                                       AND admin_token_hash = ?2) AS admitted
 )sql";
 
 constexpr std::string_view kUpsertState = R"sql(
@@ -187,12 +203,25 @@ Task<Result<std::vector<VersionRow>>> CmsStore::history(const std::string& tenan
   co_return r.as<VersionRow>();
 }
 
+Task<Result<CmsStore::Standing>> CmsStore::standing(const std::string& tenant_id,
+                                                    const std::string& admin_token_hash) const {
+  json params = json::array({tenant_id, admin_token_hash});
+  SS_CO_TRY(D1Result r, co_await db_.first(kSelectStanding, params));
+  std::optional<json> row = r.first();
+  Standing out;
+  if (row) {
+    out.version = int_or(*row, "version", 0);
+    out.admitted = int_or(*row, "admitted", 0) == 1;
+  }
+  co_return out;
+}
+
 Task<Status> CmsStore::commit(const Commit& commit) const {
   std::vector<D1Statement> batch;
   batch.push_back(
       D1Statement{std::string(kInsertVersion),
                   json::array({commit.tenant_id, commit.version, commit.at, commit.actor,
-                               commit.change, dump_json(commit.detail)})});
+                               commit.change, dump_json(commit.detail), commit.admin_token_hash})});
   json hours = hours_json(*commit.hours);
   batch.push_back(D1Statement{std::string(kUpsertState),
                               json::array({commit.tenant_id, commit.version, hours["timezone"],

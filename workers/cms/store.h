@@ -31,6 +31,9 @@ struct Commit {
   json detail = json::object();
   const Hours* hours = nullptr;  // the hours after the change
   std::vector<D1Statement> statements;
+  // The admin token hash of the tenant row that authenticated the write: the batch commits only
+  // while the row stands (enabled, this hash), checked inside the batch.
+  std::string admin_token_hash;
 };
 
 class CmsStore {
@@ -42,8 +45,17 @@ class CmsStore {
   Task<Result<std::int64_t>> version(const std::string& tenant_id) const;
   Task<Result<std::vector<VersionRow>>> history(const std::string& tenant_id,
                                                 std::int64_t limit) const;
-  // Fails as a whole (nothing written) when another writer committed that version first.
+  // Fails as a whole (nothing written) when another writer committed that version first, or when
+  // the tenant was disabled or given another admin token since the write authenticated.
   Task<Status> commit(const Commit& commit) const;
+  // After a failed commit, in one read: the version stored (0: never edited) and whether the tenant
+  // is still enabled with this admin token hash.
+  struct Standing {
+    std::int64_t version = 0;
+    bool admitted = false;
+  };
+  Task<Result<Standing>> standing(const std::string& tenant_id,
+                                  const std::string& admin_token_hash) const;
 
   static D1Statement insert_override_statement(const std::string& tenant_id, const Override& o);
   static D1Statement delete_override_statement(const std::string& tenant_id, const std::string& id);

@@ -189,10 +189,24 @@ Task<Result<Response>> write(Context& ctx, const Request& req, const TenantRow& 
     commit.hours = &content.hours;
     commit.statements = std::move(seed_rows);
     for (D1Statement& s : change.statements) commit.statements.push_back(std::move(s));
+    commit.admin_token_hash = row.admin_token_hash;
     Status committed = co_await store.commit(commit);
     if (!committed) {
-      // Lost the race for base + 1, or D1 failed: tell them apart by the version now stored.
-      SS_CO_TRY(std::int64_t now_version, co_await store.version(row.tenant_id));
+      // Lost the race for base + 1, the tenant row no longer stands (its guard), or D1 failed: tell
+      // them apart by what D1 holds now (one read, on this path only).
+      SS_CO_TRY(CmsStore::Standing now,
+                co_await store.standing(row.tenant_id, row.admin_token_hash));
+      if (!now.admitted) {
+        // Disabled, or its admin token replaced, after this write authenticated (here or through
+        // another isolate): refused as authentication refuses it, nothing written. This isolate
+        // forgets the tenant (the row its authentication cached, its copy, the KV document).
+        tenant_cache(ctx).forget(row.tenant_id);
+        Status forgotten = co_await forget_cms_tenant(ctx, row.tenant_id);
+        if (!forgotten) ctx.log("cms: forgetting a refused tenant: " + forgotten.error().message);
+        co_return Error{ErrorCode::unauthenticated_tenant,
+                        "unknown tenant or bad tenant admin token"};
+      }
+      const std::int64_t now_version = now.version;
       if (now_version == base) co_return std::move(committed).error();
       if (conditional || attempt >= kMaxWriteAttempts) {
         co_return Error{ErrorCode::conflict,
