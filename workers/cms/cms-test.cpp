@@ -321,6 +321,35 @@ TEST_CASE("cms: announcements: scheduled ones stay out of /v1/content until they
   CHECK(t.studio("PATCH", "/admin/v1/announcements/" + id, json{{"text", "x"}}).status == 404);
 }
 
+TEST_CASE("cms: Studio hours without a zone are in the tenant's current zone") {
+  Cms t;
+  json weekly = hours_body()["weekly"];
+  auto zone_after = [&](const std::string& tenant, const std::string& admin_token,
+                        const json& body) {
+    auto h = t.admin(tenant, admin_token);
+    HttpReply put = t.mesh.request("cms", "PUT", "/admin/v1/hours", h, body.dump());
+    CHECK(put.status == 200);
+    CHECK(put.body_json()["hours"]["weekly"]["mon"][0]["open"] == "07:00");
+    return t.mesh
+        .request("cms", "GET", "/v1/content",
+                 Mesh::tenant_headers(tenant, tenant == "bakery" ? kBakeryToken : kAutoToken))
+        .body_json()["hours"]["timezone"];
+  };
+  // Before any Studio write: the config's zone (auto-repair: Europe/London, no hours of its own).
+  CHECK(zone_after("auto-repair", kAutoAdmin, json{{"weekly", weekly}}) == "Europe/London");
+  // After a write that named one: that zone stays, left out or null, wrapped or not.
+  CHECK(zone_after("bakery", kBakeryAdmin, hours_body("Europe/Paris")) == "Europe/Paris");
+  CHECK(zone_after("bakery", kBakeryAdmin, json{{"weekly", weekly}}) == "Europe/Paris");
+  CHECK(zone_after("bakery", kBakeryAdmin, json{{"timezone", nullptr}, {"weekly", weekly}}) ==
+        "Europe/Paris");
+  CHECK(zone_after("bakery", kBakeryAdmin, json{{"hours", {{"weekly", weekly}}}}) ==
+        "Europe/Paris");
+  // A zone that is there must be one.
+  HttpReply bad = t.studio("PUT", "/admin/v1/hours", json{{"timezone", 5}, {"weekly", weekly}});
+  CHECK(bad.status == 400);
+  CHECK(bad.body_json()["error"]["field"] == "timezone");
+}
+
 TEST_CASE("cms: If-Match on a stale version is 409 and writes nothing") {
   Cms t;
   REQUIRE(t.studio("PUT", "/admin/v1/hours", hours_body(), {{"If-Match", "0"}}).status == 200);

@@ -256,6 +256,11 @@ Result<Hours> parse_hours(const json& input) {
   return hours_from_object(unwrapped_hours(input), nullptr);
 }
 
+Result<Hours> parse_studio_hours(const json& input) {
+  static const std::string kTenantZone;  // left out: "", the tenant's current zone (put_hours)
+  return hours_from_object(unwrapped_hours(input), &kTenantZone);
+}
+
 Result<Hours> parse_seed_hours(const json& hours, const std::string& default_zone) {
   return hours_from_object(hours, &default_zone);
 }

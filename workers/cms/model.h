@@ -76,8 +76,11 @@ struct Content {
 // ---- validation of Studio input (every error: 400 invalid_request with "field" and "fields")
 Error field_error(const std::string& field, const std::string& problem);
 std::optional<int> parse_hhmm(std::string_view s, bool allow_24);
-// Studio's hours (PUT /admin/v1/hours, the object or {"hours": …}): the zone is required.
+// Stored hours (the object or {"hours": …}): the zone is required.
 Result<Hours> parse_hours(const json& body);
+// A Studio PUT /admin/v1/hours body: as parse_hours, but the zone may be left out (or null), and
+// then `timezone` is "": the hours are in the tenant's current zone (docs/cms.md).
+Result<Hours> parse_studio_hours(const json& body);
 // A snapshot's hours (a tenant config's "fallback", a bundled seed), read as parse_hours reads them
 // but the zone may be left out (or null): it is then `default_zone`, the tenant's (docs/cms.md);
 // and only the object itself, {timezone, weekly}: never unwrapped from {"hours": …}.

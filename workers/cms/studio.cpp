@@ -252,8 +252,12 @@ Task<Result<Response>> get_admin_content(Context& ctx, const Request& req, const
 
 Task<Result<Response>> put_hours(Context& ctx, const Request& req, const Params&) {
   SS_CO_TRY(auto input, co_await admin_with_body(ctx, req));
-  SS_CO_TRY(Hours hours, parse_hours(input.second));
-  Mutator mutate = [hours](Context&, Content& content) -> Task<Result<Change>> {
+  SS_CO_TRY(Hours parsed, parse_studio_hours(input.second));
+  Mutator mutate = [parsed](Context&, Content& content) -> Task<Result<Change>> {
+    Hours hours = parsed;
+    // No zone named: the hours are in the zone the tenant's hours are in now (its config's
+    // timezone, else UTC, before any Studio write).
+    if (hours.timezone.empty()) hours.timezone = content.hours.timezone;
     content.hours = hours;
     Change change;
     change.name = "hours_changed";
