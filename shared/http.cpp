@@ -279,7 +279,7 @@ Status require_body_within(const Request& req, std::size_t limit) {
     } else {
       std::size_t n = 0;
       for (char c : declared) {
-        if (c < '0' || c > '9') return Error{ErrorCode::invalid_request, "bad Content-Length"};
+        if (c < '0' || c > '9') return invalid_field("Content-Length", "must be a number of bytes");
         n = n * 10 + static_cast<std::size_t>(c - '0');
       }
       declared_too_large = n > limit;

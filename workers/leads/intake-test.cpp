@@ -249,6 +249,16 @@ TEST_CASE("bad input gets the contract's errors and stores nothing") {
       415, "unsupported_media_type");
   check_error(l.mesh.request("leads", "POST", "/api/leads/submit", l.headers(), "{\"email\":"), 400,
               "invalid_json");
+  // A header that is wrong names itself, as a field would (other addresses: the window's count).
+  auto no_boundary = l.mesh.request("leads", "POST", "/api/leads/submit",
+                                    l.headers("multipart/form-data", "192.0.2.77"), "--x--\r\n");
+  check_error(no_boundary, 400, "invalid_request");
+  CHECK(no_boundary.body_json()["error"]["field"] == "Content-Type");
+  auto h = l.headers("application/json", "192.0.2.78");
+  h["Content-Length"] = "12x";
+  auto bad_length = l.mesh.request("leads", "POST", "/api/leads/submit", h, "{}");
+  check_error(bad_length, 400, "invalid_request");
+  CHECK(bad_length.body_json()["error"]["fields"]["Content-Length"] == "must be a number of bytes");
   auto missing = l.submit(json{{"name", "No Contact"}});
   check_error(missing, 400, "invalid_lead");
   CHECK(missing.body_json()["error"]["fields"].contains("email"));

@@ -1,5 +1,6 @@
 #include "workers/leads/lead.h"
 
+#include "shared/field_error.h"
 #include "shared/json_util.h"
 #include "shared/text.h"
 
@@ -61,7 +62,7 @@ Result<SentFields> read_submission(const Request& req) {
   if (media == "multipart/form-data") {
     auto boundary = type->params.find("boundary");
     if (boundary == type->params.end()) {
-      return Error{ErrorCode::invalid_request, "multipart body without a boundary"};
+      return invalid_field("Content-Type", "multipart/form-data without a boundary");
     }
     std::string why;
     auto fields = parse_multipart(req.body, boundary->second, &why);
