@@ -919,7 +919,11 @@ describe("no leaks", () => {
     const asc = await mesh.fetch("events", "/api/events?limit=2", headers);
     assert.equal(asc.status, 200);
     assert.equal(asc.headers.get("content-type"), "application/json; charset=utf-8");
-    assert.equal(await asc.text(), `{"events":[${stored.map(view).join(",")}],"next":"${stored[1].event_id}"}`);
+    // The last page, though full: nothing follows, no cursor.
+    assert.equal(await asc.text(), `{"events":[${stored.map(view).join(",")}],"next":null}`);
+    // A page with another after it: its views alone (the row read past it is not shown), and a cursor.
+    const first = await mesh.fetch("events", "/api/events?limit=1", headers);
+    assert.equal(await first.text(), `{"events":[${view(stored[0])}],"next":"${stored[0].event_id}"}`);
     const desc = await mesh.fetch("events", "/api/events?order=desc", headers);
     assert.equal(await desc.text(), `{"events":[${stored.map(view).reverse().join(",")}],"next":null}`);
     const page = await jsonOf(await mesh.fetch("events", "/api/events", headers), 200);
