@@ -121,11 +121,13 @@ Task<Result<Response>> put_tenant(Context& ctx, const Request& req, const Params
     }
   }
   tenant_cache(ctx).forget(id);  // a new token or config takes effect in this instance at once
-  if (ctx.app().apply_tenant_config && (created || sent != nullptr)) {
-    SS_CO_CHECK(co_await ctx.app().apply_tenant_config(ctx, id, config));
-  }
   SS_CO_TRY(std::optional<TenantRow> saved, co_await store.find(id));
   if (!saved) co_return Error{ErrorCode::internal, "put_tenant(): the row vanished"};
+  // On every PUT, with the config as stored (the one sent, or the one kept): a worker's hook also
+  // drops what it derived from the old row (cms: the KV document holding the old token's hash).
+  if (ctx.app().apply_tenant_config) {
+    SS_CO_CHECK(co_await ctx.app().apply_tenant_config(ctx, id, saved->config));
+  }
   ctx.log("tenant " + id + (created ? " created" : " updated"));
   co_return Response::json_body(created ? 201 : 200, tenant_view(ctx.app(), *saved));
 }

@@ -1071,6 +1071,14 @@ TEST_CASE("cms: a kept /v1/content answer changes when an announcement starts or
   CHECK(announcements() == 2);
 }
 
+static HttpReply operator_request(Cms& t, const std::string& method, const std::string& path,
+                                  const json& body = json()) {
+  return t.mesh.request("cms", method, path,
+                        {{"Authorization", std::string("Bearer ") + Mesh::kAdminToken},
+                         {"Content-Type", "application/json"}},
+                        body.is_null() ? "" : body.dump());
+}
+
 TEST_CASE(
     "cms: a repeat token costs no crypto effect; wrong and rotated tokens are still refused") {
   Cms t;
@@ -1100,6 +1108,20 @@ TEST_CASE(
   CHECK(from_kv.body_json()["source"] == "kv");
   CHECK(t.get("/v1/content").status == 401);
   CHECK(t.get("/v1/status").status == 401);
+
+  // Rotated again by a PUT that sends the token alone (the config is kept): the copies made for
+  // the last token go all the same, so the old token is refused during a D1 outage too.
+  t.fail(false, false);
+  const std::string again = "bakery-rotated-again-0123456789abcdef";
+  REQUIRE(operator_request(t, "PUT", "/admin/tenants/bakery", json{{"token", again}}).status ==
+          200);
+  t.fail(true, false);
+  CHECK(t.get("/v1/content", "bakery", rotated).status != 200);
+  t.fail(true, true);
+  CHECK(t.get("/v1/content", "bakery", rotated).status != 200);
+  t.fail(false, false);
+  CHECK(t.get("/v1/content", "bakery", again).status == 200);
+  CHECK(t.get("/v1/content", "bakery", again).body_json()["announcements"].size() == 1);
 }
 
 TEST_CASE("cms: a read from the kept copy with the tenant cache standing for D1 is replayable") {
@@ -1294,14 +1316,6 @@ void before_bakery_put(Cms& t, const std::string& marker, std::function<void()> 
       between();
     }
   };
-}
-
-HttpReply operator_request(Cms& t, const std::string& method, const std::string& path,
-                           const json& body = json()) {
-  return t.mesh.request("cms", method, path,
-                        {{"Authorization", std::string("Bearer ") + Mesh::kAdminToken},
-                         {"Content-Type", "application/json"}},
-                        body.is_null() ? "" : body.dump());
 }
 
 // Runs `between` once, when the cms core issues a Studio write's batch (its first statement inserts

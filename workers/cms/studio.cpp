@@ -255,8 +255,8 @@ Task<Result<Response>> put_hours(Context& ctx, const Request& req, const Params&
   SS_CO_TRY(Hours parsed, parse_studio_hours(input.second));
   Mutator mutate = [parsed](Context&, Content& content) -> Task<Result<Change>> {
     Hours hours = parsed;
-    // No zone named: the hours are in the zone the tenant's hours are in now (its config's
-    // timezone, else UTC, before any Studio write).
+    // No zone named: the hours are in the zone the tenant's hours are in now (before any Studio
+    // write, the snapshot's: its hours' own zone, else config.timezone, else UTC).
     if (hours.timezone.empty()) hours.timezone = content.hours.timezone;
     content.hours = hours;
     Change change;
