@@ -78,7 +78,6 @@ test("%f is printed only by workers that call use_printf_fixed()", () => {
   for (const [file, text] of [
     ...cppSources("shared"),
     ...cppSources("tests/bench").filter(([f]) => f === "tests/bench/floor.cpp"),
-    ...cppSources("tests/bench/split"),
   ]) {
     if (file !== "shared/printf_lite.cpp" && FIXED_CONVERSION.test(text)) offenders.push(file);
   }

@@ -357,7 +357,8 @@ Task<Result<Response>> delete_schema(Context& ctx, const Request& req, const Par
 
 // --- kill switches -------------------------------------------------------------------------------
 
-Task<Result<Response>> put_kill_switch(Context& ctx, const Request& req, const Params& params) {
+Task<Result<Response>> put_kill_switch(Context& ctx, const Request& req, const Params& params,
+                                       Task<Result<json>> (*release)(Context&)) {
   SS_CO_TRY(json body, operator_body(req));
   std::string name = param(params, "name");
   if (!is_known_switch(name)) {
@@ -385,7 +386,7 @@ Task<Result<Response>> put_kill_switch(Context& ctx, const Request& req, const P
   if (!*enabled && name == kHighRiskSwitch) {
     // The switch is written whatever the release does: a pass that fails is reported (the */2 cron
     // runs the next one), never the PUT's failure.
-    auto released = co_await release_held(ctx);
+    auto released = co_await release(ctx);
     if (released) {
       out["released"] = std::move(released).value();
     } else {
@@ -403,9 +404,13 @@ Task<Result<Response>> list_kill_switches(Context& ctx, const Request& req, cons
 
 // --- drains, replay, quarantine, retention -------------------------------------------------------
 
-Task<Result<Response>> drain_now(Context& ctx, const Request& req, const Params&) {
+Task<Result<Response>> drain_now(Context& ctx, const Request& req, const Params&,
+                                 LedgerWiring wiring) {
   std::string only = req.query_param("consumer");
   if (!only.empty() && !is_consumer(only)) co_return invalid_field("consumer", "unknown consumer");
+  if (wiring.runner_only && only != kWorkflowRunner) {
+    co_return invalid_field("consumer", "this worker drains workflow_runner alone");
+  }
   // One batch per consumer unless asked for more: an operator's call answers in about one batch's
   // time, and each call's report says what that batch did. `batches=N` drains like a cron run does
   // (up to N batches while they come back full).
@@ -413,8 +418,8 @@ Task<Result<Response>> drain_now(Context& ctx, const Request& req, const Params&
   json consumers = json::object();
   for (const std::string& name : consumer_names()) {
     if (!only.empty() && name != only) continue;
-    SS_CO_TRY(DrainReport report, co_await drain_consumer(ctx, name, batches));
-    consumers[name] = report.to_json();
+    SS_CO_TRY(json report, co_await wiring.drain(ctx, name, batches));
+    consumers[name] = std::move(report);
   }
   co_return Response::json_body(200, json_object({{"consumers", consumers}}));
 }
@@ -623,49 +628,160 @@ void add_health_route(App& app) {
   app.router.add("GET", "/health", health).add("GET", "/health/consumers", consumers_probe);
 }
 
-void add_admin_config_routes(App& app) {
-  app.router.add("POST", "/admin/subscriptions", operator_only(create_subscription))
-      .add("GET", "/admin/subscriptions", operator_only(list_subscriptions))
-      .add("GET", "/admin/subscriptions/{id}", operator_only(get_subscription))
-      .add("PATCH", "/admin/subscriptions/{id}", operator_only(patch_subscription))
-      .add("DELETE", "/admin/subscriptions/{id}", operator_only(delete_subscription))
-      .add("GET", "/admin/workflows", operator_only(list_workflows))
-      .add("PUT", "/admin/workflows/{workflowType}", operator_only(put_workflow))
-      .add("GET", "/admin/workflows/{workflowType}", operator_only(get_workflow))
-      .add("DELETE", "/admin/workflows/{workflowType}", operator_only(delete_workflow))
-      .add("GET", "/admin/schemas", operator_only(list_schemas))
-      .add("PUT", "/admin/schemas/{eventType}", operator_only(put_schema))
-      .add("DELETE", "/admin/schemas/{eventType}", operator_only(delete_schema))
-      .add("GET", "/admin/kill-switches", operator_only(list_kill_switches))
-      .add("PUT", "/admin/kill-switches/{name}", operator_only(put_kill_switch))
-      .add("GET", "/admin/consumers", operator_only(list_consumers))
-      .add("GET", "/admin/quarantine", operator_only(list_quarantine))
-      .add("GET", "/admin/tenants/{id}/health", operator_only(tenant_health))
-      .add("GET", "/admin/reflexion", operator_only(list_reflexion))
-      .add("GET", "/admin/alerts", operator_only(list_alerts));
+// The config routes, once: X(method, pattern, handler) per route.
+#define SS_EVENTS_CONFIG_ROUTES(X)                                \
+  X("POST", "/admin/subscriptions", create_subscription)          \
+  X("GET", "/admin/subscriptions", list_subscriptions)            \
+  X("GET", "/admin/subscriptions/{id}", get_subscription)         \
+  X("PATCH", "/admin/subscriptions/{id}", patch_subscription)     \
+  X("DELETE", "/admin/subscriptions/{id}", delete_subscription)   \
+  X("GET", "/admin/workflows", list_workflows)                    \
+  X("PUT", "/admin/workflows/{workflowType}", put_workflow)       \
+  X("GET", "/admin/workflows/{workflowType}", get_workflow)       \
+  X("DELETE", "/admin/workflows/{workflowType}", delete_workflow) \
+  X("GET", "/admin/schemas", list_schemas)                        \
+  X("PUT", "/admin/schemas/{eventType}", put_schema)              \
+  X("DELETE", "/admin/schemas/{eventType}", delete_schema)        \
+  X("GET", "/admin/kill-switches", list_kill_switches)            \
+  X("PUT", "/admin/kill-switches/{name}", put_kill_switch_here)   \
+  X("GET", "/admin/consumers", list_consumers)                    \
+  X("GET", "/admin/quarantine", list_quarantine)                  \
+  X("GET", "/admin/tenants/{id}/health", tenant_health)           \
+  X("GET", "/admin/reflexion", list_reflexion)                    \
+  X("GET", "/admin/alerts", list_alerts)
+
+void add_admin_config_routes(App& app, const LedgerWiring& wiring) {
+  auto release = wiring.release;
+  Handler put_kill_switch_here = [release](Context& ctx, const Request& req, const Params& params) {
+    return put_kill_switch(ctx, req, params, release);
+  };
+#define SS_X(method, pattern, handler) app.router.add(method, pattern, operator_only(handler));
+  SS_EVENTS_CONFIG_ROUTES(SS_X)
+#undef SS_X
 }
 
-void add_admin_drain_routes(App& app) {
-  app.router.add("POST", "/admin/events/drain", operator_only(drain_now))
-      .add("POST", "/admin/events/retention", operator_only(retention_now))
-      .add("POST", "/admin/consumers/{name}/replay", operator_only(replay))
-      .add("POST", "/admin/quarantine/{consumer}/{eventId}/retry", operator_only(retry_quarantine))
-      .add("POST", "/admin/alerts/deliver", operator_only(deliver_now));
+void forward_admin_config_routes(App& app, const Handler& forward) {
+#define SS_X(method, pattern, handler) app.router.add(method, pattern, forward);
+  SS_EVENTS_CONFIG_ROUTES(SS_X)
+#undef SS_X
+}
+
+#undef SS_EVENTS_CONFIG_ROUTES
+
+void add_drain_route(App& app, const LedgerWiring& wiring) {
+  app.router.add("POST", "/admin/events/drain",
+                 operator_only([wiring](Context& ctx, const Request& req, const Params& params) {
+                   return drain_now(ctx, req, params, wiring);
+                 }));
+}
+
+void add_replay_route(App& app) {
+  app.router.add("POST", "/admin/consumers/{name}/replay", operator_only(replay));
+}
+
+namespace {
+
+Task<Result<Response>> retention_run_now(Context& ctx, const Request&, const Params&) {
+  SS_CO_TRY(json result, co_await retention_here(ctx));
+  co_return Response::json_body(200, result);
+}
+
+}  // namespace
+
+void add_upkeep_routes(App& app) {
+  app.router.add("POST", kRetentionPath, operator_only(retention_now))
+      .add("POST", kAlertsDeliverPath, operator_only(deliver_now))
+      .add("POST", "/admin/events/retention-run", operator_only(retention_run_now));
+}
+
+void add_quarantine_retry_route(App& app) {
+  app.router.add("POST", kQuarantineRetryPath, operator_only(retry_quarantine));
+}
+
+namespace {
+
+Task<Result<Response>> runner_cron_now(Context& ctx, const Request&, const Params&) {
+  SS_CO_TRY(json report, co_await runner_cron_here(ctx));
+  co_return Response::json_body(200, report);
+}
+
+Task<Result<Response>> release_now(Context& ctx, const Request&, const Params&) {
+  SS_CO_TRY(json released, co_await release_here(ctx));
+  co_return Response::json_body(200, released);
+}
+
+}  // namespace
+
+void add_runner_routes(App& app) {
+  app.router.add("POST", "/admin/events/runner-cron", operator_only(runner_cron_now))
+      .add("POST", "/admin/events/release", operator_only(release_now));
+}
+
+Task<Result<json>> drain_here(Context& ctx, const std::string& consumer, std::int64_t batches) {
+  SS_CO_TRY(DrainReport report, co_await drain_consumer(ctx, consumer, batches));
+  co_return report.to_json();
+}
+
+Task<Result<json>> runner_cron_here(Context& ctx) {
+  // What the release pass spent of workflow_runner's budgets (DRAIN_SUBREQUEST_BUDGET,
+  // DRAIN_WORK_BUDGET): they are the invocation's, so the drain below goes on from there.
+  InvocationSpend spent;
+  // Starts held by kill:high_risk_ops go out once the switch is off (PUT releases the first
+  // kMaxReleasePerCall at once; the rest follow here, while it and the stops stay off).
+  auto released = co_await release_held(ctx, &spent);
+  if (!released) ctx.log("release of held starts failed: " + released.error().message);
+  SS_CO_TRY(DrainReport report,
+            co_await drain_consumer_with(ctx, kWorkflowRunner, drain_batches_per_run(ctx),
+                                         &run_runner_batch, spent));
+  co_return report.to_json();
+}
+
+Task<Result<json>> release_here(Context& ctx) { return release_held(ctx); }
+
+Task<Result<json>> retention_here(Context& ctx) {
+  // Batch after batch until the backlog is gone or the run's share is spent: one batch an hour
+  // (12,000 events a day) could never keep up with a busy ledger (docs/runbook-events.md).
+  const int days = retention_days(ctx);
+  const auto batches = ctx.env_int("RETENTION_BATCHES_PER_RUN", kDefaultRetentionBatchesPerRun, 1,
+                                   kMaxRetentionBatchesPerRun);
+  std::int64_t redacted = 0;
+  std::int64_t done = 0;
+  while (done < batches) {
+    SS_CO_TRY(json r, co_await apply_retention(ctx, days));
+    const std::int64_t n = int_or(r, "redacted", 0);
+    redacted += n;
+    ++done;
+    if (n < kRetentionBatch) break;  // caught up
+  }
+  co_return json_object({{"redacted", redacted}, {"batches", done}});
+}
+
+LedgerWiring whole_ledger() {
+  LedgerWiring wiring;
+  wiring.drain = &drain_here;
+  wiring.runner_cron = &runner_cron_here;
+  wiring.release = &release_here;
+  wiring.retention = &retention_here;
+  wiring.alerts = &alert_pass;
+  return wiring;
 }
 
 void add_admin_routes(App& app) {
-  add_admin_config_routes(app);
-  add_admin_drain_routes(app);
+  const LedgerWiring wiring = whole_ledger();
+  add_admin_config_routes(app, wiring);
+  add_drain_route(app, wiring);
+  add_replay_route(app);
+  add_upkeep_routes(app);
+  add_quarantine_retry_route(app);
 }
 
 void add_timeline_route(App& app) {
   app.router.add("GET", "/api/entities/{entityType}/{entityId}/timeline", entity_timeline);
 }
 
-Task<Status> run_cron(Context& ctx, const std::string& cron) {
+Task<Status> run_cron(Context& ctx, const std::string& cron, const LedgerWiring& wiring) {
   std::vector<std::string> consumers;
   bool retention = false;
-  if (cron == "*/2 * * * *") consumers = {kWorkflowRunner};
   if (cron == "*/15 * * * *") consumers = {kAnomalyDetector};
   if (cron == "*/30 * * * *") consumers = {kReflexionAnalyzer};
   if (cron == "*/5 * * * *") consumers = {kCustomerHealthWatcher};
@@ -673,48 +789,38 @@ Task<Status> run_cron(Context& ctx, const std::string& cron) {
     consumers = {kTimelineIndexer};
     retention = true;
   }
-  if (consumers.empty()) ctx.log("events cron: no consumer for '" + cron + "'");
   Status result = Unit{};
-  // What the release pass spent of workflow_runner's budgets (DRAIN_SUBREQUEST_BUDGET,
-  // DRAIN_WORK_BUDGET): they are the invocation's, so the drain below goes on from there.
-  InvocationSpend spent;
   if (cron == "*/2 * * * *") {
-    // Starts held by kill:high_risk_ops go out once the switch is off (PUT releases the first
-    // kMaxReleasePerCall at once; the rest follow here, while it and the stops stay off).
-    auto released = co_await release_held(ctx, &spent);
-    if (!released) ctx.log("release of held starts failed: " + released.error().message);
+    // workflow_runner: held starts released, then its drain, here or in the runner worker.
+    auto report = co_await wiring.runner_cron(ctx);
+    if (!report) {
+      ctx.log("drain " + std::string(kWorkflowRunner) + " failed: " + report.error().message);
+      result = report.error();
+    } else {
+      ctx.log("drain " + std::string(kWorkflowRunner) + ": " + dump_json(*report));
+    }
+  } else if (consumers.empty()) {
+    ctx.log("events cron: no consumer for '" + cron + "'");
   }
   // Each consumer drains batch after batch until it has caught up or the run's bound is reached:
   // one batch per tick could never keep up with a busy ledger (docs/runbook-events.md).
   const std::int64_t batches = drain_batches_per_run(ctx);
   for (const std::string& name : consumers) {
-    auto report = co_await drain_consumer(ctx, name, batches,
-                                          name == kWorkflowRunner ? spent : InvocationSpend{});
+    auto report = co_await wiring.drain(ctx, name, batches);
     if (!report) {
       ctx.log("drain " + name + " failed: " + report.error().message);
       result = report.error();
     } else {
-      ctx.log("drain " + name + ": " + dump_json(report->to_json()));
+      ctx.log("drain " + name + ": " + dump_json(*report));
     }
   }
   if (retention) {
-    // Batch after batch until the backlog is gone or the run's share is spent: one batch an hour
-    // (12,000 events a day) could never keep up with a busy ledger (docs/runbook-events.md).
-    const int days = retention_days(ctx);
-    const auto batches = ctx.env_int("RETENTION_BATCHES_PER_RUN", kDefaultRetentionBatchesPerRun, 1,
-                                     kMaxRetentionBatchesPerRun);
-    for (std::int64_t i = 0; i < batches; ++i) {
-      auto r = co_await apply_retention(ctx, days);
-      if (!r) {
-        ctx.log("retention failed: " + r.error().message);
-        break;
-      }
-      if (int_or(*r, "redacted", 0) < kRetentionBatch) break;  // caught up
-    }
+    auto redacted = co_await wiring.retention(ctx);
+    if (!redacted) ctx.log("retention failed: " + redacted.error().message);
   }
   // Every cron run ends with the alert pass: stalls are noticed within one run, and an alert
   // raised by a drain is sent within minutes.
-  auto alerts = co_await alert_pass(ctx);
+  auto alerts = co_await wiring.alerts(ctx);
   if (!alerts) ctx.log("alert pass failed: " + alerts.error().message);
   co_return result;
 }

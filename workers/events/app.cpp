@@ -1,4 +1,5 @@
-// siteswarm-events-service: the event ledger. This file wires the worker; routes live beside it.
+// siteswarm-events-service: the event ledger, whole, as the native harness runs it; deployed, it is
+// three workers built from this library (parts.cpp). This file wires the worker; routes live beside it.
 #include "shared/app.h"
 #include "workers/events/admin.h"
 #include "workers/events/api.h"
@@ -17,7 +18,9 @@ App make_events_app() {
   events::add_admin_routes(app);
   events::add_timeline_route(app);
   events::add_test_program_routes(app);
-  app.scheduled = [](Context& ctx, const std::string& cron) { return events::run_cron(ctx, cron); };
+  app.scheduled = [](Context& ctx, const std::string& cron) {
+    return events::run_cron(ctx, cron, events::whole_ledger());
+  };
   app.queue = [](Context& ctx, const std::string&, std::vector<QueueMessage> batch) {
     return events::ingest_batch(ctx, std::move(batch));
   };

@@ -31,17 +31,10 @@ Task<Status> nothing_to_run() { co_return Unit{}; }
 // at once by the caller, whose arguments it references: no coroutine frame of its own to forward it.
 Task<Status> run_batch(Context& ctx, DrainReport& report, const std::vector<EventRow>& rows,
                        const Cursor& cursor, const std::string& holder) {
-  const std::string& consumer = report.consumer;
-  if (consumer == kAnomalyDetector) {
-    // Runs with nothing new to read too: a window that ended since the last run is judged.
-    bool full = static_cast<int>(rows.size()) == kDrainBatchSize;
-    return run_anomaly_batch(ctx, report, rows, full);
+  if (report.consumer == kWorkflowRunner) {
+    return run_runner_batch(ctx, report, rows, cursor, holder);
   }
-  if (rows.empty()) return nothing_to_run();
-  if (consumer == kWorkflowRunner) return run_workflow_batch(ctx, report, rows, cursor, holder);
-  if (consumer == kTimelineIndexer) return run_timeline_batch(ctx, report, rows);
-  if (consumer == kReflexionAnalyzer) return run_reflexion_batch(ctx, report, rows);
-  return run_health_batch(ctx, report, rows);
+  return run_analyser_batch(ctx, report, rows, cursor, holder);
 }
 
 std::vector<std::string> kill_switches_of(const std::string& consumer) {
@@ -51,6 +44,27 @@ std::vector<std::string> kill_switches_of(const std::string& consumer) {
 }
 
 }  // namespace
+
+Task<Status> run_runner_batch(Context& ctx, DrainReport& report, const std::vector<EventRow>& rows,
+                              const Cursor& cursor, const std::string& holder) {
+  if (rows.empty()) return nothing_to_run();
+  return run_workflow_batch(ctx, report, rows, cursor, holder);
+}
+
+Task<Status> run_analyser_batch(Context& ctx, DrainReport& report,
+                                const std::vector<EventRow>& rows, const Cursor&,
+                                const std::string&) {
+  const std::string& consumer = report.consumer;
+  if (consumer == kAnomalyDetector) {
+    // Runs with nothing new to read too: a window that ended since the last run is judged.
+    bool full = static_cast<int>(rows.size()) == kDrainBatchSize;
+    return run_anomaly_batch(ctx, report, rows, full);
+  }
+  if (rows.empty()) return nothing_to_run();
+  if (consumer == kTimelineIndexer) return run_timeline_batch(ctx, report, rows);
+  if (consumer == kReflexionAnalyzer) return run_reflexion_batch(ctx, report, rows);
+  return run_health_batch(ctx, report, rows);
+}
 
 std::int64_t drain_batches_per_run(const Context& ctx) {
   return ctx.env_int("DRAIN_BATCHES_PER_RUN", kDefaultDrainBatchesPerRun, 1,

@@ -43,8 +43,15 @@ Task<Result<DrainReport>> drain_consumer(Context& ctx, const std::string& consum
 using BatchStep = Task<Status> (*)(Context& ctx, DrainReport& report,
                                    const std::vector<EventRow>& rows, const Cursor& cursor,
                                    const std::string& holder);
+// The batch steps drain_consumer dispatches to: workflow_runner's, and the four analysers' (a
+// module that drains only some consumers gives drain_consumer_with one of these).
+Task<Status> run_runner_batch(Context& ctx, DrainReport& report, const std::vector<EventRow>& rows,
+                              const Cursor& cursor, const std::string& holder);
+Task<Status> run_analyser_batch(Context& ctx, DrainReport& report,
+                                const std::vector<EventRow>& rows, const Cursor& cursor,
+                                const std::string& holder);
 // drain_consumer with the batch step given: a module that runs only some consumers links only
-// their code (docs/performance.md "Size", the split candidates). `step` must handle `consumer`.
+// their code (the ledger's three workers: docs/architecture.md). `step` must handle `consumer`.
 Task<Result<DrainReport>> drain_consumer_with(Context& ctx, const std::string& consumer,
                                               std::int64_t max_batches, BatchStep step,
                                               InvocationSpend spent = {});

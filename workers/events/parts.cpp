@@ -1,12 +1,203 @@
-// The ledger as three deployed workers (docs/architecture.md "The ledger's three workers").
+// The ledger as three deployed workers (docs/architecture.md "The ledger's three workers"), each
+// linking only its share of this library, so each fits the 128 KiB gz budget:
+//   - siteswarm-events-service (make_events_entry_app): the public worker. The data path, the
+//     queue consumer, every cron, the four analysers, retention and alerts; the config routes go
+//     on to the config worker, workflow_runner's drains and retries to the runner worker.
+//   - siteswarm-events-runner (make_events_runner_app): workflow_runner: its drain, held starts,
+//     quarantine retries, the workflow starts on the other platform workers.
+//   - siteswarm-events-config (make_events_config_app): subscriptions, workflows, schemas, kill
+//     switches, the operator reads and /__test/programs.
+// The three share one D1 database and the FLAGS namespace, and reach each other over Service
+// Bindings with the operator token. The native harness runs make_events_app(): the same code,
+// every part in one module.
 #include "shared/app.h"
+#include "shared/effects.h"
+#include "shared/json_util.h"
+#include "shared/text.h"
+#include "workers/events/admin.h"
+#include "workers/events/api.h"
+#include "workers/events/drain.h"
+#include "workers/events/test_programs.h"
 
 namespace ss {
 
-App make_events_app();
+namespace events {
+namespace {
 
-App make_events_entry_app() { return make_events_app(); }
-App make_events_runner_app() { return make_events_app(); }
-App make_events_config_app() { return make_events_app(); }
+inline constexpr const char* kRunnerBinding = "EVENTS_RUNNER";
+inline constexpr const char* kConfigBinding = "EVENTS_CONFIG";
+// A cron's call to the runner waits as long as the runner's own drain may take (a Cron Trigger
+// runs up to 15 minutes); an operator's call, as long as the caller waits for its answer.
+inline constexpr int kRunnerCronTimeoutMs = 15 * 60 * 1000;
+inline constexpr int kPartCallTimeoutMs = 120 * 1000;
+
+// What a part answered, as the Error it stands for: its own code and message when it sent one.
+Error part_error(const char* binding, const FetchReply& reply) {
+  auto body = parse_json_object(reply.body);
+  if (body) {
+    const json* error = find_field(*body, "error");
+    std::string code = error ? string_or(*error, "code", "") : "";
+#define SS_X(name, status)                                           \
+  if (code == #name) {                                               \
+    Error out{ErrorCode::name, string_or(*error, "message", "")};    \
+    for (auto& [key, value] : error->items()) {                      \
+      if (key != "code" && key != "message") out.extra[key] = value; \
+    }                                                                \
+    return out;                                                      \
+  }
+    SS_ERROR_CODES(SS_X)
+#undef SS_X
+  }
+  return Error{ErrorCode::dependency_unavailable,
+               std::string(binding) + " answered " + std::to_string(reply.status)};
+}
+
+// POST <path> on a part with the operator token; its JSON answer.
+Task<Result<json>> call_part(Context& ctx, const char* binding, std::string path, int timeout_ms) {
+  HttpCall call;
+  call.method = "POST";
+  call.url = "https://" + ascii_lower(binding) + ".internal" + path;
+  call.headers["authorization"] = "Bearer " + ctx.env("PLATFORM_ADMIN_TOKEN");
+  call.headers["content-type"] = "application/json";
+  call.body = "{}";
+  call.timeout_ms = timeout_ms;
+  SS_CO_TRY(FetchReply reply, co_await service_call(binding, call));
+  if (!reply.ok()) co_return part_error(binding, reply);
+  auto body = parse_json(reply.body);
+  if (!body)
+    co_return Error{ErrorCode::dependency_unavailable, std::string(binding) + " answered no JSON"};
+  co_return std::move(body).value();
+}
+
+// The entry worker: workflow_runner's drains run in the runner worker, the analysers' here.
+Task<Result<json>> drain_in_entry(Context& ctx, const std::string& consumer, std::int64_t batches) {
+  if (consumer == kWorkflowRunner) {
+    SS_CO_TRY(json answer, co_await call_part(ctx, kRunnerBinding,
+                                              "/admin/events/drain?consumer=" + consumer +
+                                                  "&batches=" + std::to_string(batches),
+                                              kPartCallTimeoutMs));
+    const json* consumers = find_field(answer, "consumers");
+    const json* report = consumers ? find_field(*consumers, consumer) : nullptr;
+    if (!report) co_return Error{ErrorCode::dependency_unavailable, "the runner sent no report"};
+    co_return *report;
+  }
+  SS_CO_TRY(DrainReport report,
+            co_await drain_consumer_with(ctx, consumer, batches, &run_analyser_batch));
+  co_return report.to_json();
+}
+
+Task<Result<json>> runner_cron_in_runner(Context& ctx) {
+  return call_part(ctx, kRunnerBinding, "/admin/events/runner-cron", kRunnerCronTimeoutMs);
+}
+
+Task<Result<json>> release_in_runner(Context& ctx) {
+  return call_part(ctx, kRunnerBinding, "/admin/events/release", kPartCallTimeoutMs);
+}
+
+Task<Result<json>> retention_in_config(Context& ctx) {
+  return call_part(ctx, kConfigBinding, "/admin/events/retention-run", kRunnerCronTimeoutMs);
+}
+
+Task<Result<json>> alerts_in_config(Context& ctx) {
+  return call_part(ctx, kConfigBinding, kAlertsDeliverPath, kPartCallTimeoutMs);
+}
+
+Task<Result<json>> drain_in_runner(Context& ctx, const std::string& consumer,
+                                   std::int64_t batches) {
+  SS_CO_TRY(DrainReport report,
+            co_await drain_consumer_with(ctx, consumer, batches, &run_runner_batch));
+  co_return report.to_json();
+}
+
+// The request as received, sent on to a part; its answer as the part gave it.
+Task<Result<Response>> forward(Context& ctx, const Request& req, const char* binding) {
+  if (req.body_too_large) co_return Error{ErrorCode::payload_too_large, "request body too large"};
+  HttpCall call;
+  call.method = req.method;
+  call.url = "https://" + ascii_lower(binding) + ".internal" + req.path +
+             (req.query_string.empty() ? "" : "?" + req.query_string);
+  for (const auto& [name, value] : req.headers) {
+    if (name != "host" && name != "content-length") call.headers[name] = value;
+  }
+  call.body = req.body;
+  call.timeout_ms = kPartCallTimeoutMs;
+  SS_CO_TRY(FetchReply reply, co_await service_call(binding, call));
+  Response out;
+  out.status = reply.status;
+  for (auto& [name, value] : reply.headers) {
+    if (name != "content-length") out.headers.emplace_back(name, std::move(value));
+  }
+  out.body = std::move(reply.body);
+  co_return out;
+}
+
+Handler forward_to(const char* binding) {
+  return [binding](Context& ctx, const Request& req, const Params&) {
+    return forward(ctx, req, binding);
+  };
+}
+
+App ledger_app() {
+  App app;
+  app.service = "siteswarm-events-service";
+  app.db_binding = "EVENTS_DB";
+  return app;
+}
+
+}  // namespace
+}  // namespace events
+
+App make_events_entry_app() {
+  events::LedgerWiring wiring;
+  wiring.drain = &events::drain_in_entry;
+  wiring.runner_cron = &events::runner_cron_in_runner;
+  wiring.retention = &events::retention_in_config;
+  wiring.alerts = &events::alerts_in_config;
+  App app = events::ledger_app();
+  events::add_health_route(app);  // first: it takes /health from the platform routes
+  add_platform_routes(app);
+  events::add_api_routes(app);
+  events::add_timeline_route(app);
+  events::add_drain_route(app, wiring);
+  events::add_replay_route(app);
+  const Handler to_config = events::forward_to(events::kConfigBinding);
+  events::forward_admin_config_routes(app, to_config);
+  app.router.add("POST", events::kRetentionPath, to_config)
+      .add("POST", events::kAlertsDeliverPath, to_config)
+      .add("POST", "/__test/programs", to_config);
+  app.router.add("POST", events::kQuarantineRetryPath, events::forward_to(events::kRunnerBinding));
+  app.scheduled = [wiring](Context& ctx, const std::string& cron) {
+    return events::run_cron(ctx, cron, wiring);
+  };
+  app.queue = [](Context& ctx, const std::string&, std::vector<QueueMessage> batch) {
+    return events::ingest_batch(ctx, std::move(batch));
+  };
+  return app;
+}
+
+App make_events_runner_app() {
+  events::LedgerWiring wiring;
+  wiring.drain = &events::drain_in_runner;
+  wiring.runner_only = true;
+  App app = events::ledger_app();
+  app.service = "siteswarm-events-runner";
+  add_platform_routes(app);
+  events::add_drain_route(app, wiring);
+  events::add_quarantine_retry_route(app);
+  events::add_runner_routes(app);
+  return app;
+}
+
+App make_events_config_app() {
+  events::LedgerWiring wiring;
+  wiring.release = &events::release_in_runner;
+  App app = events::ledger_app();
+  app.service = "siteswarm-events-config";
+  add_platform_routes(app);
+  events::add_admin_config_routes(app, wiring);
+  events::add_upkeep_routes(app);
+  events::add_test_program_routes(app);
+  return app;
+}
 
 }  // namespace ss
