@@ -779,7 +779,7 @@ void add_timeline_route(App& app) {
   app.router.add("GET", "/api/entities/{entityType}/{entityId}/timeline", entity_timeline);
 }
 
-Task<Status> run_cron(Context& ctx, const std::string& cron, const LedgerWiring& wiring) {
+Task<Status> run_cron(Context& ctx, const std::string& cron, LedgerWiring wiring) {
   std::vector<std::string> consumers;
   bool retention = false;
   if (cron == "*/15 * * * *") consumers = {kAnomalyDetector};

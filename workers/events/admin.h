@@ -62,7 +62,7 @@ void add_timeline_route(App& app);
 // routes, so it answers /health instead of the generic one.
 void add_health_route(App& app);
 // */2 → workflow_runner, */15 → anomaly_detector, hourly → timeline_indexer + retention.
-Task<Status> run_cron(Context& ctx, const std::string& cron, const LedgerWiring& wiring);
+Task<Status> run_cron(Context& ctx, const std::string& cron, LedgerWiring wiring);
 // The alert pass that ends every cron run (and POST /admin/alerts/deliver): stall alerts from a fresh
 // health snapshot, then delivery of what is pending, under the "alerts" lock.
 Task<Result<json>> alert_pass(Context& ctx);

@@ -122,6 +122,13 @@ Task<Result<Response>> forward(Context& ctx, const Request& req, const char* bin
   call.body = req.body;
   call.timeout_ms = kPartCallTimeoutMs;
   SS_CO_TRY(FetchReply reply, co_await service_call(binding, call));
+  // The host reads at most 1 MiB of an answer and hands over nothing of a longer one: never pass
+  // on a truncated answer as whole.
+  const std::string length = reply.header("content-length");
+  if (reply.body.empty() && !length.empty() && length != "0") {
+    co_return Error{ErrorCode::dependency_unavailable,
+                    std::string(binding) + " answered more than can be forwarded"};
+  }
   Response out;
   out.status = reply.status;
   for (auto& [name, value] : reply.headers) {
