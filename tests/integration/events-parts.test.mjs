@@ -1,0 +1,209 @@
+// The ledger deployed as three workers (docs/architecture.md "The ledger's three workers"): the public
+// siteswarm-events-service, and the internal siteswarm-events-runner and siteswarm-events-config,
+// one D1 database between them. What a client or operator sees must be what one worker answered:
+// each operator route through the entry, its errors as the part gave them, one drain answer for all
+// five consumers, the crons driving the parts. events.test.mjs and events-consumers.test.mjs run
+// every ledger guarantee through the entry on top of this.
+import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import { after, before, describe, it } from "node:test";
+import { errorOf, jsonOf, startMesh } from "./mesh.mjs";
+
+const CONSUMERS = [
+  "workflow_runner",
+  "timeline_indexer",
+  "anomaly_detector",
+  "reflexion_analyzer",
+  "customer_health_watcher",
+];
+const JSON_TYPE = { "content-type": "application/json" };
+
+/** A workflow target that records each start. */
+async function startTarget() {
+  const calls = [];
+  const server = createServer(async (req, res) => {
+    let text = "";
+    for await (const chunk of req) text += chunk;
+    calls.push({ path: req.url, key: req.headers["idempotency-key"], body: JSON.parse(text || "null") });
+    res.writeHead(202, JSON_TYPE).end('{"accepted":true}');
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    calls,
+    url: `http://127.0.0.1:${server.address().port}`,
+    close: () => new Promise((resolve) => server.close(resolve)),
+  };
+}
+
+let mesh;
+let target;
+before(async () => {
+  const tenants = [{ appId: "bakery", config: {} }];
+  [mesh, target] = await Promise.all([
+    startMesh({ tenants, bindings: { events: { WORKFLOW_RUN_EVENTS: "0" } } }),
+    startTarget(),
+  ]);
+});
+after(async () => {
+  await mesh?.dispose();
+  await target?.close();
+});
+
+const admin = (key, method, pathname, body, headers = mesh.operator(body === undefined ? {} : JSON_TYPE)) =>
+  mesh.fetch(key, pathname, {
+    method,
+    headers,
+    ...(body !== undefined && { body: typeof body === "string" ? body : JSON.stringify(body) }),
+  });
+async function emit(eventType, payload = {}) {
+  const res = await mesh.fetch("events", "/api/events", {
+    method: "POST",
+    headers: { ...mesh.tenantHeaders("bakery"), ...JSON_TYPE },
+    body: JSON.stringify({ event_type: eventType, entity_ref: "order:1", payload }),
+  });
+  return (await jsonOf(res, 201)).event_id;
+}
+
+describe("the ledger's three workers", () => {
+  it("each answers /health as itself", async () => {
+    for (const [key, service] of [
+      ["events", "siteswarm-events-service"],
+      ["events_runner", "siteswarm-events-runner"],
+      ["events_config", "siteswarm-events-config"],
+    ]) {
+      const body = await jsonOf(await mesh.fetch(key, "/health"), 200);
+      assert.equal(body.ok, true);
+      assert.equal(body.service, service, key);
+    }
+  });
+
+  it("a config route sent through the entry is written by the config worker into the one database", async () => {
+    const put = await jsonOf(
+      await admin("events", "PUT", "/admin/workflows/parts_notify", { target: { webhook: `${target.url}/hooks/n` } }),
+      201,
+    );
+    assert.equal(put.workflow_type, "parts_notify");
+    // The config worker itself has it, and so has the database the entry and the runner read.
+    const direct = await jsonOf(await admin("events_config", "GET", "/admin/workflows/parts_notify"), 200);
+    assert.equal(direct.workflow_type, "parts_notify");
+    const db = await mesh.d1("events", "EVENTS_DB");
+    const row = await db
+      .prepare("SELECT workflow_type FROM workflow_definitions WHERE workflow_type = ?1")
+      .bind("parts_notify")
+      .first();
+    assert.equal(row?.workflow_type, "parts_notify");
+    // The entry does not run it itself: its answer is the config worker's, query string included.
+    const listed = await jsonOf(await admin("events", "GET", "/admin/workflows?limit=5"), 200);
+    assert.ok(listed.workflows.some((w) => w.workflow_type === "parts_notify"));
+  });
+
+  it("a forwarded route's errors are the config worker's, and a body too large never leaves the entry", async () => {
+    await errorOf(
+      await admin("events", "POST", "/admin/subscriptions", { event_type_glob: "*" }, JSON_TYPE),
+      401,
+      "unauthorized",
+    );
+    await errorOf(await admin("events", "POST", "/admin/subscriptions", "{not json"), 400, "invalid_json");
+    const bad = await errorOf(
+      await admin("events", "POST", "/admin/subscriptions", { event_type_glob: "*", workflow_type: "no_such" }),
+      404,
+      "not_found",
+    );
+    assert.match(bad.message, /no_such/);
+    await errorOf(await admin("events", "DELETE", "/admin/workflows"), 405, "method_not_allowed");
+    const huge = JSON.stringify({ event_type_glob: "*", workflow_type: "x".repeat(2 * 1024 * 1024) });
+    const res = await admin("events", "POST", "/admin/subscriptions", huge);
+    assert.equal(res.status, 413);
+    assert.equal((await res.json()).error.code, "payload_too_large");
+  });
+
+  it("POST /admin/events/drain answers for all five consumers; workflow_runner's drain ran in the runner", async () => {
+    await jsonOf(
+      await admin("events", "PUT", "/admin/workflows/parts_start", {
+        target: { webhook: `${target.url}/hooks/start` },
+      }),
+      201,
+    );
+    await jsonOf(
+      await admin("events", "POST", "/admin/subscriptions", {
+        event_type_glob: "parts.*",
+        workflow_type: "parts_start",
+      }),
+      201,
+    );
+    const id = await emit("parts.placed", { n: 1 });
+    const body = await jsonOf(await admin("events", "POST", "/admin/events/drain"), 200);
+    assert.deepEqual(Object.keys(body.consumers).sort(), [...CONSUMERS].sort());
+    assert.equal(body.consumers.workflow_runner.started, 1);
+    assert.equal(body.consumers.timeline_indexer.read >= 1, true);
+    const starts = target.calls.filter((c) => c.path === "/hooks/start");
+    assert.equal(starts.length, 1);
+    assert.equal(starts[0].key, `workflow_runner:${id}:parts_start`);
+    // The runner drains workflow_runner alone: asked for an analyser, it refuses and names the field.
+    const refused = await errorOf(
+      await admin("events_runner", "POST", "/admin/events/drain?consumer=timeline_indexer"),
+      400,
+      "invalid_request",
+    );
+    assert.match(JSON.stringify(refused), /consumer/);
+  });
+
+  it("the */2 cron on the entry starts workflows through the runner; the parts' own routes take the operator token", async () => {
+    const id = await emit("parts.shipped");
+    const worker = await mesh.mf.getWorker("siteswarm-events-service");
+    const result = await worker.scheduled({ cron: "*/2 * * * *", scheduledTime: new Date() });
+    assert.equal(result.outcome, "ok");
+    assert.ok(target.calls.some((c) => c.key === `workflow_runner:${id}:parts_start`));
+    for (const [key, path] of [
+      ["events_runner", "/admin/events/runner-cron"],
+      ["events_runner", "/admin/events/release"],
+      ["events_config", "/admin/events/retention-run"],
+      ["events_config", "/admin/alerts/deliver"],
+    ]) {
+      await errorOf(await mesh.fetch(key, path, { method: "POST" }), 401, "unauthorized");
+    }
+  });
+});
+
+describe("a part that does not answer", () => {
+  let broken;
+  before(async () => {
+    // The entry's bindings to its parts fail: every call over them is refused.
+    const down = () => {
+      throw new Error("part down");
+    };
+    broken = await startMesh({
+      tenants: [{ appId: "bakery", config: {} }],
+      serviceBindings: { events: { EVENTS_RUNNER: down, EVENTS_CONFIG: down } },
+    });
+  });
+  after(async () => broken?.dispose());
+
+  it("answers 503 dependency_unavailable as JSON; the data path is not touched", async () => {
+    const forwarded = await broken.fetch("events", "/admin/workflows", { headers: broken.operator() });
+    assert.equal(forwarded.status, 503);
+    assert.equal((await forwarded.json()).error.code, "dependency_unavailable");
+    const drained = await broken.fetch("events", "/admin/events/drain?consumer=workflow_runner", {
+      method: "POST",
+      headers: broken.operator(),
+    });
+    assert.equal(drained.status, 503);
+    assert.equal((await drained.json()).error.code, "dependency_unavailable");
+    // The analysers drain in the entry itself.
+    const analysed = await jsonOf(
+      await broken.fetch("events", "/admin/events/drain?consumer=timeline_indexer", {
+        method: "POST",
+        headers: broken.operator(),
+      }),
+      200,
+    );
+    assert.ok(analysed.consumers.timeline_indexer);
+    const res = await broken.fetch("events", "/api/events", {
+      method: "POST",
+      headers: { ...broken.tenantHeaders("bakery"), ...JSON_TYPE },
+      body: JSON.stringify({ event_type: "parts.placed", entity_ref: "order:2", payload: {} }),
+    });
+    assert.equal(res.status, 201);
+    await res.arrayBuffer();
+  });
+});
