@@ -56,7 +56,7 @@ describe("workers/workers.json", () => {
       assert.deepEqual(c.routes ?? [], [], "no routes");
       assert.equal(c.observability?.enabled, true);
       // Its main is a shim in the platform worker's folder that imports the part's own wasm.
-      assert.match(c.main, new RegExp(`workers/${part.partOf}/[a-z-]+\.js$`));
+      assert.match(c.main, new RegExp(`workers/${part.partOf}/[a-z-]+.js$`));
       assert.notEqual(c.main, o.main);
       const shim = readFileSync(c.main, "utf8");
       assert.ok(shim.includes(`from "../../dist/wasm/${part.wasm}"`), `${c.main} imports dist/wasm/${part.wasm}`);
@@ -103,7 +103,12 @@ describe("workers/workers.json", () => {
         Object.values(PLATFORM_WORKERS).some((w) => w.key !== "events" && w.serviceBinding === binding),
       ),
     );
-    assert.deepEqual(Object.keys(targets).sort(), ["ANALYTICS_SERVICE", "CMS_SERVICE", "LEADS_SERVICE", "MONITOR_SERVICE"]);
+    assert.deepEqual(Object.keys(targets).sort(), [
+      "ANALYTICS_SERVICE",
+      "CMS_SERVICE",
+      "LEADS_SERVICE",
+      "MONITOR_SERVICE",
+    ]);
     assert.deepEqual(services(runner), targets);
     // A workflow's target.service is checked against the config part's own bindings.
     assert.deepEqual(services(config), { [runner.serviceBinding]: runner.name, ...targets });
