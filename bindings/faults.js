@@ -7,6 +7,9 @@
 //   DELETE /__test/faults                                 clears them
 //   GET    /__test/faults                                 {"rules":n,"fired":[count per rule]}
 //
+// A worker deployed as several (the ledger: events and its parts, defineWorker's `parts`) passes each
+// of these on to its parts: rules set on the entry hold in every part (faultsRoute).
+//
 // kind: an effect kind (`d1.run`) or a family (`d1.*`, `kv.*`, `queue.*`, `service`, `fetch`);
 // match: a substring of the effect's SQL, URL, key or queue binding (optional); rate: the probability a
 // matching effect fails (a seeded generator: a run is reproducible); when: "before" (the effect never
@@ -34,12 +37,37 @@ export class InjectedTrap extends Error {
   }
 }
 
-/** The answer to a `/__test/faults` request when hooks are on, else null (the core answers it). */
-export async function faultsRoute(request, env) {
+/**
+ * The answer to a `/__test/faults` request when hooks are on, else null (the core answers it).
+ * @param parts the env names of the worker's parts' service bindings (defineWorker's `parts`: the
+ *   ledger's entry has EVENTS_RUNNER and EVENTS_CONFIG). The same request goes to each part once this
+ *   worker has taken it, so rules set on the entry apply to the whole worker; GET's `fired` is then
+ *   the sum, rule by rule, over the entry and its parts (each holds its own copy of the rules: a
+ *   `times` is per worker). The first part that refuses it (not 200) gives the answer.
+ */
+export async function faultsRoute(request, env, parts = []) {
   // Most requests are not for this route: a substring test first, no URL parse per request.
   if (!hooksOn(env) || !request.url.includes(ROUTE)) return null;
   const { pathname } = new URL(request.url);
   if (pathname !== ROUTE) return null;
+  const fetchers = parts.filter((name) => typeof env[name]?.fetch === "function");
+  if (fetchers.length === 0) return ownFaultsRoute(request);
+  const body = request.method === "POST" ? await request.text() : undefined;
+  const init = () => ({ method: request.method, headers: { "content-type": "application/json" }, body });
+  const own = await ownFaultsRoute(new Request(request.url, init()));
+  if (own.status !== 200) return own;
+  const answers = [await own.json()];
+  for (const name of fetchers) {
+    const res = await env[name].fetch(request.url, init());
+    if (res.status !== 200) return res;
+    answers.push(await res.json());
+  }
+  if (request.method !== "GET") return Response.json(answers[0]);
+  const fired = answers[0].fired.map((_, i) => answers.reduce((sum, a) => sum + (a.fired?.[i] ?? 0), 0));
+  return Response.json({ rules: answers[0].rules, fired });
+}
+
+async function ownFaultsRoute(request) {
   if (request.method === "DELETE") {
     rules = [];
     return Response.json({ rules: 0 });

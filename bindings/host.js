@@ -41,9 +41,13 @@ const WorkerEntrypoint = await import("cloudflare:workers").then(
  *   entrypoint (`env.CMS_SERVICE.getContent(...)`). See also defineRpcEntrypoint (bindings/rpc.js).
  * @param options.cf the `request.cf` fields the core reads (e.g. `["country", "colo"]`); none by
  *   default, and then `request.cf` is never read (docs/abi.md).
+ * @param options.parts the env names of the service bindings to this worker's parts (more workers
+ *   built from its library: the ledger's `["EVENTS_RUNNER", "EVENTS_CONFIG"]`). With test hooks on,
+ *   the host's own hooks (`/__test/faults`, bindings/faults.js) sent to this worker go to its parts
+ *   too, so a test's faults hold wherever the worker's work runs. Nothing else changes.
  */
-export function defineWorker(source, { service, rpc = [], cf = NO_CF } = {}) {
-  const handlers = workerHandlers(hostFor(source, service), service, cf);
+export function defineWorker(source, { service, rpc = [], cf = NO_CF, parts = [] } = {}) {
+  const handlers = workerHandlers(hostFor(source, service), service, cf, parts);
   if (rpc.length === 0 || !WorkerEntrypoint) return handlers;
 
   class CoreWorker extends WorkerEntrypoint {
@@ -72,11 +76,11 @@ export function addRpcMethods(cls, source, service, methods) {
   }
 }
 
-function workerHandlers(host, service, cfFields) {
+function workerHandlers(host, service, cfFields, parts) {
   return {
     async fetch(request, env, ctx) {
       if (hooksOn(env)) {
-        const injected = await faultsRoute(request, env); // test hooks only (bindings/faults.js)
+        const injected = await faultsRoute(request, env, parts); // test hooks only (bindings/faults.js)
         if (injected) return injected;
       }
       const counts = env?.SS_COUNT_D1 === "1" ? { d1: 0 } : null;

@@ -12,7 +12,7 @@ import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 import { wasmImports } from "../../bindings/instance.js";
 import { applyMigrations } from "../../scripts/lib/local-mesh.mjs";
-import { PLATFORM_WORKERS } from "../../scripts/lib/workers.mjs";
+import { PARTS, PLATFORM_WORKERS } from "../../scripts/lib/workers.mjs";
 import { option, round, startFigures } from "./json-out.mjs";
 import { platformWorkerOptions } from "./worker-options.mjs";
 
@@ -127,6 +127,14 @@ if (existsSync(FLOOR)) {
   rows.at(-1).push("-", "-", "-", "-");
 }
 for (const key of WORKERS) figures.wasm[key] = wasmFigures(path.join(ROOT, "dist/wasm", PLATFORM_WORKERS[key].wasm));
+// The parts (the ledger's runner and config, each under the same 128 KiB gzipped line as a platform
+// worker): size and instantiation only; their /health runs beside their platform worker's.
+for (const part of Object.values(PARTS)) {
+  const wasm = wasmFigures(path.join(ROOT, "dist/wasm", part.wasm));
+  figures.wasm[part.key] = wasm;
+  rows.push([`${part.key} (part)`, kib(wasm.raw), kib(wasm.gzip), ms(wasm.compileMs), ms(wasm.instantiateMs)]);
+  rows.at(-1).push("-", "-", "-", "-");
+}
 
 // /health: every server up at once, then ROUNDS rounds; in each, every worker in turn (the order
 // rotating) is measured right beside the hello-world, in four half loads ordered hello, worker,

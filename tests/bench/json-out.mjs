@@ -2,7 +2,8 @@
 // merges its figures into FILE, so that one run leaves one file. bench.mjs starts the file afresh
 // (`startFigures`); the later parts add their keys (`mergeFigures`). Without --json both do nothing.
 // The keys the issue asks for: ratios.* (C++ over its plain-JS peer, higher = better; for latencies
-// JS time over C++ time), gzip_kib.* (per worker and the shared floor), leads_p99_ms.
+// JS time over C++ time), gzip_kib.* (per worker, the ledger's parts events_runner and events_config,
+// and the shared floor), leads_p99_ms.
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";

@@ -5,7 +5,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { promisify } from "node:util";
-import { isApp } from "../../scripts/lib/workers.mjs";
+import { isApp, PARTS, PLATFORM_WORKERS } from "../../scripts/lib/workers.mjs";
 import { ROOT, WORKERS } from "./mesh.mjs";
 
 const run = promisify(execFile);
@@ -79,12 +79,38 @@ describe("wrangler configs", async () => {
     assert.deepEqual(bindings("events"), [
       "ANALYTICS_SERVICE",
       "CMS_SERVICE",
+      "EVENTS_CONFIG",
       "EVENTS_DB",
       "EVENTS_QUEUE",
+      "EVENTS_RUNNER",
       "FLAGS",
       "LEADS_SERVICE",
       "MONITOR_SERVICE",
     ]);
+    // The ledger's parts (docs/architecture.md "The ledger's three workers"): events' database and
+    // FLAGS; the runner starts workflows on the targets, the config part checks workflows against
+    // the same targets and calls the runner.
+    assert.deepEqual(bindings("events_runner"), [
+      "ANALYTICS_SERVICE",
+      "CMS_SERVICE",
+      "EVENTS_DB",
+      "FLAGS",
+      "LEADS_SERVICE",
+      "MONITOR_SERVICE",
+    ]);
+    assert.deepEqual(bindings("events_config"), [
+      "ANALYTICS_SERVICE",
+      "CMS_SERVICE",
+      "EVENTS_DB",
+      "EVENTS_RUNNER",
+      "FLAGS",
+      "LEADS_SERVICE",
+      "MONITOR_SERVICE",
+    ]);
+    for (const key of Object.keys(PARTS)) {
+      assert.deepEqual(read(key).triggers.crons ?? [], [], `${key}: no crons`);
+      assert.deepEqual(read(key).queues.consumers ?? [], [], `${key}: no queue consumer`);
+    }
     assert.deepEqual(bindings("bakery"), [
       "ANALYTICS_SERVICE",
       "CMS_SERVICE",
@@ -116,18 +142,28 @@ describe("scripts/deploy --first --dry-run", () => {
     });
     assert.match(stdout, new RegExp(`${Object.keys(WORKERS).length} workers bundled \\(dry run\\)`));
     // --first: every placeholder comes before the first real worker (the platform workers bind one
-    // another in a cycle, and a binding to a Worker that does not exist is refused).
-    const platform = Object.keys(WORKERS).filter((key) => !isApp(key));
-    const firstReal = stdout.indexOf(`== ${platform[0]} (dry run`);
-    for (const key of platform) {
+    // another in a cycle, and a binding to a Worker that does not exist is refused). The parts need
+    // none: they go first, before events binds them (the config part after the runner it binds).
+    const deployed = (key) => stdout.indexOf(`== ${key} (dry run`);
+    const firstReal = Math.min(...Object.keys(WORKERS).map(deployed));
+    for (const part of Object.values(PARTS)) {
+      assert.ok(deployed(part.key) >= 0 && deployed(part.key) < deployed(part.partOf), `${part.key} first`);
+      assert.ok(!stdout.includes(`== placeholder ${part.name} `), `no placeholder for ${part.key}`);
+    }
+    assert.ok(deployed("events_runner") < deployed("events_config"));
+    for (const key of Object.keys(PLATFORM_WORKERS)) {
       const at = stdout.indexOf(`== placeholder ${WORKERS[key].name} (dry run`);
       assert.ok(at >= 0 && at < firstReal, `${key}'s placeholder first`);
       const bundled = readFileSync(path.join(ROOT, "dist/deploy", `placeholder-${key}`, "stub.js"), "utf8");
       assert.match(bundled, /status: 503/);
     }
+    const { unstable_readConfig } = await import("wrangler");
+    const read = (key) => unstable_readConfig({ config: path.join(ROOT, WORKERS[key].wrangler) });
     for (const key of Object.keys(WORKERS)) {
       const dir = path.join(ROOT, "dist/deploy", key);
-      assert.ok(existsSync(path.join(dir, "worker.js")), `${dir}/worker.js`);
+      // The bundle is named after the config's main: worker.js, or a part's own shim.
+      const main = path.basename(read(key).main);
+      assert.ok(existsSync(path.join(dir, main)), `${dir}/${main}`);
       if (!isApp(key)) {
         const { wasm } = WORKERS[key];
         assert.ok(

@@ -12,7 +12,7 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { APPS, PLATFORM_WORKERS, STUB_PORT, WORKERS } from "../../scripts/lib/workers.mjs";
+import { APPS, PARTS, PLATFORM_WORKERS, STUB_PORT, WORKERS } from "../../scripts/lib/workers.mjs";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const HOST = "http://127.0.0.1";
@@ -60,6 +60,21 @@ async function expectPlatformHealthy() {
     const body = await res.json();
     assert.equal(body.ok, true);
     assert.equal(body.service, service);
+  }
+}
+
+/**
+ * Every part (the ledger's runner and config) answers /health on its own port, and the banner lists it.
+ * A part's core names itself; while its factory is still a stub it answers as its platform worker.
+ */
+async function expectPartsHealthy(run) {
+  for (const { key, name, partOf, port } of Object.values(PARTS)) {
+    const res = await fetch(`${HOST}:${port}/health`);
+    assert.equal(res.status, 200, key);
+    const body = await res.json();
+    assert.equal(body.ok, true, key);
+    assert.ok([name, PLATFORM_WORKERS[partOf].name].includes(body.service), `${key}: ${body.service}`);
+    assert.match(run.output, new RegExp(`${key} +${HOST}:${port} +\\(part of ${partOf}`), `the banner lists ${key}`);
   }
 }
 
@@ -162,6 +177,7 @@ describe("scripts/dev", { skip }, () => {
   after(async () => await dev?.kill());
 
   it("serves /health of every platform worker on its contract port", expectPlatformHealthy);
+  it("serves /health of the ledger's parts on their ports", () => expectPartsHealthy(dev));
 
   it("schedules every worker's Cron Triggers (UTC), as deployed", () => {
     const line = dev.output.split("\n").find((l) => l.includes("crons: "));
@@ -170,6 +186,7 @@ describe("scripts/dev", { skip }, () => {
       assert.ok(line.includes(`${name} "`), `${name} has no cron scheduled: ${line}`);
     }
     assert.ok(line.includes('"*/30 * * * *"'), "the ledger's reflexion_analyzer");
+    for (const { name } of Object.values(PARTS)) assert.ok(!line.includes(`${name} "`), `${name} has no crons`);
   });
 
   it("the bakery crosses a Service Binding to every platform worker and back", async () => {
@@ -211,10 +228,10 @@ describe("scripts/dev", { skip }, () => {
 });
 
 // The other way to run it: one `wrangler dev` per worker, finding each other through wrangler's dev
-// registry (README, "Run it"; docs/toolchain.md). Opt-in, because eight wrangler processes take minutes to start on a
+// registry (README, "Run it"; docs/toolchain.md). Opt-in, because ten wrangler processes take minutes to start on a
 // 2-core box and CI's budget is spent elsewhere: SS_DEV_WRANGLER=1 node --test tests/integration/dev.test.mjs
 const wranglerSkip =
-  skip || (process.env.SS_DEV_WRANGLER !== "1" && "opt-in: SS_DEV_WRANGLER=1 (eight wrangler dev processes)");
+  skip || (process.env.SS_DEV_WRANGLER !== "1" && "opt-in: SS_DEV_WRANGLER=1 (ten wrangler dev processes)");
 describe("scripts/dev --wrangler", { skip: wranglerSkip }, () => {
   let dev;
   before(async () => {
@@ -225,6 +242,7 @@ describe("scripts/dev --wrangler", { skip: wranglerSkip }, () => {
   after(async () => await dev?.kill());
 
   it("serves /health of every platform worker on its contract port", expectPlatformHealthy);
+  it("serves /health of the ledger's parts on their ports", () => expectPartsHealthy(dev));
   it("the bakery crosses a Service Binding to every platform worker and back", async () => {
     const body = await (await fetch(`${HOST}:${PORTS.bakery}/api/platform/health`)).json();
     assert.equal(body.ok, true);
@@ -291,6 +309,7 @@ describe("scripts/dev on a fresh clone", { skip }, () => {
       const body = await (await fetch(`${HOST}:${PORTS[worker]}/health`)).json();
       assert.equal(body.service, service, worker);
     }
+    await expectPartsHealthy(dev);
   });
 
   it("Ctrl-C stops every process it started", () => expectCtrlCStopsAll(dev));

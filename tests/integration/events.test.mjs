@@ -997,3 +997,75 @@ describe("queue", () => {
     assert.equal(stored[1].event_id, sentinel);
   });
 });
+
+// The ledger is deployed as three workers built from one library (docs/architecture.md "The ledger's
+// three workers"): events (the entry), the runner and the config part. In one Miniflare, as deployed,
+// they bind one D1 database (same database_id) and one FLAGS namespace, and a test hook set on the
+// entry holds in its parts (bindings/host.js `parts`).
+describe("the ledger's parts", () => {
+  const PART_NAMES = { events_runner: "siteswarm-events-runner", events_config: "siteswarm-events-config" };
+  const faults = (key, method, rules) =>
+    mesh.fetch(key, "/__test/faults", {
+      method,
+      headers: JSON_TYPE,
+      body: rules === undefined ? undefined : JSON.stringify(rules),
+    });
+
+  it("each answers /health in the mesh", async () => {
+    for (const [key, name] of Object.entries(PART_NAMES)) {
+      const body = await jsonOf(await mesh.fetch(key, "/health"), 200);
+      assert.equal(body.ok, true, key);
+      // The part's own name; the whole ledger's while its factory is a stub (workers/events/parts.cpp).
+      assert.ok([name, EVENTS].includes(body.service), `${key}: ${body.service}`);
+    }
+  });
+
+  it("share events' D1 database and FLAGS: what one writes, the others read", async () => {
+    const eventId = await emit("parts.shared", { n: 1 });
+    for (const key of Object.keys(PART_NAMES)) {
+      const partDb = await mesh.d1(key, "EVENTS_DB");
+      assert.equal(
+        await partDb.prepare("SELECT event_id FROM events WHERE event_id = ?1").bind(eventId).first("event_id"),
+        eventId,
+        key,
+      );
+    }
+    const runnerDb = await mesh.d1("events_runner", "EVENTS_DB");
+    await runnerDb
+      .prepare("INSERT INTO cron_locks (name, holder, expires_at_ms) VALUES ('parts-test', 'runner', 0)")
+      .run();
+    assert.equal(await db.prepare("SELECT holder FROM cron_locks WHERE name = 'parts-test'").first("holder"), "runner");
+    const flags = async (name) => mesh.mf.getKVNamespace("FLAGS", name);
+    await (await flags(PART_NAMES.events_config)).put("parts-test", "from-config");
+    assert.equal(await (await flags(EVENTS)).get("parts-test"), "from-config");
+    assert.equal(await (await flags(PART_NAMES.events_runner)).get("parts-test"), "from-config");
+    await (await flags(EVENTS)).delete("parts-test");
+  });
+
+  it("/__test/faults set on events holds in both parts; GET sums their firings; DELETE clears all", async () => {
+    const rules = [{ kind: "d1.*", rate: 1, times: 1 }];
+    try {
+      assert.deepEqual(await jsonOf(await faults("events", "POST", rules), 200), { rules: 1 });
+      for (const key of Object.keys(PART_NAMES)) {
+        assert.deepEqual(await jsonOf(await faults(key, "GET"), 200), { rules: 1, fired: [0] }, key);
+      }
+      // A bad rule list is refused as before, and changes nothing anywhere.
+      await errorOf(await faults("events", "POST", [{ kind: "d1.*", rate: 2 }]), 400, "invalid_request");
+      assert.deepEqual(await jsonOf(await faults("events_runner", "GET"), 200), { rules: 1, fired: [0] });
+      // A drain run in the runner's isolate meets the rule there (its first D1 call fails, once).
+      await mesh.fetch("events_runner", "/admin/events/drain?consumer=workflow_runner", {
+        method: "POST",
+        headers: mesh.operator(),
+      });
+      assert.deepEqual(await jsonOf(await faults("events_runner", "GET"), 200), { rules: 1, fired: [1] });
+      assert.deepEqual(await jsonOf(await faults("events_config", "GET"), 200), { rules: 1, fired: [0] });
+      // The entry answers for the whole ledger: its own firings (none) plus its parts'.
+      assert.deepEqual(await jsonOf(await faults("events", "GET"), 200), { rules: 1, fired: [1] });
+    } finally {
+      assert.deepEqual(await jsonOf(await faults("events", "DELETE"), 200), { rules: 0 });
+    }
+    for (const key of Object.keys(PART_NAMES)) {
+      assert.deepEqual(await jsonOf(await faults(key, "GET"), 200), { rules: 0, fired: [] }, key);
+    }
+  });
+});

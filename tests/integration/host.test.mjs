@@ -1342,3 +1342,67 @@ describe("replayable answers (bindings/replay.js)", () => {
     assert.equal(seen.runs, 4);
   });
 });
+
+describe("test hooks of a worker deployed as several (defineWorker parts)", () => {
+  // A part's service binding: records each call, answers as a part's own fault layer would.
+  function fakePart({ fired = [0], status = 200 } = {}) {
+    const calls = [];
+    return {
+      calls,
+      async fetch(url, init) {
+        calls.push({ url: String(url), method: init.method, body: init.body });
+        if (status !== 200) return Response.json({ error: { code: "internal" } }, { status });
+        if (init.method === "GET") return Response.json({ rules: fired.length, fired });
+        if (init.method === "DELETE") return Response.json({ rules: 0 });
+        return Response.json({ rules: JSON.parse(init.body).length });
+      },
+    };
+  }
+  const faults = (worker, env, method, rules) =>
+    worker.fetch(
+      get("/__test/faults", { method, body: rules === undefined ? undefined : JSON.stringify(rules) }),
+      env,
+      ctx(),
+    );
+
+  it("passes /__test/faults on to each part bound, answers as before, sums GET's firings", async () => {
+    const core = fakeCore({});
+    const worker = defineWorker(core, { service: "svc", parts: ["RUNNER", "CONFIG", "ABSENT"] });
+    const env = { SITESWARM_TEST_HOOKS: "1", RUNNER: fakePart({ fired: [2] }), CONFIG: fakePart({ fired: [1] }) };
+    const rules = [{ kind: "d1.*", rate: 0 }];
+    try {
+      const set = await faults(worker, env, "POST", rules);
+      assert.deepEqual([set.status, await set.json()], [200, { rules: 1 }]);
+      for (const part of [env.RUNNER, env.CONFIG]) {
+        assert.deepEqual(part.calls, [
+          { url: "https://worker.test/__test/faults", method: "POST", body: JSON.stringify(rules) },
+        ]);
+      }
+      assert.deepEqual(await (await faults(worker, env, "GET")).json(), { rules: 1, fired: [3] });
+      // A bad list: the entry's 400, and no part is asked.
+      const bad = await faults(worker, env, "POST", [{ kind: "d1.*", rate: 2 }]);
+      assert.equal(bad.status, 400);
+      assert.equal(env.RUNNER.calls.length, 2);
+      // A part that refuses: its answer.
+      const down = { ...env, CONFIG: fakePart({ status: 500 }) };
+      assert.equal((await faults(worker, down, "GET")).status, 500);
+    } finally {
+      assert.deepEqual(await (await faults(worker, env, "DELETE")).json(), { rules: 0 });
+    }
+    assert.equal(env.RUNNER.calls.at(-1).method, "DELETE");
+    assert.equal(core.stats.initialized ?? 0, 0, "the core never ran");
+  });
+
+  it("without test hooks nothing is passed on: the core answers the path", async () => {
+    const core = fakeCore({
+      *"GET /__test/faults"() {
+        return json(404, { error: { code: "not_found" } });
+      },
+    });
+    const part = fakePart();
+    const worker = defineWorker(core, { service: "svc", parts: ["RUNNER"] });
+    const res = await worker.fetch(get("/__test/faults"), { RUNNER: part }, ctx());
+    assert.equal(res.status, 404);
+    assert.deepEqual(part.calls, []);
+  });
+});

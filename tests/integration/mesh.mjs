@@ -12,7 +12,7 @@ import path from "node:path";
 import { fetch as miniflareFetch, Miniflare, Response } from "miniflare";
 import { applyMigrations, localBindings, meshWorkerOptions, WORKERS } from "../../scripts/lib/local-mesh.mjs";
 import { loadManifest, resolveManifest } from "../../scripts/lib/manifest.mjs";
-import { APPS, TENANT_MANIFESTS } from "../../scripts/lib/workers.mjs";
+import { APPS, PARTS, TENANT_MANIFESTS } from "../../scripts/lib/workers.mjs";
 import { cmsFallbackSeeds, provisionManifest } from "../../scripts/provision.mjs";
 import { startStubs } from "../stubs/stub-server.mjs";
 
@@ -26,6 +26,9 @@ export const ADMIN_TOKEN = "test-admin-token";
 export const secret = () => randomBytes(24).toString("hex");
 
 /**
+ * A platform worker's parts (workers.json `parts`: the ledger's runner and config) are that worker
+ * split up: `bindings` and `serviceBindings` given for it apply to its parts too (a part's own key
+ * adds to them), so `{ events: { DRAIN_CHUNK_STARTS: "2" } }` reaches the runner, which drains.
  * @param options.bindings extra bindings per worker key, e.g. `{ leads: { TURNSTILE_SECRET_KEY } }`
  * @param options.extraWorkers more Miniflare worker options (e.g. a plain-JS baseline in scripts/bench)
  * @param options.serviceBindings extra service bindings per worker key, e.g. `{ events: { WORKFLOW_TARGET:
@@ -36,12 +39,14 @@ export const secret = () => randomBytes(24).toString("hex");
  *   deployment that refuses local targets (ALLOW_LOCAL_OUTBOUND=0) can still be provisioned
  */
 export async function startMesh({
-  bindings = {},
+  bindings: ownBindings = {},
   tenants,
   extraWorkers = [],
-  serviceBindings = {},
+  serviceBindings: ownServiceBindings = {},
   localSites = false,
 } = {}) {
+  const bindings = withParts(ownBindings);
+  const serviceBindings = withParts(ownServiceBindings);
   // The CRM stub verifies the webhook signatures made with the software agency's secret.
   const crmSecret = secret();
   const stubs = await startStubs({ crmSecret });
@@ -92,7 +97,10 @@ export async function startMesh({
     crmSecret,
     tokens,
     adminToken: ADMIN_TOKEN,
-    /** fetch() on one worker (key: bakery, software-agency, auto-repair, leads, cms, monitoring, analytics, events). */
+    /**
+     * fetch() on one worker (key: bakery, software-agency, auto-repair, leads, cms, monitoring,
+     * analytics, events, or one of events' parts: events_runner, events_config).
+     */
     async fetch(key, pathname, init = {}) {
       const worker = await mf.getWorker(WORKERS[key].name);
       return worker.fetch(new URL(pathname, "http://localhost").href, init);
@@ -141,6 +149,15 @@ export async function startMesh({
     throw err;
   }
   return mesh;
+}
+
+/** `perKey` (options per worker key) with each platform worker's entry merged under its parts' own. */
+function withParts(perKey) {
+  const out = { ...perKey };
+  for (const { key, partOf } of Object.values(PARTS)) {
+    if (perKey[partOf]) out[key] = { ...perKey[partOf], ...perKey[key] };
+  }
+  return out;
 }
 
 // Calls the cms worker over Workers RPC: POST {binding, method, args} → the RPC output.

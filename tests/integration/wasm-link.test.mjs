@@ -16,12 +16,14 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync, existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { PLATFORM_WORKERS } from "../../scripts/lib/workers.mjs";
+import { PARTS, PLATFORM_WORKERS } from "../../scripts/lib/workers.mjs";
 import { rawCoreExports } from "./raw-core.mjs";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
+// The parts (the ledger's runner and config) are modules of their own, built from their platform
+// worker's library.
 const modules = [
-  ...Object.values(PLATFORM_WORKERS).map((w) => ({
+  ...[...Object.values(PLATFORM_WORKERS), ...Object.values(PARTS)].map((w) => ({
     name: w.key,
     map: `build/wasm/wasm/${w.wasm.replace(/\.wasm$/, ".map")}`,
     wasm: `dist/wasm/${w.wasm}`,

@@ -6,9 +6,12 @@ import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { createHash, randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
-import { PLATFORM_WORKERS } from "../../scripts/lib/workers.mjs";
+import { PARTS, PLATFORM_WORKERS } from "../../scripts/lib/workers.mjs";
 import { rawCoreExports } from "./raw-core.mjs";
 
+// Awaited before any test is declared: under --test-force-exit (scripts/test), tests declared after a
+// top-level await would never run.
+const { unstable_readConfig } = await import("wrangler");
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const WORKERS = Object.fromEntries(Object.values(PLATFORM_WORKERS).map((w) => [w.key, w.name]));
 
@@ -128,9 +131,50 @@ for (const build of ["wasm", "wasm-emscripten"]) {
   }
 }
 
+// The parts (the ledger's runner and config): their own modules, built beside their platform
+// worker's, instantiate and answer /health. A part's core names itself; while its factory is still a
+// stub returning the whole platform worker (the split not landed), it answers with that worker's name.
+const anyD1 = async (e) => {
+  assert.match(e.kind, /^d1\./, `unexpected ${e.kind} effect`);
+  return { ok: true, value: e.kind === "d1.first" ? { row: null } : { results: [] } };
+};
+async function partHealth(part, build) {
+  const path = `${root}dist/${build}/${part.wasm}`;
+  assert.ok(existsSync(path), `${path} is built`);
+  const health = await instantiate(path)(request("GET", "/health"), anyD1);
+  assert.equal(health.status, 200, health.body);
+  const body = JSON.parse(health.body);
+  assert.equal(body.ok, true);
+  assert.equal(body.version, "0.1.0");
+  assert.ok([part.name, PLATFORM_WORKERS[part.partOf].name].includes(body.service), body.service);
+  return { whole: body.service !== part.name };
+}
+for (const build of ["wasm", "wasm-emscripten"]) {
+  for (const part of Object.values(PARTS)) {
+    test(`${build}: ${part.key} (a part of ${part.partOf}) is built and answers /health`, async () => {
+      await partHealth(part, build);
+    });
+  }
+}
+
 // A worker declares crons in its wrangler config exactly when its core has a cron handler: a core
 // without one answers a scheduled run with `skipped`, which workerd would report as a green run.
-const { unstable_readConfig } = await import("wrangler");
+// A part has no crons (its platform worker fires them): its core must skip a scheduled run.
+for (const part of Object.values(PARTS)) {
+  test(`wasm: ${part.key} declares no cron and its core skips scheduled runs`, async (t) => {
+    assert.deepEqual(unstable_readConfig({ config: `${root}${part.wrangler}` }).triggers?.crons ?? [], []);
+    if ((await partHealth(part, "wasm")).whole) {
+      t.skip(`${part.key}'s factory still returns the whole ${part.partOf} core`);
+      return;
+    }
+    const down = async () => ({ ok: false, error: { code: "d1_error", message: "D1 is down" } });
+    const out = await instantiate(`${root}dist/wasm/${part.wasm}`)(
+      { op: "scheduled", cron: "*/2 * * * *", scheduledTime: Date.now() },
+      down,
+    );
+    assert.equal(out.skipped, true, JSON.stringify(out));
+  });
+}
 for (const w of Object.values(PLATFORM_WORKERS)) {
   test(`wasm: ${w.key} declares a cron exactly when its core handles scheduled runs`, async () => {
     const path = `${root}dist/wasm/${w.wasm}`;

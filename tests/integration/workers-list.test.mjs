@@ -1,11 +1,13 @@
 // The one list of workers (workers/workers.json) agrees with what it names: each platform worker's
-// folder, wrangler config (name, D1 binding and migrations, KV, queues), migrations and ports.
+// folder, wrangler config (name, D1 binding and migrations, KV, queues), migrations and ports; each
+// part's (the ledger's runner and config) config, shim and bindings against its platform worker's.
 import assert from "node:assert/strict";
-import { existsSync, readdirSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { loadManifest, placeholders } from "../../scripts/lib/manifest.mjs";
-import { APPS, LIST, localVars, PLATFORM_WORKERS, ROOT, WORKERS } from "../../scripts/lib/workers.mjs";
+import { APPS, LIST, localVars, PARTS, PLATFORM_WORKERS, partsOf, ROOT, WORKERS } from "../../scripts/lib/workers.mjs";
 
 const { unstable_readConfig } = await import("wrangler");
 const read = (w) => unstable_readConfig({ config: path.join(ROOT, w.wrangler) });
@@ -33,6 +35,108 @@ describe("workers/workers.json", () => {
       assert.match(c.main, new RegExp(`workers/${w.key}/worker\\.js$`));
     });
   }
+
+  for (const part of Object.values(PARTS)) {
+    const owner = PLATFORM_WORKERS[part.partOf];
+    const services = (c) => Object.fromEntries((c.services ?? []).map((s) => [s.binding, s.service]));
+
+    it(`${part.key}: a part of ${part.partOf}, its own worker: config, shim and wasm name`, () => {
+      assert.ok(owner, `${part.key}.partOf names a platform worker`);
+      assert.ok(!(part.key in PLATFORM_WORKERS), "not a platform worker (never provisioned, no migrations)");
+      assert.equal(WORKERS[part.key], part);
+      assert.ok(partsOf(part.partOf).includes(part));
+      assert.match(part.wasm, /^[a-z][a-z0-9_-]*\.wasm$/);
+      assert.match(part.wasmFactory, /^make_[a-z0-9_]+_app$/);
+      assert.equal(part.d1, undefined, "its D1 database is its platform worker's");
+      const c = read(part);
+      const o = read(owner);
+      assert.equal(c.name, part.name);
+      assert.equal(c.compatibility_date, o.compatibility_date);
+      assert.equal(c.workers_dev, false, "not public");
+      assert.deepEqual(c.routes ?? [], [], "no routes");
+      assert.equal(c.observability?.enabled, true);
+      // Its main is a shim in the platform worker's folder that imports the part's own wasm.
+      assert.match(c.main, new RegExp(`workers/${part.partOf}/[a-z-]+.js$`));
+      assert.notEqual(c.main, o.main);
+      const shim = readFileSync(c.main, "utf8");
+      assert.ok(shim.includes(`from "../../dist/wasm/${part.wasm}"`), `${c.main} imports dist/wasm/${part.wasm}`);
+      assert.ok(shim.includes(`service: "${part.name}"`), `${c.main} names ${part.name}`);
+    });
+
+    it(`${part.key}: shares ${part.partOf}'s D1 database and KV; no crons, no queue consumers`, () => {
+      const c = read(part);
+      const o = read(owner);
+      const db = o.d1_databases.find((d) => d.binding === owner.d1.binding);
+      assert.deepEqual(
+        c.d1_databases.map((d) => [d.binding, d.database_name, d.database_id, d.migrations_dir]),
+        [[db.binding, db.database_name, db.database_id, undefined]],
+        "the same database, migrated once through the platform worker's config",
+      );
+      assert.deepEqual(
+        c.kv_namespaces.map((k) => [k.binding, k.id]),
+        o.kv_namespaces.filter((k) => owner.kv.includes(k.binding)).map((k) => [k.binding, k.id]),
+      );
+      assert.deepEqual(c.triggers?.crons ?? [], [], "no Cron Triggers: the platform worker fires them");
+      assert.deepEqual(c.queues?.consumers ?? [], [], "no queue consumer");
+      assert.deepEqual(c.queues?.producers ?? [], []);
+      // The platform worker binds the part; the part never binds its platform worker (no cycle).
+      assert.equal(services(o)[part.serviceBinding], part.name);
+      assert.equal(services(c)[owner.serviceBinding], undefined);
+    });
+
+    it(`${part.key}: local vars are a platform worker's (operator token, test hooks)`, () => {
+      const vars = localVars(part.key, { stubsUrl: "http://s", adminToken: "a", testHooks: true });
+      assert.equal(vars.PLATFORM_ADMIN_TOKEN, "a");
+      assert.equal(vars.SITESWARM_TEST_HOOKS, "1");
+      assert.equal(localVars(part.key, { adminToken: "a" }).SITESWARM_TEST_HOOKS, undefined);
+    });
+  }
+
+  it("the ledger's parts: the runner binds the workflow targets, the config part the runner and the targets", () => {
+    const { events_runner: runner, events_config: config } = PARTS;
+    assert.equal(runner?.partOf, "events");
+    assert.equal(config?.partOf, "events");
+    const services = (w) => Object.fromEntries((read(w).services ?? []).map((s) => [s.binding, s.service]));
+    // Events' workflow targets: its service bindings to platform workers other than itself.
+    const targets = Object.fromEntries(
+      Object.entries(services(PLATFORM_WORKERS.events)).filter(([binding]) =>
+        Object.values(PLATFORM_WORKERS).some((w) => w.key !== "events" && w.serviceBinding === binding),
+      ),
+    );
+    assert.deepEqual(Object.keys(targets).sort(), [
+      "ANALYTICS_SERVICE",
+      "CMS_SERVICE",
+      "LEADS_SERVICE",
+      "MONITOR_SERVICE",
+    ]);
+    assert.deepEqual(services(runner), targets);
+    // A workflow's target.service is checked against the config part's own bindings.
+    assert.deepEqual(services(config), { [runner.serviceBinding]: runner.name, ...targets });
+    assert.deepEqual(services(PLATFORM_WORKERS.events), {
+      [runner.serviceBinding]: runner.name,
+      [config.serviceBinding]: config.name,
+      ...targets,
+    });
+    // The entry passes its test hooks on to both parts (bindings/host.js `parts`).
+    const shim = readFileSync(path.join(ROOT, "workers/events/worker.js"), "utf8");
+    assert.match(shim, /parts: \["EVENTS_RUNNER", "EVENTS_CONFIG"\]/);
+  });
+
+  it("bash order (scripts/lib/workers.mjs shell): the parts start and deploy before the workers binding them", () => {
+    const out = execFileSync(process.execPath, [path.join(ROOT, "scripts/lib/workers.mjs"), "shell"], {
+      encoding: "utf8",
+    });
+    const array = (name) => out.match(new RegExp(`^${name}=\\((.*)\\)$`, "m"))[1].split(" ");
+    assert.deepEqual(array("PLATFORM"), Object.keys(PLATFORM_WORKERS));
+    assert.deepEqual(array("PARTS"), Object.keys(PARTS));
+    const all = array("ALL");
+    assert.deepEqual([...all].sort(), Object.keys(WORKERS).sort());
+    for (const part of Object.values(PARTS)) {
+      assert.ok(all.indexOf(part.key) < all.indexOf(part.partOf), `${part.key} before ${part.partOf}`);
+      assert.match(out, new RegExp(`\\[${part.key}\\]='${part.wasm.replace(".", "\\.")}'`), "WASM names it");
+    }
+    assert.ok(all.indexOf("events_runner") < all.indexOf("events_config"), "the config part binds the runner");
+  });
 
   for (const a of Object.values(APPS)) {
     it(`${a.key}: its manifest is a provisioned tenant with the app's appId; byte budget set`, async () => {
@@ -62,7 +166,7 @@ describe("workers/workers.json", () => {
     }
     const ports = [...all.map((w) => w.port), ...all.map((w) => w.inspectorPort), LIST.stubs.port];
     assert.equal(new Set(ports).size, ports.length, "no port used twice");
-    const bindings = Object.values(PLATFORM_WORKERS).map((w) => w.serviceBinding);
+    const bindings = [...Object.values(PLATFORM_WORKERS), ...Object.values(PARTS)].map((w) => w.serviceBinding);
     assert.equal(new Set(bindings).size, bindings.length);
   });
 
