@@ -265,6 +265,8 @@ Result<json> parse_target(const Context& ctx, const json& body) {
     std::string bound = ctx.env("SS_SERVICE_BINDINGS");
     std::string configured = ctx.env("WORKFLOW_SERVICES");
     if (configured.empty()) configured = bound;
+    // The ledger's own workers are bindings of this one, never workflow targets.
+    if (*service == "EVENTS_RUNNER" || *service == "EVENTS_CONFIG") configured.clear();
     if (!is_workflow_service(bound, *service) || !is_workflow_service(configured, *service)) {
       return invalid_field("target.service",
                            "is not a service binding of this worker (it has: " +

@@ -52,6 +52,16 @@ Error part_error(const char* binding, const FetchReply& reply) {
                std::string(binding) + " answered " + std::to_string(reply.status)};
 }
 
+// A call to a part; a part that does not answer is 503 dependency_unavailable (the detail is logged).
+Task<Result<FetchReply>> call_binding(Context& ctx, const char* binding, const HttpCall& call) {
+  auto reply = co_await service_call(binding, call);
+  if (!reply) {
+    ctx.log(std::string(binding) + " did not answer: " + reply.error().message);
+    co_return Error{ErrorCode::dependency_unavailable, std::string(binding) + " did not answer"};
+  }
+  co_return std::move(reply).value();
+}
+
 // POST <path> on a part with the operator token; its JSON answer.
 Task<Result<json>> call_part(Context& ctx, const char* binding, std::string path, int timeout_ms) {
   HttpCall call;
@@ -61,7 +71,7 @@ Task<Result<json>> call_part(Context& ctx, const char* binding, std::string path
   call.headers["content-type"] = "application/json";
   call.body = "{}";
   call.timeout_ms = timeout_ms;
-  SS_CO_TRY(FetchReply reply, co_await service_call(binding, call));
+  SS_CO_TRY(FetchReply reply, co_await call_binding(ctx, binding, call));
   if (!reply.ok()) co_return part_error(binding, reply);
   auto body = parse_json(reply.body);
   if (!body)
@@ -121,13 +131,19 @@ Task<Result<Response>> forward(Context& ctx, const Request& req, const char* bin
   }
   call.body = req.body;
   call.timeout_ms = kPartCallTimeoutMs;
-  SS_CO_TRY(FetchReply reply, co_await service_call(binding, call));
+  SS_CO_TRY(FetchReply reply, co_await call_binding(ctx, binding, call));
   // The host reads at most 1 MiB of an answer and hands over nothing of a longer one: never pass
   // on a truncated answer as whole.
   const std::string length = reply.header("content-length");
   if (reply.body.empty() && !length.empty() && length != "0") {
     co_return Error{ErrorCode::dependency_unavailable,
                     std::string(binding) + " answered more than can be forwarded"};
+  }
+  // The parts answer every error as JSON (a trap too: the host's 500). Anything else is the
+  // platform's, not the part's: the contract's error instead of a stranger's body.
+  if (reply.status >= 500 && reply.header("content-type").rfind("application/json", 0) != 0) {
+    ctx.log(std::string(binding) + " failed: " + std::to_string(reply.status));
+    co_return Error{ErrorCode::dependency_unavailable, std::string(binding) + " did not answer"};
   }
   Response out;
   out.status = reply.status;
