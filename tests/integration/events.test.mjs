@@ -274,7 +274,9 @@ describe("workflow_runner", () => {
     };
     const dying = admin("POST", "/admin/events/drain?consumer=workflow_runner");
     await waitFor(() => held.length === 2);
-    await errorOf(await mesh.fetch("events", "/__test/trap"), 500, "internal");
+    // workflow_runner drains in the ledger's runner worker (docs/architecture.md): that is the
+    // instance that dies; the entry answers with the runner's error.
+    await errorOf(await mesh.fetch("events_runner", "/__test/trap"), 500, "internal");
     release();
     await errorOf(await dying, 500, "internal");
     hooks.onCall = null;
