@@ -27,7 +27,8 @@ import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { mergeFigures, option, round } from "./json-out.mjs";
 import { workerdCpuMs } from "./workerd-cpu.mjs";
-import { platformWorkerOptions } from "./worker-options.mjs";
+import { PARTS } from "../../scripts/lib/workers.mjs";
+import { ledgerWorkerOptions } from "./worker-options.mjs";
 
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 process.env.WRANGLER_SEND_METRICS = "false";
@@ -91,7 +92,7 @@ export default {
 };`;
 
 const eventsWorkerOptions = () =>
-  platformWorkerOptions("events", {
+  ledgerWorkerOptions({
     name: CPP,
     bindings: { PLATFORM_ADMIN_TOKEN: ADMIN_TOKEN, SS_COUNT_D1: "1", WORKFLOW_SERVICES: "BENCH_TARGET" },
     serviceBindings: { BENCH_TARGET: TARGET }, // the only workflow target of the bench
@@ -104,13 +105,23 @@ export async function runDrainersBench({ events = 10_000, tenants = 10, drainBat
   const mf = new Miniflare({
     cf: false,
     workers: [
-      await eventsWorkerOptions(),
+      ...(await eventsWorkerOptions()),
       { name: TARGET, modules: true, script: TARGET_SCRIPT, compatibilityDate: "2026-04-20" },
     ],
   });
   try {
     await mf.ready;
     const ledger = await mf.getWorker(CPP);
+    // The ledger is three workers (docs/architecture.md "The ledger's three workers"): each call goes
+    // straight to the one that runs it, so its answer's D1 round trips are that work's own (the
+    // entry's answer to a forwarded call would count only the entry's).
+    const runnerWorker = await mf.getWorker(PARTS.events_runner.name);
+    const configWorker = await mf.getWorker(PARTS.events_config.name);
+    const workerFor = (pathname) => {
+      if (pathname.includes("consumer=workflow_runner")) return runnerWorker;
+      if (/^\/admin\/(workflows|subscriptions)/.test(pathname)) return configWorker;
+      return ledger;
+    };
     const target = await mf.getWorker(TARGET);
     const db = await mf.getD1Database("EVENTS_DB", CPP);
     await applyMigrations(db, path.join(ROOT, "migrations/events"));
@@ -119,7 +130,7 @@ export async function runDrainersBench({ events = 10_000, tenants = 10, drainBat
     // Every answer's D1 round trips (x-ss-d1-round-trips, set by the host), summed.
     let d1RoundTrips = 0;
     const call = async (pathname, init = {}, ...ok) => {
-      const res = await ledger.fetch(`http://ledger${pathname}`, init);
+      const res = await workerFor(pathname).fetch(`http://ledger${pathname}`, init);
       const text = await res.text();
       if (!ok.includes(res.status)) throw new Error(`${init.method ?? "GET"} ${pathname}: ${res.status} ${text}`);
       const trips = Number(res.headers.get("x-ss-d1-round-trips"));

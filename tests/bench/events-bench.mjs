@@ -21,7 +21,7 @@ import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { profileLine, profiled } from "./inspector.mjs";
 import { option } from "./json-out.mjs";
-import { platformWorkerOptions } from "./worker-options.mjs";
+import { ledgerWorkerOptions } from "./worker-options.mjs";
 
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 process.env.WRANGLER_SEND_METRICS = "false";
@@ -56,7 +56,7 @@ const median = (xs) => percentile(xs, 0.5);
 const PROFILE_PORT = Number(process.env.SS_INSPECTOR_PORT || 0);
 
 const eventsWorkerOptions = () =>
-  platformWorkerOptions("events", {
+  ledgerWorkerOptions({
     name: CPP,
     bindings: { PLATFORM_ADMIN_TOKEN: ADMIN_TOKEN, WORKFLOW_SERVICES: "BENCH_TARGET" },
     serviceBindings: { BENCH_TARGET: TARGET }, // the only workflow target of the bench
@@ -73,7 +73,7 @@ export async function runEventsBench({ emits = 300, batch = 500, reads = 40, rou
     cf: false,
     ...(PROFILE_PORT ? { inspectorPort: PROFILE_PORT } : {}),
     workers: [
-      await eventsWorkerOptions(),
+      ...(await eventsWorkerOptions()),
       {
         name: JS,
         modules: true,

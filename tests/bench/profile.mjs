@@ -127,6 +127,11 @@ try {
   const eventsWasm = wasmModule("events.wasm");
   const leadsWasm = wasmModule("leads.wasm");
   const events = defineWorker(eventsWasm, { service: "siteswarm-events-service" });
+  // The ledger's other two workers (docs/architecture.md "The ledger's three workers"): the config
+  // routes run in one, workflow_runner's drain in the other; each is called here directly, so each
+  // profile is the work of the core that does it.
+  const runner = defineWorker(wasmModule("events-runner.wasm"), { service: "siteswarm-events-runner" });
+  const config = defineWorker(wasmModule("events-config.wasm"), { service: "siteswarm-events-config" });
   const leads = defineWorker(leadsWasm, { service: "siteswarm-leads-service" });
   const eventsEnv = {
     EVENTS_DB: eventsDb,
@@ -136,6 +141,8 @@ try {
     PLATFORM_ADMIN_TOKEN: ADMIN,
     SS_PROFILE: "1",
   };
+  eventsEnv.EVENTS_RUNNER = { fetch: (request) => runner.fetch(request, eventsEnv, ctx) };
+  eventsEnv.EVENTS_CONFIG = { fetch: (request) => config.fetch(request, eventsEnv, ctx) };
   const leadsEnv = {
     LEADS_DB: leadsDb,
     NOTIFY_QUEUE: noopQueue,
@@ -160,9 +167,9 @@ try {
   await call(events, eventsEnv, `/admin/tenants/${TENANT}`, { method: "PUT", headers: operator, body: tenantBody });
   for (let i = 0; i < SUBSCRIPTIONS; i++) {
     const body = JSON.stringify({ target: { service: "BENCH_TARGET", path: "/start" } });
-    await call(events, eventsEnv, `/admin/workflows/profile_wf_${i}`, { method: "PUT", headers: operator, body });
+    await call(config, eventsEnv, `/admin/workflows/profile_wf_${i}`, { method: "PUT", headers: operator, body });
     const sub = JSON.stringify({ event_type_glob: "profile.dr*", workflow_type: `profile_wf_${i}` });
-    await call(events, eventsEnv, "/admin/subscriptions", { method: "POST", headers: operator, body: sub });
+    await call(config, eventsEnv, "/admin/subscriptions", { method: "POST", headers: operator, body: sub });
   }
   const tenantHeaders = {
     "X-SiteSwarm-Tenant-Id": TENANT,
@@ -232,7 +239,7 @@ try {
       .run();
     await seedEvents("profile.drain", String.fromCharCode(66 + round));
     take();
-    const out = await call(events, eventsEnv, "/admin/events/drain?consumer=workflow_runner", {
+    const out = await call(runner, eventsEnv, "/admin/events/drain?consumer=workflow_runner", {
       method: "POST",
       headers: operator,
     });

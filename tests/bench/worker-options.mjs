@@ -3,12 +3,12 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { MODULE_RULES } from "../../scripts/lib/local-mesh.mjs";
-import { PLATFORM_WORKERS } from "../../scripts/lib/workers.mjs";
+import { PARTS, partsOf, WORKERS } from "../../scripts/lib/workers.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
 /**
- * Miniflare worker options for platform worker `key`. `bindings` are added to its vars; service
+ * Miniflare worker options for platform worker (or part) `key`. `bindings` are added to its vars; service
  * bindings are only the given ones (a bench runs the worker alone); `queueConsumers: {}` leaves its
  * queues unconsumed; `name`, `scriptPath` and `d1Databases` replace the config's.
  */
@@ -17,7 +17,7 @@ export async function platformWorkerOptions(
   { name, scriptPath, bindings = {}, serviceBindings = {}, queueConsumers, d1Databases } = {},
 ) {
   const { unstable_getMiniflareWorkerOptions } = await import("wrangler");
-  const { workerOptions, main } = unstable_getMiniflareWorkerOptions(path.join(ROOT, PLATFORM_WORKERS[key].wrangler));
+  const { workerOptions, main } = unstable_getMiniflareWorkerOptions(path.join(ROOT, WORKERS[key].wrangler));
   return {
     ...workerOptions,
     ...(name ? { name } : {}),
@@ -30,4 +30,31 @@ export async function platformWorkerOptions(
     queueConsumers: queueConsumers ?? workerOptions.queueConsumers,
     ...(d1Databases ? { d1Databases } : {}),
   };
+}
+
+/**
+ * The ledger as it is deployed (docs/architecture.md "The ledger's three workers"): the entry
+ * (`name`, default siteswarm-events-service) and its parts, the runner and the config worker, each
+ * with `bindings`; `serviceBindings` (the bench's workflow targets) go to the parts, which check and
+ * start workflows; the entry and the config worker bind the parts by their own names. The parts share
+ * the entry's D1 database unless `d1Databases` replaces it on all three.
+ * @returns {Promise<object[]>} Miniflare worker options: the entry first
+ */
+export async function ledgerWorkerOptions({ name, bindings = {}, serviceBindings = {}, d1Databases } = {}) {
+  const parts = Object.fromEntries(partsOf("events").map((p) => [p.serviceBinding, p.name]));
+  return [
+    await platformWorkerOptions("events", { name, bindings, serviceBindings: parts, d1Databases }),
+    ...(await Promise.all(
+      partsOf("events").map((p) =>
+        platformWorkerOptions(p.key, {
+          bindings,
+          serviceBindings: {
+            ...serviceBindings,
+            ...(p.key === "events_config" && { EVENTS_RUNNER: PARTS.events_runner.name }),
+          },
+          d1Databases,
+        }),
+      ),
+    )),
+  ];
 }

@@ -73,7 +73,7 @@ async function expectPartsHealthy(run) {
     assert.equal(res.status, 200, key);
     const body = await res.json();
     assert.equal(body.ok, true, key);
-    assert.ok([name, PLATFORM_WORKERS[partOf].name].includes(body.service), `${key}: ${body.service}`);
+    assert.equal(body.service, name, key);
     assert.match(run.output, new RegExp(`${key} +${HOST}:${port} +\\(part of ${partOf}`), `the banner lists ${key}`);
   }
 }
