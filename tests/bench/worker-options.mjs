@@ -47,6 +47,7 @@ export async function ledgerWorkerOptions({ name, bindings = {}, serviceBindings
     ...(await Promise.all(
       partsOf("events").map((p) =>
         platformWorkerOptions(p.key, {
+          name: p.name,
           bindings,
           serviceBindings: {
             ...serviceBindings,

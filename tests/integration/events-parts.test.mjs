@@ -111,6 +111,17 @@ describe("the ledger's three workers", () => {
     );
     assert.equal(bad.field, "workflow_type");
     await errorOf(await admin("events", "DELETE", "/admin/workflows"), 405, "method_not_allowed");
+    // The config worker binds the runner, but the ledger's own workers are never workflow targets.
+    for (const service of ["EVENTS_RUNNER", "EVENTS_CONFIG"]) {
+      const refused = await errorOf(
+        await admin("events", "PUT", "/admin/workflows/parts_self", {
+          target: { service, path: "/admin/events/release" },
+        }),
+        400,
+        "invalid_request",
+      );
+      assert.equal(refused.field, "target.service", service);
+    }
     const huge = JSON.stringify({ event_type_glob: "*", workflow_type: "x".repeat(2 * 1024 * 1024) });
     const res = await admin("events", "POST", "/admin/subscriptions", huge);
     assert.equal(res.status, 413);
