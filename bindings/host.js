@@ -105,11 +105,15 @@ function workerHandlers(host, service, cfFields, parts) {
       const stream = new ResponseStream();
       // A request without a body to read (a GET) is built at once: no await before the core runs.
       const bodiless = bodilessRequestMessage(request, cfFields);
+      let sent = bodiless; // the message the core got (its body, should the core hand the request on)
       const run = host.run(
         env,
         bodiless
           ? () => fetchMessage(env, bodiless)
-          : async () => fetchMessage(env, await requestMessage(request, cfFields)),
+          : async () => {
+              sent = await requestMessage(request, cfFields);
+              return fetchMessage(env, sent);
+            },
         stream,
         counts,
         trace,
@@ -133,6 +137,8 @@ function workerHandlers(host, service, cfFields, parts) {
       }
       try {
         if (!out) return internalErrorResponse();
+        const handOnTo = out.headers?.[HAND_ON_HEADER];
+        if (handOnTo) return await handOn(request, sent?.body ?? "", env, String(handOnTo));
         const response = toResponse(out);
         if (out.replay && trace) replays.record(request, out, trace, generation);
         if (counts) response.headers.set(D1_ROUND_TRIPS_HEADER, String(counts.d1));
@@ -217,6 +223,43 @@ let profileSink = null;
 // a fetch answer that is not streamed or sent early names how many calls its run made to D1 bindings.
 // Each d1.* effect is one call: d1.all, d1.first and d1.run one statement, d1.batch one batch().
 const D1_ROUND_TRIPS_HEADER = "x-ss-d1-round-trips";
+// A core's answer naming one of its Service Bindings: the host sends the request there as received
+// and answers with that worker's response (docs/abi.md "Handing a request on").
+const HAND_ON_HEADER = "x-ss-hand-on";
+
+const unavailable = (message) =>
+  new Response(JSON.stringify({ error: { code: "dependency_unavailable", message } }), {
+    status: 503,
+    headers: { "content-type": "application/json" },
+  });
+
+/**
+ * The request as received (method, URL, headers; its body as read for the core, which refused one
+ * over the limit before naming a binding), sent to `env[binding]`; that worker's response as it
+ * streams, neither read nor capped here. A binding that is missing or throws, or a 5xx that is not
+ * JSON (the platform's, not the worker's), is 503 `dependency_unavailable`.
+ */
+async function handOn(request, body, env, binding) {
+  const target = env?.[binding];
+  if (typeof target?.fetch !== "function") return unavailable(`${binding} is not bound`);
+  const headers = new Headers(request.headers);
+  headers.delete("content-length");
+  const hasBody = request.method !== "GET" && request.method !== "HEAD" && body !== "";
+  let response;
+  try {
+    response = await target.fetch(
+      new Request(request.url, { method: request.method, headers, body: hasBody ? body : undefined }),
+    );
+  } catch (err) {
+    console.log(`${binding} did not answer: ${err?.message ?? err}`);
+    return unavailable(`${binding} did not answer`);
+  }
+  if (response.status >= 500 && !/^application\/json/.test(response.headers.get("content-type") ?? "")) {
+    await response.body?.cancel().catch(() => {});
+    return unavailable(`${binding} did not answer`);
+  }
+  return response;
+}
 // With test hooks on, a replayed answer (bindings/replay.js) says so.
 const REPLAYED_HEADER = "x-ss-replayed";
 /** @param sink null, or a function receiving `{service, op, ...profile}` after each profiled run */

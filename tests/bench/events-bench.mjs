@@ -21,6 +21,7 @@ import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { profileLine, profiled } from "./inspector.mjs";
 import { option } from "./json-out.mjs";
+import { PARTS } from "../../scripts/lib/workers.mjs";
 import { ledgerWorkerOptions } from "./worker-options.mjs";
 
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
@@ -218,13 +219,15 @@ export async function runEventsBench({ emits = 300, batch = 500, reads = 40, rou
         while (pending.length) await Promise.all(pending.splice(0, 16).map((f) => f()));
         const before = await targetStarts();
         const t = performance.now();
-        const drained = await profiled(PROFILE_PORT, [impl === "cpp" ? CPP : JS, TARGET], () =>
+        // The C++ ledger drains workflow_runner in its runner worker: that is the isolate to profile.
+        const drainer = impl === "cpp" ? PARTS.events_runner.name : JS;
+        const drained = await profiled(PROFILE_PORT, [drainer, TARGET], () =>
           call(impl, "/admin/events/drain?consumer=workflow_runner", { method: "POST", headers: operator }),
         );
         const out = expect("drain", drained.result, 200);
         const ms = performance.now() - t;
         if (drained.profiles) {
-          const own = impl === "cpp" ? CPP : JS;
+          const own = drainer;
           log(
             `${impl} drain ${ms.toFixed(0)} ms; target busy ${(drained.profiles[TARGET].total / 1000).toFixed(0)} ms`,
           );

@@ -40,7 +40,12 @@ export async function platformWorkerOptions(
  * the entry's D1 database unless `d1Databases` replaces it on all three.
  * @returns {Promise<object[]>} Miniflare worker options: the entry first
  */
-export async function ledgerWorkerOptions({ name, bindings = {}, serviceBindings = {}, d1Databases } = {}) {
+export async function ledgerWorkerOptions({
+  name = WORKERS.events.name,
+  bindings = {},
+  serviceBindings = {},
+  d1Databases,
+} = {}) {
   const parts = Object.fromEntries(partsOf("events").map((p) => [p.serviceBinding, p.name]));
   return [
     await platformWorkerOptions("events", { name, bindings, serviceBindings: parts, d1Databases }),

@@ -65,7 +65,7 @@ async function expectPlatformHealthy() {
 
 /**
  * Every part (the ledger's runner and config) answers /health on its own port, and the banner lists it.
- * A part's core names itself; while its factory is still a stub it answers as its platform worker.
+ * A part's core names itself.
  */
 async function expectPartsHealthy(run) {
   for (const { key, name, partOf, port } of Object.values(PARTS)) {

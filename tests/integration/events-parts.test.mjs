@@ -128,6 +128,25 @@ describe("the ledger's three workers", () => {
     assert.equal((await res.json()).error.code, "payload_too_large");
   });
 
+  it("an answer over 1 MiB from the config worker reaches the operator whole through the entry", async () => {
+    // 20 schemas of ~60 KB: the list is ~1.2 MB, over the host's 1 MiB cap on what it reads. The entry
+    // hands the request on and streams the config worker's answer (docs/abi.md "Handing a request on").
+    for (let i = 0; i < 20; i++) {
+      const schema = { type: "object", description: `${i}:${"x".repeat(60_000)}` };
+      await jsonOf(await admin("events", "PUT", `/admin/schemas/parts.big${i}`, { schema }), 200);
+    }
+    const res = await admin("events", "GET", "/admin/schemas");
+    const text = await res.text();
+    assert.equal(res.status, 200);
+    assert.ok(text.length > 1024 * 1024, `${text.length} bytes`);
+    const names = JSON.parse(text).schemas.map((x) => x.event_type);
+    for (let i = 0; i < 20; i++) assert.ok(names.includes(`parts.big${i}`), `parts.big${i}`);
+    for (let i = 0; i < 20; i++) {
+      const gone = await admin("events", "DELETE", `/admin/schemas/parts.big${i}`);
+      assert.equal(gone.status, 204);
+    }
+  });
+
   it("POST /admin/events/drain answers for all five consumers; workflow_runner's drain ran in the runner", async () => {
     await jsonOf(
       await admin("events", "PUT", "/admin/workflows/parts_start", {
@@ -176,22 +195,43 @@ describe("the ledger's three workers", () => {
   });
 });
 
-describe("a part that does not answer", () => {
+describe("a part that does not answer, or refuses the entry's token", () => {
   let broken;
   before(async () => {
-    // The entry's bindings to its parts fail: every call over them is refused.
+    // The runner is down (every call over EVENTS_RUNNER throws); the config worker answers, but holds
+    // another operator token than the entry (a rotation half done).
     const down = () => {
       throw new Error("part down");
     };
     broken = await startMesh({
       tenants: [{ appId: "bakery", config: {} }],
-      serviceBindings: { events: { EVENTS_RUNNER: down, EVENTS_CONFIG: down } },
+      serviceBindings: { events: { EVENTS_RUNNER: down } },
+      bindings: { events_config: { PLATFORM_ADMIN_TOKEN: "another-operator-token" } },
     });
   });
   after(async () => broken?.dispose());
 
-  it("answers 503 dependency_unavailable as JSON; the data path is not touched", async () => {
-    const forwarded = await broken.fetch("events", "/admin/workflows", { headers: broken.operator() });
+  it("a cron whose alert pass the config worker refuses fails, and says why", async () => {
+    const worker = await broken.mf.getWorker("siteswarm-events-service");
+    const result = await worker.scheduled({ cron: "*/5 * * * *", scheduledTime: new Date() });
+    assert.notEqual(result.outcome, "ok", "alerting that is down is a failed run, not a green one");
+    // The operator's own call to the pass (handed on) is the config worker's to refuse.
+    await errorOf(
+      await broken.fetch("events", "/admin/alerts/deliver", { method: "POST", headers: broken.operator() }),
+      401,
+      "unauthorized",
+    );
+  });
+
+  it("a part down answers 503 dependency_unavailable as JSON; the data path is not touched", async () => {
+    const forwarded = await broken.fetch(
+      "events",
+      "/admin/quarantine/workflow_runner/01J0000000000000000000000A/retry",
+      {
+        method: "POST",
+        headers: broken.operator(),
+      },
+    );
     assert.equal(forwarded.status, 503);
     assert.equal((await forwarded.json()).error.code, "dependency_unavailable");
     const drained = await broken.fetch("events", "/admin/events/drain?consumer=workflow_runner", {

@@ -132,8 +132,7 @@ for (const build of ["wasm", "wasm-emscripten"]) {
 }
 
 // The parts (the ledger's runner and config): their own modules, built beside their platform
-// worker's, instantiate and answer /health. A part's core names itself; while its factory is still a
-// stub returning the whole platform worker (the split not landed), it answers with that worker's name.
+// worker's, instantiate and answer /health, each naming itself (its own core, not its worker's whole).
 const anyD1 = async (e) => {
   assert.match(e.kind, /^d1\./, `unexpected ${e.kind} effect`);
   return { ok: true, value: e.kind === "d1.first" ? { row: null } : { results: [] } };

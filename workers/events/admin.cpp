@@ -702,8 +702,11 @@ void add_quarantine_retry_route(App& app) {
 
 namespace {
 
-Task<Result<Response>> runner_cron_now(Context& ctx, const Request&, const Params&) {
-  SS_CO_TRY(json report, co_await runner_cron_here(ctx));
+// ?batches=N: the entry's DRAIN_BATCHES_PER_RUN (its crons are configured in one place).
+Task<Result<Response>> runner_cron_now(Context& ctx, const Request& req, const Params&) {
+  SS_CO_TRY(std::int64_t batches,
+            req.int_param("batches", drain_batches_per_run(ctx), 1, kMaxDrainBatchesPerRun));
+  SS_CO_TRY(json report, co_await runner_cron_here(ctx, batches));
   co_return Response::json_body(200, report);
 }
 
@@ -725,6 +728,10 @@ Task<Result<json>> drain_here(Context& ctx, const std::string& consumer, std::in
 }
 
 Task<Result<json>> runner_cron_here(Context& ctx) {
+  return runner_cron_here(ctx, drain_batches_per_run(ctx));
+}
+
+Task<Result<json>> runner_cron_here(Context& ctx, std::int64_t batches) {
   // What the release pass spent of workflow_runner's budgets (DRAIN_SUBREQUEST_BUDGET,
   // DRAIN_WORK_BUDGET): they are the invocation's, so the drain below goes on from there.
   InvocationSpend spent;
@@ -733,8 +740,7 @@ Task<Result<json>> runner_cron_here(Context& ctx) {
   auto released = co_await release_held(ctx, &spent);
   if (!released) ctx.log("release of held starts failed: " + released.error().message);
   SS_CO_TRY(DrainReport report,
-            co_await drain_consumer_with(ctx, kWorkflowRunner, drain_batches_per_run(ctx),
-                                         &run_runner_batch, spent));
+            co_await drain_consumer_with(ctx, kWorkflowRunner, batches, &run_runner_batch, spent));
   co_return report.to_json();
 }
 
@@ -818,12 +824,19 @@ Task<Status> run_cron(Context& ctx, const std::string& cron, LedgerWiring wiring
   }
   if (retention) {
     auto redacted = co_await wiring.retention(ctx);
-    if (!redacted) ctx.log("retention failed: " + redacted.error().message);
+    if (!redacted) {
+      ctx.log("retention failed: " + redacted.error().message);
+      result = redacted.error();
+    }
   }
   // Every cron run ends with the alert pass: stalls are noticed within one run, and an alert
-  // raised by a drain is sent within minutes.
+  // raised by a drain is sent within minutes. A pass that failed fails the run (its outcome shows
+  // it, where a log line alone would hide an alerting that is down).
   auto alerts = co_await wiring.alerts(ctx);
-  if (!alerts) ctx.log("alert pass failed: " + alerts.error().message);
+  if (!alerts) {
+    ctx.log("alert pass failed: " + alerts.error().message);
+    result = alerts.error();
+  }
   co_return result;
 }
 

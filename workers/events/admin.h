@@ -30,6 +30,7 @@ LedgerWiring whole_ledger();
 // The pieces of a LedgerWiring that run here (the whole ledger's, and the runner worker's).
 Task<Result<json>> drain_here(Context& ctx, const std::string& consumer, std::int64_t batches);
 Task<Result<json>> runner_cron_here(Context& ctx);
+Task<Result<json>> runner_cron_here(Context& ctx, std::int64_t batches);
 Task<Result<json>> release_here(Context& ctx);
 Task<Result<json>> retention_here(Context& ctx);
 

@@ -26,10 +26,6 @@ namespace {
 
 inline constexpr const char* kRunnerBinding = "EVENTS_RUNNER";
 inline constexpr const char* kConfigBinding = "EVENTS_CONFIG";
-// A cron's call to the runner waits as long as the runner's own drain may take (a Cron Trigger
-// runs up to 15 minutes); an operator's call, as long as the caller waits for its answer.
-inline constexpr int kRunnerCronTimeoutMs = 15 * 60 * 1000;
-inline constexpr int kPartCallTimeoutMs = 120 * 1000;
 
 // What a part answered, as the Error it stands for: its own code and message when it sent one.
 Error part_error(const char* binding, const FetchReply& reply) {
@@ -52,30 +48,34 @@ Error part_error(const char* binding, const FetchReply& reply) {
                std::string(binding) + " answered " + std::to_string(reply.status)};
 }
 
-// A call to a part; a part that does not answer is 503 dependency_unavailable (the detail is logged).
-Task<Result<FetchReply>> call_binding(Context& ctx, const char* binding, const HttpCall& call) {
-  auto reply = co_await service_call(binding, call);
-  if (!reply) {
-    ctx.log(std::string(binding) + " did not answer: " + reply.error().message);
-    co_return Error{ErrorCode::dependency_unavailable, std::string(binding) + " did not answer"};
-  }
-  co_return std::move(reply).value();
-}
-
-// POST <path> on a part with the operator token; its JSON answer.
-Task<Result<json>> call_part(Context& ctx, const char* binding, std::string path, int timeout_ms) {
+// POST <path> on a part with the operator token; its JSON answer. No timeout of its own: the part
+// runs under its own platform limits, and the caller's (a Cron Trigger's, an operator's connection)
+// bound the wait, as when the work ran in one worker. A part that does not answer, or refuses the
+// token, is 503 dependency_unavailable (the detail is logged); its other errors are its own.
+Task<Result<json>> call_part(Context& ctx, const char* binding, std::string path) {
   HttpCall call;
   call.method = "POST";
   call.url = "https://" + ascii_lower(binding) + ".internal" + path;
   call.headers["authorization"] = "Bearer " + ctx.env("PLATFORM_ADMIN_TOKEN");
   call.headers["content-type"] = "application/json";
   call.body = "{}";
-  call.timeout_ms = timeout_ms;
-  SS_CO_TRY(FetchReply reply, co_await call_binding(ctx, binding, call));
-  if (!reply.ok()) co_return part_error(binding, reply);
-  auto body = parse_json(reply.body);
-  if (!body)
+  call.timeout_ms = 0;
+  auto reply = co_await service_call(binding, call);
+  if (!reply) {
+    ctx.log(std::string(binding) + " did not answer: " + reply.error().message);
+    co_return Error{ErrorCode::dependency_unavailable, std::string(binding) + " did not answer"};
+  }
+  if (reply->status == 401 || reply->status == 403) {
+    co_return Error{ErrorCode::dependency_unavailable,
+                    std::string(binding) +
+                        " refused the operator token: PLATFORM_ADMIN_TOKEN must be the same on "
+                        "the ledger's three workers"};
+  }
+  if (!reply->ok()) co_return part_error(binding, *reply);
+  auto body = parse_json(reply->body);
+  if (!body) {
     co_return Error{ErrorCode::dependency_unavailable, std::string(binding) + " answered no JSON"};
+  }
   co_return std::move(body).value();
 }
 
@@ -84,8 +84,7 @@ Task<Result<json>> drain_in_entry(Context& ctx, const std::string& consumer, std
   if (consumer == kWorkflowRunner) {
     SS_CO_TRY(json answer, co_await call_part(ctx, kRunnerBinding,
                                               "/admin/events/drain?consumer=" + consumer +
-                                                  "&batches=" + std::to_string(batches),
-                                              kPartCallTimeoutMs));
+                                                  "&batches=" + std::to_string(batches)));
     const json* consumers = find_field(answer, "consumers");
     const json* report = consumers ? find_field(*consumers, consumer) : nullptr;
     if (!report) co_return Error{ErrorCode::dependency_unavailable, "the runner sent no report"};
@@ -96,20 +95,24 @@ Task<Result<json>> drain_in_entry(Context& ctx, const std::string& consumer, std
   co_return report.to_json();
 }
 
+// The */2 cron's runner part, as many batches as this worker's DRAIN_BATCHES_PER_RUN says: the
+// entry's crons are configured in one place.
 Task<Result<json>> runner_cron_in_runner(Context& ctx) {
-  return call_part(ctx, kRunnerBinding, "/admin/events/runner-cron", kRunnerCronTimeoutMs);
+  return call_part(
+      ctx, kRunnerBinding,
+      "/admin/events/runner-cron?batches=" + std::to_string(drain_batches_per_run(ctx)));
 }
 
 Task<Result<json>> release_in_runner(Context& ctx) {
-  return call_part(ctx, kRunnerBinding, "/admin/events/release", kPartCallTimeoutMs);
+  return call_part(ctx, kRunnerBinding, "/admin/events/release");
 }
 
 Task<Result<json>> retention_in_config(Context& ctx) {
-  return call_part(ctx, kConfigBinding, "/admin/events/retention-run", kRunnerCronTimeoutMs);
+  return call_part(ctx, kConfigBinding, "/admin/events/retention-run");
 }
 
 Task<Result<json>> alerts_in_config(Context& ctx) {
-  return call_part(ctx, kConfigBinding, kAlertsDeliverPath, kPartCallTimeoutMs);
+  return call_part(ctx, kConfigBinding, kAlertsDeliverPath);
 }
 
 Task<Result<json>> drain_in_runner(Context& ctx, const std::string& consumer,
@@ -119,38 +122,14 @@ Task<Result<json>> drain_in_runner(Context& ctx, const std::string& consumer,
   co_return report.to_json();
 }
 
-// The request as received, sent on to a part; its answer as the part gave it.
-Task<Result<Response>> forward(Context& ctx, const Request& req, const char* binding) {
+// The request as received, handed on to a part: the host sends it and answers with the part's
+// response as it streams (docs/abi.md "Handing a request on"), so nothing caps or times out what
+// a part answers an operator.
+Task<Result<Response>> forward(Context&, const Request& req, const char* binding) {
+  // The host read at most its cap of the body: it cannot hand on what it did not read.
   if (req.body_too_large) co_return Error{ErrorCode::payload_too_large, "request body too large"};
-  HttpCall call;
-  call.method = req.method;
-  call.url = "https://" + ascii_lower(binding) + ".internal" + req.path +
-             (req.query_string.empty() ? "" : "?" + req.query_string);
-  for (const auto& [name, value] : req.headers) {
-    if (name != "host" && name != "content-length") call.headers[name] = value;
-  }
-  call.body = req.body;
-  call.timeout_ms = kPartCallTimeoutMs;
-  SS_CO_TRY(FetchReply reply, co_await call_binding(ctx, binding, call));
-  // The host reads at most 1 MiB of an answer and hands over nothing of a longer one: never pass
-  // on a truncated answer as whole.
-  const std::string length = reply.header("content-length");
-  if (reply.body.empty() && !length.empty() && length != "0") {
-    co_return Error{ErrorCode::dependency_unavailable,
-                    std::string(binding) + " answered more than can be forwarded"};
-  }
-  // The parts answer every error as JSON (a trap too: the host's 500). Anything else is the
-  // platform's, not the part's: the contract's error instead of a stranger's body.
-  if (reply.status >= 500 && reply.header("content-type").rfind("application/json", 0) != 0) {
-    ctx.log(std::string(binding) + " failed: " + std::to_string(reply.status));
-    co_return Error{ErrorCode::dependency_unavailable, std::string(binding) + " did not answer"};
-  }
-  Response out;
-  out.status = reply.status;
-  for (auto& [name, value] : reply.headers) {
-    if (name != "content-length") out.headers.emplace_back(name, std::move(value));
-  }
-  out.body = std::move(reply.body);
+  Response out = Response::empty(200);
+  out.set_header("x-ss-hand-on", binding);
   co_return out;
 }
 
@@ -177,6 +156,7 @@ App make_events_entry_app() {
   wiring.retention = &events::retention_in_config;
   wiring.alerts = &events::alerts_in_config;
   App app = events::ledger_app();
+  app.diagnostic_services = {events::kRunnerBinding, events::kConfigBinding};
   events::add_health_route(app);  // first: it takes /health from the platform routes
   add_platform_routes(app);
   events::add_api_routes(app);
