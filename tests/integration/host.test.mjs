@@ -200,6 +200,75 @@ describe("fetch", () => {
     assert.equal(seen[2], early);
   });
 
+  it("hands a request on to the binding the core names: as received, the answer unread and uncapped", async () => {
+    const core = fakeCore({
+      *"POST /admin/things"() {
+        return { status: 200, headers: { "x-ss-hand-on": "PART" }, body: "" };
+      },
+      *"GET /admin/things"() {
+        return { status: 200, headers: { "x-ss-hand-on": "PART" }, body: "" };
+      },
+    });
+    const worker = defineWorker(core, { service: "svc" });
+    const seen = [];
+    const big = "y".repeat(2 * 1024 * 1024); // over the 1 MiB the host reads of an effect's answer
+    const env = {
+      PART: {
+        async fetch(request) {
+          seen.push({
+            method: request.method,
+            url: request.url,
+            auth: request.headers.get("authorization"),
+            body: request.method === "GET" ? null : await request.text(),
+          });
+          return new Response(JSON.stringify({ big }), {
+            status: 201,
+            headers: { "content-type": "application/json" },
+          });
+        },
+      },
+    };
+    const headers = { authorization: "Bearer t", "content-type": "application/json" };
+    const posted = await worker.fetch(
+      get("/admin/things?x=1", { method: "POST", headers, body: '{"a":"é"}' }),
+      env,
+      ctx(),
+    );
+    assert.equal(posted.status, 201);
+    assert.equal((await posted.json()).big.length, big.length, "the part's answer whole");
+    const got = await worker.fetch(get("/admin/things?limit=5", { headers }), env, ctx());
+    assert.equal(got.status, 201);
+    await got.arrayBuffer();
+    assert.deepEqual(seen, [
+      { method: "POST", url: "https://worker.test/admin/things?x=1", auth: "Bearer t", body: '{"a":"é"}' },
+      { method: "GET", url: "https://worker.test/admin/things?limit=5", auth: "Bearer t", body: null },
+    ]);
+    // No such binding, a binding that throws, a 5xx that is not JSON: 503 dependency_unavailable.
+    const failing = [
+      {},
+      {
+        PART: {
+          fetch() {
+            throw new Error("down");
+          },
+        },
+      },
+      { PART: { fetch: async () => new Response("worker threw", { status: 500 }) } },
+    ];
+    for (const broken of failing) {
+      const res = await worker.fetch(get("/admin/things", { headers }), broken, ctx());
+      assert.equal(res.status, 503);
+      assert.equal((await res.json()).error.code, "dependency_unavailable");
+    }
+    // A JSON 5xx is the part's own answer.
+    const own = {
+      PART: { fetch: async () => Response.json({ error: { code: "internal", message: "x" } }, { status: 500 }) },
+    };
+    const res = await worker.fetch(get("/admin/things", { headers }), own, ctx());
+    assert.equal(res.status, 500);
+    assert.equal((await res.json()).error.code, "internal");
+  });
+
   it("makes a null-body response for 204 and repeats array headers", async () => {
     const core = fakeCore({
       *"DELETE /x"() {
