@@ -77,6 +77,13 @@ describe("the ledger's three workers", () => {
     }
   });
 
+  it("the entry's /admin/diagnostics checks that both parts answer, each as itself", async () => {
+    const body = await jsonOf(await admin("events", "GET", "/admin/diagnostics"), 200);
+    assert.equal(body.ok, true);
+    assert.equal(body.checks.services.EVENTS_RUNNER.service, "siteswarm-events-runner");
+    assert.equal(body.checks.services.EVENTS_CONFIG.service, "siteswarm-events-config");
+  });
+
   it("a config route sent through the entry is written by the config worker into the one database", async () => {
     const put = await jsonOf(
       await admin("events", "PUT", "/admin/workflows/parts_notify", { target: { webhook: `${target.url}/hooks/n` } }),
@@ -221,6 +228,14 @@ describe("a part that does not answer, or refuses the entry's token", () => {
       401,
       "unauthorized",
     );
+  });
+
+  it("the entry's /admin/diagnostics says the runner is down", async () => {
+    const res = await broken.fetch("events", "/admin/diagnostics", { headers: broken.operator() });
+    const body = await jsonOf(res, 503);
+    assert.equal(body.ok, false);
+    assert.equal(body.checks.services.EVENTS_RUNNER.ok, false);
+    assert.equal(body.checks.services.EVENTS_CONFIG.ok, true);
   });
 
   it("a part down answers 503 dependency_unavailable as JSON; the data path is not touched", async () => {
