@@ -97,11 +97,11 @@ describe("workers/workers.json", () => {
     assert.equal(runner?.partOf, "events");
     assert.equal(config?.partOf, "events");
     const services = (w) => Object.fromEntries((read(w).services ?? []).map((s) => [s.binding, s.service]));
-    // Events' workflow targets: its service bindings to platform workers other than itself.
+    // The workflow targets: every other platform worker, bound by the runner, which starts workflows.
     const targets = Object.fromEntries(
-      Object.entries(services(PLATFORM_WORKERS.events)).filter(([binding]) =>
-        Object.values(PLATFORM_WORKERS).some((w) => w.key !== "events" && w.serviceBinding === binding),
-      ),
+      Object.values(PLATFORM_WORKERS)
+        .filter((w) => w.key !== "events")
+        .map((w) => [w.serviceBinding, w.name]),
     );
     assert.deepEqual(Object.keys(targets).sort(), [
       "ANALYTICS_SERVICE",
@@ -112,10 +112,10 @@ describe("workers/workers.json", () => {
     assert.deepEqual(services(runner), targets);
     // A workflow's target.service is checked against the config part's own bindings.
     assert.deepEqual(services(config), { [runner.serviceBinding]: runner.name, ...targets });
+    // The entry starts none: it binds its parts only.
     assert.deepEqual(services(PLATFORM_WORKERS.events), {
       [runner.serviceBinding]: runner.name,
       [config.serviceBinding]: config.name,
-      ...targets,
     });
     // The entry passes its test hooks on to both parts (bindings/host.js `parts`).
     const shim = readFileSync(path.join(ROOT, "workers/events/worker.js"), "utf8");
