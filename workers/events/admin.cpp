@@ -722,9 +722,14 @@ void add_runner_routes(App& app) {
       .add("POST", "/admin/events/release", operator_only(release_now));
 }
 
-Task<Result<json>> drain_here(Context& ctx, const std::string& consumer, std::int64_t batches) {
-  SS_CO_TRY(DrainReport report, co_await drain_consumer(ctx, consumer, batches));
+Task<Result<json>> drain_report(Context& ctx, const std::string& consumer, std::int64_t batches,
+                                BatchStep step) {
+  SS_CO_TRY(DrainReport report, co_await drain_consumer_with(ctx, consumer, batches, step));
   co_return report.to_json();
+}
+
+Task<Result<json>> drain_here(Context& ctx, const std::string& consumer, std::int64_t batches) {
+  return drain_report(ctx, consumer, batches, &run_any_batch);
 }
 
 Task<Result<json>> runner_cron_here(Context& ctx) {

@@ -2,6 +2,7 @@
 // Operator routes of the ledger and its cron entry point.
 
 #include "shared/app.h"
+#include "workers/events/drain.h"
 
 namespace ss::events {
 
@@ -27,6 +28,9 @@ struct LedgerWiring {
 };
 // Everything in this module: the whole ledger.
 LedgerWiring whole_ledger();
+// One consumer's drain through `step`, as its report (what a LedgerWiring's drain answers).
+Task<Result<json>> drain_report(Context& ctx, const std::string& consumer, std::int64_t batches,
+                                BatchStep step);
 // The pieces of a LedgerWiring that run here (the whole ledger's, and the runner worker's).
 Task<Result<json>> drain_here(Context& ctx, const std::string& consumer, std::int64_t batches);
 Task<Result<json>> runner_cron_here(Context& ctx);

@@ -27,16 +27,6 @@ void add_batch(DrainReport& total, const DrainReport& batch) {
 
 Task<Status> nothing_to_run() { co_return Unit{}; }
 
-// Picks the consumer's batch. A plain function returning the consumer's own (lazy) task, awaited
-// at once by the caller, whose arguments it references: no coroutine frame of its own to forward it.
-Task<Status> run_batch(Context& ctx, DrainReport& report, const std::vector<EventRow>& rows,
-                       const Cursor& cursor, const std::string& holder) {
-  if (report.consumer == kWorkflowRunner) {
-    return run_runner_batch(ctx, report, rows, cursor, holder);
-  }
-  return run_analyser_batch(ctx, report, rows, cursor, holder);
-}
-
 std::vector<std::string> kill_switches_of(const std::string& consumer) {
   std::vector<std::string> switches = {"kill:" + consumer};
   if (consumer == kWorkflowRunner) switches.push_back("kill:fanout");
@@ -49,6 +39,16 @@ Task<Status> run_runner_batch(Context& ctx, DrainReport& report, const std::vect
                               const Cursor& cursor, const std::string& holder) {
   if (rows.empty()) return nothing_to_run();
   return run_workflow_batch(ctx, report, rows, cursor, holder);
+}
+
+// Picks the consumer's batch. A plain function returning the consumer's own (lazy) task, awaited
+// at once by the caller, whose arguments it references: no coroutine frame of its own to forward it.
+Task<Status> run_any_batch(Context& ctx, DrainReport& report, const std::vector<EventRow>& rows,
+                           const Cursor& cursor, const std::string& holder) {
+  if (report.consumer == kWorkflowRunner) {
+    return run_runner_batch(ctx, report, rows, cursor, holder);
+  }
+  return run_analyser_batch(ctx, report, rows, cursor, holder);
 }
 
 Task<Status> run_analyser_batch(Context& ctx, DrainReport& report,
@@ -69,11 +69,6 @@ Task<Status> run_analyser_batch(Context& ctx, DrainReport& report,
 std::int64_t drain_batches_per_run(const Context& ctx) {
   return ctx.env_int("DRAIN_BATCHES_PER_RUN", kDefaultDrainBatchesPerRun, 1,
                      kMaxDrainBatchesPerRun);
-}
-
-Task<Result<DrainReport>> drain_consumer(Context& ctx, const std::string& consumer,
-                                         std::int64_t max_batches, InvocationSpend spent) {
-  return drain_consumer_with(ctx, consumer, max_batches, &run_batch, spent);
 }
 
 Task<Result<DrainReport>> drain_consumer_with(Context& ctx, const std::string& consumer,

@@ -90,9 +90,7 @@ Task<Result<json>> drain_in_entry(Context& ctx, const std::string& consumer, std
     if (!report) co_return Error{ErrorCode::dependency_unavailable, "the runner sent no report"};
     co_return *report;
   }
-  SS_CO_TRY(DrainReport report,
-            co_await drain_consumer_with(ctx, consumer, batches, &run_analyser_batch));
-  co_return report.to_json();
+  SS_CO_RETURN_AWAIT(drain_report(ctx, consumer, batches, &run_analyser_batch));
 }
 
 // The */2 cron's runner part, as many batches as this worker's DRAIN_BATCHES_PER_RUN says: the
@@ -117,9 +115,7 @@ Task<Result<json>> alerts_in_config(Context& ctx) {
 
 Task<Result<json>> drain_in_runner(Context& ctx, const std::string& consumer,
                                    std::int64_t batches) {
-  SS_CO_TRY(DrainReport report,
-            co_await drain_consumer_with(ctx, consumer, batches, &run_runner_batch));
-  co_return report.to_json();
+  return drain_report(ctx, consumer, batches, &run_runner_batch);
 }
 
 // The request as received, handed on to a part: the host sends it and answers with the part's
@@ -139,9 +135,9 @@ Handler forward_to(const char* binding) {
   };
 }
 
-App ledger_app() {
+App ledger_app(const char* service) {
   App app;
-  app.service = "siteswarm-events-service";
+  app.service = service;
   app.db_binding = "EVENTS_DB";
   return app;
 }
@@ -155,7 +151,7 @@ App make_events_entry_app() {
   wiring.runner_cron = &events::runner_cron_in_runner;
   wiring.retention = &events::retention_in_config;
   wiring.alerts = &events::alerts_in_config;
-  App app = events::ledger_app();
+  App app = events::ledger_app("siteswarm-events-service");
   app.diagnostic_services = {events::kRunnerBinding, events::kConfigBinding};
   events::add_health_route(app);  // first: it takes /health from the platform routes
   add_platform_routes(app);
@@ -182,8 +178,7 @@ App make_events_runner_app() {
   events::LedgerWiring wiring;
   wiring.drain = &events::drain_in_runner;
   wiring.runner_only = true;
-  App app = events::ledger_app();
-  app.service = "siteswarm-events-runner";
+  App app = events::ledger_app("siteswarm-events-runner");
   add_platform_routes(app);
   events::add_drain_route(app, wiring);
   events::add_quarantine_retry_route(app);
@@ -194,8 +189,7 @@ App make_events_runner_app() {
 App make_events_config_app() {
   events::LedgerWiring wiring;
   wiring.release = &events::release_in_runner;
-  App app = events::ledger_app();
-  app.service = "siteswarm-events-config";
+  App app = events::ledger_app("siteswarm-events-config");
   add_platform_routes(app);
   events::add_admin_config_routes(app, wiring);
   events::add_upkeep_routes(app);

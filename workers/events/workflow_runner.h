@@ -67,7 +67,7 @@ Task<Result<json>> retry_quarantined(Context& ctx, const std::string& consumer,
 // as a drain run does: it stops before the first held event whose starts would pass it (+
 // "budget_exhausted": true; its first event goes whatever it costs). `spent` (the */2 cron's): what
 // the pass spent of both budgets is added there, and the drain run that follows in the same
-// invocation starts from it (drain_consumer), so the two together stay within each budget.
+// invocation starts from it (drain_consumer_with), so the two together stay within each budget.
 Task<Result<json>> release_held(Context& ctx, InvocationSpend* spent = nullptr);
 
 }  // namespace ss::events
