@@ -1,6 +1,8 @@
 // V8's inspector protocol for the benches that profile a worker inside workerd (workerd-profile.mjs,
 // beacon-profile.mjs): a minimal CDP client over the target's WebSocket, and a sampling profile summed
 // by function (docs/performance.md "Profiles inside workerd").
+import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
 import { WebSocket } from "ws";
 
 /** A CDP session on `url` (a target's webSocketDebuggerUrl): `opened`, `send(method, params)`, `close()`. */
@@ -91,7 +93,10 @@ export async function profiled(port, names, run, intervalUs = 200) {
     if (!target) throw new Error(`no inspector target for ${name}`);
     const next = inner;
     inner = async () => {
-      profiles[name] = selfTimes(await profileWhile(target, intervalUs, next));
+      const profile = await profileWhile(target, intervalUs, next);
+      // SS_PROFILE_SAVE=<dir>: each raw profile kept as <dir>/<name>-<n>.cpuprofile (DevTools opens it).
+      if (process.env.SS_PROFILE_SAVE) saveProfile(process.env.SS_PROFILE_SAVE, name, profile);
+      profiles[name] = selfTimes(profile);
     };
   }
   await inner();
@@ -102,4 +107,10 @@ export async function profiled(port, names, run, intervalUs = 200) {
 export function profileLine(name, times, top = 12) {
   const rows = times.rows.slice(0, top).map(([fn, us]) => `${(us / 1000).toFixed(0)} ${fn}`);
   return `${name} busy ${(times.total / 1000).toFixed(0)} ms (wasm ${(times.wasm / 1000).toFixed(0)}): ${rows.join(" | ")}`;
+}
+
+function saveProfile(dir, name, profile) {
+  mkdirSync(dir, { recursive: true });
+  const n = readdirSync(dir).filter((f) => f.startsWith(`${name}-`)).length + 1;
+  writeFileSync(path.join(dir, `${name}-${n}.cpuprofile`), JSON.stringify(profile));
 }
