@@ -321,6 +321,9 @@ Task<json> dispatch_message(Context& ctx, json message) {
   co_return Response::from_error(Error{ErrorCode::internal, "unknown message op"}).to_json();
 }
 
+// A fetch run's output once its answer has gone out early (docs/abi.md "Answering early").
+[[gnu::noinline]] json sent_output() { return json_object({{"sent", true}}); }
+
 // The work handed to Context::wait_until, all of it concurrently, until none is left (a background
 // task may hand over more).
 Task<Unit> run_background(Context& ctx) {
@@ -349,8 +352,11 @@ Task<json> handle_message(Context& ctx, json message) {
   if (fetch && out.is_object() && !out.contains("streamed") && !out.contains("splice")) {
     json send = out;
     send["kind"] = "response.send";
+    // Background work that only sends (wait_until_sent) ends quietly when its effects succeed: the
+    // run's end is known, and the host need not resume the core for it (docs/abi.md).
+    if (ctx.background_quiet()) ctx.expect_output(sent_output());
     auto [sent, done] = co_await when_all(Effect(std::move(send)), run_background(ctx));
-    if (sent) out = json_object({{"sent", true}});
+    if (sent) out = sent_output();
     co_return out;
   }
   co_await run_background(ctx);

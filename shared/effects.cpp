@@ -373,6 +373,19 @@ EffectOf<Unit> queue_send(std::string binding, json body, int delay_seconds) {
   return {std::move(r), decode_unit};
 }
 
+namespace {
+// Issues its effect at once and, when it succeeds, ends with nothing else: wait_until_quiet's promise.
+Task<Status> sent_or_logged(Context& ctx, EffectOf<Unit> effect, std::string what) {
+  Status sent = co_await std::move(effect);
+  if (!sent) ctx.log(what + ": " + sent.error().message);
+  co_return Unit{};
+}
+}  // namespace
+
+void wait_until_sent(Context& ctx, EffectOf<Unit> effect, std::string what) {
+  ctx.wait_until_quiet(sent_or_logged(ctx, std::move(effect), std::move(what)));
+}
+
 EffectOf<Unit> queue_send_batch(std::string binding, std::vector<json> bodies) {
   json messages = json::array();
   for (json& body : bodies) messages.push_back(json_object({{"body", std::move(body)}}));

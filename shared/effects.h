@@ -249,6 +249,13 @@ EffectOf<std::string> sha256_hex(std::string data);               // 64 lower-ca
 EffectOf<std::string> hmac_sha256_hex(std::string key, std::string data);
 EffectOf<Unit> sleep_ms(int ms);
 
+// Sends `effect` (a queue send, an AE point: an effect whose Unit cannot fail to decode) after the
+// answer, as background work (Context::wait_until) whose only other act is the log line
+// `<what>: <error>` when it fails. A fetch run whose background is all such work ends without a
+// resume of the core once its answer and these effects have all succeeded (Context::
+// wait_until_quiet; docs/abi.md "Answering early").
+void wait_until_sent(Context& ctx, EffectOf<Unit> effect, std::string what);
+
 // Runs any awaitable as a Task so it can take part in when_all().
 template <class Awaitable>
 auto as_task(Awaitable awaitable) -> Task<decltype(awaitable.await_resume())> {

@@ -23,14 +23,19 @@ json event_message(const EventDraft& draft, const std::string& event_id, const s
   return m;
 }
 
-Task<Result<std::string>> emit_event(Context& ctx, EventDraft draft) {
+Task<Result<json>> new_event_message(Context& ctx, EventDraft draft) {
   // Inside a workflow run (a start from the ledger), the event is caused by that run unless the
   // producer names its own cause.
   const Context::Provenance& run = ctx.provenance();
   if (draft.workflow_run_id.empty()) draft.workflow_run_id = run.workflow_run_id;
   if (draft.caused_by.empty()) draft.caused_by = run.caused_by;
   SS_CO_TRY(std::string id, co_await ctx.new_ulid());
-  json body = event_message(draft, id, ctx.app().service, ctx.now_ms());
+  co_return event_message(draft, id, ctx.app().service, ctx.now_ms());
+}
+
+Task<Result<std::string>> emit_event(Context& ctx, EventDraft draft) {
+  SS_CO_TRY(json body, co_await new_event_message(ctx, std::move(draft)));
+  std::string id = string_or(body, "event_id", "");
   SS_CO_CHECK(co_await queue_send(kEventsQueueBinding, std::move(body)));
   co_return id;
 }

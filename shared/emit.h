@@ -32,4 +32,8 @@ json event_message(const EventDraft& draft, const std::string& event_id, const s
 // is filled from the workflow run the request belongs to (Context::provenance()), if any.
 Task<Result<std::string>> emit_event(Context& ctx, EventDraft draft);
 
+// emit_event() without the send: the queue message of a new event (its id drawn now), for a caller
+// that sends it itself, e.g. after the answer with wait_until_sent() (shared/app.h).
+Task<Result<json>> new_event_message(Context& ctx, EventDraft draft);
+
 }  // namespace ss

@@ -104,6 +104,17 @@ App make_test_app() {
                      co_return Error{ErrorCode::dependency_unavailable, "a write failed"};
                    co_return accepted;
                  });
+  // Answering early with background work: wait_until_sent alone lets the runtime promise the run's
+  // end ({"sent":true}) beside the answer and the sends; ?loud=1 adds a wait_until (no promise).
+  app.router.add("GET", "/sent",
+                 [](Context& ctx, const Request& req, const Params&) -> Task<Result<Response>> {
+                   wait_until_sent(ctx, queue_send("Q", json_object({{"n", 1}})), "one not sent");
+                   wait_until_sent(ctx, queue_send("Q", json_object({{"n", 2}})), "two not sent");
+                   if (req.query_param("loud") == "1") {
+                     ctx.wait_until([]() -> Task<Status> { co_return Unit{}; }());
+                   }
+                   co_return Response::empty(202);
+                 });
   // A promise made while an effect of an earlier step is still in flight (SELECT 0): not passed on.
   app.router.add("GET", "/promise-stale",
                  [](Context& ctx, const Request&, const Params&) -> Task<Result<Response>> {
@@ -450,6 +461,62 @@ TEST_CASE("no answer is promised for a HEAD, background work or effects of an ea
   REQUIRE(second.size() == 1);
   CHECK(second[0]["sql"] == "UPDATE a");
   CHECK(stale.empty());
+  rt.drop(id);
+}
+
+TEST_CASE("background work that only sends lets the run's end ride beside the early answer") {
+  App app = make_test_app();
+  Runtime rt(app);
+  // Every effect ok, or the second queue send failing.
+  auto results = [](const json& effects, bool second_send_fails) {
+    json list = json::array();
+    int sends = 0;
+    for (const json& e : effects) {
+      bool fail = e["kind"] == "queue.send" && ++sends == 2 && second_send_fails;
+      list.push_back(
+          fail ? json{{"id", e["id"]}, {"ok", false}, {"error", {{"code", "queue_error"}}}}
+               : json{{"id", e["id"]}, {"ok", true}, {"value", json::object()}});
+    }
+    return dump_json(json{{"now", 1}, {"results", list}});
+  };
+  auto id = rt.start(dump_json(fetch_message("/sent")));
+  REQUIRE(rt.state(id) == Runtime::State::waiting);
+  auto [effects, promised] = effects_and_promise(rt, id);
+  REQUIRE(effects.size() == 3);
+  CHECK(effects[0]["kind"] == "response.send");
+  CHECK(effects[0]["status"] == 202);
+  CHECK(effects[1]["kind"] == "queue.send");
+  CHECK(effects[1]["body"]["n"] == 1);
+  CHECK(effects[2]["body"]["n"] == 2);
+  REQUIRE(!promised.empty());
+  CHECK(json::parse(promised) == json{{"sent", true}});
+  // The promise holds: resumed with every effect ok, the core ends with exactly it.
+  rt.resume(id, results(effects, false));
+  REQUIRE(rt.state(id) == Runtime::State::done);
+  CHECK(rt.data(id) == promised);
+  rt.drop(id);
+
+  // A failed send: the host resumes the core, which logs it (the promise was only for success).
+  id = rt.start(dump_json(fetch_message("/sent")));
+  auto [effects2, promised2] = effects_and_promise(rt, id);
+  CHECK(promised2 == promised);
+  rt.resume(id, results(effects2, true));
+  REQUIRE(rt.state(id) == Runtime::State::done);
+  json out = json::parse(rt.data(id));
+  CHECK(out["sent"] == true);
+  REQUIRE(out["logs"].is_array());
+  bool logged = false;
+  for (const json& line : out["logs"]) {
+    logged = logged || line.get<std::string>().rfind("two not sent: ", 0) == 0;
+  }
+  CHECK(logged);
+  rt.drop(id);
+
+  // Work handed to wait_until besides: no promise (it may do anything after its effects).
+  id = rt.start(dump_json(fetch_message("/sent?loud=1")));
+  auto [effects3, none] = effects_and_promise(rt, id);
+  CHECK(effects3.size() == 3);
+  CHECK(none.empty());
   rt.drop(id);
 }
 }  // namespace ss

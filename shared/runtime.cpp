@@ -239,12 +239,12 @@ void Runtime::publish(Run& run) {
   run.data += ']';
   // An answer known in advance rides after the effects, one line feed apart (docs/abi.md), when
   // these effects are all the run waits for and it has nothing left to do once they succeed.
-  std::optional<json> expected = run.ctx.take_expected_output();
-  if (expected && !expected->contains("streamed") && run.ctx.expected_output_allowed() &&
+  json expected = run.ctx.take_expected_output();
+  if (expected.is_object() && !expected.contains("streamed") && run.ctx.expected_output_allowed() &&
       run.issued_count > 0 && run.outstanding.size() == run.issued_count &&
       !run.ctx.has_background() && !run.ctx.replay_until()) {
     run.data += '\n';
-    run.data += encode_output(std::move(*expected), run.ctx.logs(), run.body_apart);
+    run.data += encode_output(std::move(expected), run.ctx.logs(), run.body_apart);
   }
   run.issued.clear();
   run.issued_count = 0;

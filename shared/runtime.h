@@ -84,7 +84,16 @@ class Context {
   // tasks; in scheduled, queue and rpc runs they are awaited before the output. A failure is logged.
   // The task must own what it reads (take parameters by value, Context& aside): the handler's
   // locals are gone by the time it runs.
-  void wait_until(Task<Status> work) { background_.push_back(std::move(work)); }
+  void wait_until(Task<Status> work) {
+    background_.push_back(std::move(work));
+    background_quiet_ = false;
+  }
+  // wait_until for work that keeps the promise of expect_output(): it issues all its effects at
+  // once and, when every one succeeds, ends with no log, no further effect and no more background
+  // work. Only through wait_until_sent() (shared/effects.h), which builds such work from one effect.
+  void wait_until_quiet(Task<Status> work) { background_.push_back(std::move(work)); }
+  // No work handed over, or only through wait_until_quiet().
+  bool background_quiet() const { return background_quiet_; }
   bool has_background() const { return !background_.empty(); }
   std::vector<Task<Status>> take_background() { return std::exchange(background_, {}); }
 
@@ -116,7 +125,8 @@ class Context {
   // runtime does not pass it on when it could not hold: effects of earlier steps still in flight,
   // work handed to wait_until, a replayable answer, a HEAD request or another op than fetch.
   void expect_output(json output) { expected_output_ = std::move(output); }
-  std::optional<json> take_expected_output() { return std::exchange(expected_output_, {}); }
+  // The answer expected, or null: none.
+  json take_expected_output() { return std::exchange(expected_output_, json()); }
   // Set by handle_message for a fetch run that is not a HEAD: expect_output() is honoured only then.
   void allow_expected_output(bool allowed) { expected_output_allowed_ = allowed; }
   bool expected_output_allowed() const { return expected_output_allowed_; }
@@ -150,7 +160,8 @@ class Context {
   std::optional<std::int64_t> replay_until_ms_;
   Provenance provenance_;
   std::vector<Task<Status>> background_;  // wait_until(), not started yet
-  std::optional<json> expected_output_;   // expect_output(), not published yet
+  bool background_quiet_ = true;
+  json expected_output_;  // expect_output(), not published yet (null: none)
   bool expected_output_allowed_ = false;
 };
 

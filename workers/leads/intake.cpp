@@ -14,6 +14,7 @@
 #include "workers/leads/config.h"
 #include "workers/leads/lead.h"
 #include "workers/leads/notify.h"
+#include "workers/leads/providers.h"
 #include "workers/leads/store.h"
 
 #include <algorithm>
@@ -132,22 +133,30 @@ Response accepted(const Request& req, const LeadsConfig& config, const std::stri
   return Response::json_body(202, json_object({{"ok", true}, {"leadId", lead_id}}));
 }
 
-// A ledger event, sent after the client has its answer (Context::wait_until). Best effort, as it
-// always was: a lost event costs a line in the ledger, never the lead.
+// A ledger event, sent after the client has its answer (wait_until_sent: its id is drawn here, so
+// the background work is the send alone, and the run ends without another crossing once it is
+// queued). Best effort, as it always was: a lost event costs a line in the ledger, never the lead.
 Task<Status> announce(Context& ctx, EventDraft draft) {
   std::string type = draft.event_type;
-  auto emitted = co_await emit_event(ctx, std::move(draft));
-  if (!emitted) ctx.log(type + " not emitted: " + emitted.error().message);
+  auto message = co_await new_event_message(ctx, std::move(draft));
+  if (!message) {
+    ctx.log(type + " not emitted: " + message.error().message);
+    co_return Unit{};
+  }
+  wait_until_sent(ctx, queue_send(kEventsQueueBinding, std::move(*message)), type + " not emitted");
   co_return Unit{};
 }
 
 // The notification messages of a stored lead, sent after the client has its 202: its D1 transaction
 // committed the lead and its pending deliveries, so an enqueue that fails — or never happens because
-// the instance died in between — is re-sent by the sweeper (sweep_unsent). Owns its arguments: it
-// runs after the handler has returned.
-Task<Status> notify_after_commit(Context& ctx, std::vector<Delivery> deliveries, json lead,
-                                 std::string submitted_at) {
-  SS_CO_RETURN_AWAIT(enqueue_deliveries(ctx, deliveries, lead, submitted_at, true));
+// the instance died in between — is re-sent by the sweeper (sweep_unsent).
+void notify_after_commit(Context& ctx, const std::vector<Delivery>& deliveries, const json& lead,
+                         const std::string& submitted_at) {
+  for (const Delivery& d : deliveries) {
+    wait_until_sent(ctx,
+                    queue_send(kNotifyQueue, NotifyMessage::of(d, lead, submitted_at).to_json()),
+                    "notify: enqueue failed; the sweeper will retry");
+  }
 }
 
 Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
@@ -198,7 +207,7 @@ Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
     }
     EventDraft spam{
         "lead.spam_absorbed", "tenant:" + tenant.id, {{"reason", "honeypot"}}, tenant.id};
-    ctx.wait_until(announce(ctx, std::move(spam)));
+    SS_CO_CHECK(co_await announce(ctx, std::move(spam)));
     co_return accepted(req, *config, decoy);
   }
 
@@ -236,7 +245,7 @@ Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
   if (deliveries.empty()) {
     // nobody to notify
   } else if (config->store_submissions) {
-    ctx.wait_until(notify_after_commit(ctx, deliveries, submission.lead, now));
+    notify_after_commit(ctx, deliveries, submission.lead, now);
   } else {
     // Not stored: the queue message is the lead's only copy and the sweeper cannot rebuild it, so
     // the client is answered only once it is queued (a failure is a 503: submit again). The 503
@@ -261,7 +270,7 @@ Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
                        {"channels", channels}},
                       tenant.id};
   received.idempotency_key = "lead.received:" + lead_id;
-  ctx.wait_until(announce(ctx, std::move(received)));
+  SS_CO_CHECK(co_await announce(ctx, std::move(received)));
   co_return accepted(req, *config, lead_id);
 }
 
