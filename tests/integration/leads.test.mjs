@@ -422,6 +422,15 @@ describe("leads intake: refused submissions store nothing", () => {
       "invalid_lead",
     );
     assert.deepEqual(Object.keys(long.fields), ["name"]);
+    // One named input: "field" names it beside "fields" (docs/contract.md "Common rules").
+    assert.equal(long.field, "name");
+    const oneBad = await errorOf(
+      await submit("lt-intake", { email: "not-an-email", turnstileToken: DUMMY_TOKEN }),
+      400,
+      "invalid_lead",
+    );
+    assert.deepEqual(oneBad.fields, { email: oneBad.fields.email });
+    assert.equal(oneBad.field, "email");
     // Validation comes before Turnstile: an invalid lead with a bad token is a 400, not a 403.
     await errorOf(await submit("lt-intake", { name: "x", turnstileToken: "forged" }), 400, "invalid_lead");
     await nothingStored();

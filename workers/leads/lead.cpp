@@ -182,6 +182,8 @@ Result<Submission> validate_submission(const SentFields& sent, const LeadsConfig
   }
   if (!problems.empty()) {
     Error e{ErrorCode::invalid_lead, "the lead has invalid fields"};
+    // One named input: "field" names it beside "fields" (docs/contract.md "Common rules").
+    if (problems.size() == 1) e.with("field", problems.begin().key());
     e.with("fields", problems);
     return e;
   }
