@@ -291,6 +291,20 @@ describe("entity timelines", () => {
       400,
       "invalid_request",
     );
+    // An entity that no entity_ref can name (the type is lower case [a-z0-9_], as on POST and on
+    // GET /api/events?entity=) is a 400 naming the path parameter, never an empty timeline.
+    for (const [path, field] of [
+      ["/api/entities/Lead/T1/timeline", "entityType"],
+      ["/api/entities/lead-x/T1/timeline", "entityType"],
+      ["/api/entities/lead/T%01/timeline", "entityId"],
+    ]) {
+      const error = await errorOf(
+        await mesh.fetch("events", path, { headers: mesh.tenantHeaders("bakery") }),
+        400,
+        "invalid_request",
+      );
+      assert.equal(error.field, field, path);
+    }
     // `after` is cross-checked against this timeline (in the page's D1 batch): another tenant's event,
     // an id with another event's seq, and garbage are each a 400 naming `after`, never an empty page.
     const seqOf = async (id) => (await rows(`SELECT seq FROM events WHERE event_id = '${id}'`))[0].seq;

@@ -595,6 +595,17 @@ Task<Result<Response>> entity_timeline(Context& ctx, const Request& req, const P
   f.tenant_id = tenant;
   f.entity_type = param(params, "entityType");
   f.entity_id = param(params, "entityId");
+  // What an entity_ref can name (as on POST and GET /api/events?entity=): anything else could
+  // never match, and is refused rather than answered with an empty timeline.
+  bool type_ok = !f.entity_type.empty();
+  for (char c : f.entity_type)
+    type_ok = type_ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_');
+  if (!type_ok)
+    co_return invalid_field("entityType", "must be lower case [a-z0-9_], as in entity_ref");
+  bool id_ok = f.entity_type.size() + 1 + f.entity_id.size() <= kMaxRefLength;
+  for (char c : f.entity_id) id_ok = id_ok && static_cast<unsigned char>(c) >= 0x20;
+  if (!id_ok)
+    co_return invalid_field("entityId", "must be an entity_ref id (no control characters)");
   if (!parse_after(req.query_param("after"), f.after, f.after_seq)) {
     co_return timeline_after_error(kTimelineAfterMalformed);
   }
