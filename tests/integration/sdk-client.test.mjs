@@ -384,6 +384,7 @@ describe("createPlatformClient with fake bindings", () => {
     assert.deepEqual(Object.keys(missing.fields).sort(), ["email", "phone"]);
     const badEmail = await rejectsWith(client.leads.submit({ email: "not-an-email" }), "invalid_lead", 400);
     assert.deepEqual(Object.keys(badEmail.fields), ["email"]);
+    assert.equal(badEmail.details.field, "email", "one field: named beside fields, as the leads worker does");
 
     const first = await client.events.emit({
       event_type: "order.placed",
@@ -883,6 +884,7 @@ describe("createPlatformClient against the platform workers", () => {
     assert.ok("email" in err.fields);
     const bad = await rejectsWith(client.leads.submit({ email: "not-an-email" }), "invalid_lead", 400);
     assert.ok("email" in bad.fields);
+    assert.equal(bad.details.field, "email");
   });
 
   it("throws unauthenticated_tenant with a wrong token", async () => {

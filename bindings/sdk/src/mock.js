@@ -37,7 +37,11 @@ export function createMocks({ appId, snapshot, cmsZone, leadsConfig = {} }) {
       if (!checked.ok) {
         throw new SiteSwarmError("invalid_lead", "the lead has invalid fields", {
           status: 400,
-          details: { fields: checked.fields },
+          // One field: named beside "fields", as the leads worker answers (docs/contract.md "Common rules").
+          details: {
+            ...(Object.keys(checked.fields).length === 1 && { field: Object.keys(checked.fields)[0] }),
+            fields: checked.fields,
+          },
         });
       }
       if (checked.honeypot) return { ok: true, leadId: ulid() }; // like a success; nothing kept
