@@ -88,6 +88,25 @@ bool is_workflow_service(std::string_view configured, std::string_view binding) 
   return false;
 }
 
+// A comma-separated list of binding names less the ledger's own workers' (EVENTS_RUNNER,
+// EVENTS_CONFIG: bindings of its config worker, never workflow targets), as "A,B".
+std::string without_ledger_bindings(std::string_view configured) {
+  std::string out;
+  while (!configured.empty()) {
+    std::size_t comma = configured.find(',');
+    std::string_view item = configured.substr(0, comma);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (!item.empty() && item != "EVENTS_RUNNER" && item != "EVENTS_CONFIG") {
+      if (!out.empty()) out += ',';
+      out += item;
+    }
+    if (comma == std::string_view::npos) break;
+    configured.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
 // The JSON object body of an operator write (the route's operator_only has authenticated it).
 Result<json> operator_body(const Request& req) {
   if (Status ok = require_json_body(req, kMaxAdminBody); !ok) return std::move(ok).error();
@@ -265,8 +284,9 @@ Result<json> parse_target(const Context& ctx, const json& body) {
     std::string bound = ctx.env("SS_SERVICE_BINDINGS");
     std::string configured = ctx.env("WORKFLOW_SERVICES");
     if (configured.empty()) configured = bound;
-    // The ledger's own workers are bindings of this one, never workflow targets.
-    if (*service == "EVENTS_RUNNER" || *service == "EVENTS_CONFIG") configured.clear();
+    // The ledger's own workers are bindings of this one, never workflow targets: neither accepted
+    // nor offered in the refusal's list.
+    configured = without_ledger_bindings(configured);
     if (!is_workflow_service(bound, *service) || !is_workflow_service(configured, *service)) {
       return invalid_field("target.service",
                            "is not a service binding of this worker (it has: " +

@@ -523,6 +523,26 @@ TEST_CASE("a workflow's target.service must be a service binding this worker has
   CHECK(put("NOPE_SERVICE").status == 400);
 }
 
+TEST_CASE(
+    "a refused target.service names the bindings a workflow may use, never the ledger's own") {
+  Ledger l;
+  // The ledger's config worker, deployed: it binds the runner beside the workflow targets.
+  l.mesh.set_env("events", "SS_SERVICE_BINDINGS", "EVENTS_RUNNER,LEADS_SERVICE,CMS_SERVICE");
+  auto message_for = [&](const std::string& service) {
+    auto r =
+        l.admin("PUT", "/admin/workflows/x", {{"target", {{"service", service}, {"path", "/s"}}}});
+    CHECK(r.status == 400);
+    return r.body_json()["error"]["message"].get<std::string>();
+  };
+  for (const char* service : {"NOPE", "EVENTS_RUNNER", "EVENTS_CONFIG"}) {
+    CAPTURE(service);
+    std::string message = message_for(service);
+    CAPTURE(message);
+    CHECK(message.find("(it has: LEADS_SERVICE,CMS_SERVICE)") != std::string::npos);
+    CHECK(message.find("EVENTS_RUNNER,") == std::string::npos);
+  }
+}
+
 TEST_CASE("a registered JSON Schema refuses a payload that breaks it with 422") {
   Ledger l;
   json schema{{"type", "object"},
