@@ -271,5 +271,18 @@ describe("a part that does not answer, or refuses the entry's token", () => {
     });
     assert.equal(res.status, 201);
     await res.arrayBuffer();
+    // A drain of every consumer still drains the analysers in the entry, then answers 503 for the
+    // runner: the outage of one part does not hold the others' work back.
+    const all = await broken.fetch("events", "/admin/events/drain", { method: "POST", headers: broken.operator() });
+    assert.equal(all.status, 503);
+    assert.equal((await all.json()).error.code, "dependency_unavailable");
+    const again = await jsonOf(
+      await broken.fetch("events", "/admin/events/drain?consumer=timeline_indexer", {
+        method: "POST",
+        headers: broken.operator(),
+      }),
+      200,
+    );
+    assert.equal(again.consumers.timeline_indexer.read, 0, "the drain of every consumer read the new event already");
   });
 });

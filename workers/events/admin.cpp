@@ -438,11 +438,19 @@ Task<Result<Response>> drain_now(Context& ctx, const Request& req, const Params&
   // (up to N batches while they come back full).
   SS_CO_TRY(std::int64_t batches, req.int_param("batches", 1, 1, kMaxDrainBatchesPerRun));
   json consumers = json::object();
+  // Every consumer is drained even when one cannot be (the runner down, D1 refusing one of them):
+  // the others' work is not held back, and the first failure is the answer.
+  std::optional<Error> failed;
   for (const std::string& name : consumer_names()) {
     if (!only.empty() && name != only) continue;
-    SS_CO_TRY(json report, co_await wiring.drain(ctx, name, batches));
-    consumers[name] = std::move(report);
+    Result<json> report = co_await wiring.drain(ctx, name, batches);
+    if (!report) {
+      if (!failed) failed = std::move(report).error();
+      continue;
+    }
+    consumers[name] = std::move(*report);
   }
+  if (failed) co_return std::move(*failed);
   co_return Response::json_body(200, json_object({{"consumers", consumers}}));
 }
 
