@@ -286,3 +286,24 @@ describe("a part that does not answer, or refuses the entry's token", () => {
     assert.equal(again.consumers.timeline_indexer.read, 0, "the drain of every consumer read the new event already");
   });
 });
+
+describe("a part that holds another operator token than the entry", () => {
+  let rotating;
+  before(async () => {
+    rotating = await startMesh({
+      tenants: [{ appId: "bakery", config: {} }],
+      bindings: { events_runner: { PLATFORM_ADMIN_TOKEN: "another-operator-token" } },
+    });
+  });
+  after(async () => rotating?.dispose());
+
+  it("the entry's own call to it is 503 dependency_unavailable naming the token, not a 401", async () => {
+    const res = await rotating.fetch("events", "/admin/events/drain?consumer=workflow_runner", {
+      method: "POST",
+      headers: rotating.operator(),
+    });
+    const body = await jsonOf(res, 503);
+    assert.equal(body.error.code, "dependency_unavailable");
+    assert.match(body.error.message, /EVENTS_RUNNER refused the operator token: PLATFORM_ADMIN_TOKEN/);
+  });
+});
