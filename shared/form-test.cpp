@@ -124,8 +124,10 @@ TEST_CASE("form: parse_multipart rejects file uploads and bad framing") {
   const std::string file =
       "--XyZ\r\nContent-Disposition: form-data; name=\"cv\"; filename=\"cv.pdf\"\r\n"
       "Content-Type: application/pdf\r\n\r\n%PDF\r\n--XyZ--\r\n";
-  CHECK_FALSE(parse_multipart(file, "XyZ", &why).has_value());
+  std::string file_field;
+  CHECK_FALSE(parse_multipart(file, "XyZ", &why, &file_field).has_value());
   CHECK(why == "file uploads are not accepted");
+  CHECK(file_field == "cv");
   const std::string file_star =
       "--XyZ\r\nContent-Disposition: form-data; name=cv; filename*=UTF-8''cv.pdf\r\n\r\nx\r\n"
       "--XyZ--";

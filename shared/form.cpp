@@ -122,7 +122,8 @@ std::nullopt_t refuse_form(std::string* why, const char* message) {
 
 // The field name from a part's header block (`Content-Disposition: form-data; name="..."`);
 // other headers, including a part's Content-Type, are ignored.
-std::optional<std::string> part_field_name(std::string_view headers, std::string* why) {
+std::optional<std::string> part_field_name(std::string_view headers, std::string* why,
+                                           std::string* file_field) {
   std::optional<std::string> name;
   std::size_t count = 0;
   while (!headers.empty()) {
@@ -144,6 +145,7 @@ std::optional<std::string> part_field_name(std::string_view headers, std::string
       return refuse_form(why, "malformed Content-Disposition in part");
     }
     if (params.count("filename") != 0 || params.count("filename*") != 0) {
+      if (file_field != nullptr && params.count("name") != 0) *file_field = params["name"];
       return refuse_form(why, "file uploads are not accepted");
     }
     const auto it = params.find("name");
@@ -205,7 +207,7 @@ std::optional<FormFields> parse_urlencoded(std::string_view body) {
 }
 
 std::optional<FormFields> parse_multipart(std::string_view body, std::string_view boundary,
-                                          std::string* why) {
+                                          std::string* why, std::string* file_field) {
   if (!is_valid_boundary(boundary)) return refuse_form(why, "invalid multipart boundary");
   const std::string delimiter = "--" + std::string(boundary);
   const std::string next_delimiter = std::string(kCrlf) + delimiter;
@@ -237,7 +239,7 @@ std::optional<FormFields> parse_multipart(std::string_view body, std::string_vie
       headers = body.substr(pos, end - pos);
       content_start = end + 4;
     }
-    auto name = part_field_name(headers, why);
+    auto name = part_field_name(headers, why, file_field);
     if (!name) return std::nullopt;
 
     const std::size_t content_end = body.find(next_delimiter, content_start);

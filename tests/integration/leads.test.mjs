@@ -286,7 +286,9 @@ describe("leads intake: accepted submissions", () => {
       headers: { ...tenantHeaders("lt-intake"), "CF-Connecting-IP": freshIp() },
       body: fd,
     });
-    await errorOf(res, 400, "invalid_request");
+    const error = await errorOf(res, 400, "invalid_request");
+    assert.equal(error.field, "attachment", "the error names the field the file came in");
+    assert.equal(error.fields.attachment, "file uploads are not accepted");
     assert.equal(await count("SELECT COUNT(*) AS n FROM leads"), n);
   });
 

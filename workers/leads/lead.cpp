@@ -65,7 +65,9 @@ Result<SentFields> read_submission(const Request& req) {
       return invalid_field("Content-Type", "multipart/form-data without a boundary");
     }
     std::string why;
-    auto fields = parse_multipart(req.body, boundary->second, &why);
+    std::string file_field;  // the field a file was sent in: named in the error, as any bad input
+    auto fields = parse_multipart(req.body, boundary->second, &why, &file_field);
+    if (!fields && !file_field.empty()) return invalid_field(file_field, why);
     if (!fields) return Error{ErrorCode::invalid_request, "multipart body: " + why};
     sent.text = std::move(*fields);
     return sent;
