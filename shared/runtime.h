@@ -78,6 +78,8 @@ class Context {
   Task<Result<std::vector<std::string>>> new_ulids(std::size_t n);
   // n random bytes from the host entropy pool (or a crypto.random effect when the pool is dry).
   Task<Result<std::string>> random_bytes(std::size_t n);
+  // How many of the pool's bytes are left: random_bytes(n) up to that needs no effect.
+  std::size_t entropy_left() const { return entropy_.size(); }
 
   // Work that outlives the response (Workers' ctx.waitUntil; docs/abi.md "Answering early"). In a
   // fetch run the client is answered as soon as the handler returns, and the run goes on with these

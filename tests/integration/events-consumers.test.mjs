@@ -297,6 +297,8 @@ describe("entity timelines", () => {
       ["/api/entities/Lead/T1/timeline", "entityType"],
       ["/api/entities/lead-x/T1/timeline", "entityType"],
       ["/api/entities/lead/T%01/timeline", "entityId"],
+      [`/api/entities/${"a".repeat(250)}/x/timeline`, "entityType"],
+      [`/api/entities/lead/${"x".repeat(200)}/timeline`, "entityId"],
     ]) {
       const error = await errorOf(
         await mesh.fetch("events", path, { headers: mesh.tenantHeaders("bakery") }),

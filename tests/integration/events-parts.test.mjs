@@ -275,7 +275,12 @@ describe("a part that does not answer, or refuses the entry's token", () => {
     // runner: the outage of one part does not hold the others' work back.
     const all = await broken.fetch("events", "/admin/events/drain", { method: "POST", headers: broken.operator() });
     assert.equal(all.status, 503);
-    assert.equal((await all.json()).error.code, "dependency_unavailable");
+    const { error } = await all.json();
+    assert.equal(error.code, "dependency_unavailable");
+    assert.match(error.message, /^workflow_runner: EVENTS_RUNNER /, "the message names the consumer, then the part");
+    assert.deepEqual(Object.keys(error.failed), ["workflow_runner"]);
+    assert.ok(error.consumers.timeline_indexer, "the reports of the consumers that drained come with it");
+    assert.equal(error.consumers.timeline_indexer.read, 1);
     const again = await jsonOf(
       await broken.fetch("events", "/admin/events/drain?consumer=timeline_indexer", {
         method: "POST",

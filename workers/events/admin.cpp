@@ -288,9 +288,18 @@ Result<json> parse_target(const Context& ctx, const json& body) {
     // nor offered in the refusal's list.
     configured = without_ledger_bindings(configured);
     if (!is_workflow_service(bound, *service) || !is_workflow_service(configured, *service)) {
-      return invalid_field("target.service",
-                           "is not a service binding of this worker (it has: " +
-                               (configured.empty() ? std::string("none") : configured) + ")");
+      // Offered: what a PUT would accept, the allowed bindings this worker really has.
+      std::string usable;
+      for (std::string_view rest = configured; !rest.empty();) {
+        std::size_t comma = rest.find(',');
+        std::string name(rest.substr(0, comma));
+        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+        if (!name.empty() && is_workflow_service(bound, name))
+          usable += (usable.empty() ? "" : ",") + name;
+      }
+      return invalid_field("target.service", "is not a service binding of this worker (it has: " +
+                                                 (usable.empty() ? std::string("none") : usable) +
+                                                 ")");
     }
     std::string path = string_or(*target, "path", "/");
     if (path.empty() || path[0] != '/' || path.size() > 512) {
@@ -439,18 +448,30 @@ Task<Result<Response>> drain_now(Context& ctx, const Request& req, const Params&
   SS_CO_TRY(std::int64_t batches, req.int_param("batches", 1, 1, kMaxDrainBatchesPerRun));
   json consumers = json::object();
   // Every consumer is drained even when one cannot be (the runner down, D1 refusing one of them):
-  // the others' work is not held back, and the first failure is the answer.
-  std::optional<Error> failed;
+  // the others' work is not held back. Then the first failure is the answer, its message naming the
+  // consumer, with every failure in "failed" and the reports of those that drained in "consumers".
+  std::optional<Error> first;
+  std::string first_name;
+  json failed = json::object();
   for (const std::string& name : consumer_names()) {
     if (!only.empty() && name != only) continue;
     Result<json> report = co_await wiring.drain(ctx, name, batches);
     if (!report) {
-      if (!failed) failed = std::move(report).error();
+      Error e = std::move(report).error();
+      ctx.log("drain of " + name + " failed: " + e.message);
+      failed[name] = e.message;
+      if (!first) {
+        first = std::move(e);
+        first_name = name;
+      }
       continue;
     }
     consumers[name] = std::move(*report);
   }
-  if (failed) co_return std::move(*failed);
+  if (first) {
+    first->message = first_name + ": " + first->message;
+    co_return std::move(first->with("failed", std::move(failed)).with("consumers", consumers));
+  }
   co_return Response::json_body(200, json_object({{"consumers", consumers}}));
 }
 
@@ -630,7 +651,10 @@ Task<Result<Response>> entity_timeline(Context& ctx, const Request& req, const P
     type_ok = type_ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_');
   if (!type_ok)
     co_return invalid_field("entityType", "must be lower case [a-z0-9_], as in entity_ref");
+  if (f.entity_type.size() + 2 > kMaxRefLength)  // room for ':' and a one-character id
+    co_return invalid_field("entityType", "is too long for an entity_ref (200 characters)");
   bool id_ok = f.entity_type.size() + 1 + f.entity_id.size() <= kMaxRefLength;
+  if (!id_ok) co_return invalid_field("entityId", "is too long for an entity_ref (200 characters)");
   for (char c : f.entity_id) id_ok = id_ok && static_cast<unsigned char>(c) >= 0x20;
   if (!id_ok)
     co_return invalid_field("entityId", "must be an entity_ref id (no control characters)");

@@ -541,6 +541,11 @@ TEST_CASE(
     CHECK(message.find("(it has: LEADS_SERVICE,CMS_SERVICE)") != std::string::npos);
     CHECK(message.find("EVENTS_RUNNER,") == std::string::npos);
   }
+  // WORKFLOW_SERVICES naming a binding this worker lacks: only what a PUT would accept is offered.
+  l.mesh.set_env("events", "WORKFLOW_SERVICES", "LEADS_SERVICE,MONITOR_SERVICE");
+  std::string message = message_for("NOPE");
+  CAPTURE(message);
+  CHECK(message.find("(it has: LEADS_SERVICE)") != std::string::npos);
 }
 
 TEST_CASE("a registered JSON Schema refuses a payload that breaks it with 422") {

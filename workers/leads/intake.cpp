@@ -133,10 +133,26 @@ Response accepted(const Request& req, const LeadsConfig& config, const std::stri
   return Response::json_body(202, json_object({{"ok", true}, {"leadId", lead_id}}));
 }
 
-// A ledger event, sent after the client has its answer (wait_until_sent: its id is drawn here, so
-// the background work is the send alone, and the run ends without another crossing once it is
-// queued). Best effort, as it always was: a lost event costs a line in the ledger, never the lead.
+// The event by emit_event() in the background (Context::wait_until): after the answer, whatever it
+// takes.
+Task<Status> emit_after_answer(Context& ctx, EventDraft draft) {
+  std::string type = draft.event_type;
+  auto emitted = co_await emit_event(ctx, std::move(draft));
+  if (!emitted) ctx.log(type + " not emitted: " + emitted.error().message);
+  co_return Unit{};
+}
+
+// A ledger event, sent after the client has its answer. When the message's entropy still holds its
+// id, the id is drawn here and the background work is the send alone (wait_until_sent: the run ends
+// without another crossing once it is queued); otherwise drawing it would cost a crossing before
+// the answer, so it is emitted after the answer as a whole. Best effort, as it always was: a lost
+// event costs a line in the ledger, never the lead.
 Task<Status> announce(Context& ctx, EventDraft draft) {
+  static constexpr std::size_t kUlidRandomBytes = 10;
+  if (ctx.entropy_left() < kUlidRandomBytes) {
+    ctx.wait_until(emit_after_answer(ctx, std::move(draft)));
+    co_return Unit{};
+  }
   std::string type = draft.event_type;
   auto message = co_await new_event_message(ctx, std::move(draft));
   if (!message) {
