@@ -299,7 +299,7 @@ describe("the SDK inside workerd, bound to the platform workers", () => {
         code: "invalid_lead",
         status: 400,
         fields: ["email"],
-        field: null,
+        field: "email",
       },
     );
     const stranger = await sdk("leads.submit", [{ email: "a@example.com" }], { token: "not-the-token" });
