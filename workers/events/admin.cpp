@@ -19,6 +19,8 @@
 #include "workers/events/json_schema.h"
 #include "workers/events/ledger.h"
 
+#include <algorithm>
+
 namespace ss::events {
 
 namespace {
@@ -88,16 +90,18 @@ bool is_workflow_service(std::string_view configured, std::string_view binding) 
   return false;
 }
 
-// A comma-separated list of binding names less the ledger's own workers' (EVENTS_RUNNER,
-// EVENTS_CONFIG: bindings of its config worker, never workflow targets), as "A,B".
-std::string without_ledger_bindings(std::string_view configured) {
+// The bindings a workflow may start through, as "A,B": those of the comma-separated `configured`
+// list that the worker has (`bound`), less the ledger's own workers' (EVENTS_RUNNER, EVENTS_CONFIG:
+// bindings of its config worker, never workflow targets).
+std::string usable_workflow_bindings(std::string_view configured, std::string_view bound) {
   std::string out;
   while (!configured.empty()) {
     std::size_t comma = configured.find(',');
     std::string_view item = configured.substr(0, comma);
     while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
     while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
-    if (!item.empty() && item != "EVENTS_RUNNER" && item != "EVENTS_CONFIG") {
+    if (!item.empty() && item != "EVENTS_RUNNER" && item != "EVENTS_CONFIG" &&
+        is_workflow_service(bound, item)) {
       if (!out.empty()) out += ',';
       out += item;
     }
@@ -285,18 +289,9 @@ Result<json> parse_target(const Context& ctx, const json& body) {
     std::string configured = ctx.env("WORKFLOW_SERVICES");
     if (configured.empty()) configured = bound;
     // The ledger's own workers are bindings of this one, never workflow targets: neither accepted
-    // nor offered in the refusal's list.
-    configured = without_ledger_bindings(configured);
-    if (!is_workflow_service(bound, *service) || !is_workflow_service(configured, *service)) {
-      // Offered: what a PUT would accept, the allowed bindings this worker really has.
-      std::string usable;
-      for (std::string_view rest = configured; !rest.empty();) {
-        std::size_t comma = rest.find(',');
-        std::string name(rest.substr(0, comma));
-        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-        if (!name.empty() && is_workflow_service(bound, name))
-          usable += (usable.empty() ? "" : ",") + name;
-      }
+    // nor offered in the refusal's list, which names what a PUT would accept.
+    std::string usable = usable_workflow_bindings(configured, bound);
+    if (!is_workflow_service(usable, *service)) {
       return invalid_field("target.service", "is not a service binding of this worker (it has: " +
                                                  (usable.empty() ? std::string("none") : usable) +
                                                  ")");
@@ -653,10 +648,10 @@ Task<Result<Response>> entity_timeline(Context& ctx, const Request& req, const P
     co_return invalid_field("entityType", "must be lower case [a-z0-9_], as in entity_ref");
   if (f.entity_type.size() + 2 > kMaxRefLength)  // room for ':' and a one-character id
     co_return invalid_field("entityType", "is too long for an entity_ref (200 characters)");
-  bool id_ok = f.entity_type.size() + 1 + f.entity_id.size() <= kMaxRefLength;
-  if (!id_ok) co_return invalid_field("entityId", "is too long for an entity_ref (200 characters)");
-  for (char c : f.entity_id) id_ok = id_ok && static_cast<unsigned char>(c) >= 0x20;
-  if (!id_ok)
+  if (f.entity_type.size() + 1 + f.entity_id.size() > kMaxRefLength)
+    co_return invalid_field("entityId", "is too long for an entity_ref (200 characters)");
+  if (std::any_of(f.entity_id.begin(), f.entity_id.end(),
+                  [](char c) { return static_cast<unsigned char>(c) < 0x20; }))
     co_return invalid_field("entityId", "must be an entity_ref id (no control characters)");
   if (!parse_after(req.query_param("after"), f.after, f.after_seq)) {
     co_return timeline_after_error(kTimelineAfterMalformed);
