@@ -195,3 +195,22 @@ for (const mod of modules.filter((m) => m.name === "floor" || m.name === "events
     assert.ok(ex.memory.buffer.byteLength / 65536 <= pagesAfterFirst + 8, "freed blocks are reused");
   });
 }
+
+// (5) What each module imports, in both builds: WASI functions (bindings/instance.js answers the ones a
+// core calls and stubs the rest) and the two Emscripten functions it answers — nothing else, so no
+// import can reach the host's "not provided" stub at run time.
+const EMSCRIPTEN_IMPORTS = new Set(["env.emscripten_notify_memory_growth", "env.emscripten_memcpy_big"]);
+for (const dir of ["dist/wasm", "dist/wasm-emscripten"]) {
+  const files = existsSync(`${root}/${dir}`) ? readdirSync(`${root}/${dir}`).filter((f) => f.endsWith(".wasm")) : [];
+  test(`${dir}: every module imports only WASI and what the host answers`, {
+    skip: files.length === 0 && `${dir} not built`,
+  }, () => {
+    for (const file of files) {
+      const imports = WebAssembly.Module.imports(new WebAssembly.Module(readFileSync(`${root}/${dir}/${file}`)));
+      const foreign = imports
+        .map((i) => `${i.module}.${i.name}`)
+        .filter((n) => !n.startsWith("wasi_snapshot_preview1.") && !EMSCRIPTEN_IMPORTS.has(n));
+      assert.deepEqual(foreign, [], `${file} imports only what the host provides`);
+    }
+  });
+}
