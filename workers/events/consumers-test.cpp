@@ -2,6 +2,7 @@
 // customer_health_watcher), the operator alerts, /health on a stall, and the operator reads they
 // feed — on the native mesh, in virtual time.
 #include "shared/json_util.h"
+#include "shared/rfc3339.h"
 #include "workers/events/alerts.h"
 #include "workers/events/anomaly_detector.h"
 #include "workers/events/customer_health_watcher.h"
@@ -432,7 +433,14 @@ TEST_CASE("alerts: a fan-out cap hit pages once per subscription and hour (Pager
   CHECK(posts_to(l, "/v2/enqueue").size() == 2);
   json listed = l.admin("GET", "/admin/alerts").body_json()["alerts"];
   CHECK(listed.size() == 2);
-  CHECK(listed[0]["pagerduty_sent_at"].is_string());
+  // Times as the contract writes them: RFC 3339 UTC to the second (stored with milliseconds).
+  for (const char* key : {"created_at", "pagerduty_sent_at", "slack_sent_at"}) {
+    REQUIRE(listed[0][key].is_string());
+    std::string at = listed[0][key];
+    CHECK(at.size() == 20);
+    CHECK(at.back() == 'Z');
+    CHECK(ss::parse_rfc3339(at).has_value());
+  }
 }
 
 TEST_CASE(

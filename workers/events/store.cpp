@@ -1115,16 +1115,21 @@ AlertRow AlertRow::decode(RowReader& r) {
   return a;
 }
 
+// Times are stored with milliseconds (the outbox's order) and shown to the second, as the contract
+// writes times.
 json AlertRow::view() const {
   auto details = parse_json(details_json);
+  auto shown = [](const std::optional<std::string>& t) {
+    return t ? json(shown_rfc3339_second(*t)) : json(nullptr);
+  };
   return json_object({{"alert_key", alert_key},
                       {"kind", kind},
                       {"summary", summary},
                       {"details", details ? *details : json::object()},
-                      {"created_at", created_at},
+                      {"created_at", shown_rfc3339_second(created_at)},
                       {"attempts", attempts},
-                      {"pagerduty_sent_at", text_or_null(pagerduty_sent_at)},
-                      {"slack_sent_at", text_or_null(slack_sent_at)},
+                      {"pagerduty_sent_at", shown(pagerduty_sent_at)},
+                      {"slack_sent_at", shown(slack_sent_at)},
                       {"last_error", text_or_null(last_error)}});
 }
 
