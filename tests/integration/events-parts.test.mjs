@@ -140,7 +140,7 @@ describe("the ledger's three workers", () => {
     // hands the request on and streams the config worker's answer (docs/abi.md "Handing a request on").
     for (let i = 0; i < 20; i++) {
       const schema = { type: "object", description: `${i}:${"x".repeat(60_000)}` };
-      await jsonOf(await admin("events", "PUT", `/admin/schemas/parts.big${i}`, { schema }), 200);
+      await jsonOf(await admin("events", "PUT", `/admin/schemas/parts.big${i}`, { schema }), 201);
     }
     const res = await admin("events", "GET", "/admin/schemas");
     const text = await res.text();

@@ -762,14 +762,14 @@ describe("errors", () => {
     await errorOf(await post(base, { authorization: "Bearer wrong", ...JSON_TYPE }), 401, "unauthenticated_tenant");
 
     const schema = { type: "object", required: ["amount"], properties: { amount: { type: "number" } } };
-    await jsonOf(await admin("PUT", "/admin/schemas/price.changed", { schema }), 200);
+    await jsonOf(await admin("PUT", "/admin/schemas/price.changed", { schema }), 201);
     const violation = await errorOf(await post({ ...base, payload: { amount: "lots" } }), 422, "schema_violation");
     assert.ok(violation.violations.length >= 1);
     assert.equal((await rows("SELECT * FROM events")).length, 0, "nothing written");
     // Non-integral numbers in an enum (hashed by their bits, no printf in the wasm): registered,
     // compared exactly.
     const rate = { type: "object", properties: { rate: { enum: [1.5, 0.25] } } };
-    await jsonOf(await admin("PUT", "/admin/schemas/tax.changed", { schema: rate }), 200);
+    await jsonOf(await admin("PUT", "/admin/schemas/tax.changed", { schema: rate }), 201);
     const taxed = { ...base, event_type: "tax.changed" };
     await errorOf(await post({ ...taxed, payload: { rate: 2.5 } }), 422, "schema_violation");
     await jsonOf(await post({ ...taxed, payload: { rate: 0.25 } }), 201);

@@ -364,9 +364,12 @@ Task<Result<Response>> put_schema(Context& ctx, const Request& req, const Params
   if (schema == nullptr) co_return invalid_field("schema", "is required");
   auto parsed = JsonSchema::parse(*schema);
   if (!parsed) co_return named_error(std::move(parsed).error(), "schema");
-  SS_CO_CHECK(
-      co_await ConfigStore::upsert_schema(type, dump_json(*schema), format_rfc3339(ctx.now_ms())));
-  co_return Response::json_body(200, json_object({{"event_type", type}, {"schema", *schema}}));
+  // 201 when this write registered the event type's first schema, 200 when it replaced one (as for
+  // workflows and tenants).
+  SS_CO_TRY(bool created, co_await ConfigStore::upsert_schema(type, dump_json(*schema),
+                                                              format_rfc3339(ctx.now_ms())));
+  co_return Response::json_body(created ? 201 : 200,
+                                json_object({{"event_type", type}, {"schema", *schema}}));
 }
 
 Task<Result<Response>> list_schemas(Context& ctx, const Request& req, const Params&) {

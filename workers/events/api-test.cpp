@@ -452,7 +452,7 @@ TEST_CASE("a 20,001-item payload against an enum schema at the cap is answered 2
                {{"type", "object"},
                 {"properties", {{"codes", {{"type", "array"}, {"items", {{"enum", values}}}}}}}}}};
   REQUIRE(l.mesh.request("events", "PUT", "/admin/schemas/bulk.coded", op, schema.dump()).status ==
-          200);
+          201);
   json codes = json::array();
   for (int i = 0; i < 20001; ++i) codes.push_back(i % 10);
   json body{

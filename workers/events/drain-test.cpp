@@ -553,7 +553,7 @@ TEST_CASE("a registered JSON Schema refuses a payload that breaks it with 422") 
   json schema{{"type", "object"},
               {"required", {"amount"}},
               {"properties", {{"amount", {{"type", "number"}}}}}};
-  REQUIRE(l.admin("PUT", "/admin/schemas/price.changed", {{"schema", schema}}).status == 200);
+  REQUIRE(l.admin("PUT", "/admin/schemas/price.changed", {{"schema", schema}}).status == 201);
   auto h = Mesh::tenant_headers("bakery", kToken);
   h["Content-Type"] = "application/json";
   auto bad = l.mesh.request("events", "POST", "/api/events", h,
@@ -567,6 +567,17 @@ TEST_CASE("a registered JSON Schema refuses a payload that breaks it with 422") 
   CHECK(l.emit("price.changed", {{"amount", 3}}).size() == 26);
   CHECK(l.admin("PUT", "/admin/schemas/price.changed", {{"schema", {{"type", 5}}}}).status == 400);
   CHECK(l.db("SELECT * FROM events").size() == 1);
+  // Registered again: replaced (200), and the new schema is the one that judges.
+  json loose{{"type", "object"}};
+  CHECK(l.admin("PUT", "/admin/schemas/price.changed", {{"schema", loose}}).status == 200);
+  CHECK(l.db("SELECT * FROM events_schema").size() == 1);
+  CHECK(l.mesh
+            .request("events", "POST", "/api/events", h,
+                     json{{"event_type", "price.changed"},
+                          {"entity_ref", "item:1"},
+                          {"payload", {{"amount", "lots"}}}}
+                         .dump())
+            .status == 201);
 }
 
 TEST_CASE("retention replaces old payloads with a summary and a tombstone; nothing is deleted") {

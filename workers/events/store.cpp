@@ -392,6 +392,12 @@ constexpr std::string_view kDeleteWorkflow = R"sql(
 DELETE FROM workflow_definitions WHERE workflow_type = ?1
 )sql";
 
+// Before kUpsertSchema in one batch, as kCreateWorkflow before kUpsertWorkflow.
+constexpr std::string_view kCreateSchema = R"sql(
+INSERT INTO events_schema (event_type, schema_json, updated_at) VALUES (?1, ?2, ?3)
+ON CONFLICT (event_type) DO NOTHING
+)sql";
+
 constexpr std::string_view kUpsertSchema = R"sql(
 INSERT INTO events_schema (event_type, schema_json, updated_at) VALUES (?1, ?2, ?3)
 ON CONFLICT (event_type) DO UPDATE SET schema_json = excluded.schema_json,
@@ -1598,10 +1604,14 @@ Task<Result<bool>> ConfigStore::delete_workflow(const std::string& type) {
   co_return n > 0;
 }
 
-Task<Status> ConfigStore::upsert_schema(const std::string& type, const std::string& schema_json,
-                                        const std::string& now) {
+Task<Result<bool>> ConfigStore::upsert_schema(const std::string& type,
+                                              const std::string& schema_json,
+                                              const std::string& now) {
   json params = json::array({type, schema_json, now});
-  SS_CO_RETURN_AWAIT(execute(kUpsertSchema, params));
+  std::vector<D1Statement> batch{{std::string(kCreateSchema), params},
+                                 {std::string(kUpsertSchema), params}};
+  SS_CO_TRY(std::vector<D1Result> r, co_await db().batch(batch));
+  co_return !r.empty() && r[0].meta.changes > 0;
 }
 
 Task<Result<std::vector<SchemaRow>>> ConfigStore::schemas() {

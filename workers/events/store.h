@@ -363,8 +363,9 @@ class ConfigStore {
   static Task<Result<std::optional<WorkflowRow>>> workflow(const std::string& type);
   static Task<Result<bool>> delete_workflow(const std::string& type);
 
-  static Task<Status> upsert_schema(const std::string& type, const std::string& schema_json,
-                                    const std::string& now);
+  // true: this write registered the schema (none before), false: it replaced one.
+  static Task<Result<bool>> upsert_schema(const std::string& type, const std::string& schema_json,
+                                          const std::string& now);
   static Task<Result<std::vector<SchemaRow>>> schemas();
   static Task<Result<bool>> delete_schema(const std::string& type);
 
