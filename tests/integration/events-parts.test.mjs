@@ -132,7 +132,9 @@ describe("the ledger's three workers", () => {
     const huge = JSON.stringify({ event_type_glob: "*", workflow_type: "x".repeat(2 * 1024 * 1024) });
     const res = await admin("events", "POST", "/admin/subscriptions", huge);
     assert.equal(res.status, 413);
-    assert.equal((await res.json()).error.code, "payload_too_large");
+    const error = (await res.json()).error;
+    assert.equal(error.code, "payload_too_large");
+    assert.match(error.message, /larger than the 1048576 bytes/); // says what the limit is
   });
 
   it("an answer over 1 MiB from the config worker reaches the operator whole through the entry", async () => {

@@ -123,7 +123,10 @@ Task<Result<json>> drain_in_runner(Context& ctx, const std::string& consumer,
 // a part answers an operator.
 Task<Result<Response>> forward(Context&, const Request& req, const char* binding) {
   // The host read at most its cap of the body: it cannot hand on what it did not read.
-  if (req.body_too_large) co_return Error{ErrorCode::payload_too_large, "request body too large"};
+  if (req.body_too_large) {
+    co_return Error{ErrorCode::payload_too_large,
+                    "the body is larger than the 1048576 bytes a request may carry"};
+  }
   Response out = Response::empty(200);
   out.set_header("x-ss-hand-on", binding);
   co_return out;
