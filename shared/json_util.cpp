@@ -1,5 +1,6 @@
 #include "shared/json_util.h"
 
+#include "shared/rfc3339.h"
 #include "shared/text.h"
 
 #include <charconv>
@@ -350,6 +351,10 @@ int compare_numbers(const json& a, const json& b) {
   const double x = a.get<double>();
   const double y = b.get<double>();
   return x < y ? -1 : (x > y ? 1 : 0);
+}
+
+json optional_time(const std::optional<std::string>& stored) {
+  return stored ? json(shown_rfc3339_second(*stored)) : json(nullptr);
 }
 
 }  // namespace ss

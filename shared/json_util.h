@@ -58,6 +58,10 @@ struct JsonField {
 };
 json json_object(std::initializer_list<JsonField> fields);
 
+// A stored time kept with milliseconds (for ordering and timers) as clients see it, to the second
+// (shown_rfc3339_second), or null when there is none.
+json optional_time(const std::optional<std::string>& stored);
+
 // Field accessors that are safe on any json value (a non-object simply has no fields).
 const json* find_field(const json& object, std::string_view key);
 std::optional<std::string> get_string(const json& object, std::string_view key);

@@ -122,7 +122,8 @@ Task<Result<json>> drain_in_runner(Context& ctx, const std::string& consumer,
 // response as it streams (docs/abi.md "Handing a request on"), so nothing caps or times out what
 // a part answers an operator.
 Task<Result<Response>> forward(Context&, const Request& req, const char* binding) {
-  // The host read at most its cap of the body: it cannot hand on what it did not read.
+  // The host read at most its cap of the body (MAX_BODY_BYTES, bindings/effects/http.js): it
+  // cannot hand on what it did not read.
   if (req.body_too_large) {
     co_return Error{ErrorCode::payload_too_large,
                     "the body is larger than the 1048576 bytes a request may carry"};

@@ -364,8 +364,8 @@ constexpr std::string_view kDeleteSubscription = R"sql(
 DELETE FROM event_subscriptions WHERE subscription_id = ?1
 )sql";
 
-// Before kUpsertWorkflow in one batch: its `changes` say whether this write created the definition
-// (a read before the write would tell concurrent creators all "created").
+// Before kUpsertWorkflow in one batch (create_then_upsert): its `changes` say whether this write
+// created the definition.
 constexpr std::string_view kCreateWorkflow = R"sql(
 INSERT INTO workflow_definitions (workflow_type, target_json, updated_at, risk_level)
 VALUES (?1, ?2, ?3, ?4)
@@ -392,7 +392,7 @@ constexpr std::string_view kDeleteWorkflow = R"sql(
 DELETE FROM workflow_definitions WHERE workflow_type = ?1
 )sql";
 
-// Before kUpsertSchema in one batch, as kCreateWorkflow before kUpsertWorkflow.
+// Before kUpsertSchema in one batch (create_then_upsert), as kCreateWorkflow.
 constexpr std::string_view kCreateSchema = R"sql(
 INSERT INTO events_schema (event_type, schema_json, updated_at) VALUES (?1, ?2, ?3)
 ON CONFLICT (event_type) DO NOTHING
@@ -846,6 +846,15 @@ Task<Result<std::int64_t>> changes(std::string_view sql, json params) {
   co_return r.meta.changes;
 }
 
+// An insert-or-nothing, then the upsert, in one batch: true when the insert created the row (a read
+// before the write would tell concurrent creators all "created").
+Task<Result<bool>> create_then_upsert(std::string_view create, std::string_view upsert,
+                                      const json& params) {
+  std::vector<D1Statement> batch{{std::string(create), params}, {std::string(upsert), params}};
+  SS_CO_TRY(std::vector<D1Result> r, co_await db().batch(batch));
+  co_return !r.empty() && r[0].meta.changes > 0;
+}
+
 }  // namespace
 
 // ---- rows
@@ -1125,17 +1134,14 @@ AlertRow AlertRow::decode(RowReader& r) {
 // writes times.
 json AlertRow::view() const {
   auto details = parse_json(details_json);
-  auto shown = [](const std::optional<std::string>& t) {
-    return t ? json(shown_rfc3339_second(*t)) : json(nullptr);
-  };
   return json_object({{"alert_key", alert_key},
                       {"kind", kind},
                       {"summary", summary},
                       {"details", details ? *details : json::object()},
                       {"created_at", shown_rfc3339_second(created_at)},
                       {"attempts", attempts},
-                      {"pagerduty_sent_at", shown(pagerduty_sent_at)},
-                      {"slack_sent_at", shown(slack_sent_at)},
+                      {"pagerduty_sent_at", optional_time(pagerduty_sent_at)},
+                      {"slack_sent_at", optional_time(slack_sent_at)},
                       {"last_error", text_or_null(last_error)}});
 }
 
@@ -1581,10 +1587,7 @@ Task<Result<bool>> ConfigStore::upsert_workflow(const std::string& type,
                                                 const std::string& target_json,
                                                 std::int64_t risk_level, const std::string& now) {
   json params = json::array({type, target_json, now, risk_level});
-  std::vector<D1Statement> batch{{std::string(kCreateWorkflow), params},
-                                 {std::string(kUpsertWorkflow), params}};
-  SS_CO_TRY(std::vector<D1Result> r, co_await db().batch(batch));
-  co_return !r.empty() && r[0].meta.changes > 0;
+  SS_CO_RETURN_AWAIT(create_then_upsert(kCreateWorkflow, kUpsertWorkflow, params));
 }
 
 Task<Result<std::vector<WorkflowRow>>> ConfigStore::workflows() {
@@ -1608,10 +1611,7 @@ Task<Result<bool>> ConfigStore::upsert_schema(const std::string& type,
                                               const std::string& schema_json,
                                               const std::string& now) {
   json params = json::array({type, schema_json, now});
-  std::vector<D1Statement> batch{{std::string(kCreateSchema), params},
-                                 {std::string(kUpsertSchema), params}};
-  SS_CO_TRY(std::vector<D1Result> r, co_await db().batch(batch));
-  co_return !r.empty() && r[0].meta.changes > 0;
+  SS_CO_RETURN_AWAIT(create_then_upsert(kCreateSchema, kUpsertSchema, params));
 }
 
 Task<Result<std::vector<SchemaRow>>> ConfigStore::schemas() {

@@ -35,10 +35,7 @@ json lead_view(const LeadRow& row) {
 
 json optional_json(const std::optional<std::string>& v) { return v ? json(*v) : json(nullptr); }
 // Delivery times are stored with milliseconds (the retry timers and the sweeper compare them);
-// clients see whole seconds, as every time the platform answers.
-json optional_time(const std::optional<std::string>& v) {
-  return v ? json(shown_rfc3339_second(*v)) : json(nullptr);
-}
+// clients see whole seconds (optional_time), as every time the platform answers.
 
 json delivery_view(const DeliveryRow& row) {
   json v = json_object({{"id", row.id},
