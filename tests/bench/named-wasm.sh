@@ -23,7 +23,7 @@ ld=$(eval "${link/ -o ${target//\//\\/}/ -o $out.linked} -###" 2>&1 | grep -m1 '
 [ -n "$ld" ] || { echo "named-wasm: clang++ -### printed no wasm-ld line" >&2; exit 1; }
 ld=${ld//\"--strip-all\" /}
 eval "$ld --strip-debug --no-demangle"
-features=(--enable-mutable-globals --enable-sign-ext)
+features=(--enable-mutable-globals --enable-sign-ext --enable-bulk-memory)
 wasm-opt "$out.linked" -Os -g "${features[@]}" -o "$out.linked"
 wasm-opt "$out.linked" -Oz -g --strip-dwarf "${features[@]}" -o "$out"
 rm -f "$out.linked"

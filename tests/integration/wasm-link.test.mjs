@@ -12,6 +12,7 @@
 // (4) Through the raw ABI (ss_alloc is malloc, ss_free is free: docs/abi.md), thousands of blocks of
 //     mixed sizes, some far over a 64 KiB page so memory must grow, are written, freed in random order
 //     and reused, and no block overlaps another or loses its bytes.
+// (5) and (6): below.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync, existsSync } from "node:fs";
@@ -53,6 +54,24 @@ for (const mod of modules) {
     }
     // operator new and delete are libc++'s, calling malloc and free above.
     assert.ok(definitions(text, "_Znwm").every((file) => file.endsWith("libc++.a(stdlib_new_delete.cpp.o)")));
+  });
+}
+
+// (6) memcpy, memmove and memset are shared/wasm_memory.c's (the bulk-memory instructions), not
+// wasi-libc's loops: every caller in the module resolves to them. (What they do is every other test's
+// business: each of the cores copies through them on every call.)
+for (const mod of modules) {
+  test(`${mod.name}: memcpy, memmove and memset are memory.copy and memory.fill`, () => {
+    const path = `${root}/${mod.map}`;
+    assert.ok(existsSync(path), `${mod.map} is written by scripts/build (wasm32-wasi)`);
+    const text = readFileSync(path, "utf8");
+    for (const symbol of ["memcpy", "memmove", "memset"]) {
+      assert.deepEqual(
+        definitions(text, symbol),
+        ["libss_wasm_memory.a(wasm_memory.c.o)"],
+        `${symbol} is defined once, by shared/wasm_memory.c`,
+      );
+    }
   });
 }
 
