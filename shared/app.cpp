@@ -117,7 +117,9 @@ Task<Result<Response>> put_tenant(Context& ctx, const Request& req, const Params
     SS_CO_TRY(bool updated, co_await store.write(false, id, token_hash, admin_hash, sent, now));
     if (!updated) {
       Error e{ErrorCode::invalid_request, "a new tenant needs token and adminToken"};
-      co_return std::move(name_field(e, !token ? "token" : "adminToken", "a new tenant needs it"));
+      name_field(e, !token ? "token" : "adminToken", "a new tenant needs it");
+      if (!token && !admin_token) e.extra["fields"]["adminToken"] = "a new tenant needs it";
+      co_return e;
     }
   }
   tenant_cache(ctx).forget(id);  // a new token or config takes effect in this instance at once

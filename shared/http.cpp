@@ -296,7 +296,8 @@ Status require_json_body(const Request& req, std::size_t limit) {
   auto size = require_body_within(req, limit);
   if (!size) return size;
   if (media_type_of(req) != "application/json") {
-    return Error{ErrorCode::unsupported_media_type, "send the body as application/json"};
+    return invalid_field("Content-Type", "must be application/json",
+                         ErrorCode::unsupported_media_type);
   }
   return Unit{};
 }

@@ -916,4 +916,39 @@ describe("createPlatformClient against the platform workers", () => {
       400,
     );
   });
+
+  it("mockFallback shows an event as the ledger does: its keys, and times in UTC", async () => {
+    const mock = createPlatformClient({ appId: APP, bindings: {}, mockFallback: true });
+    const sent = [
+      ["order:sdk-utc-1", "2026-05-25T16:23:11.5+02:00", { source_system: "till", caused_by: "order:0" }],
+      ["order:sdk-utc-2", "2026-05-25t14:23:11z", { sequence_no: 7 }],
+      ["order:sdk-utc-3", "2026-05-25T14:23:11.123456Z", {}],
+    ];
+    const seen = { mock: [], real: [] };
+    for (const [side, c] of [
+      ["mock", mock],
+      ["real", client],
+    ]) {
+      for (const [entity_ref, occurred_at, extra] of sent) {
+        await c.events.emit({ event_type: "order.placed", entity_ref, payload: {}, occurred_at, ...extra });
+        const [shown] = (await c.events.list({ entity: entity_ref })).events;
+        seen[side].push(shown);
+      }
+    }
+    assert.deepEqual(
+      seen.real.map((e) => e.occurred_at),
+      ["2026-05-25T14:23:11.500Z", "2026-05-25T14:23:11Z", "2026-05-25T14:23:11.123Z"],
+      "the ledger keeps times in UTC, to the millisecond",
+    );
+    for (let i = 0; i < sent.length; i++) {
+      assert.deepEqual(Object.keys(seen.mock[i]).sort(), Object.keys(seen.real[i]).sort(), `event ${i}: keys`);
+      for (const key of ["occurred_at", "caused_by", "source_system", "workflow_run_id", "sequence_no", "entity_ref"]) {
+        assert.deepEqual(seen.mock[i][key], seen.real[i][key], `event ${i}: ${key}`);
+      }
+    }
+    // A time the SDK cannot read is refused naming the parameter, as the services name one.
+    const refused = await rejectsWith(mock.cms.status("garbage"), "invalid_request", 400);
+    assert.deepEqual(Object.keys(refused.fields), ["at"]);
+    assert.equal(refused.details.field, "at");
+  });
 });

@@ -133,11 +133,25 @@ TEST_CASE("provisioning refuses bad input with the contract's errors and writes 
                 "invalid_request");
     check_error(mesh.request(w, "PUT", "/admin/tenants/bakery", kOperator, "{not json"), 400,
                 "invalid_json");
-    check_error(mesh.request(w, "PUT", "/admin/tenants/bakery",
-                             {{"Authorization", std::string("Bearer ") + Mesh::kAdminToken},
-                              {"Content-Type", "text/plain"}},
-                             "{}"),
-                415, "unsupported_media_type");
+    ss::native::HttpReply plain =
+        mesh.request(w, "PUT", "/admin/tenants/bakery",
+                     {{"Authorization", std::string("Bearer ") + Mesh::kAdminToken},
+                      {"Content-Type", "text/plain"}},
+                     "{}");
+    check_error(plain, 415, "unsupported_media_type");
+    CHECK(plain.body_json()["error"]["field"] == "Content-Type");  // the header, named
+    CHECK(plain.body_json()["error"]["fields"].contains("Content-Type"));
+    // A new tenant without its secrets: each missing one named.
+    ss::native::HttpReply bare = mesh.request(w, "PUT", "/admin/tenants/bakery", kOperator,
+                                              json{{"config", json::object()}}.dump());
+    check_error(bare, 400, "invalid_request");
+    CHECK(bare.body_json()["error"]["field"] == "token");
+    CHECK(bare.body_json()["error"]["fields"].size() == 2);
+    CHECK(bare.body_json()["error"]["fields"].contains("adminToken"));
+    ss::native::HttpReply half = mesh.request(w, "PUT", "/admin/tenants/bakery", kOperator,
+                                              json{{"token", "bakery-token"}}.dump());
+    check_error(half, 400, "invalid_request");
+    CHECK(half.body_json()["error"]["fields"] == json{{"adminToken", "a new tenant needs it"}});
     check_error(mesh.request(w, "PUT", "/admin/tenants/bakery", kOperator,
                              json{{"token", ""}, {"adminToken", "x"}}.dump()),
                 400, "invalid_request");

@@ -622,6 +622,7 @@ TEST_CASE(
     auto r = a.beacon(json{{"u", "https://crumbandcrust.example/"}}, kChrome, kIp,
                       {{"Content-Type", type}});
     CHECK(r.status == 415);
+    CHECK(r.body_json()["error"]["field"] == "Content-Type");  // the header, named
   }
   CHECK(a.queued().empty());
   CHECK(a.mesh.analytics_points.empty());

@@ -2,6 +2,7 @@
 
 #include "shared/app.h"
 #include "shared/effects.h"
+#include "shared/field_error.h"
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
 #include "shared/tenant.h"
@@ -118,8 +119,8 @@ Task<Result<Response>> post_beacon(Context& ctx, const Request& req, const Param
   std::string media = media_type_of(req);
   const bool typed = !req.header("content-type").empty();
   if (typed && media != "text/plain" && media != "application/json") {
-    co_return Error{ErrorCode::unsupported_media_type,
-                    "beacon: send text/plain or application/json"};
+    co_return invalid_field("Content-Type", "must be text/plain or application/json",
+                            ErrorCode::unsupported_media_type);
   }
   SS_CO_TRY(Beacon beacon, parse_beacon(req.body));
 

@@ -45,13 +45,13 @@ Task<Result<TenantRow>> authenticate_admin(Context& ctx, const Request& req) {
 }
 
 // If-Match (RFC 9110 §13.1.1): "*", or a comma-separated list of entity-tags. The content's ETag
-// is the strong tag "<version>"; a listed tag matches by the strong comparison (same opaque tag,
-// neither weak), so a weak tag W/"…" never matches. "*" matches any current version, and a
-// tenant's content always has one (version 0 is the manifest snapshot). The contract's bare
-// version (If-Match: 7) is read as the tag "7". Not a list of entity-tags → 400 naming If-Match.
+// is the strong tag "<version>"; a listed tag matches by the weak comparison (the same opaque tag,
+// weak or not: docs/cms.md "If-Match"). "*" matches any current version, and a tenant's content
+// always has one (version 0 is the manifest snapshot). The contract's bare version (If-Match: 7) is
+// read as the tag "7". Not a list of entity-tags → 400 naming If-Match.
 struct Precondition {
   bool any = false;               // "*"
-  std::vector<std::string> tags;  // the strong tags' opaque values (the weak ones never match)
+  std::vector<std::string> tags;  // the listed tags' opaque values, weak or not
   bool matches(std::int64_t version) const {
     if (any) return true;
     const std::string current = std::to_string(version);
@@ -162,9 +162,9 @@ Task<Result<Response>> write(Context& ctx, const Request& req, const TenantRow& 
     SS_CO_TRY(auto loaded, co_await load_or_seed(row, ctx.app().db_binding));
     auto& [content, materialized] = loaded;
     if (precondition && !precondition->matches(content.version)) {
-      co_return Error{ErrorCode::conflict,
-                      "the content is at version " + std::to_string(content.version) +
-                          ", which If-Match does not name (a weak tag W/\"…\" never matches)"}
+      co_return Error{ErrorCode::conflict, "the content is at version " +
+                                               std::to_string(content.version) +
+                                               ", which If-Match does not name"}
           .with("currentVersion", content.version);
     }
     std::int64_t base = content.version;

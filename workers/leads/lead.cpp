@@ -22,6 +22,14 @@ bool is_turnstile_field(const std::string& name) {
   return name == kTurnstileFields[0] || name == kTurnstileFields[1];
 }
 
+// 415 naming the header (docs/contract.md "Common rules": an error about one header names it).
+Error wrong_submission_type() {
+  return invalid_field(
+      "Content-Type",
+      "must be application/json, application/x-www-form-urlencoded or multipart/form-data",
+      ErrorCode::unsupported_media_type);
+}
+
 }  // namespace
 
 Status require_submission_type(const Request& req) {
@@ -30,8 +38,7 @@ Status require_submission_type(const Request& req) {
       media == "multipart/form-data") {
     return Unit{};
   }
-  return Error{ErrorCode::unsupported_media_type,
-               "send application/json, application/x-www-form-urlencoded or multipart/form-data"};
+  return wrong_submission_type();
 }
 
 Result<SentFields> read_submission(const Request& req) {
@@ -72,8 +79,7 @@ Result<SentFields> read_submission(const Request& req) {
     sent.text = std::move(*fields);
     return sent;
   }
-  return Error{ErrorCode::unsupported_media_type,
-               "send application/json, application/x-www-form-urlencoded or multipart/form-data"};
+  return wrong_submission_type();
 }
 
 std::optional<std::string> normalize_phone(std::string_view raw, std::string_view country_code) {

@@ -748,7 +748,15 @@ TEST_CASE("monitoring alerts: no resolve for a trigger still waiting when its in
   CHECK(t.slack.empty());
   json alerts = t.admin("GET", "/admin/monitors/home/alerts").body_json()["alerts"];
   REQUIRE(alerts.size() == 4);
-  for (const json& a : alerts) CHECK(a["state"] == "dead");
+  for (const json& a : alerts) {
+    CHECK(a["state"] == "dead");
+    for (const char* key :
+         {"createdAt", "updatedAt"}) {  // to the second, as the contract writes times
+      const std::string shown = a[key].get<std::string>();
+      CHECK_MESSAGE(shown.size() == 20, key, ": ", shown);
+      CHECK(shown.back() == 'Z');
+    }
+  }
 }
 
 TEST_CASE("monitoring alerts: an endpoint down then up gets each alert exactly once") {

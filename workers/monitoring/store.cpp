@@ -408,8 +408,10 @@ json AlertRow::to_json() const {
                       {"state", state},
                       {"attempts", attempts},
                       {"lastError", nullable(last_error)},
-                      {"createdAt", created_at},
-                      {"updatedAt", updated_at}});
+                      // Stored with milliseconds (the stale-alert sweep compares them); shown
+                      // to the second, as the contract writes times.
+                      {"createdAt", shown_rfc3339_second(created_at)},
+                      {"updatedAt", shown_rfc3339_second(updated_at)}});
 }
 
 Task<Result<std::optional<MonitorRow>>> MonitorStore::find(const std::string& tenant,

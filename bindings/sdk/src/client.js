@@ -354,7 +354,10 @@ const LAST_STATUS_YEAR = 2099;
 function toRfc3339(at) {
   const date = at instanceof Date ? at : new Date(at);
   if (Number.isNaN(date.getTime())) {
-    throw new SiteSwarmError("invalid_request", "at: not a valid time", { status: 400, details: { field: "at" } });
+    throw new SiteSwarmError("invalid_request", "at: not a valid time", {
+      status: 400,
+      details: { field: "at", fields: { at: "not a valid time" } },
+    });
   }
   const year = date.getUTCFullYear();
   if (year < FIRST_STATUS_YEAR || year > LAST_STATUS_YEAR) {

@@ -81,8 +81,12 @@ export function createMocks({ appId, snapshot, cmsZone, leadsConfig = {} }) {
         entity_ref: e.entity_ref,
         payload: e.payload,
         idempotency_key: key ?? null,
+        caused_by: e.caused_by || null,
+        workflow_run_id: e.workflow_run_id || null,
+        source_system: e.source_system || null,
         occurred_at: e.occurred_at ?? now(),
         recorded_at: now(),
+        sequence_no: e.sequence_no ?? null,
       });
       if (key !== undefined && key !== null) eventsByKey.set(String(key), event_id);
       return { event_id };

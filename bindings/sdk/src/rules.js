@@ -39,7 +39,8 @@ const RESERVED_KEY_PREFIXES = [
 ];
 const MAX_GLOB_LENGTH = 128; // shared/glob.h
 const MAX_READ_LIMIT = 500;
-const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+// 'T' and 'Z' in either case, as RFC 3339 §5.6 allows and the ledger reads them (shared/rfc3339.h).
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;
 
 const utf8 = new TextEncoder();
 /** The string's UTF-8 bytes as one char each, so lengths and indexes count bytes as in C++. */
@@ -238,7 +239,9 @@ export function validateEvent(body, now = Date.now()) {
   if (eventId && !ULID.test(eventId)) {
     return invalid("event_id", "must be a ULID (26 characters, Crockford base32)");
   }
-  if (e.occurred_at && !(RFC3339.test(e.occurred_at) && !Number.isNaN(Date.parse(e.occurred_at)))) {
+  const occurredMs =
+    typeof e.occurred_at === "string" && RFC3339.test(e.occurred_at) ? Date.parse(e.occurred_at.toUpperCase()) : NaN;
+  if (e.occurred_at && Number.isNaN(occurredMs)) {
     return invalid("occurred_at", "must be an RFC 3339 time such as 2026-05-25T14:23:11Z");
   }
   if (e.sequence_no !== undefined && e.sequence_no !== null) {
@@ -252,6 +255,8 @@ export function validateEvent(body, now = Date.now()) {
   }
   const event = { ...e, entity_type: entityType, entity_id: entityId, payload };
   if (eventId) event.event_id = eventId;
+  // In UTC, as the ledger keeps it (ledger.cpp: milliseconds, shown without ".000").
+  if (e.occurred_at) event.occurred_at = new Date(occurredMs).toISOString().replace(/\.000Z$/, "Z");
   return { ok: true, event };
 }
 
