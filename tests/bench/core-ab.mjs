@@ -160,16 +160,18 @@ const readMessage = JSON.stringify({
     body: "",
   },
 });
+// The read asks D1 for one row past the page (whether another follows): the page and one more.
+const pageRead = [...page, [page.length + 1, ...page[page.length - 1].slice(1)]];
 const readEffects = (e) => {
   if (e.kind === "crypto.sha256") return { ok: true, value: { hex: opDigest } };
   // A ledger asking to hold the views (docs/abi.md "Held columns") gets the rest of each row and a
   // handle, as from bindings/host.js; one that does not, every column.
   if (e.kind === "d1.all" && e.hold) {
-    const rest = page.map((r) => [r[0], r[1]]);
+    const rest = pageRead.map((r) => [r[0], r[1]]);
     const tail = Number.isInteger(e.tail) ? rest.slice(rest.length - e.tail) : rest;
     return { ok: true, value: { columns: ["seq", "event_id"], rows: tail, held: 1, count: rest.length } };
   }
-  if (e.kind === "d1.all") return { ok: true, value: { columns, rows: page } };
+  if (e.kind === "d1.all") return { ok: true, value: { columns, rows: pageRead } };
   return { ok: false, error: { code: "unsupported_effect", message: e.kind } };
 };
 const isLedger = variants.every((v) => v.file.endsWith("events.wasm"));
