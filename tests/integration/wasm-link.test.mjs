@@ -66,12 +66,15 @@ for (const mod of modules) {
     assert.ok(existsSync(path), `${mod.map} is written by scripts/build (wasm32-wasi)`);
     const text = readFileSync(path, "utf8");
     for (const symbol of ["memcpy", "memmove", "memset"]) {
-      assert.deepEqual(
-        definitions(text, symbol),
-        ["libss_wasm_memory.a(wasm_memory.c.o)"],
-        `${symbol} is defined once, by shared/wasm_memory.c`,
+      const from = definitions(text, symbol);
+      // None at all is fine (a module that never calls it); one from anywhere else is not.
+      assert.ok(from.length <= 1, `${symbol} is defined at most once`);
+      assert.ok(
+        from.every((file) => file === "libss_wasm_memory.a(wasm_memory.c.o)"),
+        `${symbol} comes from shared/wasm_memory.c, not ${from}`,
       );
     }
+    assert.ok(definitions(text, "memcpy").length === 1, "memcpy is linked (every core copies)");
   });
 }
 

@@ -368,9 +368,10 @@ TEST_CASE("cms: If-Match on a stale version is 409 and writes nothing") {
   CHECK(t.version() == 3);
 }
 
-// RFC 9110 §13.1.1: If-Match is a list of entity-tags compared strongly (a weak tag never
-// matches), or "*" (any current content: a tenant's content always has a version, 0 included).
-TEST_CASE("cms: If-Match takes a list of entity-tags, compared strongly, or *") {
+// RFC 9110 §13.1.1: If-Match is a list of entity-tags, compared by the weak comparison (a weak tag
+// names its version as the strong one does: docs/cms.md "If-Match"), or "*" (any current content:
+// a tenant's content always has a version, 0 included).
+TEST_CASE("cms: If-Match takes a list of entity-tags, weak or strong, or *") {
   Cms t;
   auto put = [&](const std::string& if_match) {
     return t.studio("PUT", "/admin/v1/hours", hours_body(), {{"If-Match", if_match}});

@@ -445,7 +445,7 @@ function instantMs(v) {
  * An RFC 3339 date-time (`2026-05-25T14:00:00Z`, `…T16:00:00.5+02:00`) as ms since the epoch, else
  * null: the service's grammar (shared/rfc3339.cpp), not everything Date.parse would guess at.
  */
-function rfc3339Ms(v) {
+export function rfc3339Ms(v) {
   if (typeof v !== "string" || v.length > 64) return null;
   const m = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:[Zz]|([+-])(\d{2}):(\d{2}))$/.exec(v);
   if (!m) return null;

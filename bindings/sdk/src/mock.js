@@ -63,7 +63,8 @@ export function createMocks({ appId, snapshot, cmsZone, leadsConfig = {} }) {
         });
       }
       const e = checked.event;
-      const key = e.idempotency_key;
+      // An empty key is no key, as the ledger reads it (ledger.cpp optional_of).
+      const key = e.idempotency_key === "" ? null : e.idempotency_key;
       if (key !== undefined && key !== null && eventsByKey.has(String(key))) {
         return { event_id: eventsByKey.get(String(key)), duplicate: true };
       }
@@ -71,7 +72,7 @@ export function createMocks({ appId, snapshot, cmsZone, leadsConfig = {} }) {
       if (e.event_id && events.some((x) => x.event_id === e.event_id)) {
         return { event_id: e.event_id, duplicate: true };
       }
-      const event_id = e.event_id ?? ulid();
+      const event_id = e.event_id || ulid();
       events.push({
         event_id,
         tenant_id: appId,
@@ -84,7 +85,7 @@ export function createMocks({ appId, snapshot, cmsZone, leadsConfig = {} }) {
         caused_by: e.caused_by || null,
         workflow_run_id: e.workflow_run_id || null,
         source_system: e.source_system || null,
-        occurred_at: e.occurred_at ?? now(),
+        occurred_at: e.occurred_at || now(),
         recorded_at: now(),
         sequence_no: e.sequence_no ?? null,
       });

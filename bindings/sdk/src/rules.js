@@ -6,6 +6,8 @@
 // inputs (tests/integration/fixtures/validation-table.mjs) through the real services and through these
 // rules and requires the same verdict for every row, so the two cannot drift apart unnoticed.
 
+import { rfc3339Ms } from "./hours.js";
+
 // leads (workers/leads/lead.h)
 export const MAX_NAME_LENGTH = 200;
 export const MAX_MESSAGE_LENGTH = 5000;
@@ -39,8 +41,6 @@ const RESERVED_KEY_PREFIXES = [
 ];
 const MAX_GLOB_LENGTH = 128; // shared/glob.h
 const MAX_READ_LIMIT = 500;
-// 'T' and 'Z' in either case, as RFC 3339 §5.6 allows and the ledger reads them (shared/rfc3339.h).
-const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;
 
 const utf8 = new TextEncoder();
 /** The string's UTF-8 bytes as one char each, so lengths and indexes count bytes as in C++. */
@@ -239,9 +239,10 @@ export function validateEvent(body, now = Date.now()) {
   if (eventId && !ULID.test(eventId)) {
     return invalid("event_id", "must be a ULID (26 characters, Crockford base32)");
   }
-  const occurredMs =
-    typeof e.occurred_at === "string" && RFC3339.test(e.occurred_at) ? Date.parse(e.occurred_at.toUpperCase()) : NaN;
-  if (e.occurred_at && Number.isNaN(occurredMs)) {
+  // As the ledger reads it (shared/rfc3339.cpp): 'T'/'Z' in either case, no impossible day, hour 24
+  // or second 60, the fraction truncated to milliseconds.
+  const occurredMs = e.occurred_at ? rfc3339Ms(e.occurred_at) : null;
+  if (e.occurred_at && occurredMs === null) {
     return invalid("occurred_at", "must be an RFC 3339 time such as 2026-05-25T14:23:11Z");
   }
   if (e.sequence_no !== undefined && e.sequence_no !== null) {
@@ -256,7 +257,7 @@ export function validateEvent(body, now = Date.now()) {
   const event = { ...e, entity_type: entityType, entity_id: entityId, payload };
   if (eventId) event.event_id = eventId;
   // In UTC, as the ledger keeps it (ledger.cpp: milliseconds, shown without ".000").
-  if (e.occurred_at) event.occurred_at = new Date(occurredMs).toISOString().replace(/\.000Z$/, "Z");
+  if (occurredMs !== null) event.occurred_at = new Date(occurredMs).toISOString().replace(/\.000Z$/, "Z");
   return { ok: true, event };
 }
 
