@@ -202,7 +202,13 @@ Task<Result<Response>> diagnostics(Context& ctx, const Request& req, const Param
   out["services"] = services;
   bool ok = true;
   for (const auto& r : results) ok = ok && get_bool(r, "ok").value_or(false);
-  co_return Response::json_body(ok ? 200 : 503, json_object({{"ok", ok}, {"checks", out}}));
+  json body = json_object({{"ok", ok}, {"checks", out}});
+  if (!ok) {  // a 503 is an error like any other (docs/contract.md "Common rules"), checks beside it
+    body["error"] =
+        Error{ErrorCode::dependency_unavailable, "a dependency check failed: see checks"}
+            .body()["error"];
+  }
+  co_return Response::json_body(ok ? 200 : 503, std::move(body));
 }
 
 // Lets integration tests prove that a trap answers 500 and the next request gets a fresh instance.

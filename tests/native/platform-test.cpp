@@ -331,6 +331,13 @@ TEST_CASE("diagnostics awaits D1, KV and a service call concurrently, crossing t
   std::vector<std::string> first(mesh.effect_kinds.begin(), mesh.effect_kinds.begin() + 3);
   CHECK(first == std::vector<std::string>{"d1.first", "kv.put", "service"});
   check_error(mesh.request("cms", "GET", "/admin/diagnostics"), 401, "unauthorized");
+  // A dependency down: 503 with the contract's error object, the checks beside it.
+  mesh.fail_effect = [](const json& effect) { return effect.value("kind", "") == "kv.put"; };
+  auto down = mesh.request("cms", "GET", "/admin/diagnostics", kOperator);
+  check_error(down, 503, "dependency_unavailable");
+  CHECK(down.body_json()["ok"] == false);
+  CHECK(down.body_json()["checks"]["kv"]["ok"] == false);
+  CHECK(down.body_json()["checks"]["d1"]["ok"] == true);
 }
 
 TEST_CASE("the trap route exists only with test hooks on") {
