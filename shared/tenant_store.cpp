@@ -14,7 +14,7 @@ FROM tenants WHERE tenant_id = ?1
 // A new tenant only: its `changes` say whether this request created it.
 constexpr std::string_view kCreateTenant = R"sql(
 INSERT INTO tenants (tenant_id, token_hash, admin_token_hash, config_json, enabled, created_at,
-  updated_at)
+                     updated_at)
 VALUES (?1, ?2, ?3, ?4, 1, ?5, ?5)
 ON CONFLICT (tenant_id) DO NOTHING
 )sql";
@@ -22,9 +22,9 @@ ON CONFLICT (tenant_id) DO NOTHING
 // Every save: a NULL digest or config keeps the stored one.
 constexpr std::string_view kUpdateTenant = R"sql(
 UPDATE tenants SET token_hash = COALESCE(?2, token_hash),
-  admin_token_hash = COALESCE(?3, admin_token_hash),
-  config_json = COALESCE(?4, config_json),
-  enabled = 1, updated_at = ?5
+                   admin_token_hash = COALESCE(?3, admin_token_hash),
+                   config_json = COALESCE(?4, config_json),
+                   enabled = 1, updated_at = ?5
 WHERE tenant_id = ?1
 )sql";
 

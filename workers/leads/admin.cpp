@@ -34,9 +34,9 @@ json lead_view(const LeadRow& row) {
 }
 
 json optional_json(const std::optional<std::string>& v) { return v ? json(*v) : json(nullptr); }
-// Delivery times are stored with milliseconds (the retry timers and the sweeper compare them);
-// clients see whole seconds (optional_time), as every time the platform answers.
 
+// Delivery times are stored with milliseconds (the retry timers and the sweeper compare them);
+// clients see whole seconds (shown_rfc3339_second, optional_time), as every time the platform answers.
 json delivery_view(const DeliveryRow& row) {
   json v = json_object({{"id", row.id},
                         {"leadId", row.lead_id},
