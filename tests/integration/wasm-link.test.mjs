@@ -1,8 +1,10 @@
 // What the wasm32-wasi modules link, from the link maps scripts/build leaves in build/wasm
 // (`-Wl,-Map`), and the allocator at work:
-// (1) One allocator, Emscripten's emmalloc, in place of wasi-libc's dlmalloc (docs/toolchain.md
-//     "emmalloc"): malloc and free defined by the modules' own LTO object (emmalloc.c is bitcode beside
-//     the cores), nothing from libc.a's dlmalloc.o or its page-only sbrk.o.
+// (1) One allocator: shared/wasm_malloc.c's size classes in front of Emscripten's emmalloc, in place of
+//     wasi-libc's dlmalloc (docs/toolchain.md "emmalloc", docs/performance.md "A small-block
+//     allocator"): malloc, free, realloc and calloc defined by wasm_malloc.c, emmalloc's entry points by
+//     the modules' own LTO object (emmalloc.c is bitcode beside the cores), nothing from libc.a's
+//     dlmalloc.o or its page-only sbrk.o.
 // (2) snprintf's %f formatter (shared/printf_lite.h, use_printf_fixed) only in the modules that print a
 //     double (monitoring, analytics): the others link none of it.
 //     And from the sources: a printf-family call with a %f/%F conversion only in the sources of a worker
@@ -43,14 +45,29 @@ function definitions(mapText, symbol) {
 }
 
 for (const mod of modules) {
-  test(`${mod.name}: one allocator, emmalloc, in the link map`, () => {
+  test(`${mod.name}: one allocator, size classes in front of emmalloc, in the link map`, () => {
     const path = `${root}/${mod.map}`;
     assert.ok(existsSync(path), `${mod.map} is written by scripts/build (wasm32-wasi)`);
     const text = readFileSync(path, "utf8");
     assert.ok(!text.includes("libc.a(dlmalloc.o)"), "wasi-libc's dlmalloc is not linked");
     assert.ok(!text.includes("libc.a(sbrk.o)"), "wasi-libc's sbrk (whole pages only) is not linked");
-    for (const symbol of ["malloc", "free"]) {
+    for (const symbol of ["malloc", "free", "realloc", "calloc"]) {
+      const from = definitions(text, symbol);
+      // calloc and realloc only where something calls them; malloc and free everywhere.
+      if (symbol === "malloc" || symbol === "free") assert.equal(from.length, 1, `${symbol} is linked`);
+      assert.ok(
+        from.every((file) => file === "libss_wasm_malloc.a(wasm_malloc.c.o)") && from.length <= 1,
+        `${symbol} is defined once, by shared/wasm_malloc.c, not ${from}`,
+      );
+    }
+    for (const symbol of ["emmalloc_malloc", "emmalloc_free"]) {
       assert.deepEqual(definitions(text, symbol), ["lto.tmp"], `${symbol} is defined once, by the LTO object`);
+    }
+    // musl's internal names go straight to emmalloc, past the size classes: a block of a class freed by
+    // __libc_free would corrupt emmalloc's heap. Only __libc_calloc is linked (libc's start-up), and what
+    // it hands out is emmalloc's, which free() gives back to emmalloc.
+    for (const symbol of ["__libc_free", "__libc_realloc", "__libc_malloc"]) {
+      assert.deepEqual(definitions(text, symbol), [], `${symbol} is linked`);
     }
     // operator new and delete are libc++'s, calling malloc and free above.
     assert.ok(definitions(text, "_Znwm").every((file) => file.endsWith("libc++.a(stdlib_new_delete.cpp.o)")));
