@@ -3,7 +3,7 @@
 // new WebAssembly.Instance + _initialize) and /health throughput on local workerd (Miniflare over
 // HTTP), beside a plain-JS hello-world worker measured in the same run; then the ledger's emit latency,
 // batch read and drain throughput beside a plain-JS implementation (tests/bench/events-bench.mjs).
-//   node tests/bench/bench.mjs [--requests 2000] [--rounds 5] [--concurrency 16] [--instantiations 25]
+//   node tests/bench/bench.mjs [--requests 2000] [--rounds 9] [--concurrency 16] [--instantiations 25]
 //                              [--emits 300] [--batch 500] [--no-ledger] [--json FILE]
 // With --json FILE: every figure into FILE (tests/bench/json-out.mjs), the later parts merging theirs.
 import { existsSync, readFileSync } from "node:fs";
@@ -25,7 +25,7 @@ const WORKERS = Object.keys(PLATFORM_WORKERS);
 const REQUESTS = option("requests", 2000);
 const CONCURRENCY = option("concurrency", 16);
 const INSTANTIATIONS = option("instantiations", 25);
-const ROUNDS = option("rounds", 5);
+const ROUNDS = option("rounds", 9);
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const percentile = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))];
