@@ -11,6 +11,11 @@
 // address space says which class a chunk serves (0: none, emmalloc's), so free() finds a block's
 // class without a header. Everything larger, or aligned beyond 16, is emmalloc's as before.
 //
+// musl's internal names (`__libc_malloc`, `__libc_free`, `__libc_calloc`, `__libc_realloc`: wasi-libc's
+// freelocale calls `__libc_free` on what duplocale got from `malloc`) are defined here too, as the
+// public functions: emmalloc.c is compiled with its own aliases of those names renamed away
+// (CMakeLists.txt), so no block of a class can reach emmalloc's free (a review found that path).
+//
 // Chunks are never given back: a class keeps the most blocks it has held at once, for the instance's
 // life. The cores' peaks are bounded by a request's (the 1 MiB body, a read page of 500), and an
 // instance is rebuilt after a trap (docs/abi.md). Single-threaded, as every wasm32-wasi module here.
@@ -28,6 +33,10 @@ size_t emmalloc_usable_size(void* ptr);
 enum {
   SS_CHUNK_SHIFT = 16,
   SS_CHUNK = 1 << SS_CHUNK_SHIFT,
+  // What a chunk asks emmalloc for: 8 bytes under 64 KiB, so that emmalloc's 4-byte header and
+  // footer around it end on the next 64 KiB boundary and chunks taken one after another sit 64 KiB
+  // apart (asking for a whole 64 KiB left a 64 KiB gap after each: 128 KiB of heap per chunk).
+  SS_CHUNK_PAYLOAD = SS_CHUNK - 8,
   SS_SMALL_MAX = 512,
   SS_ALIGN = 16,
   // Classes 1..16: 16, 32, …, 256 bytes; 17..20: 320, 384, 448, 512.
@@ -60,11 +69,13 @@ static inline unsigned class_at(const void* ptr) {
 static __attribute__((noinline)) void* refill(unsigned c) {
   size_t size = class_size(c);
   if (bump[c] == 0 || bump[c] + size > bump_end[c]) {
-    uint8_t* chunk = emmalloc_memalign(SS_CHUNK, SS_CHUNK);
-    if (!chunk) return 0;
+    uint8_t* chunk = emmalloc_memalign(SS_CHUNK, SS_CHUNK_PAYLOAD);
+    // No chunk to be had: the block from emmalloc itself (its page is no chunk's, so free and
+    // realloc hand it back to emmalloc), 16-aligned like the classes' blocks.
+    if (!chunk) return emmalloc_memalign(SS_ALIGN, size);
     chunk_class[(uintptr_t)chunk >> SS_CHUNK_SHIFT] = (uint8_t)c;
     bump[c] = chunk;
-    bump_end[c] = chunk + SS_CHUNK;
+    bump_end[c] = chunk + SS_CHUNK_PAYLOAD;
   }
   void* block = bump[c];
   bump[c] += size;
@@ -80,8 +91,14 @@ static inline void* small_malloc(unsigned c) {
   return refill(c);
 }
 
+// emmalloc's bounds checks add the size to a pointer, which wraps for sizes near 4 GiB (a review
+// made malloc(0xFFFFFFC7) "succeed"): such a size is refused here, as glibc refuses any over
+// PTRDIFF_MAX.
+static inline int too_large(size_t size) { return size > (size_t)PTRDIFF_MAX; }
+
 void* malloc(size_t size) {
   if (size <= SS_SMALL_MAX) return small_malloc(class_of(size));
+  if (too_large(size)) return 0;
   return emmalloc_malloc(size);
 }
 
@@ -114,6 +131,7 @@ size_t malloc_usable_size(void* ptr) {
 void* realloc(void* ptr, size_t size) {
   if (!ptr) return malloc(size);
   unsigned c = class_at(ptr);
+  if (too_large(size)) return 0;
   if (!c) {
     if (size > SS_SMALL_MAX) return emmalloc_realloc(ptr, size);
     // A large block shrinking into a class: move it, so the class's blocks stay in its chunks.
@@ -131,6 +149,7 @@ void* realloc(void* ptr, size_t size) {
 // Small blocks are 16-aligned; emmalloc's are 8-aligned unless asked for more (shared/emmalloc/).
 void* memalign(size_t alignment, size_t size) {
   if (alignment <= 8 || (alignment <= SS_ALIGN && size <= SS_SMALL_MAX)) return malloc(size);
+  if (too_large(size)) return 0;
   return emmalloc_memalign(alignment, size);
 }
 
@@ -146,3 +165,9 @@ int posix_memalign(void** out, size_t alignment, size_t size) {
   *out = ptr;
   return 0;
 }
+
+// musl's internal names for the same four (see the top of this file).
+void* __libc_malloc(size_t size) { return malloc(size); }
+void __libc_free(void* ptr) { free(ptr); }
+void* __libc_calloc(size_t count, size_t size) { return calloc(count, size); }
+void* __libc_realloc(void* ptr, size_t size) { return realloc(ptr, size); }
