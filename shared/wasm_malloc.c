@@ -20,6 +20,7 @@
 // life. The cores' peaks are bounded by a request's (the 1 MiB body, a read page of 500), and an
 // instance is rebuilt after a trap (docs/abi.md). Single-threaded, as every wasm32-wasi module here.
 // Linked only into the wasm modules (natively the system's malloc, and the sanitizers', are used).
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -159,9 +160,9 @@ void* aligned_alloc(size_t alignment, size_t size) {
 }
 
 int posix_memalign(void** out, size_t alignment, size_t size) {
-  if (alignment < sizeof(void*) || (alignment & (alignment - 1)) != 0) return 22;  // EINVAL
+  if (alignment < sizeof(void*) || (alignment & (alignment - 1)) != 0) return EINVAL;
   void* ptr = memalign(alignment, size);
-  if (!ptr && size) return 12;  // ENOMEM
+  if (!ptr && size) return ENOMEM;
   *out = ptr;
   return 0;
 }

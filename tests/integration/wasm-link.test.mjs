@@ -14,7 +14,7 @@
 // (4) Through the raw ABI (ss_alloc is malloc, ss_free is free: docs/abi.md), thousands of blocks of
 //     mixed sizes, some far over a 64 KiB page so memory must grow, are written, freed in random order
 //     and reused, and no block overlaps another or loses its bytes.
-// (5) and (6): below.
+// (4b), (5) and (6): below.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync, existsSync } from "node:fs";
@@ -249,6 +249,22 @@ for (const mod of modules.filter((m) => m.name === "floor" || m.name === "events
     assert.ok(ex.memory.buffer.byteLength / 65536 <= pagesAfterFirst + 8, "freed blocks are reused");
   });
 }
+
+// (4b) The allocator's own checks inside wasm (tests/wasm/alloc_check.c, built by scripts/build beside
+// the modules with the same allocator libraries): every realloc direction, calloc on a recycled block,
+// the aligned forms and their errno values, sizes near 4 GiB, and libc freeing through __libc_free what
+// it allocated through malloc. 0 is every check passed; another number names the check that failed.
+test("the wasm allocator passes its own checks (tests/wasm/alloc_check.c)", () => {
+  const path = `${root}/build/wasm/wasm-test/alloc_check.wasm`;
+  assert.ok(existsSync(path), "build/wasm/wasm-test/alloc_check.wasm is built by scripts/build");
+  const ex = rawCoreExports(path);
+  assert.equal(ex.ss_alloc_check(), 0, "the number of the first failing check in tests/wasm/alloc_check.c");
+  const map = readFileSync(`${root}/build/wasm/wasm-test/alloc_check.map`, "utf8");
+  // The checks ran on the allocator every module links, and reached libc's internal free.
+  assert.deepEqual(definitions(map, "malloc"), ["libss_wasm_malloc.a(wasm_malloc.c.o)"]);
+  assert.deepEqual(definitions(map, "__libc_free"), ["libss_wasm_malloc.a(wasm_malloc.c.o)"]);
+  assert.equal(definitions(map, "freelocale").length, 1, "freelocale is linked (check 6)");
+});
 
 // (5) What each module imports, in both builds: WASI functions (bindings/instance.js answers the ones a
 // core calls and stubs the rest) and the two Emscripten functions it answers — nothing else, so no
