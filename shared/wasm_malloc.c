@@ -3,8 +3,8 @@
 // A core's work is mostly small, short-lived blocks — nlohmann's DOM nodes, std::string bodies,
 // coroutine frames — allocated and freed within one run. emmalloc (Emscripten's allocator, linked in
 // place of wasi-libc's dlmalloc for size: CMakeLists.txt) searches its buckets on every malloc and
-// coalesces neighbours on every free; its `emmalloc_memalign` and `free` are the largest self-time
-// entries in every profile of the cores inside workerd (docs/performance.md "A small-block
+// coalesces neighbours on every free; its `emmalloc_memalign` and `free` are among the largest
+// self-time entries in every profile of the cores inside workerd (docs/performance.md "A small-block
 // allocator"). Here a block of up to SS_SMALL_MAX bytes comes from a free list of its size class
 // (16-byte steps to 256, then 64-byte steps): a pop on malloc, a push on free. A class's blocks are
 // carved from 64 KiB chunks that emmalloc hands out 64 KiB-aligned, and a byte per 64 KiB of the
