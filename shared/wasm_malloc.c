@@ -1,25 +1,28 @@
 // Small blocks for the wasm32-wasi modules: size classes with free lists in front of emmalloc.
 //
-// A core's work is mostly small, short-lived blocks — nlohmann's DOM nodes, std::string bodies,
-// coroutine frames — allocated and freed within one run. emmalloc (Emscripten's allocator, linked in
-// place of wasi-libc's dlmalloc for size: CMakeLists.txt) searches its buckets on every malloc and
-// coalesces neighbours on every free; its `emmalloc_memalign` and `free` are among the largest
-// self-time entries in every profile of the cores inside workerd (docs/performance.md "A small-block
-// allocator"). Here a block of up to SS_SMALL_MAX bytes comes from a free list of its size class
-// (16-byte steps to 256, then 64-byte steps): a pop on malloc, a push on free. A class's blocks are
-// carved from 64 KiB chunks that emmalloc hands out 64 KiB-aligned, and a byte per 64 KiB of the
-// address space says which class a chunk serves (0: none, emmalloc's), so free() finds a block's
-// class without a header. Everything larger, or aligned beyond 16, is emmalloc's as before.
+// A core's work is mostly small, short-lived blocks (nlohmann's DOM nodes, std::string bodies,
+// coroutine frames) allocated and freed within one run. emmalloc (Emscripten's allocator, linked
+// in place of wasi-libc's dlmalloc for size: CMakeLists.txt) searches its buckets on every malloc
+// and coalesces neighbours on every free; its `emmalloc_memalign` and `free` are among the largest
+// self-time entries in every profile of the cores inside workerd (docs/performance.md "A
+// small-block allocator"). Here a block of up to SS_SMALL_MAX bytes comes from a free list of its
+// size class (16-byte steps to 256, then 64-byte steps): a pop on malloc, a push on free. A class's
+// blocks are carved from 64 KiB chunks that emmalloc hands out 64 KiB-aligned, and a byte per
+// 64 KiB of the address space says which class a chunk serves (0: none, emmalloc's), so free()
+// finds a block's class without a header. Everything larger, or aligned beyond 16, is emmalloc's
+// as before.
 //
-// musl's internal names (`__libc_malloc`, `__libc_free`, `__libc_calloc`, `__libc_realloc`: wasi-libc's
-// freelocale calls `__libc_free` on what duplocale got from `malloc`) are defined here too, as the
-// public functions: emmalloc.c is compiled with its own aliases of those names renamed away
-// (CMakeLists.txt), so no block of a class can reach emmalloc's free (a review found that path).
+// musl's internal names (`__libc_malloc`, `__libc_free`, `__libc_calloc`, `__libc_realloc`;
+// wasi-libc's freelocale calls `__libc_free` on what duplocale got from `malloc`) are defined here
+// too, as the public functions: emmalloc.c is compiled with its own aliases of those names
+// renamed away (CMakeLists.txt), so no block of a class can reach emmalloc's free (a review found
+// that path).
 //
-// Chunks are never given back: a class keeps the most blocks it has held at once, for the instance's
-// life. The cores' peaks are bounded by a request's (the 1 MiB body, a read page of 500), and an
-// instance is rebuilt after a trap (docs/abi.md). Single-threaded, as every wasm32-wasi module here.
-// Linked only into the wasm modules (natively the system's malloc, and the sanitizers', are used).
+// Chunks are never given back: a class keeps the most blocks it has held at once, for the
+// instance's life. The cores' peaks are bounded by a request's (the 1 MiB body, a read page of
+// 500), and an instance is rebuilt after a trap (docs/abi.md). Single-threaded, as every
+// wasm32-wasi module here. Linked only into the wasm modules (natively the system's malloc, and the
+// sanitizers', are used).
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>

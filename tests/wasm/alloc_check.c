@@ -1,8 +1,8 @@
-// The wasm32-wasi allocator's own checks (shared/wasm_malloc.c in front of emmalloc), run inside wasm
-// by tests/integration/wasm-link.test.mjs: `ss_alloc_check()` answers 0, or the number of the first
-// check that failed. What the cores' runs cannot show on their own: every realloc direction, calloc
-// on a recycled block, the aligned forms, sizes near 4 GiB, and libc freeing through its internal
-// names (freelocale's __libc_free) what it allocated through malloc (duplocale).
+// The wasm32-wasi allocator's own checks (shared/wasm_malloc.c in front of emmalloc), run inside
+// wasm by tests/integration/wasm-link.test.mjs: `ss_alloc_check()` answers 0, or the number of the
+// first check that failed. What the cores' runs cannot show on their own: every realloc direction,
+// calloc on a recycled block, the aligned forms, sizes near 4 GiB, and libc freeing through its
+// internal names (freelocale's __libc_free) what it allocated through malloc (duplocale).
 #include <errno.h>
 #include <locale.h>
 #include <malloc.h>
