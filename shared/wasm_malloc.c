@@ -144,7 +144,7 @@ void* realloc(void* ptr, size_t size) {
   }
   void* moved = malloc(size);
   if (!moved) return 0;
-  size_t old = c ? class_size(c) : emmalloc_usable_size(ptr);
+  size_t old = malloc_usable_size(ptr);
   memcpy(moved, ptr, old < size ? old : size);
   free(ptr);
   return moved;

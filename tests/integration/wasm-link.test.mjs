@@ -34,6 +34,9 @@ const modules = [
   { name: "floor", map: "build/wasm/wasm-bench/floor.map", wasm: "dist/bench/floor.wasm" },
 ];
 
+const WASM_MALLOC = "libss_wasm_malloc.a(wasm_malloc.c.o)"; // shared/wasm_malloc.c
+const WASM_MEMORY = "libss_wasm_memory.a(wasm_memory.c.o)"; // shared/wasm_memory.c
+
 // Lines of wasm-ld's map: "Addr Off Size Out In Symbol"; a function's input reads `FILE:(symbol)`,
 // followed by one line per symbol that input defines — its own name and any alias of it (an
 // `__attribute__((alias))` name appears only there). The files defining `symbol`, one per input.
@@ -55,6 +58,13 @@ function definitions(mapText, symbol) {
   return files;
 }
 
+// `symbol` is defined at most once, and only by `file` (none at all: nothing in the module calls it).
+function assertOnlyFrom(mapText, symbol, file) {
+  const from = definitions(mapText, symbol);
+  assert.ok(from.length <= 1 && from.every((f) => f === file), `${symbol} comes from ${file}, not ${from}`);
+  return from;
+}
+
 for (const mod of modules) {
   test(`${mod.name}: one allocator, size classes in front of emmalloc, in the link map`, () => {
     const path = `${root}/${mod.map}`;
@@ -63,13 +73,9 @@ for (const mod of modules) {
     assert.ok(!text.includes("libc.a(dlmalloc.o)"), "wasi-libc's dlmalloc is not linked");
     assert.ok(!text.includes("libc.a(sbrk.o)"), "wasi-libc's sbrk (whole pages only) is not linked");
     for (const symbol of ["malloc", "free", "realloc", "calloc"]) {
-      const from = definitions(text, symbol);
+      const from = assertOnlyFrom(text, symbol, WASM_MALLOC);
       // calloc and realloc only where something calls them; malloc and free everywhere.
       if (symbol === "malloc" || symbol === "free") assert.equal(from.length, 1, `${symbol} is linked`);
-      assert.ok(
-        from.every((file) => file === "libss_wasm_malloc.a(wasm_malloc.c.o)") && from.length <= 1,
-        `${symbol} is defined once, by shared/wasm_malloc.c, not ${from}`,
-      );
     }
     for (const symbol of ["emmalloc_malloc", "emmalloc_free"]) {
       assert.deepEqual(definitions(text, symbol), ["lto.tmp"], `${symbol} is defined once, by the LTO object`);
@@ -78,11 +84,7 @@ for (const mod of modules) {
     // wasm_malloc.c's too, never emmalloc's aliases: a block of a class freed by emmalloc would corrupt
     // its heap (CMakeLists.txt renames emmalloc.c's aliases away).
     for (const symbol of ["__libc_malloc", "__libc_free", "__libc_calloc", "__libc_realloc"]) {
-      const from = definitions(text, symbol);
-      assert.ok(
-        from.length <= 1 && from.every((file) => file === "libss_wasm_malloc.a(wasm_malloc.c.o)"),
-        `${symbol} is defined by shared/wasm_malloc.c if at all, not ${from}`,
-      );
+      assertOnlyFrom(text, symbol, WASM_MALLOC);
     }
     // operator new and delete are libc++'s, calling malloc and free above.
     assert.ok(definitions(text, "_Znwm").every((file) => file.endsWith("libc++.a(stdlib_new_delete.cpp.o)")));
@@ -97,15 +99,8 @@ for (const mod of modules) {
     const path = `${root}/${mod.map}`;
     assert.ok(existsSync(path), `${mod.map} is written by scripts/build (wasm32-wasi)`);
     const text = readFileSync(path, "utf8");
-    for (const symbol of ["memcpy", "memmove", "memset"]) {
-      const from = definitions(text, symbol);
-      // None at all is fine (a module that never calls it); one from anywhere else is not.
-      assert.ok(from.length <= 1, `${symbol} is defined at most once`);
-      assert.ok(
-        from.every((file) => file === "libss_wasm_memory.a(wasm_memory.c.o)"),
-        `${symbol} comes from shared/wasm_memory.c, not ${from}`,
-      );
-    }
+    // None at all is fine (a module that never calls it); one from anywhere else is not.
+    for (const symbol of ["memcpy", "memmove", "memset"]) assertOnlyFrom(text, symbol, WASM_MEMORY);
     assert.ok(definitions(text, "memcpy").length === 1, "memcpy is linked (every core copies)");
   });
 }
@@ -261,8 +256,8 @@ test("the wasm allocator passes its own checks (tests/wasm/alloc_check.c)", () =
   assert.equal(ex.ss_alloc_check(), 0, "the number of the first failing check in tests/wasm/alloc_check.c");
   const map = readFileSync(`${root}/build/wasm/wasm-test/alloc_check.map`, "utf8");
   // The checks ran on the allocator every module links, and reached libc's internal free.
-  assert.deepEqual(definitions(map, "malloc"), ["libss_wasm_malloc.a(wasm_malloc.c.o)"]);
-  assert.deepEqual(definitions(map, "__libc_free"), ["libss_wasm_malloc.a(wasm_malloc.c.o)"]);
+  assert.deepEqual(definitions(map, "malloc"), [WASM_MALLOC]);
+  assert.deepEqual(definitions(map, "__libc_free"), [WASM_MALLOC]);
   assert.equal(definitions(map, "freelocale").length, 1, "freelocale is linked (check 6)");
 });
 
