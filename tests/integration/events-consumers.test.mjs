@@ -491,7 +491,7 @@ describe("runbook 'an anomaly was detected'", () => {
 
     assert.equal(pagerDuty().length, 1, JSON.stringify(pagerDuty()));
     const [page] = anomalyPages();
-    assert.equal(page.dedup_key, `siteswarm-events:anomaly:monitor_flapping:monitor:home:${start}`);
+    assert.equal(page.dedup_key, `siteswarm-events:anomaly:monitor_flapping:tenant:bakery:monitor:home:${start}`);
     assert.equal(page.payload.custom_details.subject, "monitor:home");
     assert.equal(slack().length, 1);
 

@@ -33,10 +33,19 @@ struct Anomaly {
   json evidence;
 };
 
-// Appends anomaly.detected (once per rule, subject and window) and raises its operator alert.
+// An anomaly's key (its event's idempotency key and its operator alert's) and its alert's summary name
+// the tenant as well as the subject: tenants choose their own entity ids (two tenants may both have a
+// monitor "home"), and a key without the tenant let one tenant's alert swallow the other's.
+// The subject with its tenant where the subject alone does not name it: "tenant:<id>:monitor:home".
+std::string tenant_subject(const Anomaly& a) {
+  if (!a.tenant_id || a.subject.rfind("tenant:", 0) == 0) return a.subject;
+  return "tenant:" + *a.tenant_id + ":" + a.subject;
+}
+
+// Appends anomaly.detected (once per rule, tenant, subject and window) and raises its operator alert.
 Task<Result<bool>> report_anomaly(Context& ctx, Anomaly a) {
-  std::string key =
-      std::string(kKeyAnomaly) + a.rule + ":" + a.subject + ":" + std::to_string(a.window_start_ms);
+  std::string key = std::string(kKeyAnomaly) + a.rule + ":" + tenant_subject(a) + ":" +
+                    std::to_string(a.window_start_ms);
   NewEvent event;
   event.event_type = "anomaly.detected";
   event.entity_type = a.entity_type;
@@ -53,7 +62,7 @@ Task<Result<bool>> report_anomaly(Context& ctx, Anomaly a) {
   alert.key = key;
   alert.kind = "anomaly";
   alert.severity = "warning";
-  alert.summary = "anomaly " + a.rule + " on " + a.subject + " in the window starting " +
+  alert.summary = "anomaly " + a.rule + " on " + tenant_subject(a) + " in the window starting " +
                   format_rfc3339(a.window_start_ms);
   alert.details = a.evidence;
   alert.details["rule"] = a.rule;

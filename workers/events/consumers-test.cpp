@@ -160,6 +160,39 @@ TEST_CASE("anomaly_detector: a monitor that opens 3 incidents in 6 hours is flap
   CHECK(json::parse(found[0]["payload_json"].get<std::string>())["rule"] == "monitor_flapping");
 }
 
+TEST_CASE(
+    "anomaly_detector: two tenants' monitors of one id flapping are two anomalies, two alerts") {
+  Ledger l;
+  configure_alerts(l);
+  l.mesh.provision("auto-repair", "auto-token-0123456789", "auto-admin-0123456789", {}, "events");
+  for (int i = 0; i < 3; ++i) {
+    l.emit("monitor.incident_opened", {{"monitorId", "home"}}, "monitor:home");
+    emit_for(l, "auto-repair", "auto-token-0123456789", "monitor.incident_opened",
+             {{"monitorId", "home"}}, "monitor:home");
+    l.mesh.now_ms += 20 * kMinute;
+  }
+  l.mesh.now_ms += 6 * 60 * kMinute;
+  l.drain("anomaly_detector");
+  json found = l.db(
+      "SELECT tenant_id, idempotency_key FROM events WHERE event_type = 'anomaly.detected' "
+      "ORDER BY tenant_id");
+  REQUIRE(found.size() == 2);
+  CHECK(found[0]["tenant_id"] == "auto-repair");
+  CHECK(found[1]["tenant_id"] == "bakery");
+  json alerts = l.db(
+      "SELECT alert_key, summary FROM events_alerts WHERE kind = 'anomaly' "
+      "ORDER BY alert_key");
+  REQUIRE(alerts.size() == 2);
+  for (int i = 0; i < 2; ++i) {
+    std::string tenant = found[i]["tenant_id"];
+    std::string key = alerts[i]["alert_key"];
+    CHECK(key == found[i]["idempotency_key"]);
+    CHECK(key.rfind("anomaly:monitor_flapping:tenant:" + tenant + ":monitor:home:", 0) == 0);
+    CHECK(alerts[i]["summary"].get<std::string>().find("tenant:" + tenant + ":monitor:home") !=
+          std::string::npos);
+  }
+}
+
 TEST_CASE("anomaly_detector: windows under their rule's threshold do not crowd a burst out") {
   Ledger l;
   l.mesh.set_env("events", "ANOMALY_JUDGE_ROWS",
