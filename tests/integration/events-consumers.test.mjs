@@ -308,10 +308,11 @@ describe("entity timelines", () => {
       assert.equal(error.field, field, path);
     }
     // `after` is cross-checked against this timeline (in the page's D1 batch): another tenant's event,
-    // an id with another event's seq, and garbage are each a 400 naming `after`, never an empty page.
+    // an id with a seq (a tenant's cursor is the bare id: seq is the ledger-wide order, its own
+    // event's included), and garbage are each a 400 naming `after`, never an empty page.
     const seqOf = async (id) => (await rows(`SELECT seq FROM events WHERE event_id = '${id}'`))[0].seq;
     const refused = [];
-    for (const after of [theirs, `${mine[0]}.${await seqOf(mine[1])}`, "nope"]) {
+    for (const after of [theirs, `${mine[0]}.${await seqOf(mine[1])}`, `${mine[0]}.${await seqOf(mine[0])}`, "nope"]) {
       const error = await errorOf(
         await mesh.fetch("events", `/api/entities/lead/T1/timeline?after=${after}`, {
           headers: mesh.tenantHeaders("bakery"),
@@ -324,10 +325,25 @@ describe("entity timelines", () => {
       refused.push(error.message);
     }
     assert.equal(refused[0], refused[1], "one answer whatever the cursor names elsewhere");
-    const own = await timeline(`?after=${mine[0]}.${await seqOf(mine[0])}`);
+    assert.equal(refused[0], refused[2], "one answer whatever the cursor names elsewhere");
+    const own = await timeline(`?after=${mine[0]}`);
     assert.deepEqual(
       own.events.map((e) => e.event_id),
       [mine[1], later],
+    );
+    // The ledger-wide seq is the operator's: a tenant's events do not show it (its gaps would count
+    // the other tenants' events); the operator's page across tenants does.
+    assert.deepEqual(
+      own.events.map((e) => "seq" in e),
+      [false, false],
+    );
+    const across = await jsonOf(
+      await mesh.fetch("events", "/api/entities/lead/T1/timeline", { headers: mesh.operator() }),
+      200,
+    );
+    assert.deepEqual(
+      across.events.map((e) => [e.event_id, e.seq]),
+      await Promise.all([mine[0], mine[1], theirs, later].map(async (id) => [id, await seqOf(id)])),
     );
   });
 });

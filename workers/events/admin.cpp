@@ -659,6 +659,12 @@ Task<Result<Response>> entity_timeline(Context& ctx, const Request& req, const P
   if (!parse_after(req.query_param("after"), f.after, f.after_seq)) {
     co_return timeline_after_error(kTimelineAfterMalformed);
   }
+  // A tenant's pages carry no seq (the ledger-wide insertion order: its gaps would count the other
+  // tenants' events) and its `next` is the bare id, so a seq in its cursor is none of its own; taken
+  // as a position it would let a tenant probe where its events sit among everyone's. Refused with
+  // the one answer every unknown cursor gets.
+  if (!operator_view && f.after_seq) co_return timeline_after_error(kTimelineAfterUnknown);
+  f.with_seq = operator_view;
   std::string order = req.query_param("order");
   if (!order.empty() && order != "asc" && order != "desc") {
     co_return invalid_field("order", "use asc or desc");

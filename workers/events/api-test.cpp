@@ -689,3 +689,68 @@ TEST_CASE("a malformed entity filter or a type filter no event type can match is
   CHECK(count("?type=price.chang?d") == 1);
   CHECK(count("?type=price.changed") == 1);
 }
+
+TEST_CASE("a tenant cannot post the ledger's own record types; the operator can") {
+  // Retention never redacts an events.tombstoned, and the detectors take anomaly.*, events.* and
+  // tenant.health* for the ledger's word: posted by a tenant, one would outlive retention and the
+  // others would forge findings.
+  ApiLedger l;
+  for (const char* type : {"events.tombstoned", "events.fanout_capped", "anomaly.detected",
+                           "tenant.health_changed", "tenant.healthy"}) {
+    json body = price_event(1);
+    body["event_type"] = type;
+    auto r = l.post("bakery", kBakeryToken, body);
+    CHECK_MESSAGE(r.status == 400, type);
+    CHECK(r.body_json()["error"]["code"] == "invalid_event");
+    CHECK(r.body_json()["error"]["field"] == "event_type");
+  }
+  CHECK(l.rows().empty());
+  // A workflow reports its own run; types that only start alike are anyone's.
+  for (const char* type : {"workflow.run_completed", "eventsx.sent", "tenant.signed_up"}) {
+    json body = price_event(1);
+    body["event_type"] = type;
+    CHECK_MESSAGE(l.post("bakery", kBakeryToken, body).status == 201, type);
+  }
+  // The operator's tombstone for a wrong event (docs/runbook-events.md).
+  json tomb = price_event(1);
+  tomb["event_type"] = "events.tombstoned";
+  tomb["tenant_id"] = "bakery";
+  std::map<std::string, std::string> h{
+      {"Authorization", std::string("Bearer ") + Mesh::kAdminToken},
+      {"Content-Type", "application/json"}};
+  CHECK(l.mesh.request("events", "POST", "/api/events", h, tomb.dump()).status == 201);
+  CHECK(l.rows().size() == 4);
+}
+
+TEST_CASE("a tenant's read cursor is the bare event_id: a seq in it is refused, never a position") {
+  // seq is the ledger-wide insertion order. Were a tenant's "<id>.<seq>" taken as a position, paging
+  // from guessed seqs would show where its own events sit among every tenant's: a count of the
+  // other tenants' events. Its pages never hand it a seq (`next` is the bare id).
+  ApiLedger l;
+  std::string first = l.post("bakery", kBakeryToken, price_event(1)).body_json()["event_id"];
+  l.post("auto-repair", kAutoToken, price_event(2));
+  l.post("bakery", kBakeryToken, price_event(3));
+  auto seq = l.mesh.db("EVENTS_DB")
+                 .rows("SELECT seq FROM events WHERE event_id = '" + first + "'")[0]["seq"]
+                 .get<long long>();
+  for (long long probe : {seq, seq + 1, 1LL}) {
+    auto r = l.get("bakery", kBakeryToken, "?after=" + first + "." + std::to_string(probe));
+    CHECK(r.status == 400);
+    CHECK(r.body_json()["error"]["code"] == "invalid_request");
+    CHECK(r.body_json()["error"]["field"] == "after");
+  }
+  auto page = l.get("bakery", kBakeryToken, "?limit=1");
+  REQUIRE(page.status == 200);
+  CHECK(page.body_json()["next"] == first);
+  CHECK(l.get("bakery", kBakeryToken, "?after=" + first).body_json()["events"].size() == 1);
+  // The operator pages across tenants on "<id>.<seq>".
+  auto across = l.mesh.request("events", "GET", "/api/events?limit=1",
+                               {{"Authorization", std::string("Bearer ") + Mesh::kAdminToken}});
+  REQUIRE(across.status == 200);
+  std::string next = across.body_json()["next"];
+  CHECK(next == first + "." + std::to_string(seq));
+  auto rest = l.mesh.request("events", "GET", "/api/events?after=" + next,
+                             {{"Authorization", std::string("Bearer ") + Mesh::kAdminToken}});
+  CHECK(rest.status == 200);
+  CHECK(rest.body_json()["events"].size() == 2);
+}

@@ -43,6 +43,11 @@ Task<Result<Response>> post_event(Context& ctx, const Request& req, const Params
       event.tenant_id = t->get<std::string>();
     }
   } else {
+    if (is_ledger_event_type(event.event_type)) {
+      co_return invalid_field("event_type",
+                              "events.*, anomaly.* and tenant.health* are the ledger's own records",
+                              ErrorCode::invalid_event);
+    }
     event.tenant_id = caller.tenant_id;  // stamped from the authenticated context, never the body
   }
   SS_CO_TRY(Appended appended, co_await append_event(ctx, std::move(event)));
@@ -65,6 +70,12 @@ Task<Result<Response>> get_events(Context& ctx, const Request& req, const Params
       query.tenant_id = tenant;
     }
   } else {
+    // A tenant's `next` is the bare event_id. A "<event_id>.<seq>" cursor (the operator's, across
+    // tenants) is a position in the ledger-wide insertion order: from a tenant, paging from guessed
+    // seqs would tell where its events sit among every tenant's, i.e. count the others' events.
+    if (query.after_seq) {
+      co_return invalid_field("after", "must be an event_id (ULID): a tenant's page's next");
+    }
     query.tenant_id = caller.tenant_id;
   }
   SS_CO_RETURN_AWAIT(read_events_response(query));

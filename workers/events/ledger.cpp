@@ -46,6 +46,13 @@ bool is_reserved_idempotency_key(std::string_view key) {
   return false;
 }
 
+bool is_ledger_event_type(std::string_view type) {
+  for (std::string_view prefix : kLedgerTypePrefixes) {
+    if (type.substr(0, prefix.size()) == prefix) return true;
+  }
+  return false;
+}
+
 bool is_event_type(std::string_view s) {
   // segment(.segment)+ where a segment is [a-z][a-z0-9_]*
   if (s.empty() || s.size() > kMaxEventTypeLength) return false;

@@ -1043,10 +1043,10 @@ TimelineEntry TimelineEntry::decode(RowReader& r) {
   return t;
 }
 
-json TimelineEntry::view() const {
+json TimelineEntry::view(bool with_seq) const {
   json out = event.view();
   if (!with_payload) out.erase("payload");
-  out["seq"] = event.seq;
+  if (with_seq) out["seq"] = event.seq;
   out["title"] = title;
   out["indexed"] = indexed;
   return out;

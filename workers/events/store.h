@@ -395,8 +395,10 @@ struct TimelineEntry {
   bool with_payload = false;
   std::string title;
   bool indexed = false;
-  // The keys of EventRow::view() (payload only when read), plus seq, title and indexed.
-  json view() const;
+  // The keys of EventRow::view() (payload only when read), plus title and indexed, and seq for the
+  // operator (with_seq): seq is the ledger-wide insertion order, and gaps between a tenant's own seqs
+  // would count the other tenants' events.
+  json view(bool with_seq) const;
   static TimelineEntry decode(RowReader& r);
 };
 
@@ -409,6 +411,7 @@ struct TimelineFilter {
   std::optional<std::int64_t> after_seq;  // its insertion position ("<event_id>.<seq>" cursors)
   bool newest_first = false;
   bool with_payload = true;
+  bool with_seq = false;  // the operator's pages show each event's seq (TimelineEntry::view)
   int limit = 500;
 };
 

@@ -51,7 +51,7 @@ Task<Result<json>> read_timeline(const TimelineFilter& filter) {
   json events = json::array();
   for (TimelineEntry& entry : entries) {
     if (!entry.indexed) entry.title = timeline_title(entry.event.event_type);
-    events.push_back(entry.view());
+    events.push_back(entry.view(filter.with_seq));
   }
   json next = nullptr;
   if (more && !entries.empty()) {

@@ -39,6 +39,8 @@ const RESERVED_KEY_PREFIXES = [
   "retention:",
   "ledger:",
 ];
+// workers/events/ledger.h kLedgerTypePrefixes: the ledger's own record types, refused from a tenant.
+const LEDGER_TYPE_PREFIXES = ["events.", "anomaly.", "tenant.health"];
 const MAX_GLOB_LENGTH = 128; // shared/glob.h
 const MAX_READ_LIMIT = 500;
 
@@ -254,6 +256,10 @@ export function validateEvent(body, now = Date.now()) {
   if (eventId && ulidTime(eventId) > now + MAX_EVENT_ID_SKEW_MS) {
     return invalid("event_id", `its timestamp is more than ${MAX_EVENT_ID_SKEW_MS / 60000} minutes in the future`);
   }
+  // api.cpp post_event, for a tenant (what an app is): the ledger's own record types are refused.
+  if (LEDGER_TYPE_PREFIXES.some((p) => e.event_type.startsWith(p))) {
+    return invalid("event_type", "events.*, anomaly.* and tenant.health* are the ledger's own records");
+  }
   const event = { ...e, entity_type: entityType, entity_id: entityId, payload };
   if (eventId) event.event_id = eventId;
   // In UTC, as the ledger keeps it (ledger.cpp: milliseconds, shown without ".000").
@@ -270,8 +276,9 @@ function ulidTime(id) {
 
 /**
  * A page query as the events worker reads `GET /api/events` (ledger.cpp parse_read_query): `type` a
- * glob of event-type characters, `entity` type:id or a bare type, `after` an event_id (or an
- * operator page's "<event_id>.<seq>"), `limit` 1–500. Anything else is 400 naming the parameter.
+ * glob of event-type characters, `entity` type:id or a bare type, `after` an event_id (a tenant's
+ * page's next; the operator's "<event_id>.<seq>" is refused from a tenant), `limit` 1–500. Anything
+ * else is 400 naming the parameter.
  * @param {{ type?: unknown, entity?: unknown, after?: unknown, limit?: unknown }} [query]
  * @returns {{ ok: boolean, code?: string, status?: number, field?: string, fields?: Record<string, string>, message?: string }}
  */
@@ -306,6 +313,8 @@ export function validateEventQuery({ type, entity, after, limit } = {}) {
   if (cursor && !/^[0-9A-HJKMNP-TV-Z]{26}(\.\d+)?$/i.test(cursor)) {
     return invalid("after", "must be an event_id (ULID) or a page's next");
   }
+  // api.cpp get_events, for a tenant (what an app is): "<event_id>.<seq>" is the operator's cursor.
+  if (cursor.includes(".")) return invalid("after", "must be an event_id (ULID): a tenant's page's next");
   const max = param(limit);
   if (max && !(/^\d+$/.test(max) && Number(max) >= 1 && Number(max) <= MAX_READ_LIMIT)) {
     return invalid("limit", `must be 1–${MAX_READ_LIMIT}`);
