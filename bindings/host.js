@@ -10,6 +10,7 @@
 // feeds every settled result back until the core is done. A trap poisons the instance: every run on
 // it answers 500 internal — except a run whose answer the core had already given in advance (docs/abi.md
 // "Answers known in advance") and whose effects all succeeded — and the next request builds a fresh one.
+import { hexBytes } from "./effects/http.js";
 import { perform } from "./effects/index.js";
 import { faultsRoute, hooksOn, InjectedTrap, performWithFaults } from "./faults.js";
 import { Core, CoreTrap, newProfile } from "./instance.js";
@@ -138,7 +139,11 @@ function workerHandlers(host, service, cfFields, parts) {
       try {
         if (!out) return internalErrorResponse();
         const handOnTo = out.headers?.[HAND_ON_HEADER];
-        if (handOnTo) return await handOn(request, sent?.body ?? "", env, String(handOnTo));
+        if (handOnTo) {
+          // The body as it came: a body that is not UTF-8 crossed as hex (bindings/messages.js).
+          const body = sent?.bodyHex !== undefined ? hexBytes(sent.bodyHex) : (sent?.body ?? "");
+          return await handOn(request, body, env, String(handOnTo));
+        }
         const response = toResponse(out);
         if (out.replay && trace) replays.record(request, out, trace, generation);
         if (counts) response.headers.set(D1_ROUND_TRIPS_HEADER, String(counts.d1));
@@ -244,7 +249,7 @@ async function handOn(request, body, env, binding) {
   if (typeof target?.fetch !== "function") return unavailable(`${binding} is not bound`);
   const headers = new Headers(request.headers);
   headers.delete("content-length");
-  const hasBody = request.method !== "GET" && request.method !== "HEAD" && body !== "";
+  const hasBody = request.method !== "GET" && request.method !== "HEAD" && body !== "" && body.length !== 0;
   let response;
   try {
     response = await target.fetch(

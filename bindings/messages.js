@@ -1,5 +1,5 @@
 // Input messages (host → core) and the Response built from a fetch output (docs/abi.md).
-import { headersObject, MAX_BODY_BYTES, readText } from "./effects/http.js";
+import { headersObject, MAX_BODY_BYTES, readRequestBody } from "./effects/http.js";
 
 // Enough for a lead intake with Turnstile and a notification (a UUID and two ULIDs: 36 bytes) without a
 // crypto.random effect, which would cost a crossing into the core of its own (docs/performance.md).
@@ -73,10 +73,12 @@ export function envelope(op, env) {
 
 /** @param cfFields the `request.cf` fields the worker's core reads (defineWorker's `cf` option) */
 export async function requestMessage(request, cfFields = NO_CF) {
-  const message = bodilessRequestMessage(request, cfFields);
-  if (message) return message;
-  const body = await readText(request.body, MAX_BODY_BYTES); // never buffers more than the limit
-  return requestFields(request, body.text, body.tooLarge, cfFields);
+  const bodiless = bodilessRequestMessage(request, cfFields);
+  if (bodiless) return bodiless;
+  const body = await readRequestBody(request.body, MAX_BODY_BYTES); // never buffers more than the limit
+  const message = requestFields(request, body.text, body.tooLarge, cfFields);
+  if (body.hex !== undefined) message.bodyHex = body.hex; // not UTF-8: the bytes as sent (docs/abi.md)
+  return message;
 }
 
 /**

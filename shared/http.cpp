@@ -1,5 +1,6 @@
 #include "shared/http.h"
 
+#include "shared/bytes.h"
 #include "shared/text.h"
 
 #include "shared/field_error.h"
@@ -54,6 +55,11 @@ Request Request::from_json(json&& j) {
     }
   }
   r.body = take_string(j, "body", "");
+  // A body that is not UTF-8 comes as its bytes in hex (a JSON string cannot carry them): the
+  // handlers see what the client sent and refuse it as malformed, naming the field where they can.
+  if (auto hex = j.find("bodyHex"); hex != j.end() && hex->is_string()) {
+    r.body = hex_decode(hex->get_ref<const std::string&>()).value_or(std::string());
+  }
   r.body_too_large = get_bool(j, "bodyTooLarge").value_or(false);
   if (auto cf = j.find("cf"); cf != j.end() && cf->is_object()) r.cf = std::move(*cf);
   return r;

@@ -29,7 +29,42 @@ export const headersObject = (headers) => Object.fromEntries(headers);
 
 /** Reads at most `limit` bytes of a body stream as UTF-8 text; `tooLarge` when there was more. */
 export async function readText(stream, limit = MAX_BODY_BYTES) {
-  if (!stream) return { text: "", tooLarge: false };
+  const { bytes, tooLarge } = await readBytes(stream, limit);
+  return { text: bytes ? lossyDecoder.decode(bytes) : "", tooLarge };
+}
+
+const lossyDecoder = new TextDecoder();
+const strictDecoder = new TextDecoder("utf-8", { fatal: true });
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
+
+/**
+ * A request's body for its message (docs/abi.md): `{ text }` when its bytes are well-formed UTF-8
+ * (a leading BOM dropped, as ever), else `{ hex }` — the bytes as sent, which a JSON string cannot
+ * carry: the core sees them and refuses them as its routes refuse malformed text, naming the field
+ * where it can, rather than reading U+FFFD where the client sent something else.
+ */
+export async function readRequestBody(stream, limit = MAX_BODY_BYTES) {
+  const { bytes, tooLarge } = await readBytes(stream, limit);
+  if (!bytes) return { text: "", tooLarge };
+  try {
+    return { text: strictDecoder.decode(bytes), tooLarge };
+  } catch {
+    let hex = "";
+    for (let i = 0; i < bytes.length; i++) hex += HEX[bytes[i]];
+    return { text: "", hex, tooLarge };
+  }
+}
+
+/** The bytes of a `hex` string (readRequestBody's), for handing the request on as it came. */
+export function hexBytes(hex) {
+  const out = new Uint8Array(hex.length >> 1);
+  for (let i = 0; i < out.length; i++) out[i] = Number.parseInt(hex.substr(i * 2, 2), 16);
+  return out;
+}
+
+// At most `limit` bytes of a stream, in one buffer (null when empty or over the limit).
+async function readBytes(stream, limit) {
+  if (!stream) return { bytes: null, tooLarge: false };
   const reader = stream.getReader();
   const chunks = [];
   let size = 0;
@@ -39,15 +74,16 @@ export async function readText(stream, limit = MAX_BODY_BYTES) {
     size += value.byteLength;
     if (size > limit) {
       await reader.cancel().catch(() => {});
-      return { text: "", tooLarge: true };
+      return { bytes: null, tooLarge: true };
     }
     chunks.push(value);
   }
+  if (size === 0) return { bytes: null, tooLarge: false };
   const bytes = new Uint8Array(size);
   let offset = 0;
   for (const chunk of chunks) {
     bytes.set(chunk, offset);
     offset += chunk.byteLength;
   }
-  return { text: new TextDecoder().decode(bytes), tooLarge: false };
+  return { bytes, tooLarge: false };
 }

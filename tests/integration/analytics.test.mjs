@@ -217,6 +217,23 @@ describe("analytics: beacons on virtual days", () => {
       "payload_too_large",
     );
     await errorOf(await beacon("{not json", { at: t }), 400, "invalid_json");
+    // Bytes that are not UTF-8: malformed, not a path with U+FFFD in it.
+    const latin1 = await mesh.fetch("analytics", "/beacon", {
+      method: "POST",
+      headers: {
+        ...mesh.tenantHeaders("bakery"),
+        "content-type": "text/plain;charset=UTF-8",
+        "user-agent": CHROME,
+        "cf-connecting-ip": IP,
+        "x-siteswarm-test-now": String(t),
+      },
+      body: Buffer.concat([
+        Buffer.from('{"u":"https://crumbandcrust.example/caf'),
+        Buffer.from([0xe9]),
+        Buffer.from('"}'),
+      ]),
+    });
+    await errorOf(latin1, 400, "invalid_json");
     const bad = await errorOf(await beacon({ r: "https://x.example/" }, { at: t }), 400, "invalid_request");
     assert.equal(bad.field, "u");
     const anonymous = await mesh.fetch("analytics", "/beacon", {

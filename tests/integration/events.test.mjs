@@ -748,6 +748,21 @@ describe("errors", () => {
     assert.equal(huge.status, 413, "a body far over the limit is refused before parsing");
     assert.ok((await huge.json()).error.code);
     await errorOf(await post('{"event_type":'), 400, "invalid_json");
+    // Bytes that are not UTF-8 are malformed JSON, not a payload with U+FFFD in it.
+    const latin1 = Buffer.concat([
+      Buffer.from('{"event_type":"order.placed","entity_ref":"order:1","payload":{"n":"'),
+      Buffer.from([0xe9]),
+      Buffer.from('"}}'),
+    ]);
+    await errorOf(
+      await mesh.fetch("events", "/api/events", {
+        method: "POST",
+        headers: { ...mesh.tenantHeaders("bakery"), ...JSON_TYPE },
+        body: latin1,
+      }),
+      400,
+      "invalid_json",
+    );
     await errorOf(
       await post(base, { ...mesh.tenantHeaders("bakery"), "content-type": "text/plain" }),
       415,

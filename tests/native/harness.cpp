@@ -1,6 +1,7 @@
 #include "tests/native/harness.h"
 
 #include "shared/bytes.h"
+#include "shared/text.h"
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -394,6 +395,11 @@ HttpReply Mesh::request(const std::string& worker, const std::string& method,
              {"url", "https://" + worker + ".test" + path},
              {"headers", h},
              {"body", body}}}};
+  // As bindings/messages.js sends a body that is not UTF-8: its bytes in hex.
+  if (!is_utf8(body)) {
+    msg["request"]["body"] = "";
+    msg["request"]["bodyHex"] = hex_encode(body);
+  }
   if (!request_cf.is_null()) msg["request"]["cf"] = request_cf;
   Stream stream;
   json out = drive_fetch(*workers_.at(worker), std::move(msg), stream);

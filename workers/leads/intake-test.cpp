@@ -305,6 +305,36 @@ TEST_CASE("form fields that are not UTF-8 are refused, naming each field, never 
         "Ren\xC3\xA9 \xF0\x9F\xA5\x90");
 }
 
+TEST_CASE("a body whose raw bytes are not UTF-8 is refused, never stored with U+FFFD") {
+  // The host hands such a body over as its bytes (docs/abi.md `bodyHex`), not decoded with U+FFFD in
+  // place of what the client sent: raw Latin-1 in a form names its field like a %E9 would, and JSON
+  // that is not UTF-8 is malformed.
+  Leads l;
+  auto form = l.mesh.request(
+      "leads", "POST", "/api/leads/submit", l.headers("application/x-www-form-urlencoded"),
+      "email=a%40example.com&name=Ren\xE9&cf-turnstile-response=XXXX.DUMMY.TOKEN.XXXX");
+  check_error(form, 400, "invalid_lead");
+  CHECK(form.body_json()["error"]["fields"]["name"] == "must be UTF-8 text");
+  std::string boundary = "----ssb";
+  std::string mp =
+      "--" + boundary +
+      "\r\nContent-Disposition: form-data; name=\"email\"\r\n\r\ncy@example.com\r\n--" + boundary +
+      "\r\nContent-Disposition: form-data; name=\"message\"\r\n\r\nbad\xFF\xFEutf\r\n--" +
+      boundary + "\r\nContent-Disposition: form-data; name=\"turnstileToken\"\r\n\r\n" +
+      kDummyToken + "\r\n--" + boundary + "--\r\n";
+  auto multi = l.mesh.request("leads", "POST", "/api/leads/submit",
+                              l.headers("multipart/form-data; boundary=" + boundary), mp);
+  check_error(multi, 400, "invalid_lead");
+  CHECK(multi.body_json()["error"]["fields"]["message"] == "must be UTF-8 text");
+  auto json_body = l.mesh.request(
+      "leads", "POST", "/api/leads/submit", l.headers("application/json"),
+      "{\"email\":\"a@example.com\",\"name\":\"bad\xFF\xFEutf\",\"turnstileToken\":\"" +
+          std::string(kDummyToken) + "\"}");
+  check_error(json_body, 400, "invalid_json");
+  CHECK(l.rows("SELECT * FROM leads").empty());
+  CHECK(l.mesh.queue_sent["NOTIFY_QUEUE"].empty());
+}
+
 TEST_CASE("C1 control characters are refused like ASCII ones") {
   // U+0080..U+009F are control characters too (U+009B is a terminal's CSI, U+0085 a line break).
   Leads l;
