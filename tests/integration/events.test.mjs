@@ -789,6 +789,25 @@ describe("errors", () => {
     await errorOf(await post({ ...taxed, payload: { rate: 2.5 } }), 422, "schema_violation");
     await jsonOf(await post({ ...taxed, payload: { rate: 0.25 } }), 201);
     assert.equal((await rows("SELECT * FROM events")).length, 1);
+    // A keyword the ledger does not enforce is refused when registered, never accepted and ignored
+    // (a payload breaking it would be stored while the schema reads as if it were checked).
+    const unenforced = await errorOf(
+      await admin("PUT", "/admin/schemas/code.changed", {
+        schema: { properties: { code: { type: "string", pattern: "^[A-Z]+$" } } },
+      }),
+      400,
+      "invalid_request",
+    );
+    assert.match(unenforced.message, /\/properties\/code\/pattern/);
+    await errorOf(
+      await admin("PUT", "/admin/schemas/code.changed", {
+        schema: { $ref: "#/definitions/x", definitions: { x: {} } },
+      }),
+      400,
+      "invalid_request",
+    );
+    const listed = await jsonOf(await admin("GET", "/admin/schemas"), 200);
+    assert.ok(!listed.schemas.some((x) => x.event_type === "code.changed"), "nothing registered");
 
     const read = (q) => mesh.fetch("events", `/api/events${q}`, { headers: mesh.tenantHeaders("bakery") });
     for (const [q, field] of [

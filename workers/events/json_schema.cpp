@@ -33,6 +33,41 @@ constexpr TypeName kTypeNames[] = {
     {"null", kTypeNull},
 };
 
+// Standard keywords that would constrain a payload but are not implemented here. A schema using one
+// is refused when registered (400 naming the keyword) rather than accepted and silently not enforced,
+// which would let an operator believe payloads are checked that are not. Annotations (title,
+// description, default, examples, $comment, $schema, $id, format — an annotation unless a validator
+// opts in) and unknown vendor keywords stay ignored, as JSON Schema says.
+constexpr std::string_view kUnsupportedKeywords[] = {
+    "$ref",
+    "$dynamicRef",
+    "$recursiveRef",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "pattern",
+    "patternProperties",
+    "propertyNames",
+    "dependencies",
+    "dependentRequired",
+    "dependentSchemas",
+    "contains",
+    "minContains",
+    "maxContains",
+    "uniqueItems",
+    "multipleOf",
+    "minProperties",
+    "maxProperties",
+    "prefixItems",
+    "additionalItems",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+};
+
 // Violation messages quote enum/const values and bounds only when they stay short.
 constexpr std::size_t kMaxQuotedValueLength = 120;
 
@@ -111,6 +146,12 @@ class SchemaCompiler {
     }
     if (!schema.is_object()) return fail(pointer, "expected a schema (an object or a boolean)");
 
+    for (std::string_view keyword : kUnsupportedKeywords) {
+      if (find_field(schema, keyword) != nullptr) {
+        return fail(pointer + "/" + std::string(keyword),
+                    "the keyword is not supported (docs/runbook-events.md lists those that are)");
+      }
+    }
     // Build into a local node: compiling children grows nodes_, which would invalidate a reference.
     JsonSchema::Node node;
     if (const json* type = find_field(schema, "type")) {

@@ -4,7 +4,10 @@
 // is compiled when registered, so a malformed schema is refused up front (400) and validation
 // itself cannot fail.
 //
-// Supported keywords (a JSON Schema subset; any other keyword is ignored):
+// Supported keywords (a JSON Schema subset). The standard keywords that would constrain a payload but
+// are not among them ($ref, allOf/anyOf/oneOf/not, if/then/else, pattern, patternProperties,
+// uniqueItems, multipleOf, min/maxProperties, contains, dependencies, …: kUnsupportedKeywords in the
+// .cpp) are refused when the schema is registered; annotations and unknown keywords are ignored:
 //   type                 "object" | "array" | "string" | "number" | "integer" | "boolean" | "null",
 //                        or a non-empty array of those. "integer" accepts 2.0; "number" accepts 2.
 //   properties           object of schemas
