@@ -496,7 +496,15 @@ Task<Result<Response>> list_consumers(Context& ctx, const Request& req, const Pa
 
 Task<Result<Response>> list_quarantine(Context& ctx, const Request& req, const Params&) {
   std::string consumer = req.query_param("consumer");
-  bool all = req.query_param("all") == "1";
+  // As on POST /admin/events/drain: a name no consumer has is a mistake, not an empty list.
+  if (!consumer.empty() && !is_consumer(consumer)) {
+    co_return invalid_field("consumer", "unknown consumer");
+  }
+  std::string all_param = req.query_param("all");
+  if (!all_param.empty() && all_param != "0" && all_param != "1") {
+    co_return invalid_field("all", "use 1 (resolved entries too) or 0");
+  }
+  bool all = all_param == "1";
   SS_CO_TRY(std::vector<QuarantineRow> rows, co_await Quarantine::list(consumer, all));
   co_return list_response("quarantined", rows);
 }

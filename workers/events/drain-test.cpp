@@ -350,6 +350,14 @@ TEST_CASE(
   CHECK(q["quarantined"][0]["event_id"] == poison);
   CHECK(q["quarantined"][0]["reason"].get<std::string>().find("500") != std::string::npos);
   CHECK(l.mesh.request("events", "GET", "/health", l.op(false)).body_json()["quarantined"] == 1);
+  // A consumer no drainer has, or an `all` that is neither 0 nor 1: a 400 naming it, not an empty
+  // list that reads as "nothing quarantined".
+  for (auto [query, field] :
+       {std::pair{"?consumer=zzz", "consumer"}, std::pair{"?all=yes", "all"}}) {
+    auto bad = l.admin("GET", std::string("/admin/quarantine") + query);
+    CHECK(bad.status == 400);
+    CHECK(bad.body_json()["error"]["field"] == field);
+  }
 
   l.failing_events.clear();
   auto retried = l.admin("POST", "/admin/quarantine/workflow_runner/" + poison + "/retry");
