@@ -25,7 +25,8 @@ inline constexpr const char* kDefaultPagerDutyUrl = "https://events.pagerduty.co
 
 struct AlertDraft {
   std::string key;   // what makes this alert distinct (see above)
-  std::string kind;  // fanout_capped | consumer_stalled | quarantine_growing | anomaly
+  // fanout_capped | consumer_stalled | quarantine_growing | anomaly | anomaly_alerts_capped
+  std::string kind;
   std::string severity = "error";  // PagerDuty severity: critical | error | warning | info
   std::string summary;
   json details = json::object();

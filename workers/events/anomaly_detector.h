@@ -37,6 +37,9 @@ inline constexpr std::int64_t kMaxJudgeRows = 1000;
 // (a candidate is a tenant or monitor at or over a rule's threshold, or an event type over the rate
 // minimum: bounded by the platform's size, not by traffic).
 inline constexpr std::int64_t kWholeWindowRows = 20000;
+// Operator alerts for anomalies per clock hour (ANOMALY_ALERTS_PER_HOUR); past it, one
+// anomaly_alerts_capped alert and the anomaly.detected events alone.
+inline constexpr std::int64_t kDefaultAnomalyAlertsPerHour = 20;
 
 struct SequenceRule {
   const char* name;

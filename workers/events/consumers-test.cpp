@@ -193,6 +193,47 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "anomaly_detector: past ANOMALY_ALERTS_PER_HOUR, anomalies are events only, one alert says "
+    "so") {
+  // Anyone who can post can make anomalies (3 incidents of a made-up monitor): the operator's
+  // pager is capped per clock hour; the evidence is kept whole.
+  Ledger l;
+  configure_alerts(l);
+  l.mesh.set_env("events", "ANOMALY_ALERTS_PER_HOUR", "2");
+  for (const std::string m : {"a", "b", "c", "d"}) {
+    for (int i = 0; i < 3; ++i)
+      l.emit("monitor.incident_opened", {{"monitorId", m}}, "monitor:" + m);
+  }
+  l.mesh.now_ms += 6 * 60 * kMinute;
+  l.drain("anomaly_detector");
+  CHECK(anomalies(l).size() == 4);
+  CHECK(l.db("SELECT * FROM events_alerts WHERE kind = 'anomaly'").size() == 2);
+  json capped = l.db("SELECT * FROM events_alerts WHERE kind = 'anomaly_alerts_capped'");
+  REQUIRE(capped.size() == 1);
+  CHECK(capped[0]["summary"].get<std::string>().find("more than 2 anomaly alerts") !=
+        std::string::npos);
+  json details = json::parse(capped[0]["details_json"].get<std::string>());
+  CHECK(details["cap"] == 2);
+  CHECK(details["first_left_out"].get<std::string>().rfind("anomaly:monitor_flapping:", 0) == 0);
+  // The next run judges nothing new and raises nothing more.
+  l.mesh.now_ms += 15 * kMinute;
+  l.drain("anomaly_detector");
+  CHECK(l.db("SELECT * FROM events_alerts").size() == 3);
+  // Within the cap nothing is capped: a ledger left at the default raises each one.
+  Ledger fresh;
+  configure_alerts(fresh);
+  for (const std::string m : {"a", "b", "c", "d"}) {
+    for (int i = 0; i < 3; ++i) {
+      fresh.emit("monitor.incident_opened", {{"monitorId", m}}, "monitor:" + m);
+    }
+  }
+  fresh.mesh.now_ms += 6 * 60 * kMinute;
+  fresh.drain("anomaly_detector");
+  CHECK(fresh.db("SELECT * FROM events_alerts WHERE kind = 'anomaly'").size() == 4);
+  CHECK(fresh.db("SELECT * FROM events_alerts WHERE kind = 'anomaly_alerts_capped'").empty());
+}
+
 TEST_CASE("anomaly_detector: windows under their rule's threshold do not crowd a burst out") {
   Ledger l;
   l.mesh.set_env("events", "ANOMALY_JUDGE_ROWS",

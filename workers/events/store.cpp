@@ -754,6 +754,23 @@ INSERT OR IGNORE INTO events_alerts (alert_key, kind, summary, details_json, cre
 VALUES (?1, ?2, ?3, ?4, ?5)
 )sql";
 
+// An alert of a kind with an hourly cap: inserted while fewer than ?7 alerts of its kind were created
+// since ?6 (the hour's start), else not at all.
+constexpr std::string_view kAlertEnqueueCapped = R"sql(
+INSERT OR IGNORE INTO events_alerts (alert_key, kind, summary, details_json, created_at)
+SELECT ?1, ?2, ?3, ?4, ?5
+WHERE (SELECT COUNT(*) FROM events_alerts WHERE kind = ?2 AND created_at >= ?6) < ?7
+)sql";
+
+// The hour's one "capped" alert (?1 its key, ?2 its kind), when the alert ?8 of kind ?9 was not
+// inserted (kAlertEnqueueCapped, same batch) because the cap ?7 was reached since ?6.
+constexpr std::string_view kAlertCapHit = R"sql(
+INSERT OR IGNORE INTO events_alerts (alert_key, kind, summary, details_json, created_at)
+SELECT ?1, ?2, ?3, ?4, ?5
+WHERE NOT EXISTS (SELECT 1 FROM events_alerts WHERE alert_key = ?8)
+  AND (SELECT COUNT(*) FROM events_alerts WHERE kind = ?9 AND created_at >= ?6) >= ?7
+)sql";
+
 constexpr std::string_view kAlertsPending = R"sql(
 SELECT * FROM events_alerts
 WHERE attempts < ?3 AND ((?1 = 1 AND pagerduty_sent_at IS NULL) OR (?2 = 1 AND slack_sent_at IS NULL))
@@ -1822,6 +1839,17 @@ D1Statement AlertStore::enqueue_statement(const std::string& key, const std::str
                                           const std::string& now) {
   return D1Statement{std::string(kAlertEnqueue),
                      json::array({key, kind, summary, dump_json(details), now})};
+}
+
+std::vector<D1Statement> AlertStore::enqueue_capped_statements(
+    const std::string& key, const std::string& kind, const std::string& summary,
+    const json& details, const std::string& now, const std::string& since, int cap,
+    const std::string& cap_key, const std::string& cap_summary, const json& cap_details) {
+  return {D1Statement{std::string(kAlertEnqueueCapped),
+                      json::array({key, kind, summary, dump_json(details), now, since, cap})},
+          D1Statement{std::string(kAlertCapHit),
+                      json::array({cap_key, kind + "_alerts_capped", cap_summary,
+                                   dump_json(cap_details), now, since, cap, key, kind})}};
 }
 
 Task<Result<std::vector<AlertRow>>> AlertStore::pending(bool pagerduty, bool slack,

@@ -581,6 +581,12 @@ class AlertStore {
   static D1Statement enqueue_statement(const std::string& key, const std::string& kind,
                                        const std::string& summary, const json& details,
                                        const std::string& now);
+  // The alert, unless `cap` alerts of its kind were created since `since`; when that keeps it out,
+  // the one alert `cap_key` (kind "<kind>_alerts_capped") instead, once. One batch, in order.
+  static std::vector<D1Statement> enqueue_capped_statements(
+      const std::string& key, const std::string& kind, const std::string& summary,
+      const json& details, const std::string& now, const std::string& since, int cap,
+      const std::string& cap_key, const std::string& cap_summary, const json& cap_details);
   // Rows with a configured channel not yet sent, fewer than max_attempts tries, oldest first.
   static Task<Result<std::vector<AlertRow>>> pending(bool pagerduty, bool slack, int max_attempts,
                                                      int limit);
