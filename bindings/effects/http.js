@@ -35,7 +35,7 @@ export async function readText(stream, limit = MAX_BODY_BYTES) {
 
 const lossyDecoder = new TextDecoder();
 const strictDecoder = new TextDecoder("utf-8", { fatal: true });
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
+const HEX_DIGITS = new TextEncoder().encode("0123456789abcdef");
 
 /**
  * A request's body for its message (docs/abi.md): `{ text }` when its bytes are well-formed UTF-8
@@ -49,9 +49,13 @@ export async function readRequestBody(stream, limit = MAX_BODY_BYTES) {
   try {
     return { text: strictDecoder.decode(bytes), tooLarge };
   } catch {
-    let hex = "";
-    for (let i = 0; i < bytes.length; i++) hex += HEX[bytes[i]];
-    return { text: "", hex, tooLarge };
+    // Two ASCII digits per byte into one buffer, decoded once (not a string append per byte).
+    const digits = new Uint8Array(bytes.length * 2);
+    for (let i = 0; i < bytes.length; i++) {
+      digits[2 * i] = HEX_DIGITS[bytes[i] >> 4];
+      digits[2 * i + 1] = HEX_DIGITS[bytes[i] & 15];
+    }
+    return { text: "", hex: lossyDecoder.decode(digits), tooLarge };
   }
 }
 

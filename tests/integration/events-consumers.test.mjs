@@ -326,6 +326,16 @@ describe("entity timelines", () => {
     }
     assert.equal(refused[0], refused[1], "one answer whatever the cursor names elsewhere");
     assert.equal(refused[0], refused[2], "one answer whatever the cursor names elsewhere");
+    // The operator may page on "<event_id>.<seq>": an id with another event's seq is refused in the
+    // page's D1 batch, with the same answer.
+    const mismatched = await errorOf(
+      await mesh.fetch("events", `/api/entities/lead/T1/timeline?after=${mine[0]}.${await seqOf(mine[1])}`, {
+        headers: mesh.operator(),
+      }),
+      400,
+      "invalid_request",
+    );
+    assert.equal(mismatched.message, refused[0]);
     const own = await timeline(`?after=${mine[0]}`);
     assert.deepEqual(
       own.events.map((e) => e.event_id),

@@ -243,6 +243,21 @@ describe("fetch", () => {
       { method: "POST", url: "https://worker.test/admin/things?x=1", auth: "Bearer t", body: '{"a":"é"}' },
       { method: "GET", url: "https://worker.test/admin/things?limit=5", auth: "Bearer t", body: null },
     ]);
+    // A body that is not UTF-8 crosses as hex (docs/abi.md `bodyHex`) and is handed on as its bytes.
+    const latin1 = new Uint8Array([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xe9, 0x22, 0x7d]); // {"a":"<E9>"}
+    let handed = null;
+    const raw = {
+      PART: {
+        async fetch(request) {
+          handed = new Uint8Array(await request.arrayBuffer());
+          return new Response("{}", { status: 200, headers: { "content-type": "application/json" } });
+        },
+      },
+    };
+    const passed = await worker.fetch(get("/admin/things", { method: "POST", headers, body: latin1 }), raw, ctx());
+    assert.equal(passed.status, 200);
+    await passed.arrayBuffer();
+    assert.deepEqual([...handed], [...latin1]);
     // No such binding, a binding that throws, a 5xx that is not JSON: 503 dependency_unavailable.
     const failing = [
       {},

@@ -34,7 +34,8 @@ inline constexpr int kMaxReflexionLimit = 500;
 inline constexpr int kAlertListLimit = 100;
 inline constexpr const char* kFlagsBinding = "FLAGS";
 
-// A parser's error about a field of the body, named in "field" and "fields" (its message the problem).
+// A parser's error about a field of the body, named in "field" and "fields" (its message the
+// problem).
 Error named_error(Error e, const std::string& field) {
   std::string problem = e.message;
   return std::move(name_field(e, field, problem));
@@ -51,9 +52,9 @@ bool is_workflow_type(std::string_view s) {
 }
 
 // The switches something reads (docs/runbook-events.md "emergency stop"): kill:fanout,
-// kill:<consumer>, kill:high_risk_ops, and kill:notifications (read by the leads worker from FLAGS).
-// Any other name would be stored and obeyed by nobody — an operator's typo must not look like a
-// stop that took effect.
+// kill:<consumer>, kill:high_risk_ops, and kill:notifications (read by the leads worker from
+// FLAGS). Any other name would be stored and obeyed by nobody — an operator's typo must not look
+// like a stop that took effect.
 std::vector<std::string> known_switches() {
   std::vector<std::string> names = {"kill:fanout", kHighRiskSwitch, "kill:notifications"};
   for (const auto& consumer : consumer_names()) names.push_back("kill:" + std::string(consumer));
@@ -240,7 +241,8 @@ Task<Result<Response>> get_subscription(Context& ctx, const Request& req, const 
 
 // PATCH /admin/subscriptions/{id}: any of event_type_glob, workflow_type, filter_expr (null
 // clears), input_mapper (null clears), enabled; validated like a POST (400 naming the field), an
-// unknown id is 404. The change applies from the next drain on: events already started stay started.
+// unknown id is 404. The change applies from the next drain on: events already started stay
+// started.
 Task<Result<Response>> patch_subscription(Context& ctx, const Request& req, const Params& params) {
   SS_CO_TRY(json body, operator_body(req));
   std::string id = param(params, "id");
@@ -362,7 +364,7 @@ Task<Result<Response>> put_schema(Context& ctx, const Request& req, const Params
     co_return invalid_field("event_type", "must be a dotted lower-case name");
   const json* schema = find_field(body, "schema");
   if (schema == nullptr) co_return invalid_field("schema", "is required");
-  auto parsed = JsonSchema::parse(*schema);
+  auto parsed = JsonSchema::parse_for_registration(*schema);
   if (!parsed) co_return named_error(std::move(parsed).error(), "schema");
   // 201 when this write registered the event type's first schema, 200 when it replaced one (as for
   // workflows and tenants).
@@ -668,9 +670,9 @@ Task<Result<Response>> entity_timeline(Context& ctx, const Request& req, const P
     co_return timeline_after_error(kTimelineAfterMalformed);
   }
   // A tenant's pages carry no seq (the ledger-wide insertion order: its gaps would count the other
-  // tenants' events) and its `next` is the bare id, so a seq in its cursor is none of its own; taken
-  // as a position it would let a tenant probe where its events sit among everyone's. Refused with
-  // the one answer every unknown cursor gets.
+  // tenants' events) and its `next` is the bare id, so a seq in its cursor is none of its own;
+  // taken as a position it would let a tenant probe where its events sit among everyone's. Refused
+  // with the one answer every unknown cursor gets.
   if (!operator_view && f.after_seq) co_return timeline_after_error(kTimelineAfterUnknown);
   f.with_seq = operator_view;
   std::string order = req.query_param("order");

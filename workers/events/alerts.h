@@ -24,7 +24,7 @@ inline constexpr std::int64_t kCapAlertPeriodMs = 60 * 60 * 1000;  // one per su
 inline constexpr const char* kDefaultPagerDutyUrl = "https://events.pagerduty.com/v2/enqueue";
 
 struct AlertDraft {
-  std::string key;   // what makes this alert distinct (see above)
+  std::string key;  // what makes this alert distinct (see above)
   // fanout_capped | consumer_stalled | quarantine_growing | anomaly | anomaly_alerts_capped
   std::string kind;
   std::string severity = "error";  // PagerDuty severity: critical | error | warning | info

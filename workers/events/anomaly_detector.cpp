@@ -1,5 +1,6 @@
 #include "workers/events/anomaly_detector.h"
 
+#include "shared/json_util.h"
 #include "shared/rfc3339.h"
 #include "workers/events/alerts.h"
 #include "workers/events/ledger.h"
@@ -11,10 +12,7 @@ namespace ss::events {
 namespace {
 
 // The ledger's own records (alerts, cap hits, tombstones, health changes) are not traffic.
-bool counts_for_rates(const std::string& type) {
-  return type.rfind("anomaly.", 0) != 0 && type.rfind("events.", 0) != 0 &&
-         type.rfind("tenant.health", 0) != 0;
-}
+bool counts_for_rates(const std::string& type) { return !is_ledger_event_type(type); }
 
 std::int64_t window_of(std::int64_t at_ms, std::int64_t size) { return at_ms - at_ms % size; }
 
@@ -33,13 +31,15 @@ struct Anomaly {
   json evidence;
 };
 
-// An anomaly's key (its event's idempotency key and its operator alert's) and its alert's summary name
-// the tenant as well as the subject: tenants choose their own entity ids (two tenants may both have a
-// monitor "home"), and a key without the tenant let one tenant's alert swallow the other's.
-// The subject with its tenant where the subject alone does not name it: "tenant:<id>:monitor:home".
+// An anomaly's key (its event's idempotency key and its operator alert's) and its alert's summary
+// name the tenant as well as the subject: tenants choose their own entity refs (two tenants may
+// both have a monitor "home", or an entity "tenant:x"), and a key without the tenant let one
+// tenant's alert swallow the other's. The subject with its tenant, unless it is that tenant itself:
+// "tenant:<id>:monitor:home", "tenant:<id>" (a burst of the tenant's delivery failures).
 std::string tenant_subject(const Anomaly& a) {
-  if (!a.tenant_id || a.subject.rfind("tenant:", 0) == 0) return a.subject;
-  return "tenant:" + *a.tenant_id + ":" + a.subject;
+  if (!a.tenant_id) return a.subject;
+  std::string tenant = "tenant:" + *a.tenant_id;
+  return a.subject == tenant ? a.subject : tenant + ":" + a.subject;
 }
 
 // Raises an anomaly's operator alert, at most ANOMALY_ALERTS_PER_HOUR of them in a clock hour: the
@@ -68,7 +68,8 @@ Task<Status> raise_anomaly_alert(Context& ctx, const AlertDraft& alert) {
   co_return Unit{};
 }
 
-// Appends anomaly.detected (once per rule, tenant, subject and window) and raises its operator alert.
+// Appends anomaly.detected (once per rule, tenant, subject and window) and raises its operator
+// alert.
 Task<Result<bool>> report_anomaly(Context& ctx, Anomaly a) {
   std::string key = std::string(kKeyAnomaly) + a.rule + ":" + tenant_subject(a) + ":" +
                     std::to_string(a.window_start_ms);
@@ -161,9 +162,9 @@ Task<Status> run_anomaly_batch(Context& ctx, DrainReport& report, const std::vec
   SS_CO_TRY(std::vector<SignalRow> signals,
             co_await AnomalyStore::ended_signals(judged_from, judge_until, thresholds, limit));
   // A full list may have left out the rest of its last window: judge up to that window only (its
-  // `cut`). When that window is the first one read, the page holds nothing else: that window is read
-  // again whole (up to kWholeWindowRows candidates) and judged, and the next run goes on after it
-  // (`past`), so a page never leaves a candidate of a window it moved past.
+  // `cut`). When that window is the first one read, the page holds nothing else: that window is
+  // read again whole (up to kWholeWindowRows candidates) and judged, and the next run goes on after
+  // it (`past`), so a page never leaves a candidate of a window it moved past.
   struct Cut {
     std::int64_t cut;
     std::int64_t past;

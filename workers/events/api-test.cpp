@@ -593,9 +593,10 @@ TEST_CASE("a read is written as the events' JSON views; an unreadable stored pay
 }
 
 TEST_CASE("a producer cannot take an idempotency key the ledger mints for its own records") {
-  // A tenant that knows the ledger's key formats (workflow.run_started:<consumer>:<event_id>:<type>,
-  // tenant.health_changed:<tenant>:<seq>, anomaly:..., ...) and posts first would have the ledger's
-  // own record dropped as its duplicate: such keys are refused, over HTTP and on the queue.
+  // A tenant that knows the ledger's key formats
+  // (workflow.run_started:<consumer>:<event_id>:<type>, tenant.health_changed:<tenant>:<seq>,
+  // anomaly:..., ...) and posts first would have the ledger's own record dropped as its duplicate:
+  // such keys are refused, over HTTP and on the queue.
   ApiLedger l;
   const std::vector<std::string> keys = {
       "workflow.run_started:workflow_runner:01JH0000000000000000000009:notify",
@@ -723,9 +724,9 @@ TEST_CASE("a tenant cannot post the ledger's own record types; the operator can"
 }
 
 TEST_CASE("a tenant's read cursor is the bare event_id: a seq in it is refused, never a position") {
-  // seq is the ledger-wide insertion order. Were a tenant's "<id>.<seq>" taken as a position, paging
-  // from guessed seqs would show where its own events sit among every tenant's: a count of the
-  // other tenants' events. Its pages never hand it a seq (`next` is the bare id).
+  // seq is the ledger-wide insertion order. Were a tenant's "<id>.<seq>" taken as a position,
+  // paging from guessed seqs would show where its own events sit among every tenant's: a count of
+  // the other tenants' events. Its pages never hand it a seq (`next` is the bare id).
   ApiLedger l;
   std::string first = l.post("bakery", kBakeryToken, price_event(1)).body_json()["event_id"];
   l.post("auto-repair", kAutoToken, price_event(2));
@@ -753,4 +754,22 @@ TEST_CASE("a tenant's read cursor is the bare event_id: a seq in it is refused, 
                              {{"Authorization", std::string("Bearer ") + Mesh::kAdminToken}});
   CHECK(rest.status == 200);
   CHECK(rest.body_json()["events"].size() == 2);
+}
+
+TEST_CASE("a schema stored before unsupported keywords were refused still checks what it can") {
+  // Registration refuses `pattern` now; a row written before that check is read leniently, so its
+  // `required` and `type` stay enforced rather than the whole schema turning unreadable.
+  ApiLedger l;
+  l.mesh.db("EVENTS_DB")
+      .rows(
+          "INSERT INTO events_schema (event_type, schema_json, updated_at) VALUES "
+          "('code.changed', '{\"required\":[\"code\"],\"properties\":{\"code\":"
+          "{\"type\":\"string\",\"pattern\":\"^[A-Z]+$\"}}}', '2026-01-01T00:00:00Z')");
+  json body{{"event_type", "code.changed"}, {"entity_ref", "item:1"}, {"payload", json::object()}};
+  auto missing = l.post("bakery", kBakeryToken, body);
+  CHECK(missing.status == 422);
+  body["payload"] = {{"code", 7}};
+  CHECK(l.post("bakery", kBakeryToken, body).status == 422);
+  body["payload"] = {{"code", "lower is not checked"}};
+  CHECK(l.post("bakery", kBakeryToken, body).status == 201);
 }

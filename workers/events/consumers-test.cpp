@@ -374,6 +374,9 @@ TEST_CASE(
   CHECK(payload["from"] == "healthy");
   CHECK(payload["to"] == "watch");
   CHECK(payload["score"] == 75);  // the band changed at the second failure (2 of 4 deliveries)
+  // Keyed by the trigger's event_id: the tenant reads this key, and no ledger-wide seq is in it.
+  CHECK(changed[0]["idempotency_key"] ==
+        "tenant.health_changed:bakery:" + payload["trigger_event_id"].get<std::string>());
   // auto-repair: one open incident (-20) and one opened recently (-5) = 75, watch.
   CHECK(l.admin("GET", "/admin/tenants/auto-repair/health").body_json()["score"] == 75);
 

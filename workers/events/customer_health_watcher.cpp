@@ -15,10 +15,7 @@ namespace {
 bool starts_with(const std::string& s, std::string_view p) { return s.rfind(p, 0) == 0; }
 
 // The ledger's own records are not the tenant's behaviour.
-bool is_own_record(const std::string& type) {
-  return starts_with(type, "tenant.health") || starts_with(type, "anomaly.") ||
-         starts_with(type, "events.");
-}
+bool is_own_record(const std::string& type) { return is_ledger_event_type(type); }
 
 double number_or(const json& j, const char* key) { return get_number(j, key).value_or(0.0); }
 
@@ -160,7 +157,7 @@ Task<Status> run_health_batch(Context& ctx, DrainReport& report,
   std::string now = format_rfc3339(ctx.now_ms());
   struct Change {
     std::string tenant, from, to;
-    std::int64_t score = 0, seq = 0;
+    std::int64_t score = 0;
     std::string event_id;
     json signals;
   };
@@ -185,7 +182,7 @@ Task<Status> run_health_batch(Context& ctx, DrainReport& report,
     std::int64_t score = s.score();
     std::string band = band_of(score);
     if (band != h.band) {
-      changes.push_back({tenant, h.band, band, score, row.seq, row.event_id, s.to_json()});
+      changes.push_back({tenant, h.band, band, score, row.event_id, s.to_json()});
       h.band = band;
       h.band_changed_at = row.recorded_at;
     }
@@ -205,7 +202,9 @@ Task<Status> run_health_batch(Context& ctx, DrainReport& report,
                      {"signals", c.signals},
                      {"trigger_event_id", c.event_id}};
     event.caused_by = "event:" + c.event_id;
-    event.idempotency_key = std::string(kKeyHealthChanged) + c.tenant + ":" + std::to_string(c.seq);
+    // Keyed by the trigger event's id (unique per tenant), not its seq: the tenant reads this event
+    // and its key, and the ledger-wide seq is not the tenant's to see (docs/runbook-events.md).
+    event.idempotency_key = std::string(kKeyHealthChanged) + c.tenant + ":" + c.event_id;
     event.source_system = "siteswarm-events-service";
     SS_CO_TRY(Appended appended, co_await append_event(ctx, std::move(event)));
     if (!appended.duplicate) ++report.health_changes;

@@ -33,40 +33,45 @@ constexpr TypeName kTypeNames[] = {
     {"null", kTypeNull},
 };
 
-// Standard keywords that would constrain a payload but are not implemented here. A schema using one
-// is refused when registered (400 naming the keyword) rather than accepted and silently not enforced,
-// which would let an operator believe payloads are checked that are not. Annotations (title,
-// description, default, examples, $comment, $schema, $id, format — an annotation unless a validator
-// opts in) and unknown vendor keywords stay ignored, as JSON Schema says.
+// Standard keywords that would constrain a payload but are not implemented here, sorted. A schema
+// using one is refused when registered (400 naming the keyword) rather than accepted and silently
+// not enforced, which would let an operator believe payloads are checked that are not. Annotations
+// (title, description, default, examples, $comment, $schema, $id, format — an annotation unless a
+// validator opts in) and unknown vendor keywords stay ignored, as JSON Schema says. A schema stored
+// before this check is read as before (JsonSchema::parse): what it can check stays checked.
 constexpr std::string_view kUnsupportedKeywords[] = {
-    "$ref",
     "$dynamicRef",
     "$recursiveRef",
+    "$ref",
+    "additionalItems",
     "allOf",
     "anyOf",
-    "oneOf",
-    "not",
-    "if",
-    "then",
-    "else",
-    "pattern",
-    "patternProperties",
-    "propertyNames",
+    "contains",
     "dependencies",
     "dependentRequired",
     "dependentSchemas",
-    "contains",
-    "minContains",
+    "else",
+    "if",
     "maxContains",
-    "uniqueItems",
-    "multipleOf",
-    "minProperties",
     "maxProperties",
+    "minContains",
+    "minProperties",
+    "multipleOf",
+    "not",
+    "oneOf",
+    "pattern",
+    "patternProperties",
     "prefixItems",
-    "additionalItems",
+    "propertyNames",
+    "then",
     "unevaluatedItems",
     "unevaluatedProperties",
+    "uniqueItems",
 };
+
+bool is_unsupported_keyword(std::string_view key) {
+  return std::binary_search(std::begin(kUnsupportedKeywords), std::end(kUnsupportedKeywords), key);
+}
 
 // Violation messages quote enum/const values and bounds only when they stay short.
 constexpr std::size_t kMaxQuotedValueLength = 120;
@@ -131,7 +136,8 @@ std::string quoted(const json& value, std::string_view fallback) {
 // Turns a schema document into the flat node table, checking the shape of every supported keyword.
 class SchemaCompiler {
  public:
-  explicit SchemaCompiler(std::vector<JsonSchema::Node>& nodes) : nodes_(nodes) {}
+  SchemaCompiler(std::vector<JsonSchema::Node>& nodes, bool refuse_unsupported)
+      : nodes_(nodes), refuse_unsupported_(refuse_unsupported) {}
 
   // Compiles `schema` (found at `pointer` in the document) and returns its node index.
   Result<std::size_t> compile(const json& schema, const std::string& pointer, std::size_t depth) {
@@ -146,10 +152,12 @@ class SchemaCompiler {
     }
     if (!schema.is_object()) return fail(pointer, "expected a schema (an object or a boolean)");
 
-    for (std::string_view keyword : kUnsupportedKeywords) {
-      if (find_field(schema, keyword) != nullptr) {
-        return fail(pointer + "/" + std::string(keyword),
-                    "the keyword is not supported (docs/runbook-events.md lists those that are)");
+    if (refuse_unsupported_) {
+      for (auto it = schema.begin(); it != schema.end(); ++it) {
+        if (is_unsupported_keyword(it.key())) {
+          return fail(pointer + "/" + it.key(),
+                      "the keyword is not supported (docs/runbook-events.md lists those that are)");
+        }
       }
     }
     // Build into a local node: compiling children grows nodes_, which would invalidate a reference.
@@ -277,6 +285,7 @@ class SchemaCompiler {
   }
 
   std::vector<JsonSchema::Node>& nodes_;
+  bool refuse_unsupported_;
 };
 
 // Walks an instance alongside the compiled schema, collecting at most kMaxSchemaViolations.
@@ -444,9 +453,15 @@ std::string canonical_key(const json& value) {
   return out;
 }
 
-Result<JsonSchema> JsonSchema::parse(const json& schema) {
+Result<JsonSchema> JsonSchema::parse(const json& schema) { return compile(schema, false); }
+
+Result<JsonSchema> JsonSchema::parse_for_registration(const json& schema) {
+  return compile(schema, true);
+}
+
+Result<JsonSchema> JsonSchema::compile(const json& schema, bool refuse_unsupported) {
   JsonSchema result;
-  SchemaCompiler compiler(result.nodes_);
+  SchemaCompiler compiler(result.nodes_, refuse_unsupported);
   auto root = compiler.compile(schema, "", 1);
   if (!root.ok()) return std::move(root).error();
   return result;

@@ -4,10 +4,11 @@
 // is compiled when registered, so a malformed schema is refused up front (400) and validation
 // itself cannot fail.
 //
-// Supported keywords (a JSON Schema subset). The standard keywords that would constrain a payload but
-// are not among them ($ref, allOf/anyOf/oneOf/not, if/then/else, pattern, patternProperties,
-// uniqueItems, multipleOf, min/maxProperties, contains, dependencies, …: kUnsupportedKeywords in the
-// .cpp) are refused when the schema is registered; annotations and unknown keywords are ignored:
+// Supported keywords (a JSON Schema subset). The standard keywords that would constrain a payload
+// but are not among them ($ref, allOf/anyOf/oneOf/not, if/then/else, pattern, uniqueItems,
+// multipleOf, min/maxProperties, contains, dependencies, …: kUnsupportedKeywords in the .cpp) are
+// refused when a schema is registered (parse_for_registration); a stored schema is read by parse,
+// which ignores them as it did before that check. Annotations and unknown keywords are ignored:
 //   type                 "object" | "array" | "string" | "number" | "integer" | "boolean" | "null",
 //                        or a non-empty array of those. "integer" accepts 2.0; "number" accepts 2.
 //   properties           object of schemas
@@ -49,6 +50,8 @@ class JsonSchema {
   // invalid_request on a schema whose supported keywords are malformed, e.g.
   // `json_schema: /properties/amount/type: expected a type name or an array of type names`.
   static Result<JsonSchema> parse(const json& schema);
+  // parse, and a standard keyword this subset does not enforce is refused too (PUT /admin/schemas).
+  static Result<JsonSchema> parse_for_registration(const json& schema);
 
   // Empty when `instance` is valid; otherwise up to kMaxSchemaViolations entries like
   // {"path":"/amount","message":"expected number"}.
@@ -56,6 +59,7 @@ class JsonSchema {
 
  private:
   friend class SchemaCompiler;
+  static Result<JsonSchema> compile(const json& schema, bool refuse_unsupported);
   friend class SchemaValidator;
 
   struct Node {

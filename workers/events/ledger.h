@@ -45,10 +45,10 @@ bool is_reserved_idempotency_key(std::string_view key);
 // The types of the ledger's own records that its consumers treat as the ledger's word, not traffic:
 // retention never redacts `events.tombstoned`, the detectors skip `anomaly.*`, `events.*` and
 // `tenant.health*`. A tenant's `POST /api/events` of such a type is refused (400 invalid_event
-// naming event_type): a tenant, or the public through a site that opens emit, could otherwise keep a
-// payload past retention as a "tombstone" or forge the ledger's findings. The operator may post them
-// (docs/runbook-events.md: a tombstone for a wrong event). `workflow.run_*` stay open: a workflow that
-// finishes later reports its own run.
+// naming event_type): a tenant, or the public through a site that opens emit, could otherwise keep
+// a payload past retention as a "tombstone" or forge the ledger's findings. The operator may post
+// them (docs/runbook-events.md: a tombstone for a wrong event). `workflow.run_*` stay open: a
+// workflow that finishes later reports its own run.
 inline constexpr std::string_view kLedgerTypePrefixes[] = {"events.", "anomaly.", "tenant.health"};
 bool is_ledger_event_type(std::string_view type);
 

@@ -25,9 +25,9 @@ INSERT OR IGNORE INTO events (event_id, tenant_id, event_type, entity_type, enti
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
 )sql";
 
-// ?1 is a JSON array of rows [event_id, tenant_id, event_type, entity_type, entity_id, payload_json,
-// idempotency_key, caused_by, workflow_run_id, source_system, occurred_at, recorded_at, sequence_no];
-// json_each walks it in order, so the rows' seq follow it.
+// ?1 is a JSON array of rows [event_id, tenant_id, event_type, entity_type, entity_id,
+// payload_json, idempotency_key, caused_by, workflow_run_id, source_system, occurred_at,
+// recorded_at, sequence_no]; json_each walks it in order, so the rows' seq follow it.
 constexpr std::string_view kInsertEvents = R"sql(
 INSERT OR IGNORE INTO events (event_id, tenant_id, event_type, entity_type, entity_id,
                               payload_json, idempotency_key, caused_by, workflow_run_id,
@@ -142,8 +142,8 @@ SELECT * FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2
 // Retention ages events by the ledger's own clock (recorded_at), never by the producer's event_id:
 // among the oldest kRetentionBatch unredacted events in insertion order (the partial index
 // events_unredacted, migration 0006), those recorded before the cutoff. Reading a bounded prefix
-// keeps an hourly run's cost at one batch of rows, however large the ledger; recorded_at follows seq
-// up to clock skew between isolates, and an event skew leaves behind is taken by a later run.
+// keeps an hourly run's cost at one batch of rows, however large the ledger; recorded_at follows
+// seq up to clock skew between isolates, and an event skew leaves behind is taken by a later run.
 constexpr std::string_view kAgedEvents = R"sql(
 SELECT seq, event_id, tenant_id, event_type, recorded_at FROM (
   SELECT seq, event_id, tenant_id, event_type, recorded_at FROM events
@@ -214,8 +214,8 @@ DELETE FROM cron_locks WHERE name = ?1 AND holder = ?2
               WHERE enabled = 1 AND name IN (SELECT value FROM json_each(?3)))
 )sql";
 
-// What either opening reads after its lock statement, in the same transaction: ?1 consumer, ?2 lock,
-// ?3 holder, ?4 the switches. One row.
+// What either opening reads after its lock statement, in the same transaction: ?1 consumer, ?2
+// lock, ?3 holder, ?4 the switches. One row.
 constexpr std::string_view kDrainOpeningState = R"sql(
 SELECT EXISTS (SELECT 1 FROM kill_switches
                WHERE enabled = 1 AND name IN (SELECT value FROM json_each(?4))) AS killed,
@@ -224,9 +224,9 @@ SELECT EXISTS (SELECT 1 FROM kill_switches
        COALESCE((SELECT cursor FROM event_drain_state WHERE consumer = ?1), '') AS cursor
 )sql";
 
-// The batch after the cursor, read only by the lock's holder while no switch is on (a run that finds
-// the lock taken or a switch on reads no events). The cursor is read here, after whatever the same
-// D1 batch committed before it.
+// The batch after the cursor, read only by the lock's holder while no switch is on (a run that
+// finds the lock taken or a switch on reads no events). The cursor is read here, after whatever the
+// same D1 batch committed before it.
 constexpr std::string_view kDrainOpeningEvents = R"sql(
 SELECT * FROM events
 WHERE seq > COALESCE((SELECT cursor_seq FROM event_drain_state WHERE consumer = ?1), 0)
@@ -754,8 +754,8 @@ INSERT OR IGNORE INTO events_alerts (alert_key, kind, summary, details_json, cre
 VALUES (?1, ?2, ?3, ?4, ?5)
 )sql";
 
-// An alert of a kind with an hourly cap: inserted while fewer than ?7 alerts of its kind were created
-// since ?6 (the hour's start), else not at all.
+// An alert of a kind with an hourly cap: inserted while fewer than ?7 alerts of its kind were
+// created since ?6 (the hour's start), else not at all.
 constexpr std::string_view kAlertEnqueueCapped = R"sql(
 INSERT OR IGNORE INTO events_alerts (alert_key, kind, summary, details_json, created_at)
 SELECT ?1, ?2, ?3, ?4, ?5
@@ -902,9 +902,9 @@ EventRow EventRow::decode(RowReader& r) {
 
 namespace {
 // Times are stored with milliseconds (fixed width: stored times compare as strings); shown without
-// them when they are ".000" (shown_rfc3339), so a producer's occurred_at "2026-05-25T14:23:11Z" reads
-// back as sent and the ledger's own stamps (whole seconds) as the contract writes times. A read
-// page's views say the same in SQL (kEventView).
+// them when they are ".000" (shown_rfc3339), so a producer's occurred_at "2026-05-25T14:23:11Z"
+// reads back as sent and the ledger's own stamps (whole seconds) as the contract writes times. A
+// read page's views say the same in SQL (kEventView).
 json time_json(const std::string& t) { return shown_rfc3339(t); }
 }  // namespace
 

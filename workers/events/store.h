@@ -155,7 +155,8 @@ class EventStore {
   // A drain batch: the events inserted after `cursor_seq`, in insertion order.
   static Task<Result<std::vector<EventRow>>> after_cursor(std::int64_t cursor_seq, int limit);
   // Retention: the oldest events recorded before `cutoff_id` whose payload is still there.
-  // Unredacted events recorded before `recorded_before` (RFC 3339), insertion order, at most `limit`.
+  // Unredacted events recorded before `recorded_before` (RFC 3339), insertion order, at most
+  // `limit`.
   static Task<Result<std::vector<AgedEvent>>> aged(const std::string& recorded_before, int limit);
   static D1Statement redact_statement(const std::vector<std::int64_t>& seqs,
                                       const std::string& now);
@@ -387,17 +388,17 @@ struct TimelineRow {
 };
 
 // One line of an entity's timeline (entity_timeline_entries, migration 0007): every column of the
-// event but its payload, plus a display title. `indexed` rows come from the materialized list (up to
-// timeline_indexer's cursor); the others were read live from `events` (the tail after the cursor),
-// and their title is "" until the reader fills it (timeline_indexer.h).
+// event but its payload, plus a display title. `indexed` rows come from the materialized list (up
+// to timeline_indexer's cursor); the others were read live from `events` (the tail after the
+// cursor), and their title is "" until the reader fills it (timeline_indexer.h).
 struct TimelineEntry {
   EventRow event;  // payload_json empty when the read did not ask for payloads
   bool with_payload = false;
   std::string title;
   bool indexed = false;
   // The keys of EventRow::view() (payload only when read), plus title and indexed, and seq for the
-  // operator (with_seq): seq is the ledger-wide insertion order, and gaps between a tenant's own seqs
-  // would count the other tenants' events.
+  // operator (with_seq): seq is the ledger-wide insertion order, and gaps between a tenant's own
+  // seqs would count the other tenants' events.
   json view(bool with_seq) const;
   static TimelineEntry decode(RowReader& r);
 };
@@ -443,7 +444,8 @@ class AggregateStore {
                                                            const std::string& entity_type,
                                                            const std::string& entity_id);
   // One materialized entry per event (titles[i] is events[i]'s), INSERT OR IGNORE on the event's
-  // (entity, tenant, seq): a replayed batch adds nothing. Bulk statements, to commit with the cursor.
+  // (entity, tenant, seq): a replayed batch adds nothing. Bulk statements, to commit with the
+  // cursor.
   static std::vector<D1Statement> timeline_entry_statements(const std::vector<EventRow>& events,
                                                             const std::vector<std::string>& titles);
   // A page of the entity's timeline in insertion order (seq): the materialized entries up to

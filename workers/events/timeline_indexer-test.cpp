@@ -404,6 +404,10 @@ TEST_CASE("a timeline's `after` must name an event of that timeline: id and seq 
     CHECK(t.l.admin("GET", path + "?tenant=auto-repair&after=" + theirs).status == 200);
     refused(t.l.admin("GET", path + "?tenant=bakery&after=" + theirs));
     refused(t.l.admin("GET", path + "?after=" + theirs + "." + seq_of(ids[0])));
+    // The cross-check of an id with its seq, now that only the operator may send a seq.
+    refused(t.l.admin("GET", path + "?after=" + ids[0] + "." + seq_of(ids[1])));
+    refused(t.l.admin("GET", path + "?after=" + ids[0] + ".999999"));
+    CHECK(t.l.admin("GET", path + "?after=" + ids[0] + "." + seq_of(ids[0])).status == 200);
   }
 }
 

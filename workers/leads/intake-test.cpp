@@ -306,9 +306,9 @@ TEST_CASE("form fields that are not UTF-8 are refused, naming each field, never 
 }
 
 TEST_CASE("a body whose raw bytes are not UTF-8 is refused, never stored with U+FFFD") {
-  // The host hands such a body over as its bytes (docs/abi.md `bodyHex`), not decoded with U+FFFD in
-  // place of what the client sent: raw Latin-1 in a form names its field like a %E9 would, and JSON
-  // that is not UTF-8 is malformed.
+  // The host hands such a body over as its bytes (docs/abi.md `bodyHex`), not decoded with U+FFFD
+  // in place of what the client sent: raw Latin-1 in a form names its field like a %E9 would, and
+  // JSON that is not UTF-8 is malformed.
   Leads l;
   auto form = l.mesh.request(
       "leads", "POST", "/api/leads/submit", l.headers("application/x-www-form-urlencoded"),
@@ -790,7 +790,8 @@ TEST_CASE("tenant admin: newest first with cursors, one lead with history, erasu
   REQUIRE(one.status == 200);
   CHECK(one.body_json()["fields"]["email"] == "p0@example.com");
   CHECK(one.body_json()["deliveries"].size() == 3);
-  // A ULID reads the same in either case (the ULID spec): lower case names the same lead and cursor.
+  // A ULID reads the same in either case (the ULID spec): lower case names the same lead and
+  // cursor.
   std::string lower = ids[0];
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   auto lowered = l.mesh.request("leads", "GET", "/api/leads/" + lower, l.admin());
@@ -1117,8 +1118,8 @@ TEST_CASE(
   json second = lead_body();
   second["email"] = "grace@example.com";
   REQUIRE(l.submit(second).status == 202);
-  // The message's 64 bytes of entropy cover the siteverify UUID and the lead's and delivery's ULIDs:
-  // no crypto.random round trip.
+  // The message's 64 bytes of entropy cover the siteverify UUID and the lead's and delivery's
+  // ULIDs: no crypto.random round trip.
   for (const auto& kinds : batches) {
     CHECK(std::find(kinds.begin(), kinds.end(), "crypto.random") == kinds.end());
   }

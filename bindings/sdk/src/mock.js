@@ -110,7 +110,7 @@ export function createMocks({ appId, snapshot, cmsZone, leadsConfig = {} }) {
       // hold starts at the first event whose id sorts after it.
       let start = 0;
       if (after) {
-        const id = String(after).split(".")[0].toUpperCase();
+        const id = String(after).toUpperCase(); // the bare id: "<id>.<seq>" was refused above
         const at = events.findIndex((e) => e.event_id === id);
         const later = events.findIndex((e) => e.event_id > id);
         start = at >= 0 ? at + 1 : later >= 0 ? later : events.length;

@@ -313,12 +313,13 @@ export function validateEventQuery({ type, entity, after, limit } = {}) {
   if (cursor && !/^[0-9A-HJKMNP-TV-Z]{26}(\.\d+)?$/i.test(cursor)) {
     return invalid("after", "must be an event_id (ULID) or a page's next");
   }
-  // api.cpp get_events, for a tenant (what an app is): "<event_id>.<seq>" is the operator's cursor.
-  if (cursor.includes(".")) return invalid("after", "must be an event_id (ULID): a tenant's page's next");
   const max = param(limit);
   if (max && !(/^\d+$/.test(max) && Number(max) >= 1 && Number(max) <= MAX_READ_LIMIT)) {
     return invalid("limit", `must be 1–${MAX_READ_LIMIT}`);
   }
+  // api.cpp get_events, once the query is read, for a tenant (what an app is): "<event_id>.<seq>" is
+  // the operator's cursor.
+  if (cursor.includes(".")) return invalid("after", "must be an event_id (ULID): a tenant's page's next");
   return { ok: true };
 }
 
