@@ -38,6 +38,13 @@ struct ApiLedger {
   json rows() { return mesh.db("EVENTS_DB").rows("SELECT * FROM events ORDER BY event_id"); }
 };
 
+// A 400 invalid_event naming `field`, for the posted `what` (a key, a type).
+void check_refused(const ss::native::HttpReply& r, const char* field, const std::string& what) {
+  CHECK_MESSAGE(r.status == 400, what);
+  CHECK(r.body_json()["error"]["code"] == "invalid_event");
+  CHECK(r.body_json()["error"]["field"] == field);
+}
+
 json price_event(int amount) {
   return json{{"event_type", "price.changed"},
               {"entity_ref", "item:10472"},
@@ -611,10 +618,7 @@ TEST_CASE("a producer cannot take an idempotency key the ledger mints for its ow
   for (const std::string& key : keys) {
     json body = price_event(1);
     body["idempotency_key"] = key;
-    auto r = l.post("bakery", kBakeryToken, body);
-    CHECK_MESSAGE(r.status == 400, key);
-    CHECK(r.body_json()["error"]["code"] == "invalid_event");
-    CHECK(r.body_json()["error"]["field"] == "idempotency_key");
+    check_refused(l.post("bakery", kBakeryToken, body), "idempotency_key", key);
     body["tenant_id"] = "bakery";
     messages.push_back({{"id", key}, {"body", body}, {"attempts", 1}});
   }
@@ -700,10 +704,7 @@ TEST_CASE("a tenant cannot post the ledger's own record types; the operator can"
                            "tenant.health_changed", "tenant.healthy"}) {
     json body = price_event(1);
     body["event_type"] = type;
-    auto r = l.post("bakery", kBakeryToken, body);
-    CHECK_MESSAGE(r.status == 400, type);
-    CHECK(r.body_json()["error"]["code"] == "invalid_event");
-    CHECK(r.body_json()["error"]["field"] == "event_type");
+    check_refused(l.post("bakery", kBakeryToken, body), "event_type", type);
   }
   CHECK(l.rows().empty());
   // A workflow reports its own run; types that only start alike are anyone's.
