@@ -42,12 +42,13 @@ std::string tenant_subject(const Anomaly& a) {
   return a.subject == tenant ? a.subject : tenant + ":" + a.subject;
 }
 
-// Raises an anomaly's operator alert, at most ANOMALY_ALERTS_PER_HOUR of them in a clock hour: the
-// ledger's emit is open to every tenant (and, through a site that delegates it, to the public), and
-// anyone who can post can make anomalies — 20 events of a made-up type, 3 incidents of a made-up
-// monitor — so without a cap they could page the operator without end. Past the cap an anomaly is
-// its anomaly.detected event only, and the hour's one `anomaly_alerts_capped` alert says so.
-Task<Status> raise_anomaly_alert(Context& ctx, const AlertDraft& alert) {
+// The statements that raise an anomaly's operator alert (report_anomaly commits them), at most
+// ANOMALY_ALERTS_PER_HOUR of them in a clock hour: the ledger's emit is open to every tenant (and,
+// through a site that delegates it, to the public), and anyone who can post can make anomalies — 20
+// events of a made-up type, 3 incidents of a made-up monitor — so without a cap they could page the
+// operator without end. Past the cap an anomaly is its anomaly.detected event only, and the hour's
+// one `anomaly_alerts_capped` alert says so.
+std::vector<D1Statement> anomaly_alert_statements(Context& ctx, const AlertDraft& alert) {
   const int cap = static_cast<int>(
       ctx.env_int("ANOMALY_ALERTS_PER_HOUR", kDefaultAnomalyAlertsPerHour, 1, 100000));
   const std::int64_t hour = window_of(ctx.now_ms(), kCapAlertPeriodMs);
@@ -61,11 +62,10 @@ Task<Status> raise_anomaly_alert(Context& ctx, const AlertDraft& alert) {
   std::string cap_summary = "more than " + std::to_string(cap) +
                             " anomaly alerts in the hour starting " + format_rfc3339(hour) +
                             ": the rest are anomaly.detected events only";
-  SS_CO_CHECK(co_await commit(AlertStore::enqueue_capped_statements(
+  return AlertStore::enqueue_capped_statements(
       alert.key, alert.kind, alert.summary, details, format_rfc3339_ms(ctx.now_ms()),
       format_rfc3339_ms(hour), cap, "anomaly_alerts_capped:" + std::to_string(hour), cap_summary,
-      cap_details)));
-  co_return Unit{};
+      cap_details);
 }
 
 // Appends anomaly.detected (once per rule, tenant, subject and window) and raises its operator
@@ -95,7 +95,8 @@ Task<Result<bool>> report_anomaly(Context& ctx, Anomaly a) {
   alert.details["rule"] = a.rule;
   alert.details["anomaly_event_id"] = appended.event_id;
   if (a.tenant_id) alert.details["tenant_id"] = *a.tenant_id;
-  SS_CO_CHECK(co_await raise_anomaly_alert(ctx, alert));
+  std::vector<D1Statement> statements = anomaly_alert_statements(ctx, alert);
+  SS_CO_CHECK(co_await commit(statements));
   if (!appended.duplicate) ctx.log("anomaly.detected: " + key);
   co_return !appended.duplicate;
 }
