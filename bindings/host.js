@@ -249,7 +249,7 @@ async function handOn(request, body, env, binding) {
   if (typeof target?.fetch !== "function") return unavailable(`${binding} is not bound`);
   const headers = new Headers(request.headers);
   headers.delete("content-length");
-  const hasBody = request.method !== "GET" && request.method !== "HEAD" && body !== "" && body.length !== 0;
+  const hasBody = request.method !== "GET" && request.method !== "HEAD" && body.length !== 0; // text or bytes
   let response;
   try {
     response = await target.fetch(
