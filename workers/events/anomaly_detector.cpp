@@ -11,9 +11,6 @@ namespace ss::events {
 
 namespace {
 
-// The ledger's own records (alerts, cap hits, tombstones, health changes) are not traffic.
-bool counts_for_rates(const std::string& type) { return !is_ledger_event_type(type); }
-
 std::int64_t window_of(std::int64_t at_ms, std::int64_t size) { return at_ms - at_ms % size; }
 
 std::int64_t recorded_ms(Context& ctx, const EventRow& row) {
@@ -124,7 +121,8 @@ Task<Status> run_anomaly_batch(Context& ctx, DrainReport& report, const std::vec
   if (!rows.empty()) {
     std::vector<D1Statement> statements;
     for (const EventRow& row : rows) {
-      if (!counts_for_rates(row.event_type)) continue;
+      // The ledger's own records (alerts, cap hits, tombstones, health changes) are not traffic.
+      if (is_ledger_event_type(row.event_type)) continue;
       std::int64_t at = recorded_ms(ctx, row);
       statements.push_back(AggregateStore::rate_statement(
           row.event_type, window_of(at, kRateWindowMs), row.seq, row.event_id));

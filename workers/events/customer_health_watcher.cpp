@@ -14,9 +14,6 @@ namespace {
 
 bool starts_with(const std::string& s, std::string_view p) { return s.rfind(p, 0) == 0; }
 
-// The ledger's own records are not the tenant's behaviour.
-bool is_own_record(const std::string& type) { return is_ledger_event_type(type); }
-
 double number_or(const json& j, const char* key) { return get_number(j, key).value_or(0.0); }
 
 }  // namespace
@@ -54,7 +51,7 @@ bool HealthSignals::apply(const std::string& type) {
     workflow_failures += 1;
   } else if (starts_with(type, "analytics.")) {
     traffic += 1;
-  } else if (is_own_record(type) || starts_with(type, "workflow.")) {
+  } else if (is_ledger_event_type(type) || starts_with(type, "workflow.")) {  // not behaviour
     return false;
   } else {
     activity += 1;  // ar.*, email.*, order.*, cms.*: the tenant is alive, no judgement

@@ -37,20 +37,22 @@ std::optional<std::string> optional_of(const std::string& s) {
   return s.empty() ? std::nullopt : std::optional<std::string>(s);
 }
 
-}  // namespace
-
-bool is_reserved_idempotency_key(std::string_view key) {
-  for (std::string_view prefix : kReservedKeyPrefixes) {
-    if (key.substr(0, prefix.size()) == prefix) return true;
+template <std::size_t N>
+bool starts_with_any(std::string_view s, const std::string_view (&prefixes)[N]) {
+  for (std::string_view prefix : prefixes) {
+    if (s.substr(0, prefix.size()) == prefix) return true;
   }
   return false;
 }
 
+}  // namespace
+
+bool is_reserved_idempotency_key(std::string_view key) {
+  return starts_with_any(key, kReservedKeyPrefixes);
+}
+
 bool is_ledger_event_type(std::string_view type) {
-  for (std::string_view prefix : kLedgerTypePrefixes) {
-    if (type.substr(0, prefix.size()) == prefix) return true;
-  }
-  return false;
+  return starts_with_any(type, kLedgerTypePrefixes);
 }
 
 bool is_event_type(std::string_view s) {
