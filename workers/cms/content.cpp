@@ -45,6 +45,7 @@ struct Remembered {
   std::string content_body;
   std::int64_t content_from = 0;
   std::int64_t content_until = 0;  // empty window: nothing rendered yet
+  json status;  // the /v1/status answer (RPC getStatus) and its body, for the second status_at
   std::string status_body;
   std::optional<std::int64_t> status_at;
 };
@@ -354,15 +355,21 @@ std::string content_body(const Served& served, std::int64_t now) {
   return kept->content_body;
 }
 
+// The status for the second `at` kept in the isolate's copy, computed when it was for another
+// second: HTTP and RPC alike run the schedule at most once a second per tenant.
+const Remembered& kept_status(Remembered& kept, const Served& served, std::int64_t at) {
+  if (kept.status_at != at) {
+    kept.status = status_value(kept.content, at, served.source);
+    kept.status_body = dump_json(kept.status);
+    kept.status_at = at;
+  }
+  return kept;
+}
+
 // The /v1/status body for the second `at`: the isolate copy's when it was computed for that second.
 std::string status_body(const Served& served, std::int64_t at) {
-  Remembered* kept = served.kept;
-  if (kept == nullptr) return dump_json(status_value(served.content, at, served.source));
-  if (kept->status_at != at) {
-    kept->status_body = dump_json(status_value(kept->content, at, served.source));
-    kept->status_at = at;
-  }
-  return kept->status_body;
+  if (served.kept == nullptr) return dump_json(status_value(served.content, at, served.source));
+  return kept_status(*served.kept, served, at).status_body;
 }
 
 Response json_answer(std::string body) {
@@ -398,7 +405,8 @@ Result<std::int64_t> at_param(const Context& ctx, const Request& req) {
 Task<Result<json>> status_answer(Context& ctx, const Request& req) {
   SS_CO_TRY(Served served, co_await read_content(ctx, req));
   SS_CO_TRY(std::int64_t at, at_param(ctx, req));
-  co_return status_value(content_of(served), at, served.source);
+  if (served.kept != nullptr) co_return kept_status(*served.kept, served, at).status;
+  co_return status_value(served.content, at, served.source);
 }
 
 // An answer from the isolate's copy of the KV document, with the tenant cache standing for D1, is
@@ -437,17 +445,22 @@ Task<Result<Response>> get_status(Context& ctx, const Request& req, const Params
 
 // Test-only (SITESWARM_TEST_HOOKS=1): the zone data and the schedule for many instants at once,
 // so tests/integration/cms-tz.test.mjs can compare every zone with an independent implementation.
-// POST {"zone","hours":{weekly},"instants":[unix seconds]} → {"offsets":[s],"open":[bool],
-// "nextChange":[s|null]}.
+// POST {"zone","weekly":{...},"overrides":[stored overrides, optional],"instants":[unix seconds]}
+// → {"offsets":[s],"open":[bool],"nextChange":[s|null]} (also the worst-case bench's schedule).
 Task<Result<Response>> test_zone(Context& ctx, const Request& req, const Params&) {
   if (!ctx.test_hooks_enabled()) co_return Error{ErrorCode::not_found, "no route for /__test/zone"};
   SS_CO_TRY(json body, parse_json_object(req.body));
   std::optional<Zone> zone = Zone::find(string_or(body, "zone", ""));
   if (!zone) co_return field_error("zone", "unknown");
-  Content content;
   json hours = json_object({{"timezone", zone->name()}, {"weekly", json::object()}});
   if (const json* weekly = find_field(body, "weekly")) hours["weekly"] = *weekly;
-  SS_CO_TRY(content.hours, parse_hours(hours));
+  const json* overrides = find_field(body, "overrides");
+  SS_CO_TRY(Content content,
+            content_from_json(json_object({{"tenantId", "test"},
+                                           {"version", 1},
+                                           {"hours", std::move(hours)},
+                                           {"overrides", overrides ? *overrides : json::array()},
+                                           {"announcements", json::array()}})));
   json offsets = json::array();
   json open = json::array();
   json next = json::array();

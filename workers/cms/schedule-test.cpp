@@ -8,6 +8,8 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdio>
+
 using namespace ss::cms;
 using ss::json;
 using ss::test::at_seconds;
@@ -134,4 +136,50 @@ TEST_CASE("schedule: an emergency closure wins until it ends; none open → next
 
   Content never = content_with("UTC", json::object());
   CHECK(status(never, "2026-06-01T13:00:00Z")["nextChange"].is_null());
+}
+
+TEST_CASE("schedule: overrides' hours count only on their own days (a hundred of them far ahead)") {
+  // Open around the clock in six back-to-back ranges a day: the answer never flips by itself.
+  json day = json::array();
+  for (int h = 0; h < 24; h += 4) {
+    char open[6], close[6];
+    std::snprintf(open, sizeof open, "%02d:00", h);
+    std::snprintf(close, sizeof close, "%02d:00", h + 4);
+    day.push_back({{"open", open}, {"close", close}});
+  }
+  json weekly = json::object();
+  for (const char* key : kDayKeys) weekly[key] = day;
+  // The cap's worth of overrides in 2035, far past the scan, each with six ranges at odd minutes.
+  json overrides = json::array();
+  for (int i = 0; i < static_cast<int>(kMaxOverrides) - 2; ++i) {
+    json hours = json::array();
+    for (int r = 0; r < 6; ++r) {
+      char open[6], close[6];
+      std::snprintf(open, sizeof open, "%02d:%02d", 2 * r + 1, (i + r) % 60);
+      std::snprintf(close, sizeof close, "%02d:%02d", 2 * r + 2, (i * 7 + r) % 60);
+      hours.push_back({{"open", open}, {"close", close}});
+    }
+    char date[11];
+    std::snprintf(date, sizeof date, "2035-%02d-%02d", 1 + i / 28, 1 + i % 28);
+    overrides.push_back({{"id", "far" + std::to_string(i)}, {"from", date}, {"hours", hours}});
+  }
+  Content far = content_with("Europe/Paris", weekly, overrides);
+  json always = status(far, "2026-06-01T10:00:00Z");
+  CHECK(always["open"] == true);
+  CHECK(always["nextChange"].is_null());
+
+  // Two within the scan: special hours on 2026-09-10 (10:07–11:13) and a closed day on 2027-03-01.
+  overrides.push_back({{"id", "sep"},
+                       {"from", "2026-09-10"},
+                       {"hours", {{{"open", "10:07"}, {"close", "11:13"}}}}});
+  overrides.push_back({{"id", "mar"}, {"from", "2027-03-01"}, {"closed", true}});
+  Content near = content_with("Europe/Paris", weekly, overrides);
+  CHECK(status(near, "2026-06-01T10:00:00Z")["nextChange"] ==
+        "2026-09-09T22:00:00Z");  // 00:00 CEST
+  json special = status(near, "2026-09-10T05:00:00Z");
+  CHECK(special["open"] == false);
+  CHECK(special["nextChange"] == "2026-09-10T08:07:00Z");
+  CHECK(status(near, "2026-09-10T08:07:00Z")["nextChange"] == "2026-09-10T09:13:00Z");
+  CHECK(status(near, "2026-09-10T09:13:00Z")["nextChange"] == "2026-09-10T22:00:00Z");
+  CHECK(status(near, "2026-09-11T00:00:00Z")["nextChange"] == "2027-02-28T23:00:00Z");  // CET
 }

@@ -36,6 +36,21 @@ const DayRanges& ranges_of(const Content& c, std::int64_t day, const Override* o
   return c.hours.weekly[static_cast<std::size_t>(weekday_from_days(day))];
 }
 
+// The wall-clock minutes at which the answer can flip on local day `day`: its start, and where a
+// range of that day (as its override or the weekly hours decide) or of the day before opens or
+// closes. Only the day's own ranges count, so a hundred overrides dated elsewhere add nothing.
+void flip_minutes(const Content& c, std::int64_t day, std::vector<int>& out) {
+  out.assign(1, 0);
+  for (std::int64_t d : {day - 1, day}) {
+    for (const TimeRange& r : ranges_of(c, d, date_override(c, d))) {
+      out.push_back(r.open);
+      out.push_back(r.close % (24 * 60));
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+}
+
 }  // namespace
 
 OpenState state_at(const Content& c, const Zone& zone, std::int64_t t) {
@@ -61,18 +76,9 @@ StatusAnswer compute_status(const Content& c, const Zone& zone, std::int64_t t) 
   StatusAnswer answer;
   answer.state = state_at(c, zone, t);
   // The answer can only flip at a wall-clock minute where some range (or a day) starts or ends, at
-  // a zone transition (the wall clock jumps), or where an emergency closure starts or ends.
-  std::set<int> minutes{0};
-  auto add_ranges = [&](const DayRanges& ranges) {
-    for (const TimeRange& r : ranges) {
-      minutes.insert(r.open);
-      minutes.insert(r.close % (24 * 60));
-    }
-  };
-  for (const DayRanges& day : c.hours.weekly) add_ranges(day);
-  for (const Override& o : c.overrides) {
-    if (o.hours) add_ranges(*o.hours);
-  }
+  // a zone transition (the wall clock jumps), or where an emergency closure starts or ends. The
+  // candidates are made day by day from that day's own ranges (docs/cms.md "Worst cases").
+  std::vector<int> minutes;
   std::int64_t scanned_to = t;
   for (std::int64_t days : {kFirstScanDays, kMaxScanDays}) {
     std::int64_t end = t + days * kDay;
@@ -90,6 +96,7 @@ StatusAnswer compute_status(const Content& c, const Zone& zone, std::int64_t t) 
     std::int64_t first_day = floor_div(zone.local_seconds(scanned_to), kDay) - 1;
     std::int64_t last_day = floor_div(zone.local_seconds(end), kDay) + 1;
     for (std::int64_t day = first_day; day <= last_day; ++day) {
+      flip_minutes(c, day, minutes);
       for (int m : minutes) {
         std::int64_t local = day * kDay + m * 60;
         for (std::int64_t off : offsets) {
@@ -98,6 +105,7 @@ StatusAnswer compute_status(const Content& c, const Zone& zone, std::int64_t t) 
       }
     }
     std::sort(candidates.begin(), candidates.end());
+    candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
     for (std::int64_t when : candidates) {
       if (when <= scanned_to || when > end) continue;
       if (state_at(c, zone, when).open != answer.state.open) {
