@@ -479,7 +479,9 @@ TEST_CASE("analytics: stats are the tenant's own, and bad ranges are 400 naming 
                      {"?from=2025-11-29&to=2025-11-01", "from"},
                      {"?from=2024-01-01&to=2025-11-29", "from"},
                      {"?by=ip", "by"},
-                     {"?by=path&limit=0", "limit"}};
+                     {"?by=path&limit=0", "limit"},
+                     {"?to=0000-01-10", "to"},
+                     {"?from=1969-12-31&to=1970-01-05", "from"}};
   for (const Bad& b : bad) {
     INFO(b.query);
     json err = a.stats(b.query, "bakery", kBakeryToken, 400)["error"];
@@ -493,6 +495,10 @@ TEST_CASE("analytics: stats are the tenant's own, and bad ranges are 400 naming 
   }
   json full = a.stats("?from=2024-11-29&to=2025-11-29");  // 366 days: the limit
   CHECK(full["rows"].size() == 366);
+  // The default range (30 days to `to`) starts no earlier than the first day there can be.
+  json first = a.stats("?to=1970-01-10");
+  CHECK(first["from"] == "1970-01-01");
+  CHECK(first["rows"].size() == 10);
 }
 
 TEST_CASE("analytics: the dashboard is escaped HTML with an SVG chart, for the tenant admin") {

@@ -22,7 +22,10 @@ Result<std::int64_t> day_param(const Request& req, const std::string& name,
   std::string text = req.query_param(name);
   if (text.empty()) return fallback_ms;
   std::optional<std::int64_t> ms = parse_date(text);
-  if (text.size() != 10 || !ms) return invalid_field(name, "must be a date YYYY-MM-DD");
+  // Pageviews are stamped from 1970 on: an earlier date is no day the rollups can hold.
+  if (text.size() != 10 || !ms || *ms < 0) {
+    return invalid_field(name, "must be a date YYYY-MM-DD from 1970-01-01");
+  }
   return *ms;
 }
 
@@ -32,7 +35,8 @@ Result<StatsQuery> parse_stats_query(const Request& req, std::int64_t now_ms) {
   StatsQuery q;
   Result<std::int64_t> to = day_param(req, "to", now_ms);
   if (!to) return std::move(to).error();
-  Result<std::int64_t> from = day_param(req, "from", *to - (kDefaultRangeDays - 1) * kMsPerDay);
+  Result<std::int64_t> from =
+      day_param(req, "from", std::max<std::int64_t>(0, *to - (kDefaultRangeDays - 1) * kMsPerDay));
   if (!from) return std::move(from).error();
   if (*from > *to) return invalid_field("from", "must not be after to");
   if ((*to - *from) / kMsPerDay + 1 > kMaxRangeDays) {
@@ -41,6 +45,8 @@ Result<StatsQuery> parse_stats_query(const Request& req, std::int64_t now_ms) {
   }
   q.from = utc_day(*from);
   q.to = utc_day(*to);
+  q.from_day = *from / kMsPerDay;
+  q.to_day = *to / kMsPerDay;
   std::string by = req.query_param("by");
   if (!by.empty()) {
     const auto& dims = dimension_names();
@@ -72,9 +78,7 @@ Task<Result<json>> read_stats(const AnalyticsStore& store, const std::string& te
   if (query.by == "day") {
     std::map<std::string, const KeyCount*> by_key;
     for (const KeyCount& k : rows) by_key[k.key] = &k;
-    std::int64_t first = *parse_date(query.from) / kMsPerDay;
-    std::int64_t last = *parse_date(query.to) / kMsPerDay;
-    for (std::int64_t d = first; d <= last; ++d) {
+    for (std::int64_t d = query.from_day; d <= query.to_day; ++d) {
       std::string day = utc_day(d * kMsPerDay);
       auto it = by_key.find(day);
       out_rows.push_back({{"key", day},

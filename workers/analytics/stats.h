@@ -13,6 +13,7 @@
 #include "shared/http.h"
 #include "workers/analytics/store.h"
 
+#include <cstdint>
 #include <string>
 
 namespace ss::analytics {
@@ -23,8 +24,10 @@ inline constexpr int kDefaultStatsLimit = 100;
 inline constexpr int kMaxStatsLimit = 1000;
 
 struct StatsQuery {
-  std::string from;
+  std::string from;  // YYYY-MM-DD, from 1970-01-01
   std::string to;
+  std::int64_t from_day = 0;  // the same two, as days since 1970-01-01
+  std::int64_t to_day = 0;
   std::string by = "day";
   int limit = kDefaultStatsLimit;
 };

@@ -62,11 +62,16 @@ bool is_sender(std::string_view s) {
   return is_email(s.substr(open + 1, s.size() - open - 2));
 }
 
+// A redirect's bytes: printable ASCII, other characters percent-encoded. Browsers drop tabs and
+// line breaks from a URL ("/\t/evil.example/" is "//evil.example/", another site), and a Location
+// header cannot carry a character past U+00FF at all (the host would answer 500 after the store).
+constexpr CharClass kRedirectChars = CharClass().range('!', '~');
+
 // A path on the client's own site ("/thanks.html"), resolved by the browser against the form's
 // page.
 bool is_site_path(std::string_view s) {
   return !s.empty() && s.size() <= 512 && s[0] == '/' && (s.size() == 1 || s[1] != '/') &&
-         s.find_first_of(" \\\r\n") == std::string_view::npos;
+         s.find('\\') == std::string_view::npos;
 }
 
 }  // namespace
@@ -147,9 +152,12 @@ Result<LeadsConfig> parse_config(const json& config, bool allow_local) {
   if (const json* v = find_field(config, "redirectUrl"); v && !v->is_null()) {
     // A browser redirect, not a call the platform makes; it goes through the same guard all the
     // same (no visitor is sent to a private address), and keeps its fragment.
-    if (!v->is_string() || (!check_outbound_url(v->get<std::string>(), allow_local).ok() &&
-                            !is_site_path(v->get<std::string>()))) {
-      return bad("redirectUrl", "must be an https:// URL or a path such as /thanks.html");
+    if (!v->is_string() || !kRedirectChars.all_of(v->get_ref<const std::string&>()) ||
+        (!check_outbound_url(v->get<std::string>(), allow_local).ok() &&
+         !is_site_path(v->get<std::string>()))) {
+      return bad("redirectUrl",
+                 "must be an https:// URL or a path such as /thanks.html, in printable ASCII "
+                 "(percent-encode other characters)");
     }
     c.redirect_url = v->get<std::string>();
   }
@@ -213,6 +221,11 @@ Result<LeadsConfig> parse_config(const json& config, bool allow_local) {
     if (ch.secret.size() < kMinWebhookSecret || ch.secret.size() > 256) {
       return bad("notify.webhook.secret", "must be a string of 1–256 characters");
     }
+    // A config read back from GET and written again would sign every webhook with the placeholder.
+    if (ch.secret == kRedactedSecret) {
+      return bad("notify.webhook.secret",
+                 "is the placeholder GET shows in place of the secret: send the secret itself");
+    }
     c.webhook = std::move(ch);
   }
   return c;
@@ -223,7 +236,7 @@ json redact_config(json config) {
     json& notify = config["notify"];
     if (notify.contains("webhook") && notify["webhook"].is_object() &&
         notify["webhook"].contains("secret")) {
-      notify["webhook"]["secret"] = "[redacted]";
+      notify["webhook"]["secret"] = kRedactedSecret;
     }
   }
   return config;

@@ -19,6 +19,8 @@ inline constexpr int kDefaultRatePeriodSeconds = 60;
 inline constexpr std::size_t kMaxExtraFields = 30;
 inline constexpr std::size_t kMaxRecipients = 10;
 inline constexpr std::size_t kMinWebhookSecret = 1;  // any non-empty secret (the tenant's choice)
+// What GET /admin/tenants/{id} shows in place of the webhook secret; refused as a secret.
+inline constexpr const char* kRedactedSecret = "[redacted]";
 
 struct EmailChannel {
   std::string provider;  // resend | sendgrid

@@ -911,13 +911,35 @@ TEST_CASE("tenant config is validated on provisioning and the webhook secret is 
   site["notify"]["email"]["from"] = "Crumb & Crust <forms@bakery.example>";
   CHECK(l.mesh.request("leads", "PUT", "/admin/tenants/bakery", op, json{{"config", site}}.dump())
             .status == 200);
-  site["redirectUrl"] = "//evil.example/";
+  // Another site, however spelled: browsers drop tabs and line breaks from a URL; a Location
+  // header cannot carry U+20AC (the host would fail after the lead was stored).
+  for (const char* redirect :
+       {"//evil.example/", "/\t/evil.example/", "/\n/evil.example/", "/thanks page.html",
+        "/\xe2\x82\xac", "https://x.example/\xe2\x82\xac"}) {
+    CAPTURE(redirect);
+    site["redirectUrl"] = redirect;
+    auto refused =
+        l.mesh.request("leads", "PUT", "/admin/tenants/bakery", op, json{{"config", site}}.dump());
+    CHECK(refused.status == 400);
+    CHECK(refused.body_json()["error"]["fields"].contains("config.redirectUrl"));
+  }
+  site["redirectUrl"] = "/danke-%E2%82%AC.html";  // percent-encoded: accepted
   CHECK(l.mesh.request("leads", "PUT", "/admin/tenants/bakery", op, json{{"config", site}}.dump())
-            .status == 400);
+            .status == 200);
   auto got = l.mesh.request("leads", "GET", "/admin/tenants/bakery", op);
   CHECK(got.status == 200);
   CHECK(got.body.find(kWebhookSecret) == std::string::npos);
   CHECK(got.body_json()["config"]["notify"]["webhook"]["secret"] == "[redacted]");
+  // The config read back and written again would sign webhooks with "[redacted]": refused, and
+  // the stored secret still signs.
+  json read_back{{"config", got.body_json()["config"]}};
+  auto again = l.mesh.request("leads", "PUT", "/admin/tenants/bakery", op, read_back.dump());
+  CHECK(again.status == 400);
+  CHECK(again.body_json()["error"]["fields"].contains("config.notify.webhook.secret"));
+  json stored = json::parse(
+      l.rows("SELECT config_json FROM tenants WHERE tenant_id = 'bakery'")[0]["config_json"]
+          .get<std::string>());
+  CHECK(stored["notify"]["webhook"]["secret"] == kWebhookSecret);
 }
 
 TEST_CASE("the retention job removes leads older than the tenant's retentionDays") {
