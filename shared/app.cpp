@@ -104,10 +104,23 @@ Task<Result<Response>> put_tenant(Context& ctx, const Request& req, const Params
     (token ? token_hash : admin_hash) = std::move(digest);
   }
 
+  // The site's token travels with every delegated call and lives in the client app: as the admin
+  // token too it would read the tenant's leads. One sent alone is compared with the stored other.
+  TenantStore store(ctx.app().db_binding);
+  bool same = token_hash && admin_hash && *token_hash == *admin_hash;
+  if (!same && (token_hash || admin_hash) && !(token_hash && admin_hash)) {
+    SS_CO_TRY(std::optional<TenantRow> stored, co_await store.find(id));
+    same = stored && (token_hash ? *token_hash == stored->admin_token_hash
+                                 : *admin_hash == stored->token_hash);
+  }
+  if (same) {
+    Error e{ErrorCode::invalid_request, "adminToken must differ from token"};
+    co_return std::move(name_field(e, "adminToken", "must differ from token"));
+  }
+
   // Created or updated is what the writes themselves say, never a read before them: an INSERT that
   // changes nothing when the id exists (so of concurrent creations exactly one is 201), else the
   // UPDATE, which keeps a digest left out.
-  TenantStore store(ctx.app().db_binding);
   std::string now = format_rfc3339(ctx.now_ms());
   bool created = false;
   if (token_hash && admin_hash) {

@@ -170,6 +170,17 @@ TEST_CASE("provisioning refuses bad input with the contract's errors and writes 
                      json{{"token", "acme-token"}, {"adminToken", "acme-admin"}}.dump());
     CHECK(created.status == 201);
     CHECK(mesh.db(kDbs[i]).rows("SELECT * FROM tenants WHERE token_hash = 'acme-token'").empty());
+    // The site's token may not also be the admin token: sent together, or one alone equal to the
+    // stored other. Nothing changes.
+    for (const json& body : {json{{"token", "same"}, {"adminToken", "same"}},
+                             json{{"token", "acme-admin"}}, json{{"adminToken", "acme-token"}}}) {
+      CAPTURE(body.dump());
+      auto refused = mesh.request(w, "PUT", "/admin/tenants/acme", kOperator, body.dump());
+      check_error(refused, 400, "invalid_request");
+      CHECK(refused.body_json()["error"]["field"] == "adminToken");
+    }
+    CHECK(mesh.request(w, "GET", "/v1/tenant", Mesh::tenant_headers("acme", "acme-token")).status ==
+          200);
   }
 }
 
