@@ -101,6 +101,9 @@ Response Response::json_body(int status, const json& body) {
   Response r;
   r.status = status;
   r.headers.emplace_back("content-type", "application/json; charset=utf-8");
+  // API answers (tenant data, admin views, errors) are not for shared caches; a route that may be
+  // cached says so with set_header (monitoring's public status JSON).
+  r.set_header("cache-control", "no-store");
   r.body = dump_json(body);
   return r;
 }
@@ -108,6 +111,8 @@ Response Response::json_body(int status, const json& body) {
 Response Response::from_error(const Error& error) {
   Response r = json_body(error.status(), error.body());
   if (error.retry_after) r.set_header("retry-after", std::to_string(*error.retry_after));
+  // RFC 9110 §11.6.1: a 401 names its scheme (the tenant token headers, or an operator bearer).
+  if (r.status == 401) r.set_header("www-authenticate", "Bearer");
   if (!error.allow.empty()) r.set_header("allow", error.allow);
   return r;
 }

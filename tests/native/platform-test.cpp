@@ -192,7 +192,12 @@ TEST_CASE("tenant authentication: missing headers, unknown tenant, wrong token, 
   CHECK(ok.status == 200);
   CHECK(ok.body_json() == json{{"tenantId", "bakery"}, {"capabilityVersion", "1.0.0"}});
 
-  check_error(mesh.request("cms", "GET", "/v1/tenant"), 401, "unauthenticated_tenant");
+  // A 401 names its scheme; API answers are not for shared caches.
+  auto missing = mesh.request("cms", "GET", "/v1/tenant");
+  check_error(missing, 401, "unauthenticated_tenant");
+  CHECK(missing.header("www-authenticate") == "Bearer");
+  CHECK(missing.header("cache-control") == "no-store");
+  CHECK(ok.header("cache-control") == "no-store");
   check_error(mesh.request("cms", "GET", "/v1/tenant", {{"X-SiteSwarm-Tenant-Id", "bakery"}}), 401,
               "unauthenticated_tenant");
   check_error(mesh.request("cms", "GET", "/v1/tenant",

@@ -39,16 +39,14 @@ const DayRanges& ranges_of(const Content& c, std::int64_t day, const Override* o
 // The wall-clock minutes at which the answer can flip on local day `day`: its start, and where a
 // range of that day (as its override or the weekly hours decide) or of the day before opens or
 // closes. Only the day's own ranges count, so a hundred overrides dated elsewhere add nothing.
-void flip_minutes(const Content& c, std::int64_t day, std::vector<int>& out) {
-  out.assign(1, 0);
+void flip_minutes(const Content& c, std::int64_t day, std::set<int>& out) {
+  out = {0};
   for (std::int64_t d : {day - 1, day}) {
     for (const TimeRange& r : ranges_of(c, d, date_override(c, d))) {
-      out.push_back(r.open);
-      out.push_back(r.close % (24 * 60));
+      out.insert(r.open);
+      out.insert(r.close % (24 * 60));
     }
   }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
 }
 
 }  // namespace
@@ -78,7 +76,7 @@ StatusAnswer compute_status(const Content& c, const Zone& zone, std::int64_t t) 
   // The answer can only flip at a wall-clock minute where some range (or a day) starts or ends, at
   // a zone transition (the wall clock jumps), or where an emergency closure starts or ends. The
   // candidates are made day by day from that day's own ranges (docs/cms.md "Worst cases").
-  std::vector<int> minutes;
+  std::set<int> minutes;
   std::int64_t scanned_to = t;
   for (std::int64_t days : {kFirstScanDays, kMaxScanDays}) {
     std::int64_t end = t + days * kDay;
@@ -105,7 +103,6 @@ StatusAnswer compute_status(const Content& c, const Zone& zone, std::int64_t t) 
       }
     }
     std::sort(candidates.begin(), candidates.end());
-    candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
     for (std::int64_t when : candidates) {
       if (when <= scanned_to || when > end) continue;
       if (state_at(c, zone, when).open != answer.state.open) {
