@@ -470,6 +470,23 @@ TEST_CASE("Turnstile: siteverify refusing the worker's own secret keeps the lead
   CHECK(l.rows("SELECT * FROM leads").size() == 2);
 }
 
+TEST_CASE("over the rate limit, a repeat of an Idempotency-Key still learns its leadId") {
+  Leads l;
+  // Over the limit, a repeat of a lead already taken still learns its id (nothing new stored); a
+  // key never used is limited like any other post.
+  auto keyed = l.headers();
+  keyed["Idempotency-Key"] = "lost-answer-1";
+  auto taken = l.submit(json{{"email", "a@example.com"}}, keyed);
+  REQUIRE(taken.status == 202);
+  for (int i = 0; i < 4; ++i) REQUIRE(l.submit(json{{"email", "a@example.com"}}).status == 202);
+  auto repeat = l.submit(json{{"email", "a@example.com"}}, keyed);
+  CHECK(repeat.status == 202);
+  CHECK(repeat.body_json()["leadId"] == taken.body_json()["leadId"]);
+  keyed["Idempotency-Key"] = "never-used";
+  check_error(l.submit(json{{"email", "a@example.com"}}, keyed), 429, "rate_limited");
+  CHECK(l.rows("SELECT * FROM leads").size() == 5);
+}
+
 TEST_CASE("the rate limit answers 429 with Retry-After before any storage, per tenant and IP") {
   Leads l;
   for (int i = 0; i < 5; ++i) REQUIRE(l.submit(json{{"email", "a@example.com"}}).status == 202);

@@ -185,7 +185,17 @@ Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
     co_return Error{ErrorCode::service_unavailable, "this form is not configured correctly"};
   }
   std::string ip = req.client_ip();
-  SS_CO_CHECK(co_await check_rate_limit(ctx, tenant.id, ip, *config));
+  if (Status allowed = co_await check_rate_limit(ctx, tenant.id, ip, *config); !allowed) {
+    // A repeat of a lead already taken is answered with its id even over the limit: a client that
+    // lost the first answer learns its leadId, and nothing new is stored.
+    std::string key = req.header("idempotency-key");
+    if (allowed.error().code == ErrorCode::rate_limited && !key.empty() &&
+        key.size() <= kMaxIdempotencyKey) {
+      auto first = co_await find_replay(tenant.id, key, ctx.now_ms());
+      if (first && !first->empty()) co_return accepted(req, *config, *first);
+    }
+    co_return std::move(allowed).error();
+  }
   SS_CO_TRY(SentFields fields,
             read_submission(req));  // malformed bodies count against the window too
   SS_CO_TRY(Submission submission, validate_submission(fields, *config));
