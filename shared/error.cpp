@@ -50,4 +50,19 @@ Error invalid_field(const std::string& field, const std::string& problem, ErrorC
   return std::move(name_field(e, field, problem));
 }
 
+Status check_known_keys(const json& object, std::initializer_list<std::string_view> known,
+                        const std::string& prefix) {
+  if (!object.is_object()) return Unit{};
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    bool found = false;
+    for (std::string_view k : known) found = found || it.key() == k;
+    if (!found) {
+      std::string list;
+      for (std::string_view k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+      return invalid_field(prefix + it.key(), "is not a known field (" + list + ")");
+    }
+  }
+  return Unit{};
+}
+
 }  // namespace ss

@@ -3,8 +3,11 @@
 // "fields" ({"<field>": "<problem>"}), beside the code and message every error has.
 
 #include "shared/error.h"
+#include "shared/json_util.h"
 
+#include <initializer_list>
 #include <string>
+#include <string_view>
 
 namespace ss {
 
@@ -14,5 +17,11 @@ Error& name_field(Error& e, const std::string& field, const std::string& problem
 // The error about one input: `code` with the message "<field>: <problem>", naming `field`.
 Error invalid_field(const std::string& field, const std::string& problem,
                     ErrorCode code = ErrorCode::invalid_request);
+
+// Refuses a key of the JSON object `object` that is none of `known` (400 naming "<prefix><key>"):
+// a misspelt setting ("storeSubmission") must not pass as the default it meant to change. Anything
+// that is not an object passes (its own check says what it must be).
+Status check_known_keys(const json& object, std::initializer_list<std::string_view> known,
+                        const std::string& prefix);
 
 }  // namespace ss

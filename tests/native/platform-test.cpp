@@ -181,6 +181,15 @@ TEST_CASE("provisioning refuses bad input with the contract's errors and writes 
     }
     CHECK(mesh.request(w, "GET", "/v1/tenant", Mesh::tenant_headers("acme", "acme-token")).status ==
           200);
+    // A misspelt config key is refused by name where the worker reads a config (the ledger keeps
+    // none).
+    if (w != "events") {
+      json typo{{"timeZone", "Europe/Paris"}};
+      auto refused =
+          mesh.request(w, "PUT", "/admin/tenants/acme", kOperator, json{{"config", typo}}.dump());
+      check_error(refused, 400, "invalid_request");
+      CHECK(refused.body_json()["error"]["field"] == "config.timeZone");
+    }
   }
 }
 

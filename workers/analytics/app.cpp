@@ -22,6 +22,7 @@ constexpr std::size_t kMaxHostLength = 253;
 // Tenant config of this worker: {"hosts": ["example.com", …]} — the site's own hosts, whose
 // referrers count as direct.
 Status validate_analytics_config(const Context&, const json& config) {
+  if (Status known = check_known_keys(config, {"hosts"}, "config."); !known) return known;
   const json* hosts = find_field(config, "hosts");
   if (!hosts) return Unit{};
   if (!hosts->is_array() || hosts->size() > kMaxSiteHosts) {

@@ -467,6 +467,13 @@ TEST_CASE("cms: bad input names the field and writes nothing") {
             {"startsAt", "2026-07-02T00:00:00Z"},
             {"endsAt", "2026-07-01T00:00:00Z"}},
        "endsAt"},
+      // Misspelt fields are refused by name instead of read as their defaults.
+      {"PUT", "/admin/v1/hours", json{{"timeZone", "UTC"}, {"weekly", json::object()}}, "timeZone"},
+      {"PUT", "/admin/v1/hours", json{{"hours", {{"timezone", "UTC"}, {"weekley", {}}}}},
+       "hours.weekley"},
+      {"POST", "/admin/v1/announcements", json{{"text", "hi"}, {"levl", "emergency"}}, "levl"},
+      {"POST", "/admin/v1/overrides",
+       json{{"from", "2026-12-24"}, {"closed", true}, {"mesage", "x"}}, "mesage"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.path);
@@ -503,6 +510,20 @@ TEST_CASE("cms: text keeps newlines and tabs; a control character is 400 on PATC
   CHECK(patched.status == 400);
   CHECK(patched.body_json()["error"]["field"] == "text");
   CHECK(t.get("/v1/content").body_json()["announcements"].size() >= 1);
+  // A misspelt field is refused by name, and a PATCH with nothing to change writes no version.
+  const std::int64_t before = t.version();
+  HttpReply typo = t.studio("PATCH", "/admin/v1/announcements/" + id, json{{"txt", "typo"}});
+  CHECK(typo.status == 400);
+  CHECK(typo.body_json()["error"]["field"] == "txt");
+  CHECK(t.studio("PATCH", "/admin/v1/announcements/" + id, json::object()).status == 400);
+  CHECK(t.version() == before);
+  // The announcement as read (its id and stamps included) may be sent back with a change.
+  json view = created.body_json()["announcement"];
+  view["level"] = "warning";
+  HttpReply round_trip = t.studio("PATCH", "/admin/v1/announcements/" + id, view);
+  CHECK(round_trip.status == 200);
+  CHECK(round_trip.body_json()["announcement"]["level"] == "warning");
+  CHECK(t.version() == before + 1);
 }
 
 // C1 controls (U+0080..U+009F: NEL, CSI, …) are refused like ASCII's, as the leads service does;

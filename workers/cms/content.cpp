@@ -4,6 +4,7 @@
 // isolate's last-known-good copy, else the snapshot bundled into the worker). The tenant's token
 // is checked against D1 when D1 answers, else against the token hash stored beside whichever copy
 // serves the answer; a tenant no copy can verify gets 503, never someone else's content.
+#include "shared/field_error.h"
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
 #include "shared/tenant.h"
@@ -587,6 +588,9 @@ Content seed_content(const TenantRow& row) {
 }
 
 Status validate_cms_config(const Context&, const json& config) {
+  if (Status known = check_known_keys(config, {"timezone", "fallback"}, "config."); !known) {
+    return known;
+  }
   if (const json* tz = find_field(config, "timezone"); tz != nullptr) {
     if (!tz->is_string() || !Zone::find(tz->get_ref<const std::string&>())) {
       return field_error("config.timezone", "is not a time zone of the IANA tz database");

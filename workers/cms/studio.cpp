@@ -3,6 +3,7 @@
 // cms_versions primary key), then refreshes the KV document, the isolate copy and emits cms.*.
 #include "shared/bytes.h"
 #include "shared/emit.h"
+#include "shared/field_error.h"
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
 #include "shared/tenant.h"
@@ -252,6 +253,14 @@ Task<Result<Response>> get_admin_content(Context& ctx, const Request& req, const
 
 Task<Result<Response>> put_hours(Context& ctx, const Request& req, const Params&) {
   SS_CO_TRY(auto input, co_await admin_with_body(ctx, req));
+  const json& body = input.second;
+  const json* wrapped = find_field(body, "hours");
+  if (wrapped != nullptr && wrapped->is_object() && !body.contains("weekly")) {
+    SS_CO_CHECK(check_known_keys(body, {"hours"}, ""));
+    SS_CO_CHECK(check_known_keys(*wrapped, {"timezone", "weekly"}, "hours."));
+  } else {
+    SS_CO_CHECK(check_known_keys(body, {"timezone", "weekly"}, ""));
+  }
   SS_CO_TRY(Hours parsed, parse_studio_hours(input.second));
   Mutator mutate = [parsed](Context&, Content& content) -> Task<Result<Change>> {
     Hours hours = parsed;
@@ -271,6 +280,8 @@ Task<Result<Response>> put_hours(Context& ctx, const Request& req, const Params&
 
 Task<Result<Response>> post_override(Context& ctx, const Request& req, const Params&) {
   SS_CO_TRY(auto input, co_await admin_with_body(ctx, req));
+  SS_CO_CHECK(check_known_keys(
+      input.second, {"closedNow", "from", "to", "until", "closed", "hours", "message"}, ""));
   SS_CO_TRY(Override parsed, parse_override(input.second, ctx.now_ms() / 1000));
   Mutator mutate = [parsed](Context& ctx, Content& content) -> Task<Result<Change>> {
     if (content.overrides.size() >= kMaxOverrides) {
@@ -317,6 +328,7 @@ Task<Result<Response>> delete_override(Context& ctx, const Request& req, const P
 
 Task<Result<Response>> post_announcement(Context& ctx, const Request& req, const Params&) {
   SS_CO_TRY(auto input, co_await admin_with_body(ctx, req));
+  SS_CO_CHECK(check_known_keys(input.second, {"text", "level", "startsAt", "endsAt"}, ""));
   SS_CO_TRY(Announcement parsed, parse_announcement(input.second));
   Mutator mutate = [parsed](Context& ctx, Content& content) -> Task<Result<Change>> {
     if (content.announcements.size() >= kMaxAnnouncements) {
@@ -345,6 +357,15 @@ Task<Result<Response>> patch_announcement_route(Context& ctx, const Request& req
   SS_CO_TRY(auto input, co_await admin_with_body(ctx, req));
   std::string id = params.at("id");
   json body = std::move(input.second);
+  // The fields the view adds (id, createdAt, updatedAt) pass, so a read announcement can be sent
+  // back; a body with nothing to change is refused rather than written as a new version.
+  SS_CO_CHECK(check_known_keys(
+      body, {"text", "level", "startsAt", "endsAt", "id", "createdAt", "updatedAt"}, ""));
+  if (!body.contains("text") && !body.contains("level") && !body.contains("startsAt") &&
+      !body.contains("endsAt")) {
+    co_return Error{ErrorCode::invalid_request,
+                    "nothing to change: send text, level, startsAt or endsAt"};
+  }
   Mutator mutate = [id, body](Context& ctx, Content& content) -> Task<Result<Change>> {
     auto it = std::find_if(content.announcements.begin(), content.announcements.end(),
                            [&](const Announcement& a) { return a.id == id; });

@@ -24,6 +24,7 @@ App make_leads_app() {
   app.validate_tenant_config = [](const Context& ctx, const json& config) -> Status {
     auto parsed = leads::parse_config(config, ctx.allow_local_outbound());
     if (!parsed) return parsed.error();
+    if (Status known = leads::check_config_keys(config); !known) return known;
     return leads::check_config_for_write(*parsed);
   };
   app.redact_tenant_config = leads::redact_config;

@@ -67,6 +67,12 @@ bool is_sender(std::string_view s) {
 // header cannot carry a character past U+00FF at all (the host would answer 500 after the store).
 constexpr CharClass kRedirectChars = CharClass().range('!', '~');
 
+}  // namespace
+
+bool is_redirect_safe(std::string_view url) { return kRedirectChars.all_of(url); }
+
+namespace {
+
 // A path on the client's own site ("/thanks.html"), resolved by the browser against the form's
 // page.
 bool is_site_path(std::string_view s) {
@@ -111,6 +117,44 @@ Status check_config_for_write(const LeadsConfig& c) {
   for (const std::string& f : c.extra_fields) {
     if (c.honeypot_field == f) return bad("honeypotField", "must not be one of the form's fields");
   }
+  if (!is_redirect_safe(c.redirect_url)) {
+    return bad("redirectUrl", "must be printable ASCII (percent-encode other characters)");
+  }
+  // A config read back from GET and written again would sign every webhook with the placeholder.
+  if (c.webhook && c.webhook->secret == kRedactedSecret) {
+    return bad("notify.webhook.secret",
+               "is the placeholder GET shows in place of the secret: send the secret itself");
+  }
+  return Unit{};
+}
+
+Status check_config_keys(const json& config) {
+  static const json kNone;
+  auto child = [](const json* parent, const char* key) {
+    const json* v = parent ? find_field(*parent, key) : nullptr;
+    return v ? v : &kNone;
+  };
+  const json* notify = child(&config, "notify");
+  struct Level {
+    const json* object;
+    std::initializer_list<std::string_view> known;
+    const char* prefix;
+  };
+  for (const Level& level : {
+           Level{&config,
+                 {"storeSubmissions", "honeypotField", "turnstile", "rateLimit", "redirectUrl",
+                  "fields", "defaultCountryCode", "retentionDays", "notify"},
+                 "config."},
+           Level{child(&config, "rateLimit"), {"limit", "periodSeconds"}, "config.rateLimit."},
+           Level{notify, {"email", "sms", "webhook"}, "config.notify."},
+           Level{child(notify, "email"), {"provider", "to", "from"}, "config.notify.email."},
+           Level{child(notify, "sms"), {"to", "from"}, "config.notify.sms."},
+           Level{child(notify, "webhook"), {"url", "secret"}, "config.notify.webhook."},
+       }) {
+    if (Status known = check_known_keys(*level.object, level.known, level.prefix); !known) {
+      return known;
+    }
+  }
   return Unit{};
 }
 
@@ -152,12 +196,9 @@ Result<LeadsConfig> parse_config(const json& config, bool allow_local) {
   if (const json* v = find_field(config, "redirectUrl"); v && !v->is_null()) {
     // A browser redirect, not a call the platform makes; it goes through the same guard all the
     // same (no visitor is sent to a private address), and keeps its fragment.
-    if (!v->is_string() || !kRedirectChars.all_of(v->get_ref<const std::string&>()) ||
-        (!check_outbound_url(v->get<std::string>(), allow_local).ok() &&
-         !is_site_path(v->get<std::string>()))) {
-      return bad("redirectUrl",
-                 "must be an https:// URL or a path such as /thanks.html, in printable ASCII "
-                 "(percent-encode other characters)");
+    if (!v->is_string() || (!check_outbound_url(v->get<std::string>(), allow_local).ok() &&
+                            !is_site_path(v->get<std::string>()))) {
+      return bad("redirectUrl", "must be an https:// URL or a path such as /thanks.html");
     }
     c.redirect_url = v->get<std::string>();
   }
@@ -220,11 +261,6 @@ Result<LeadsConfig> parse_config(const json& config, bool allow_local) {
     ch.url = url->href;  // normalised: the host judged here is the host called
     if (ch.secret.size() < kMinWebhookSecret || ch.secret.size() > 256) {
       return bad("notify.webhook.secret", "must be a string of 1–256 characters");
-    }
-    // A config read back from GET and written again would sign every webhook with the placeholder.
-    if (ch.secret == kRedactedSecret) {
-      return bad("notify.webhook.secret",
-                 "is the placeholder GET shows in place of the secret: send the secret itself");
     }
     c.webhook = std::move(ch);
   }

@@ -62,6 +62,12 @@ Result<LeadsConfig> parse_config(const json& config, bool allow_local);
 // The rules a config must also meet to be stored (PUT /admin/tenants): checked when it is written,
 // not when it is read, so a config stored before a rule was added keeps working.
 Status check_config_for_write(const LeadsConfig& config);
+// Also on write only: every key of the config (and of rateLimit and notify's channels) is one of
+// its known fields, so a misspelt setting is refused instead of read as its default.
+Status check_config_keys(const json& config);
+// A redirect's bytes are printable ASCII (browsers drop a tab from a URL: "/\t/evil.example/" is
+// another site; a Location header cannot carry a character past U+00FF).
+bool is_redirect_safe(std::string_view url);
 json redact_config(json config);
 bool is_email(std::string_view s);
 

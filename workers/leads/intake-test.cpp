@@ -940,6 +940,21 @@ TEST_CASE("tenant config is validated on provisioning and the webhook secret is 
     CHECK(refused.status == 400);
     CHECK(refused.body_json()["error"]["fields"].contains("config.redirectUrl"));
   }
+  // A misspelt setting is refused by its name, at any level, instead of read as its default.
+  for (const auto& typo_at : std::vector<std::pair<json::json_pointer, std::string>>{
+           {json::json_pointer("/storeSubmission"), "config.storeSubmission"},
+           {json::json_pointer("/rateLimit/period"), "config.rateLimit.period"},
+           {json::json_pointer("/notify/email/too"), "config.notify.email.too"},
+           {json::json_pointer("/notify/webhook/secrets"), "config.notify.webhook.secrets"}}) {
+    const std::string& field = typo_at.second;
+    CAPTURE(field);
+    json typo = bakery_leads_config();
+    typo[typo_at.first] = false;
+    auto refused =
+        l.mesh.request("leads", "PUT", "/admin/tenants/bakery", op, json{{"config", typo}}.dump());
+    CHECK(refused.status == 400);
+    CHECK(refused.body_json()["error"]["field"] == field);
+  }
   site["redirectUrl"] = "/danke-%E2%82%AC.html";  // percent-encoded: accepted
   CHECK(l.mesh.request("leads", "PUT", "/admin/tenants/bakery", op, json{{"config", site}}.dump())
             .status == 200);

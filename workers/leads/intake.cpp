@@ -125,7 +125,9 @@ Task<Result<std::string>> find_replay(const std::string& tenant, const std::stri
 }
 
 Response accepted(const Request& req, const LeadsConfig& config, const std::string& lead_id) {
-  if (!config.redirect_url.empty() && req.header("accept").find("text/html") != std::string::npos) {
+  // A redirect stored before the ASCII rule that breaks it is not followed (the JSON answer instead).
+  if (!config.redirect_url.empty() && is_redirect_safe(config.redirect_url) &&
+      req.header("accept").find("text/html") != std::string::npos) {
     Response r = Response::empty(303);
     r.set_header("location", config.redirect_url);
     return r;

@@ -293,6 +293,32 @@ Result<MonitorSpec> parse_monitor(const json& body, bool allow_local) {
   return spec;
 }
 
+Status check_monitor_keys(const json& body, const std::string& prefix) {
+  MONITOR_CHECK(
+      check_known_keys(body,
+                       {"url", "service", "path", "method", "expectStatus", "maxLatencyMs",
+                        "timeoutMs", "mustContain", "enabled", "alertChannels", "maintenance",
+                        "maintenanceWindows", "id", "source", "createdAt", "updatedAt"},
+                       prefix));
+  if (const json* channels = find_field(body, "alertChannels")) {
+    for (const char* channel : {"pagerduty", "slack"}) {
+      const json* c = find_field(*channels, channel);
+      if (c == nullptr) continue;
+      MONITOR_CHECK(check_known_keys(*c, {channel[0] == 'p' ? "routingKey" : "webhookUrl"},
+                                     prefix + "alertChannels." + channel + "."));
+    }
+  }
+  for (const char* key : {"maintenance", "maintenanceWindows"}) {
+    const json* windows = find_field(body, key);
+    if (windows == nullptr || !windows->is_array()) continue;
+    for (std::size_t i = 0; i < windows->size(); ++i) {
+      MONITOR_CHECK(check_known_keys((*windows)[i], {"start", "end"},
+                                     prefix + key + "[" + std::to_string(i) + "]."));
+    }
+  }
+  return Unit{};
+}
+
 json monitor_json(const MonitorSpec& spec, bool redact) {
   json channels = json::object();
   if (spec.pagerduty_routing_key) {

@@ -67,6 +67,11 @@ bool is_valid_monitor_id(std::string_view id);
 // Validates a monitor body. Errors are 400 invalid_request with "field" naming the first bad field
 // (e.g. "url", "mustContain[1]", "maintenance[0].end") and, for refused URLs, the guard's "reason".
 Result<MonitorSpec> parse_monitor(const json& body, bool allow_local);
+// On write only (PUT /admin/monitors/{id}, a provisioned config): every key of a monitor body, of
+// its alert channels and of its windows is a known field (400 naming "<prefix><key>"), so a
+// misspelt one ("alertChannel") is refused instead of leaving the monitor without alerts. The
+// fields the admin view adds (id, source, createdAt, updatedAt) pass, so a view can be sent back.
+Status check_monitor_keys(const json& body, const std::string& prefix);
 
 // The services this deployment lets monitors probe (MONITOR_SERVICES: "events,leads,…"), and the
 // binding each is reached through ("events" → EVENTS_SERVICE).

@@ -303,6 +303,12 @@ TEST_CASE("monitoring api: validation names the field") {
       {site({{"maintenance",
               {{{"start", "2026-01-02T00:00:00Z"}, {"end", "2026-01-01T00:00:00Z"}}}}}),
        "maintenance[0].end"},
+      // Misspelt fields are refused by name, not read as "no alerts" or the default.
+      {site({{"alertChannel", {{"slack", {{"webhookUrl", kSlackUrl}}}}}}), "alertChannel"},
+      {site({{"alertChannels", {{"slack", {{"webhookURL", kSlackUrl}}}}}}),
+       "alertChannels.slack.webhookURL"},
+      {site({{"maintenance", {{{"start", "2026-01-01T00:00:00Z"}, {"stop", "x"}}}}}),
+       "maintenance[0].stop"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.body.dump());
@@ -315,6 +321,19 @@ TEST_CASE("monitoring api: validation names the field") {
   }
   CHECK(t.put("bad id!", site()).status == 400);
   CHECK(t.admin("GET", "/admin/monitors").body_json()["monitors"].empty());
+  // The admin view sent back as it was read is taken (its id, source and stamps pass).
+  REQUIRE(t.put("x", site()).status == 201);
+  json view = t.admin("GET", "/admin/monitors/x").body_json();
+  view["maxLatencyMs"] = 5000;
+  CHECK(t.put("x", view).status == 200);
+  // A manifest's monitor with a misspelt field: refused by its place in the config.
+  auto declared = t.mesh.request(
+      "monitoring", "PUT", "/admin/tenants/bakery",
+      {{"Authorization", std::string("Bearer ") + Mesh::kAdminToken},
+       {"Content-Type", "application/json"}},
+      json{{"config", {{"monitors", {site({{"id", "home"}, {"mustContians", "form"}})}}}}}.dump());
+  CHECK(declared.status == 400);
+  CHECK(declared.body_json()["error"]["field"] == "monitors[0].mustContians");
 }
 
 TEST_CASE(

@@ -1,5 +1,6 @@
 #include "workers/monitoring/routes.h"
 
+#include "shared/field_error.h"
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
 #include "shared/tenant.h"
@@ -58,6 +59,7 @@ Task<Result<Response>> put_monitor(Context& ctx, const Request& req, const Param
   SS_CO_TRY(std::string id, monitor_id_param(params));
   SS_CO_CHECK(require_json_body(req, kMaxMonitorBody));
   SS_CO_TRY(json body, parse_json_object(req.body));
+  SS_CO_CHECK(check_monitor_keys(body, ""));
   SS_CO_TRY(MonitorSpec spec, parse_monitor(body, ctx.allow_local_outbound()));
   SS_CO_CHECK(check_service_available(spec, ctx.env("MONITOR_SERVICES")));
   MonitorStore store;
@@ -195,6 +197,13 @@ void add_monitor_routes(App& app) {
 }
 
 Status validate_tenant_config(const Context& ctx, const json& config) {
+  if (Status known = check_known_keys(config, {"monitors"}, "config."); !known) return known;
+  if (const json* list = find_field(config, "monitors"); list && list->is_array()) {
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      Status known = check_monitor_keys((*list)[i], "monitors[" + std::to_string(i) + "].");
+      if (!known) return known;
+    }
+  }
   auto declared = parse_declared_monitors(config, ctx.allow_local_outbound());
   if (!declared) return std::move(declared).error();
   for (std::size_t i = 0; i < declared->size(); ++i) {
