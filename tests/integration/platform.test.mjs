@@ -57,27 +57,37 @@ describe("health", () => {
   });
 });
 
+// A config each worker takes, in two versions (every worker refuses a key it does not know; the
+// ledger keeps whatever it is sent).
+const SAMPLE_CONFIG = {
+  leads: (n) => ({ storeSubmissions: n % 2 === 1 }),
+  cms: (n) => ({ timezone: n % 2 === 1 ? "Europe/Paris" : "America/New_York" }),
+  monitoring: (n) => ({ monitors: n % 2 === 1 ? [] : [{ id: "home", url: "https://site.example/" }] }),
+  analytics: (n) => ({ hosts: [`site${n}.example`] }),
+};
+const sampleConfig = (key, n) => (SAMPLE_CONFIG[key] ?? ((m) => ({ a: m })))(n);
+
 describe("tenant provisioning", () => {
   it("creates (201), reads without secrets, updates (200) and disables a tenant on every worker", async () => {
     for (const key of PLATFORM) {
       const id = `prov-${key}`;
       const token = secret();
       const adminToken = secret();
-      const created = await jsonOf(await put(key, id, { token, adminToken, config: { a: 1 } }), 201);
+      const created = await jsonOf(await put(key, id, { token, adminToken, config: sampleConfig(key, 1) }), 201);
       assert.equal(created.tenantId, id);
       assert.equal(created.enabled, true);
-      assert.deepEqual(created.config, { a: 1 });
+      assert.deepEqual(created.config, sampleConfig(key, 1));
 
       const read = await mesh.fetch(key, `/admin/tenants/${id}`, { headers: mesh.operator() });
       const text = await read.text();
       assert.equal(read.status, 200, text);
-      assert.deepEqual(JSON.parse(text).config, { a: 1 });
+      assert.deepEqual(JSON.parse(text).config, sampleConfig(key, 1));
       for (const leak of [token, adminToken, "token_hash", "adminToken", '"token"']) {
         assert.ok(!text.includes(leak), `GET must not return ${leak}: ${text}`);
       }
 
-      const updated = await jsonOf(await put(key, id, { token, adminToken, config: { a: 2 } }), 200);
-      assert.deepEqual(updated.config, { a: 2 });
+      const updated = await jsonOf(await put(key, id, { token, adminToken, config: sampleConfig(key, 2) }), 200);
+      assert.deepEqual(updated.config, sampleConfig(key, 2));
 
       const whoami = () => mesh.fetch(key, "/v1/tenant", { headers: mesh.tenantHeaders(id, { token }) });
       assert.equal((await whoami()).status, 200);
@@ -117,7 +127,7 @@ describe("tenant provisioning", () => {
         db.prepare("SELECT token_hash, admin_token_hash FROM tenants WHERE tenant_id = ?1").bind(id).first();
       const before = await digests();
       const newToken = secret();
-      await jsonOf(await put(key, id, { token: newToken, config: { b: 1 } }), 200);
+      await jsonOf(await put(key, id, { token: newToken, config: sampleConfig(key, 3) }), 200);
       const whoami = (t) => mesh.fetch(key, "/v1/tenant", { headers: mesh.tenantHeaders(id, { token: t }) });
       assert.equal((await whoami(newToken)).status, 200);
       await errorOf(await whoami(token), 401, "unauthenticated_tenant");
