@@ -240,6 +240,24 @@ TEST_CASE("urlencoded and multipart form posts work like JSON; HTML forms are re
   CHECK(l.rows("SELECT * FROM leads").size() == 3);
 }
 
+TEST_CASE("a redirect stored before the ASCII rule that breaks it is not followed") {
+  Leads l;
+  json config = bakery_leads_config();
+  config["redirectUrl"] = "/\t/evil.example/";  // what a browser reads as //evil.example/
+  l.mesh.db("LEADS_DB")
+      .execute("UPDATE tenants SET config_json = ?1 WHERE tenant_id = 'bakery'",
+               json::array({config.dump()}));
+  l.mesh.now_ms += 60 * 1000;  // past the instance's tenant cache
+  auto h = l.headers("application/x-www-form-urlencoded");
+  h["Accept"] = "text/html";
+  auto html = l.mesh.request("leads", "POST", "/api/leads", h,
+                             "email=dee%40example.com&cf-turnstile-response=XXXX.DUMMY.TOKEN.XXXX");
+  CHECK(html.status == 202);
+  CHECK(html.header("location").empty());
+  CHECK(html.body_json()["leadId"].is_string());
+  CHECK(l.rows("SELECT * FROM leads").size() == 1);
+}
+
 TEST_CASE("bad input gets the contract's errors and stores nothing") {
   Leads l;
   auto big = l.submit(json{{"email", "a@example.com"}, {"message", std::string(40 * 1024, 'x')}});
