@@ -50,12 +50,13 @@ Error invalid_field(const std::string& field, const std::string& problem, ErrorC
   return std::move(name_field(e, field, problem));
 }
 
-Status check_known_keys(const json& object, std::initializer_list<std::string_view> known,
-                        const std::string& prefix) {
+Status check_known_keys(const json& object, std::span<const std::string_view> known,
+                        const std::string& prefix, std::span<const std::string_view> passing) {
   if (!object.is_object()) return Unit{};
   for (auto it = object.begin(); it != object.end(); ++it) {
     bool found = false;
     for (std::string_view k : known) found = found || it.key() == k;
+    for (std::string_view k : passing) found = found || it.key() == k;
     if (!found) {
       std::string list;
       for (std::string_view k : known) list += (list.empty() ? "" : ", ") + std::string(k);

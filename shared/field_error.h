@@ -6,6 +6,7 @@
 #include "shared/json_util.h"
 
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -21,7 +22,13 @@ Error invalid_field(const std::string& field, const std::string& problem,
 // Refuses a key of the JSON object `object` that is none of `known` (400 naming "<prefix><key>"):
 // a misspelt setting ("storeSubmission") must not pass as the default it meant to change. Anything
 // that is not an object passes (its own check says what it must be).
-Status check_known_keys(const json& object, std::initializer_list<std::string_view> known,
-                        const std::string& prefix);
+// Keys in `passing` are let through unread (the fields a view adds, so a read item can be sent
+// back).
+Status check_known_keys(const json& object, std::span<const std::string_view> known,
+                        const std::string& prefix, std::span<const std::string_view> passing = {});
+inline Status check_known_keys(const json& object, std::initializer_list<std::string_view> known,
+                               const std::string& prefix) {
+  return check_known_keys(object, std::span(known.begin(), known.size()), prefix);
+}
 
 }  // namespace ss

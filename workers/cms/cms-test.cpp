@@ -498,6 +498,26 @@ TEST_CASE("cms: bad input names the field and writes nothing") {
   CHECK(t.mesh.queue_sent["EVENTS_QUEUE"].empty());
 }
 
+TEST_CASE("cms: Studio bodies sent back as they were read are taken (the view's fields pass)") {
+  Cms t;
+  // The whole GET /admin/v1/content, its hours changed: {"hours": …} beside the rest of the view.
+  json content = t.studio("GET", "/admin/v1/content").body_json();
+  content["hours"]["weekly"]["mon"] = json::array({{{"open", "09:00"}, {"close", "12:00"}}});
+  HttpReply hours = t.studio("PUT", "/admin/v1/hours", content);
+  CHECK(hours.status == 200);
+  CHECK(hours.body_json()["hours"]["weekly"]["mon"][0]["open"] == "09:00");
+  // And a write's own answer, {"hours": …, "version": N}, sent back.
+  CHECK(t.studio("PUT", "/admin/v1/hours", hours.body_json()).status == 200);
+  // An override as read (its id and stamp) makes a new one: the id is the server's.
+  json read_override{{"id", "01JD0000000000000000000000"},
+                     {"createdAt", "2026-06-01T12:00:00Z"},
+                     {"from", "2026-12-24"},
+                     {"closed", true}};
+  HttpReply created = t.studio("POST", "/admin/v1/overrides", read_override);
+  CHECK(created.status == 201);
+  CHECK(created.body_json()["id"] != "01JD0000000000000000000000");
+}
+
 TEST_CASE("cms: text keeps newlines and tabs; a control character is 400 on PATCH too") {
   Cms t;
   HttpReply created =
@@ -1063,6 +1083,30 @@ TEST_CASE("cms: a kept /v1/status answer changes at its nextChange instant") {
   // An explicit `at` is its own second.
   CHECK(t.get("/v1/status?at=2026-06-02T18:00:00Z").body_json()["open"] == true);
   CHECK(t.get("/v1/status").body_json()["open"] == false);
+}
+
+TEST_CASE("cms: HTTP /v1/status and RPC getStatus in one second compute the schedule once") {
+  Cms t;
+  auto rpc_status = [&t] {
+    return t.mesh.message("cms",
+                          json{{"op", "rpc"},
+                               {"method", "getStatus"},
+                               {"args", {{{"tenantId", "bakery"}, {"token", kBakeryToken}}}}});
+  };
+  t.get("/v1/content");  // the KV document read once: the copy is kept from here on
+  REQUIRE(t.get("/v1/status").body_json()["source"] == "kv");
+  const std::size_t before = ss::cms::status_computations();
+  json http = t.get("/v1/status").body_json();
+  json rpc = rpc_status();
+  CHECK(rpc["ok"] == true);
+  CHECK(rpc["value"] == http);
+  CHECK(rpc_status()["value"] == http);
+  CHECK(ss::cms::status_computations() == before);  // all three: the second's kept answer
+  t.mesh.now_ms += 1000;
+  CHECK(rpc_status()["ok"] == true);
+  CHECK(ss::cms::status_computations() == before + 1);  // a new second, computed once
+  CHECK(t.get("/v1/status").status == 200);
+  CHECK(ss::cms::status_computations() == before + 1);
 }
 
 TEST_CASE("cms: a kept /v1/content answer changes when an announcement starts or ends") {

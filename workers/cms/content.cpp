@@ -318,7 +318,10 @@ const Content& content_of(const Served& served) {
   return served.kept != nullptr ? served.kept->content : served.content;
 }
 
+std::size_t status_count = 0;
+
 json status_value(const Content& content, std::int64_t at, const std::string& source) {
+  ++status_count;
   std::optional<Zone> zone = Zone::find(content.hours.timezone);
   if (!zone) zone = Zone::find("UTC");
   json out = status_json(compute_status(content, *zone, at));
@@ -455,13 +458,16 @@ Task<Result<Response>> test_zone(Context& ctx, const Request& req, const Params&
   if (!zone) co_return field_error("zone", "unknown");
   json hours = json_object({{"timezone", zone->name()}, {"weekly", json::object()}});
   if (const json* weekly = find_field(body, "weekly")) hours["weekly"] = *weekly;
+  SS_CO_CHECK(parse_hours(hours));  // a bad range is 400 naming it, before the content is built
   const json* overrides = find_field(body, "overrides");
-  SS_CO_TRY(Content content,
-            content_from_json(json_object({{"tenantId", "test"},
-                                           {"version", 1},
-                                           {"hours", std::move(hours)},
-                                           {"overrides", overrides ? *overrides : json::array()},
-                                           {"announcements", json::array()}})));
+  Result<Content> built =
+      content_from_json(json_object({{"tenantId", "test"},
+                                     {"version", 1},
+                                     {"hours", std::move(hours)},
+                                     {"overrides", overrides ? *overrides : json::array()},
+                                     {"announcements", json::array()}}));
+  if (!built) co_return Error{ErrorCode::invalid_request, built.error().message};
+  Content content = std::move(built).value();
   json offsets = json::array();
   json open = json::array();
   json next = json::array();
@@ -568,6 +574,8 @@ void remember(const Content& content, const std::string& token_hash, std::string
 void forget_all_remembered() { remembered().clear(); }
 
 std::size_t bundled_seed_parses() { return seed_parses; }
+
+std::size_t status_computations() { return status_count; }
 
 Task<Status> forget_cms_tenant(Context& ctx, const std::string& tenant_id) {
   remembered().erase(tenant_id);

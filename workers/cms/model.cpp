@@ -351,8 +351,8 @@ Status validate_seed(const json& snapshot) {
 Result<Announcement> patch_announcement(Announcement current, const json& body) {
   if (!body.is_object()) return field_error("announcement", "must be an object");
   json merged = announcement_json(current);
-  for (const char* key : {"text", "level", "startsAt", "endsAt"}) {
-    if (const json* v = find_field(body, key)) merged[key] = *v;
+  for (std::string_view key : kAnnouncementFields) {
+    if (const json* v = find_field(body, key)) merged[std::string(key)] = *v;
   }
   auto next = read_announcement(merged);
   if (!next) return next;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ss::cms {
@@ -28,6 +29,17 @@ inline constexpr std::array<const char*, 7> kDayKeys = {"sun", "mon", "tue", "we
                                                         "thu", "fri", "sat"};  // by weekday 0..6
 
 // "07:00"–"15:00" as minutes of the local day; close < open runs past midnight, close may be 24:00.
+// The fields a Studio write of each kind reads (its parser below), and the ones its view adds,
+// which a write lets through unread so that a read item can be sent back (docs/contract.md).
+inline constexpr std::string_view kAnnouncementFields[] = {"text", "level", "startsAt", "endsAt"};
+inline constexpr std::string_view kOverrideFields[] = {"closedNow", "from",  "to",     "until",
+                                                       "closed",    "hours", "message"};
+inline constexpr std::string_view kHoursFields[] = {"timezone", "weekly"};
+inline constexpr std::string_view kItemViewFields[] = {"id", "createdAt", "updatedAt"};
+// GET /admin/v1/content (and a Studio write's answer) beside its "hours".
+inline constexpr std::string_view kContentViewFields[] = {"tenantId",  "version",       "updatedAt",
+                                                          "overrides", "announcements", "source"};
+
 struct TimeRange {
   int open = 0;
   int close = 0;

@@ -164,9 +164,13 @@ TEST_CASE("schedule: overrides' hours count only on their own days (a hundred of
     overrides.push_back({{"id", "far" + std::to_string(i)}, {"from", date}, {"hours", hours}});
   }
   Content far = content_with("Europe/Paris", weekly, overrides);
+  const std::size_t before = state_evaluations();
   json always = status(far, "2026-06-01T10:00:00Z");
   CHECK(always["open"] == true);
   CHECK(always["nextChange"].is_null());
+  // The scan's work: ~7 boundaries a day over 408 days, each evaluated once (it was every
+  // override's minutes on every day: over a million evaluations).
+  CHECK(state_evaluations() - before < 10'000);
 
   // Two within the scan: special hours on 2026-09-10 (10:07–11:13) and a closed day on 2027-03-01.
   overrides.push_back({{"id", "sep"},

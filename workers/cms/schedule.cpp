@@ -49,9 +49,14 @@ void flip_minutes(const Content& c, std::int64_t day, std::set<int>& out) {
   }
 }
 
+std::size_t evaluations = 0;
+
 }  // namespace
 
+std::size_t state_evaluations() { return evaluations; }
+
 OpenState state_at(const Content& c, const Zone& zone, std::int64_t t) {
+  ++evaluations;
   for (const Override& o : c.overrides) {
     if (o.closed_now && o.starts_at <= t && (!o.until || t < *o.until)) return {false, &o};
   }

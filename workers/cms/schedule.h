@@ -30,6 +30,8 @@ struct StatusAnswer {
 inline constexpr std::int64_t kMaxScanDays = 400;
 
 OpenState state_at(const Content& content, const Zone& zone, std::int64_t t);
+// How many times this process has evaluated state_at (tests bound a scan's work with it).
+std::size_t state_evaluations();
 StatusAnswer compute_status(const Content& content, const Zone& zone, std::int64_t t);
 // {"open","reason","override","nextChange"}
 json status_json(const StatusAnswer& answer);

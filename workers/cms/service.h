@@ -32,6 +32,8 @@ void remember(const Content& content, const std::string& token_hash, std::string
 void forget_all_remembered();  // tests
 // How many times this process has parsed a CMS_FALLBACK_SEEDS text (tests).
 std::size_t bundled_seed_parses();
+// How many times this process has computed a status answer, HTTP or RPC (tests).
+std::size_t status_computations();
 
 // A tenant's version-0 content: the manifest snapshot of its config (config.fallback) in its zone.
 Content seed_content(const TenantRow& row);

@@ -125,7 +125,8 @@ Task<Result<std::string>> find_replay(const std::string& tenant, const std::stri
 }
 
 Response accepted(const Request& req, const LeadsConfig& config, const std::string& lead_id) {
-  // A redirect stored before the ASCII rule that breaks it is not followed (the JSON answer instead).
+  // A redirect stored before the ASCII rule that breaks it is not followed (the JSON answer
+  // instead).
   if (!config.redirect_url.empty() && is_redirect_safe(config.redirect_url) &&
       req.header("accept").find("text/html") != std::string::npos) {
     Response r = Response::empty(303);
