@@ -108,7 +108,7 @@ Task<Result<Response>> put_tenant(Context& ctx, const Request& req, const Params
   // token too it would read the tenant's leads. One sent alone is compared with the stored other.
   TenantStore store(ctx.app().db_binding);
   bool same = token_hash && admin_hash && *token_hash == *admin_hash;
-  if (!same && (token_hash || admin_hash) && !(token_hash && admin_hash)) {
+  if (token_hash.has_value() != admin_hash.has_value()) {
     SS_CO_TRY(std::optional<TenantRow> stored, co_await store.find(id));
     same = stored && (token_hash ? *token_hash == stored->admin_token_hash
                                  : *admin_hash == stored->token_hash);

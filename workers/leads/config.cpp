@@ -130,32 +130,30 @@ Status check_config_for_write(const LeadsConfig& c) {
 
 Status check_config_keys(const json& config) {
   static const json kNone;
-  auto child = [](const json* parent, const char* key) {
-    const json* v = parent ? find_field(*parent, key) : nullptr;
-    return v ? v : &kNone;
+  auto child = [](const json& parent, const char* key) -> const json& {
+    const json* v = find_field(parent, key);
+    return v ? *v : kNone;
   };
-  const json* notify = child(&config, "notify");
-  struct Level {
-    const json* object;
-    std::initializer_list<std::string_view> known;
-    const char* prefix;
-  };
-  for (const Level& level : {
-           Level{&config,
-                 {"storeSubmissions", "honeypotField", "turnstile", "rateLimit", "redirectUrl",
-                  "fields", "defaultCountryCode", "retentionDays", "notify"},
-                 "config."},
-           Level{child(&config, "rateLimit"), {"limit", "periodSeconds"}, "config.rateLimit."},
-           Level{notify, {"email", "sms", "webhook"}, "config.notify."},
-           Level{child(notify, "email"), {"provider", "to", "from"}, "config.notify.email."},
-           Level{child(notify, "sms"), {"to", "from"}, "config.notify.sms."},
-           Level{child(notify, "webhook"), {"url", "secret"}, "config.notify.webhook."},
-       }) {
-    if (Status known = check_known_keys(*level.object, level.known, level.prefix); !known) {
-      return known;
-    }
+  const json& notify = child(config, "notify");
+  Status known =
+      check_known_keys(config,
+                       {"storeSubmissions", "honeypotField", "turnstile", "rateLimit",
+                        "redirectUrl", "fields", "defaultCountryCode", "retentionDays", "notify"},
+                       "config.");
+  if (known) {
+    known = check_known_keys(child(config, "rateLimit"), {"limit", "periodSeconds"},
+                             "config.rateLimit.");
   }
-  return Unit{};
+  if (known) known = check_known_keys(notify, {"email", "sms", "webhook"}, "config.notify.");
+  if (known) {
+    known = check_known_keys(child(notify, "email"), {"provider", "to", "from"},
+                             "config.notify.email.");
+  }
+  if (known) known = check_known_keys(child(notify, "sms"), {"to", "from"}, "config.notify.sms.");
+  if (known) {
+    known = check_known_keys(child(notify, "webhook"), {"url", "secret"}, "config.notify.webhook.");
+  }
+  return known;
 }
 
 Result<LeadsConfig> parse_config(const json& config, bool allow_local) {

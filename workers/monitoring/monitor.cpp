@@ -301,11 +301,16 @@ Status check_monitor_keys(const json& body, const std::string& prefix) {
                         "maintenanceWindows", "id", "source", "createdAt", "updatedAt"},
                        prefix));
   if (const json* channels = find_field(body, "alertChannels")) {
-    for (const char* channel : {"pagerduty", "slack"}) {
-      const json* c = find_field(*channels, channel);
+    struct Channel {
+      const char* name;
+      std::string_view field;
+    };
+    for (const Channel& channel :
+         {Channel{"pagerduty", "routingKey"}, Channel{"slack", "webhookUrl"}}) {
+      const json* c = find_field(*channels, channel.name);
       if (c == nullptr) continue;
-      MONITOR_CHECK(check_known_keys(*c, {channel[0] == 'p' ? "routingKey" : "webhookUrl"},
-                                     prefix + "alertChannels." + channel + "."));
+      MONITOR_CHECK(
+          check_known_keys(*c, {channel.field}, prefix + "alertChannels." + channel.name + "."));
     }
   }
   for (const char* key : {"maintenance", "maintenanceWindows"}) {
