@@ -52,7 +52,7 @@ export class SiteSwarmError extends Error {
   constructor(
     code: string,
     message: string,
-    options?: { status?: number; details?: Record<string, unknown> },
+    options?: { status?: number; details?: Record<string, unknown>; retryAfter?: number },
   );
   readonly name: "SiteSwarmError";
   readonly code: string;
@@ -60,13 +60,15 @@ export class SiteSwarmError extends Error {
   readonly details?: Record<string, unknown>;
   /** Per-field problems of a validation error (`invalid_lead`), when the service sent them. */
   readonly fields?: Record<string, string>;
-  /** The error as a JSON Response in the contract's shape. */
+  /** Seconds to wait before trying again, from the answer's `Retry-After` (a `429 rate_limited`). */
+  readonly retryAfter?: number;
+  /** The error as a JSON Response in the contract's shape (with `Retry-After` when it has one). */
   toResponse(headers?: HeadersInit): Response;
   /** Builds the error from a service's JSON error answer. */
   static fromResponse(response: Response): Promise<SiteSwarmError>;
 }
 
-/** A JSON error Response in the contract's shape. */
+/** A JSON error Response in the contract's shape, with `Cache-Control: no-store` unless `headers` say otherwise. */
 export function errorResponse(
   status: number,
   code: string,
@@ -384,7 +386,12 @@ export interface Pageview {
 export interface PlatformClient {
   readonly appId: string;
   leads: {
-    /** `POST /api/leads/submit`; a repeat with the same `idempotencyKey` returns the same `leadId`. */
+    /**
+     * `POST /api/leads/submit`; a repeat with the same `idempotencyKey` (sent as `Idempotency-Key`)
+     * returns the same `leadId`. A key must be printable ASCII without leading or trailing spaces
+     * (else `400 invalid_request` before anything is sent) and at most 200 characters (else the
+     * service's `400`); an empty key is no key.
+     */
     submit(lead: Lead, options?: { idempotencyKey?: string }): Promise<LeadReceipt>;
   };
   events: {

@@ -39,8 +39,8 @@ export function renderHome(html, { content, status }, now = new Date()) {
     `<p id="hours">${escapeHtml(todayLine(content?.hours, zone, now))}</p>` +
     `</div>`;
   return html
-    .replace(ANNOUNCEMENT_SLOT, `<div id="announcement" role="status">${announcements}</div>`)
-    .replace(STATUS_SLOT, block);
+    .replace(ANNOUNCEMENT_SLOT, () => `<div id="announcement" role="status">${announcements}</div>`)
+    .replace(STATUS_SLOT, () => block);
 }
 
 function statusLine(status, zone, now) {
@@ -86,12 +86,12 @@ function when(date, zone, now) {
 export function withTurnstile(html, env = {}) {
   let out = html;
   if (typeof env.TURNSTILE_SCRIPT_URL === "string" && env.TURNSTILE_SCRIPT_URL !== "") {
-    out = out.replace(`src="${TURNSTILE_SCRIPT}"`, `src="${escapeHtml(env.TURNSTILE_SCRIPT_URL)}"`);
+    out = out.replace(`src="${TURNSTILE_SCRIPT}"`, () => `src="${escapeHtml(env.TURNSTILE_SCRIPT_URL)}"`);
   }
   if (typeof env.TURNSTILE_SITE_KEY === "string" && env.TURNSTILE_SITE_KEY !== "") {
     out = out.replace(
       /(class="cf-turnstile[^"]*"[^>]*data-sitekey=")[^"]*"/,
-      `$1${escapeHtml(env.TURNSTILE_SITE_KEY)}"`,
+      (_, head) => `${head}${escapeHtml(env.TURNSTILE_SITE_KEY)}"`,
     );
   }
   return out;
@@ -122,7 +122,7 @@ export function withFormState(html, state) {
   const block =
     `<div id="form-errors" role="alert"><p>${escapeHtml(summary)}</p>` +
     `${listed.length ? `<ul>${listed.join("")}</ul>` : ""}</div>`;
-  return out.replace(FORM_ERRORS_SLOT, block).replace(/<title>/, "<title>Not sent: ");
+  return out.replace(FORM_ERRORS_SLOT, () => block).replace(/<title>/, "<title>Not sent: ");
 }
 
 // The opening tag of the control named `name` (input, textarea or select), as [match, index].
@@ -137,7 +137,7 @@ function fillControl(html, name, value) {
   if (!c || /type="(hidden|checkbox|radio|file)"/.test(c.tag)) return html;
   const v = escapeHtml(value);
   if (c.kind === "input") {
-    const tag = c.tag.replace(/\svalue="[^"]*"/, "").replace(/^<input/, `<input value="${v}"`);
+    const tag = c.tag.replace(/\svalue="[^"]*"/, "").replace(/^<input/, () => `<input value="${v}"`);
     return html.slice(0, c.start) + tag + html.slice(c.end);
   }
   if (c.kind === "textarea") {
@@ -149,7 +149,7 @@ function fillControl(html, name, value) {
   const options = html
     .slice(c.end, close)
     .replace(/\sselected\b/g, "")
-    .replace(`<option value="${v}"`, `<option value="${v}" selected`);
+    .replace(`<option value="${v}"`, () => `<option value="${v}" selected`);
   return html.slice(0, c.end) + options + html.slice(close);
 }
 
@@ -157,7 +157,10 @@ function markControl(html, name, problem) {
   const c = controlTag(html, name);
   if (!c || /type="hidden"/.test(c.tag)) return html;
   const id = `${name}-error`;
-  const tag = c.tag.replace(/^<(\w+)/, `<$1 aria-invalid="true" aria-describedby="${escapeHtml(id)}"`);
+  const tag = c.tag.replace(
+    /^<(\w+)/,
+    (_, kind) => `<${kind} aria-invalid="true" aria-describedby="${escapeHtml(id)}"`,
+  );
   const note = `<span class="field-error" id="${escapeHtml(id)}">${escapeHtml(problem)}</span>`;
   let at = c.end;
   if (c.kind !== "input") {

@@ -12,6 +12,8 @@ import { loadLive, renderHome, withFormState, withTurnstile } from "./render.js"
 
 const PLATFORM_SERVICES = ["LEADS_SERVICE", "CMS_SERVICE", "MONITOR_SERVICE", "ANALYTICS_SERVICE", "EVENTS_SERVICE"];
 const HEALTH_TIMEOUT_MS = 3000;
+// Every JSON answer of the site, as every platform worker's, is never stored by a cache.
+const NO_STORE = { "cache-control": "no-store" };
 const FORM_PATHS = new Set(["/api/leads/submit", "/api/leads"]);
 const FORM_TYPE = /^(application\/x-www-form-urlencoded|multipart\/form-data)\b/i;
 // What a visitor typed that is never echoed back into a page: the bot trap and the spent token.
@@ -25,20 +27,16 @@ const MAX_ECHOED_BODY = 32 * 1024;
 // `prefix` and everything under `prefix/`. `strip` removes the app's own prefix where the
 // service's routes do not carry it.
 // `open`: what a visitor may reach through the route, given the path after the prefix. The app's own
-// tenant token goes with every delegated call, so a route that reads with the tenant token alone (the
-// ledger's GET /api/events, analytics' /v1/stats) must not be open to the public: only the ledger's
-// emit and the tracker's script and beacon are. Leads routes pass whole: their admin parts need the
+// tenant token goes with every delegated call, so a route must not lend a visitor what that token
+// alone can do: the ledger is not delegated at all (reading it would show the tenant's events, and
+// an open emit would let anyone write any event as the tenant, with the workflows its subscriptions
+// start — an app emits from its own server code with `client.events.emit`), nor analytics' stats;
+// the tracker's script and beacon are open. Leads routes pass whole: their admin parts need the
 // tenant admin token, which the site never adds. Of cms, the public reads (`/v1/…`) and Studio
 // (`/admin/v1/…`, tenant admin token) pass; its operator routes (`/admin/tenants/…`,
 // `/admin/diagnostics`) and anything else are not the site's to expose.
 const DELEGATED = [
   { prefix: "/api/leads", binding: "LEADS_SERVICE", capability: "lead-capture" },
-  {
-    prefix: "/api/events",
-    binding: "EVENTS_SERVICE",
-    capability: "event-ledger",
-    open: (method, rest) => method === "POST" && rest === "",
-  },
   {
     prefix: "/_sa",
     binding: "ANALYTICS_SERVICE",
@@ -95,7 +93,7 @@ export function createSite({ manifest, service, version, labels = {} }) {
         }
         const answer =
           pathname === "/health"
-            ? Response.json({ ok: true, service, version: appVersion })
+            ? Response.json({ ok: true, service, version: appVersion }, { headers: NO_STORE })
             : await platformHealth(env, appId);
         return request.method === "HEAD" ? new Response(null, answer) : answer;
       }
@@ -258,7 +256,7 @@ async function platformHealth(env, appId) {
   );
   const services = Object.fromEntries(entries);
   const ok = entries.every(([, health]) => health.ok);
-  return Response.json({ ok, app: appId, services }, { status: ok ? 200 : 503 });
+  return Response.json({ ok, app: appId, services }, { status: ok ? 200 : 503, headers: NO_STORE });
 }
 
 async function serviceHealth(service, binding) {

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { createPlatformClient } from "../../bindings/sdk/src/index.js";
-import { loadLive, renderHome } from "../../examples/common/render.js";
+import { escapeHtml, loadLive, renderHome, withFormState } from "../../examples/common/render.js";
 
 const root = new URL("../../", import.meta.url);
 const manifest = JSON.parse(readFileSync(new URL("examples/bakery/swarm.config.json", root), "utf8"));
@@ -42,5 +42,33 @@ describe("bakery home page", () => {
     assert.match(html, /<p id="status">Closed — opens at Tue 07:00<\/p>/);
     assert.match(html, /<p id="hours">Today: closed<\/p>/);
     assert.match(html, /data-level="warning">&#60;b&#62;Closed Monday&#60;\/b&#62;<\/p>/);
+  });
+
+  it("puts text with $ patterns in as text: a replacement never copies the page into itself", async () => {
+    const tricky = "$` $& $' $$ $1";
+    const content = {
+      tenantId: "bakery",
+      version: 5,
+      hours: manifest.fallback.hours,
+      overrides: [],
+      announcements: [{ text: tricky, level: "info" }],
+      source: "kv",
+    };
+    const status = { open: false, reason: "closed", override: null, nextChange: null, source: "kv" };
+    const home = renderHome(template, { content, status }, new Date("2026-06-01T12:00:00Z"));
+    assert.equal(home.match(/<!doctype html>/gi)?.length, 1);
+    assert.ok(home.includes(`data-level="info">${escapeHtml(tricky)}</p>`));
+
+    // A refused post: a field named `$\`` (echoed by the leads worker as unknown) and a typed value.
+    const page = withFormState(home, {
+      summary: "Please check the fields marked below and send the form again.",
+      errors: { "$`": "is not a field this form accepts" },
+      values: { message: tricky, name: "$&" },
+    });
+    assert.equal(page.match(/<!doctype html>/gi)?.length, 1, "the page appears once");
+    assert.equal(page.match(/<form /g)?.length, 1, "the form appears once");
+    assert.ok(page.includes("<li>$`: is not a field this form accepts</li>"));
+    assert.ok(page.includes(`<input value="${escapeHtml("$&")}" name="name"`));
+    assert.ok(page.includes(`>${escapeHtml(tricky)}</textarea>`), "the message is typed back as sent");
   });
 });

@@ -335,6 +335,131 @@ describe("createPlatformClient with fake bindings", () => {
     await rejectsWith(trickle.leads.submit({ email: "a@example.com" }), "service_unavailable", 503);
   });
 
+  it("mockFallback answers a lead as the leads worker would: Turnstile, the key's rules, the honeypot's repeats", async () => {
+    const mocked = (leads) =>
+      createPlatformClient({
+        appId: "bakery",
+        manifest: { appId: "bakery", ...(leads && { config: { leads } }) },
+        bindings: {},
+        mockFallback: true,
+      });
+    // Turnstile required (the default, and the bakery's): no token is 403, as from the service.
+    const required = mocked(undefined);
+    const missing = await rejectsWith(required.leads.submit({ email: "a@example.com" }), "turnstile_failed", 403);
+    assert.match(missing.message, /token is missing/);
+    await rejectsWith(
+      mocked({ turnstile: "required" }).leads.submit({ email: "a@example.com", turnstileToken: "" }),
+      "turnstile_failed",
+      403,
+    );
+    // Validation comes first: a bad field is 400 even without a token.
+    await rejectsWith(required.leads.submit({ email: "nope" }), "invalid_lead", 400);
+    const off = mocked({ turnstile: "off" });
+    assert.match((await off.leads.submit({ email: "a@example.com" })).leadId, ULID);
+
+    // An empty key is no key: two different leads are two leads.
+    const one = await off.leads.submit({ email: "one@example.com" }, { idempotencyKey: "" });
+    const two = await off.leads.submit({ email: "two@example.com" }, { idempotencyKey: "" });
+    assert.notEqual(one.leadId, two.leadId);
+    // A key over 200 characters is the service's 400 naming Idempotency-Key (after the fields).
+    const long = await rejectsWith(
+      off.leads.submit({ email: "a@example.com" }, { idempotencyKey: "k".repeat(201) }),
+      "invalid_request",
+      400,
+    );
+    assert.equal(long.details.field, "Idempotency-Key");
+    assert.match(
+      (await off.leads.submit({ email: "a@example.com" }, { idempotencyKey: "k".repeat(200) })).leadId,
+      ULID,
+    );
+    // A honeypot lead sent twice with one key gets the same decoy id, as from the service.
+    const bot = { email: "bot@example.com", company_website: "https://spam.example" };
+    const decoy = await off.leads.submit(bot, { idempotencyKey: "bot-1" });
+    assert.deepEqual(await off.leads.submit(bot, { idempotencyKey: "bot-1" }), decoy);
+  });
+
+  it("a key no header can carry, or a body JSON cannot hold, is the caller's 400 and nothing is sent", async () => {
+    const LEADS_SERVICE = recordingBinding();
+    const client = createPlatformClient({
+      appId: "bakery",
+      bindings: { LEADS_SERVICE, SITESWARM_TENANT_TOKEN: TOKEN },
+    });
+    const mock = createPlatformClient({ appId: "bakery", bindings: {}, mockFallback: true });
+    for (const idempotencyKey of ["a\nb", "clé-€", " padded ", "tab\there"]) {
+      for (const c of [client, mock]) {
+        const err = await rejectsWith(
+          c.leads.submit({ email: "a@example.com" }, { idempotencyKey }),
+          "invalid_request",
+          400,
+        );
+        assert.equal(err.details.field, "Idempotency-Key");
+        assert.match(err.fields["Idempotency-Key"], /printable ASCII/);
+      }
+    }
+    for (const c of [client, mock]) {
+      const err = await rejectsWith(c.leads.submit({ email: "a@example.com", n: 1n }), "invalid_request", 400);
+      assert.match(err.message, /cannot be sent as JSON/);
+    }
+    assert.equal(LEADS_SERVICE.seen.length, 0, "nothing reached the service");
+    // A key with inner spaces is fine, and is sent exactly as given.
+    await client.leads.submit({ email: "a@example.com" }, { idempotencyKey: "order 42" });
+    assert.equal(LEADS_SERVICE.seen[0].headers["idempotency-key"], "order 42");
+  });
+
+  it("the deadline holds when a binding ignores the abort signal", async () => {
+    const deaf = { fetch: () => new Promise(() => {}) };
+    const client = createPlatformClient({
+      appId: "bakery",
+      bindings: { LEADS_SERVICE: deaf, SITESWARM_TENANT_TOKEN: TOKEN },
+      timeoutMs: 40,
+    });
+    const err = await rejectsWith(client.leads.submit({ email: "a@example.com" }), "service_unavailable", 503);
+    assert.match(err.message, /did not answer within 40 ms/);
+  });
+
+  it("a 429 carries its Retry-After; an answer without the promised field names its own status", async () => {
+    const limited = recordingBinding(() =>
+      Response.json(
+        { error: { code: "rate_limited", message: "too many submissions" } },
+        { status: 429, headers: { "retry-after": "37" } },
+      ),
+    );
+    const client = createPlatformClient({
+      appId: "bakery",
+      bindings: { LEADS_SERVICE: limited, SITESWARM_TENANT_TOKEN: TOKEN },
+    });
+    const err = await rejectsWith(client.leads.submit({ email: "a@example.com" }), "rate_limited", 429);
+    assert.equal(err.retryAfter, 37);
+    // Handed on by an app, the error keeps the wait and is never cached.
+    const answer = err.toResponse();
+    assert.equal(answer.status, 429);
+    assert.equal(answer.headers.get("retry-after"), "37");
+    assert.equal(answer.headers.get("cache-control"), "no-store");
+    assert.equal((await answer.json()).error.code, "rate_limited");
+    // A date in Retry-After is not a number of seconds: left out rather than guessed.
+    const dated = recordingBinding(() =>
+      Response.json(
+        { error: { code: "rate_limited", message: "later" } },
+        { status: 429, headers: { "retry-after": "Wed, 21 Oct 2026 07:28:00 GMT" } },
+      ),
+    );
+    const other = createPlatformClient({
+      appId: "bakery",
+      bindings: { LEADS_SERVICE: dated, SITESWARM_TENANT_TOKEN: TOKEN },
+    });
+    assert.equal(
+      (await rejectsWith(other.leads.submit({ email: "a@example.com" }), "rate_limited", 429)).retryAfter,
+      undefined,
+    );
+    // A 202 with nothing in it is a bad answer, reported with the 202 it came with.
+    const empty = recordingBinding(() => new Response(null, { status: 202 }));
+    const hollow = createPlatformClient({
+      appId: "bakery",
+      bindings: { LEADS_SERVICE: empty, SITESWARM_TENANT_TOKEN: TOKEN },
+    });
+    await rejectsWith(hollow.leads.submit({ email: "a@example.com" }), "bad_response", 202);
+  });
+
   it("refuses an invalid appId", () => {
     assert.throws(() => createPlatformClient({ appId: "Bad App", bindings: {} }), TypeError);
   });
@@ -361,7 +486,8 @@ describe("createPlatformClient with fake bindings", () => {
     }
     const pre = { appId: "bakery", capabilities: { "lead-capture": { version: "1.4.0-beta.2+build.7" } } };
     const preClient = createPlatformClient({ appId: "bakery", manifest: pre, bindings: {}, mockFallback: true });
-    assert.equal((await preClient.leads.submit({ name: "Ada", email: "ada@example.com" })).ok, true);
+    const lead = { name: "Ada", email: "ada@example.com", "cf-turnstile-response": "XXXX.DUMMY.TOKEN.XXXX" };
+    assert.equal((await preClient.leads.submit(lead)).ok, true);
     // Other areas speak the default 1.0.0.
     assert.equal(await client.analytics.pageview({ url: "https://b.example/" }), undefined);
     await rejectsWith(
@@ -373,11 +499,15 @@ describe("createPlatformClient with fake bindings", () => {
 
   it("mockFallback serves in-memory fakes only when the binding is missing", async () => {
     const client = createPlatformClient({ appId: "bakery", bindings: {}, mockFallback: true });
-    const receipt = await client.leads.submit({ name: "Ada", email: "ada@example.com" });
+    const turnstileToken = "XXXX.DUMMY.TOKEN.XXXX"; // Turnstile is required by default, as by the service
+    const receipt = await client.leads.submit({ name: "Ada", email: "ada@example.com", turnstileToken });
     assert.equal(receipt.ok, true);
     assert.match(receipt.leadId, ULID);
-    const again = await client.leads.submit({ phone: "+1 555 010 9999" }, { idempotencyKey: "k" });
-    assert.deepEqual(await client.leads.submit({ phone: "+1 555 010 9999" }, { idempotencyKey: "k" }), again);
+    const again = await client.leads.submit({ phone: "+1 555 010 9999", turnstileToken }, { idempotencyKey: "k" });
+    assert.deepEqual(
+      await client.leads.submit({ phone: "+1 555 010 9999", turnstileToken }, { idempotencyKey: "k" }),
+      again,
+    );
     assert.notEqual(again.leadId, receipt.leadId);
 
     const missing = await rejectsWith(client.leads.submit({ name: "No contact" }), "invalid_lead", 400);

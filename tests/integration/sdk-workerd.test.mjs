@@ -337,7 +337,12 @@ describe("the SDK inside workerd, bound to the platform workers", () => {
     const real = await sdk("leads.submit", [{ email: "real@example.com" }], { mockFallback: true });
     assert.equal(real.ok, true);
     assert.equal(await leadCount(), before + 1, "with the binding present, the real service stored it");
-    const mocked = await sdk("leads.submit", [{ email: "mock@example.com" }], { mockFallback: true, only: [] });
+    // The fake requires Turnstile as the service's default does (this tenant's config says "off").
+    const unconfigured = await sdk("leads.submit", [{ email: "mock@example.com" }], { mockFallback: true, only: [] });
+    assert.equal(unconfigured.error.code, "turnstile_failed");
+    assert.equal(unconfigured.error.status, 403);
+    const config = { leads: { turnstile: "off" } };
+    const mocked = await sdk("leads.submit", [{ email: "mock@example.com" }], { mockFallback: true, only: [], config });
     assert.equal(mocked.ok, true);
     assert.match(mocked.value.leadId, ULID);
     assert.equal(await leadCount(), before + 1, "without the binding, the in-memory fake took it");

@@ -91,6 +91,7 @@ describe("delegate", () => {
       });
       assert.equal(res.status, 503);
       assert.equal(res.headers.get("content-type"), "application/json");
+      assert.equal(res.headers.get("cache-control"), "no-store", "an error answer is never cached");
       const { error } = await res.json();
       assert.equal(error.code, "service_unavailable");
       assert.ok(!JSON.stringify(error).includes(TOKEN));

@@ -10,9 +10,10 @@ import {
   TENANT_ID_HEADER,
   TENANT_TOKEN_HEADER,
 } from "./delegate.js";
-import { SiteSwarmError } from "./errors.js";
+import { retryAfterOf, SiteSwarmError } from "./errors.js";
 import { fallbackContent, fallbackStatus } from "./hours.js";
 import { createMocks } from "./mock.js";
+import { idempotencyKeyOf, jsonTextOf } from "./rules.js";
 
 const ORIGIN = "https://platform.internal";
 
@@ -52,7 +53,9 @@ export function createPlatformClient(options = {}) {
   };
 
   /**
-   * One request to a platform worker; resolves to the parsed JSON body (or null when empty).
+   * One request to a platform worker; resolves to its status and parsed JSON body (null when empty).
+   * What the caller got wrong (a key no header can carry, a body JSON cannot hold) is a 400 before
+   * anything is sent.
    * @param {keyof typeof SERVICES} area
    * @param {string} method
    * @param {string} path
@@ -60,6 +63,8 @@ export function createPlatformClient(options = {}) {
    *   visitor?: { headers: Record<string, string>, cf?: unknown }, limitMs?: number }} [init]
    */
   async function call(area, method, path, { body, idempotencyKey, query, visitor, limitMs = timeoutMs } = {}) {
+    const key = idempotencyKeyOf(idempotencyKey);
+    const text = body === undefined ? undefined : jsonTextOf(body);
     const service = bindingOf(area);
     if (!service) {
       const name = SERVICES[area].binding;
@@ -77,8 +82,8 @@ export function createPlatformClient(options = {}) {
     // Built from scratch: only what the SDK itself decides goes in (and, for a pageview, the few
     // visitor headers the analytics worker reads).
     const headers = new Headers({ accept: "application/json", ...visitor?.headers });
-    if (body !== undefined) headers.set("content-type", "application/json");
-    if (idempotencyKey !== undefined) headers.set("Idempotency-Key", String(idempotencyKey));
+    if (text !== undefined) headers.set("content-type", "application/json");
+    if (key !== undefined) headers.set("Idempotency-Key", key);
     headers.set(TENANT_ID_HEADER, appId);
     headers.set(TENANT_TOKEN_HEADER, token);
     headers.set(CAPABILITY_VERSION_HEADER, versionOf(area));
@@ -89,15 +94,15 @@ export function createPlatformClient(options = {}) {
     const timer = setTimeout(() => deadline.abort(new DOMException("timed out", "TimeoutError")), limitMs);
     let response;
     try {
-      response = await service.fetch(
-        new Request(url, {
-          method,
-          headers,
-          signal: deadline.signal,
-          ...(visitor?.cf && { cf: visitor.cf }), // the visitor's country and colo (workerd carries it)
-          body: body === undefined ? undefined : JSON.stringify(body),
-        }),
-      );
+      // The deadline holds for the answer's head as well, also from a binding that ignores the signal.
+      const request = new Request(url, {
+        method,
+        headers,
+        signal: deadline.signal,
+        ...(visitor?.cf && { cf: visitor.cf }), // the visitor's country and colo (workerd carries it)
+        body: text,
+      });
+      response = await withDeadline(Promise.resolve(service.fetch(request)), limitMs, area);
       const answer = await withDeadline(readAnswer(response), limitMs, area);
       // The time ran out while the body was read (its reader then gives up quietly): not an answer.
       if (deadline.signal.aborted) throw notAnswered(area, limitMs);
@@ -146,7 +151,7 @@ export function createPlatformClient(options = {}) {
         });
       }
     }
-    return call("cms", "GET", path, { query: { at }, limitMs: cmsTimeoutMs });
+    return (await call("cms", "GET", path, { query: { at }, limitMs: cmsTimeoutMs })).body;
   }
 
   /** Uses the binding when there is one; the in-memory fake only when it is missing and allowed. */
@@ -190,8 +195,8 @@ export function createPlatformClient(options = {}) {
           "leads",
           async () => {
             const answer = await call("leads", "POST", "/api/leads/submit", { body: lead ?? {}, idempotencyKey });
-            expectField(answer, "leadId", "string");
-            return { ok: true, leadId: answer.leadId };
+            const { leadId } = expectField(answer, "leadId", "string");
+            return { ok: true, leadId };
           },
           (m) => m.submitLead(lead, { idempotencyKey }),
         );
@@ -203,10 +208,8 @@ export function createPlatformClient(options = {}) {
           "events",
           async () => {
             const answer = await call("events", "POST", "/api/events", { body: event ?? {} });
-            expectField(answer, "event_id", "string");
-            return answer.duplicate === true
-              ? { event_id: answer.event_id, duplicate: true }
-              : { event_id: answer.event_id };
+            const { event_id, duplicate } = expectField(answer, "event_id", "string");
+            return duplicate === true ? { event_id, duplicate: true } : { event_id };
           },
           (m) => m.emitEvent(event),
         );
@@ -216,8 +219,8 @@ export function createPlatformClient(options = {}) {
           "events",
           async () => {
             const answer = await call("events", "GET", "/api/events", { query: { type, entity, after, limit } });
-            if (!Array.isArray(answer?.events)) throw badResponse(200, "no events list in the answer");
-            return { events: answer.events, next: answer.next ?? null };
+            const { events, next } = expectField(answer, "events", "array");
+            return { events, next: next ?? null };
           },
           (m) => m.listEvents({ type, entity, after, limit }),
         );
@@ -309,7 +312,11 @@ const SUPPORTED_CAPABILITY_MAJOR = 1;
 const SEMVER =
   /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$/;
 
-/** A 2xx answer → its JSON body (null when empty); anything else → a SiteSwarmError. */
+/**
+ * A 2xx answer → its status and JSON body (null when empty); anything else → a SiteSwarmError (with
+ * the answer's `Retry-After` seconds, if it sent them).
+ * @returns {Promise<{ status: number, body: any }>}
+ */
 async function readAnswer(response) {
   const text = await response.text().catch(() => "");
   let body;
@@ -323,9 +330,9 @@ async function readAnswer(response) {
     }
   }
   if (response.ok) {
-    if (text === "") return null;
+    if (text === "") return { status: response.status, body: null };
     if (!parsed) throw badResponse(response.status, "the service answered with a body that is not JSON");
-    return body;
+    return { status: response.status, body };
   }
   const error = parsed && isObject(body?.error) ? body.error : undefined;
   if (!error || typeof error.code !== "string") {
@@ -335,6 +342,7 @@ async function readAnswer(response) {
   throw new SiteSwarmError(code, typeof message === "string" ? message : code, {
     status: response.status,
     details: Object.keys(details).length ? details : undefined,
+    retryAfter: retryAfterOf(response),
   });
 }
 
@@ -342,8 +350,13 @@ function badResponse(status, message) {
   return new SiteSwarmError("bad_response", message, { status });
 }
 
-function expectField(answer, field, type) {
-  if (typeof answer?.[field] !== type) throw badResponse(200, `the answer has no ${field}`);
+/** The answer's body when it has `field` of `type` ("array" for a list), else bad_response with its status. */
+function expectField({ status, body }, field, type) {
+  const value = body?.[field];
+  if (type === "array" ? !Array.isArray(value) : typeof value !== type) {
+    throw badResponse(status, `the answer has no ${field}`);
+  }
+  return body;
 }
 
 // The years cms-service computes a status for (its zone data starts in 2020): outside them it answers

@@ -7,22 +7,26 @@ export class SiteSwarmError extends Error {
   /**
    * @param {string} code snake_case code from the contract, e.g. "unauthenticated_tenant"
    * @param {string} message human text
-   * @param {{ status?: number, details?: Record<string, unknown> }} [options]
+   * @param {{ status?: number, details?: Record<string, unknown>, retryAfter?: number }} [options]
+   *   retryAfter: the seconds a `429` (or `503`) answer's `Retry-After` header asked to wait
    */
-  constructor(code, message, { status = 500, details } = {}) {
+  constructor(code, message, { status = 500, details, retryAfter } = {}) {
     super(message);
     this.code = code;
     this.status = status;
     if (details) this.details = details;
+    if (Number.isInteger(retryAfter) && retryAfter >= 0) this.retryAfter = retryAfter;
     // Validation errors name the offending fields (`invalid_lead`): kept at the top level too.
     if (details?.fields && typeof details.fields === "object") {
       this.fields = /** @type {Record<string, string>} */ (details.fields);
     }
   }
 
-  /** The error as a JSON Response in the contract's shape. */
+  /** The error as a JSON Response in the contract's shape (with its `Retry-After`, if it has one). */
   toResponse(headers = {}) {
-    return errorResponse(this.status, this.code, this.message, headers, this.details);
+    const out = new Headers(headers);
+    if (this.retryAfter !== undefined && !out.has("retry-after")) out.set("retry-after", String(this.retryAfter));
+    return errorResponse(this.status, this.code, this.message, out, this.details);
   }
 
   /** Reads a service's JSON error answer; falls back to a generic code for non-JSON bodies. */
@@ -43,12 +47,24 @@ export class SiteSwarmError extends Error {
     return new SiteSwarmError(code, message, {
       status: response.status,
       details: Object.keys(details).length ? details : undefined,
+      retryAfter: retryAfterOf(response),
     });
   }
 }
 
 /**
- * A JSON error Response in the contract's shape.
+ * The seconds of a response's `Retry-After` header (delta-seconds, as the platform workers send
+ * it), or undefined when it has none or an HTTP date.
+ * @param {Response} response
+ */
+export function retryAfterOf(response) {
+  const value = response.headers?.get("retry-after")?.trim();
+  return value && /^\d{1,9}$/.test(value) ? Number(value) : undefined;
+}
+
+/**
+ * A JSON error Response in the contract's shape, never stored by a cache (`Cache-Control: no-store`,
+ * as every platform worker's JSON answer; `headers` may say otherwise).
  * @param {number} status
  * @param {string} code
  * @param {string} message
@@ -56,8 +72,8 @@ export class SiteSwarmError extends Error {
  * @param {Record<string, unknown>} [details]
  */
 export function errorResponse(status, code, message, headers = {}, details = undefined) {
-  return new Response(JSON.stringify({ error: { code, message, ...details } }), {
-    status,
-    headers: { "content-type": "application/json", ...headers },
-  });
+  const out = new Headers({ "content-type": "application/json", "cache-control": "no-store" });
+  // Any HeadersInit (an object, a Headers, a list of pairs): its entries win.
+  for (const [name, value] of new Headers(headers)) out.set(name, value);
+  return new Response(JSON.stringify({ error: { code, message, ...details } }), { status, headers: out });
 }

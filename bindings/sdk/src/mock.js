@@ -3,12 +3,24 @@
 // by a shared table). Used only when a binding is missing.
 import { SiteSwarmError } from "./errors.js";
 import { fallbackContent, fallbackStatus } from "./hours.js";
-import { MAX_SUBMISSION_BODY, validateBeacon, validateEvent, validateEventQuery, validateLead } from "./rules.js";
+import {
+  idempotencyKeyOf,
+  idempotencyKeyTooLong,
+  jsonTextOf,
+  MAX_SUBMISSION_BODY,
+  turnstileTokenOf,
+  validateBeacon,
+  validateEvent,
+  validateEventQuery,
+  validateLead,
+} from "./rules.js";
 
 /**
  * @param {{ appId: string, snapshot?: object, cmsZone?: unknown, leadsConfig?: Record<string, any> }} options
  *   cmsZone: the manifest's `config.cms.timezone` (the zone of snapshot hours that name none);
- *   leadsConfig: the manifest's `config.leads` (extra `fields`, `honeypotField`, `defaultCountryCode`)
+ *   leadsConfig: the manifest's `config.leads` (extra `fields`, `honeypotField`, `defaultCountryCode`,
+ *   `turnstile`: a token is required unless it is "off", as the leads worker's default is; any
+ *   non-empty token passes, since there is no siteverify to ask)
  */
 export function createMocks({ appId, snapshot, cmsZone, leadsConfig = {} }) {
   const leadsByKey = new Map();
@@ -27,8 +39,11 @@ export function createMocks({ appId, snapshot, cmsZone, leadsConfig = {} }) {
      * @param {{ idempotencyKey?: string }} [options]
      */
     submitLead(lead, { idempotencyKey } = {}) {
+      // The leads worker's order (intake.cpp): the body's size, the fields (the honeypot first), the
+      // key, a replay, the honeypot's decoy, Turnstile, then the lead.
+      const key = idempotencyKeyOf(idempotencyKey); // what a header cannot carry is refused before sending
       // The body as the client sends it (JSON), refused whole over 32 KiB before any field is read.
-      if (new TextEncoder().encode(JSON.stringify(lead ?? {})).length > MAX_SUBMISSION_BODY) {
+      if (new TextEncoder().encode(jsonTextOf(lead ?? {})).length > MAX_SUBMISSION_BODY) {
         throw new SiteSwarmError("payload_too_large", `the body is larger than ${MAX_SUBMISSION_BODY} bytes`, {
           status: 413,
         });
@@ -44,13 +59,21 @@ export function createMocks({ appId, snapshot, cmsZone, leadsConfig = {} }) {
           },
         });
       }
-      if (checked.honeypot) return { ok: true, leadId: ulid() }; // like a success; nothing kept
-      if (idempotencyKey !== undefined && leadsByKey.has(String(idempotencyKey))) {
-        return { ok: true, leadId: leadsByKey.get(String(idempotencyKey)) };
+      const tooLong = idempotencyKeyTooLong(key);
+      if (tooLong) throw tooLong;
+      if (key !== undefined && leadsByKey.has(key)) return { ok: true, leadId: leadsByKey.get(key) };
+      if (checked.honeypot) {
+        // Like a success, nothing kept; a repeat of its key gets the same decoy id, as from the service.
+        const decoy = ulid();
+        if (key !== undefined) leadsByKey.set(key, decoy);
+        return { ok: true, leadId: decoy };
+      }
+      if (leadsConfig.turnstile !== "off" && turnstileTokenOf(lead) === "") {
+        throw new SiteSwarmError("turnstile_failed", "the Turnstile token is missing", { status: 403 });
       }
       const leadId = ulid();
       leads.push({ id: leadId, tenant_id: appId, ...checked.lead, created_at: now() });
-      if (idempotencyKey !== undefined) leadsByKey.set(String(idempotencyKey), leadId);
+      if (key !== undefined) leadsByKey.set(key, leadId);
       return { ok: true, leadId };
     },
 

@@ -6,6 +6,7 @@
 // inputs (tests/integration/fixtures/validation-table.mjs) through the real services and through these
 // rules and requires the same verdict for every row, so the two cannot drift apart unnoticed.
 
+import { SiteSwarmError } from "./errors.js";
 import { rfc3339Ms } from "./hours.js";
 
 // leads (workers/leads/lead.h)
@@ -19,6 +20,64 @@ const MAX_EMAIL_LOCAL = 64;
 const MIN_PHONE_DIGITS = 7;
 const MAX_PHONE_DIGITS = 15; // E.164
 const TURNSTILE_FIELDS = new Set(["turnstileToken", "cf-turnstile-response"]);
+export const MAX_IDEMPOTENCY_KEY = 200; // intake.cpp kMaxIdempotencyKey, bytes (ASCII here)
+// What an HTTP header carries exactly as given: printable ASCII, no leading or trailing space (a
+// header value is trimmed on the way, so such a key would reach the service as another key).
+const HEADER_SAFE = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
+
+/**
+ * A call's `idempotencyKey` as it can be sent: undefined for none (an empty key is no key, as the
+ * leads worker reads the header); 400 `invalid_request` naming `Idempotency-Key` for one that an
+ * HTTP header cannot carry as given. Its length is the service's to judge (after the lead's fields).
+ * @param {unknown} key
+ * @returns {string | undefined}
+ */
+export function idempotencyKeyOf(key) {
+  if (key === undefined || key === null) return undefined;
+  const text = String(key);
+  if (text === "") return undefined;
+  if (!HEADER_SAFE.test(text)) {
+    const problem = "must be printable ASCII without leading or trailing spaces";
+    throw new SiteSwarmError("invalid_request", `Idempotency-Key ${problem}`, {
+      status: 400,
+      details: { field: "Idempotency-Key", fields: { "Idempotency-Key": problem } },
+    });
+  }
+  return text;
+}
+
+/** 400 naming Idempotency-Key for a key over 200 bytes, as the leads worker answers it. */
+export function idempotencyKeyTooLong(key) {
+  if (key === undefined || key.length <= MAX_IDEMPOTENCY_KEY) return undefined;
+  return new SiteSwarmError("invalid_request", "Idempotency-Key is longer than 200 characters", {
+    status: 400,
+    details: { field: "Idempotency-Key", fields: { "Idempotency-Key": "longer than 200 characters" } },
+  });
+}
+
+/** The Turnstile token a submission carries (the first of the two fields set, as lead.cpp reads it), or "". */
+export function turnstileTokenOf(input) {
+  for (const [name, raw] of Object.entries(input && typeof input === "object" ? input : {})) {
+    if (!TURNSTILE_FIELDS.has(name) || raw === null || raw === undefined || typeof raw === "object") continue;
+    const text = typeof raw === "string" ? raw : JSON.stringify(raw);
+    if (text !== "") return text;
+  }
+  return "";
+}
+
+/**
+ * `value` as JSON text; a value JSON cannot hold (a BigInt, a cycle) is the caller's 400
+ * `invalid_request`, before anything is sent.
+ * @param {unknown} value
+ */
+export function jsonTextOf(value) {
+  try {
+    return JSON.stringify(value);
+  } catch (err) {
+    const why = err instanceof Error ? err.message : String(err);
+    throw new SiteSwarmError("invalid_request", `the body cannot be sent as JSON: ${why}`, { status: 400 });
+  }
+}
 
 // events (workers/events/ledger.h)
 export const MAX_EVENT_TYPE_LENGTH = 128;
