@@ -159,6 +159,12 @@ Response list_response(const char* name, const std::vector<Row>& rows) {
 
 // --- subscriptions -------------------------------------------------------------------------------
 
+// The fields a subscription's POST or PATCH may set; a view's own (id, created_at) pass a POST
+// unread, so a subscription read back can be sent again as a new one.
+constexpr std::string_view kSubscriptionFields[] = {"event_type_glob", "workflow_type",
+                                                    "filter_expr", "input_mapper", "enabled"};
+constexpr std::string_view kSubscriptionViewFields[] = {"id", "created_at"};
+
 // The fields of a subscription in a POST (`patch` false) or PATCH body, validated in this order and
 // set on `row` (400 naming the field). A POST needs event_type_glob and workflow_type, and a null
 // filter_expr, input_mapper or enabled there is "not given"; a PATCH changes the fields it names,
@@ -209,6 +215,8 @@ Status read_subscription_fields(const json& body, bool patch, SubscriptionRow& r
 
 Task<Result<Response>> create_subscription(Context& ctx, const Request& req, const Params&) {
   SS_CO_TRY(json body, operator_body(req));
+  // A misspelt setting ("enable": false) is refused, never read as its default (a live subscription).
+  SS_CO_CHECK(check_known_keys(body, kSubscriptionFields, "", kSubscriptionViewFields));
   SubscriptionRow row;
   row.enabled = true;
   SS_CO_CHECK(read_subscription_fields(body, /*patch=*/false, row));
@@ -249,10 +257,11 @@ Task<Result<Response>> patch_subscription(Context& ctx, const Request& req, cons
   SS_CO_TRY(std::optional<SubscriptionRow> found, co_await ConfigStore::subscription(id));
   if (!found) co_return no_such("subscription", id);
   SubscriptionRow row = *found;
-  static const std::set<std::string> kFields = {"event_type_glob", "workflow_type", "filter_expr",
-                                                "input_mapper", "enabled"};
   for (auto it = body.begin(); it != body.end(); ++it) {
-    if (!kFields.count(it.key())) co_return invalid_field(it.key(), "cannot be changed");
+    if (std::find(std::begin(kSubscriptionFields), std::end(kSubscriptionFields), it.key()) ==
+        std::end(kSubscriptionFields)) {
+      co_return invalid_field(it.key(), "cannot be changed");
+    }
   }
   if (body.empty()) co_return invalid_field("body", "name at least one field to change");
   SS_CO_CHECK(read_subscription_fields(body, /*patch=*/true, row));
@@ -282,6 +291,10 @@ Result<json> parse_target(const Context& ctx, const json& body) {
   if (service.has_value() == webhook.has_value()) {
     return invalid_field("target", "name exactly one of service or webhook");
   }
+  // Only the keys of the kind named: a misspelt one ("pth") is refused, not read as its default.
+  Status keys = service ? check_known_keys(*target, {"service", "path"}, "target.")
+                        : check_known_keys(*target, {"webhook"}, "target.");
+  if (!keys) return std::move(keys).error();
   if (service) {
     if (!is_binding_name(*service))
       return invalid_field("target.service", "must be a binding name");
@@ -317,6 +330,11 @@ Task<Result<Response>> put_workflow(Context& ctx, const Request& req, const Para
   std::string type = param(params, "workflowType");
   if (!is_workflow_type(type))
     co_return invalid_field("workflow_type", "must match [a-z][a-z0-9_.-]{0,63}");
+  // "risklevel" must not leave a risky workflow at 0, out of kill:high_risk_ops' reach. The view's
+  // own fields (workflow_type, updated_at) pass, so a definition read back can be sent again.
+  static constexpr std::string_view kKnown[] = {"target", "risk_level"};
+  static constexpr std::string_view kView[] = {"workflow_type", "updated_at"};
+  SS_CO_CHECK(check_known_keys(body, kKnown, "", kView));
   SS_CO_TRY(json target, parse_target(ctx, body));
   std::int64_t risk = 0;
   if (const json* r = find_field(body, "risk_level"); r && !r->is_null()) {

@@ -424,6 +424,34 @@ TEST_CASE("emit_event goes through the queue; redelivery lands once") {
   CHECK(rows[0]["source_system"] == "siteswarm-leads-service");
 }
 
+TEST_CASE("a queued event its type's schema refuses is dropped with a log line, not retried") {
+  ApiLedger l;
+  json schema{{"type", "object"}, {"required", {"zzz_never"}}};
+  std::map<std::string, std::string> op{
+      {"Authorization", std::string("Bearer ") + Mesh::kAdminToken},
+      {"Content-Type", "application/json"}};
+  REQUIRE(l.mesh
+              .request("events", "PUT", "/admin/schemas/lead.received", op,
+                       json{{"schema", schema}}.dump())
+              .status == 201);
+  ss::EventDraft draft;
+  draft.event_type = "lead.received";
+  draft.entity_ref = "lead:01JH0000000000000000000001";
+  draft.tenant_id = "bakery";
+  draft.payload = {{"channel", "form"}};
+  json body = ss::event_message(draft, "01JH0000000000000000000009", "siteswarm-leads-service",
+                                l.mesh.now_ms);
+  json batch{{"op", "queue"},
+             {"queue", "siteswarm-events"},
+             {"messages", {{{"id", "m1"}, {"body", body}, {"attempts", 1}}}}};
+  json out = l.mesh.message("events", batch);
+  CHECK(out["ack"] == json::array({"m1"}));
+  CHECK((!out.contains("retry") || out["retry"].empty()));
+  CHECK(l.rows().empty());
+  CHECK(out["logs"].dump().find("dropping refused message m1: payload does not match the "
+                                "schema") != std::string::npos);
+}
+
 TEST_CASE("an event_id another tenant already used is a different event: no 409, nothing leaked") {
   // Before: 409 "event_id is already used" told auto-repair that some tenant holds that id.
   ApiLedger l;

@@ -113,6 +113,15 @@ Task<std::optional<int>> ingest_one(Context& ctx, QueueMessage m) {
   }
   auto appended = co_await append_event(ctx, std::move(event).value());
   if (appended) co_return std::nullopt;
+  const Error& why = appended.error();
+  if (why.status() < 500) {
+    // Refused, not failed (a payload that breaks the type's registered schema): no retry can change
+    // that, so the message is dropped with the reason in the log, like a malformed one.
+    ctx.log("events queue: dropping refused message " + m.id + ": " + why.message);
+    co_return std::nullopt;
+  }
+  ctx.log("events queue: retrying message " + m.id + " (attempt " + std::to_string(m.attempts) +
+          "): " + why.message);
   co_return backoff_seconds(m.attempts);
 }
 }  // namespace

@@ -507,6 +507,42 @@ TEST_CASE("invalid subscriptions and workflows are refused naming the field") {
   CHECK(l.admin("DELETE", "/admin/subscriptions/" + id).status == 404);
 }
 
+TEST_CASE("a misspelt subscription or workflow setting is refused, never read as its default") {
+  Ledger l;
+  auto refused = [&](const std::string& method, const std::string& path, const json& body,
+                     const std::string& field) {
+    auto r = l.admin(method, path, body);
+    CAPTURE(body.dump());
+    CHECK(r.status == 400);
+    CHECK(r.body_json()["error"]["field"] == field);
+  };
+  // "enable": false would have left a live subscription starting workflows.
+  refused("POST", "/admin/subscriptions",
+          {{"event_type_glob", "lead.*"}, {"workflow_type", "notify"}, {"enable", false}},
+          "enable");
+  CHECK(l.db("SELECT * FROM event_subscriptions").empty());
+  // "risklevel" would have left a risky workflow at 0, out of kill:high_risk_ops' reach.
+  refused("PUT", "/admin/workflows/wf_risky",
+          {{"target", {{"webhook", "https://example.com/x"}}}, {"risklevel", 5}}, "risklevel");
+  refused("PUT", "/admin/workflows/wf_path",
+          {{"target", {{"service", "LEADS_SERVICE"}, {"pth", "/wf"}}}}, "target.pth");
+  refused("PUT", "/admin/workflows/wf_hook",
+          {{"target", {{"webhook", "https://example.com/x"}, {"path", "/wf"}}}}, "target.path");
+  CHECK(l.db("SELECT * FROM workflow_definitions").empty());
+  // What was read back can be sent again: a subscription's and a workflow's views pass.
+  auto made = l.admin("POST", "/admin/subscriptions",
+                      {{"event_type_glob", "lead.*"}, {"workflow_type", "notify"}});
+  REQUIRE(made.status == 201);
+  CHECK(l.admin("POST", "/admin/subscriptions", made.body_json()).status == 201);
+  auto saved =
+      l.admin("PUT", "/admin/workflows/notify",
+              {{"target", {{"service", "LEADS_SERVICE"}, {"path", "/wf"}}}, {"risk_level", 4}});
+  REQUIRE(saved.status == 201);
+  auto again = l.admin("PUT", "/admin/workflows/notify", saved.body_json());
+  CHECK(again.status == 200);
+  CHECK(again.body_json()["risk_level"] == 4);
+}
+
 TEST_CASE("a workflow's target.service must be a service binding this worker has") {
   Ledger l;
   auto put = [&](const std::string& service) {
@@ -586,6 +622,46 @@ TEST_CASE("a registered JSON Schema refuses a payload that breaks it with 422") 
                           {"payload", {{"amount", "lots"}}}}
                          .dump())
             .status == 201);
+}
+
+TEST_CASE("a retry of a stored event is a duplicate, whatever schema was registered since") {
+  Ledger l;
+  auto h = Mesh::tenant_headers("bakery", kToken);
+  h["Content-Type"] = "application/json";
+  auto post = [&](const json& body) {
+    return l.mesh.request("events", "POST", "/api/events", h, body.dump());
+  };
+  json with_id{{"event_type", "sch.test"},
+               {"entity_ref", "item:1"},
+               {"payload", {{"v", 1}}},
+               {"event_id", "01JH0000000000000000000042"}};
+  json with_key{{"event_type", "sch.test"},
+                {"entity_ref", "item:2"},
+                {"payload", {{"v", 1}}},
+                {"idempotency_key", "k-1"}};
+  REQUIRE(post(with_id).status == 201);
+  REQUIRE(post(with_key).status == 201);
+  json schema{{"type", "object"}, {"required", {"amount"}}};
+  REQUIRE(l.admin("PUT", "/admin/schemas/sch.test", {{"schema", schema}}).status == 201);
+  for (const json& retry : {with_id, with_key}) {
+    auto r = post(retry);
+    CAPTURE(retry.dump());
+    CHECK(r.status == 200);
+    CHECK(r.body_json()["duplicate"] == true);
+  }
+  CHECK(post(with_id).body_json()["event_id"] == "01JH0000000000000000000042");
+  // A new event that breaks the schema is still refused, with or without its own id.
+  json fresh = with_id;
+  fresh["event_id"] = "01JH0000000000000000000043";
+  CHECK(post(fresh).status == 422);
+  fresh.erase("event_id");
+  CHECK(post(fresh).status == 422);
+  CHECK(l.db("SELECT * FROM events").size() == 2);
+  // The tenant's events read back are never for a shared cache, as every JSON answer.
+  auto read =
+      l.mesh.request("events", "GET", "/api/events", Mesh::tenant_headers("bakery", kToken));
+  CHECK(read.status == 200);
+  CHECK(read.header("cache-control") == "no-store");
 }
 
 TEST_CASE("retention replaces old payloads with a summary and a tombstone; nothing is deleted") {
