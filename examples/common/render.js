@@ -1,4 +1,6 @@
-// Server-side rendering shared by the example client apps, on their static home pages:
+// Server-side rendering shared by the example client apps, on their static home pages, through
+// HTMLRewriter (workerd's streaming HTML parser, lol-html): no string search or regular expression
+// ever runs over the page.
 // - the live block (open now / closed — opens at …, today's hours, active announcements and emergency
 //   closures), through @siteswarm/sdk from the cms worker, or from the manifest's snapshot when the cms
 //   worker is missing or failing, so the page always renders;
@@ -6,13 +8,18 @@
 // - a refused form post shown to a person: a summary, each field's problem next to it, what they typed.
 // Slots an app's page may contain (each optional): <p id="announcement" role="status"></p>,
 // <p id="status"></p>, <div id="form-errors"></div>.
+//
+//   const rewriter = new HTMLRewriter();
+//   renderHome(rewriter, await loadLive(client));
+//   withTurnstile(rewriter, env);
+//   withFormState(rewriter, state, await controlsOf(html));  // after a refused post
+//   return rewriter.transform(new Response(html, init));
 import { validZone } from "@siteswarm/sdk";
 
 const DAYS = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
-const ANNOUNCEMENT_SLOT = '<p id="announcement" role="status"></p>';
-const STATUS_SLOT = '<p id="status"></p>';
-const FORM_ERRORS_SLOT = '<div id="form-errors"></div>';
 const TURNSTILE_SCRIPT = "https://challenges.cloudflare.com/turnstile/v0/api.js";
+// Controls whose value is not typed text: never filled back in.
+const UNFILLED_TYPES = new Set(["hidden", "checkbox", "radio", "file", "submit", "button", "image", "reset"]);
 
 /** Fetches content and status together; resolves to `{content, status}` (either may be null). */
 export async function loadLive(client, now = new Date()) {
@@ -23,8 +30,12 @@ export async function loadLive(client, now = new Date()) {
   return { content, status };
 }
 
-/** The home page with the live block filled in. */
-export function renderHome(html, { content, status }, now = new Date()) {
+/**
+ * The live block into the page: `#announcement` becomes the active announcements (an emergency
+ * closure first), `#status` the open/closed line and today's hours.
+ * @param {HTMLRewriter} rewriter
+ */
+export function renderHome(rewriter, { content, status }, now = new Date()) {
   const zone = validZone(content?.hours?.timezone) ?? "UTC";
   const source = status?.source ?? content?.source ?? "unknown";
   const closure = emergencyClosure(status, zone, now);
@@ -38,9 +49,17 @@ export function renderHome(html, { content, status }, now = new Date()) {
     `<p id="status">${escapeHtml(statusLine(status, zone, now))}</p>` +
     `<p id="hours">${escapeHtml(todayLine(content?.hours, zone, now))}</p>` +
     `</div>`;
-  return html
-    .replace(ANNOUNCEMENT_SLOT, () => `<div id="announcement" role="status">${announcements}</div>`)
-    .replace(STATUS_SLOT, () => block);
+  return rewriter
+    .on("p#announcement", {
+      element: (el) => {
+        el.replace(`<div id="announcement" role="status">${announcements}</div>`, { html: true });
+      },
+    })
+    .on("p#status", {
+      element: (el) => {
+        el.replace(block, { html: true });
+      },
+    });
 }
 
 function statusLine(status, zone, now) {
@@ -80,96 +99,127 @@ function when(date, zone, now) {
 }
 
 /**
- * The page with the Turnstile widget of this deployment: `TURNSTILE_SCRIPT_URL` (the local stub's
- * widget in development) instead of Cloudflare's, `TURNSTILE_SITE_KEY` instead of the page's test key.
+ * The Turnstile widget of this deployment: `TURNSTILE_SCRIPT_URL` (the local stub's widget in
+ * development) instead of Cloudflare's script, `TURNSTILE_SITE_KEY` instead of the page's test key.
+ * @param {HTMLRewriter} rewriter
  */
-export function withTurnstile(html, env = {}) {
-  let out = html;
-  if (typeof env.TURNSTILE_SCRIPT_URL === "string" && env.TURNSTILE_SCRIPT_URL !== "") {
-    out = out.replace(`src="${TURNSTILE_SCRIPT}"`, () => `src="${escapeHtml(env.TURNSTILE_SCRIPT_URL)}"`);
+export function withTurnstile(rewriter, env = {}) {
+  const script = env.TURNSTILE_SCRIPT_URL;
+  if (typeof script === "string" && script !== "") {
+    rewriter.on("script[src]", {
+      element: (el) => {
+        if (el.getAttribute("src") === TURNSTILE_SCRIPT) el.setAttribute("src", attribute(script));
+      },
+    });
   }
-  if (typeof env.TURNSTILE_SITE_KEY === "string" && env.TURNSTILE_SITE_KEY !== "") {
-    out = out.replace(
-      /(class="cf-turnstile[^"]*"[^>]*data-sitekey=")[^"]*"/,
-      (_, head) => `${head}${escapeHtml(env.TURNSTILE_SITE_KEY)}"`,
-    );
+  const siteKey = env.TURNSTILE_SITE_KEY;
+  if (typeof siteKey === "string" && siteKey !== "") {
+    rewriter.on(".cf-turnstile[data-sitekey]", {
+      element: (el) => {
+        el.setAttribute("data-sitekey", attribute(siteKey));
+      },
+    });
   }
-  return out;
+  return rewriter;
+}
+
+/**
+ * The page's form controls with a name: name → `{ kind, type }` (kind "input", "textarea" or
+ * "select"; the first of a name counts), read by HTMLRewriter.
+ * @param {string} html
+ * @returns {Promise<Map<string, { kind: string, type: string }>>}
+ */
+export async function controlsOf(html) {
+  /** @type {Map<string, { kind: string, type: string }>} */
+  const controls = new Map();
+  const note = (el) => {
+    const name = el.getAttribute("name");
+    if (name && !controls.has(name)) {
+      controls.set(name, { kind: el.tagName, type: (el.getAttribute("type") ?? "").toLowerCase() });
+    }
+  };
+  await new HTMLRewriter()
+    .on("input[name], textarea[name], select[name]", { element: note })
+    .transform(new Response(html))
+    .arrayBuffer();
+  return controls;
 }
 
 /**
  * The page after a refused form post: `summary` in the form-errors slot (with a link to each field's
  * problem), each field's problem next to its control (`aria-invalid`, `aria-describedby`), and the
- * visitor's `values` back in the controls so nothing typed is lost.
+ * visitor's `values` back in the controls so nothing typed is lost. `controls` is the page's
+ * (controlsOf): a problem links to its field only where the page has that control.
+ * @param {HTMLRewriter} rewriter
  * @param {{ summary: string, errors?: Record<string, string>, values?: Record<string, string>,
  *   labels?: Record<string, string> }} state
+ * @param {Map<string, { kind: string, type: string }>} controls
  */
-export function withFormState(html, state) {
+export function withFormState(rewriter, state, controls) {
   const { summary, errors = {}, values = {}, labels = {} } = state;
-  let out = html;
-  for (const [name, value] of Object.entries(values)) out = fillControl(out, name, value);
-  const listed = [];
-  for (const [name, problem] of Object.entries(errors)) {
-    const label = labels[name] ?? name.replaceAll("_", " ");
-    const marked = markControl(out, name, problem);
-    listed.push(
-      marked === out
-        ? `<li>${escapeHtml(label)}: ${escapeHtml(problem)}</li>`
-        : `<li><a href="#${escapeHtml(name)}-error">${escapeHtml(label)}: ${escapeHtml(problem)}</a></li>`,
-    );
-    out = marked;
-  }
+  const markable = (name) => controls.has(name) && controls.get(name)?.type !== "hidden";
+  const listed = Object.entries(errors).map(([name, problem]) => {
+    const text = `${escapeHtml(labels[name] ?? name.replaceAll("_", " "))}: ${escapeHtml(problem)}`;
+    return markable(name) ? `<li><a href="#${escapeHtml(`${name}-error`)}">${text}</a></li>` : `<li>${text}</li>`;
+  });
   const block =
     `<div id="form-errors" role="alert"><p>${escapeHtml(summary)}</p>` +
     `${listed.length ? `<ul>${listed.join("")}</ul>` : ""}</div>`;
-  return out.replace(FORM_ERRORS_SLOT, () => block).replace(/<title>/, "<title>Not sent: ");
+  // Each name's first control only, as the summary links to one.
+  const seen = new Set();
+  let selectName = null; // the <select> whose options are being read
+  return rewriter
+    .on("div#form-errors", {
+      element: (el) => {
+        el.replace(block, { html: true });
+      },
+    })
+    .on("title", {
+      element: (el) => {
+        el.prepend("Not sent: ");
+      },
+    })
+    .on("input[name], textarea[name], select[name]", {
+      element: (el) => {
+        const name = el.getAttribute("name") ?? "";
+        const first = !seen.has(name);
+        seen.add(name);
+        if (el.tagName === "select") {
+          selectName = first && Object.hasOwn(values, name) ? name : null;
+          el.onEndTag(() => {
+            selectName = null;
+          });
+        }
+        if (!first) return;
+        const type = (el.getAttribute("type") ?? "").toLowerCase();
+        if (Object.hasOwn(values, name) && !UNFILLED_TYPES.has(type)) {
+          if (el.tagName === "input") el.setAttribute("value", attribute(values[name]));
+          if (el.tagName === "textarea") el.setInnerContent(values[name]);
+        }
+        if (Object.hasOwn(errors, name) && type !== "hidden") {
+          const id = `${name}-error`;
+          el.setAttribute("aria-invalid", "true");
+          el.setAttribute("aria-describedby", attribute(id));
+          // After the control (a textarea's or select's end tag included).
+          el.after(`<span class="field-error" id="${escapeHtml(id)}">${escapeHtml(errors[name])}</span>`, {
+            html: true,
+          });
+        }
+      },
+    })
+    .on("select option", {
+      element: (el) => {
+        if (selectName === null) return;
+        el.removeAttribute("selected");
+        if ((el.getAttribute("value") ?? "") === values[selectName]) el.setAttribute("selected", "");
+      },
+    });
 }
 
-// The opening tag of the control named `name` (input, textarea or select), as [match, index].
-function controlTag(html, name) {
-  const re = new RegExp(`<(input|textarea|select)\\b[^>]*\\bname="${name.replace(/[^\w-]/g, "")}"[^>]*>`);
-  const m = re.exec(html);
-  return m ? { tag: m[0], kind: m[1], start: m.index, end: m.index + m[0].length } : null;
-}
-
-function fillControl(html, name, value) {
-  const c = controlTag(html, name);
-  if (!c || /type="(hidden|checkbox|radio|file)"/.test(c.tag)) return html;
-  const v = escapeHtml(value);
-  if (c.kind === "input") {
-    const tag = c.tag.replace(/\svalue="[^"]*"/, "").replace(/^<input/, () => `<input value="${v}"`);
-    return html.slice(0, c.start) + tag + html.slice(c.end);
-  }
-  if (c.kind === "textarea") {
-    const close = html.indexOf("</textarea>", c.end);
-    return close < 0 ? html : html.slice(0, c.end) + v + html.slice(close);
-  }
-  const close = html.indexOf("</select>", c.end);
-  if (close < 0) return html;
-  const options = html
-    .slice(c.end, close)
-    .replace(/\sselected\b/g, "")
-    .replace(`<option value="${v}"`, () => `<option value="${v}" selected`);
-  return html.slice(0, c.end) + options + html.slice(close);
-}
-
-function markControl(html, name, problem) {
-  const c = controlTag(html, name);
-  if (!c || /type="hidden"/.test(c.tag)) return html;
-  const id = `${name}-error`;
-  const tag = c.tag.replace(
-    /^<(\w+)/,
-    (_, kind) => `<${kind} aria-invalid="true" aria-describedby="${escapeHtml(id)}"`,
-  );
-  const note = `<span class="field-error" id="${escapeHtml(id)}">${escapeHtml(problem)}</span>`;
-  let at = c.end;
-  if (c.kind !== "input") {
-    const close = html.indexOf(`</${c.kind}>`, c.end);
-    if (close < 0) return html;
-    at = close + `</${c.kind}>`.length;
-  }
-  return html.slice(0, c.start) + tag + html.slice(c.end, at) + note + html.slice(at);
-}
+// setAttribute writes its value between double quotes escaping only those: an `&` would then be
+// read back as the start of a character reference ("&amp;" typed would come back as "&"), so every
+// value goes in escaped whole.
+const attribute = (value) => escapeHtml(value);
 
 export function escapeHtml(text) {
   return String(text ?? "").replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);

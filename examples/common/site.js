@@ -8,7 +8,7 @@
 //   import manifest from "./swarm.config.json";
 //   export default createSite({ manifest, service: "client-bakery" });
 import { createPlatformClient, delegate, errorResponse } from "@siteswarm/sdk";
-import { loadLive, renderHome, withFormState, withTurnstile } from "./render.js";
+import { controlsOf, loadLive, renderHome, withFormState, withTurnstile } from "./render.js";
 
 const PLATFORM_SERVICES = ["LEADS_SERVICE", "CMS_SERVICE", "MONITOR_SERVICE", "ANALYTICS_SERVICE", "EVENTS_SERVICE"];
 const HEALTH_TIMEOUT_MS = 3000;
@@ -235,17 +235,20 @@ async function home(request, env, manifest, { status = 200, form, headers = {} }
   const page = await env.ASSETS.fetch(new Request(new URL("/", request.url)));
   if (!page.ok) return page;
   const now = new Date();
-  let html = await page.text();
+  const html = await page.text();
+  const rewriter = new HTMLRewriter();
   if ("cms" in (manifest.capabilities ?? {})) {
     const client = createPlatformClient({ manifest, bindings: env });
-    html = renderHome(html, await loadLive(client, now), now);
+    renderHome(rewriter, await loadLive(client, now), now);
   }
-  html = withTurnstile(html, env);
-  if (form) html = withFormState(html, form);
-  return new Response(html, {
-    status,
-    headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store", ...headers },
-  });
+  withTurnstile(rewriter, env);
+  if (form) withFormState(rewriter, form, await controlsOf(html));
+  return rewriter.transform(
+    new Response(html, {
+      status,
+      headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store", ...headers },
+    }),
+  );
 }
 
 // Crosses every Service Binding and back: each platform worker's /health, side by side.

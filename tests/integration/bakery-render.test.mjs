@@ -1,26 +1,59 @@
-// The bakery's server-rendered live block (examples/common/render.js) through the real SDK: from a
-// cms answer, and from the manifest's snapshot when the cms worker is missing or failing.
+// The bakery's server-rendered home page (examples/common/render.js, HTMLRewriter) inside workerd: the
+// live block from a cms answer and from the manifest's snapshot when the cms worker is failing, the
+// Turnstile widget of the deployment, and a refused form post shown to a person.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { describe, it } from "node:test";
-import { createPlatformClient } from "../../bindings/sdk/src/index.js";
-import { escapeHtml, loadLive, renderHome, withFormState } from "../../examples/common/render.js";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { Miniflare } from "miniflare";
+import { escapeHtml } from "../../examples/common/render.js";
+import { ROOT } from "./mesh.mjs";
 
-const root = new URL("../../", import.meta.url);
-const manifest = JSON.parse(readFileSync(new URL("examples/bakery/swarm.config.json", root), "utf8"));
-const template = readFileSync(new URL("examples/bakery/public/index.html", root), "utf8");
-const TOKEN = "bakery-token-0123456789";
+const manifest = JSON.parse(readFileSync(path.join(ROOT, "examples/bakery/swarm.config.json"), "utf8"));
+const template = readFileSync(path.join(ROOT, "examples/bakery/public/index.html"), "utf8");
+
+let mf;
+let scratch;
+before(async () => {
+  scratch = await mkdtemp(path.join(tmpdir(), "siteswarm-render-"));
+  const scriptPath = path.join(scratch, "render-worker.js");
+  const esbuild = await import("esbuild");
+  await esbuild.build({
+    entryPoints: [path.join(ROOT, "tests/integration/fixtures/render-worker.js")],
+    outfile: scriptPath,
+    bundle: true,
+    format: "esm",
+    platform: "neutral",
+    target: "es2022",
+    conditions: ["workerd", "worker", "browser"],
+    alias: { "@siteswarm/sdk": path.join(ROOT, "bindings/sdk/src/index.js") },
+    logLevel: "silent",
+  });
+  mf = new Miniflare({ modules: true, scriptPath, modulesRoot: scratch, compatibilityDate: "2026-04-20", cf: false });
+});
+after(async () => {
+  await mf?.dispose();
+  if (scratch) await rm(scratch, { recursive: true, force: true });
+});
+
+/** The page as home() renders it, from `input` (see fixtures/render-worker.js). */
+async function render(input) {
+  const res = await mf.dispatchFetch("http://localhost/", {
+    method: "POST",
+    body: JSON.stringify({ html: template, ...input }),
+  });
+  assert.equal(res.status, 200);
+  return res.text();
+}
+
+const count = (html, re) => html.match(re)?.length ?? 0;
 
 describe("bakery home page", () => {
   it("shows the manifest's snapshot when the cms worker is down", async () => {
-    const CMS_SERVICE = {
-      fetch: async () => {
-        throw new Error("connection refused");
-      },
-    };
-    const client = createPlatformClient({ manifest, bindings: { CMS_SERVICE, SITESWARM_TENANT_TOKEN: TOKEN } });
-    const now = new Date("2026-06-02T12:00:00Z"); // Tuesday 08:00 in New York
-    const html = renderHome(template, await loadLive(client, now), now);
+    // Tuesday 08:00 in New York.
+    const html = await render({ cmsDown: true, manifest, now: "2026-06-02T12:00:00Z" });
     assert.match(html, /<div id="live" data-source="fallback">/);
     assert.match(html, /<p id="status">Open now — closes at 15:00<\/p>/);
     assert.match(html, /<p id="hours">Today: 07:00–15:00<\/p>/);
@@ -37,14 +70,47 @@ describe("bakery home page", () => {
       source: "kv",
     };
     const status = { open: false, reason: "closed", override: null, nextChange: "2026-06-02T11:00:00Z", source: "kv" };
-    const now = new Date("2026-06-01T12:00:00Z"); // Monday
-    const html = renderHome(template, { content, status }, now);
+    const html = await render({ live: { content, status }, now: "2026-06-01T12:00:00Z" }); // Monday
     assert.match(html, /<p id="status">Closed — opens at Tue 07:00<\/p>/);
     assert.match(html, /<p id="hours">Today: closed<\/p>/);
     assert.match(html, /data-level="warning">&#60;b&#62;Closed Monday&#60;\/b&#62;<\/p>/);
+    assert.equal(count(html, /<p id="announcement"/g), 0, "the slot was replaced");
   });
 
-  it("puts text with $ patterns in as text: a replacement never copies the page into itself", async () => {
+  it("puts this deployment's Turnstile widget in: its script and its sitekey", async () => {
+    const env = {
+      TURNSTILE_SCRIPT_URL: "http://127.0.0.1:8799/turnstile/v0/api.js",
+      TURNSTILE_SITE_KEY: 'site-key-"1"',
+    };
+    const html = await render({ env, now: "2026-06-01T12:00:00Z" });
+    assert.ok(html.includes('<script src="http://127.0.0.1:8799/turnstile/v0/api.js" async defer></script>'));
+    assert.ok(!html.includes("challenges.cloudflare.com"));
+    assert.match(html, /class="cf-turnstile" data-sitekey="site-key-&#34;1&#34;"/);
+  });
+
+  it("a refused post: the summary, each problem beside its field, what was typed back in", async () => {
+    const html = await render({
+      now: "2026-06-01T12:00:00Z",
+      form: {
+        summary: "Please check the fields marked below and send the form again.",
+        errors: { email: "is not an email address", nickname: "is not a field this form accepts" },
+        values: { name: "Ann <Baker>", email: "ann@", message: "Two loaves\nplease" },
+        labels: { email: "Email" },
+      },
+    });
+    assert.match(html, /<title>Not sent: /);
+    assert.match(html, /<div id="form-errors" role="alert"><p>Please check the fields marked below/);
+    // A problem links to its field where the page has one; a field it does not have is listed plain.
+    assert.ok(html.includes('<li><a href="#email-error">Email: is not an email address</a></li>'));
+    assert.ok(html.includes("<li>nickname: is not a field this form accepts</li>"));
+    assert.match(html, /<input [^>]*name="email"[^>]*aria-invalid="true" aria-describedby="email-error"/);
+    assert.match(html, /<span class="field-error" id="email-error">is not an email address<\/span>/);
+    assert.match(html, /<input [^>]*name="name"[^>]*value="Ann &#60;Baker&#62;"/);
+    assert.ok(html.includes(">Two loaves\nplease</textarea>"));
+    assert.equal(count(html, /aria-invalid/g), 1, "only the field with a problem is marked");
+  });
+
+  it("puts text with $ patterns in as text: nothing copies the page into itself", async () => {
     const tricky = "$` $& $' $$ $1";
     const content = {
       tenantId: "bakery",
@@ -55,20 +121,21 @@ describe("bakery home page", () => {
       source: "kv",
     };
     const status = { open: false, reason: "closed", override: null, nextChange: null, source: "kv" };
-    const home = renderHome(template, { content, status }, new Date("2026-06-01T12:00:00Z"));
-    assert.equal(home.match(/<!doctype html>/gi)?.length, 1);
-    assert.ok(home.includes(`data-level="info">${escapeHtml(tricky)}</p>`));
-
-    // A refused post: a field named `$\`` (echoed by the leads worker as unknown) and a typed value.
-    const page = withFormState(home, {
-      summary: "Please check the fields marked below and send the form again.",
-      errors: { "$`": "is not a field this form accepts" },
-      values: { message: tricky, name: "$&" },
+    const html = await render({
+      live: { content, status },
+      now: "2026-06-01T12:00:00Z",
+      // A field named `$\`` (echoed by the leads worker as unknown) and typed values.
+      form: {
+        summary: "Please check the fields marked below and send the form again.",
+        errors: { "$`": "is not a field this form accepts" },
+        values: { message: tricky, name: "$&" },
+      },
     });
-    assert.equal(page.match(/<!doctype html>/gi)?.length, 1, "the page appears once");
-    assert.equal(page.match(/<form /g)?.length, 1, "the form appears once");
-    assert.ok(page.includes("<li>$`: is not a field this form accepts</li>"));
-    assert.ok(page.includes(`<input value="${escapeHtml("$&")}" name="name"`));
-    assert.ok(page.includes(`>${escapeHtml(tricky)}</textarea>`), "the message is typed back as sent");
+    assert.equal(count(html, /<!doctype html>/gi), 1, "the page appears once");
+    assert.equal(count(html, /<form /g), 1, "the form appears once");
+    assert.ok(html.includes(`data-level="info">${escapeHtml(tricky)}</p>`));
+    assert.ok(html.includes("<li>$`: is not a field this form accepts</li>"));
+    assert.match(html, /<input [^>]*name="name"[^>]*value="\$&#38;"/);
+    assert.ok(html.includes(`>${tricky.replaceAll("&", "&amp;")}</textarea>`), "the message is typed back as sent");
   });
 });
