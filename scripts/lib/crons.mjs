@@ -22,11 +22,12 @@ export async function cronTriggers() {
 /**
  * Schedules every trigger; `fire({ key, name, cron, scheduledTime })` runs one (errors are logged, a
  * slow run never overlaps its own next firing). Returns a function that stops them all.
+ * @param options.Cron the scheduler class (croner's Cron; a test passes a subclass that keeps its jobs)
  */
-export function startCrons(triggers, fire, log = console.log) {
+export function startCrons(triggers, fire, log = console.log, { Cron: Scheduler = Cron } = {}) {
   const jobs = triggers.map(
     (t) =>
-      new Cron(t.cron, { timezone: "UTC", protect: true }, async (job) => {
+      new Scheduler(t.cron, { timezone: "UTC", protect: true }, async (job) => {
         const scheduledTime = job.currentRun() ?? new Date();
         try {
           const outcome = await fire({ ...t, scheduledTime });

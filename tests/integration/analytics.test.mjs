@@ -208,6 +208,19 @@ describe("analytics: beacons on virtual days", () => {
     assert.equal(s.totals.visitors, 0);
   });
 
+  it("DNT: 0 and Sec-GPC: 0 are no opt-out: each beacon counts a visitor", async () => {
+    const t = freshDay();
+    const day = utcDay(t);
+    assert.equal((await beacon({ u: "https://crumbandcrust.example/" }, { at: t, headers: { dnt: "0" } })).status, 202);
+    const gpc0 = await beacon(
+      { u: "https://crumbandcrust.example/" },
+      { at: t, ua: IPHONE, headers: { "sec-gpc": "0" } },
+    );
+    assert.equal(gpc0.status, 202);
+    const s = await statsWhen("two pageviews", `?from=${day}&to=${day}`, (s) => s.totals.pageviews === 2);
+    assert.equal(s.totals.visitors, 2, "two browsers that did not opt out: two visitors");
+  });
+
   it("413 over 4 KiB, 400 malformed, 401 without tenant context: nothing counted", async () => {
     const t = freshDay();
     const day = utcDay(t);

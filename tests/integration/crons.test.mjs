@@ -2,9 +2,8 @@
 // on schedule, as Cloudflare does in production, instead of leaving the drainers and probes idle.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { Cron } from "croner";
 import { cronTriggers, startCrons } from "../../scripts/lib/crons.mjs";
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 describe("local cron triggers", () => {
   it("reads every worker's crons from its wrangler config", async () => {
@@ -26,10 +25,28 @@ describe("local cron triggers", () => {
   });
 
   it("fires a due trigger with its pattern and time, logs failures, and stops", async () => {
+    // croner's own scheduler, its jobs kept here; the test waits for the first firing of each trigger
+    // (croner's seconds field: every second), not for a length of time.
+    const jobs = [];
+    class KeptCron extends Cron {
+      constructor(...args) {
+        super(...args);
+        jobs.push(this);
+      }
+    }
     const fired = [];
     const logs = [];
+    const logged = (pattern) => {
+      let seen;
+      const promise = new Promise((resolve) => {
+        seen = resolve;
+      });
+      return { pattern, seen, promise };
+    };
+    const ok = logged('cron ev "* * * * * *": ok');
+    const failure = logged('cron bad "* * * * * *" failed: handler threw');
     const triggers = [
-      { key: "events", name: "ev", cron: "* * * * * *" }, // croner's seconds field: every second
+      { key: "events", name: "ev", cron: "* * * * * *" },
       { key: "leads", name: "bad", cron: "* * * * * *" },
     ];
     const stop = startCrons(
@@ -39,16 +56,39 @@ describe("local cron triggers", () => {
         fired.push(t);
         return "ok";
       },
-      (line) => logs.push(line),
+      (line) => {
+        logs.push(line);
+        for (const w of [ok, failure]) if (line === w.pattern) w.seen();
+      },
+      { Cron: KeptCron },
     );
-    await sleep(2500);
-    stop();
-    const count = fired.length;
-    assert.ok(count >= 1, "fired at least once in 2.5 s");
-    assert.equal(fired[0].cron, "* * * * * *");
+    try {
+      await Promise.all([ok.promise, failure.promise]);
+    } finally {
+      stop();
+    }
+    assert.equal(jobs.length, 2, "one job per trigger");
+    assert.deepEqual(
+      jobs.map((j) => [j.getPattern(), j.options.timezone]),
+      [
+        ["* * * * * *", "UTC"],
+        ["* * * * * *", "UTC"],
+      ],
+    );
+    assert.deepEqual(
+      { ...fired[0], scheduledTime: undefined },
+      { key: "events", name: "ev", cron: "* * * * * *", scheduledTime: undefined },
+    );
     assert.ok(fired[0].scheduledTime instanceof Date);
-    assert.ok(logs.some((l) => l.includes('cron bad "* * * * * *" failed: handler threw')));
-    await sleep(1500);
-    assert.equal(fired.length, count, "nothing fires after stop()");
+    assert.equal(fired[0].scheduledTime.getMilliseconds(), 0, "the time it was due, on the second");
+    assert.ok(
+      logs.every((l) => l === ok.pattern || l === failure.pattern),
+      logs.join("\n"),
+    );
+    // Stopped: no job has a next run, so nothing fires after stop().
+    for (const job of jobs) {
+      assert.equal(job.isStopped(), true);
+      assert.equal(job.nextRun(), null);
+    }
   });
 });

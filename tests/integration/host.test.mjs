@@ -1343,20 +1343,32 @@ describe("replayable answers (bindings/replay.js)", () => {
   });
 
   it("runs the core when the KV value changed, failed, or the answer's time is up", async () => {
-    const { worker, env, store, seen } = docWorker({ until: () => Date.now() + 40 });
-    await doc(worker, env, "a");
-    store.set("doc:a", "A2"); // written by another isolate
-    assert.deepEqual(await (await doc(worker, env, "a")).json(), { tenant: "a", doc: "A2", run: 2 });
-    assert.equal((await doc(worker, env, "a")).headers.get("x-ss-replayed"), "1");
-    const down = async () => Promise.reject(new Error("KV down"));
-    const failing = { ...env, KV: { get: down, put: down, delete: down } };
-    assert.equal((await doc(worker, failing, "a")).status, 503); // the core's own answer to the failure
-    assert.equal(seen.runs, 3);
-    await doc(worker, env, "a"); // run 4 records again
-    await new Promise((r) => setTimeout(r, 50));
-    const late = await doc(worker, env, "a");
-    assert.equal(late.headers.get("x-ss-replayed"), null);
-    assert.equal(seen.runs, 5);
+    // The host's clock, set by the test: each answer may be replayed for 40 ms of it.
+    const realNow = Date.now;
+    let now = realNow();
+    Date.now = () => now;
+    try {
+      const { worker, env, store, seen } = docWorker({ until: () => now + 40 });
+      await doc(worker, env, "a");
+      store.set("doc:a", "A2"); // written by another isolate
+      assert.deepEqual(await (await doc(worker, env, "a")).json(), { tenant: "a", doc: "A2", run: 2 });
+      assert.equal((await doc(worker, env, "a")).headers.get("x-ss-replayed"), "1");
+      const down = async () => Promise.reject(new Error("KV down"));
+      const failing = { ...env, KV: { get: down, put: down, delete: down } };
+      assert.equal((await doc(worker, failing, "a")).status, 503); // the core's own answer to the failure
+      assert.equal(seen.runs, 3);
+      await doc(worker, env, "a"); // run 4 records again, until now + 40
+      now += 39;
+      assert.equal((await doc(worker, env, "a")).headers.get("x-ss-replayed"), "1", "1 ms before its time is up");
+      assert.equal(seen.runs, 4);
+      now += 1;
+      const late = await doc(worker, env, "a");
+      assert.equal(late.headers.get("x-ss-replayed"), null, "its time is up");
+      assert.deepEqual(await late.json(), { tenant: "a", doc: "A2", run: 5 });
+      assert.equal(seen.runs, 5);
+    } finally {
+      Date.now = realNow;
+    }
   });
 
   it("any run that writes forgets every answer; a run that began before a write records nothing", async () => {

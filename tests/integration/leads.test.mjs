@@ -719,14 +719,32 @@ describe("rate limit", () => {
     const ip = "198.51.100.77";
     await errorOf(await submit("lt-rate", { name: "no contact" }, { ip }), 400, "invalid_lead");
     await errorOf(await submit("lt-rate", { email: "bad" }, { ip }), 400, "invalid_lead");
+    const leads = () => count("SELECT COUNT(*) AS n FROM leads WHERE tenant_id = 'lt-rate'");
+    const spamEvents = async () =>
+      (
+        await (
+          await mesh.d1("events", "EVENTS_DB")
+        )
+          .prepare("SELECT COUNT(*) AS n FROM events WHERE tenant_id = 'lt-rate' AND event_type = 'lead.spam_absorbed'")
+          .first()
+      ).n;
+    const leadsBefore = await leads();
+    const spamBefore = await spamEvents();
     await accepted(await submit("lt-rate", { email: "bot@spam.example", company_website: "x" }, { ip }));
     await accepted(await submit("lt-rate", { email: "bot2@spam.example", company_website: "y" }, { ip }));
+    // Both were absorbed as spam: nothing stored, and the ledger records each.
+    assert.equal(await leads(), leadsBefore, "spam is not stored");
+    await waitFor("lead.spam_absorbed ×2", async () => (await spamEvents()) >= spamBefore + 2);
     await accepted(await submit("lt-rate", { email: "real@example.com" }, { ip }));
-    const before = await count("SELECT COUNT(*) AS n FROM leads WHERE tenant_id = 'lt-rate'");
+    assert.equal(await leads(), leadsBefore + 1);
+    // The window is full (2 invalid + 2 spam + 1 lead): a real lead and spam alike are refused.
     const res = await submit("lt-rate", { email: "real2@example.com" }, { ip });
     await errorOf(res, 429, "rate_limited");
     assert.ok(res.headers.get("retry-after"));
-    assert.equal(await count("SELECT COUNT(*) AS n FROM leads WHERE tenant_id = 'lt-rate'"), before);
+    const spam = await submit("lt-rate", { email: "bot3@spam.example", company_website: "z" }, { ip });
+    await errorOf(spam, 429, "rate_limited");
+    assert.equal(await leads(), leadsBefore + 1);
+    assert.equal(await spamEvents(), spamBefore + 2, "the refused spam post was not absorbed");
   });
 
   // docs/contract.md: "size/type → rate limit → honeypot → validation": a malformed body is refused by

@@ -404,6 +404,26 @@ describe("monitoring: incidents and alerts", () => {
     assert.equal(mesh.stubs.find("/slack/").length, 0);
   });
 
+  it("a window that has not started yet suppresses nothing: 3 failures open an incident and page", async () => {
+    const now = Date.now();
+    const window = {
+      start: new Date(now + 3_600_000).toISOString().replace(/\.\d+Z$/, "Z"),
+      end: new Date(now + 7_200_000).toISOString().replace(/\.\d+Z$/, "Z"),
+    };
+    await jsonOf(await put("later", monitor({ maintenance: [window] })), 201);
+    origin.status = 503;
+    for (let i = 0; i < 3; i++) await runTick("later");
+    const pd = mesh.stubs.find("/v2/enqueue").map((r) => JSON.parse(r.body));
+    assert.deepEqual(
+      pd.map((e) => e.event_action),
+      ["trigger"],
+    );
+    assert.equal(mesh.stubs.find("/slack/").length, 1);
+    const down = await monitorView("later");
+    assert.equal(down.state, "down");
+    assert.equal(down.incident?.reason, "status_mismatch");
+  });
+
   it("an incident that recovers inside a window: no resolve during it, the first success after it resolves", async () => {
     const pd = () => mesh.stubs.find("/v2/enqueue").map((r) => JSON.parse(r.body));
     const slack = () => mesh.stubs.find("/slack/").length;

@@ -305,6 +305,21 @@ TEST_CASE("analytics: DNT or Sec-GPC count the pageview but make no visitor hash
   CHECK(a.mesh.db("ANALYTICS_DB").rows("SELECT * FROM visitor_days").size() == 1);
 }
 
+TEST_CASE("analytics: DNT: 0 or Sec-GPC: 0 is no opt-out; the visitor is counted") {
+  Analytics a;
+  a.beacon(json{{"u", "https://crumbandcrust.example/"}}, kChrome, kIp, {{"DNT", "0"}});
+  a.beacon(json{{"u", "https://crumbandcrust.example/"}}, kIphone, kIp2, {{"Sec-GPC", "0"}});
+  REQUIRE(a.queued().size() == 2);
+  CHECK(a.queued()[0].contains("v"));
+  CHECK(a.queued()[1].contains("v"));
+  CHECK(a.mesh.analytics_points[0]["doubles"][2] == 1);
+  CHECK(a.mesh.analytics_points[1]["doubles"][2] == 1);
+  a.drain();
+  json s = a.stats("");
+  CHECK(s["totals"]["pageviews"] == 2);
+  CHECK(s["totals"]["visitors"] == 2);
+}
+
 TEST_CASE("analytics: the pipeline rolls up dimensions, visitors and bounce rate") {
   Analytics a;
   a.mesh.effect_kinds.clear();

@@ -11,7 +11,10 @@
 
 #include <doctest/doctest.h>
 
+#include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 using ss::json;
 using ss::native::HttpReply;
@@ -845,6 +848,46 @@ TEST_CASE("monitoring alerts: a maintenance window records probes and alerts not
   CHECK(t.events("monitor.probe_failed").size() == 5);
   // Failures in the window do not count against uptime.
   CHECK(m["uptime"]["24h"] == 100.0);
+}
+
+TEST_CASE("monitoring alerts: a window begins at its start, not before") {
+  // A window an hour ahead; the third failure is judged 1 ms before its start, or right at it.
+  auto third_failure_at = [](std::int64_t offset_ms) {
+    auto t = std::make_unique<Monitoring>();
+    const std::int64_t start_ms = t->mesh.now_ms + 60 * 60 * 1000;
+    json windows = json::array({json{{"start", ss::format_rfc3339(start_ms)},
+                                     {"end", ss::format_rfc3339(start_ms + 60 * 60 * 1000)}}});
+    REQUIRE(t->put("home", site({{"maintenance", windows}})).status == 201);
+    t->status = 503;
+    t->latency = 0;  // the probe takes no time: it is judged at its tick's time
+    for (std::int64_t i = 2; i >= 0; --i) {
+      // tick() moves the clock on by kTickMs first: ticks at start + offset - 2, 1 and 0 ticks.
+      t->mesh.now_ms = start_ms + offset_ms - (i + 1) * ss::monitoring::kTickMs;
+      t->tick();
+    }
+    return t;
+  };
+  SUBCASE("at start_ms - 1 it has not begun: the incident opens and both channels alert") {
+    auto t = third_failure_at(-1);
+    std::vector<std::string> paged;
+    for (const json& e : t->pagerduty) paged.push_back(ss::string_or(e, "event_action", ""));
+    CHECK(paged == std::vector<std::string>{"trigger"});
+    CHECK(t->slack.size() == 1);
+    CHECK(t->events("monitor.incident_opened").size() == 1);
+    json m = t->monitor("home");
+    CHECK(m["state"] == "down");
+    CHECK(m["incident"]["reason"] == "status_mismatch");
+  }
+  SUBCASE("at start_ms it has begun: no incident, no alert") {
+    auto t = third_failure_at(0);
+    CHECK(t->events("monitor.probe_failed").size() == 3);
+    CHECK(t->pagerduty.empty());
+    CHECK(t->slack.empty());
+    CHECK(t->events("monitor.incident_opened").empty());
+    json m = t->monitor("home");
+    CHECK(m["state"] == "down");
+    CHECK(m["incident"].is_null());
+  }
 }
 
 TEST_CASE(
