@@ -115,7 +115,11 @@ describe("a form posted by a browser, and by a script", () => {
     assert.match(email, / aria-describedby="email-error"/);
     assert.match(email, / value="not-an-email"/);
     assert.match(html, /<span class="field-error" id="email-error">is not an email address<\/span>/);
-    assert.match(html, /<input [^>]*name="name"[^>]* value="Ada &#60;Lovelace&#62;"/, "what they typed is kept, escaped");
+    assert.match(
+      html,
+      /<input [^>]*name="name"[^>]* value="Ada &#60;Lovelace&#62;"/,
+      "what they typed is kept, escaped",
+    );
     assert.match(html, /<textarea name="message"[^>]*>Two loaves<\/textarea>/);
     assert.ok(!html.includes(`value="${DUMMY_TOKEN}"`), "the spent token is not echoed");
 

@@ -452,6 +452,26 @@ TEST_CASE("a queued event its type's schema refuses is dropped with a log line, 
                                 "schema") != std::string::npos);
 }
 
+TEST_CASE("a misspelt key in a posted event is refused by name; an event's view passes") {
+  ApiLedger l;
+  json typo = price_event(1);
+  typo["idempotencyKey"] = "bid-1";  // read as "no key", it would have let every retry through
+  for (int i = 0; i < 2; ++i)
+    check_refused(l.post("bakery", kBakeryToken, typo), "idempotencyKey", "idempotencyKey");
+  json camel{{"eventType", "price.changed"}, {"entity_ref", "item:1"}, {"payload", json::object()}};
+  check_refused(l.post("bakery", kBakeryToken, camel), "eventType", "eventType");
+  CHECK(l.rows().empty());
+  // What GET /api/events shows can be posted again (to another ledger, say): the keys the view adds
+  // pass unread, and the same event_id is the same event.
+  REQUIRE(l.post("bakery", kBakeryToken, price_event(2)).status == 201);
+  json view = l.get("bakery", kBakeryToken, "").body_json()["events"][0];
+  REQUIRE(view.contains("recorded_at"));
+  auto again = l.post("bakery", kBakeryToken, view);
+  CHECK(again.status == 200);
+  CHECK(again.body_json()["duplicate"] == true);
+  CHECK(l.rows().size() == 1);
+}
+
 TEST_CASE("an event_id another tenant already used is a different event: no 409, nothing leaked") {
   // Before: 409 "event_id is already used" told auto-repair that some tenant holds that id.
   ApiLedger l;

@@ -32,6 +32,19 @@ Task<Result<Response>> post_event(Context& ctx, const Request& req, const Params
   SS_CO_TRY(Caller caller, co_await identify_caller(ctx, req));
   SS_CO_CHECK(require_json_body(req, kMaxEventBody));
   SS_CO_TRY(json body, parse_json_object(req.body));
+  // A misspelt key ("idempotencyKey") is refused by name rather than read as the field's absence
+  // (no dedupe, no link): checked first, since it is often why a required field is "missing". An
+  // event's view (GET /api/events) passes, with the keys it adds unread.
+  static constexpr std::string_view kFields[] = {
+      "event_type",      "entity_ref",    "payload",     "idempotency_key", "event_id", "caused_by",
+      "workflow_run_id", "source_system", "occurred_at", "sequence_no",     "tenant_id"};
+  static constexpr std::string_view kViewFields[] = {"entity_type", "entity_id", "recorded_at",
+                                                     "seq"};
+  if (Status known = check_known_keys(body, kFields, "", kViewFields); !known) {
+    Error e = std::move(known).error();
+    e.code = ErrorCode::invalid_event;
+    co_return e;
+  }
   SS_CO_TRY(NewEvent event, parse_new_event(body));
   if (!event.event_id.empty()) SS_CO_CHECK(check_producer_event_id(event.event_id, ctx.now_ms()));
   if (caller.is_operator) {

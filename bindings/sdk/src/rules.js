@@ -240,6 +240,21 @@ export function isEventType(s) {
  * An event as the events worker reads `POST /api/events`.
  * @returns {{ ok: boolean, event?: any, code?: string, status?: number, field?: string, fields?: Record<string, string>, message?: string }}
  */
+const EVENT_FIELDS = new Set([
+  "event_type",
+  "entity_ref",
+  "payload",
+  "idempotency_key",
+  "event_id",
+  "caused_by",
+  "workflow_run_id",
+  "source_system",
+  "occurred_at",
+  "sequence_no",
+  "tenant_id",
+]);
+const EVENT_VIEW_FIELDS = new Set(["entity_type", "entity_id", "recorded_at", "seq"]);
+
 export function validateEvent(body, now = Date.now()) {
   const invalid = (field, message) => ({
     ok: false,
@@ -250,6 +265,12 @@ export function validateEvent(body, now = Date.now()) {
     message,
   });
   const e = body && typeof body === "object" && !Array.isArray(body) ? body : {};
+  // A key the ledger does not know is refused by name, first (api.cpp post_event); an event's view
+  // passes with the keys it adds.
+  const unknown = Object.keys(e).find((k) => !EVENT_FIELDS.has(k) && !EVENT_VIEW_FIELDS.has(k));
+  if (unknown !== undefined) {
+    return invalid(unknown, `is not a known field (${[...EVENT_FIELDS].join(", ")})`);
+  }
   if (typeof e.event_type !== "string") return invalid("event_type", "is required");
   if (!isEventType(e.event_type)) {
     return invalid("event_type", "must be a dotted lower-case name such as price.changed");
