@@ -149,7 +149,9 @@ export async function controlsOf(html) {
  * The page after a refused form post: `summary` in the form-errors slot (with a link to each field's
  * problem), each field's problem next to its control (`aria-invalid`, `aria-describedby`), and the
  * visitor's `values` back in the controls so nothing typed is lost. `controls` is the page's
- * (controlsOf): a problem links to its field only where the page has that control.
+ * (controlsOf): a problem links to its field only where the page has that control. Control names
+ * and option values are compared as the page writes them (HTMLRewriter hands attributes over
+ * undecoded): the apps' pages write them as plain text, without character references.
  * @param {HTMLRewriter} rewriter
  * @param {{ summary: string, errors?: Record<string, string>, values?: Record<string, string>,
  *   labels?: Record<string, string> }} state

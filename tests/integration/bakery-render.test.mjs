@@ -13,6 +13,7 @@ import { ROOT } from "./mesh.mjs";
 
 const manifest = JSON.parse(readFileSync(path.join(ROOT, "examples/bakery/swarm.config.json"), "utf8"));
 const template = readFileSync(path.join(ROOT, "examples/bakery/public/index.html"), "utf8");
+const agencyTemplate = readFileSync(path.join(ROOT, "examples/software-agency/public/index.html"), "utf8");
 
 let mf;
 let scratch;
@@ -137,5 +138,35 @@ describe("bakery home page", () => {
     assert.ok(html.includes("<li>$`: is not a field this form accepts</li>"));
     assert.match(html, /<input [^>]*name="name"[^>]*value="\$&#38;"/);
     assert.ok(html.includes(`>${tricky.replaceAll("&", "&amp;")}</textarea>`), "the message is typed back as sent");
+  });
+
+  it("a refused post on a page with selects: the chosen option is selected again, a mark after </select>", async () => {
+    const html = await render({
+      html: agencyTemplate,
+      now: "2026-06-01T12:00:00Z",
+      form: {
+        summary: "Please check the fields marked below and send the form again.",
+        errors: { budget: "is not one of the offered budgets" },
+        values: { project_type: "api", budget: "a lot", timeline: "later" },
+      },
+    });
+    const selectOf = (name) =>
+      html.match(
+        new RegExp(`<select [^>]*name="${name}"[^>]*>[\\s\\S]*?</select>[^<]*(<span[^>]*>[^<]*</span>)?`),
+      )?.[0] ?? "";
+    const projectType = selectOf("project_type");
+    assert.equal(count(projectType, / selected/g), 1, "one option of project_type is selected");
+    assert.match(projectType, /<option value="api" selected(="")?>/);
+    assert.equal(count(selectOf("timeline"), / selected/g), 1);
+    assert.match(selectOf("timeline"), /<option value="later" selected(="")?>/);
+    // A value no option has selects none; the problem is marked on the select and noted after it.
+    const budget = selectOf("budget");
+    assert.equal(count(budget, / selected/g), 0);
+    assert.match(budget, /<select [^>]*aria-invalid="true"[^>]*aria-describedby="budget-error"/);
+    assert.match(
+      budget,
+      /<\/select><span class="field-error" id="budget-error">is not one of the offered budgets<\/span>$/,
+    );
+    assert.ok(html.includes('<li><a href="#budget-error">budget: is not one of the offered budgets</a></li>'));
   });
 });

@@ -566,10 +566,14 @@ describe("workflow_runner", () => {
           return undefined;
         };
         const first = drain();
-        await held;
-        const second = await drain();
-        assert.deepEqual({ locked: second.locked, read: second.read }, { locked: true, read: 0 });
-        release();
+        let second;
+        try {
+          await held;
+          second = await drain();
+          assert.deepEqual({ locked: second.locked, read: second.read }, { locked: true, read: 0 });
+        } finally {
+          release(); // a failure above must not leave the first drain parked at its target
+        }
         reports = [await first, second];
       } else {
         // Started together: whichever takes the lock drains; the other is locked out or finds nothing.

@@ -417,6 +417,44 @@ describe("createPlatformClient with fake bindings", () => {
     assert.match(err.message, /did not answer within 40 ms/);
   });
 
+  it("one deadline for the answer's head and body: a head just in time buys the body no more", async (t) => {
+    // Timers under the test's hand: no wall-clock waits, no timing in the assertions.
+    t.mock.timers.enable({ apis: ["setTimeout"] });
+    const neverEnding = () =>
+      new Response(new ReadableStream({ start() {} }), {
+        status: 202,
+        headers: { "content-type": "application/json" },
+      });
+    // A binding that ignores the abort signal: its head comes at 50 ms, its body never.
+    const late = { fetch: () => new Promise((resolve) => setTimeout(() => resolve(neverEnding()), 50)) };
+    const client = createPlatformClient({
+      appId: "bakery",
+      bindings: { LEADS_SERVICE: late, SITESWARM_TENANT_TOKEN: TOKEN },
+      timeoutMs: 60,
+    });
+    let outcome = null;
+    client.leads.submit({ email: "a@example.com" }).then(
+      (value) => {
+        outcome = { value };
+      },
+      (error) => {
+        outcome = { error };
+      },
+    );
+    const settle = async () => {
+      for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+    };
+    t.mock.timers.tick(50);
+    await settle();
+    assert.equal(outcome, null, "the head came at 50 ms; the call waits for its body");
+    t.mock.timers.tick(10);
+    await settle();
+    assert.ok(outcome?.error instanceof SiteSwarmError, "at 60 ms the call has failed");
+    assert.equal(outcome.error.code, "service_unavailable");
+    assert.equal(outcome.error.status, 503);
+    assert.match(outcome.error.message, /did not answer within 60 ms/);
+  });
+
   it("a 429 carries its Retry-After; an answer without the promised field names its own status", async () => {
     const limited = recordingBinding(() =>
       Response.json(

@@ -215,7 +215,8 @@ Status read_subscription_fields(const json& body, bool patch, SubscriptionRow& r
 
 Task<Result<Response>> create_subscription(Context& ctx, const Request& req, const Params&) {
   SS_CO_TRY(json body, operator_body(req));
-  // A misspelt setting ("enable": false) is refused, never read as its default (a live subscription).
+  // A misspelt setting ("enable": false) is refused, never read as its default (a live
+  // subscription).
   SS_CO_CHECK(check_known_keys(body, kSubscriptionFields, "", kSubscriptionViewFields));
   SubscriptionRow row;
   row.enabled = true;

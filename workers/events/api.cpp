@@ -38,8 +38,7 @@ Task<Result<Response>> post_event(Context& ctx, const Request& req, const Params
   static constexpr std::string_view kFields[] = {
       "event_type",      "entity_ref",    "payload",     "idempotency_key", "event_id", "caused_by",
       "workflow_run_id", "source_system", "occurred_at", "sequence_no",     "tenant_id"};
-  static constexpr std::string_view kViewFields[] = {"entity_type", "entity_id", "recorded_at",
-                                                     "seq"};
+  static constexpr std::string_view kViewFields[] = {"entity_type", "entity_id", "recorded_at"};
   if (Status known = check_known_keys(body, kFields, "", kViewFields); !known) {
     Error e = std::move(known).error();
     e.code = ErrorCode::invalid_event;

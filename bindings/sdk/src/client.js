@@ -92,9 +92,7 @@ export function createPlatformClient(options = {}) {
     // keep a Node process waiting for it).
     const deadline = new AbortController();
     const timer = setTimeout(() => deadline.abort(new DOMException("timed out", "TimeoutError")), limitMs);
-    let response;
     try {
-      // The deadline holds for the answer's head as well, also from a binding that ignores the signal.
       const request = new Request(url, {
         method,
         headers,
@@ -102,8 +100,10 @@ export function createPlatformClient(options = {}) {
         ...(visitor?.cf && { cf: visitor.cf }), // the visitor's country and colo (workerd carries it)
         body: text,
       });
-      response = await withDeadline(Promise.resolve(service.fetch(request)), limitMs, area);
-      const answer = await withDeadline(readAnswer(response), limitMs, area);
+      // One deadline for the answer's head and body together, also from a binding that ignores
+      // the signal (a head just in time does not buy the body a second `limitMs`).
+      const answered = Promise.resolve(service.fetch(request)).then(readAnswer);
+      const answer = await withDeadline(answered, limitMs, area);
       // The time ran out while the body was read (its reader then gives up quietly): not an answer.
       if (deadline.signal.aborted) throw notAnswered(area, limitMs);
       return answer;

@@ -78,7 +78,8 @@ export function createMocks({ appId, snapshot, cmsZone, leadsConfig = {} }) {
     },
 
     emitEvent(event) {
-      const checked = validateEvent(event);
+      // The event as the client sends it: JSON (a key holding undefined is no key at all).
+      const checked = validateEvent(JSON.parse(jsonTextOf(event ?? {})));
       if (!checked.ok) {
         throw new SiteSwarmError(checked.code, checked.message, {
           status: checked.status,

@@ -236,10 +236,7 @@ export function isEventType(s) {
   return typeof s === "string" && s.length <= MAX_EVENT_TYPE_LENGTH && /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/.test(s);
 }
 
-/**
- * An event as the events worker reads `POST /api/events`.
- * @returns {{ ok: boolean, event?: any, code?: string, status?: number, field?: string, fields?: Record<string, string>, message?: string }}
- */
+// What POST /api/events reads (api.cpp post_event), and the keys an event's view adds (passing unread).
 const EVENT_FIELDS = new Set([
   "event_type",
   "entity_ref",
@@ -253,8 +250,12 @@ const EVENT_FIELDS = new Set([
   "sequence_no",
   "tenant_id",
 ]);
-const EVENT_VIEW_FIELDS = new Set(["entity_type", "entity_id", "recorded_at", "seq"]);
+const EVENT_VIEW_FIELDS = new Set(["entity_type", "entity_id", "recorded_at"]);
 
+/**
+ * An event as the events worker reads `POST /api/events`.
+ * @returns {{ ok: boolean, event?: any, code?: string, status?: number, field?: string, fields?: Record<string, string>, message?: string }}
+ */
 export function validateEvent(body, now = Date.now()) {
   const invalid = (field, message) => ({
     ok: false,
@@ -267,7 +268,10 @@ export function validateEvent(body, now = Date.now()) {
   const e = body && typeof body === "object" && !Array.isArray(body) ? body : {};
   // A key the ledger does not know is refused by name, first (api.cpp post_event); an event's view
   // passes with the keys it adds.
-  const unknown = Object.keys(e).find((k) => !EVENT_FIELDS.has(k) && !EVENT_VIEW_FIELDS.has(k));
+  // The first in sorted order, as the worker's JSON object holds its keys.
+  const unknown = Object.keys(e)
+    .sort()
+    .find((k) => !EVENT_FIELDS.has(k) && !EVENT_VIEW_FIELDS.has(k));
   if (unknown !== undefined) {
     return invalid(unknown, `is not a known field (${[...EVENT_FIELDS].join(", ")})`);
   }
