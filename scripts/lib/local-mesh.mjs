@@ -115,7 +115,11 @@ function staticFiles(dir) {
   };
 }
 
-async function bundle(key, entry, outdir) {
+/**
+ * A worker's entry bundled for Miniflare (which does not bundle): esbuild, ES module, the workerd
+ * conditions, `@siteswarm/sdk` from this checkout. Resolves to the bundle's path, `<outdir>/<key>.js`.
+ */
+export async function bundle(key, entry, outdir) {
   const esbuild = await import("esbuild");
   const outfile = path.join(outdir, `${key}.js`);
   await esbuild.build({

@@ -9,6 +9,7 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { Miniflare } from "miniflare";
 import { escapeHtml } from "../../examples/common/render.js";
+import { bundle } from "../../scripts/lib/local-mesh.mjs";
 import { ROOT } from "./mesh.mjs";
 
 const manifest = JSON.parse(readFileSync(path.join(ROOT, "examples/bakery/swarm.config.json"), "utf8"));
@@ -19,19 +20,11 @@ let mf;
 let scratch;
 before(async () => {
   scratch = await mkdtemp(path.join(tmpdir(), "siteswarm-render-"));
-  const scriptPath = path.join(scratch, "render-worker.js");
-  const esbuild = await import("esbuild");
-  await esbuild.build({
-    entryPoints: [path.join(ROOT, "tests/integration/fixtures/render-worker.js")],
-    outfile: scriptPath,
-    bundle: true,
-    format: "esm",
-    platform: "neutral",
-    target: "es2022",
-    conditions: ["workerd", "worker", "browser"],
-    alias: { "@siteswarm/sdk": path.join(ROOT, "bindings/sdk/src/index.js") },
-    logLevel: "silent",
-  });
+  const scriptPath = await bundle(
+    "render-worker",
+    path.join(ROOT, "tests/integration/fixtures/render-worker.js"),
+    scratch,
+  );
   mf = new Miniflare({ modules: true, scriptPath, modulesRoot: scratch, compatibilityDate: "2026-04-20", cf: false });
 });
 after(async () => {

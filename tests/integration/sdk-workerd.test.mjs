@@ -19,6 +19,7 @@ import {
   verdictOf,
 } from "./fixtures/validation-table.mjs";
 import { provisionManifest } from "../../scripts/provision.mjs";
+import { bundle } from "../../scripts/lib/local-mesh.mjs";
 import { ROOT, secret, startMesh } from "./mesh.mjs";
 
 const APP = "sdk-workerd";
@@ -81,19 +82,7 @@ let scratch;
 let token;
 before(async () => {
   scratch = await mkdtemp(path.join(tmpdir(), "siteswarm-sdk-"));
-  const esbuild = await import("esbuild");
-  const scriptPath = path.join(scratch, "sdk-worker.js");
-  await esbuild.build({
-    entryPoints: [path.join(ROOT, "tests/integration/fixtures/sdk-worker.js")],
-    outfile: scriptPath,
-    bundle: true,
-    format: "esm",
-    platform: "neutral",
-    target: "es2022",
-    conditions: ["workerd", "worker", "browser"],
-    alias: { "@siteswarm/sdk": path.join(ROOT, "bindings/sdk/src/index.js") }, // this checkout's SDK
-    logLevel: "silent",
-  });
+  const scriptPath = await bundle("sdk-worker", path.join(ROOT, "tests/integration/fixtures/sdk-worker.js"), scratch);
   mesh = await startMesh({
     tenants: [MANIFEST, SHAPES],
     extraWorkers: [

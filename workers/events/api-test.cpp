@@ -50,6 +50,15 @@ json price_event(int amount) {
               {"entity_ref", "item:10472"},
               {"payload", {{"old_price", 1.42}, {"amount", amount}}}};
 }
+// The queue message the leads worker sends for a lead (shared/emit.cpp event_message).
+json lead_received_message(std::int64_t now_ms) {
+  ss::EventDraft draft;
+  draft.event_type = "lead.received";
+  draft.entity_ref = "lead:01JH0000000000000000000001";
+  draft.tenant_id = "bakery";
+  draft.payload = {{"channel", "form"}};
+  return ss::event_message(draft, "01JH0000000000000000000009", "siteswarm-leads-service", now_ms);
+}
 }  // namespace
 
 TEST_CASE("the same idempotency key emitted 5 times is one event") {
@@ -402,13 +411,7 @@ TEST_CASE("the operator may post platform-wide or for a tenant, and read across 
 
 TEST_CASE("emit_event goes through the queue; redelivery lands once") {
   ApiLedger l;
-  ss::EventDraft draft;
-  draft.event_type = "lead.received";
-  draft.entity_ref = "lead:01JH0000000000000000000001";
-  draft.tenant_id = "bakery";
-  draft.payload = {{"channel", "form"}};
-  json body = ss::event_message(draft, "01JH0000000000000000000009", "siteswarm-leads-service",
-                                l.mesh.now_ms);
+  json body = lead_received_message(l.mesh.now_ms);
   json batch{{"op", "queue"},
              {"queue", "siteswarm-events"},
              {"messages",
@@ -434,13 +437,7 @@ TEST_CASE("a queued event its type's schema refuses is dropped with a log line, 
               .request("events", "PUT", "/admin/schemas/lead.received", op,
                        json{{"schema", schema}}.dump())
               .status == 201);
-  ss::EventDraft draft;
-  draft.event_type = "lead.received";
-  draft.entity_ref = "lead:01JH0000000000000000000001";
-  draft.tenant_id = "bakery";
-  draft.payload = {{"channel", "form"}};
-  json body = ss::event_message(draft, "01JH0000000000000000000009", "siteswarm-leads-service",
-                                l.mesh.now_ms);
+  json body = lead_received_message(l.mesh.now_ms);
   json batch{{"op", "queue"},
              {"queue", "siteswarm-events"},
              {"messages", {{{"id", "m1"}, {"body", body}, {"attempts", 1}}}}};
