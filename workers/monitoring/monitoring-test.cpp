@@ -1051,6 +1051,19 @@ TEST_CASE("monitoring history: uptime and latency over a seeded history") {
   CHECK(m["uptime"]["30d"] == doctest::Approx(66.667));
   CHECK(m["latencyMs"]["p50"] == 50);
   CHECK(m["latencyMs"]["p95"] == 95);
+  // Probes that got no answer (a refused connection: 0 ms; a timeout: its limit) count against
+  // uptime but have no latency to rank: 60 of them leave p50/p95 where the answers put them.
+  for (int i = 0; i < 60; ++i) {
+    db.execute(
+        "INSERT INTO probes (tenant_id, monitor_id, at_ms, ok, status, latency_ms, reason, "
+        "maintenance) VALUES ('bakery', 'home', ?1, 0, NULL, ?2, ?3, 0)",
+        json::array({now - 7200000 - i * 1000, i % 2 == 0 ? 0 : 10000,
+                     i % 2 == 0 ? "network_error" : "timeout"}));
+  }
+  json after = t.monitor("home");
+  CHECK(after["latencyMs"]["p50"] == 50);
+  CHECK(after["latencyMs"]["p95"] == 95);
+  CHECK(after["uptime"]["24h"] == doctest::Approx(60.0));  // 96 of 160
   // Another tenant sees none of it.
   REQUIRE(t.put("home", site(), "auto-repair", kAutoAdmin).status == 201);
   json other = t.overview("auto-repair", kAutoToken)["monitors"][0];

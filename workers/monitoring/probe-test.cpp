@@ -82,6 +82,9 @@ TEST_CASE("monitoring probe: Location headers resolve against the answering URL"
   CHECK(resolve_location("https://a.example/x", "?p=2") == "https://a.example/x?p=2");
   CHECK(resolve_location("https://a.example/x", "http://10.0.0.1/") == "http://10.0.0.1/");
   CHECK(resolve_location("https://a.example/x", "").empty());
+  // A fragment alone is the same document (a fragment is never sent).
+  CHECK(resolve_location("https://a.example/dir/page?q=1", "#top") ==
+        "https://a.example/dir/page?q=1");
 }
 
 TEST_CASE("monitoring probe: latency histogram percentiles") {

@@ -107,6 +107,8 @@ std::string resolve_location(const std::string& base, const std::string& locatio
   std::string path = path_start == std::string::npos ? "/" : base.substr(path_start);
   path = path.substr(0, path.find_first_of("?#"));
   if (location[0] == '?') return origin + path + location;
+  // "#top": the same document (a fragment is never sent).
+  if (location[0] == '#') return base.substr(0, base.find('#'));
   return origin + path.substr(0, path.rfind('/') + 1) + location;
 }
 

@@ -8,7 +8,8 @@ TEST_CASE("monitoring selector: the contract's forms are accepted") {
   for (const char* s :
        {"form", "#contact", ".hero", "[data-ready]", "[type=submit]", "[type=\"submit\"]",
         "[data-x='a b']", "form#contact", "main form#contact", "main > form",
-        "div.a.b#c[role=main]", "*", "  body  main  ", "section [name=email]"}) {
+        "div.a.b#c[role=main]", "*", "  body  main  ", "section [name=email]", "main\r\nform",
+        "main\fform", "\tform\r"}) {  // CSS whitespace: space, tab, CR, LF, FF
     CAPTURE(s);
     CHECK(selector_error(s).empty());
   }

@@ -119,13 +119,15 @@ WHERE EXISTS (SELECT 1 FROM monitors WHERE tenant_id = ?1 AND monitor_id = ?2 AN
 // Only while the monitor holds the claim (?7), as kInsertProbe.
 constexpr std::string_view kRollupProbe = R"sql(
 INSERT INTO probe_days (tenant_id, monitor_id, day, checks, failures, hist_json)
-SELECT ?1, ?2, ?3, 1, ?4, json_set(?5, '$[' || CAST(?6 AS INTEGER) || ']', 1)
+SELECT ?1, ?2, ?3, 1, ?4,
+       CASE WHEN ?6 IS NULL THEN ?5 ELSE json_set(?5, '$[' || CAST(?6 AS INTEGER) || ']', 1) END
 WHERE EXISTS (SELECT 1 FROM monitors WHERE tenant_id = ?1 AND monitor_id = ?2 AND probe_tick = ?7)
 ON CONFLICT (tenant_id, monitor_id, day) DO UPDATE SET
   checks = checks + 1,
   failures = failures + ?4,
-  hist_json = json_set(hist_json, '$[' || CAST(?6 AS INTEGER) || ']',
-                       COALESCE(json_extract(hist_json, '$[' || CAST(?6 AS INTEGER) || ']'), 0) + 1)
+  hist_json = CASE WHEN ?6 IS NULL THEN hist_json ELSE
+    json_set(hist_json, '$[' || CAST(?6 AS INTEGER) || ']',
+             COALESCE(json_extract(hist_json, '$[' || CAST(?6 AS INTEGER) || ']'), 0) + 1) END
 )sql";
 
 // Only the claim holder of this tick writes the state. The failure count and the open incident
@@ -271,18 +273,21 @@ FROM alerts WHERE tenant_id = ?1 AND monitor_id = ?2 ORDER BY created_at DESC, a
 LIMIT ?3
 )sql";
 
-// Failures in maintenance windows do not count against uptime; p50/p95 by nearest rank.
+// Failures in maintenance windows do not count against uptime; p50/p95 by nearest rank over the
+// probes that got an answer (a status): a refused connection, a timeout or a blocked URL has no
+// latency of the site's to rank, and its 0 (or its time limit) would pull the figures away.
 constexpr std::string_view kRawStats = R"sql(
 SELECT monitor_id,
        COUNT(*) AS checks,
        SUM(CASE WHEN ok = 0 AND maintenance = 0 THEN 1 ELSE 0 END) AS failures,
-       MAX(CASE WHEN rn = (n * 50 + 99) / 100 THEN latency_ms END) AS p50,
-       MAX(CASE WHEN rn = (n * 95 + 99) / 100 THEN latency_ms END) AS p95
+       MAX(CASE WHEN answered AND rn = (n * 50 + 99) / 100 THEN latency_ms END) AS p50,
+       MAX(CASE WHEN answered AND rn = (n * 95 + 99) / 100 THEN latency_ms END) AS p95
 FROM (
-  SELECT monitor_id, ok, maintenance, latency_ms,
-         ROW_NUMBER() OVER (PARTITION BY monitor_id ORDER BY latency_ms) AS rn,
-         COUNT(*) OVER (PARTITION BY monitor_id) AS n
-  FROM probes WHERE tenant_id = ?1 AND at_ms >= ?2
+  SELECT monitor_id, ok, maintenance, latency_ms, answered,
+         ROW_NUMBER() OVER (PARTITION BY monitor_id, answered ORDER BY latency_ms) AS rn,
+         COUNT(*) OVER (PARTITION BY monitor_id, answered) AS n
+  FROM (SELECT monitor_id, ok, maintenance, latency_ms, status IS NOT NULL AS answered
+        FROM probes WHERE tenant_id = ?1 AND at_ms >= ?2)
 )
 GROUP BY monitor_id
 )sql";
@@ -531,9 +536,13 @@ Task<Result<bool>> MonitorStore::commit_probe(const ProbeCommit& c) const {
   for (std::size_t i = 0; i < kHistogramSize; ++i) zeros.push_back(0);
   std::string day = format_rfc3339(c.at_ms).substr(0, 10);
   int failed = !r.ok && !c.maintenance ? 1 : 0;
-  batch.push_back({std::string(kRollupProbe),
-                   json::array({c.key.tenant_id, c.key.monitor_id, day, failed, dump_json(zeros),
-                                static_cast<std::int64_t>(latency_bucket(r.latency_ms)), c.tick})});
+  batch.push_back(
+      {std::string(kRollupProbe),
+       json::array({c.key.tenant_id, c.key.monitor_id, day, failed, dump_json(zeros),
+                    // A probe without an answer has no latency to count (kRawStats).
+                    r.status ? json(static_cast<std::int64_t>(latency_bucket(r.latency_ms)))
+                             : json(nullptr),
+                    c.tick})});
   batch.push_back({std::string(kUpdateMonitorState),
                    json::array({c.key.tenant_id, c.key.monitor_id, c.tick,
                                 c.next.consecutive_failures, dump_json(r.to_json(c.at_ms)),
