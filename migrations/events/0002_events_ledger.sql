@@ -1,4 +1,4 @@
--- The event ledger (seed 001): an append-only, ULID-keyed stream plus everything its consumers need.
+-- The event ledger: an append-only, ULID-keyed stream plus everything its consumers need.
 -- No endpoint updates or deletes a row of `events`; retention replaces payloads by writing a summary
 -- and a tombstone event instead (see docs/runbook-events.md).
 

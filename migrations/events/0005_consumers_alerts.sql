@@ -1,4 +1,4 @@
--- Issue 11: the two missing drainers of the seed (reflexion_analyzer, customer_health_watcher), the
+-- Issue 11: the drainers reflexion_analyzer and customer_health_watcher, the
 -- anomaly detector's judged-window cursor and sequence signals, the operator alert outbox, and a risk
 -- level on workflow definitions (held by kill:high_risk_ops).
 
@@ -70,7 +70,7 @@ CREATE TABLE IF NOT EXISTS events_alerts (
 );
 CREATE INDEX IF NOT EXISTS events_alerts_unsent ON events_alerts (pagerduty_sent_at, slack_sent_at);
 
--- kill:high_risk_ops holds starts of workflow types with risk_level >= 4 (the seed's rule).
+-- kill:high_risk_ops holds starts of workflow types with risk_level >= 4 (workflow_runner.h kHighRiskLevel).
 ALTER TABLE workflow_definitions ADD COLUMN risk_level INTEGER NOT NULL DEFAULT 0;
 
 -- timeline_indexer follows the insertion order like every drainer: its replay guard is the sequence,

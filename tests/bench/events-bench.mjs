@@ -39,7 +39,7 @@ const READ_WARMUP = 6;
 const CPP = "siteswarm-events-service";
 const JS = "bench-events-js";
 const TARGET = "bench-target";
-// What the seed (the ledger this service replaces) reported for itself.
+// What the ledger this service replaces reported for itself.
 const SEED = { emitMs: "~5 ms", readMs: "~100 ms" };
 
 const TARGET_SCRIPT = `let starts = 0;

@@ -612,7 +612,7 @@ describe("reads and subscriptions", () => {
     assert.equal(audit.length, 0);
   });
 
-  it("runbook 'idempotency_key collision': one event per key, the seed's check is empty, a tombstone records the decision", async () => {
+  it("runbook 'idempotency_key collision': one event per key, the duplicate check is empty, a tombstone records the decision", async () => {
     const post = (body, headers = mesh.tenantHeaders("bakery")) =>
       mesh.fetch("events", "/api/events", {
         method: "POST",
@@ -641,7 +641,7 @@ describe("reads and subscriptions", () => {
       201,
     );
 
-    // Step 1: who emitted, newest first; and the seed's duplicate check, word for word, is empty.
+    // Step 1: who emitted, newest first; and the runbook's duplicate check is empty.
     const listed = await jsonOf(await admin("GET", "/api/events?entity=order:7&order=desc&tenant=bakery"), 200);
     assert.deepEqual(
       listed.events.map((e) => e.event_id),

@@ -143,7 +143,7 @@ describe("workers/workers.json", () => {
       assert.ok(LIST.tenants.includes(a.manifest), `${a.manifest} in tenants`);
       const manifest = await loadManifest(path.join(ROOT, a.manifest));
       assert.equal(manifest.appId, a.appId);
-      assert.match(a.name, /^client-[a-z0-9-]+$/, "named like the seed's client-bakery");
+      assert.match(a.name, /^client-[a-z0-9-]+$/, "named client-<app>, like client-bakery");
       assert.ok(Number.isInteger(a.byteBudget) && a.byteBudget > 0);
       // Every placeholder without a default is one scripts/dev and the mesh fill in.
       const required = [...placeholders(manifest)].filter(([, fallback]) => fallback === undefined).map(([n]) => n);

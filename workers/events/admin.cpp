@@ -27,7 +27,7 @@ namespace {
 
 inline constexpr std::size_t kMaxAdminBody = 64 * 1024;
 inline constexpr std::size_t kMaxNameLength = 64;
-inline constexpr int kDefaultRetentionDays = 730;  // the seed's "after 2 years"
+inline constexpr int kDefaultRetentionDays = 730;  // two years
 inline constexpr std::int64_t kMaxRiskLevel = 5;
 inline constexpr int kDefaultReflexionLimit = 100;
 inline constexpr int kMaxReflexionLimit = 500;

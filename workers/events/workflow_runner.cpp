@@ -228,7 +228,7 @@ Task<Unit> record_cap(Context& ctx, const std::string& consumer, const EventRow&
   co_return Unit{};
 }
 
-// The seed's producer events of the runner: workflow.run_started (and workflow.run_completed when the
+// The runner's own producer events: workflow.run_started (and workflow.run_completed when the
 // target ran it synchronously) or workflow.run_failed, written in the same commit as the start's
 // dedupe row. Their caused_by is the event that triggered the run. A run triggered by a
 // workflow.run_* event records none: a subscription on workflow.* (or *) would otherwise feed itself

@@ -35,7 +35,7 @@ inline constexpr std::size_t kMaxConcurrentStarts = 6;
 inline constexpr std::int64_t kClaimFreshMs = kLockTtlMs / 2;
 
 // kill:high_risk_ops holds starts of workflow types whose risk_level is at least kHighRiskLevel (the
-// seed's "risk_level >= 4"): the event is parked in events_quarantine with kHeldReason (its other
+// "risk_level >= 4"): the event is parked in events_quarantine with kHeldReason (its other
 // starts go ahead) and released — started once, dedupe guarding — when the switch is turned off.
 inline constexpr std::int64_t kHighRiskLevel = 4;
 inline constexpr const char* kHighRiskSwitch = "kill:high_risk_ops";
