@@ -28,7 +28,6 @@ inline constexpr int kLastYear = 2037;
 inline constexpr std::array<const char*, 7> kDayKeys = {"sun", "mon", "tue", "wed",
                                                         "thu", "fri", "sat"};  // by weekday 0..6
 
-// "07:00"–"15:00" as minutes of the local day; close < open runs past midnight, close may be 24:00.
 // The fields a Studio write of each kind reads (its parser below), and the ones its view adds,
 // which a write lets through unread so that a read item can be sent back (docs/contract.md).
 inline constexpr std::string_view kAnnouncementFields[] = {"text", "level", "startsAt", "endsAt"};
@@ -40,6 +39,7 @@ inline constexpr std::string_view kItemViewFields[] = {"id", "createdAt", "updat
 inline constexpr std::string_view kContentViewFields[] = {"tenantId",  "version",       "updatedAt",
                                                           "overrides", "announcements", "source"};
 
+// "07:00"–"15:00" as minutes of the local day; close < open runs past midnight, close may be 24:00.
 struct TimeRange {
   int open = 0;
   int close = 0;

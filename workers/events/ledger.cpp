@@ -159,15 +159,15 @@ Task<Result<Appended>> append_event(Context& ctx, NewEvent event) {
     auto schema = doc ? JsonSchema::parse(*doc) : Result<JsonSchema>(doc.error());
     if (schema) {
       std::vector<json> violations = schema->validate(event.payload);
-      if (!violations.empty() && !event.event_id.empty()) {
+      if (!violations.empty()) {
         // A redelivery of an event already stored under its producer's own id is that event,
         // whatever schema was registered since: the retry hears "duplicate" (as a repeated
         // idempotency_key does), not that the event it already wrote was refused.
-        SS_CO_TRY(std::optional<std::string> stored,
-                  co_await EventStore::find_existing(event.event_id, tenant_key, std::nullopt));
-        if (stored) co_return Appended{*stored, true};
-      }
-      if (!violations.empty()) {
+        if (!event.event_id.empty()) {
+          SS_CO_TRY(std::optional<std::string> stored,
+                    co_await EventStore::find_existing(event.event_id, tenant_key, std::nullopt));
+          if (stored) co_return Appended{*stored, true};
+        }
         Error e{ErrorCode::schema_violation,
                 "payload does not match the schema registered for " + event.event_type};
         e.with("violations", violations);

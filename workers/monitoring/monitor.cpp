@@ -74,8 +74,8 @@ Status parse_must_contain(const json& body, MonitorSpec& spec) {
     if (!s.is_string()) return field_error(field, "must be a CSS selector string");
     std::string selector = s.get<std::string>();
     // Surrounding whitespace is not part of the selector (it would show in the reason).
-    auto first = selector.find_first_not_of(" \t\n\r\f");
-    auto last = selector.find_last_not_of(" \t\n\r\f");
+    auto first = selector.find_first_not_of(kCssWhitespace);
+    auto last = selector.find_last_not_of(kCssWhitespace);
     selector = first == std::string::npos ? "" : selector.substr(first, last - first + 1);
     if (std::string why = selector_error(selector); !why.empty()) {
       return field_error(field, "is not a supported CSS selector: it " + why);

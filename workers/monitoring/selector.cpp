@@ -8,7 +8,7 @@ namespace {
 
 constexpr CharClass kIdentStart = CharClass().range('a', 'z').range('A', 'Z').chars("_-");
 constexpr CharClass kIdentChar = CharClass(kIdentStart).range('0', '9');
-constexpr CharClass kSpace = CharClass().chars(" \t\n\r\f");  // CSS whitespace
+constexpr CharClass kSpace = CharClass().chars(kCssWhitespace);
 constexpr CharClass kLineBreak = CharClass().chars("\n\r\f");
 
 class Parser {

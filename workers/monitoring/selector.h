@@ -18,4 +18,7 @@ inline constexpr std::size_t kMaxSelectorLength = 200;
 // "" when `selector` is valid; otherwise why not (for the 400 message).
 std::string selector_error(std::string_view selector);
 
+// CSS whitespace (space, tab, LF, CR, FF): between a selector's parts, and trimmed around it.
+inline constexpr std::string_view kCssWhitespace = " \t\n\r\f";
+
 }  // namespace ss::monitoring

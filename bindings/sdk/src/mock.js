@@ -5,7 +5,7 @@ import { SiteSwarmError } from "./errors.js";
 import { fallbackContent, fallbackStatus } from "./hours.js";
 import {
   idempotencyKeyOf,
-  idempotencyKeyTooLong,
+  checkIdempotencyKeyLength,
   jsonTextOf,
   MAX_SUBMISSION_BODY,
   turnstileTokenOf,
@@ -59,8 +59,7 @@ export function createMocks({ appId, snapshot, cmsZone, leadsConfig = {} }) {
           },
         });
       }
-      const tooLong = idempotencyKeyTooLong(key);
-      if (tooLong) throw tooLong;
+      checkIdempotencyKeyLength(key);
       if (key !== undefined && leadsByKey.has(key)) return { ok: true, leadId: leadsByKey.get(key) };
       if (checked.honeypot) {
         // Like a success, nothing kept; a repeat of its key gets the same decoy id, as from the service.

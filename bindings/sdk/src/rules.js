@@ -46,10 +46,10 @@ export function idempotencyKeyOf(key) {
   return text;
 }
 
-/** 400 naming Idempotency-Key for a key over 200 bytes, as the leads worker answers it. */
-export function idempotencyKeyTooLong(key) {
-  if (key === undefined || key.length <= MAX_IDEMPOTENCY_KEY) return undefined;
-  return new SiteSwarmError("invalid_request", "Idempotency-Key is longer than 200 characters", {
+/** Throws the leads worker's 400 naming Idempotency-Key for a key over 200 bytes. */
+export function checkIdempotencyKeyLength(key) {
+  if (key === undefined || key.length <= MAX_IDEMPOTENCY_KEY) return;
+  throw new SiteSwarmError("invalid_request", "Idempotency-Key is longer than 200 characters", {
     status: 400,
     details: { field: "Idempotency-Key", fields: { "Idempotency-Key": "longer than 200 characters" } },
   });
