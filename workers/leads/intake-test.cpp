@@ -604,6 +604,23 @@ TEST_CASE("notifications use each provider's real request format and a verifiabl
   CHECK(l.events("lead.delivered").size() == 3);
 }
 
+TEST_CASE("SendGrid gets a sender's display name in from.name, the address alone in from.email") {
+  json config = bakery_leads_config();
+  config["notify"] = {{"email",
+                       {{"provider", "sendgrid"},
+                        {"to", {"owner@bakery.example"}},
+                        {"from", "Crumb & Crust <forms@bakery.example>"}}}};
+  Leads l(config);
+  CHECK(l.submit(lead_body()).status == 202);
+  l.drain_notifications();
+  auto sent = l.outbound("sendgrid.test/v3/mail/send");
+  REQUIRE(sent.size() == 1);
+  json mail = json::parse(sent[0]["body"].get<std::string>());
+  CHECK(mail["from"] == json{{"email", "forms@bakery.example"}, {"name", "Crumb & Crust"}});
+  CHECK(mail["personalizations"][0]["to"] == json::array({{{"email", "owner@bakery.example"}}}));
+  CHECK(mail["reply_to"] == json{{"email", "ada@example.com"}});
+}
+
 TEST_CASE("an email subject and an SMS body cut to length never split a character") {
   const std::string kReplacement = "\xEF\xBF\xBD";  // U+FFFD: what a split character becomes
   for (int pad = 0; pad < 3; ++pad) {  // one of three offsets lands inside a 3-byte character

@@ -38,6 +38,20 @@ std::string subject_for(const json& lead) {
   return who.empty() ? "New lead" : "New lead from " + utf8_prefix(who, 100);
 }
 
+// SendGrid's `from`: {"email"} alone takes no display name ("Name <address>" there is refused as
+// an invalid address, a 400 that dead-letters every email), so the name goes in its own "name".
+json sendgrid_sender(const std::string& from) {
+  auto open = from.rfind('<');
+  if (open == std::string::npos || from.empty() || from.back() != '>') return {{"email", from}};
+  std::string name = from.substr(0, open);
+  auto first = name.find_first_not_of(' ');
+  name =
+      first == std::string::npos ? "" : name.substr(first, name.find_last_not_of(' ') - first + 1);
+  json sender = {{"email", from.substr(open + 1, from.size() - open - 2)}};
+  if (!name.empty()) sender["name"] = name;
+  return sender;
+}
+
 HttpCall post(std::string url) {
   HttpCall call;
   call.method = "POST";
@@ -110,7 +124,7 @@ Result<HttpCall> sendgrid_request(const Context& ctx, const NotifyMessage& msg,
   for (const auto& addr : email.to) to.push_back({{"email", addr}});
   json body = json_object(
       {{"personalizations", json::array({{{"to", to}}})},
-       {"from", {{"email", email.from}}},
+       {"from", sendgrid_sender(email.from)},
        {"subject", subject_for(msg.lead)},
        {"content", json::array({{{"type", "text/plain"}, {"value", lead_text(msg)}}})}});
   std::string reply_to = string_or(msg.lead, "email", "");
