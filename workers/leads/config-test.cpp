@@ -49,6 +49,24 @@ TEST_CASE("leads config: the honeypot cannot be a field people fill in") {
   CHECK(ss::leads::check_config_for_write(*fine).ok());
 }
 
+TEST_CASE("leads config: extra fields are new names, each listed once") {
+  // A standard or Turnstile field, or a name listed twice, would only add a column to the CSV
+  // export (a duplicate, or one always empty): refused when written, still read when stored.
+  for (const json& fields :
+       {json::array({"email"}), json::array({"order_date", "message"}),
+        json::array({"turnstileToken"}), json::array({"cf-turnstile-response"}),
+        json::array({"order_date", "order_date"})}) {
+    auto parsed = parse_config(json{{"fields", fields}}, false);
+    REQUIRE(parsed.ok());
+    ss::Status written = ss::leads::check_config_for_write(*parsed);
+    CHECK_MESSAGE(!written.ok(), fields.dump());
+    if (!written.ok()) CHECK(written.error().extra["field"] == "config.fields");
+  }
+  auto fine = parse_config(json{{"fields", json::array({"order_date", "vehicle"})}}, false);
+  REQUIRE(fine.ok());
+  CHECK(ss::leads::check_config_for_write(*fine).ok());
+}
+
 TEST_CASE("leads email: a domain is labels joined by dots, none empty, none starting with '-'") {
   using ss::leads::is_email;
   CHECK(is_email("ada@example.com"));

@@ -114,8 +114,18 @@ Status check_config_for_write(const LeadsConfig& c) {
   for (std::string_view f : kTurnstileFields) {
     if (c.honeypot_field == f) return bad("honeypotField", "must not be a field people fill in");
   }
-  for (const std::string& f : c.extra_fields) {
+  for (std::size_t i = 0; i < c.extra_fields.size(); ++i) {
+    const std::string& f = c.extra_fields[i];
     if (c.honeypot_field == f) return bad("honeypotField", "must not be one of the form's fields");
+    // The standard and Turnstile fields are read as such, never as extras: declared again, each
+    // would only add a column to the CSV export (a duplicate, or one always empty).
+    bool builtin = false;
+    for (std::string_view b : kStandardFields) builtin = builtin || f == b;
+    for (std::string_view b : kTurnstileFields) builtin = builtin || f == b;
+    if (builtin) return bad("fields", "\"" + f + "\" is a standard field, not an extra one");
+    for (std::size_t j = 0; j < i; ++j) {
+      if (c.extra_fields[j] == f) return bad("fields", "\"" + f + "\" is listed twice");
+    }
   }
   if (!is_redirect_safe(c.redirect_url)) {
     return bad("redirectUrl", "must be printable ASCII (percent-encode other characters)");
