@@ -879,6 +879,7 @@ describe("storeSubmissions: false", () => {
       { email: "b@lt-nostore.example" },
     ]);
     assert.equal(mail.reply_to.email, "private@example.com");
+    assert.deepEqual(mail.from, { email: "forms@lt-nostore.example", name: "Forms" });
     assert.equal(mails[0].headers.authorization, "Bearer SG.local-placeholder");
     // Nothing to read back.
     await errorOf(

@@ -39,7 +39,12 @@ describe("stubs", () => {
     const resend = await post("/emails", JSON.stringify({ to: ["a@b.example"] }), JSON_TYPE);
     assert.equal(resend.status, 200);
     assert.ok((await resend.json()).id);
-    assert.equal((await post("/v3/mail/send", "{}", JSON_TYPE)).status, 202);
+    const sendgrid = { ...JSON_TYPE, authorization: "Bearer SG.key" };
+    const mail = (from) => JSON.stringify({ personalizations: [{ to: [{ email: "a@b.example" }] }], from });
+    assert.equal((await post("/v3/mail/send", mail({ email: "f@b.example", name: "Forms" }), sendgrid)).status, 202);
+    assert.equal((await post("/v3/mail/send", mail({ email: "f@b.example" }), JSON_TYPE)).status, 401);
+    // A display name inside from.email is not an address to SendGrid.
+    assert.equal((await post("/v3/mail/send", mail({ email: "Forms <f@b.example>" }), sendgrid)).status, 400);
 
     const sms = form({ To: "+15555550100", From: "+15555550199", Body: "New lead" });
     const auth = { ...FORM, authorization: `Basic ${btoa("AC1:secret")}` };

@@ -127,7 +127,7 @@ async function route(record, reply, { crmSecret }) {
   }
   if (method === "POST" && path.startsWith("/crm/")) return crm(record, reply, crmSecret);
   if (method === "POST" && path === "/emails") return reply(200, { id: randomUUID() }); // Resend
-  if (method === "POST" && path === "/v3/mail/send") return reply(202, ""); // SendGrid
+  if (method === "POST" && path === "/v3/mail/send") return sendgridMail(record, reply);
   const twilio = path.match(/^\/2010-04-01\/Accounts\/([^/]+)\/Messages\.json$/);
   if (method === "POST" && twilio) return twilioMessage(record, twilio[1], reply);
   if (method === "POST" && path.startsWith("/webhook/")) return reply(200, { ok: true });
@@ -186,6 +186,23 @@ function siteverify(record, reply) {
     action: "",
     cdata: "",
   });
+}
+
+// SendGrid v3 mail/send: a bearer key, and a `from.email` that is an address alone (a display
+// name goes in `from.name`; "Name <address>" in `email` is refused as the real API refuses it).
+function sendgridMail(record, reply) {
+  if (!record.headers.authorization?.startsWith("Bearer ")) {
+    return reply(401, {
+      errors: [{ message: "The provided authorization grant is invalid, expired, or revoked", field: null }],
+    });
+  }
+  const mail = parseBody(record);
+  if (!/^[^\s<>@]+@[^\s<>@]+$/.test(String(mail?.from?.email ?? ""))) {
+    return reply(400, {
+      errors: [{ message: "The from email does not contain a valid address.", field: "from.email" }],
+    });
+  }
+  return reply(202, "");
 }
 
 function twilioMessage(record, accountSid, reply) {
