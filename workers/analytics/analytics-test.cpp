@@ -516,6 +516,32 @@ TEST_CASE("analytics: stats are the tenant's own, and bad ranges are 400 naming 
   CHECK(first["rows"].size() == 10);
 }
 
+TEST_CASE("analytics: config.hosts takes host names only, as a referrer's host reads") {
+  Analytics a;
+  auto provision = [&](const json& hosts) {
+    json body{{"token", "zz-token-0123456789abcd"},
+              {"adminToken", "zz-admin-0123456789abcd"},
+              {"config", {{"hosts", hosts}}}};
+    return a.mesh.request("analytics", "PUT", "/admin/tenants/zz",
+                          {{"Authorization", std::string("Bearer ") + Mesh::kAdminToken},
+                           {"Content-Type", "application/json"}},
+                          body.dump());
+  };
+  // A URL, a port, a path, a space: never equal to a referrer's host (compared without its port),
+  // so the setting would be kept and silently never apply.
+  for (const char* bad :
+       {"https://crumbandcrust.example", "crumbandcrust.example/", "localhost:8787",
+        "crumb and crust.example", "[::1", "[]", "user@x.example"}) {
+    INFO(bad);
+    HttpReply r = provision(json::array({"ok.example", bad}));
+    CHECK(r.status == 400);
+    CHECK(r.body_json()["error"]["field"] == "config.hosts");
+  }
+  HttpReply good = provision(json::array({"crumbandcrust.example", "www.Crumb-And-Crust.example",
+                                          "127.0.0.1", "[::1]", "localhost", "my_host.example"}));
+  CHECK(good.status == 201);
+}
+
 TEST_CASE("analytics: the dashboard is escaped HTML with an SVG chart, for the tenant admin") {
   Analytics a;
   a.page("https://crumbandcrust.example/<script>alert(1)</script>");

@@ -19,6 +19,21 @@ namespace {
 constexpr std::size_t kMaxSiteHosts = 32;
 constexpr std::size_t kMaxHostLength = 253;
 
+// A host as a page URL's host reads (beacon.cpp split_url, compared without port): a DNS name or an
+// IPv4 address (letters, digits, '-', '.', '_'), or an IPv6 literal in brackets. A URL, a host with
+// its port or a path would never equal a referrer's host, so it is refused rather than kept unused.
+bool is_host_name(const std::string& host) {
+  if (host.empty() || host.size() > kMaxHostLength) return false;
+  const bool bracketed = host.front() == '[';
+  if (bracketed && (host.size() < 3 || host.back() != ']')) return false;
+  for (std::size_t i = bracketed ? 1 : 0; i < host.size() - (bracketed ? 1 : 0); ++i) {
+    const char c = host[i];
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (!(alnum || c == '.' || (bracketed ? c == ':' : c == '-' || c == '_'))) return false;
+  }
+  return true;
+}
+
 // Tenant config of this worker: {"hosts": ["example.com", …]} — the site's own hosts, whose
 // referrers count as direct.
 Status validate_analytics_config(const Context&, const json& config) {
@@ -29,9 +44,10 @@ Status validate_analytics_config(const Context&, const json& config) {
     return invalid_field("config.hosts", "must be a list of at most 32 hosts");
   }
   for (const json& h : *hosts) {
-    if (!h.is_string() || h.get<std::string>().empty() ||
-        h.get<std::string>().size() > kMaxHostLength) {
-      return invalid_field("config.hosts", "every entry must be a host name");
+    if (!h.is_string() || !is_host_name(h.get_ref<const std::string&>())) {
+      return invalid_field("config.hosts",
+                           "every entry must be a host name such as example.com (no scheme, port "
+                           "or path)");
     }
   }
   return Unit{};
