@@ -111,9 +111,26 @@ function offsetOf(zone, t) {
 const DAYS = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
 const minutes = (hhmm) => Number(hhmm.slice(0, 2)) * 60 + Number(hhmm.slice(3));
 
+// The wall clock that decides at t: its own, except on the second pass of a fall-back, where the
+// wall clock just before the clock went back decides (nothing flips while times repeat). Found
+// with Intl alone: an offset 3 hours ago larger than now's, and the change bisected to the second.
+function wallSeconds(zone, t) {
+  const offset = offsetOf(zone, t);
+  const earlier = offsetOf(zone, t - 3 * 3600);
+  if (earlier <= offset) return t + offset;
+  let [lo, hi] = [t - 3 * 3600, t];
+  while (hi - lo > 1) {
+    const mid = Math.floor((lo + hi) / 2);
+    if (offsetOf(zone, mid) === offset) hi = mid;
+    else lo = mid;
+  }
+  const before = offsetOf(zone, hi - 1);
+  return t < hi + (before - offset) ? hi - 1 + before : t + offset;
+}
+
 // The shop's wall clock decides: today's ranges, or yesterday's that run past midnight.
 function openAt(zone, t) {
-  const local = t + offsetOf(zone, t);
+  const local = wallSeconds(zone, t);
   const day = Math.floor(local / 86400);
   const minute = Math.floor((local - day * 86400) / 60);
   const today = WEEKLY[DAYS[(((day + 4) % 7) + 7) % 7]];

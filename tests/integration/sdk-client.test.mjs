@@ -746,6 +746,26 @@ describe("createPlatformClient with fake bindings", () => {
     assert.deepEqual([sunday.open, sunday.nextChange], [true, "2026-03-08T07:00:00Z"]);
   });
 
+  // New York goes back from 02:00 EDT to 01:00 EST at 06:00Z on Sunday 2026-11-01: nothing flips
+  // while 01:00–02:00 comes a second time, as cms-service answers (workers/cms/schedule-test.cpp).
+  it("lets nothing flip on the second pass of the repeated fall-back hour", async () => {
+    const status = (weekly, at) =>
+      createPlatformClient({
+        manifest: { appId: "late-bar", fallback: { hours: { timezone: "America/New_York", weekly } } },
+        bindings: {},
+      }).cms.status(at);
+    const closes = { sat: [{ open: "20:00", close: "01:30" }] };
+    for (const at of ["2026-11-01T05:45:00Z", "2026-11-01T06:10:00Z"]) {
+      const s = await status(closes, at);
+      assert.deepEqual([s.open, s.nextChange], [false, "2026-11-08T01:00:00Z"], at);
+    }
+    const opens = { sun: [{ open: "01:30", close: "03:30" }] };
+    for (const at of ["2026-11-01T05:45:00Z", "2026-11-01T06:10:00Z"]) {
+      const s = await status(opens, at);
+      assert.deepEqual([s.open, s.nextChange], [true, "2026-11-01T08:30:00Z"], at);
+    }
+  });
+
   // Where date overrides overlap, cms-service applies the most recently created one; a snapshot's
   // items have no creation time and are numbered in order, so the last one listed decides the day.
   it("applies the last of overlapping snapshot overrides, as cms-service does", async () => {

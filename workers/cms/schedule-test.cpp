@@ -66,6 +66,42 @@ TEST_CASE("schedule: a shift spanning the fall-back hour lasts an hour longer") 
         "2026-11-08T03:00:00Z");  // next Sat 22:00 EST
 }
 
+TEST_CASE("schedule: nothing flips on the second pass of the repeated fall-back hour") {
+  // New York goes back from 02:00 EDT to 01:00 EST at 06:00Z on Sunday 2026-11-01: 01:00–02:00
+  // local comes twice (05:00–06:00Z EDT, 06:00–07:00Z EST). A shop that closed at 01:30 EDT does
+  // not open again at 01:00 EST, and one that opened at 01:30 EDT does not close then.
+  Content closes =
+      content_with("America/New_York", {{"sat", {{{"open", "20:00"}, {"close", "01:30"}}}}});
+  CHECK(status(closes, "2026-11-01T05:00:00Z")["open"] == true);
+  CHECK(status(closes, "2026-11-01T05:00:00Z")["nextChange"] == "2026-11-01T05:30:00Z");
+  for (const char* when : {"2026-11-01T05:30:00Z", "2026-11-01T06:00:00Z", "2026-11-01T06:10:00Z",
+                           "2026-11-01T06:59:59Z", "2026-11-01T07:00:00Z"}) {
+    CAPTURE(when);
+    CHECK(status(closes, when)["open"] == false);
+    CHECK(status(closes, when)["nextChange"] == "2026-11-08T01:00:00Z");  // next Sat 20:00 EST
+  }
+  Content opens =
+      content_with("America/New_York", {{"sun", {{{"open", "01:30"}, {"close", "03:30"}}}}});
+  CHECK(status(opens, "2026-11-01T05:00:00Z")["nextChange"] == "2026-11-01T05:30:00Z");
+  for (const char* when : {"2026-11-01T05:30:00Z", "2026-11-01T06:00:00Z", "2026-11-01T06:10:00Z",
+                           "2026-11-01T06:45:00Z", "2026-11-01T08:00:00Z"}) {
+    CAPTURE(when);
+    CHECK(status(opens, when)["open"] == true);
+    CHECK(status(opens, when)["reason"] == "regular_hours");
+    CHECK(status(opens, when)["nextChange"] == "2026-11-01T08:30:00Z");  // 03:30 EST
+  }
+  // A closure ended by an emergency's end inside the second pass still ends there.
+  json emergency = json::array({{{"id", "01K00000000000000000000001"},
+                                 {"closedNow", true},
+                                 {"from", "2026-11-01T05:20:00Z"},
+                                 {"until", "2026-11-01T06:10:00Z"}}});  // until 01:10 EST
+  Content always = content_with("America/New_York",
+                                {{"sun", {{{"open", "00:00"}, {"close", "24:00"}}}}}, emergency);
+  CHECK(status(always, "2026-11-01T06:05:00Z")["open"] == false);
+  CHECK(status(always, "2026-11-01T06:05:00Z")["nextChange"] == "2026-11-01T06:10:00Z");
+  CHECK(status(always, "2026-11-01T06:10:00Z")["open"] == true);
+}
+
 TEST_CASE("schedule: Europe/London and Australia/Lord_Howe changes move the opening instants") {
   Content london =
       content_with("Europe/London", {{"sun", {{{"open", "09:00"}, {"close", "17:00"}}}}});

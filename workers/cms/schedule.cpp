@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <set>
+#include <vector>
 
 namespace ss::cms {
 
@@ -51,6 +52,25 @@ void flip_minutes(const Content& c, std::int64_t day, std::set<int>& out) {
 
 std::size_t evaluations = 0;
 
+// The longest fall-back in the zone data (Antarctica/Troll's, 2 hours), with a margin.
+constexpr std::int64_t kMaxFoldSeconds = 3 * 3600;
+
+// The wall clock that decides at `t`, in local seconds: t's own, except on the second pass of a
+// fall-back (the clock went back and shows times it has shown already), where it is the wall clock
+// just before the clock went back. Every range boundary in the repeated times happened on their
+// first pass, so nothing flips on the second: a shop that closed at 01:30 does not open again
+// when the clock shows 01:00 a second time, and one that opened at 01:30 does not close.
+std::int64_t wall_clock(const Zone& zone, std::int64_t t) {
+  const std::int64_t offset = zone.offset_at(t);
+  if (zone.offset_at(t - kMaxFoldSeconds) <= offset) return t + offset;  // no fall-back just now
+  const std::vector<std::int64_t> changes = zone.transitions(t - kMaxFoldSeconds + 1, t);
+  if (changes.empty()) return t + offset;
+  const std::int64_t back = changes.back();
+  const std::int64_t before = zone.offset_at(back - 1);
+  const std::int64_t after = zone.offset_at(back);
+  return before > after && t < back + (before - after) ? back - 1 + before : t + offset;
+}
+
 }  // namespace
 
 std::size_t state_evaluations() { return evaluations; }
@@ -60,7 +80,7 @@ OpenState state_at(const Content& c, const Zone& zone, std::int64_t t) {
   for (const Override& o : c.overrides) {
     if (o.closed_now && o.starts_at <= t && (!o.until || t < *o.until)) return {false, &o};
   }
-  std::int64_t local = zone.local_seconds(t);
+  std::int64_t local = wall_clock(zone, t);
   std::int64_t day = floor_div(local, kDay);
   int minute = static_cast<int>((local - day * kDay) / 60);
   const Override* today = date_override(c, day);

@@ -4,9 +4,10 @@
 // The rule is the shop's wall clock: at instant t the tenant's local date and time decide (that
 // day's ranges, or yesterday's ranges that run past midnight; a date-range override replaces the
 // weekly ranges of its days; an emergency closure wins over everything while it lasts). So in a
-// skipped spring-forward hour a range opening at 02:30 opens at the jump (03:00 wall time), and a
-// range spanning the repeated fall-back hour lasts one hour longer. nextChange is the first
-// instant after t at which the answer flips.
+// skipped spring-forward hour a range opening at 02:30 opens at the jump (03:00 wall time), a
+// range spanning the repeated fall-back hour lasts one hour longer, and nothing flips on that
+// hour's second pass (its boundaries happened on the first: the wall clock just before the clock
+// went back decides). nextChange is the first instant after t at which the answer flips.
 
 #include "workers/cms/model.h"
 #include "workers/cms/tz.h"

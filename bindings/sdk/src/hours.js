@@ -163,9 +163,24 @@ function offsetAt(zone, t) {
   return wall - Math.floor(t / 1000) * 1000;
 }
 
+/**
+ * The wall clock that decides at `t` (ms): t's own, except on the second pass of a fall-back (the
+ * clock went back and shows times it has shown already), where it is the wall clock just before the
+ * clock went back: nothing flips on the second pass, as in cms-service (workers/cms/schedule.cpp
+ * wall_clock).
+ */
+function wallClock(clock, t) {
+  const offset = clock.offsetOf(t);
+  const back = clock.transitions.filter((at) => at <= t).pop();
+  if (back === undefined) return t + offset;
+  const before = clock.offsetOf(back - 1000);
+  const after = clock.offsetOf(back);
+  return before > after && t < back + (before - after) ? back - 1000 + before : t + offset;
+}
+
 /** The wall clock at `t`: its date, weekday and minute of the day, and the day before's. */
 function localParts(clock, t) {
-  const wall = t + clock.offsetOf(t);
+  const wall = wallClock(clock, t);
   const day = Math.floor(wall / DAY);
   const dateOf = (d) => new Date(d * DAY).toISOString().slice(0, 10);
   const weekdayOf = (d) => DAY_KEYS[new Date(d * DAY).getUTCDay()];
