@@ -87,6 +87,30 @@ TEST_CASE("monitoring probe: Location headers resolve against the answering URL"
         "https://a.example/dir/page?q=1");
 }
 
+TEST_CASE("monitoring probe: Location headers resolve as browsers read them") {
+  // A backslash is a slash in an http(s) URL: these name another host, not a path on this one.
+  CHECK(resolve_location("https://a.example/x", "\\\\b.example\\p") == "https:\\\\b.example\\p");
+  CHECK(resolve_location("https://a.example/x", "/\\b.example/p") == "https:/\\b.example/p");
+  CHECK(resolve_location("https://a.example/x/y", "\\root") == "https://a.example\\root");
+  // The page's own scheme without "//" is relative to the page; another scheme is absolute.
+  CHECK(resolve_location("http://a.example/x/y", "http:z") == "http://a.example/x/z");
+  CHECK(resolve_location("http://a.example/x/y", "HTTP:/root") == "http://a.example/root");
+  CHECK(resolve_location("http://a.example/x/y?q", "http:") == "http://a.example/x/y?q");
+  CHECK(resolve_location("http://a.example/x", "https:b.example/p") == "https:b.example/p");
+  // Not a scheme: a relative path with a colon in it.
+  CHECK(resolve_location("https://a.example/x/", "1a:b") == "https://a.example/x/1a:b");
+  // Surrounding blanks are trimmed, tabs and line breaks dropped, inner spaces encoded.
+  CHECK(resolve_location("https://a.example/x", " /a b\t/c\n ") == "https://a.example/a%20b/c");
+  CHECK(resolve_location("https://a.example/x", " \t ").empty());
+  // Each resolves to what the guard then judges: the other host, not a.example.
+  auto judged = check_probe_url(resolve_location("https://a.example/x", "/\\10.0.0.1/p"), false);
+  REQUIRE_FALSE(judged);
+  CHECK(refusal_reason(judged.error()) == "private_network");
+  auto other = check_probe_url(resolve_location("http://a.example/x", "\\\\b.example\\p"), false);
+  REQUIRE(other);
+  CHECK(other->href == "http://b.example/p");
+}
+
 TEST_CASE("monitoring probe: latency histogram percentiles") {
   std::vector<std::int64_t> h(kHistogramSize, 0);
   CHECK_FALSE(histogram_percentile(h, 0.5).has_value());

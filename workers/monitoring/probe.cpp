@@ -2,6 +2,7 @@
 
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
+#include "shared/text.h"
 
 #include <algorithm>
 
@@ -91,19 +92,65 @@ bool is_redirect(int status) {
   return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
 }
 
-std::string resolve_location(const std::string& base, const std::string& location) {
+namespace {
+
+bool is_slash(char c) { return c == '/' || c == '\\'; }
+
+// The scheme of an absolute reference ("https" of "HTTPS://…"), lower-cased; "" when it has none.
+std::string scheme_of(std::string_view ref) {
+  static constexpr CharClass kTail = CharClass(kAlnum).chars("+-.");
+  std::size_t colon = ref.find(':');
+  if (colon == std::string_view::npos || colon == 0 || !kAlnum.contains(ref[0]) ||
+      kDigits.contains(ref[0]) || !kTail.all_of(ref.substr(0, colon))) {
+    return "";
+  }
+  return ascii_lower(ref.substr(0, colon));
+}
+
+// A Location as the URL standard reads it: C0 controls and spaces trimmed at both ends, tabs and
+// line breaks dropped, other controls and spaces percent-encoded (what a browser would request).
+std::string clean_reference(std::string_view raw) {
+  auto blank = [](char c) { return static_cast<unsigned char>(c) <= 0x20; };
+  while (!raw.empty() && blank(raw.front())) raw.remove_prefix(1);
+  while (!raw.empty() && blank(raw.back())) raw.remove_suffix(1);
+  std::string out;
+  for (char c : raw) {
+    auto u = static_cast<unsigned char>(c);
+    if (c == '\t' || c == '\n' || c == '\r') continue;
+    if (u <= 0x20 || u == 0x7f) {
+      static constexpr char kHex[] = "0123456789ABCDEF";
+      out += '%';
+      out += kHex[u >> 4];
+      out += kHex[u & 0xf];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string resolve_location(const std::string& base, const std::string& raw) {
+  std::string location = clean_reference(raw);
   if (location.empty()) return "";
   auto scheme_end = base.find("://");
   if (scheme_end == std::string::npos) return "";
-  // Absolute: a scheme followed by ':' before any '/', '?' or '#'.
-  auto colon = location.find(':');
-  auto delim = location.find_first_of("/?#");
-  if (colon != std::string::npos && (delim == std::string::npos || colon < delim)) return location;
   std::string scheme = base.substr(0, scheme_end);
-  if (location.rfind("//", 0) == 0) return scheme + ":" + location;
+  if (std::string other = scheme_of(location); !other.empty()) {
+    // Another scheme: absolute (the guard judges it). The page's own scheme without "//" after it
+    // ("http:next", "http:/root") is relative to the page, as browsers read it.
+    if (other != scheme) return location;
+    location.erase(0, other.size() + 1);
+    if (location.empty()) return base.substr(0, base.find('#'));
+  }
+  // http(s) URLs read a backslash as '/': two of either first name another host, as "//host/p".
+  if (location.size() >= 2 && is_slash(location[0]) && is_slash(location[1])) {
+    return scheme + ":" + location;
+  }
   auto path_start = base.find('/', scheme_end + 3);
   std::string origin = path_start == std::string::npos ? base : base.substr(0, path_start);
-  if (location[0] == '/') return origin + location;
+  if (is_slash(location[0])) return origin + location;
   std::string path = path_start == std::string::npos ? "/" : base.substr(path_start);
   path = path.substr(0, path.find_first_of("?#"));
   if (location[0] == '?') return origin + path + location;

@@ -53,7 +53,9 @@ ProbeResult evaluate(const MonitorSpec& spec, const ProbeObservation& seen);
 Result<OutboundUrl> check_probe_url(std::string_view url, bool allow_local);
 
 // Resolves a Location header against the URL that answered it (absolute, scheme-relative,
-// absolute-path and relative-path forms); "" when it cannot be resolved.
+// absolute-path and relative-path forms) as browsers do for http(s): a backslash is a slash, the
+// page's own scheme without "//" is relative ("http:next"), spaces and controls are trimmed or
+// percent-encoded; "" when it cannot be resolved.
 std::string resolve_location(const std::string& base, const std::string& location);
 
 bool is_redirect(int status);
