@@ -221,6 +221,22 @@ describe("monitoring: probes in workerd", () => {
   });
 });
 
+describe("monitoring: selectors on the real page", () => {
+  it("matches attribute names in any case, as HTML does (lol-html compares them lower-cased)", async () => {
+    origin.body = PAGE.replace('data-role="send"', 'Data-Role="send"');
+    const mustContain = ["main BUTTON[DATA-ROLE=send]", "[Data-Role]", "form#contact[ACTION]"];
+    await jsonOf(await put("attr-case", monitor({ alertChannels: {}, mustContain })), 201);
+    await runTick("attr-case");
+    const m = await monitorView("attr-case");
+    assert.equal(m.lastProbe.reason, null, JSON.stringify(m.lastProbe));
+    assert.equal(m.state, "up");
+    // Values keep their case: a miss is named as written.
+    await jsonOf(await put("attr-case", monitor({ alertChannels: {}, mustContain: ["[DATA-ROLE=SEND]"] })), 200);
+    await runTick("attr-case");
+    assert.equal((await monitorView("attr-case")).lastProbe.reason, "selector_missing:[DATA-ROLE=SEND]");
+  });
+});
+
 describe("monitoring: platform workers through their service bindings", () => {
   it("probes the ledger's /health/consumers over EVENTS_SERVICE and sees it stall", async () => {
     const refused = await errorOf(

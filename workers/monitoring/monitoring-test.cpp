@@ -414,6 +414,31 @@ TEST_CASE("monitoring probe: each failure reason reaches /v1/monitors") {
         })["reason"] == "ssrf_blocked");
 }
 
+TEST_CASE("monitoring probe: a selector's attribute names match in any case, as in HTML") {
+  Monitoring t;
+  std::vector<std::string> sent;
+  t.mesh.fetch_stub = [&](const json& req) {
+    if (const json* s = ss::find_field(req, "selectors")) {
+      for (const json& one : *s) sent.push_back(one.get<std::string>());
+    }
+    return t.answer(req);
+  };
+  json body = site();
+  body["mustContain"] = {"main FORM[DATA-ROLE=Send]", "form#contact"};
+  REQUIRE(t.put("home", body).status == 201);
+  // The host (lol-html) matches the names lower-cased, as they are in the parsed page.
+  t.matched = std::vector<std::string>{"main FORM[data-role=Send]", "form#contact"};
+  t.tick();
+  CHECK(sent == std::vector<std::string>{"main FORM[data-role=Send]", "form#contact"});
+  json m = t.monitor("home");
+  CHECK(m["lastProbe"]["ok"] == true);
+  CHECK(m["lastProbe"]["reason"].is_null());
+  // A miss is still named as the tenant wrote it.
+  t.matched = std::vector<std::string>{"form#contact"};
+  t.tick();
+  CHECK(t.monitor("home")["lastProbe"]["reason"] == "selector_missing:main FORM[DATA-ROLE=Send]");
+}
+
 TEST_CASE(
     "monitoring probe: a stored Slack webhook the guard now refuses stops neither the probe nor "
     "PagerDuty") {

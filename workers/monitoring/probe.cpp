@@ -3,6 +3,7 @@
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
 #include "shared/text.h"
+#include "workers/monitoring/selector.h"
 
 #include <algorithm>
 
@@ -255,8 +256,11 @@ Task<ProbeObservation> observe(const MonitorSpec& spec, bool allow_local) {
     call.headers["user-agent"] = "SiteSwarm-Monitor/1.0 (+https://siteswarm.dev/monitoring)";
     call.timeout_ms =
         static_cast<int>(std::max<std::int64_t>(spec.timeout_ms - seen.latency_ms, kMinTimeoutMs));
-    std::vector<std::string> selectors =
-        spec.method == "GET" ? spec.must_contain : std::vector<std::string>{};
+    // Sent as lol-html matches them; a match counts for the selector as the tenant wrote it.
+    std::vector<std::string> selectors;
+    if (spec.method == "GET") {
+      for (const auto& s : spec.must_contain) selectors.push_back(matchable_selector(s));
+    }
     auto reply = co_await probe_fetch(call, selectors);
     if (!reply) {
       // A timeout took the whole budget; a refused connection is reported with what was spent.
@@ -275,7 +279,12 @@ Task<ProbeObservation> observe(const MonitorSpec& spec, bool allow_local) {
         continue;
       }
     }
-    seen.selectors_matched.insert(reply->selectors_matched.begin(), reply->selectors_matched.end());
+    const auto& matched = reply->selectors_matched;
+    for (std::size_t i = 0; i < selectors.size(); ++i) {
+      if (std::find(matched.begin(), matched.end(), selectors[i]) != matched.end()) {
+        seen.selectors_matched.insert(spec.must_contain[i]);
+      }
+    }
     co_return seen;
   }
 }

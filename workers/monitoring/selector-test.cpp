@@ -41,3 +41,14 @@ TEST_CASE("monitoring selector: what CSS does not tokenize as an identifier or s
     CHECK(selector_error(s).empty());
   }
 }
+
+// lol-html compares a selector's attribute names as written with the document's, which its parser
+// lower-cases: "[DATA-ROLE]" matched nothing, even on <form Data-Role=…>. HTML attribute names are
+// case-insensitive, so the host gets them lower-cased; ids, classes and values keep their case.
+TEST_CASE("monitoring selector: attribute names go to the host lower-cased, nothing else") {
+  CHECK(matchable_selector("[DATA-ROLE]") == "[data-role]");
+  CHECK(matchable_selector("main > FORM#Contact.Big[Data-X=Send][ TiTle = 'A B' ]") ==
+        "main > FORM#Contact.Big[data-x=Send][ title = 'A B' ]");
+  CHECK(matchable_selector("[a=\"]X[\"] [B]") == "[a=\"]X[\"] [b]");
+  CHECK(matchable_selector("form#contact") == "form#contact");
+}

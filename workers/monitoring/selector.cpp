@@ -120,4 +120,24 @@ std::string selector_error(std::string_view selector) {
   return Parser(selector).parse();
 }
 
+std::string matchable_selector(std::string_view selector) {
+  std::string out(selector);
+  bool in_name = false;  // inside [ … up to = or ]
+  char quote = 0;
+  for (char& c : out) {
+    if (quote != 0) {
+      if (c == quote) quote = 0;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '[') {
+      in_name = true;
+    } else if (c == '=' || c == ']') {
+      in_name = false;
+    } else if (in_name && c >= 'A' && c <= 'Z') {
+      c = static_cast<char>(c - 'A' + 'a');
+    }
+  }
+  return out;
+}
+
 }  // namespace ss::monitoring
