@@ -5,6 +5,7 @@
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
 #include "shared/tenant.h"
+#include "shared/tenant_cache.h"
 #include "shared/tenant_store.h"
 #include "workers/monitoring/routes.h"
 #include "workers/monitoring/store.h"
@@ -112,8 +113,13 @@ Task<Result<Response>> status_page(Context& ctx, const Request&, const Params& p
       page.compare(page.size() - kJsonSuffix.size(), kJsonSuffix.size(), kJsonSuffix) == 0;
   std::string tenant = as_json ? page.substr(0, page.size() - kJsonSuffix.size()) : page;
   if (!is_valid_tenant_id(tenant)) co_return Error{ErrorCode::not_found, "no status page"};
-  SS_CO_TRY(std::optional<TenantRow> row, co_await TenantStore(ctx.app().db_binding).find(tenant));
-  if (!row || !row->enabled) co_return Error{ErrorCode::not_found, "no status page"};
+  // A public page: the tenant's row comes from this instance's cache while fresh (as for the hot
+  // paths of every worker), so a spike does not read D1 per view; only an enabled one is trusted.
+  const TenantRow* cached = tenant_cache(ctx).fresh(tenant, ctx.now_ms());
+  if (cached == nullptr || !cached->enabled) {
+    SS_CO_TRY(std::optional<TenantRow> row, co_await read_tenant(ctx, tenant));
+    if (!row || !row->enabled) co_return Error{ErrorCode::not_found, "no status page"};
+  }
   SS_CO_TRY(json data, co_await status_data(ctx, tenant));
   Response r = as_json ? Response::json_body(200, data)
                        : Response::text(200, render_status_html(data), "text/html; charset=utf-8");
