@@ -235,6 +235,18 @@ describe("monitoring: selectors on the real page", () => {
     await runTick("attr-case");
     assert.equal((await monitorView("attr-case")).lastProbe.reason, "selector_missing:[DATA-ROLE=SEND]");
   });
+
+  it("takes non-ASCII names, which CSS and lol-html take (#über, .café)", async () => {
+    origin.body = PAGE.replace('<form id="contact"', '<form id="über" class="café"');
+    const mustContain = ["main form#über.café", "[id=über]"];
+    await jsonOf(await put("non-ascii", monitor({ alertChannels: {}, mustContain })), 201);
+    await runTick("non-ascii");
+    const m = await monitorView("non-ascii");
+    assert.equal(m.lastProbe.reason, null, JSON.stringify(m.lastProbe));
+    origin.body = PAGE;
+    await runTick("non-ascii");
+    assert.equal((await monitorView("non-ascii")).lastProbe.reason, "selector_missing:main form#über.café");
+  });
 });
 
 describe("monitoring: platform workers through their service bindings", () => {

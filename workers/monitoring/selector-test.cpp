@@ -52,3 +52,18 @@ TEST_CASE("monitoring selector: attribute names go to the host lower-cased, noth
   CHECK(matchable_selector("[a=\"]X[\"] [B]") == "[a=\"]X[\"] [b]");
   CHECK(matchable_selector("form#contact") == "form#contact");
 }
+
+// CSS names take any non-ASCII code point, and lol-html matches them (`.café` on class="café"):
+// the validator took ASCII only and refused such a monitor with 400.
+TEST_CASE("monitoring selector: non-ASCII names are CSS identifiers") {
+  for (const char* s : {".café", "#über", "bäckerei", "[data-größe]", "[title=café]", "-é", "#-ü",
+                        "main .caf\xc3\xa9 > #\xc3\xbc"}) {
+    CAPTURE(s);
+    CHECK(selector_error(s).empty());
+  }
+  // Still refused: a digit first, a lone '-', and bytes that are not UTF-8.
+  for (const char* s : {".1é", "[a=-]", ".caf\xe9", "#\xc3"}) {
+    CAPTURE(s);
+    CHECK_FALSE(selector_error(s).empty());
+  }
+}

@@ -6,7 +6,10 @@ namespace ss::monitoring {
 
 namespace {
 
-constexpr CharClass kIdentStart = CharClass().range('a', 'z').range('A', 'Z').chars("_-");
+// Name code points (CSS Syntax §4.2): letters, '_', and every non-ASCII code point — the bytes of
+// a UTF-8 sequence (the body is UTF-8), as lol-html reads them: `#über` and `.café` are selectors.
+constexpr CharClass kIdentStart =
+    CharClass().range('a', 'z').range('A', 'Z').chars("_-").range('\x80', '\xff');
 constexpr CharClass kIdentChar = CharClass(kIdentStart).range('0', '9');
 constexpr CharClass kSpace = CharClass().chars(kCssWhitespace);
 constexpr CharClass kLineBreak = CharClass().chars("\n\r\f");
@@ -43,8 +46,9 @@ class Parser {
   std::string unexpected() const {
     return "has unsupported syntax at '" + std::string(s_.substr(i_, 8)) + "'";
   }
-  // A CSS identifier (CSS Syntax §4.3.9): a letter or '_' first, or '-' followed by a letter, '_'
-  // or a second '-'. "-1" is a number and a lone "-" a delimiter: lol-html refuses `.-1` or `[a=-]`.
+  // A CSS identifier (CSS Syntax §4.3.9): a letter, '_' or a non-ASCII code point first, or '-'
+  // followed by one of those or a second '-'. "-1" is a number and a lone "-" a delimiter:
+  // lol-html refuses `.-1` or `[a=-]`.
   bool ident() {
     if (done() || !kIdentStart.contains(peek())) return false;
     if (peek() == '-' && (i_ + 1 >= s_.size() || !kIdentStart.contains(s_[i_ + 1]))) return false;
@@ -117,6 +121,7 @@ std::string selector_error(std::string_view selector) {
   if (selector.size() > kMaxSelectorLength) {
     return "is longer than " + std::to_string(kMaxSelectorLength) + " characters";
   }
+  if (!is_utf8(selector)) return "is not UTF-8";
   return Parser(selector).parse();
 }
 
