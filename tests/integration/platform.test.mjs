@@ -134,6 +134,10 @@ describe("tenant provisioning", () => {
       const after = await digests();
       assert.equal(after.admin_token_hash, before.admin_token_hash, "the admin token left out is kept");
       assert.notEqual(after.token_hash, before.token_hash);
+      // A misspelt key is a 400 naming it, not an update that silently keeps the old secret.
+      const typo = await errorOf(await put(key, id, { tokne: secret(), config: {} }), 400, "invalid_request");
+      assert.equal(typo.field, "tokne");
+      assert.equal((await whoami(newToken)).status, 200);
       // And the other way round: only adminToken sent keeps the token.
       await jsonOf(await put(key, id, { adminToken: secret(), config: {} }), 200);
       assert.equal((await whoami(newToken)).status, 200);

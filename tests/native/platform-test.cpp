@@ -181,6 +181,16 @@ TEST_CASE("provisioning refuses bad input with the contract's errors and writes 
     }
     CHECK(mesh.request(w, "GET", "/v1/tenant", Mesh::tenant_headers("acme", "acme-token")).status ==
           200);
+    // A misspelt top-level key is refused by name, not taken as an update that keeps the old
+    // secret; so are the GET view's read-only keys.
+    for (const char* key : {"tokne", "enabled", "tenantId"}) {
+      auto refused = mesh.request(w, "PUT", "/admin/tenants/acme", kOperator,
+                                  json{{key, "rotated"}, {"config", json::object()}}.dump());
+      check_error(refused, 400, "invalid_request");
+      CHECK(refused.body_json()["error"]["field"] == key);
+    }
+    CHECK(mesh.request(w, "GET", "/v1/tenant", Mesh::tenant_headers("acme", "acme-token")).status ==
+          200);
     // A misspelt config key is refused by name where the worker reads a config (the ledger keeps
     // none).
     if (w != "events") {
