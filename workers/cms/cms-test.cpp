@@ -795,6 +795,49 @@ TEST_CASE("cms: too many items is 400 and the count stays") {
   CHECK(t.rows("cms_announcements") == static_cast<std::int64_t>(ss::cms::kMaxAnnouncements));
 }
 
+TEST_CASE("cms: at the cap, items that are over make room; live ones never do") {
+  Cms t;  // Monday 2026-06-01 12:00Z
+  // The overrides fill up with an emergency closure that ends at 13:00 and holidays in June.
+  REQUIRE(t.studio("POST", "/admin/v1/overrides",
+                   json{{"closedNow", true}, {"until", "2026-06-01T13:00:00Z"}})
+              .status == 201);
+  for (std::size_t i = 1; i < ss::cms::kMaxOverrides; ++i) {
+    REQUIRE(t.studio("POST", "/admin/v1/overrides",
+                     json{{"from", "2026-06-10"}, {"to", "2026-06-11"}, {"closed", true}})
+                .status == 201);
+  }
+  json emergency{{"closedNow", true}, {"message", "Oven broke"}};
+  HttpReply full = t.studio("POST", "/admin/v1/overrides", emergency);
+  CHECK(full.status == 400);
+  CHECK(full.body_json()["error"]["field"] == "overrides");
+  // Once the first closure is over, a new one takes its place: nothing else goes.
+  t.mesh.now_ms = 1780315200000 + 3600 * 1000;  // 13:00Z
+  HttpReply room = t.studio("POST", "/admin/v1/overrides", emergency);
+  REQUIRE(room.status == 201);
+  CHECK(t.rows("cms_overrides") == static_cast<std::int64_t>(ss::cms::kMaxOverrides));
+  CHECK(t.get("/v1/status").body_json()["open"] == false);
+  auto created = t.events("cms.override_created");
+  REQUIRE(!created.empty());
+  CHECK(created.back()["payload"]["pruned"].size() == 1);
+  // Days after the holidays, they are over in every zone: they make room too.
+  t.mesh.now_ms = 1780315200000 + 12 * 86400 * 1000LL;  // 2026-06-13T12:00Z
+  REQUIRE(t.studio("POST", "/admin/v1/overrides", emergency).status == 201);
+  CHECK(t.rows("cms_overrides") == 2);  // the two closures without an end, and the newest
+  // Announcements: one that has ended makes room for a new one at the cap.
+  Cms a;
+  REQUIRE(a.studio("POST", "/admin/v1/announcements",
+                   json{{"text", "Closing early today"}, {"endsAt", "2026-06-01T13:00:00Z"}})
+              .status == 201);
+  for (std::size_t i = 2; i < ss::cms::kMaxAnnouncements; ++i) {  // the seed has one
+    REQUIRE(a.studio("POST", "/admin/v1/announcements", json{{"text", "n" + std::to_string(i)}})
+                .status == 201);
+  }
+  CHECK(a.studio("POST", "/admin/v1/announcements", json{{"text", "full"}}).status == 400);
+  a.mesh.now_ms = 1780315200000 + 3600 * 1000;
+  CHECK(a.studio("POST", "/admin/v1/announcements", json{{"text", "room"}}).status == 201);
+  CHECK(a.rows("cms_announcements") == static_cast<std::int64_t>(ss::cms::kMaxAnnouncements));
+}
+
 TEST_CASE("cms: another tenant's ids are 404 and stay untouched") {
   Cms t;
   auto auto_admin = t.admin("auto-repair", kAutoAdmin);

@@ -281,22 +281,50 @@ Task<Result<Response>> put_hours(Context& ctx, const Request& req, const Params&
   SS_CO_RETURN_AWAIT(write(ctx, req, input.first, mutate));
 }
 
+// A list at its cap drops the items that are over (`ended`), so a tenant's history never locks
+// it out of a new one; the ids dropped, for their DELETE statements. Below the cap nothing goes.
+template <typename Item, typename Ended>
+std::vector<std::string> prune_when_full(std::vector<Item>& items, std::size_t cap, Ended ended) {
+  std::vector<std::string> pruned;
+  if (items.size() < cap) return pruned;
+  auto kept = std::remove_if(items.begin(), items.end(), [&](const Item& item) {
+    if (!ended(item)) return false;
+    pruned.push_back(item.id);
+    return true;
+  });
+  items.erase(kept, items.end());
+  return pruned;
+}
+
 Task<Result<Response>> post_override(Context& ctx, const Request& req, const Params&) {
   SS_CO_TRY(auto input, co_await admin_with_body(ctx, req));
   SS_CO_CHECK(check_known_keys(input.second, kOverrideFields, "", kItemViewFields));
   SS_CO_TRY(Override parsed, parse_override(input.second, ctx.now_ms() / 1000));
   Mutator mutate = [parsed](Context& ctx, Content& content) -> Task<Result<Change>> {
+    Change change;
+    // At the cap, overrides that are over make room: an emergency closure is never refused for
+    // the sake of last year's holidays.
+    const std::int64_t now = ctx.now_ms() / 1000;
+    std::vector<std::string> pruned =
+        prune_when_full(content.overrides, kMaxOverrides, [now](const Override& o) {
+          return o.closed_now
+                     ? o.until && *o.until <= now
+                     : o.to_day < now / 86400 - 1;  // its last local day is over in every zone
+        });
+    for (const std::string& id : pruned) {
+      change.statements.push_back(CmsStore::delete_override_statement(content.tenant_id, id));
+    }
     if (content.overrides.size() >= kMaxOverrides) {
       co_return field_error("overrides", "a tenant has at most " + std::to_string(kMaxOverrides) +
-                                             " overrides; delete some first");
+                                             " overrides in effect or to come; delete some first");
     }
     Override o = parsed;
     SS_CO_TRY(o.id, co_await ctx.new_ulid());
     o.created_at = format_rfc3339(ctx.now_ms());
-    Change change;
     change.name = "override_created";
     change.entity_ref = "override:" + o.id;
     change.detail = json_object({{"id", o.id}, {"closedNow", o.closed_now}});
+    if (!pruned.empty()) change.detail["pruned"] = pruned;
     change.statements.push_back(CmsStore::insert_override_statement(content.tenant_id, o));
     // The new id at the top level too, as every create of the platform answers it.
     change.answer = json_object({{"id", o.id}, {"override", override_json(o)}});
@@ -333,18 +361,26 @@ Task<Result<Response>> post_announcement(Context& ctx, const Request& req, const
   SS_CO_CHECK(check_known_keys(input.second, kAnnouncementFields, "", kItemViewFields));
   SS_CO_TRY(Announcement parsed, parse_announcement(input.second));
   Mutator mutate = [parsed](Context& ctx, Content& content) -> Task<Result<Change>> {
+    Change change;
+    const std::int64_t now = ctx.now_ms() / 1000;
+    std::vector<std::string> pruned =
+        prune_when_full(content.announcements, kMaxAnnouncements,
+                        [now](const Announcement& a) { return a.ends_at && *a.ends_at <= now; });
+    for (const std::string& id : pruned) {
+      change.statements.push_back(CmsStore::delete_announcement_statement(content.tenant_id, id));
+    }
     if (content.announcements.size() >= kMaxAnnouncements) {
-      co_return field_error("announcements", "a tenant has at most " +
-                                                 std::to_string(kMaxAnnouncements) +
-                                                 " announcements; delete some first");
+      co_return field_error("announcements",
+                            "a tenant has at most " + std::to_string(kMaxAnnouncements) +
+                                " announcements live or to come; delete some first");
     }
     Announcement a = parsed;
     SS_CO_TRY(a.id, co_await ctx.new_ulid());
     a.created_at = a.updated_at = format_rfc3339(ctx.now_ms());
-    Change change;
     change.name = "announcement_published";
     change.entity_ref = "announcement:" + a.id;
     change.detail = json_object({{"id", a.id}, {"level", a.level}});
+    if (!pruned.empty()) change.detail["pruned"] = pruned;
     change.statements.push_back(CmsStore::upsert_announcement_statement(content.tenant_id, a));
     change.answer = json_object({{"id", a.id}, {"announcement", announcement_json(a)}});
     change.status = 201;
