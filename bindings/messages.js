@@ -108,7 +108,8 @@ function requestFields(request, text, tooLarge, cfFields) {
 // (`defineWorker(wasm, { cf: ["country", "colo"] })`: analytics). workerd's cf holds about twenty
 // plain fields and nested objects besides (TLS client auth, bot management), and reading
 // `request.cf` at all costs workerd a deserialisation per request: a worker that names no field
-// never touches it, and its message has no `cf` (docs/performance.md, "cms beside a bare KV read").
+// never touches it, and its message has no `cf` (docs/performance.md, "the ledger's snapshot, request.cf,
+// and interleaved rounds").
 export const NO_CF = Object.freeze([]);
 function plainCf(cf, fields) {
   const out = {};

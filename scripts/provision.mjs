@@ -220,8 +220,18 @@ async function main() {
     token,
     adminToken,
     operatorToken,
-    send: (worker, path, init) =>
-      fetch(new URL(path, baseUrl(worker)), { ...init, signal: AbortSignal.timeout(10_000) }),
+    send: async (worker, path, init) => {
+      const url = new URL(path, baseUrl(worker));
+      try {
+        return await fetch(url, { ...init, signal: AbortSignal.timeout(10_000) });
+      } catch (err) {
+        // "fetch failed" alone names neither the worker nor where it was looked for.
+        const why = err.cause?.code ?? err.cause?.message ?? err.message;
+        throw new Error(
+          `${worker} at ${url.origin} did not answer (${why}); set SITESWARM_${worker.toUpperCase()}_URL`,
+        );
+      }
+    },
   });
   if (outcome.made) ({ token, adminToken } = outcome);
   if (args.json) {

@@ -8,7 +8,8 @@
 // kTenantCacheTtlMs, a disabled row, a digest that does not match (a rotated token) — reads D1
 // again, so a new tenant or a new token works at once. What can lag, by at most kTenantCacheTtlMs,
 // is a revocation (disable, token rotation) made through *another* isolate; the operator routes of
-// this instance drop their tenant's entry at once (docs/architecture.md, "Tenant authentication").
+// this instance drop their tenant's entry at once (docs/architecture.md, "Tenant rows cached per
+// instance").
 // Tenant admin authentication never uses the cache.
 
 #include "shared/tenant_store.h"

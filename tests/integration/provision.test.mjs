@@ -291,3 +291,29 @@ test("the build keeps a real seeds module and replaces an empty or broken one wi
     await rm(dir, { recursive: true, force: true });
   }
 });
+
+test("a worker that does not answer is named with the address provisioning looked for it at", async () => {
+  // A port nothing listens on: taken from a server that is closed again.
+  const { createServer } = await import("node:net");
+  const server = createServer();
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  const env = { ...process.env, PLATFORM_ADMIN_TOKEN: "x" };
+  for (const key of ["LEADS", "CMS", "MONITORING", "ANALYTICS", "EVENTS"]) {
+    env[`SITESWARM_${key}_URL`] = `http://127.0.0.1:${port}`;
+  }
+  const failed = await run("node", ["scripts/provision.mjs", "examples/bakery/swarm.config.json"], {
+    cwd: ROOT,
+    env,
+  }).then(
+    () => assert.fail("provisioning against a closed port succeeded"),
+    (err) => err,
+  );
+  assert.notEqual(failed.code, 0);
+  assert.match(
+    failed.stderr,
+    new RegExp(`(leads|cms|monitoring|analytics|events) at http://127\\.0\\.0\\.1:${port} did not answer`),
+  );
+  assert.match(failed.stderr, /SITESWARM_[A-Z]+_URL/);
+});

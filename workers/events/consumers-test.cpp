@@ -323,6 +323,11 @@ TEST_CASE("reflexion_analyzer keeps failure patterns per workflow / event type, 
   CHECK(patterns[0]["example_event_ids"][0] == f1);
   CHECK(patterns[0]["tenants"] == json::array({"bakery"}));
   CHECK(patterns[0]["last_error"] == "target answered 502");
+  // Times as the API writes them: whole seconds without ".000" (the events' recorded_at).
+  for (const char* key : {"first_seen_at", "last_seen_at"}) {
+    const std::string at = patterns[0][key].get<std::string>();
+    CHECK_MESSAGE((at.size() == 20 && at.back() == 'Z'), at);
+  }
   auto only = l.admin("GET", "/admin/reflexion?subject=lead.delivery_failed").body_json();
   REQUIRE(only["patterns"].size() == 1);
   CHECK(only["patterns"][0]["error_class"] == "email.resend:http_5xx");

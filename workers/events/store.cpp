@@ -1113,8 +1113,8 @@ json ReflexionRow::view() const {
                       {"subject", subject},
                       {"error_class", error_class},
                       {"count", failure_count},
-                      {"first_seen_at", first_seen_at},
-                      {"last_seen_at", last_seen_at},
+                      {"first_seen_at", shown_rfc3339(first_seen_at)},  // events' recorded_at
+                      {"last_seen_at", shown_rfc3339(last_seen_at)},
                       {"last_error", text_or_null(last_error)},
                       {"example_event_ids", examples ? *examples : json::array()},
                       {"tenants", seen ? *seen : json::array()}});
