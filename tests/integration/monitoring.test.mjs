@@ -368,6 +368,33 @@ describe("monitoring: incidents and alerts", () => {
     assert.equal(status.monitors.find((m) => m.id === "manual").state, "down");
   });
 
+  it("a hooks.slack.com webhook goes to SLACK_API_URL (the stub) with its path and query", async () => {
+    // The tenant gives Slack's real URL; workers.json's local vars point SLACK_API_URL at the stubs,
+    // so nothing is posted to the internet (the mesh's outbound refuses it anyway).
+    const webhookUrl = "https://hooks.slack.com/services/T1/B1/hooksecret?thread=1";
+    await jsonOf(await put("slackhook", monitor({ alertChannels: { slack: { webhookUrl } } })), 201);
+    origin.status = 503;
+    for (let i = 0; i < 3; i++) await runTick("slackhook");
+    const [message, ...more] = mesh.stubs.find("/slack/services/T1/B1/hooksecret", "POST");
+    assert.equal(more.length, 0);
+    assert.deepEqual(message.query, { thread: "1" });
+    assert.match(JSON.parse(message.body).text, /slackhook/);
+    const { alerts } = await jsonOf(
+      await mesh.fetch("monitoring", "/admin/monitors/slackhook/alerts", { headers: adminHeaders() }),
+      200,
+    );
+    assert.deepEqual(
+      alerts.map((a) => [a.channel, a.action, a.state]),
+      [["slack", "trigger", "sent"]],
+    );
+    // The stored webhook is still the tenant's.
+    const saved = await jsonOf(
+      await mesh.fetch("monitoring", "/admin/monitors/slackhook", { headers: adminHeaders() }),
+      200,
+    );
+    assert.equal(saved.alertChannels.slack.webhookUrl, webhookUrl);
+  });
+
   it("a monitor deleted while down: its PagerDuty incident is resolved and Slack is told", async () => {
     await jsonOf(await put("gone", monitor()), 201);
     origin.status = 503;

@@ -65,7 +65,14 @@ describe("stubs", () => {
     assert.equal((await post("/v2/enqueue", resolveNoKey, JSON_TYPE)).status, 400);
     const resolve = JSON.stringify({ routing_key: "rk", event_action: "resolve", dedup_key: "m-1" });
     assert.equal((await post("/v2/enqueue", resolve, JSON_TYPE)).status, 202);
-    assert.equal(await (await post("/slack/T000/B000", "{}", JSON_TYPE)).text(), "ok");
+    // Slack's incoming webhooks (SLACK_API_URL={stubs}/slack stands in for https://hooks.slack.com).
+    const hook = "/slack/services/T000/B000/XXXX";
+    assert.equal(await (await post(hook, JSON.stringify({ text: "site down" }), JSON_TYPE)).text(), "ok");
+    const noText = await post(hook, "{}", JSON_TYPE);
+    assert.deepEqual([noText.status, await noText.text()], [400, "no_text"]);
+    const notJson = await post(hook, "text=hi", FORM);
+    assert.deepEqual([notJson.status, await notJson.text()], [400, "invalid_payload"]);
+    assert.equal(stubs.find("/slack/services/T000/B000/XXXX", "POST").length, 3);
     assert.equal((await post("/webhook/bakery", "{}", JSON_TYPE)).status, 200);
   });
 

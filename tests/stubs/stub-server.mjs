@@ -132,7 +132,7 @@ async function route(record, reply, { crmSecret }) {
   if (method === "POST" && twilio) return twilioMessage(record, twilio[1], reply);
   if (method === "POST" && path.startsWith("/webhook/")) return reply(200, { ok: true });
   if (method === "POST" && path === "/v2/enqueue") return pagerDuty(record, reply);
-  if (method === "POST" && path.startsWith("/slack/")) return reply(200, "ok");
+  if (method === "POST" && path.startsWith("/slack/")) return slack(record, reply);
   if (path.startsWith("/probe/")) return probe(record, reply);
   return reply(404, { error: `no stub for ${method} ${path}` });
 }
@@ -257,6 +257,23 @@ function pagerDuty(record, reply) {
     message: "Event processed",
     dedup_key: event.dedup_key ?? randomUUID(),
   });
+}
+
+// Slack incoming webhooks: the monitors' (https://hooks.slack.com/services/... reaches
+// /slack/services/... through SLACK_API_URL={stubs}/slack) and the ledger's operator alerts. As Slack
+// answers: a JSON message with text (or blocks or attachments) is 200 "ok"; a body that is not JSON
+// is 400 "invalid_payload", a message without text 400 "no_text".
+function slack(record, reply) {
+  let message;
+  try {
+    message = JSON.parse(record.body);
+  } catch {
+    return reply(400, "invalid_payload");
+  }
+  if (!message || typeof message !== "object" || !(message.text || message.blocks || message.attachments)) {
+    return reply(400, "no_text");
+  }
+  return reply(200, "ok");
 }
 
 // GET /__stub/requests[?path=prefix], POST /__stub/reset, POST /__stub/fail?path=&count=&status=

@@ -154,3 +154,28 @@ TEST_CASE(
   }
   CHECK(closure_from("anything else") == Closure::recovered);
 }
+
+TEST_CASE("monitoring incident: SLACK_API_URL stands in for hooks.slack.com, path and query kept") {
+  const std::string hook = "https://hooks.slack.com/services/T000/B000/XXXX";
+  const std::string stub = "http://127.0.0.1:8799/slack";
+  // Unset (production): every webhook goes as given.
+  CHECK(slack_webhook_target(hook, "") == hook);
+  CHECK(slack_webhook_target(hook, stub) == stub + "/services/T000/B000/XXXX");
+  CHECK(slack_webhook_target(hook, stub + "/") == stub + "/services/T000/B000/XXXX");
+  CHECK(slack_webhook_target(hook + "?x=1&y=%20#frag", stub) ==
+        stub + "/services/T000/B000/XXXX?x=1&y=%20");
+  // The host as the URL parser sees it: any case, a trailing dot, the default port named.
+  CHECK(slack_webhook_target("https://HOOKS.Slack.COM./services/T/B/X", stub) ==
+        stub + "/services/T/B/X");
+  CHECK(slack_webhook_target("https://hooks.slack.com:443/services/T/B/X", stub) ==
+        stub + "/services/T/B/X");
+  // Another host or port, http://, a user-info, or no URL at all: as given (the guard judges it).
+  for (const std::string other :
+       {"https://hooks.slack.test/services/T/B/X", "https://hooks.slack.com.evil.test/services/x",
+        "https://evil.test/hooks.slack.com/services/x", "https://hooks.slack.com:8443/services/x",
+        "http://hooks.slack.com/services/T/B/X", "https://user@evil.test@hooks.slack.com/x",
+        "not a url"}) {
+    CAPTURE(other);
+    CHECK(slack_webhook_target(other, stub) == other);
+  }
+}

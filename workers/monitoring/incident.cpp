@@ -1,6 +1,7 @@
 #include "workers/monitoring/incident.h"
 #include "shared/json_util.h"
 #include "shared/text.h"
+#include "shared/url_guard.h"
 
 namespace ss::monitoring {
 
@@ -126,6 +127,18 @@ std::vector<AlertRequest> resolves_for(const std::vector<SentTrigger>& triggers,
     }
   }
   return out;
+}
+
+std::string slack_webhook_target(const std::string& url, std::string_view base) {
+  while (!base.empty() && base.back() == '/') base.remove_suffix(1);
+  if (base.empty()) return url;
+  auto parsed = parse_http_url(url);
+  // Only what the guard would pass as Slack's (https, no user-info, the default port) stands in.
+  if (!parsed || parsed->scheme != "https" || parsed->has_userinfo || parsed->port) return url;
+  std::string_view host = parsed->host;
+  if (!host.empty() && host.back() == '.') host.remove_suffix(1);  // hooks.slack.com. is the same
+  if (host != kSlackWebhookHost) return url;
+  return std::string(base) + parsed->rest;
 }
 
 }  // namespace ss::monitoring

@@ -61,6 +61,14 @@ struct AlertRequest {
 std::vector<AlertRequest> triggers_for(const MonitorSpec& spec, const AlertContext& c,
                                        const std::string& pagerduty_events_url);
 
+// Slack's incoming-webhook host. SLACK_API_URL, when set, stands in for it (local stubs).
+inline constexpr std::string_view kSlackWebhookHost = "hooks.slack.com";
+// Where a Slack webhook is posted: an https:// URL on hooks.slack.com (no user-info, the default
+// port) goes to `base` (the SLACK_API_URL var, trailing slashes ignored) with the same path and
+// query; any other URL, or every URL when `base` is empty, goes as given. The guard then judges
+// the result, the URL actually fetched.
+std::string slack_webhook_target(const std::string& url, std::string_view base);
+
 // Why an open incident ends: its monitor recovered, or nobody watches it any more — the monitor was
 // deleted (by the API or by a manifest that no longer declares it) or disabled, its tenant was
 // disabled, or it was deleted and made again under the same id (the new monitor starts without it).

@@ -196,8 +196,10 @@ Task<Result<std::optional<int>>> deliver_alert(Context& ctx, const std::string& 
   std::string error;
   // The Slack URL is the tenant's: checked again right before the call (the guard may be stricter
   // now than when the monitor was saved). PagerDuty's is the deployment's own configuration.
+  // SLACK_API_URL stands in for hooks.slack.com (local stubs): the guard judges the URL fetched.
   if (row->channel == "slack") {
-    auto checked = check_outbound_url(url, ctx.allow_local_outbound());
+    auto checked = check_outbound_url(slack_webhook_target(url, ctx.env("SLACK_API_URL")),
+                                      ctx.allow_local_outbound());
     if (!checked)
       error = "refused: " + checked.error().message;
     else

@@ -461,6 +461,65 @@ TEST_CASE(
   CHECK(t.slack.empty());
 }
 
+TEST_CASE("monitoring alerts: SLACK_API_URL sends a hooks.slack.com webhook to the local stub") {
+  // As scripts/dev and the test mesh set it: hooks.slack.com stands in for the stub server, path
+  // and query kept, and the guard judges the URL fetched (the stub's, loopback: local only).
+  const char* hook = "https://hooks.slack.com/services/T0/B0/secret?thread=1";
+  for (bool allow_local : {true, false}) {
+    CAPTURE(allow_local);
+    Monitoring t;
+    t.mesh.set_env("monitoring", "SLACK_API_URL", "http://127.0.0.1:8799/slack");
+    t.mesh.set_env("monitoring", "ALLOW_LOCAL_OUTBOUND", allow_local ? "1" : "0");
+    std::vector<std::string> posted;
+    auto origin = t.mesh.fetch_stub;
+    t.mesh.fetch_stub = [&](const json& req) {
+      std::string url = ss::string_or(req, "url", "");
+      if (url.find("slack") == std::string::npos) return origin(req);
+      posted.push_back(url);
+      StubReply r;
+      r.body = "ok";
+      return r;
+    };
+    json channels{{"pagerduty", {{"routingKey", "R0UT1NGKEY0123"}}},
+                  {"slack", {{"webhookUrl", hook}}}};
+    REQUIRE(t.put("home", site({{"alertChannels", channels}})).status == 201);
+    t.status = 503;
+    for (int i = 0; i < 3; ++i) t.tick();
+    CHECK(t.pagerduty.size() == 1);
+    json alerts = t.admin("GET", "/admin/monitors/home/alerts").body_json()["alerts"];
+    json slack;
+    for (const json& a : alerts) {
+      if (a["channel"] == "slack") slack = a;
+    }
+    REQUIRE(slack.is_object());
+    if (allow_local) {
+      CHECK(posted ==
+            std::vector<std::string>{"http://127.0.0.1:8799/slack/services/T0/B0/secret?thread=1"});
+      CHECK(slack["state"] == "sent");
+    } else {
+      // Local outbound off: the stub's loopback URL is refused, and hooks.slack.com is not tried.
+      CHECK(posted.empty());
+      CHECK(slack["state"] == "dead");
+      CHECK(ss::string_or(slack, "lastError", "").find("refused") != std::string::npos);
+    }
+  }
+  // Unset (production): the webhook goes as given.
+  Monitoring t;
+  std::vector<std::string> posted;
+  auto origin = t.mesh.fetch_stub;
+  t.mesh.fetch_stub = [&](const json& req) {
+    std::string url = ss::string_or(req, "url", "");
+    if (url.find("slack.com") == std::string::npos) return origin(req);
+    posted.push_back(url);
+    return StubReply{};
+  };
+  REQUIRE(t.put("home", site({{"alertChannels", {{"slack", {{"webhookUrl", hook}}}}}})).status ==
+          201);
+  t.status = 503;
+  for (int i = 0; i < 3; ++i) t.tick();
+  CHECK(posted == std::vector<std::string>{hook});
+}
+
 TEST_CASE("monitoring probe: redirects are followed hop by hop, at most 5") {
   Monitoring t;
   REQUIRE(t.put("home", site()).status == 201);
