@@ -420,6 +420,47 @@ describe("monitoring: incidents and alerts", () => {
     assert.ok(row.resolved_at, "the incident is resolved in D1");
   });
 
+  it("a monitor deleted and made again under its id shows none of the old one's incidents", async () => {
+    await jsonOf(await put("remade", monitor()), 201);
+    origin.status = 503;
+    for (let i = 0; i < 3; i++) await runTick("remade");
+    const old = (await monitorView("remade")).incident;
+    assert.ok(old?.id, "the old monitor's incident is open");
+    await jsonOf(
+      await mesh.fetch("monitoring", "/admin/monitors/remade", { method: "DELETE", headers: adminHeaders() }),
+      200,
+    );
+    await waitFor(async () => (await pendingAlerts()) === 0, "the resolves to settle", 20_000);
+    await jsonOf(await put("remade", monitor()), 201);
+    const shown = async () => {
+      const data = await jsonOf(await mesh.fetch("monitoring", "/status/bakery.json"), 200);
+      return data.incidents.filter((i) => i.monitorId === "remade");
+    };
+    assert.deepEqual(await shown(), []);
+    assert.equal((await monitorView("remade")).incident, null);
+    const alerts = async () =>
+      (await jsonOf(await mesh.fetch("monitoring", "/admin/monitors/remade/alerts", { headers: adminHeaders() }), 200))
+        .alerts;
+    assert.deepEqual(await alerts(), []);
+    const html = await (await mesh.fetch("monitoring", "/status/bakery")).text();
+    assert.ok(!html.includes("<strong>remade</strong>"), "no incident of remade on the page");
+    assert.ok(!html.includes(old.openedAt), "the old incident is not on the page");
+    // Probed up, its figures are its own: no failure of the old monitor's.
+    origin.status = 200;
+    await runTick("remade");
+    const view = await monitorView("remade");
+    assert.equal(view.state, "up");
+    assert.equal(view.uptime["24h"], 100);
+    assert.deepEqual(await shown(), []);
+    // In D1 the old incident stays, resolved and marked as a deleted monitor's.
+    const row = await (await db())
+      .prepare("SELECT resolved_at, monitor_deleted FROM incidents WHERE incident_id = ?1")
+      .bind(old.id)
+      .first();
+    assert.ok(row.resolved_at);
+    assert.equal(row.monitor_deleted, 1);
+  });
+
   it("an alert endpoint down then up: each alert arrives exactly once", async () => {
     await jsonOf(await put("retry", monitor()), 201);
     origin.status = 500;

@@ -702,6 +702,62 @@ TEST_CASE("monitoring incidents: deleting a monitor that is down closes its inci
   CHECK(t.pagerduty[2]["dedup_key"] != trigger["dedup_key"]);
 }
 
+TEST_CASE(
+    "monitoring incidents: a monitor made again under a deleted one's id shows none of its "
+    "incidents") {
+  // Deleted by the API or by a manifest that no longer declares it, then declared again: the old
+  // monitor's incident is not on the new one's status page, overview or alert list.
+  for (bool by_manifest : {false, true}) {
+    CAPTURE(by_manifest);
+    Monitoring t;
+    declare_home(t, by_manifest, true);
+    json trigger = open_incident(t);
+    if (by_manifest) {
+      t.mesh.provision("bakery", kBakeryToken, kBakeryAdmin, json{{"monitors", json::array()}},
+                       "monitoring");
+    } else {
+      REQUIRE(t.admin("DELETE", "/admin/monitors/home").status == 200);
+    }
+    t.drain();
+    REQUIRE(t.pagerduty.size() == 2);  // the old incident is closed and its page resolved
+    CHECK(t.pagerduty[1]["event_action"] == "resolve");
+    declare_home(t, by_manifest, true);
+    auto page = [&] {
+      HttpReply r = t.mesh.request("monitoring", "GET", "/status/bakery.json");
+      REQUIRE(r.status == 200);
+      return r.body_json();
+    };
+    auto alerts = [&] {
+      return t.admin("GET", "/admin/monitors/home/alerts").body_json()["alerts"];
+    };
+    CHECK(page()["incidents"] == json::array());
+    CHECK(t.monitor("home")["incident"].is_null());
+    CHECK(alerts() == json::array());
+    HttpReply html = t.mesh.request("monitoring", "GET", "/status/bakery");
+    CHECK(html.body.find("No incidents in the last 90 days.") != std::string::npos);
+    // Probed up: its figures are its own (no failure of the old monitor's).
+    t.status = 200;
+    t.tick();
+    json m = page()["monitors"][0];
+    CHECK(m["state"] == "up");
+    CHECK(m["uptime"]["24h"] == 100.0);
+    CHECK(m["uptime"]["90d"] == 100.0);
+    CHECK(page()["incidents"] == json::array());
+    // Its own outage is its own incident, the only one shown.
+    t.status = 503;
+    for (int i = 0; i < 3; ++i) t.tick();
+    REQUIRE(t.pagerduty.size() == 3);
+    CHECK(t.pagerduty[2]["dedup_key"] != trigger["dedup_key"]);
+    json incidents = page()["incidents"];
+    REQUIRE(incidents.size() == 1);
+    CHECK(incidents[0]["id"] == t.monitor("home")["incident"]["id"]);
+    CHECK(incidents[0]["resolvedAt"].is_null());
+    json mine = alerts();
+    CHECK(mine.size() == 2);  // its PagerDuty trigger and its Slack message
+    for (const json& a : mine) CHECK(a["incidentId"] == incidents[0]["id"]);
+  }
+}
+
 TEST_CASE("monitoring incidents: disabling a monitor that is down closes its incident") {
   Monitoring t;
   REQUIRE(t.put("home", site()).status == 201);

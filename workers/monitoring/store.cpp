@@ -63,6 +63,13 @@ DELETE FROM probes WHERE tenant_id = ?1 AND monitor_id = ?2
 constexpr std::string_view kDeleteMonitorDays = R"sql(
 DELETE FROM probe_days WHERE tenant_id = ?1 AND monitor_id = ?2
 )sql";
+// Its incidents are no longer any monitor's of that id (migrations/monitoring/0004_…): one made
+// again under the id does not show them. They stay: an open one is closed by the sweep, which
+// sends its resolves through the outbox (kInsertAlert needs the incident).
+constexpr std::string_view kDetachMonitorIncidents = R"sql(
+UPDATE incidents SET monitor_deleted = 1
+WHERE tenant_id = ?1 AND monitor_id = ?2 AND monitor_deleted = 0
+)sql";
 
 // The history of the config monitors the manifest no longer declares goes with them, as with
 // kDeleteMonitor (run before kDeleteConfigMonitorsExcept, which it reads).
@@ -75,6 +82,13 @@ WHERE tenant_id = ?1 AND monitor_id IN (
 constexpr std::string_view kDeleteConfigDaysExcept = R"sql(
 DELETE FROM probe_days
 WHERE tenant_id = ?1 AND monitor_id IN (
+  SELECT monitor_id FROM monitors
+  WHERE tenant_id = ?1 AND source = 'config' AND monitor_id NOT IN (SELECT value FROM json_each(?2)))
+)sql";
+
+constexpr std::string_view kDetachConfigIncidentsExcept = R"sql(
+UPDATE incidents SET monitor_deleted = 1
+WHERE tenant_id = ?1 AND monitor_deleted = 0 AND monitor_id IN (
   SELECT monitor_id FROM monitors
   WHERE tenant_id = ?1 AND source = 'config' AND monitor_id NOT IN (SELECT value FROM json_each(?2)))
 )sql";
@@ -223,10 +237,12 @@ FROM incidents WHERE tenant_id = ?1
 )sql";
 
 // The public page's incidents: only those of the monitors it shows (enabled ones); a disabled or
-// deleted monitor's incidents are no more public than the monitor.
+// deleted monitor's incidents are no more public than the monitor, and a monitor made again under
+// a deleted one's id does not show the old one's.
 constexpr std::string_view kRecentIncidents = R"sql(
 SELECT incident_id, tenant_id, monitor_id, opened_at, resolved_at, reason, dedup_key
 FROM incidents WHERE tenant_id = ?1 AND (opened_at >= ?2 OR resolved_at IS NULL)
+  AND monitor_deleted = 0
   AND monitor_id IN (SELECT monitor_id FROM monitors WHERE tenant_id = ?1 AND enabled = 1)
 ORDER BY opened_at DESC LIMIT ?3
 )sql";
@@ -266,10 +282,14 @@ FROM alerts WHERE state IN ('pending', 'sending') AND updated_at < ?1
 ORDER BY updated_at LIMIT ?2
 )sql";
 
+// A monitor's alerts: not those of a deleted monitor that had its id (kDetachMonitorIncidents).
 constexpr std::string_view kAlertsOf = R"sql(
 SELECT alert_id, tenant_id, monitor_id, incident_id, channel, action, request_json, state,
        attempts, last_error, created_at, updated_at
-FROM alerts WHERE tenant_id = ?1 AND monitor_id = ?2 ORDER BY created_at DESC, alert_id DESC
+FROM alerts WHERE tenant_id = ?1 AND monitor_id = ?2
+  AND incident_id NOT IN (SELECT incident_id FROM incidents
+                          WHERE tenant_id = ?1 AND monitor_id = ?2 AND monitor_deleted = 1)
+ORDER BY created_at DESC, alert_id DESC
 LIMIT ?3
 )sql";
 
@@ -460,7 +480,8 @@ Task<Result<bool>> MonitorStore::remove(const std::string& tenant, const std::st
   json params = json::array({tenant, id});
   std::vector<D1Statement> batch{{std::string(kDeleteMonitor), params},
                                  {std::string(kDeleteMonitorProbes), params},
-                                 {std::string(kDeleteMonitorDays), params}};
+                                 {std::string(kDeleteMonitorDays), params},
+                                 {std::string(kDetachMonitorIncidents), params}};
   SS_CO_TRY(std::vector<D1Result> r, co_await db_.batch(batch));
   co_return !r.empty() && r[0].meta.changes > 0;
 }
@@ -479,6 +500,7 @@ Task<Status> MonitorStore::sync_config_monitors(const std::string& tenant,
   const json except = json::array({tenant, dump_json(ids)});
   batch.push_back({std::string(kDeleteConfigProbesExcept), except});
   batch.push_back({std::string(kDeleteConfigDaysExcept), except});
+  batch.push_back({std::string(kDetachConfigIncidentsExcept), except});
   batch.push_back({std::string(kDeleteConfigMonitorsExcept), except});
   SS_CO_TRY(std::vector<D1Result> ignored, co_await db_.batch(batch));
   co_return Unit{};
