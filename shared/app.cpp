@@ -79,11 +79,12 @@ Task<Result<Response>> put_tenant(Context& ctx, const Request& req, const Params
   SS_CO_CHECK(require_json_body(req, kMaxTenantBody));
   SS_CO_TRY(json body, parse_json_object(req.body));
   // A misspelt key ("tokne") would otherwise be an update that keeps the old secret; the GET
-  // view's other keys (enabled, tenantId, times) are not settable here either.
+  // view's other keys (enabled, tenantId, times) are not settable here either. Written out rather
+  // than check_known_keys, which every worker but the floor links: it costs the floor 0.3 KiB gz.
   for (auto it = body.begin(); it != body.end(); ++it) {
     const std::string& key = it.key();
     if (key != "token" && key != "adminToken" && key != "config") {
-      co_return invalid_field(key, "is not a field of a tenant (token, adminToken, config)");
+      co_return invalid_field(key, "is not a known field (token, adminToken, config)");
     }
   }
   SS_CO_TRY(std::optional<std::string> token, secret_field(body, "token"));

@@ -150,6 +150,13 @@ async function fakePlatform(known = {}, { down = [] } = {}) {
         if (down.includes(key)) {
           return answer(503, { error: { code: "service_unavailable", message: "D1 is unreachable" } });
         }
+        // As every worker: a key outside these three is a 400 naming it (shared/app.cpp put_tenant).
+        const unknown = Object.keys(body).find((k) => !["token", "adminToken", "config"].includes(k));
+        if (unknown) {
+          return answer(400, {
+            error: { code: "invalid_request", message: `${unknown}: is not a known field`, field: unknown },
+          });
+        }
         if (!before && (!body.token || !body.adminToken)) {
           const field = !body.token ? "token" : "adminToken";
           return answer(400, {

@@ -12,6 +12,7 @@
 #include "workers/leads/config.h"
 #include "workers/leads/store.h"
 
+#include <algorithm>
 #include <set>
 
 namespace ss::leads {
@@ -141,7 +142,14 @@ Task<Result<Response>> export_csv(Context& ctx, const Request& req, const Params
   std::vector<std::string> columns = {"name", "email", "phone", "message"};
   auto config = parse_config(tenant.config, true);
   if (config) {
-    for (const auto& f : config->extra_fields) columns.push_back(f);
+    // A config stored before check_config_for_write refused them may still repeat a name or list
+    // a reserved one: one column each.
+    for (const auto& f : config->extra_fields) {
+      if (is_reserved_field(f) || std::find(columns.begin(), columns.end(), f) != columns.end()) {
+        continue;
+      }
+      columns.push_back(f);
+    }
   }
   std::vector<std::pair<std::string, std::string>> headers = {
       {"content-type", "text/csv; charset=utf-8"},

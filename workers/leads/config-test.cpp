@@ -55,7 +55,8 @@ TEST_CASE("leads config: extra fields are new names, each listed once") {
   for (const json& fields :
        {json::array({"email"}), json::array({"order_date", "message"}),
         json::array({"turnstileToken"}), json::array({"cf-turnstile-response"}),
-        json::array({"order_date", "order_date"})}) {
+        json::array({"order_date", "order_date"}), json::array({"id"}),
+        json::array({"turnstile_verified"}), json::array({"created_at"})}) {
     auto parsed = parse_config(json{{"fields", fields}}, false);
     REQUIRE(parsed.ok());
     ss::Status written = ss::leads::check_config_for_write(*parsed);

@@ -51,16 +51,7 @@ Result<std::vector<std::string>> string_list(const json& obj, const char* key,
 
 bool email_ok(std::string_view s) { return is_email(s); }
 
-// "forms@bakery.example" or "Bakery Forms <forms@bakery.example>" (what Resend and SendGrid
-// accept).
-bool is_sender(std::string_view s) {
-  if (is_email(s)) return true;
-  auto open = s.rfind('<');
-  if (open == std::string_view::npos || s.empty() || s.back() != '>' || open == 0) return false;
-  std::string_view name = s.substr(0, open);
-  if (name.size() > 100 || name.find_first_of("<>\"\r\n") != std::string_view::npos) return false;
-  return is_email(s.substr(open + 1, s.size() - open - 2));
-}
+bool is_sender(std::string_view s) { return split_sender(s).has_value(); }
 
 // A redirect's bytes: printable ASCII, other characters percent-encoded. Browsers drop tabs and
 // line breaks from a URL ("/\t/evil.example/" is "//evil.example/", another site), and a Location
@@ -106,6 +97,50 @@ bool is_email(std::string_view s) {
   return s.substr(0, at).find('@') == std::string_view::npos;
 }
 
+bool is_reserved_field(std::string_view name) {
+  bool reserved = false;
+  for (std::string_view b : kStandardFields) reserved = reserved || name == b;
+  for (std::string_view b : kTurnstileFields) reserved = reserved || name == b;
+  for (std::string_view b : kExportColumns) reserved = reserved || name == b;
+  return reserved;
+}
+
+std::optional<Sender> split_sender(std::string_view from) {
+  if (is_email(from)) return Sender{"", std::string(from)};
+  auto open = from.rfind('<');
+  if (open == std::string_view::npos || from.empty() || from.back() != '>' || open == 0) {
+    return std::nullopt;
+  }
+  std::string_view raw = from.substr(0, open);
+  std::string address(from.substr(open + 1, from.size() - open - 2));
+  if (raw.size() > 100 || raw.find_first_of("<>\r\n") != std::string_view::npos ||
+      !is_email(address)) {
+    return std::nullopt;
+  }
+  auto first = raw.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return std::nullopt;
+  raw = raw.substr(first, raw.find_last_not_of(" \t") - first + 1);
+  std::string name;
+  if (raw.front() != '"') {
+    // Unquoted, a name is one phrase: a quote or a comma (a list of addresses to a mail system)
+    // needs the quoted form.
+    if (raw.find_first_of("\",;") != std::string_view::npos) return std::nullopt;
+    name = raw;
+  } else {
+    if (raw.size() < 2 || raw.back() != '"') return std::nullopt;
+    for (std::size_t i = 1; i + 1 < raw.size(); ++i) {
+      char c = raw[i];
+      if (c == '"') return std::nullopt;  // a quote inside must be escaped
+      if (c == '\\') {
+        if (i + 2 >= raw.size()) return std::nullopt;
+        c = raw[++i];
+      }
+      name += c;
+    }
+  }
+  return Sender{std::move(name), std::move(address)};
+}
+
 Status check_config_for_write(const LeadsConfig& c) {
   // A honeypot named like a field people fill in would absorb every genuine lead as spam.
   for (std::string_view f : kStandardFields) {
@@ -119,10 +154,9 @@ Status check_config_for_write(const LeadsConfig& c) {
     if (c.honeypot_field == f) return bad("honeypotField", "must not be one of the form's fields");
     // The standard and Turnstile fields are read as such, never as extras: declared again, each
     // would only add a column to the CSV export (a duplicate, or one always empty).
-    bool builtin = false;
-    for (std::string_view b : kStandardFields) builtin = builtin || f == b;
-    for (std::string_view b : kTurnstileFields) builtin = builtin || f == b;
-    if (builtin) return bad("fields", "\"" + f + "\" is a standard field, not an extra one");
+    if (is_reserved_field(f)) {
+      return bad("fields", "\"" + f + "\" is a standard field or export column, not an extra one");
+    }
     for (std::size_t j = 0; j < i; ++j) {
       if (c.extra_fields[j] == f) return bad("fields", "\"" + f + "\" is listed twice");
     }

@@ -55,6 +55,20 @@ struct LeadsConfig {
 // names of the Turnstile token.
 inline constexpr std::string_view kStandardFields[] = {"name", "email", "phone", "message"};
 inline constexpr std::string_view kTurnstileFields[] = {"turnstileToken", "cf-turnstile-response"};
+// The columns the CSV export writes first, before the form's fields (workers/leads/admin.cpp).
+inline constexpr std::string_view kExportColumns[] = {"id", "created_at", "turnstile_verified"};
+
+// A standard or Turnstile field, or an export column: never one of a tenant's extra fields.
+bool is_reserved_field(std::string_view name);
+
+// A sender as written in a config, "forms@bakery.example" or `Name <address>` (the name may be
+// quoted, `"Doe, Jane" <jane@example.com>`, with \" and \\ inside): its display name (unquoted,
+// trimmed; empty when there is none) and address, or nullopt when it is neither form.
+struct Sender {
+  std::string name;
+  std::string address;
+};
+std::optional<Sender> split_sender(std::string_view from);
 
 // allow_local: http://127.0.0.1 URLs are accepted (local development and tests only). What a stored
 // config is read with (intake, notifications, retention).

@@ -5,6 +5,7 @@
 #include "shared/ulid.h"
 #include "tests/native/harness.h"
 #include "tests/native/test_support.h"
+#include "workers/leads/config.h"
 #include "workers/leads/lead.h"
 #include "workers/leads/notify.h"
 
@@ -621,6 +622,26 @@ TEST_CASE("SendGrid gets a sender's display name in from.name, the address alone
   CHECK(mail["reply_to"] == json{{"email", "ada@example.com"}});
 }
 
+TEST_CASE("a sender's display name: quoted with a comma or escapes, unquoted as one phrase") {
+  using ss::leads::split_sender;
+  auto quoted = split_sender("\"Doe, Jane\" <jane@x.example>");
+  REQUIRE(quoted);
+  CHECK(quoted->name == "Doe, Jane");
+  CHECK(quoted->address == "jane@x.example");
+  auto escaped = split_sender("\t\"Say \\\"hi\\\" \\\\ co\" <a@x.example>");
+  REQUIRE(escaped);
+  CHECK(escaped->name == "Say \"hi\" \\ co");
+  auto bare = split_sender("forms@bakery.example");
+  REQUIRE(bare);
+  CHECK(bare->name.empty());
+  CHECK(split_sender("Crumb & Crust\t <forms@bakery.example>")->name == "Crumb & Crust");
+  for (const char* bad : {"Doe, Jane <jane@x.example>", "Shop <Main> <a@x.example>",
+                          "\"a\"b\" <a@x.example>", "\"open <a@x.example>", " <a@x.example>",
+                          "Shop <not an address>", "Shop; Two <a@x.example>"}) {
+    CHECK_MESSAGE(!split_sender(bad), bad);
+  }
+}
+
 TEST_CASE("an email subject and an SMS body cut to length never split a character") {
   const std::string kReplacement = "\xEF\xBF\xBD";  // U+FFFD: what a split character becomes
   for (int pad = 0; pad < 3; ++pad) {  // one of three offsets lands inside a 3-byte character
@@ -926,6 +947,20 @@ TEST_CASE("CSV export quotes per RFC 4180 and defuses spreadsheet formulas") {
   CHECK(r.body.find("\"'=HYPERLINK(\"\"http://evil\"\")\"") != std::string::npos);
   CHECK(r.body.find("\"line one\nline \"\"two\"\", with comma\"") != std::string::npos);
   CHECK(r.body.find("\"'@SUM(A1)\"") != std::string::npos);
+}
+
+TEST_CASE("CSV export: a stored config's repeated or reserved extra fields are one column each") {
+  Leads l;
+  // A config stored before such lists were refused at provisioning (written to D1 directly).
+  json config = bakery_leads_config();
+  config["fields"] = {"preferred_date", "preferred_date", "email", "id", "turnstileToken"};
+  l.mesh.db("LEADS_DB")
+      .execute("UPDATE tenants SET config_json = ?1 WHERE tenant_id = 'bakery'",
+               json::array({config.dump()}));
+  auto r = l.mesh.request("leads", "GET", "/api/leads/export.csv", l.admin());
+  REQUIRE(r.status == 200);
+  CHECK(r.body.rfind("id,created_at,turnstile_verified,name,email,phone,message,preferred_date\r\n",
+                     0) == 0);
 }
 
 TEST_CASE("tenant config is validated on provisioning and the webhook secret is never shown") {

@@ -41,15 +41,11 @@ std::string subject_for(const json& lead) {
 // SendGrid's `from`: {"email"} alone takes no display name ("Name <address>" there is refused as
 // an invalid address, a 400 that dead-letters every email), so the name goes in its own "name".
 json sendgrid_sender(const std::string& from) {
-  auto open = from.rfind('<');
-  if (open == std::string::npos || from.empty() || from.back() != '>') return {{"email", from}};
-  std::string name = from.substr(0, open);
-  auto first = name.find_first_not_of(' ');
-  name =
-      first == std::string::npos ? "" : name.substr(first, name.find_last_not_of(' ') - first + 1);
-  json sender = {{"email", from.substr(open + 1, from.size() - open - 2)}};
-  if (!name.empty()) sender["name"] = name;
-  return sender;
+  std::optional<Sender> sender = split_sender(from);
+  if (!sender) return {{"email", from}};
+  json out = {{"email", sender->address}};
+  if (!sender->name.empty()) out["name"] = sender->name;
+  return out;
 }
 
 HttpCall post(std::string url) {
