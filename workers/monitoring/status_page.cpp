@@ -114,9 +114,14 @@ Task<Result<Response>> status_page(Context& ctx, const Request&, const Params& p
   std::string tenant = as_json ? page.substr(0, page.size() - kJsonSuffix.size()) : page;
   if (!is_valid_tenant_id(tenant)) co_return Error{ErrorCode::not_found, "no status page"};
   // A public page: the tenant's row comes from this instance's cache while fresh (as for the hot
-  // paths of every worker), so a spike does not read D1 per view; only an enabled one is trusted.
+  // paths of every worker), so a spike does not read D1 per view — nor does a spike on a disabled
+  // tenant's page: a fresh disabled row answers 404 at once (a re-enable through another isolate
+  // shows within the cache's 30 s; through this one, at once, as its operator route drops the row).
   const TenantRow* cached = tenant_cache(ctx).fresh(tenant, ctx.now_ms());
-  if (cached == nullptr || !cached->enabled) {
+  if (cached != nullptr && !cached->enabled) {
+    co_return Error{ErrorCode::not_found, "no status page"};
+  }
+  if (cached == nullptr) {
     SS_CO_TRY(std::optional<TenantRow> row, co_await read_tenant(ctx, tenant));
     if (!row || !row->enabled) co_return Error{ErrorCode::not_found, "no status page"};
   }
