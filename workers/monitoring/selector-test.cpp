@@ -23,6 +23,11 @@ TEST_CASE("monitoring selector: unknown syntax is refused with a reason") {
     CHECK_FALSE(selector_error(s).empty());
   }
   CHECK_FALSE(selector_error(std::string(300, 'a')).empty());
+  // The limit counts UTF-8 bytes, and the message says so: 100 "é" are 200 bytes, 101 are 202.
+  std::string e100;
+  for (int i = 0; i < 100; ++i) e100 += "\xc3\xa9";
+  CHECK(selector_error("#" + e100.substr(2)).empty());
+  CHECK(selector_error("#" + e100) == "is longer than 200 bytes");
 }
 
 // Found by tests/fuzz/selector_fuzz.cpp and checked in workerd's HTMLRewriter (lol-html), which

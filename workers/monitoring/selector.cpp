@@ -119,7 +119,7 @@ class Parser {
 
 std::string selector_error(std::string_view selector) {
   if (selector.size() > kMaxSelectorLength) {
-    return "is longer than " + std::to_string(kMaxSelectorLength) + " characters";
+    return "is longer than " + std::to_string(kMaxSelectorLength) + " bytes";
   }
   if (!is_utf8(selector)) return "is not UTF-8";
   return Parser(selector).parse();
