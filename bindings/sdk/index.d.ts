@@ -201,7 +201,12 @@ export interface LeadsConfig {
   rateLimit?: { limit?: number; periodSeconds?: number };
   /** Where an HTML form post is sent (`303`) after success: a path of the site or an https:// URL. */
   redirectUrl?: string;
-  /** Extra field names the form may send beside name, email, phone and message. */
+  /**
+   * Extra field names the form may send beside name, email, phone and message. Each name once; not a
+   * standard field (`name`, `email`, `phone`, `message`), not a Turnstile field (`turnstileToken`,
+   * `cf-turnstile-response`), and not `id`, `created_at` or `turnstile_verified` (the CSV export's
+   * own columns). Otherwise `400` naming `config.fields`.
+   */
   fields?: string[];
   defaultCountryCode?: string;
   retentionDays?: number;
@@ -251,7 +256,14 @@ export interface SwarmConfig extends ClientManifest {
     leads?: LeadsConfig;
     cms?: { timezone: string };
     monitoring?: { monitors: MonitorDeclaration[] };
-    analytics?: { hosts: string[] };
+    analytics?: {
+      /**
+       * The site's own hosts (their referrers count as direct), at most 32, each exactly as a URL
+       * writes its host: `example.com`, `127.0.0.1`, `[::1]` — lower case, no scheme, port or path,
+       * an internationalised name in its `xn--` form. Otherwise `400` naming `config.hosts`.
+       */
+      hosts: string[];
+    };
     events?: Record<string, unknown>;
   };
   fallback?: FallbackSnapshot;
