@@ -531,14 +531,22 @@ TEST_CASE("analytics: config.hosts takes host names only, as a referrer's host r
   // so the setting would be kept and silently never apply.
   for (const char* bad :
        {"https://crumbandcrust.example", "crumbandcrust.example/", "localhost:8787",
-        "crumb and crust.example", "[::1", "[]", "user@x.example"}) {
+        "crumb and crust.example", "[::1", "[]", "user@x.example",
+        // Not as a URL writes them: an empty label, a short IPv4 form, an uncompressed IPv6,
+        // upper case, a percent escape, a Unicode name (a URL carries its xn-- form).
+        "a..b.example", ".a.example", "127.1", "0x7f.0.0.1", "[0:0:0:0:0:0:0:1]",
+        "www.Crumb-And-Crust.example", "a%2eexample",
+        "b\xc3\xa4"
+        "ckerei.example"}) {
     INFO(bad);
     HttpReply r = provision(json::array({"ok.example", bad}));
     CHECK(r.status == 400);
     CHECK(r.body_json()["error"]["field"] == "config.hosts");
+    CHECK(r.body.find("xn--") != std::string::npos);
   }
-  HttpReply good = provision(json::array({"crumbandcrust.example", "www.Crumb-And-Crust.example",
-                                          "127.0.0.1", "[::1]", "localhost", "my_host.example"}));
+  HttpReply good = provision(
+      json::array({"crumbandcrust.example", "www.crumb-and-crust.example", "127.0.0.1", "[::1]",
+                   "localhost", "my_host.example", "xn--bckerei-5wa.example", "shop.example."}));
   CHECK(good.status == 201);
 }
 

@@ -4,6 +4,7 @@
 #include "shared/field_error.h"
 #include "shared/json_util.h"
 #include "shared/printf_lite.h"
+#include "shared/url_guard.h"
 #include "workers/analytics/dashboard.h"
 #include "workers/analytics/intake.h"
 #include "workers/analytics/retention.h"
@@ -19,19 +20,17 @@ namespace {
 constexpr std::size_t kMaxSiteHosts = 32;
 constexpr std::size_t kMaxHostLength = 253;
 
-// A host as a page URL's host reads (beacon.cpp split_url, compared without port): a DNS name or an
-// IPv4 address (letters, digits, '-', '.', '_'), or an IPv6 literal in brackets. A URL, a host with
-// its port or a path would never equal a referrer's host, so it is refused rather than kept unused.
+// A host exactly as a URL serialises it (URL.hostname, which is what a referrer's host reads, compared
+// without port): the URL guard's WHATWG parser must give back the same string. So "127.1" (URL writes
+// 127.0.0.1), "[0:0:0:0:0:0:0:1]" ([::1]), upper case, empty labels ("a..b.example") and non-ASCII
+// names (their xn-- form is what a URL carries) are refused, as are a scheme, a port, a path or
+// userinfo: such an entry would never equal a referrer's host, so it is refused rather than kept
+// unused.
 bool is_host_name(const std::string& host) {
   if (host.empty() || host.size() > kMaxHostLength) return false;
-  const bool bracketed = host.front() == '[';
-  if (bracketed && (host.size() < 3 || host.back() != ']')) return false;
-  for (std::size_t i = bracketed ? 1 : 0; i < host.size() - (bracketed ? 1 : 0); ++i) {
-    const char c = host[i];
-    const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-    if (!(alnum || c == '.' || (bracketed ? c == ':' : c == '-' || c == '_'))) return false;
-  }
-  return true;
+  auto parsed = parse_http_url("http://" + host + "/");
+  return parsed && parsed->host == host && !parsed->port && !parsed->has_userinfo &&
+         parsed->rest == "/";
 }
 
 // Tenant config of this worker: {"hosts": ["example.com", …]} — the site's own hosts, whose
@@ -46,8 +45,9 @@ Status validate_analytics_config(const Context&, const json& config) {
   for (const json& h : *hosts) {
     if (!h.is_string() || !is_host_name(h.get_ref<const std::string&>())) {
       return invalid_field("config.hosts",
-                           "every entry must be a host name such as example.com (no scheme, port "
-                           "or path)");
+                           "every entry must be a host name as a URL writes it, such as "
+                           "example.com, 127.0.0.1 or [::1] (lower case, no scheme, port or path; "
+                           "an internationalised name in its xn-- form)");
     }
   }
   return Unit{};

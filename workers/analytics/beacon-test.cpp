@@ -63,6 +63,13 @@ TEST_CASE("analytics beacon: referrer host, own hosts are direct") {
   CHECK(ref("https://www.google.com/search?q=x") == "google.com");
   CHECK(ref("https://shop.example/other") == std::string(kDirect));  // www. ignored
   CHECK(ref("https://blog.shop.example/", {"Blog.Shop.Example"}) == std::string(kDirect));
+  // A trailing dot names the same host (the referrer's, the page's or a configured one).
+  CHECK(ref("https://shop.example./other") == std::string(kDirect));
+  CHECK(ref("https://www.shop.example./") == std::string(kDirect));
+  CHECK(ref("https://blog.shop.example./", {"blog.shop.example"}) == std::string(kDirect));
+  CHECK(ref("https://blog.shop.example/", {"blog.shop.example."}) == std::string(kDirect));
+  CHECK(page_dimensions(Beacon{"https://shop.example./", "https://shop.example/", std::nullopt}, {})
+            .referrer == std::string(kDirect));
   CHECK(ref("") == std::string(kDirect));
   CHECK(ref("not a url") == std::string(kDirect));
   CHECK(ref("android-app://com.google.android.gm/") == "com.google.android.gm");

@@ -9,7 +9,10 @@ namespace ss::analytics {
 
 namespace {
 
+// The host as compared with the site's own: without "www." and without a trailing dot
+// (shop.example. names the same host as shop.example).
 std::string without_www(std::string host) {
+  if (!host.empty() && host.back() == '.') host.pop_back();
   if (host.rfind("www.", 0) == 0) host.erase(0, 4);
   return host;
 }
