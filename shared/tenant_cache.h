@@ -3,14 +3,14 @@
 // the hot public paths (a beacon, a lead, a cms read) do not read the tenants table on every request:
 // with the cache, D1 load follows the number of tenants and isolates, not traffic.
 //
-// Only a *success* is ever answered from the cache by verified(): a cached row that is enabled and
-// whose token digest matches the presented one (the status page is the one reader that also trusts
-// a fresh *disabled* row, to answer 404; see workers/monitoring/status_page.cpp). Everything else — no entry, an entry older than
-// kTenantCacheTtlMs, a disabled row, a digest that does not match (a rotated token) — reads D1
-// again, so a new tenant or a new token works at once. What can lag, by at most kTenantCacheTtlMs,
-// is a revocation (disable, token rotation) made through *another* isolate; the operator routes of
-// this instance drop their tenant's entry at once (docs/architecture.md, "Tenant rows cached per
-// instance").
+// verified() answers only a *success* from the cache: a cached row that is enabled and whose token
+// digest matches the presented one. (The status page also trusts a fresh *disabled* row, to answer
+// 404: workers/monitoring/status_page.cpp.) For verified(), everything else — no entry, an entry
+// older than kTenantCacheTtlMs, a disabled row, a digest that does not match (a rotated token) —
+// reads D1 again, so a new tenant or a new token works at once. What can lag, by at most
+// kTenantCacheTtlMs, is a revocation (disable, token rotation) made through *another* isolate; the
+// operator routes of this instance drop their tenant's entry at once (docs/architecture.md, "Tenant
+// rows cached per instance").
 // Tenant admin authentication never uses the cache.
 
 #include "shared/tenant_store.h"

@@ -20,12 +20,11 @@ namespace {
 constexpr std::size_t kMaxSiteHosts = 32;
 constexpr std::size_t kMaxHostLength = 253;
 
-// A host exactly as a URL serialises it (URL.hostname, which is what a referrer's host reads, compared
-// without port): the URL guard's WHATWG parser must give back the same string. So "127.1" (URL writes
-// 127.0.0.1), "[0:0:0:0:0:0:0:1]" ([::1]), upper case, empty labels ("a..b.example") and non-ASCII
-// names (their xn-- form is what a URL carries) are refused, as are a scheme, a port, a path or
-// userinfo: such an entry would never equal a referrer's host, so it is refused rather than kept
-// unused.
+// A host exactly as a URL serialises it (URL.hostname, which is what a referrer's host reads,
+// compared without port): the URL guard's WHATWG parser must give back the same string. So "127.1"
+// (URL writes 127.0.0.1), "[0:0:0:0:0:0:0:1]" ([::1]), upper case, empty labels ("a..b.example")
+// and non-ASCII names (a URL carries their xn-- form) are refused, as are a scheme, a port, a path
+// or userinfo: such an entry would never equal a referrer's host, so it is refused, not unused.
 bool is_host_name(const std::string& host) {
   if (host.empty() || host.size() > kMaxHostLength) return false;
   auto parsed = parse_http_url("http://" + host + "/");
