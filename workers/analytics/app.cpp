@@ -4,6 +4,7 @@
 #include "shared/field_error.h"
 #include "shared/json_util.h"
 #include "shared/printf_lite.h"
+#include "shared/text.h"
 #include "shared/url_guard.h"
 #include "workers/analytics/dashboard.h"
 #include "workers/analytics/intake.h"
@@ -20,15 +21,15 @@ namespace {
 constexpr std::size_t kMaxSiteHosts = 32;
 constexpr std::size_t kMaxHostLength = 253;
 
-// A host exactly as a URL serialises it (URL.hostname, which is what a referrer's host reads,
-// compared without port): the URL guard's WHATWG parser must give back the same string. So "127.1"
-// (URL writes 127.0.0.1), "[0:0:0:0:0:0:0:1]" ([::1]), upper case, empty labels ("a..b.example")
+// A host as a URL serialises it (URL.hostname, which is what a referrer's host reads, compared
+// without port and case): the URL guard's WHATWG parser must give back the same string, lower-cased.
+// So "127.1" (URL writes 127.0.0.1), "[0:0:0:0:0:0:0:1]" ([::1]), empty labels ("a..b.example")
 // and non-ASCII names (a URL carries their xn-- form) are refused, as are a scheme, a port, a path
 // or userinfo: such an entry would never equal a referrer's host, so it is refused, not unused.
 bool is_host_name(const std::string& host) {
   if (host.empty() || host.size() > kMaxHostLength) return false;
   auto parsed = parse_http_url("http://" + host + "/");
-  return parsed && parsed->host == host && !parsed->port && !parsed->has_userinfo &&
+  return parsed && parsed->host == ascii_lower(host) && !parsed->port && !parsed->has_userinfo &&
          parsed->rest == "/";
 }
 
@@ -45,7 +46,7 @@ Status validate_analytics_config(const Context&, const json& config) {
     if (!h.is_string() || !is_host_name(h.get_ref<const std::string&>())) {
       return invalid_field("config.hosts",
                            "every entry must be a host name as a URL writes it, such as "
-                           "example.com, 127.0.0.1 or [::1] (lower case, no scheme, port or path; "
+                           "example.com, 127.0.0.1 or [::1] (no scheme, port or path; "
                            "an internationalised name in its xn-- form)");
     }
   }
