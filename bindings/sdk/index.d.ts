@@ -258,9 +258,9 @@ export interface SwarmConfig extends ClientManifest {
     monitoring?: { monitors: MonitorDeclaration[] };
     analytics?: {
       /**
-       * The site's own hosts (their referrers count as direct), at most 32, each as a URL
-       * writes its host: `example.com`, `127.0.0.1`, `[::1]` — any case, no scheme, port or path,
-       * an internationalised name in its `xn--` form. Otherwise `400` naming `config.hosts`.
+       * The site's own hosts (their referrers count as direct), at most 32: `example.com`,
+       * `127.0.0.1`, `[::1]` (any case; a URL or `host:port` counts for its host), an
+       * internationalised name in its `xn--` form. Otherwise `400` naming `config.hosts`.
        */
       hosts: string[];
     };

@@ -4,8 +4,8 @@
 #include "shared/field_error.h"
 #include "shared/json_util.h"
 #include "shared/printf_lite.h"
-#include "shared/text.h"
 #include "shared/url_guard.h"
+#include "workers/analytics/beacon.h"
 #include "workers/analytics/dashboard.h"
 #include "workers/analytics/intake.h"
 #include "workers/analytics/retention.h"
@@ -21,16 +21,15 @@ namespace {
 constexpr std::size_t kMaxSiteHosts = 32;
 constexpr std::size_t kMaxHostLength = 253;
 
-// A host as a URL serialises it (URL.hostname, which is what a referrer's host reads, compared
-// without port and case): the URL guard's WHATWG parser must give back the same string, lower-cased.
-// So "127.1" (URL writes 127.0.0.1), "[0:0:0:0:0:0:0:1]" ([::1]), empty labels ("a..b.example")
-// and non-ASCII names (a URL carries their xn-- form) are refused, as are a scheme, a port, a path
-// or userinfo: such an entry would never equal a referrer's host, so it is refused, not unused.
+// An entry of config.hosts must name a host: a bare host as a URL writes it ("example.com",
+// "127.0.0.1", "[::1]", any case), or a URL or host:port whose host is taken (site_host() in
+// intake.cpp reads it the same way), since a referrer's host is compared without port or path.
+// What the URL guard's WHATWG parser refuses (a space, userinfo, a Unicode name — a URL carries
+// its xn-- form) is 400, never kept unused.
 bool is_host_name(const std::string& host) {
   if (host.empty() || host.size() > kMaxHostLength) return false;
-  auto parsed = parse_http_url("http://" + host + "/");
-  return parsed && parsed->host == ascii_lower(host) && !parsed->port && !parsed->has_userinfo &&
-         parsed->rest == "/";
+  auto parsed = parse_http_url(analytics::host_as_url(host));
+  return parsed && !parsed->has_userinfo && !parsed->host.empty();
 }
 
 // Tenant config of this worker: {"hosts": ["example.com", …]} — the site's own hosts, whose
@@ -45,9 +44,8 @@ Status validate_analytics_config(const Context&, const json& config) {
   for (const json& h : *hosts) {
     if (!h.is_string() || !is_host_name(h.get_ref<const std::string&>())) {
       return invalid_field("config.hosts",
-                           "every entry must be a host name as a URL writes it, such as "
-                           "example.com, 127.0.0.1 or [::1] (no scheme, port or path; "
-                           "an internationalised name in its xn-- form)");
+                           "every entry must be a host such as example.com, 127.0.0.1 or [::1] "
+                           "(or a URL; an internationalised name in its xn-- form)");
     }
   }
   return Unit{};

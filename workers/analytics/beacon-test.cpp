@@ -84,3 +84,13 @@ TEST_CASE("analytics beacon: body validation") {
   CHECK(parse_beacon(R"({"u":"https://a.example/","w":1e9})").error().extra["field"] == "w");
   CHECK(parse_beacon(R"({"u":"https://a.example/","r":[]})").error().extra["field"] == "r");
 }
+
+TEST_CASE("analytics: a config.hosts entry names its host, also as a URL or host:port") {
+  using ss::analytics::site_host;
+  CHECK(site_host("shop.example") == "shop.example");
+  CHECK(site_host("Shop.Example") == "Shop.Example");  // compared in lower case
+  CHECK(site_host("https://Shop.Example:8443/menu?x") == "shop.example");
+  CHECK(site_host("localhost:8787") == "localhost");
+  CHECK(site_host("127.1:80") == "127.0.0.1");
+  CHECK(site_host("[0:0:0:0:0:0:0:1]") == "[::1]");
+}

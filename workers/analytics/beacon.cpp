@@ -4,6 +4,7 @@
 #include "shared/http.h"
 #include "shared/json_util.h"
 #include "shared/text.h"
+#include "shared/url_guard.h"
 
 namespace ss::analytics {
 
@@ -91,6 +92,17 @@ Result<Beacon> parse_beacon(std::string_view body) {
     beacon.width = static_cast<std::int64_t>(*width);
   }
   return beacon;
+}
+
+std::string host_as_url(std::string_view entry) {
+  if (entry.find("://") != std::string_view::npos) return std::string(entry);
+  return "http://" + std::string(entry);
+}
+
+std::string site_host(const std::string& entry) {
+  if (entry.find_first_of(":/") == std::string::npos) return entry;  // a bare name or IPv4
+  auto parsed = parse_http_url(host_as_url(entry));
+  return parsed ? parsed->host : entry;
 }
 
 PageDimensions page_dimensions(const Beacon& beacon, const std::vector<std::string>& own_hosts) {

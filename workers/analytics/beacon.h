@@ -49,6 +49,12 @@ struct PageDimensions {
 // page's own host, is direct.
 PageDimensions page_dimensions(const Beacon& beacon, const std::vector<std::string>& own_hosts);
 
+// A config.hosts entry as a URL to parse: itself when it has a scheme, else "http://" before it.
+std::string host_as_url(std::string_view entry);
+// The host a config.hosts entry names: a bare host as it is (compared in lower case), the host of
+// a URL or host:port ("https://shop.example/", "localhost:8787") otherwise.
+std::string site_host(const std::string& entry);
+
 // scheme://[userinfo@]host[:port][/path][?query][#fragment]; nullopt when there is no host.
 std::optional<UrlParts> split_url(std::string_view url);
 

@@ -50,7 +50,7 @@ std::vector<std::string> site_hosts(const json& config) {
   std::vector<std::string> hosts;
   if (const json* list = find_field(config, "hosts"); list && list->is_array()) {
     for (const json& h : *list) {
-      if (h.is_string()) hosts.push_back(h.get<std::string>());
+      if (h.is_string()) hosts.push_back(site_host(h.get_ref<const std::string&>()));
     }
   }
   return hosts;
