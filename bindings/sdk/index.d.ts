@@ -218,13 +218,15 @@ export interface LeadsConfig {
   };
 }
 
-/** A monitor a manifest declares (`config.monitoring.monitors`); provisioning pushes it to monitoring. */
-export interface MonitorDeclaration {
+/** What every monitor a manifest declares may set, whatever it probes (docs/monitoring.md "Monitors"). */
+export interface MonitorSettings {
   id: string;
-  url: string;
   method?: "GET" | "HEAD";
-  expectStatus?: number[];
+  /** The statuses that pass (default `[200]`); a single number is accepted too. */
+  expectStatus?: number[] | number;
   maxLatencyMs?: number;
+  /** The whole redirect walk's limit (default 10000, 100–30000); past it the probe fails `timeout`. */
+  timeoutMs?: number;
   /** CSS selectors that must be on the page, e.g. `"form#contact"`. */
   mustContain?: string[];
   enabled?: boolean;
@@ -233,6 +235,28 @@ export interface MonitorDeclaration {
   /** The same as `maintenance` (send one of the two). */
   maintenanceWindows?: { start: string; end: string }[];
 }
+
+/** A monitor of a site: its http(s) URL. */
+export interface UrlMonitorDeclaration extends MonitorSettings {
+  url: string;
+  service?: never;
+  path?: never;
+}
+
+/**
+ * A monitor of a platform worker through the monitoring worker's service binding, e.g.
+ * `{"id":"ledger","service":"events","path":"/health/consumers"}` (docs/monitoring.md "Watching the
+ * platform itself"): `path` is `/health` (the default) or `/health/…`; `url`, when given, only
+ * repeats the `service://…` form the admin API shows.
+ */
+export interface ServiceMonitorDeclaration extends MonitorSettings {
+  service: string;
+  path?: string;
+  url?: string;
+}
+
+/** A monitor a manifest declares (`config.monitoring.monitors`); provisioning pushes it to monitoring. */
+export type MonitorDeclaration = UrlMonitorDeclaration | ServiceMonitorDeclaration;
 
 /** The capabilities a client app may declare. */
 export type CapabilityName = "lead-capture" | "cms" | "monitoring" | "analytics" | "event-ledger";

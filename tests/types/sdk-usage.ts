@@ -93,7 +93,7 @@ export async function usage(): Promise<void> {
 export function manifests(): void {
   const typed: SwarmConfig[] = [autoRepair, agency];
   for (const manifest of typed) createPlatformClient({ manifest, bindings: env });
-  const monitors: string[] = (autoRepair.config.monitoring.monitors ?? []).map((m) => m.url);
+  const monitors: (string | undefined)[] = (autoRepair.config.monitoring.monitors ?? []).map((m) => m.url);
   const bad: SwarmConfig = {
     appId: "x",
     name: "x",
@@ -110,6 +110,29 @@ export function manifests(): void {
     capabilities: {},
     // @ts-expect-error: a monitor needs its url
     config: { monitoring: { monitors: [{ id: "home" }] } },
+  };
+  // Every field the monitoring worker takes in a manifest's monitor (docs/monitoring.md "Monitors"):
+  // the probe's timeout, a single expected status, and a platform worker probed through its binding.
+  const everyMonitorField: SwarmConfig = {
+    appId: "x",
+    name: "x",
+    capabilities: { monitoring: { version: "1.0.0" } },
+    config: {
+      monitoring: {
+        monitors: [
+          { id: "home", url: "https://example.com/", timeoutMs: 5000, expectStatus: 200 },
+          { id: "ledger", service: "events", path: "/health/consumers", maxLatencyMs: 2000 },
+          { id: "cms", service: "cms" },
+        ],
+      },
+    },
+  };
+  const urlAndService: SwarmConfig = {
+    appId: "x",
+    name: "x",
+    capabilities: {},
+    // @ts-expect-error: a site's monitor has no service path (one target or the other)
+    config: { monitoring: { monitors: [{ id: "home", url: "https://example.com/", path: "/health" }] } },
   };
   // Snapshot hours may leave their zone out: they are in config.cms.timezone, else UTC (docs/cms.md).
   const zoneless: SwarmConfig = {
@@ -143,7 +166,7 @@ export function manifests(): void {
     // @ts-expect-error: a level, when given, is info, warning or emergency
     fallback: { announcements: [{ text: "x", level: "loud" }] },
   };
-  [monitors, bad, noMonitorUrl, zoneless, badZone, levelless, badLevel];
+  [monitors, bad, noMonitorUrl, everyMonitorField, urlAndService, zoneless, badZone, levelless, badLevel];
 }
 
 // What cms answers (and the SDK's fallback) always carries the level.
