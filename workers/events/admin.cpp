@@ -381,8 +381,14 @@ Task<Result<Response>> put_schema(Context& ctx, const Request& req, const Params
   std::string type = param(params, "eventType");
   if (!is_event_type(type))
     co_return invalid_field("event_type", "must be a dotted lower-case name");
+  // {"schema": …} (what GET answers, with its event_type), or the schema itself as the body, the
+  // resource's own representation: `PUT /admin/schemas/price.changed {"type":"object",…}`. A body
+  // is the schema only when it holds a schema keyword, so a misspelt wrapper is still a 400.
   const json* schema = find_field(body, "schema");
-  if (schema == nullptr) co_return invalid_field("schema", "is required");
+  if (schema == nullptr && has_schema_keyword(body)) schema = &body;
+  if (schema == nullptr) {
+    co_return invalid_field("schema", "is required: {\"schema\": {…}}, or the schema as the body");
+  }
   auto parsed = JsonSchema::parse_for_registration(*schema);
   if (!parsed) co_return named_error(std::move(parsed).error(), "schema");
   // 201 when this write registered the event type's first schema, 200 when it replaced one (as for
@@ -396,6 +402,16 @@ Task<Result<Response>> put_schema(Context& ctx, const Request& req, const Params
 Task<Result<Response>> list_schemas(Context& ctx, const Request& req, const Params&) {
   SS_CO_TRY(std::vector<SchemaRow> rows, co_await ConfigStore::schemas());
   co_return list_response("schemas", rows);
+}
+
+// The one type's entry of the list (schemas are few: one per event type that has one).
+Task<Result<Response>> get_schema(Context& ctx, const Request& req, const Params& params) {
+  std::string type = param(params, "eventType");
+  SS_CO_TRY(std::vector<SchemaRow> rows, co_await ConfigStore::schemas());
+  for (const SchemaRow& row : rows) {
+    if (row.event_type == type) co_return Response::json_body(200, row.view());
+  }
+  co_return no_such("schema for", type);
 }
 
 Task<Result<Response>> delete_schema(Context& ctx, const Request& req, const Params& params) {
@@ -738,6 +754,7 @@ void add_health_route(App& app) {
   X("GET", "/admin/workflows/{workflowType}", get_workflow)       \
   X("DELETE", "/admin/workflows/{workflowType}", delete_workflow) \
   X("GET", "/admin/schemas", list_schemas)                        \
+  X("GET", "/admin/schemas/{eventType}", get_schema)              \
   X("PUT", "/admin/schemas/{eventType}", put_schema)              \
   X("DELETE", "/admin/schemas/{eventType}", delete_schema)        \
   X("GET", "/admin/kill-switches", list_kill_switches)            \

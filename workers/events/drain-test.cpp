@@ -592,6 +592,41 @@ TEST_CASE(
   CHECK(message.find("(it has: LEADS_SERVICE)") != std::string::npos);
 }
 
+TEST_CASE("PUT /admin/schemas/{type} takes the schema as the body too; GET reads one schema") {
+  Ledger l;
+  // The schema itself as the body (the resource's representation), not wrapped in {"schema": …}.
+  json schema{{"$schema", "https://json-schema.org/draft/2020-12/schema"},
+              {"type", "object"},
+              {"required", {"amount"}},
+              {"properties", {{"amount", {{"type", "number"}}}}}};
+  REQUIRE(l.admin("PUT", "/admin/schemas/price.changed", schema).status == 201);
+  auto got = l.admin("GET", "/admin/schemas/price.changed");
+  REQUIRE(got.status == 200);
+  CHECK(got.body_json()["event_type"] == "price.changed");
+  CHECK(got.body_json()["schema"] == schema);
+  auto h = Mesh::tenant_headers("bakery", kToken);
+  h["Content-Type"] = "application/json";
+  auto bad = l.mesh.request("events", "POST", "/api/events", h,
+                            json{{"event_type", "price.changed"},
+                                 {"entity_ref", "item:1"},
+                                 {"payload", {{"amount", "lots"}}}}
+                                .dump());
+  CHECK(bad.status == 422);
+  CHECK(bad.body_json()["error"]["code"] == "schema_violation");
+  // What GET answers can be PUT back (the wrapped form), and replaces it.
+  CHECK(l.admin("PUT", "/admin/schemas/price.changed", got.body_json()).status == 200);
+  // A raw schema is still checked: a keyword the subset does not enforce is refused by name.
+  auto refused = l.admin("PUT", "/admin/schemas/price.changed", {{"anyOf", json::array()}});
+  CHECK(refused.status == 400);
+  CHECK(refused.body_json()["error"]["field"] == "schema");
+  // A body without any schema keyword (a misspelt wrapper) is not read as an accept-all schema.
+  auto typo = l.admin("PUT", "/admin/schemas/other.type", {{"shema", schema}});
+  CHECK(typo.status == 400);
+  CHECK(typo.body_json()["error"]["field"] == "schema");
+  CHECK(l.admin("GET", "/admin/schemas/other.type").status == 404);
+  CHECK(l.db("SELECT * FROM events_schema").size() == 1);
+}
+
 TEST_CASE("a registered JSON Schema refuses a payload that breaks it with 422") {
   Ledger l;
   json schema{{"type", "object"},

@@ -483,4 +483,21 @@ std::vector<json> JsonSchema::validate(const json& instance) const {
   return violations;
 }
 
+bool has_schema_keyword(const json& body) {
+  // The keywords this subset checks, and the identifiers, each between spaces.
+  static constexpr std::string_view kChecked =
+      " $id $schema additionalProperties const enum exclusiveMaximum exclusiveMinimum items "
+      "maxItems maxLength maximum minItems minLength minimum properties required type ";
+  if (!body.is_object()) return false;
+  for (auto it = body.begin(); it != body.end(); ++it) {
+    const std::string& key = it.key();
+    if (is_unsupported_keyword(key)) return true;
+    if (key.find(' ') == std::string::npos &&
+        kChecked.find(" " + key + " ") != std::string_view::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace ss::events

@@ -80,6 +80,12 @@ class JsonSchema {
   std::vector<Node> nodes_;  // nodes_[0] is the root
 };
 
+// Whether `body` (a JSON object) holds a JSON Schema keyword at its top level: one this subset
+// checks, one it refuses, or `$schema`/`$id`. PUT /admin/schemas/{type} takes such a body as the
+// schema itself; an object without any (a misspelt `{"shema": …}` wrapper) is not read as a schema
+// that accepts everything.
+bool has_schema_keyword(const json& body);
+
 // A text that two JSON values share exactly when they are equal in the sense above (objects by
 // their keys and values, numbers by exact value whatever their representation). `value` must be
 // nested at most kMaxSchemaDepth deep.
