@@ -838,6 +838,13 @@ describe("errors", () => {
     );
     const listed = await jsonOf(await admin("GET", "/admin/schemas"), 200);
     assert.ok(!listed.schemas.some((x) => x.event_type === "code.changed"), "nothing registered");
+    // The schema itself as the body registers it too, through the entry to the config part; GET
+    // reads one schema back.
+    const raw = { type: "object", required: ["sku"], properties: { sku: { type: "string" } } };
+    await jsonOf(await admin("PUT", "/admin/schemas/stock.changed", raw), 201);
+    assert.deepEqual((await jsonOf(await admin("GET", "/admin/schemas/stock.changed"), 200)).schema, raw);
+    await errorOf(await post({ ...base, event_type: "stock.changed", payload: { sku: 7 } }), 422, "schema_violation");
+    await errorOf(await admin("GET", "/admin/schemas/none.here"), 404, "not_found");
 
     const read = (q) => mesh.fetch("events", `/api/events${q}`, { headers: mesh.tenantHeaders("bakery") });
     for (const [q, field] of [
