@@ -353,12 +353,24 @@ export interface EmitResult {
   duplicate?: true;
 }
 
+/** An event as `GET /api/events` shows it (docs/runbook-events.md), and the mock likewise. */
 export interface LedgerEvent {
   event_id: string;
   tenant_id: string | null;
   event_type: string;
-  entity_ref?: string;
+  /** `entity_ref` split at its first colon: `order:1` is type `order`, id `1`. */
+  entity_type: string;
+  entity_id: string;
+  entity_ref: string;
   payload: Record<string, unknown>;
+  idempotency_key: string | null;
+  caused_by: string | null;
+  workflow_run_id: string | null;
+  source_system: string | null;
+  /** RFC 3339 UTC: the producer's time (normalised to UTC), else when the ledger recorded it. */
+  occurred_at: string;
+  recorded_at: string;
+  sequence_no: number | null;
   [key: string]: unknown;
 }
 

@@ -66,6 +66,18 @@ export async function usage(): Promise<void> {
   const duplicate: boolean = emitted.duplicate === true;
   const page: EventPage = await mock.events.list({ type: "order.*", limit: 10 });
   for (const event of page.events) event.tenant_id?.toUpperCase() ?? event.event_type;
+  // Every key an event is shown with is typed as the ledger writes it.
+  const [shown] = page.events;
+  const eventKeys: [string, string, string, string, string | null, string | null, number | null] = [
+    shown.entity_type,
+    shown.entity_id,
+    shown.entity_ref,
+    shown.occurred_at,
+    shown.idempotency_key,
+    shown.caused_by ?? shown.workflow_run_id ?? shown.source_system,
+    shown.sequence_no,
+  ];
+  const recordedAt: string = shown.recorded_at;
   await client.events.list();
   const content: Content = await client.cms.content();
   const source: "kv" | "d1" | "fallback" = content.source;
@@ -85,7 +97,7 @@ export async function usage(): Promise<void> {
   }
   const fromAnswer: SiteSwarmError = await SiteSwarmError.fromResponse(notFound);
   new SiteSwarmError("invalid_lead", "bad", { status: 400, details: { fields: { email: "invalid" } } });
-  [appId, leadId, duplicate, source, open, fromAnswer];
+  [appId, leadId, duplicate, source, open, fromAnswer, eventKeys, recordedAt];
 }
 
 // The typed manifests (examples/*/swarm.config.ts) are SwarmConfigs and feed the client as they are;
