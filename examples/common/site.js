@@ -31,10 +31,17 @@ const MAX_ECHOED_BODY = 32 * 1024;
 // alone can do: the ledger is not delegated at all (reading it would show the tenant's events, and
 // an open emit would let anyone write any event as the tenant, with the workflows its subscriptions
 // start — an app emits from its own server code with `client.events.emit`), nor analytics' stats;
-// the tracker's script and beacon are open. Leads routes pass whole: their admin parts need the
+// the tracker's script and beacon are open. `allow`, where given, names the methods a path the route
+// knows takes: another method there is `405` with `Allow`, as the worker behind it answers (contract
+// "Common rules"), not a `404` that says the tracker's path does not exist. Leads routes pass whole: their admin parts need the
 // tenant admin token, which the site never adds. Of cms, the public reads (`/v1/…`) and Studio
 // (`/admin/v1/…`, tenant admin token) pass; its operator routes (`/admin/tenants/…`,
 // `/admin/diagnostics`) and anything else are not the site's to expose.
+// The analytics paths a visitor reaches through the site, and the methods each takes.
+const TRACKER_METHODS = new Map([
+  ["/script.js", ["GET", "HEAD"]],
+  ["/beacon", ["POST"]],
+]);
 const DELEGATED = [
   { prefix: "/api/leads", binding: "LEADS_SERVICE", capability: "lead-capture" },
   {
@@ -42,8 +49,8 @@ const DELEGATED = [
     binding: "ANALYTICS_SERVICE",
     capability: "analytics",
     strip: true,
-    open: (method, rest) =>
-      (rest === "/script.js" && (method === "GET" || method === "HEAD")) || (rest === "/beacon" && method === "POST"),
+    open: (method, rest) => TRACKER_METHODS.get(rest)?.includes(method) ?? false,
+    allow: (rest) => TRACKER_METHODS.get(rest)?.join(", "),
   },
   {
     prefix: "/api/cms",
@@ -122,7 +129,9 @@ export function createSite({ manifest, service, version, labels = {} }) {
 
       const route = routes.find((r) => pathname === r.prefix || pathname.startsWith(`${r.prefix}/`));
       if (route?.open && !route.open(request.method, pathname.slice(route.prefix.length))) {
-        return errorResponse(404, "not_found", "no such API route");
+        const allow = route.allow?.(pathname.slice(route.prefix.length));
+        if (!allow) return errorResponse(404, "not_found", "no such API route");
+        return errorResponse(405, "method_not_allowed", `${request.method} is not allowed here`, { allow });
       }
       if (route) {
         return delegate(request, env, route.binding, {

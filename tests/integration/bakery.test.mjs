@@ -109,6 +109,22 @@ describe("route delegation", () => {
     assert.equal((await mesh.fetch("bakery", "/_sa/script.js")).status, 200);
   });
 
+  it("the tracker's paths through the site answer another method 405 with Allow, not 404", async () => {
+    for (const [method, path, allow] of [
+      ["GET", "/_sa/beacon", "POST"],
+      ["PUT", "/_sa/beacon", "POST"],
+      ["OPTIONS", "/_sa/beacon", "POST"],
+      ["POST", "/_sa/script.js", "GET, HEAD"],
+      ["DELETE", "/_sa/script.js", "GET, HEAD"],
+    ]) {
+      const res = await mesh.fetch("bakery", path, { method });
+      await errorOf(res, 405, "method_not_allowed");
+      assert.equal(res.headers.get("allow"), allow, `${method} ${path}`);
+    }
+    // A path the site does not pass is still unknown, whatever the method.
+    await errorOf(await mesh.fetch("bakery", "/_sa/nothing", { method: "POST" }), 404, "not_found");
+  });
+
   it("the site passes cms's public reads and Studio, never its operator routes, whatever token is sent", async () => {
     for (const path of ["/api/cms/admin/tenants/bakery", "/api/cms/admin/diagnostics", "/api/cms/health"]) {
       await errorOf(await mesh.fetch("bakery", path, { headers: mesh.operator() }), 404, "not_found");
