@@ -223,3 +223,22 @@ TEST_CASE("schedule: overrides' hours count only on their own days (a hundred of
   CHECK(status(near, "2026-09-10T09:13:00Z")["nextChange"] == "2026-09-10T22:00:00Z");
   CHECK(status(near, "2026-09-11T00:00:00Z")["nextChange"] == "2027-02-28T23:00:00Z");  // CET
 }
+
+// docs/cms.md "Model": a day's ranges may touch or overlap; the day is open in their union, so
+// no nextChange falls where one range ends inside (or at the start of) another.
+TEST_CASE("schedule: a day's touching or overlapping ranges are open in their union") {
+  // 2026-12-07 is a Monday.
+  Content c = content_with("UTC", {{"mon",
+                                    {{{"open", "09:00"}, {"close", "12:00"}},
+                                     {{"open", "11:00"}, {"close", "13:00"}},
+                                     {{"open", "13:00"}, {"close", "15:00"}}}}});
+  for (const char* when : {"2026-12-07T09:00:00Z", "2026-12-07T11:59:59Z", "2026-12-07T12:00:00Z",
+                           "2026-12-07T13:00:00Z"}) {
+    CAPTURE(when);
+    json s = status(c, when);
+    CHECK(s["open"] == true);
+    CHECK(s["nextChange"] == "2026-12-07T15:00:00Z");
+  }
+  CHECK(status(c, "2026-12-07T15:00:00Z")["open"] == false);
+  CHECK(status(c, "2026-12-07T08:59:59Z")["nextChange"] == "2026-12-07T09:00:00Z");
+}
