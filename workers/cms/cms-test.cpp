@@ -288,6 +288,46 @@ TEST_CASE("cms: an emergency closure closes now until its end") {
   CHECK(t.get("/v1/status").body_json()["open"] == false);
 }
 
+// docs/cms.md "Model": an override is a date range or an emergency closure, and a key of the
+// other kind is 400 naming it. A date range sent with closedNow: true was an emergency closure
+// from now with no end (the shop closed at once, indefinitely), and a date range's until was
+// dropped.
+TEST_CASE("cms: an override with keys of both kinds is 400 naming the key; nothing is written") {
+  Cms t;
+  t.mesh.now_ms = 1780401600000;  // Tuesday 2026-06-02 12:00Z, inside regular hours
+  const std::int64_t version = t.version();
+  const std::pair<json, const char*> mixed[] = {
+      {json{{"closedNow", true}, {"from", "2026-12-24"}, {"to", "2026-12-25"}}, "to"},
+      {json{{"closedNow", true}, {"from", "2026-12-24"}}, "from"},
+      {json{{"closedNow", true}, {"hours", json::array({{{"open", "09:00"}, {"close", "12:00"}}})}},
+       "hours"},
+      {json{{"closedNow", true}, {"closed", false}}, "closed"},
+      {json{{"from", "2026-12-24"}, {"closed", true}, {"until", "2026-12-25T00:00:00Z"}}, "until"},
+      {json{{"closedNow", false}, {"until", "2026-12-25T00:00:00Z"}}, "until"},
+  };
+  for (const auto& item : mixed) {
+    const std::string sent = item.first.dump();
+    CAPTURE(sent);
+    HttpReply r = t.studio("POST", "/admin/v1/overrides", item.first);
+    CHECK(r.status == 400);
+    CHECK(r.body_json()["error"]["field"] == item.second);
+  }
+  CHECK(t.version() == version);
+  CHECK(t.get("/v1/status").body_json()["open"] == true);
+  // Each kind as its view writes it still passes: an emergency closure's from is its start
+  // instant, and closed: true says what closedNow says.
+  CHECK(t.studio("POST", "/admin/v1/overrides",
+                 json{{"closedNow", true},
+                      {"closed", true},
+                      {"from", "2026-06-02T12:00:00Z"},
+                      {"until", "2026-06-02T14:00:00Z"},
+                      {"to", nullptr}})
+            .status == 201);
+  CHECK(t.studio("POST", "/admin/v1/overrides",
+                 json{{"from", "2026-12-24"}, {"closed", true}, {"until", nullptr}})
+            .status == 201);
+}
+
 TEST_CASE("cms: an announcement may run until 2099") {
   Cms t;
   HttpReply r = t.studio("POST", "/admin/v1/announcements",

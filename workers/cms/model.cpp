@@ -273,9 +273,44 @@ Status plain_text(const std::string& value, const char* field) {
   if (!has_control_chars(value, true)) return Unit{};
   return field_error(field, "must not contain control characters (newlines and tabs are fine)");
 }
+
+// A Studio override is one kind or the other (docs/cms.md "Model"): a key of the other kind is
+// refused, never read past. {"closedNow":true,"from":"2026-12-24","to":"2026-12-25"} was an
+// emergency closure from now with no end, and a date range's "until" was dropped. An emergency
+// closure's "from" passes only as its view writes it (an instant: it starts when created).
+Status one_kind(const json& body) {
+  auto sent = [&body](const char* key) {
+    const json* v = find_field(body, key);
+    return v != nullptr && !v->is_null();
+  };
+  const json* closed_now = find_field(body, "closedNow");
+  if (closed_now == nullptr || *closed_now != true) {
+    if (!sent("until")) return Unit{};
+    return field_error("until",
+                       "belongs to an emergency closure (closedNow: true); a date range "
+                       "ends on its to date");
+  }
+  static constexpr const char* kDateRangeOnly[] = {"to", "hours", "closed"};
+  for (const char* key : kDateRangeOnly) {
+    if (sent(key) && !(std::string_view(key) == "closed" && *find_field(body, key) == true)) {
+      return field_error(key,
+                         "is not a field of an emergency closure (closedNow: true), which "
+                         "closes from now until its until; send a date range without closedNow");
+    }
+  }
+  if (sent("from") && !optional_instant(body, "from")) {
+    return field_error("from",
+                       "an emergency closure (closedNow: true) starts when it is created; "
+                       "send a date range without closedNow");
+  }
+  return Unit{};
+}
 }  // namespace
 
 Result<Override> parse_override(const json& body, std::int64_t now) {
+  if (body.is_object()) {
+    if (Status kind = one_kind(body); !kind) return std::move(kind).error();
+  }
   Result<Override> o = read_override(body, now);
   if (o) {
     if (Status text = plain_text(o->message, "message"); !text) return std::move(text).error();
