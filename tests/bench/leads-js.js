@@ -125,7 +125,8 @@ function validate(fields, config) {
     seen.add(name);
     const value = raw.trim();
     if (name === "name") {
-      if (length(value) > 200 || controls(value, false)) problems.name = "must be at most 200 characters of text";
+      if (length(value) > 200 || controls(value, false))
+        problems.name = "must be at most 200 characters, without control characters";
       else if (value) lead.name = value;
     } else if (name === "email") {
       if (value && !isEmail(value)) problems.email = "is not an email address";
@@ -137,10 +138,12 @@ function validate(fields, config) {
         else problems.phone = "is not a phone number (use international format, e.g. +15550109999)";
       }
     } else if (name === "message") {
-      if (length(value) > 5000 || controls(value, true)) problems.message = "must be at most 5000 characters of text";
+      if (length(value) > 5000 || controls(value, true))
+        problems.message = "must be at most 5000 characters, without control characters";
       else if (value) lead.message = value;
     } else if (config.extras.has(name)) {
-      if (length(value) > 1000 || controls(value, true)) problems[name] = "must be at most 1000 characters of text";
+      if (length(value) > 1000 || controls(value, true))
+        problems[name] = "must be at most 1000 characters, without control characters";
       else if (value) lead[name] = value;
     } else {
       problems[name] = "is not a field this form accepts";

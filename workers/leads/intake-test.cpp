@@ -370,6 +370,8 @@ TEST_CASE("C1 control characters are refused like ASCII ones") {
   CHECK(fields.contains("name"));
   CHECK(fields.contains("message"));
   CHECK(fields.contains("preferred_date"));
+  // The message says why: a short value is refused for its control characters, not its length.
+  CHECK(fields["message"] == "must be at most 5000 characters, without control characters");
   CHECK(l.rows("SELECT * FROM leads").empty());
   // U+00A0 and beyond are text.
   CHECK(l.submit(json{{"email", "a@example.com"}, {"name", "Ad\xC2\xA0\xC3\xA0"}}).status == 202);

@@ -147,7 +147,7 @@ Result<Submission> validate_submission(const SentFields& sent, const LeadsConfig
       problems[name] = "must be UTF-8 text";
     } else if (name == "name") {
       if (code_points(value) > kMaxNameLength || has_control_chars(value, false)) {
-        problems["name"] = "must be at most 200 characters of text";
+        problems["name"] = "must be at most 200 characters, without control characters";
       } else if (!value.empty()) {
         out.lead["name"] = value;
       }
@@ -168,13 +168,13 @@ Result<Submission> validate_submission(const SentFields& sent, const LeadsConfig
       }
     } else if (name == "message") {
       if (code_points(value) > kMaxMessageLength || has_control_chars(value, true)) {
-        problems["message"] = "must be at most 5000 characters of text";
+        problems["message"] = "must be at most 5000 characters, without control characters";
       } else if (!value.empty()) {
         out.lead["message"] = value;
       }
     } else if (extras.count(name)) {
       if (code_points(value) > kMaxExtraValueLength || has_control_chars(value, true)) {
-        problems[name] = "must be at most 1000 characters of text";
+        problems[name] = "must be at most 1000 characters, without control characters";
       } else if (!value.empty()) {
         out.lead[name] = value;
       }

@@ -199,7 +199,7 @@ export function validateLead(input, config = {}) {
     const value = trim(text);
     if (name === "name") {
       if (codePoints(value) > MAX_NAME_LENGTH || hasControlChars(value, false)) {
-        problems.name = "must be at most 200 characters of text";
+        problems.name = "must be at most 200 characters, without control characters";
       } else if (value !== "") lead.name = value;
     } else if (name === "email") {
       if (value !== "" && !isEmail(value)) problems.email = "is not an email address";
@@ -212,11 +212,11 @@ export function validateLead(input, config = {}) {
       }
     } else if (name === "message") {
       if (codePoints(value) > MAX_MESSAGE_LENGTH || hasControlChars(value, true)) {
-        problems.message = "must be at most 5000 characters of text";
+        problems.message = "must be at most 5000 characters, without control characters";
       } else if (value !== "") lead.message = value;
     } else if (extras.has(name)) {
       if (codePoints(value) > MAX_EXTRA_VALUE_LENGTH || hasControlChars(value, true)) {
-        problems[name] = "must be at most 1000 characters of text";
+        problems[name] = "must be at most 1000 characters, without control characters";
       } else if (value !== "") lead[name] = value;
     } else {
       problems[name] = "is not a field this form accepts";
