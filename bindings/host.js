@@ -22,6 +22,8 @@ import {
   NO_CF,
   requestMessage,
   toResponse,
+  UnreadableBody,
+  unreadableBodyResponse,
 } from "./messages.js";
 import { mutates, ReplayMemo, stillHolds } from "./replay.js";
 import { noStream, ResponseStream } from "./stream.js";
@@ -105,20 +107,20 @@ function workerHandlers(host, service, cfFields, parts) {
       const trace = replays && request.method === "GET" ? [] : null;
       const stream = new ResponseStream();
       // A request without a body to read (a GET) is built at once: no await before the core runs.
-      const bodiless = bodilessRequestMessage(request, cfFields);
-      let sent = bodiless; // the message the core got (its body, should the core hand the request on)
-      const run = host.run(
-        env,
-        bodiless
-          ? () => fetchMessage(env, bodiless)
-          : async () => {
-              sent = await requestMessage(request, cfFields);
-              return fetchMessage(env, sent);
-            },
-        stream,
-        counts,
-        trace,
-      );
+      // The message the core gets (its body, should the core hand the request on). A body whose
+      // stream fails before its end (a chunked body cut short, fewer bytes than Content-Length, the
+      // client gone) is the client's fault: 400 before the core runs, never a 500 (docs/abi.md).
+      let sent = bodilessRequestMessage(request, cfFields);
+      if (!sent) {
+        try {
+          sent = await requestMessage(request, cfFields);
+        } catch (err) {
+          if (err instanceof UnreadableBody) return unreadableBodyResponse();
+          throw err;
+        }
+      }
+      const message = sent;
+      const run = host.run(env, () => fetchMessage(env, message), stream, counts, trace);
       // A streamed body (docs/abi.md "Streamed responses") is answered when the core opens it, a
       // response sent early ("Answering early") when the core sends it; the run goes on in waitUntil
       // while the client reads (or after it has its answer).

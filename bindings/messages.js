@@ -71,11 +71,19 @@ export function envelope(op, env) {
   return { op, now: Date.now(), entropy: entropyHex(), env: stringsOf(env) };
 }
 
+/** The request's body stream failed before its end: the client cut it short or went away. */
+export class UnreadableBody extends Error {}
+
 /** @param cfFields the `request.cf` fields the worker's core reads (defineWorker's `cf` option) */
 export async function requestMessage(request, cfFields = NO_CF) {
   const bodiless = bodilessRequestMessage(request, cfFields);
   if (bodiless) return bodiless;
-  const body = await readRequestBody(request.body, MAX_BODY_BYTES); // never buffers more than the limit
+  let body;
+  try {
+    body = await readRequestBody(request.body, MAX_BODY_BYTES); // never buffers more than the limit
+  } catch (err) {
+    throw new UnreadableBody(String(err?.message ?? err));
+  }
   const message = requestFields(request, body.text, body.tooLarge, cfFields);
   if (body.hex !== undefined) message.bodyHex = body.hex; // not UTF-8: the bytes as sent (docs/abi.md)
   return message;
@@ -138,3 +146,11 @@ export const internalErrorResponse = () =>
     status: 500,
     headers: { "content-type": "application/json" },
   });
+
+export const unreadableBodyResponse = () =>
+  new Response(
+    JSON.stringify({
+      error: { code: "invalid_request", message: "the request body ended before it was complete" },
+    }),
+    { status: 400, headers: { "content-type": "application/json" } },
+  );

@@ -114,6 +114,37 @@ describe("fetch", () => {
     assert.equal(seen.url, "https://worker.test/echo");
   });
 
+  it("answers 400 JSON, not 500, to a body cut short (its stream errors), and keeps serving", async () => {
+    let runs = 0;
+    const core = fakeCore({
+      *"POST /echo"() {
+        runs++;
+        return json(200, {});
+      },
+    });
+    const worker = defineWorker(core, { service: "svc" });
+    // What workerd hands a worker whose client sent fewer bytes than its Content-Length, or a
+    // chunked body without its last chunk: a stream that errors part-way.
+    let sentChunk = false;
+    const body = new ReadableStream({
+      pull(c) {
+        if (!sentChunk) {
+          sentChunk = true;
+          c.enqueue(new TextEncoder().encode('{"a":'));
+        } else c.error(new TypeError("Network connection lost."));
+      },
+    });
+    const res = await worker.fetch(get("/echo", { method: "POST", body, duplex: "half" }), {}, ctx());
+    assert.equal(res.status, 400);
+    assert.equal(res.headers.get("content-type"), "application/json");
+    assert.equal((await res.json()).error.code, "invalid_request");
+    assert.equal(runs, 0, "the core never saw half a body");
+    const ok = await worker.fetch(get("/echo", { method: "POST", body: "{}" }), {}, ctx());
+    assert.equal(ok.status, 200);
+    assert.equal(runs, 1);
+    assert.equal(core.stats.instances, 1, "no instance was dropped");
+  });
+
   it("refuses to buffer more than 1 MiB, even without content-length", async () => {
     let seen;
     const core = fakeCore({
