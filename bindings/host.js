@@ -168,17 +168,36 @@ function workerHandlers(host, service, cfFields, parts) {
     },
 
     async queue(batch, env, _ctx) {
-      const out = await host.run(env, () => ({
-        ...envelope("queue", env),
-        queue: batch.queue,
-        messages: batch.messages.map((m) => ({
-          id: m.id,
-          body: m.body,
-          attempts: m.attempts,
-          timestamp: +m.timestamp,
-        })),
-      }));
-      settleBatch(batch, out, service);
+      const run = (messages) =>
+        host.run(env, () => ({
+          ...envelope("queue", env),
+          queue: batch.queue,
+          messages: messages.map((m) => ({
+            id: m.id,
+            body: m.body,
+            attempts: m.attempts,
+            timestamp: +m.timestamp,
+          })),
+        }));
+      let messages = batch.messages;
+      let out = await run(messages);
+      if (!out) {
+        // A body no JSON can carry (a v8-serialised BigInt or cycle from some producer) fails the
+        // message's build before the core runs: those are dropped with a log line, as the cores drop
+        // a malformed one, and the rest of the batch runs, rather than all of it being retried until
+        // it is dead-lettered for one bad message. Checked only after a failed run: no cost otherwise.
+        const readable = messages.filter((m) => isJson(m.body));
+        if (readable.length < messages.length) {
+          for (const m of messages) {
+            if (readable.includes(m)) continue;
+            console.error(`${service}: queue message ${m.id} has a body that is not JSON: dropped`);
+            m.ack();
+          }
+          messages = readable;
+          out = messages.length > 0 ? await run(messages) : { ack: [] };
+        }
+      }
+      settleBatch(batch, messages, out, service);
     },
   };
 }
@@ -202,12 +221,26 @@ export async function runRpc(source, service, env, method, args) {
 
 const MAX_RETRY_DELAY_SECONDS = 43_200;
 
+function isJson(value) {
+  try {
+    JSON.stringify(value);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 // Every message must be either acked or retried: a message the core forgot is retried, not lost.
-function settleBatch(batch, out, service) {
-  if (!out) return batch.retryAll();
+// `messages`: those of the batch the core was given (all of them, unless some were dropped).
+function settleBatch(batch, messages, out, service) {
+  if (!out) {
+    if (messages === batch.messages) return batch.retryAll();
+    for (const message of messages) message.retry();
+    return;
+  }
   const acked = new Set(out.ack ?? []);
   const retries = new Map((out.retry ?? []).map((r) => [r.id, r]));
-  for (const message of batch.messages) {
+  for (const message of messages) {
     if (acked.has(message.id)) {
       message.ack();
       continue;

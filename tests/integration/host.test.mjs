@@ -879,6 +879,25 @@ describe("scheduled and queue", () => {
     assert.deepEqual(outcome, { a: "ack", b: { delaySeconds: 30 }, c: "retry", d: { delaySeconds: 43_200 } });
   });
 
+  it("drops a message whose body no JSON can carry and runs the rest of the batch", async () => {
+    const runs = [];
+    const core = fakeCore({
+      *queue(message) {
+        runs.push(message.messages.map((m) => m.id));
+        return { ack: message.messages.map((m) => m.id), logs: [] };
+      },
+    });
+    const { batch, outcome } = fakeBatch(["a", "b", "c"]);
+    batch.messages[1].body = { n: 10n }; // a v8-serialised BigInt: JSON.stringify throws on it
+    const cyclic = { n: "c" };
+    cyclic.self = cyclic;
+    batch.messages[2].body = cyclic;
+    await defineWorker(core).queue(batch, {}, ctx());
+    assert.deepEqual(runs, [["a"]], "the good message reached the core, once");
+    assert.deepEqual(outcome, { a: "ack", b: "ack", c: "ack" }, "nothing retried for the bad ones' sake");
+    assert.equal(errors.filter((e) => e.includes("not JSON: dropped")).length, 2);
+  });
+
   it("retries the whole batch after a trap", async () => {
     const core = fakeCore({
       *queue() {
