@@ -216,8 +216,17 @@ export async function runRpc(source, service, env, method, args) {
     method,
     args,
   }));
-  return out ?? { ok: false, status: 500, error: INTERNAL_ERROR };
+  if (out) return out;
+  // Arguments no JSON can carry (a BigInt, a cycle: Workers RPC clones them) fail the message's
+  // build before the core runs. That is the caller's mistake, not the service's: 400, not 500.
+  if (!isJson(args)) return { ok: false, status: 400, error: INVALID_RPC_ARGS };
+  return { ok: false, status: 500, error: INTERNAL_ERROR };
 }
+
+const INVALID_RPC_ARGS = {
+  code: "invalid_request",
+  message: "the RPC arguments must be JSON values (no BigInt, no cycles)",
+};
 
 const MAX_RETRY_DELAY_SECONDS = 43_200;
 

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { after, before, beforeEach, describe, it } from "node:test";
-import { defineWorker } from "../../bindings/host.js";
+import { defineWorker, runRpc } from "../../bindings/host.js";
 import { Core, wasmImports } from "../../bindings/instance.js";
 import { fakeCore, json } from "./fake-core.mjs";
 
@@ -907,6 +907,29 @@ describe("scheduled and queue", () => {
     const { batch, outcome } = fakeBatch(["a", "b"]);
     await defineWorker(core).queue(batch, {}, ctx());
     assert.deepEqual(outcome, { all: "retry" });
+  });
+});
+
+describe("rpc", () => {
+  it("answers 400, not 500, to arguments no JSON can carry, and still runs good calls", async () => {
+    const calls = [];
+    const core = fakeCore({
+      *rpc(message) {
+        calls.push(message.args);
+        return { ok: true, value: message.method };
+      },
+    });
+    const cyclic = {};
+    cyclic.self = cyclic;
+    for (const args of [[{ at: 10n }], [cyclic]]) {
+      const out = await runRpc(core, "svc", {}, "getStatus", args);
+      assert.equal(out.ok, false);
+      assert.equal(out.status, 400);
+      assert.equal(out.error.code, "invalid_request");
+    }
+    assert.deepEqual(calls, [], "the core never ran for them");
+    assert.deepEqual(await runRpc(core, "svc", {}, "getStatus", [{ at: "x" }]), { ok: true, value: "getStatus" });
+    assert.equal(core.stats.instances, 1, "no instance was dropped");
   });
 });
 
