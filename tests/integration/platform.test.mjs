@@ -1,6 +1,7 @@
 // The routes every platform worker shares (docs/contract.md "Common rules", "Tenant context",
 // "Tenant provisioning"), run on the real wasm builds in one Miniflare.
 import assert from "node:assert/strict";
+import net from "node:net";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { PLATFORM_WORKERS } from "../../scripts/provision.mjs";
@@ -173,6 +174,37 @@ describe("tenant provisioning", () => {
         415,
         "unsupported_media_type",
       );
+    }
+  });
+});
+
+describe("a request body cut short", () => {
+  // Over a real socket: the client declares 100 bytes, sends 12 and closes its side. workerd hands
+  // the worker a body stream that fails; the host answers 400 before the core runs (was 500).
+  const cutShort = (url, pathname, headers) =>
+    new Promise((resolve, reject) => {
+      const { hostname, port } = new URL(url);
+      const lines = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`);
+      const socket = net.connect(Number(port), hostname, () =>
+        socket.end(
+          `PUT ${pathname} HTTP/1.1\r\nHost: ${hostname}\r\n${lines.join("")}` +
+            'content-type: application/json\r\ncontent-length: 100\r\nconnection: close\r\n\r\n{"token":"t"',
+        ),
+      );
+      let out = "";
+      socket.on("data", (chunk) => (out += chunk));
+      socket.on("error", reject);
+      socket.on("close", () => resolve(out));
+    });
+
+  it("is 400 invalid_request JSON on every worker, writes nothing, and the worker goes on", async () => {
+    for (const key of PLATFORM) {
+      const raw = await cutShort(await mesh.url(key), "/admin/tenants/cut-short", mesh.operator());
+      assert.match(raw, /^HTTP\/1\.1 400 /, `${key}: ${raw.slice(0, 200)}`);
+      assert.match(raw, /content-type: application\/json/i, key);
+      assert.match(raw, /"code":"invalid_request"/, key);
+      await errorOf(await mesh.fetch(key, "/admin/tenants/cut-short", { headers: mesh.operator() }), 404, "not_found");
+      assert.equal((await mesh.fetch(key, "/health")).status, 200, key);
     }
   });
 });
