@@ -592,6 +592,17 @@ TEST_CASE(
   CHECK(message.find("(it has: LEADS_SERVICE)") != std::string::npos);
 }
 
+// A tenant's POST of a price.changed event whose payload's amount is `amount`.
+static ss::native::HttpReply post_price_of(Ledger& l, const json& amount) {
+  auto h = Mesh::tenant_headers("bakery", kToken);
+  h["Content-Type"] = "application/json";
+  return l.mesh.request("events", "POST", "/api/events", h,
+                        json{{"event_type", "price.changed"},
+                             {"entity_ref", "item:1"},
+                             {"payload", {{"amount", amount}}}}
+                            .dump());
+}
+
 TEST_CASE("PUT /admin/schemas/{type} takes the schema as the body too; GET reads one schema") {
   Ledger l;
   // The schema itself as the body (the resource's representation), not wrapped in {"schema": …}.
@@ -604,13 +615,7 @@ TEST_CASE("PUT /admin/schemas/{type} takes the schema as the body too; GET reads
   REQUIRE(got.status == 200);
   CHECK(got.body_json()["event_type"] == "price.changed");
   CHECK(got.body_json()["schema"] == schema);
-  auto h = Mesh::tenant_headers("bakery", kToken);
-  h["Content-Type"] = "application/json";
-  auto bad = l.mesh.request("events", "POST", "/api/events", h,
-                            json{{"event_type", "price.changed"},
-                                 {"entity_ref", "item:1"},
-                                 {"payload", {{"amount", "lots"}}}}
-                                .dump());
+  auto bad = post_price_of(l, "lots");
   CHECK(bad.status == 422);
   CHECK(bad.body_json()["error"]["code"] == "schema_violation");
   // What GET answers can be PUT back (the wrapped form), and replaces it.
@@ -633,13 +638,7 @@ TEST_CASE("a registered JSON Schema refuses a payload that breaks it with 422") 
               {"required", {"amount"}},
               {"properties", {{"amount", {{"type", "number"}}}}}};
   REQUIRE(l.admin("PUT", "/admin/schemas/price.changed", {{"schema", schema}}).status == 201);
-  auto h = Mesh::tenant_headers("bakery", kToken);
-  h["Content-Type"] = "application/json";
-  auto bad = l.mesh.request("events", "POST", "/api/events", h,
-                            json{{"event_type", "price.changed"},
-                                 {"entity_ref", "item:1"},
-                                 {"payload", {{"amount", "lots"}}}}
-                                .dump());
+  auto bad = post_price_of(l, "lots");
   CHECK(bad.status == 422);
   CHECK(bad.body_json()["error"]["code"] == "schema_violation");
   CHECK(bad.body_json()["error"]["violations"].size() >= 1);
@@ -650,13 +649,7 @@ TEST_CASE("a registered JSON Schema refuses a payload that breaks it with 422") 
   json loose{{"type", "object"}};
   CHECK(l.admin("PUT", "/admin/schemas/price.changed", {{"schema", loose}}).status == 200);
   CHECK(l.db("SELECT * FROM events_schema").size() == 1);
-  CHECK(l.mesh
-            .request("events", "POST", "/api/events", h,
-                     json{{"event_type", "price.changed"},
-                          {"entity_ref", "item:1"},
-                          {"payload", {{"amount", "lots"}}}}
-                         .dump())
-            .status == 201);
+  CHECK(post_price_of(l, "lots").status == 201);
 }
 
 TEST_CASE("a retry of a stored event is a duplicate, whatever schema was registered since") {
