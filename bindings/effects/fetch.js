@@ -4,6 +4,10 @@ import { EffectError } from "./errors.js";
 import { headersObject, readText, timeoutSignal, toRequest } from "./http.js";
 
 const DEFAULT_TIMEOUT_MS = 10_000;
+// A probe reads at most this much HTML (decoded) looking for its selectors: a compression bomb or an
+// endless page would otherwise burn the consumer's CPU until the timeout, with the other probes of
+// its invocation (docs/monitoring.md). Selectors not seen by then are missing.
+const MAX_PROBE_HTML_BYTES = 8 * 1024 * 1024;
 
 export default {
   async fetch(effect) {
@@ -72,11 +76,12 @@ async function matchSelectors(response, selectors, signal) {
   }
   const reader = rewriter.transform(response).body.getReader();
   try {
-    for (;;) {
-      const { done } = await reader.read();
+    for (let read = 0; ; ) {
+      const { done, value } = await reader.read();
       if (done) break;
-      if (matched.size === selectors.length) {
-        await reader.cancel().catch(() => {}); // every selector seen: the rest of the page is moot
+      read += value.byteLength;
+      if (matched.size === selectors.length || read >= MAX_PROBE_HTML_BYTES) {
+        await reader.cancel().catch(() => {}); // every selector seen (or too much): stop reading
         break;
       }
     }

@@ -104,4 +104,18 @@ describe("monitoring: hostile pages", () => {
     assert.equal(probe.reason, "selector_missing:form#contact");
     await mesh.fetch("monitoring", "/admin/monitors/deep", { method: "DELETE", headers: adminHeaders() });
   });
+
+  it("reads at most 8 MiB of a compression bomb, then judges the selectors seen", async () => {
+    await put("bomb", {
+      url: `${origin.url}/bomb`,
+      mustContain: ["form#contact"],
+      timeoutMs: 30_000,
+      maxLatencyMs: 60_000,
+    });
+    await runTick(["bomb"]);
+    const probe = await lastProbe("bomb");
+    assert.equal(probe.status, 200, JSON.stringify(probe));
+    assert.equal(probe.reason, "selector_missing:form#contact");
+    await mesh.fetch("monitoring", "/admin/monitors/bomb", { method: "DELETE", headers: adminHeaders() });
+  });
 });
