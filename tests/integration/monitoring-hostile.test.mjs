@@ -49,6 +49,11 @@ const put = async (id, body) =>
       body: JSON.stringify(body),
     }),
   );
+const sql = async (statement, ...args) =>
+  (await db())
+    .prepare(statement)
+    .bind(...args)
+    .run();
 const probesOf = async (id) =>
   (
     await (
@@ -117,5 +122,46 @@ describe("monitoring: hostile pages", () => {
     assert.equal(probe.status, 200, JSON.stringify(probe));
     assert.equal(probe.reason, "selector_missing:form#contact");
     await mesh.fetch("monitoring", "/admin/monitors/bomb", { method: "DELETE", headers: adminHeaders() });
+  });
+});
+
+describe("monitoring: corrupt rows", () => {
+  it("shows and probes a tenant's monitors whatever one hand-edited row holds", async () => {
+    const ids = ["c-json", "c-enabled", "c-count", "c-hist", "c-good"];
+    for (const id of ids)
+      await put(id, { url: `${origin.url}/ok`, mustContain: ["form#contact"], maxLatencyMs: 60_000 });
+    await runTick(ids);
+    await sql("UPDATE monitors SET spec_json = '{not json' WHERE monitor_id = 'c-json'");
+    await sql("UPDATE monitors SET enabled = 'yes' WHERE monitor_id = 'c-enabled'");
+    await sql("UPDATE monitors SET consecutive_failures = 'many', probing_until = 'x' WHERE monitor_id = 'c-count'");
+    await sql("UPDATE monitors SET last_probe_json = 12 WHERE monitor_id = 'c-count'");
+    await sql("UPDATE probe_days SET hist_json = 'x', checks = 'lots' WHERE monitor_id = 'c-hist'");
+
+    const overview = await jsonOf(
+      await mesh.fetch("monitoring", "/v1/monitors", { headers: mesh.tenantHeaders("bakery") }),
+      200,
+    );
+    for (const id of ids)
+      assert.ok(
+        overview.monitors.some((m) => m.id === id),
+        id,
+      );
+    const admin = await jsonOf(await mesh.fetch("monitoring", "/admin/monitors", { headers: adminHeaders() }), 200);
+    assert.equal(admin.monitors.find((m) => m.id === "c-json").enabled, true);
+    const page = await jsonOf(await mesh.fetch("monitoring", "/status/bakery.json"), 200);
+    assert.ok(page.monitors.some((m) => m.id === "c-good"));
+    const html = await mesh.fetch("monitoring", "/status/bakery");
+    assert.equal(html.status, 200);
+    assert.match(await html.text(), /c-good/);
+
+    // The next tick probes the others; the unreadable spec fails as a monitor the rules refuse.
+    await runTick(["c-good", "c-hist", "c-count", "c-json"]);
+    assert.equal((await lastProbe("c-good")).ok, 1);
+    assert.equal((await lastProbe("c-hist")).ok, 1);
+    assert.equal((await lastProbe("c-json")).reason, "ssrf_blocked");
+    const hist = await (await db())
+      .prepare("SELECT json_valid(hist_json) AS valid FROM probe_days WHERE monitor_id = 'c-hist'")
+      .first();
+    assert.equal(hist.valid, 1);
   });
 });

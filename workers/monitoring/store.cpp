@@ -7,15 +7,30 @@ namespace ss::monitoring {
 
 namespace {
 
+// Every read of stored rows casts its columns to the types the decoders expect and reads JSON
+// that is not valid as null ([] for a histogram): a row edited by hand (wrong types, malformed
+// JSON) is then shown and probed as what it holds (an invalid spec fails `ssrf_blocked`, as a
+// monitor the rules now refuse), rather than failing the whole tenant's list or status page with
+// corrupt_row.
 constexpr std::string_view kFindMonitor = R"sql(
-SELECT tenant_id, monitor_id, spec_json, enabled, source, created_at, updated_at,
-       consecutive_failures, probe_tick, probing_until, last_probe_json, incident_id
+SELECT CAST(tenant_id AS TEXT) AS tenant_id, CAST(monitor_id AS TEXT) AS monitor_id,
+       CASE WHEN json_valid(spec_json) THEN CAST(spec_json AS TEXT) ELSE 'null' END AS spec_json,
+       (enabled = 1) AS enabled, CAST(source AS TEXT) AS source,
+       CAST(created_at AS TEXT) AS created_at, CAST(updated_at AS TEXT) AS updated_at,
+       MIN(MAX(CAST(consecutive_failures AS INTEGER), 0), 1000000) AS consecutive_failures,
+       CAST(probe_tick AS INTEGER) AS probe_tick, CAST(probing_until AS INTEGER) AS probing_until,
+       CAST(last_probe_json AS TEXT) AS last_probe_json, CAST(incident_id AS TEXT) AS incident_id
 FROM monitors WHERE tenant_id = ?1 AND monitor_id = ?2
 )sql";
 
 constexpr std::string_view kListMonitors = R"sql(
-SELECT tenant_id, monitor_id, spec_json, enabled, source, created_at, updated_at,
-       consecutive_failures, probe_tick, probing_until, last_probe_json, incident_id
+SELECT CAST(tenant_id AS TEXT) AS tenant_id, CAST(monitor_id AS TEXT) AS monitor_id,
+       CASE WHEN json_valid(spec_json) THEN CAST(spec_json AS TEXT) ELSE 'null' END AS spec_json,
+       (enabled = 1) AS enabled, CAST(source AS TEXT) AS source,
+       CAST(created_at AS TEXT) AS created_at, CAST(updated_at AS TEXT) AS updated_at,
+       MIN(MAX(CAST(consecutive_failures AS INTEGER), 0), 1000000) AS consecutive_failures,
+       CAST(probe_tick AS INTEGER) AS probe_tick, CAST(probing_until AS INTEGER) AS probing_until,
+       CAST(last_probe_json AS TEXT) AS last_probe_json, CAST(incident_id AS TEXT) AS incident_id
 FROM monitors WHERE tenant_id = ?1 ORDER BY monitor_id
 )sql";
 
@@ -107,11 +122,12 @@ ORDER BY m.tenant_id, m.monitor_id LIMIT ?3
 )sql";
 
 // A probe job is claimed only while its monitor and its tenant are still enabled: a tenant disabled
-// between the tick's enqueue and the job is not probed again.
+// between the tick's enqueue and the job is not probed again. The casts: a hand-edited TEXT lease
+// would compare above every number, and the monitor would never be claimed again.
 constexpr std::string_view kClaimProbe = R"sql(
 UPDATE monitors SET probe_tick = ?3, probing_until = ?5
-WHERE tenant_id = ?1 AND monitor_id = ?2 AND enabled = 1 AND probe_tick < ?3
-  AND probing_until <= ?4
+WHERE tenant_id = ?1 AND monitor_id = ?2 AND enabled = 1 AND CAST(probe_tick AS INTEGER) < ?3
+  AND CAST(probing_until AS INTEGER) <= ?4
   AND EXISTS (SELECT 1 FROM tenants WHERE tenant_id = ?1 AND enabled = 1)
 )sql";
 
@@ -130,7 +146,8 @@ WHERE EXISTS (SELECT 1 FROM monitors WHERE tenant_id = ?1 AND monitor_id = ?2 AN
 
 // One latency bucket incremented in the day's histogram (kHistogramSize zeros to start with).
 // D1 binds JavaScript numbers as REAL, so the index is cast before it becomes part of a JSON path.
-// Only while the monitor holds the claim (?7), as kInsertProbe.
+// Only while the monitor holds the claim (?7), as kInsertProbe. A histogram that is not valid JSON
+// (edited by hand) starts again, rather than failing the probe's whole commit at every tick.
 constexpr std::string_view kRollupProbe = R"sql(
 INSERT INTO probe_days (tenant_id, monitor_id, day, checks, failures, hist_json)
 SELECT ?1, ?2, ?3, 1, ?4,
@@ -139,7 +156,8 @@ WHERE EXISTS (SELECT 1 FROM monitors WHERE tenant_id = ?1 AND monitor_id = ?2 AN
 ON CONFLICT (tenant_id, monitor_id, day) DO UPDATE SET
   checks = checks + 1,
   failures = failures + ?4,
-  hist_json = CASE WHEN ?6 IS NULL THEN hist_json ELSE
+  hist_json = CASE WHEN ?6 IS NULL THEN hist_json
+    WHEN NOT json_valid(hist_json) THEN json_set(?5, '$[' || CAST(?6 AS INTEGER) || ']', 1) ELSE
     json_set(hist_json, '$[' || CAST(?6 AS INTEGER) || ']',
              COALESCE(json_extract(hist_json, '$[' || CAST(?6 AS INTEGER) || ']'), 0) + 1) END
 )sql";
@@ -217,20 +235,32 @@ WHERE tenant_id IN (SELECT tenant_id FROM tenants WHERE enabled = 0) AND consecu
 )sql";
 
 constexpr std::string_view kTriggersOf = R"sql(
-SELECT alert_id, tenant_id, monitor_id, incident_id, channel, action, request_json, state,
-       attempts, last_error, created_at, updated_at
+SELECT CAST(alert_id AS TEXT) AS alert_id, CAST(tenant_id AS TEXT) AS tenant_id,
+       CAST(monitor_id AS TEXT) AS monitor_id, CAST(incident_id AS TEXT) AS incident_id,
+       CAST(channel AS TEXT) AS channel, CAST(action AS TEXT) AS action,
+       CASE WHEN json_valid(request_json) THEN CAST(request_json AS TEXT) ELSE 'null' END
+         AS request_json,
+       CAST(state AS TEXT) AS state, CAST(attempts AS INTEGER) AS attempts,
+       CAST(last_error AS TEXT) AS last_error, CAST(created_at AS TEXT) AS created_at,
+       CAST(updated_at AS TEXT) AS updated_at
 FROM alerts WHERE incident_id = ?2 AND tenant_id = ?1 AND action = 'trigger' ORDER BY channel
 )sql";
 
 constexpr std::string_view kFindIncident = R"sql(
-SELECT incident_id, tenant_id, monitor_id, opened_at, resolved_at, reason, dedup_key
+SELECT CAST(incident_id AS TEXT) AS incident_id, CAST(tenant_id AS TEXT) AS tenant_id,
+       CAST(monitor_id AS TEXT) AS monitor_id, CAST(opened_at AS TEXT) AS opened_at,
+       CAST(resolved_at AS TEXT) AS resolved_at, CAST(reason AS TEXT) AS reason,
+       CAST(dedup_key AS TEXT) AS dedup_key
 FROM incidents WHERE tenant_id = ?1 AND incident_id = ?2
 )sql";
 
 // The incidents a tenant's monitors point at (monitors.incident_id): an overview's in one read,
 // not one per monitor.
 constexpr std::string_view kCurrentIncidents = R"sql(
-SELECT incident_id, tenant_id, monitor_id, opened_at, resolved_at, reason, dedup_key
+SELECT CAST(incident_id AS TEXT) AS incident_id, CAST(tenant_id AS TEXT) AS tenant_id,
+       CAST(monitor_id AS TEXT) AS monitor_id, CAST(opened_at AS TEXT) AS opened_at,
+       CAST(resolved_at AS TEXT) AS resolved_at, CAST(reason AS TEXT) AS reason,
+       CAST(dedup_key AS TEXT) AS dedup_key
 FROM incidents WHERE tenant_id = ?1
   AND incident_id IN (SELECT incident_id FROM monitors
                       WHERE tenant_id = ?1 AND incident_id IS NOT NULL)
@@ -240,7 +270,10 @@ FROM incidents WHERE tenant_id = ?1
 // deleted monitor's incidents are no more public than the monitor, and a monitor made again under
 // a deleted one's id does not show the old one's.
 constexpr std::string_view kRecentIncidents = R"sql(
-SELECT incident_id, tenant_id, monitor_id, opened_at, resolved_at, reason, dedup_key
+SELECT CAST(incident_id AS TEXT) AS incident_id, CAST(tenant_id AS TEXT) AS tenant_id,
+       CAST(monitor_id AS TEXT) AS monitor_id, CAST(opened_at AS TEXT) AS opened_at,
+       CAST(resolved_at AS TEXT) AS resolved_at, CAST(reason AS TEXT) AS reason,
+       CAST(dedup_key AS TEXT) AS dedup_key
 FROM incidents WHERE tenant_id = ?1 AND (opened_at >= ?2 OR resolved_at IS NULL)
   AND monitor_deleted = 0
   AND monitor_id IN (SELECT monitor_id FROM monitors WHERE tenant_id = ?1 AND enabled = 1)
@@ -248,8 +281,14 @@ ORDER BY opened_at DESC LIMIT ?3
 )sql";
 
 constexpr std::string_view kFindAlert = R"sql(
-SELECT alert_id, tenant_id, monitor_id, incident_id, channel, action, request_json, state,
-       attempts, last_error, created_at, updated_at
+SELECT CAST(alert_id AS TEXT) AS alert_id, CAST(tenant_id AS TEXT) AS tenant_id,
+       CAST(monitor_id AS TEXT) AS monitor_id, CAST(incident_id AS TEXT) AS incident_id,
+       CAST(channel AS TEXT) AS channel, CAST(action AS TEXT) AS action,
+       CASE WHEN json_valid(request_json) THEN CAST(request_json AS TEXT) ELSE 'null' END
+         AS request_json,
+       CAST(state AS TEXT) AS state, CAST(attempts AS INTEGER) AS attempts,
+       CAST(last_error AS TEXT) AS last_error, CAST(created_at AS TEXT) AS created_at,
+       CAST(updated_at AS TEXT) AS updated_at
 FROM alerts WHERE alert_id = ?1
 )sql";
 
@@ -276,16 +315,28 @@ WHERE alert_id = ?1
 )sql";
 
 constexpr std::string_view kStaleAlerts = R"sql(
-SELECT alert_id, tenant_id, monitor_id, incident_id, channel, action, request_json, state,
-       attempts, last_error, created_at, updated_at
+SELECT CAST(alert_id AS TEXT) AS alert_id, CAST(tenant_id AS TEXT) AS tenant_id,
+       CAST(monitor_id AS TEXT) AS monitor_id, CAST(incident_id AS TEXT) AS incident_id,
+       CAST(channel AS TEXT) AS channel, CAST(action AS TEXT) AS action,
+       CASE WHEN json_valid(request_json) THEN CAST(request_json AS TEXT) ELSE 'null' END
+         AS request_json,
+       CAST(state AS TEXT) AS state, CAST(attempts AS INTEGER) AS attempts,
+       CAST(last_error AS TEXT) AS last_error, CAST(created_at AS TEXT) AS created_at,
+       CAST(updated_at AS TEXT) AS updated_at
 FROM alerts WHERE state IN ('pending', 'sending') AND updated_at < ?1
 ORDER BY updated_at LIMIT ?2
 )sql";
 
 // A monitor's alerts: not those of a deleted monitor that had its id (kDetachMonitorIncidents).
 constexpr std::string_view kAlertsOf = R"sql(
-SELECT alert_id, tenant_id, monitor_id, incident_id, channel, action, request_json, state,
-       attempts, last_error, created_at, updated_at
+SELECT CAST(alert_id AS TEXT) AS alert_id, CAST(tenant_id AS TEXT) AS tenant_id,
+       CAST(monitor_id AS TEXT) AS monitor_id, CAST(incident_id AS TEXT) AS incident_id,
+       CAST(channel AS TEXT) AS channel, CAST(action AS TEXT) AS action,
+       CASE WHEN json_valid(request_json) THEN CAST(request_json AS TEXT) ELSE 'null' END
+         AS request_json,
+       CAST(state AS TEXT) AS state, CAST(attempts AS INTEGER) AS attempts,
+       CAST(last_error AS TEXT) AS last_error, CAST(created_at AS TEXT) AS created_at,
+       CAST(updated_at AS TEXT) AS updated_at
 FROM alerts WHERE tenant_id = ?1 AND monitor_id = ?2
   AND incident_id NOT IN (SELECT incident_id FROM incidents
                           WHERE tenant_id = ?1 AND monitor_id = ?2 AND monitor_deleted = 1)
@@ -306,19 +357,23 @@ FROM (
   SELECT monitor_id, ok, maintenance, latency_ms, answered,
          ROW_NUMBER() OVER (PARTITION BY monitor_id, answered ORDER BY latency_ms) AS rn,
          COUNT(*) OVER (PARTITION BY monitor_id, answered) AS n
-  FROM (SELECT monitor_id, ok, maintenance, latency_ms, status IS NOT NULL AS answered
+  FROM (SELECT monitor_id, ok, maintenance, CAST(latency_ms AS INTEGER) AS latency_ms,
+               status IS NOT NULL AS answered
         FROM probes WHERE tenant_id = ?1 AND at_ms >= ?2)
 )
 GROUP BY monitor_id
 )sql";
 
 constexpr std::string_view kDayStats = R"sql(
-SELECT monitor_id, SUM(checks) AS checks, SUM(failures) AS failures
+SELECT monitor_id, SUM(CAST(checks AS INTEGER)) AS checks,
+       SUM(CAST(failures AS INTEGER)) AS failures
 FROM probe_days WHERE tenant_id = ?1 AND day >= ?2 GROUP BY monitor_id
 )sql";
 
 constexpr std::string_view kDays = R"sql(
-SELECT monitor_id, day, checks, failures, hist_json
+SELECT monitor_id, CAST(day AS TEXT) AS day, CAST(checks AS INTEGER) AS checks,
+       CAST(failures AS INTEGER) AS failures,
+       CASE WHEN json_valid(hist_json) THEN CAST(hist_json AS TEXT) ELSE '[]' END AS hist_json
 FROM probe_days WHERE tenant_id = ?1 AND day >= ?2 ORDER BY monitor_id, day
 )sql";
 
