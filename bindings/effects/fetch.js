@@ -4,9 +4,9 @@ import { EffectError } from "./errors.js";
 import { headersObject, readText, timeoutSignal, toRequest } from "./http.js";
 
 const DEFAULT_TIMEOUT_MS = 10_000;
-// A probe reads at most this much HTML (decoded) looking for its selectors: a compression bomb or an
-// endless page would otherwise burn the consumer's CPU until the timeout, with the other probes of
-// its invocation (docs/monitoring.md). Selectors not seen by then are missing.
+// A probe reads at most this much HTML (decoded) looking for its selectors: a compression bomb or
+// an endless page would otherwise burn the consumer's CPU until the timeout, with the other probes
+// of its invocation (docs/monitoring.md). Selectors not seen by then are missing.
 const MAX_PROBE_HTML_BYTES = 8 * 1024 * 1024;
 
 export default {
