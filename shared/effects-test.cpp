@@ -275,7 +275,12 @@ TEST_CASE("a corrupt row is an error naming the column, not a silent default") {
   for (const char* bad :
        {R"({"id":"a","qty":"2","note":null,"extra":"{}"})",
         R"({"id":"a","note":null,"extra":"{}"})", R"({"id":null,"qty":1,"note":null,"extra":"{}"})",
-        R"({"id":"a","qty":1,"note":null,"extra":"{oops"})"}) {
+        R"({"id":"a","qty":1,"note":null,"extra":"{oops"})",
+        // REAL where an INTEGER belongs, beyond int64 or not integral: corrupt, never converted.
+        R"({"id":"a","qty":1e300,"note":null,"extra":"{}"})",
+        R"({"id":"a","qty":-1e19,"note":null,"extra":"{}"})",
+        R"({"id":"a","qty":9223372036854775808.0,"note":null,"extra":"{}"})",
+        R"({"id":"a","qty":1.5,"note":null,"extra":"{}"})"}) {
     CAPTURE(bad);
     json row = json::parse(bad);
     json out = native::drive(rt, fetch_message("/items"), now, [&](const json& e) {

@@ -230,7 +230,8 @@ std::int64_t RowReader::integer(std::string_view name) {
     // D1 hands back REAL for integers above 2^53 in some paths; accept integral reals.
     if (v->is_number_float()) {
       double d = v->get<double>();
-      if (d == static_cast<double>(static_cast<std::int64_t>(d)))
+      // In range first: a double outside int64 (or NaN) has no conversion (undefined behaviour).
+      if (d >= -0x1p63 && d < 0x1p63 && d == static_cast<double>(static_cast<std::int64_t>(d)))
         return static_cast<std::int64_t>(d);
     }
     corrupt(name, "is not INTEGER");
