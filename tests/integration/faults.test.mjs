@@ -199,7 +199,19 @@ describe("leads intake under faults", () => {
     const again = await submit(2, { "Idempotency-Key": "fault-2" });
     assert.equal((await again.json()).leadId, leadId);
     assert.equal(await storedFor(2), 1);
-    // Committed but never enqueued (the run stopped at the lost answer): the sweeper is the backstop.
+    // The claim names this very lead: it is queued as any stored lead; the sweeper adds nothing.
+    await sweepAndExpectOnce(leadId, "the webhook delivery", { untriedOnly: true });
+  });
+
+  it("D1 committing but its answer lost, without an Idempotency-Key: 202 (the lead's row is read back), stored and delivered once", async () => {
+    await faults("leads", [{ kind: "d1.batch", match: "INSERT INTO leads", rate: 1, when: "after" }]);
+    const res = await submit(6);
+    await faults("leads", null);
+    assert.equal(res.status, 202, "a 503 would have the client submit a stored lead again");
+    const { leadId } = await res.json();
+    assert.equal(await storedFor(6), 1);
+    // Queued at once, as any stored lead: no sweeper needed, and it finds nothing left to send.
+    await waitFor("the webhook delivery", async () => hookCallsFor(leadId).length === 1);
     await sweepAndExpectOnce(leadId, "the webhook delivery", { untriedOnly: true });
   });
 

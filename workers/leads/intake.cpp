@@ -265,11 +265,29 @@ Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
   row.deliveries = deliveries;
   Status stored = co_await LeadStore(kDb).insert(row);
   if (!stored) {
+    // The transaction may have committed with only its answer lost: then this lead is stored, and
+    // a 503 would have the client submit it again (two leads, the first delivered by the sweeper).
+    // Its own rows tell: the key's claim naming this lead, else the lead (or its deliveries).
+    bool committed = false;
     if (!key.empty()) {
       auto owner = co_await find_replay(tenant.id, key, ctx.now_ms());
-      if (owner && !owner->empty()) co_return accepted(req, *config, *owner);
+      if (owner && *owner == lead_id) {
+        committed = true;
+      } else if (owner && !owner->empty()) {
+        co_return accepted(req, *config, *owner);
+      }
+    } else if (config->store_submissions) {
+      auto found = co_await LeadStore(kDb).find(tenant.id, lead_id);
+      committed = found && found->has_value();
+    } else if (!deliveries.empty()) {
+      auto found = co_await LeadStore(kDb).deliveries_of(tenant.id, lead_id);
+      committed = found && !found->empty();
     }
-    co_return Error{ErrorCode::dependency_unavailable, "the lead could not be stored; retry later"};
+    if (!committed) {
+      co_return Error{ErrorCode::dependency_unavailable,
+                      "the lead could not be stored; retry later"};
+    }
+    ctx.log("lead " + lead_id + ": its transaction committed, its answer was lost");
   }
   if (deliveries.empty()) {
     // nobody to notify
