@@ -932,6 +932,29 @@ TEST_CASE("cms: zero lockout: KV down → d1, D1 down → kv, both down → fall
   CHECK(t.studio("PUT", "/admin/v1/hours", hours_body()).status == 503);
 }
 
+// KV refusing writes (its 1 write/s per key) after a Studio write committed: the put of the new
+// document fails and so does the delete of the old one. The old version is served from KV for at
+// most the document's TTL, never forever: once it expires, the next read refills from D1.
+TEST_CASE("cms: a write whose KV put and delete both fail does not serve the old version forever") {
+  Cms t;
+  REQUIRE(t.studio("PUT", "/admin/v1/hours", hours_body()).status == 200);
+  REQUIRE(t.get("/v1/content").body_json()["version"] == 1);
+  t.mesh.fail_effect = [](const json& e) {
+    std::string kind = ss::string_or(e, "kind", "");
+    return kind == "kv.put" || kind == "kv.delete";
+  };
+  HttpReply second = t.studio("PUT", "/admin/v1/hours", hours_body("Europe/London"));
+  REQUIRE(second.status == 200);  // D1 committed; the event names the new version
+  CHECK(second.body_json()["version"] == 2);
+  CHECK(t.events("cms.hours_changed").size() == 2);
+  t.mesh.fail_effect = nullptr;
+  t.mesh.now_ms += 3601 * 1000;  // past the TTL of the document put for version 1
+  json later = t.get("/v1/content").body_json();
+  CHECK(later["version"] == 2);
+  CHECK(later["hours"]["timezone"] == "Europe/London");
+  CHECK(t.get("/v1/content").body_json()["source"] == "kv");  // refilled with version 2
+}
+
 // A disabled tenant: D1 answers 401 at once; during a D1 outage nothing the operator's DELETE left
 // behind may still verify its token (the KV document holds its token hash, the isolate its copy).
 TEST_CASE(

@@ -27,6 +27,11 @@ namespace {
 
 constexpr std::size_t kMaxRemembered = 1024;
 
+// Every KV document expires (docs/cms.md "Studio writes"): a write whose put and then whose delete
+// of the old document both failed (KV refusing writes, its 1 write/s per key) must not leave the
+// previous version served from KV forever. A read that misses refills it from D1.
+constexpr int kCacheTtlSeconds = 3600;
+
 // The isolate's last-known-good copy per tenant (the fallback replica's first choice), kept as the
 // parsed Content. `kv_text` is the KV document it was last read from, when it was: the next read of
 // the same bytes reuses the parsed copy instead of parsing and validating the document again.
@@ -498,7 +503,8 @@ json cache_document(const Content& content, const std::string& token_hash) {
 Task<Status> refresh_cache(Context& ctx, const Content& content, const std::string& token_hash) {
   Kv kv(kCacheBinding);
   const std::string& id = content.tenant_id;
-  Status put = co_await kv.put(cache_key(id), dump_json(cache_document(content, token_hash)));
+  Status put = co_await kv.put(cache_key(id), dump_json(cache_document(content, token_hash)),
+                               kCacheTtlSeconds);
   if (!put) {
     // A reader must not keep getting the previous version from KV: drop it (D1 then answers).
     Status removed = co_await kv.remove(cache_key(id));
