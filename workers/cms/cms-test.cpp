@@ -955,6 +955,27 @@ TEST_CASE("cms: a write whose KV put and delete both fail does not serve the old
   CHECK(t.get("/v1/content").body_json()["source"] == "kv");  // refilled with version 2
 }
 
+// The events queue refusing the first sends after a Studio write committed: the cms.* event is
+// sent again, under the version's idempotency key, rather than lost with the version standing.
+TEST_CASE("cms: a committed write's cms.* event survives the queue refusing its first sends") {
+  Cms t;
+  int refused = 0;
+  t.mesh.fail_effect = [&refused](const json& e) {
+    if (ss::string_or(e, "kind", "") != "queue.send" || refused >= 2) return false;
+    return ++refused > 0;
+  };
+  HttpReply put = t.studio("PUT", "/admin/v1/hours", hours_body());
+  t.mesh.fail_effect = nullptr;
+  REQUIRE(put.status == 200);
+  CHECK(refused == 2);
+  auto changed = t.events("cms.hours_changed");
+  CHECK(changed.size() == 1);
+  for (const json& e : changed) {  // (no exceptions: a failed REQUIRE does not stop the test)
+    CHECK(e["payload"]["version"] == 1);
+    CHECK(e["idempotency_key"] == "cms-version:1");
+  }
+}
+
 // A disabled tenant: D1 answers 401 at once; during a D1 outage nothing the operator's DELETE left
 // behind may still verify its token (the KV document holds its token hash, the isolate its copy).
 TEST_CASE(

@@ -21,6 +21,8 @@ namespace {
 
 constexpr int kMaxWriteAttempts = 3;  // without If-Match, a lost race is retried on fresh content
 constexpr std::size_t kMaxActorLength = 100;
+constexpr int kEmitTries = 3;  // a committed write's cms.* event: sends before it is given up
+constexpr int kEmitRetryMs = 50;
 constexpr std::int64_t kDefaultHistory = 20;
 constexpr std::int64_t kMaxHistory = 100;
 
@@ -227,7 +229,16 @@ Task<Result<Response>> write(Context& ctx, const Request& req, const TenantRow& 
     draft.payload = change.detail;
     draft.payload["version"] = commit.version;
     draft.tenant_id = row.tenant_id;
-    auto emitted = co_await emit_event(ctx, std::move(draft));
+    // The version is committed: its event must not be lost to a queue blip. A failed send is tried
+    // again (kEmitTries in all), under one idempotency key, so a send that was queued with only its
+    // answer lost is one event in the ledger.
+    draft.idempotency_key = "cms-version:" + std::to_string(commit.version);
+    auto emitted = co_await emit_event(ctx, draft);
+    for (int retry = 1; !emitted && retry < kEmitTries; ++retry) {
+      auto slept = co_await sleep_ms(kEmitRetryMs * retry);
+      if (!slept) break;
+      emitted = co_await emit_event(ctx, draft);
+    }
     if (!emitted) ctx.log("cms: emit cms." + change.name + " failed: " + emitted.error().message);
     change.answer["version"] = commit.version;
     co_return Response::json_body(change.status, change.answer)
