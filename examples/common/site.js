@@ -33,8 +33,8 @@ const MAX_ECHOED_BODY = 32 * 1024;
 // start — an app emits from its own server code with `client.events.emit`), nor analytics' stats;
 // the tracker's script and beacon are open. `allow`, where given, names the methods a path the route
 // knows takes: another method there is `405` with `Allow`, as the worker behind it answers (contract
-// "Common rules"), not a `404` that says the tracker's path does not exist. Leads routes pass whole: their admin parts need the
-// tenant admin token, which the site never adds. Of cms, the public reads (`/v1/…`) and Studio
+// "Common rules"), not a `404` that says the tracker's path does not exist. Leads routes pass
+// whole: their admin parts need the tenant admin token, which the site never adds. Of cms, the public reads (`/v1/…`) and Studio
 // (`/admin/v1/…`, tenant admin token) pass; its operator routes (`/admin/tenants/…`,
 // `/admin/diagnostics`) and anything else are not the site's to expose.
 // The analytics paths a visitor reaches through the site, and the methods each takes.
