@@ -82,7 +82,7 @@ async function allRows() {
 }
 
 before(async () => {
-  mesh = await startMesh();
+  mesh = await startMesh({ queueBatchTimeout: 0.05 });
 });
 after(async () => {
   await mesh?.dispose();

@@ -142,6 +142,7 @@ before(async () => {
     // The test's own workflow target is a service binding the ledger is given here: the host tells
     // the core its bindings, so PUT /admin/workflows accepts it without any configuration.
     bindings: { events: { DRAIN_CHUNK_STARTS: "2" } },
+    queueBatchTimeout: 0.05,
     extraWorkers: [WORKFLOW_TARGET],
     serviceBindings: { events: { WORKFLOW_TARGET: WORKFLOW_TARGET.name } },
   });

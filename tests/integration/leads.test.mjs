@@ -6,7 +6,7 @@
 //
 // Every test provisions or uses its own tenant (PUT /admin/tenants/{id} on the leads worker) so that
 // rate-limit windows, webhook paths and rows never mix. The notify queue retries with
-// NOTIFY_BACKOFF_SECONDS=0 here, so a dead letter takes ~5 queue batches (a few seconds).
+// NOTIFY_BACKOFF_SECONDS=0 and a 50 ms queue batch timeout here, so a dead letter takes ~5 quick queue batches.
 import assert from "node:assert/strict";
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { createServer as createHttpServer } from "node:http";
@@ -167,7 +167,7 @@ const stubCalls = (prefix) => mesh.stubs.find(prefix, "POST");
 const siteverifyCalls = () => stubCalls(SITEVERIFY).length;
 
 before(async () => {
-  mesh = await startMesh();
+  mesh = await startMesh({ queueBatchTimeout: 0.05 });
   creds.bakery = { ...mesh.tokens.bakery };
   creds["auto-repair"] = { ...mesh.tokens["auto-repair"] };
   // The bakery's leads config (its manifest's, plus a webhook on the stubs) under its own secrets:
@@ -518,7 +518,7 @@ describe("honeypot", () => {
     const formLeadId = await accepted(formRes);
     assert.notEqual(formLeadId, leadId);
 
-    await sleep(2500); // longer than the notify queue's batch timeout (1 s)
+    await sleep(500); // ten times the notify queue's batch timeout here (50 ms)
     assert.equal(await count("SELECT COUNT(*) AS n FROM leads"), leadsBefore);
     assert.equal(await count("SELECT COUNT(*) AS n FROM lead_deliveries"), deliveriesBefore);
     assert.equal(await count("SELECT COUNT(*) AS n FROM leads WHERE id IN (?1, ?2)", leadId, formLeadId), 0);

@@ -37,6 +37,10 @@ export const secret = () => randomBytes(24).toString("hex");
  * @param options.localSites fill each app manifest's `${SITE_URL}` with the app's own local URL (its
  *   monitors then probe the real page); by default the manifest's production default stays, so a
  *   deployment that refuses local targets (ALLOW_LOCAL_OUTBOUND=0) can still be provisioned
+ * @param options.queueBatchTimeout every queue consumer's max_batch_timeout in seconds, in place of
+ *   the wrangler configs' (1–2 s): a test whose steps each wait for a queue delivery (a monitor's
+ *   probe, then its alert) runs in a fraction of the time. Batching is then what Miniflare flushes
+ *   in that window: tests of batch sizes keep the configs' timeouts (docs/testing.md)
  */
 export async function startMesh({
   bindings: ownBindings = {},
@@ -44,6 +48,7 @@ export async function startMesh({
   extraWorkers = [],
   serviceBindings: ownServiceBindings = {},
   localSites = false,
+  queueBatchTimeout,
 } = {}) {
   const bindings = withParts(ownBindings);
   const serviceBindings = withParts(ownServiceBindings);
@@ -80,6 +85,11 @@ export async function startMesh({
   for (const [key, more] of Object.entries(serviceBindings)) {
     const worker = workers.find((w) => w.name === WORKERS[key].name);
     worker.serviceBindings = { ...worker.serviceBindings, ...more };
+  }
+  if (queueBatchTimeout !== undefined) {
+    for (const worker of workers) {
+      for (const consumer of Object.values(worker.queueConsumers ?? {})) consumer.maxBatchTimeout = queueBatchTimeout;
+    }
   }
   workers.push(RPC_PROBE, ...extraWorkers);
   // SS_INSPECTOR_PORT: V8's inspector on that port, for profiles inside workerd

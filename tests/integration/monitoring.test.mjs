@@ -109,7 +109,7 @@ const monitor = (extra = {}) => ({
 
 before(async () => {
   origin = await startOrigin();
-  mesh = await startMesh();
+  mesh = await startMesh({ queueBatchTimeout: 0.05 });
 });
 after(async () => {
   await mesh?.dispose();
@@ -444,7 +444,9 @@ describe("monitoring: incidents and alerts", () => {
     assert.deepEqual(await alerts(), []);
     const html = await (await mesh.fetch("monitoring", "/status/bakery")).text();
     assert.ok(!html.includes("<strong>remade</strong>"), "no incident of remade on the page");
-    assert.ok(!html.includes(old.openedAt), "the old incident is not on the page");
+    // The footer's "Updated …" may fall in the same second as the old incident's opening.
+    const incidents = html.slice(0, html.indexOf("<footer>"));
+    assert.ok(html.includes("<footer>") && !incidents.includes(old.openedAt), "the old incident is not on the page");
     // Probed up, its figures are its own: no failure of the old monitor's.
     origin.status = 200;
     await runTick("remade");
