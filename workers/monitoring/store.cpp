@@ -1,5 +1,7 @@
 #include "workers/monitoring/store.h"
 
+#include <array>
+
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
 
@@ -7,12 +9,27 @@ namespace ss::monitoring {
 
 namespace {
 
+// Statements joined at compile time: a row's column list written once, each statement's own
+// clauses after it (no run-time concatenation, no copy in the module beyond the joined text).
+template <const std::string_view&... Parts>
+struct Joined {
+  static constexpr auto kText = [] {
+    std::array<char, (Parts.size() + ...)> text{};
+    std::size_t at = 0;
+    for (std::string_view part : {Parts...}) {
+      for (char c : part) text[at++] = c;
+    }
+    return text;
+  }();
+  static constexpr std::string_view value{kText.data(), kText.size()};
+};
+
 // Every read of stored rows casts its columns to the types the decoders expect and reads JSON
 // that is not valid as null ([] for a histogram): a row edited by hand (wrong types, malformed
 // JSON) is then shown and probed as what it holds (an invalid spec fails `ssrf_blocked`, as a
 // monitor the rules now refuse), rather than failing the whole tenant's list or status page with
 // corrupt_row.
-constexpr std::string_view kFindMonitor = R"sql(
+constexpr std::string_view kMonitorColumns = R"sql(
 SELECT CAST(tenant_id AS TEXT) AS tenant_id, CAST(monitor_id AS TEXT) AS monitor_id,
        CASE WHEN json_valid(spec_json) THEN CAST(spec_json AS TEXT) ELSE 'null' END AS spec_json,
        (enabled = 1) AS enabled, CAST(source AS TEXT) AS source,
@@ -20,19 +37,33 @@ SELECT CAST(tenant_id AS TEXT) AS tenant_id, CAST(monitor_id AS TEXT) AS monitor
        MIN(MAX(CAST(consecutive_failures AS INTEGER), 0), 1000000) AS consecutive_failures,
        CAST(probe_tick AS INTEGER) AS probe_tick, CAST(probing_until AS INTEGER) AS probing_until,
        CAST(last_probe_json AS TEXT) AS last_probe_json, CAST(incident_id AS TEXT) AS incident_id
-FROM monitors WHERE tenant_id = ?1 AND monitor_id = ?2
-)sql";
+FROM monitors )sql";
 
-constexpr std::string_view kListMonitors = R"sql(
-SELECT CAST(tenant_id AS TEXT) AS tenant_id, CAST(monitor_id AS TEXT) AS monitor_id,
-       CASE WHEN json_valid(spec_json) THEN CAST(spec_json AS TEXT) ELSE 'null' END AS spec_json,
-       (enabled = 1) AS enabled, CAST(source AS TEXT) AS source,
-       CAST(created_at AS TEXT) AS created_at, CAST(updated_at AS TEXT) AS updated_at,
-       MIN(MAX(CAST(consecutive_failures AS INTEGER), 0), 1000000) AS consecutive_failures,
-       CAST(probe_tick AS INTEGER) AS probe_tick, CAST(probing_until AS INTEGER) AS probing_until,
-       CAST(last_probe_json AS TEXT) AS last_probe_json, CAST(incident_id AS TEXT) AS incident_id
-FROM monitors WHERE tenant_id = ?1 ORDER BY monitor_id
+constexpr std::string_view kAlertColumns = R"sql(
+SELECT CAST(alert_id AS TEXT) AS alert_id, CAST(tenant_id AS TEXT) AS tenant_id,
+       CAST(monitor_id AS TEXT) AS monitor_id, CAST(incident_id AS TEXT) AS incident_id,
+       CAST(channel AS TEXT) AS channel, CAST(action AS TEXT) AS action,
+       CASE WHEN json_valid(request_json) THEN CAST(request_json AS TEXT) ELSE 'null' END
+         AS request_json,
+       CAST(state AS TEXT) AS state, CAST(attempts AS INTEGER) AS attempts,
+       CAST(last_error AS TEXT) AS last_error, CAST(created_at AS TEXT) AS created_at,
+       CAST(updated_at AS TEXT) AS updated_at
+FROM alerts )sql";
+
+constexpr std::string_view kIncidentColumns = R"sql(
+SELECT CAST(incident_id AS TEXT) AS incident_id, CAST(tenant_id AS TEXT) AS tenant_id,
+       CAST(monitor_id AS TEXT) AS monitor_id, CAST(opened_at AS TEXT) AS opened_at,
+       CAST(resolved_at AS TEXT) AS resolved_at, CAST(reason AS TEXT) AS reason,
+       CAST(dedup_key AS TEXT) AS dedup_key
+FROM incidents )sql";
+
+constexpr std::string_view kFindMonitorTail = R"sql(WHERE tenant_id = ?1 AND monitor_id = ?2
 )sql";
+constexpr std::string_view kFindMonitor = Joined<kMonitorColumns, kFindMonitorTail>::value;
+
+constexpr std::string_view kListMonitorsTail = R"sql(WHERE tenant_id = ?1 ORDER BY monitor_id
+)sql";
+constexpr std::string_view kListMonitors = Joined<kMonitorColumns, kListMonitorsTail>::value;
 
 constexpr std::string_view kCountMonitors = R"sql(
 SELECT COUNT(*) AS n FROM monitors WHERE tenant_id = ?1
@@ -234,63 +265,38 @@ UPDATE monitors SET consecutive_failures = 0
 WHERE tenant_id IN (SELECT tenant_id FROM tenants WHERE enabled = 0) AND consecutive_failures > 0
 )sql";
 
-constexpr std::string_view kTriggersOf = R"sql(
-SELECT CAST(alert_id AS TEXT) AS alert_id, CAST(tenant_id AS TEXT) AS tenant_id,
-       CAST(monitor_id AS TEXT) AS monitor_id, CAST(incident_id AS TEXT) AS incident_id,
-       CAST(channel AS TEXT) AS channel, CAST(action AS TEXT) AS action,
-       CASE WHEN json_valid(request_json) THEN CAST(request_json AS TEXT) ELSE 'null' END
-         AS request_json,
-       CAST(state AS TEXT) AS state, CAST(attempts AS INTEGER) AS attempts,
-       CAST(last_error AS TEXT) AS last_error, CAST(created_at AS TEXT) AS created_at,
-       CAST(updated_at AS TEXT) AS updated_at
-FROM alerts WHERE incident_id = ?2 AND tenant_id = ?1 AND action = 'trigger' ORDER BY channel
+constexpr std::string_view kTriggersOfTail =
+    R"sql(WHERE incident_id = ?2 AND tenant_id = ?1 AND action = 'trigger' ORDER BY channel
 )sql";
+constexpr std::string_view kTriggersOf = Joined<kAlertColumns, kTriggersOfTail>::value;
 
-constexpr std::string_view kFindIncident = R"sql(
-SELECT CAST(incident_id AS TEXT) AS incident_id, CAST(tenant_id AS TEXT) AS tenant_id,
-       CAST(monitor_id AS TEXT) AS monitor_id, CAST(opened_at AS TEXT) AS opened_at,
-       CAST(resolved_at AS TEXT) AS resolved_at, CAST(reason AS TEXT) AS reason,
-       CAST(dedup_key AS TEXT) AS dedup_key
-FROM incidents WHERE tenant_id = ?1 AND incident_id = ?2
+constexpr std::string_view kFindIncidentTail = R"sql(WHERE tenant_id = ?1 AND incident_id = ?2
 )sql";
+constexpr std::string_view kFindIncident = Joined<kIncidentColumns, kFindIncidentTail>::value;
 
 // The incidents a tenant's monitors point at (monitors.incident_id): an overview's in one read,
 // not one per monitor.
-constexpr std::string_view kCurrentIncidents = R"sql(
-SELECT CAST(incident_id AS TEXT) AS incident_id, CAST(tenant_id AS TEXT) AS tenant_id,
-       CAST(monitor_id AS TEXT) AS monitor_id, CAST(opened_at AS TEXT) AS opened_at,
-       CAST(resolved_at AS TEXT) AS resolved_at, CAST(reason AS TEXT) AS reason,
-       CAST(dedup_key AS TEXT) AS dedup_key
-FROM incidents WHERE tenant_id = ?1
+constexpr std::string_view kCurrentIncidentsTail = R"sql(WHERE tenant_id = ?1
   AND incident_id IN (SELECT incident_id FROM monitors
                       WHERE tenant_id = ?1 AND incident_id IS NOT NULL)
 )sql";
+constexpr std::string_view kCurrentIncidents =
+    Joined<kIncidentColumns, kCurrentIncidentsTail>::value;
 
 // The public page's incidents: only those of the monitors it shows (enabled ones); a disabled or
 // deleted monitor's incidents are no more public than the monitor, and a monitor made again under
 // a deleted one's id does not show the old one's.
-constexpr std::string_view kRecentIncidents = R"sql(
-SELECT CAST(incident_id AS TEXT) AS incident_id, CAST(tenant_id AS TEXT) AS tenant_id,
-       CAST(monitor_id AS TEXT) AS monitor_id, CAST(opened_at AS TEXT) AS opened_at,
-       CAST(resolved_at AS TEXT) AS resolved_at, CAST(reason AS TEXT) AS reason,
-       CAST(dedup_key AS TEXT) AS dedup_key
-FROM incidents WHERE tenant_id = ?1 AND (opened_at >= ?2 OR resolved_at IS NULL)
+constexpr std::string_view kRecentIncidentsTail =
+    R"sql(WHERE tenant_id = ?1 AND (opened_at >= ?2 OR resolved_at IS NULL)
   AND monitor_deleted = 0
   AND monitor_id IN (SELECT monitor_id FROM monitors WHERE tenant_id = ?1 AND enabled = 1)
 ORDER BY opened_at DESC LIMIT ?3
 )sql";
+constexpr std::string_view kRecentIncidents = Joined<kIncidentColumns, kRecentIncidentsTail>::value;
 
-constexpr std::string_view kFindAlert = R"sql(
-SELECT CAST(alert_id AS TEXT) AS alert_id, CAST(tenant_id AS TEXT) AS tenant_id,
-       CAST(monitor_id AS TEXT) AS monitor_id, CAST(incident_id AS TEXT) AS incident_id,
-       CAST(channel AS TEXT) AS channel, CAST(action AS TEXT) AS action,
-       CASE WHEN json_valid(request_json) THEN CAST(request_json AS TEXT) ELSE 'null' END
-         AS request_json,
-       CAST(state AS TEXT) AS state, CAST(attempts AS INTEGER) AS attempts,
-       CAST(last_error AS TEXT) AS last_error, CAST(created_at AS TEXT) AS created_at,
-       CAST(updated_at AS TEXT) AS updated_at
-FROM alerts WHERE alert_id = ?1
+constexpr std::string_view kFindAlertTail = R"sql(WHERE alert_id = ?1
 )sql";
+constexpr std::string_view kFindAlert = Joined<kAlertColumns, kFindAlertTail>::value;
 
 // Pending, or sending with a lapsed lease (the sender died): one sender at a time.
 // A trigger is claimed only while its incident is unresolved, in the same statement: a resolve that
@@ -314,35 +320,20 @@ UPDATE alerts SET state = ?3, lease_until = 0, last_error = ?2, updated_at = ?4
 WHERE alert_id = ?1
 )sql";
 
-constexpr std::string_view kStaleAlerts = R"sql(
-SELECT CAST(alert_id AS TEXT) AS alert_id, CAST(tenant_id AS TEXT) AS tenant_id,
-       CAST(monitor_id AS TEXT) AS monitor_id, CAST(incident_id AS TEXT) AS incident_id,
-       CAST(channel AS TEXT) AS channel, CAST(action AS TEXT) AS action,
-       CASE WHEN json_valid(request_json) THEN CAST(request_json AS TEXT) ELSE 'null' END
-         AS request_json,
-       CAST(state AS TEXT) AS state, CAST(attempts AS INTEGER) AS attempts,
-       CAST(last_error AS TEXT) AS last_error, CAST(created_at AS TEXT) AS created_at,
-       CAST(updated_at AS TEXT) AS updated_at
-FROM alerts WHERE state IN ('pending', 'sending') AND updated_at < ?1
+constexpr std::string_view kStaleAlertsTail =
+    R"sql(WHERE state IN ('pending', 'sending') AND updated_at < ?1
 ORDER BY updated_at LIMIT ?2
 )sql";
+constexpr std::string_view kStaleAlerts = Joined<kAlertColumns, kStaleAlertsTail>::value;
 
 // A monitor's alerts: not those of a deleted monitor that had its id (kDetachMonitorIncidents).
-constexpr std::string_view kAlertsOf = R"sql(
-SELECT CAST(alert_id AS TEXT) AS alert_id, CAST(tenant_id AS TEXT) AS tenant_id,
-       CAST(monitor_id AS TEXT) AS monitor_id, CAST(incident_id AS TEXT) AS incident_id,
-       CAST(channel AS TEXT) AS channel, CAST(action AS TEXT) AS action,
-       CASE WHEN json_valid(request_json) THEN CAST(request_json AS TEXT) ELSE 'null' END
-         AS request_json,
-       CAST(state AS TEXT) AS state, CAST(attempts AS INTEGER) AS attempts,
-       CAST(last_error AS TEXT) AS last_error, CAST(created_at AS TEXT) AS created_at,
-       CAST(updated_at AS TEXT) AS updated_at
-FROM alerts WHERE tenant_id = ?1 AND monitor_id = ?2
+constexpr std::string_view kAlertsOfTail = R"sql(WHERE tenant_id = ?1 AND monitor_id = ?2
   AND incident_id NOT IN (SELECT incident_id FROM incidents
                           WHERE tenant_id = ?1 AND monitor_id = ?2 AND monitor_deleted = 1)
 ORDER BY created_at DESC, alert_id DESC
 LIMIT ?3
 )sql";
+constexpr std::string_view kAlertsOf = Joined<kAlertColumns, kAlertsOfTail>::value;
 
 // Failures in maintenance windows do not count against uptime; p50/p95 by nearest rank over the
 // probes that got an answer (a status): a refused connection, a timeout or a blocked URL has no
