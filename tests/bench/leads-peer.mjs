@@ -23,6 +23,7 @@ import {
   printPeerTable,
   provisionTenantInBoth,
   sideFigures,
+  socketClient,
 } from "./peer-run.mjs";
 import { profileLine, profiled } from "./inspector.mjs";
 import { platformWorkerOptions } from "./worker-options.mjs";
@@ -36,6 +37,8 @@ const DUMMY_TOKEN = "XXXX.DUMMY.TOKEN.XXXX";
 // Submissions per side and order before the timed rounds (C++, JS, JS, C++), untimed.
 const WARMUP = option("leads-warmup", 100);
 const PROFILE_PORT = Number(process.env.SS_INSPECTOR_PORT || 0);
+const SOCKETS = process.env.SS_BENCH_CLIENT === "socket";
+const DIRECT = SOCKETS ? { unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }] } : {};
 
 async function workerOptions(stubsUrl, adminToken) {
   const { MODULE_RULES } = await import("../../scripts/lib/local-mesh.mjs");
@@ -77,11 +80,17 @@ export async function runIntakePeers({ submissions = 2000, concurrency = 20, rou
   const mf = new Miniflare({
     cf: false,
     ...(PROFILE_PORT ? { inspectorPort: PROFILE_PORT } : {}),
-    workers: await workerOptions(stubs.url, adminToken),
+    workers: (await workerOptions(stubs.url, adminToken)).map((w) => ({ ...w, ...DIRECT })),
   });
   try {
     await mf.ready;
     const workers = { cpp: await mf.getWorker(CPP), js: await mf.getWorker(JS) };
+    const direct = SOCKETS
+      ? {
+          cpp: socketClient((await mf.unsafeGetDirectURL(CPP)).href, concurrency),
+          js: socketClient((await mf.unsafeGetDirectURL(JS)).href, concurrency),
+        }
+      : null;
     const dbs = { cpp: await mf.getD1Database("LEADS_DB", CPP), js: await mf.getD1Database("LEADS_DB", JS) };
     for (const db of Object.values(dbs)) await applyMigrations(db, path.join(ROOT, "migrations/leads"));
 
@@ -118,7 +127,10 @@ export async function runIntakePeers({ submissions = 2000, concurrency = 20, rou
         concurrency,
         send: () => {
           const n = ipSeq++;
-          return workers[impl].fetch("http://leads/api/leads/submit", {
+          const fetcher = direct
+            ? (p, init) => direct[impl](p, init)
+            : (p, init) => workers[impl].fetch(`http://leads${p}`, init);
+          return fetcher("/api/leads/submit", {
             method: "POST",
             headers: {
               "content-type": "application/json",

@@ -2,9 +2,31 @@
 // requests at `concurrency`, each made by `send(n)` (n = 0, 1, …), timed one by one, with the CPU the
 // workerd processes spent meanwhile (workerd-cpu.mjs: the worker, its queues' local broker and D1).
 import { createHash } from "node:crypto";
+import http from "node:http";
 import { workerdCpuMs } from "./workerd-cpu.mjs";
 
 export const percentile = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))];
+
+/**
+ * A client straight to a worker's own socket (Miniflare `unsafeDirectSockets`, `unsafeGetDirectURL`),
+ * through node:http with keep-alive connections: `send(pathname, init)` → `{ status, arrayBuffer() }`.
+ */
+export function socketClient(baseUrl, concurrency) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
+  const { hostname, port } = new URL(baseUrl);
+  return (pathname, { method = "GET", headers = {}, body } = {}) =>
+    new Promise((resolve, reject) => {
+      const all = body === undefined ? headers : { ...headers, "content-length": Buffer.byteLength(body) };
+      const req = http.request({ host: hostname, port, path: pathname, method, headers: all, agent }, (res) => {
+        const chunks = [];
+        res.on("data", (c) => chunks.push(c));
+        res.on("error", reject);
+        res.on("end", () => resolve({ status: res.statusCode, arrayBuffer: async () => Buffer.concat(chunks) }));
+      });
+      req.on("error", reject);
+      req.end(body);
+    });
+}
 
 /** { seconds, rps, p50, p99, statuses (status → count), workerdCpuMsPerRequest (null off Linux) }. */
 export async function loadPhase({ count, concurrency, send }) {

@@ -94,6 +94,21 @@ describe("cms Studio API", () => {
     assert.equal(history.versions.length, 1);
     assert.equal(history.versions[0].version, written.version);
     assert.equal(history.versions[0].change, "hours_changed");
+    // Its cms.* event reaches the ledger through the real queue, once, and leaves no outbox row;
+    // the outbox's cron then has nothing to send.
+    const ledger = await mesh.d1("events", "EVENTS_DB");
+    const key = `cms-version:${written.version}`;
+    const stored = () =>
+      ledger
+        .prepare("SELECT COUNT(*) AS n FROM events WHERE tenant_id = 'bakery' AND idempotency_key = ?1")
+        .bind(key)
+        .first("n");
+    for (let i = 0; i < 200 && (await stored()) === 0; i++) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(await stored(), 1, `the ledger holds ${key}`);
+    const cmsDb = await mesh.d1("cms", "CMS_DB");
+    assert.equal(await cmsDb.prepare("SELECT COUNT(*) AS n FROM cms_event_outbox").first("n"), 0);
+    const cron = await (await mesh.mf.getWorker("siteswarm-cms-service")).scheduled({ cron: "*/10 * * * *" });
+    assert.equal(cron.outcome, "ok");
   });
 
   it("If-Match on a stale version is 409 and changes nothing", async () => {

@@ -13,7 +13,7 @@ describe("local cron triggers", () => {
       byWorker[t.key].push(t.cron);
     }
     // The ledger's five drainers each on their own schedule, the monitors every 5 minutes, the
-    // leads sweeper and purge, the analytics rollup.
+    // leads sweeper and purge, the analytics rollup, the cms event outbox.
     assert.deepEqual(
       [...byWorker.events].sort(),
       ["*/15 * * * *", "*/2 * * * *", "*/30 * * * *", "*/5 * * * *", "0 * * * *"].sort(),
@@ -21,6 +21,7 @@ describe("local cron triggers", () => {
     assert.deepEqual(byWorker.monitoring, ["*/5 * * * *"]);
     assert.ok(byWorker.leads.includes("*/10 * * * *"));
     assert.ok(byWorker.analytics.length >= 1);
+    assert.deepEqual(byWorker.cms, ["*/10 * * * *"]);
     assert.equal(byWorker.bakery, undefined, "client apps have no crons");
   });
 

@@ -110,6 +110,8 @@ describe("wrangler configs", async () => {
       "MONITOR_SERVICE",
     ]);
     assert.deepEqual(read("monitoring").triggers.crons, ["*/5 * * * *"]);
+    // cms: committed versions' cms.* events the queue refused, sent again (docs/cms.md).
+    assert.deepEqual(read("cms").triggers.crons, ["*/10 * * * *"]);
     // analytics: hourly salts and retention (docs/analytics.md).
     assert.deepEqual(read("analytics").triggers.crons, ["0 * * * *"]);
     assert.deepEqual(read("events").triggers.crons, [

@@ -18,6 +18,7 @@ App make_cms_app() {
   cms::add_content_routes(app);
   cms::add_studio_routes(app);
   app.rpc = cms::cms_rpc;
+  app.scheduled = cms::run_outbox;
   return app;
 }
 

@@ -955,25 +955,77 @@ TEST_CASE("cms: a write whose KV put and delete both fail does not serve the old
   CHECK(t.get("/v1/content").body_json()["source"] == "kv");  // refilled with version 2
 }
 
-// The events queue refusing the first sends after a Studio write committed: the cms.* event is
-// sent again, under the version's idempotency key, rather than lost with the version standing.
-TEST_CASE("cms: a committed write's cms.* event survives the queue refusing its first sends") {
+// The events queue refusing a committed write's cms.* event: the event stays in the outbox with
+// the version and the cron sends it (once), under the version's idempotency key and the event_id
+// drawn at the write; never lost with the version standing.
+TEST_CASE("cms: a committed write's cms.* event refused by the queue is sent by the cron") {
   Cms t;
   int refused = 0;
   t.mesh.fail_effect = [&refused](const json& e) {
-    if (ss::string_or(e, "kind", "") != "queue.send" || refused >= 2) return false;
-    return ++refused > 0;
+    if (ss::string_or(e, "kind", "") != "queue.send") return false;
+    ++refused;
+    return true;
   };
   HttpReply put = t.studio("PUT", "/admin/v1/hours", hours_body());
-  t.mesh.fail_effect = nullptr;
-  REQUIRE(put.status == 200);
+  REQUIRE(put.status == 200);  // the version stands: the answer does not wait on the queue
+  CHECK(put.body_json()["version"] == 1);
+  CHECK(refused == 1);
+  CHECK(t.events("cms.hours_changed").empty());
+  CHECK(t.rows("cms_event_outbox") == 1);
+  // Too young for the cron (a write's own send may be in flight): nothing sent yet.
+  t.mesh.message("cms", {{"op", "scheduled"}, {"cron", "*/10 * * * *"}});
+  CHECK(refused == 1);
+  // Still refused a minute later: the row stays, one attempt more, with the error.
+  t.mesh.now_ms += 61 * 1000;
+  t.mesh.message("cms", {{"op", "scheduled"}, {"cron", "*/10 * * * *"}});
   CHECK(refused == 2);
+  auto row = t.mesh.db("CMS_DB").rows("SELECT attempts, last_error FROM cms_event_outbox");
+  REQUIRE(row.size() == 1);
+  CHECK(row[0]["attempts"] == 1);
+  CHECK(row[0]["last_error"].get<std::string>().find("queue") != std::string::npos);
+  // The queue back: sent once, the row gone, and the next run sends nothing.
+  t.mesh.fail_effect = nullptr;
+  t.mesh.message("cms", {{"op", "scheduled"}, {"cron", "*/10 * * * *"}});
   auto changed = t.events("cms.hours_changed");
-  CHECK(changed.size() == 1);
-  for (const json& e : changed) {  // (no exceptions: a failed REQUIRE does not stop the test)
-    CHECK(e["payload"]["version"] == 1);
-    CHECK(e["idempotency_key"] == "cms-version:1");
-  }
+  REQUIRE(changed.size() == 1);
+  CHECK(changed[0]["payload"]["version"] == 1);
+  CHECK(changed[0]["idempotency_key"] == "cms-version:1");
+  CHECK(changed[0]["tenant_id"] == "bakery");
+  CHECK(t.rows("cms_event_outbox") == 0);
+  t.mesh.message("cms", {{"op", "scheduled"}, {"cron", "*/10 * * * *"}});
+  CHECK(t.events("cms.hours_changed").size() == 1);
+}
+
+// A write whose send succeeded leaves no outbox row; one that lost its race for the version (or
+// was refused) leaves none either: the row is in the version's own transaction.
+TEST_CASE("cms: the outbox holds only committed versions' unsent events") {
+  Cms t;
+  REQUIRE(t.studio("PUT", "/admin/v1/hours", hours_body()).status == 200);
+  CHECK(t.events("cms.hours_changed").size() == 1);
+  CHECK(t.rows("cms_event_outbox") == 0);
+  // A conditional write on a stale version: 409, nothing committed, nothing in the outbox.
+  HttpReply stale =
+      t.studio("PUT", "/admin/v1/hours", hours_body("Europe/London"), {{"If-Match", "\"0\""}});
+  CHECK(stale.status == 409);
+  CHECK(t.rows("cms_event_outbox") == 0);
+  CHECK(t.events("cms.hours_changed").size() == 1);
+  // An event whose sent row could not be deleted (D1 down after the send) is sent again by the
+  // cron with the same event_id: the ledger stores an event_id once.
+  t.mesh.fail_effect = [](const json& e) {
+    return ss::string_or(e, "kind", "") == "d1.run" &&
+           ss::string_or(e, "sql", "").find("DELETE FROM cms_event_outbox") != std::string::npos;
+  };
+  REQUIRE(t.studio("PUT", "/admin/v1/hours", hours_body("Europe/London")).status == 200);
+  t.mesh.fail_effect = nullptr;
+  auto first = t.events("cms.hours_changed");
+  REQUIRE(first.size() == 2);
+  CHECK(t.rows("cms_event_outbox") == 1);
+  t.mesh.now_ms += 61 * 1000;
+  t.mesh.message("cms", {{"op", "scheduled"}, {"cron", "*/10 * * * *"}});
+  auto again = t.events("cms.hours_changed");
+  REQUIRE(again.size() == 3);
+  CHECK(again[2]["event_id"] == first[1]["event_id"]);
+  CHECK(t.rows("cms_event_outbox") == 0);
 }
 
 // A disabled tenant: D1 answers 401 at once; during a D1 outage nothing the operator's DELETE left

@@ -38,6 +38,10 @@ std::size_t status_computations();
 // A tenant's version-0 content: the manifest snapshot of its config (config.fallback) in its zone.
 Content seed_content(const TenantRow& row);
 
+// The Cron Trigger (wrangler/cms.jsonc, any pattern): committed versions' cms.* events the queue
+// refused at write time (the outbox, migrations/cms/0003_event_outbox.sql), sent again.
+Task<Status> run_outbox(Context& ctx, const std::string& cron);
+
 void add_content_routes(App& app);
 void add_studio_routes(App& app);
 // Workers RPC: getContent(auth), getStatus(auth, at?) with auth {tenantId, token,

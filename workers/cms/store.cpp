@@ -147,7 +147,70 @@ Error corrupt(const std::string& what, const Error& why) {
 
 json optional_int(const std::optional<std::int64_t>& v) { return v ? json(*v) : json(); }
 
+constexpr std::string_view kInsertOutbox = R"sql(
+INSERT INTO cms_event_outbox (tenant_id, version, message_json, created_at) VALUES (?1, ?2, ?3, ?4)
+)sql";
+
+constexpr std::string_view kDeleteOutbox = R"sql(
+DELETE FROM cms_event_outbox WHERE tenant_id = ?1 AND version = ?2
+)sql";
+
+// A row whose message is not JSON (edited by hand) is read as null: the sweep counts it as failed
+// rather than failing every other row with corrupt_row.
+constexpr std::string_view kOutboxDue = R"sql(
+SELECT CAST(tenant_id AS TEXT) AS tenant_id, CAST(version AS INTEGER) AS version,
+       CASE WHEN json_valid(message_json) THEN message_json ELSE 'null' END AS message_json,
+       CAST(attempts AS INTEGER) AS attempts
+FROM cms_event_outbox WHERE created_at < ?1 ORDER BY attempts, created_at LIMIT ?2
+)sql";
+
+// ?1: the rows sent, ?2: the rows whose send failed, each a JSON array of "tenant_id:version".
+constexpr std::string_view kOutboxSent = R"sql(
+DELETE FROM cms_event_outbox
+WHERE tenant_id || ':' || version IN (SELECT value FROM json_each(?1))
+)sql";
+
+constexpr std::string_view kOutboxFailed = R"sql(
+UPDATE cms_event_outbox SET attempts = attempts + 1, last_error = ?2
+WHERE tenant_id || ':' || version IN (SELECT value FROM json_each(?1))
+)sql";
+
 }  // namespace
+
+OutboxRow OutboxRow::decode(RowReader& r) {
+  OutboxRow row;
+  row.tenant_id = r.text("tenant_id");
+  row.version = r.integer("version");
+  row.message = r.json_text("message_json");
+  row.attempts = r.integer("attempts");
+  return row;
+}
+
+D1Statement CmsStore::outbox_statement(const std::string& tenant_id, std::int64_t version,
+                                       const json& message, const std::string& at) {
+  return D1Statement{std::string(kInsertOutbox),
+                     json::array({tenant_id, version, dump_json(message), at})};
+}
+
+Task<Status> CmsStore::outbox_sent(const std::string& tenant_id, std::int64_t version) const {
+  SS_CO_TRY(D1Result ignored, co_await db_.run(kDeleteOutbox, json::array({tenant_id, version})));
+  co_return Unit{};
+}
+
+Task<Result<std::vector<OutboxRow>>> CmsStore::outbox_due(const std::string& before,
+                                                          std::int64_t limit) const {
+  SS_CO_TRY(D1Result r, co_await db_.all(kOutboxDue, json::array({before, limit})));
+  co_return r.as<OutboxRow>();
+}
+
+Task<Status> CmsStore::outbox_swept(const json& sent, const json& failed,
+                                    const std::string& error) const {
+  std::vector<D1Statement> batch{
+      D1Statement{std::string(kOutboxSent), json::array({dump_json(sent)})},
+      D1Statement{std::string(kOutboxFailed), json::array({dump_json(failed), error})}};
+  SS_CO_TRY(std::vector<D1Result> ignored, co_await db_.batch(batch));
+  co_return Unit{};
+}
 
 VersionRow VersionRow::decode(RowReader& r) {
   VersionRow row;

@@ -36,6 +36,16 @@ struct Commit {
   std::string admin_token_hash;
 };
 
+// A committed version's cms.* event not yet accepted by the ledger's queue
+// (migrations/cms/0003_event_outbox.sql).
+struct OutboxRow {
+  std::string tenant_id;
+  std::int64_t version = 0;
+  json message;  // the queue message, its event_id drawn when the version was committed
+  std::int64_t attempts = 0;
+  static OutboxRow decode(RowReader& r);
+};
+
 class CmsStore {
  public:
   explicit CmsStore(std::string binding) : db_(std::move(binding)) {}
@@ -56,6 +66,18 @@ class CmsStore {
   };
   Task<Result<Standing>> standing(const std::string& tenant_id,
                                   const std::string& admin_token_hash) const;
+
+  // The version's event into the outbox, in the version's own batch (Commit::statements).
+  static D1Statement outbox_statement(const std::string& tenant_id, std::int64_t version,
+                                      const json& message, const std::string& at);
+  // The event is in the queue: its outbox row goes.
+  Task<Status> outbox_sent(const std::string& tenant_id, std::int64_t version) const;
+  // Rows written before `before` (RFC 3339), fewest attempts first, then oldest; at most `limit`.
+  Task<Result<std::vector<OutboxRow>>> outbox_due(const std::string& before,
+                                                  std::int64_t limit) const;
+  // After a sweep: the rows sent go (`sent`: "tenant:version" keys, a JSON array), the others
+  // count one more attempt with the error.
+  Task<Status> outbox_swept(const json& sent, const json& failed, const std::string& error) const;
 
   static D1Statement insert_override_statement(const std::string& tenant_id, const Override& o);
   static D1Statement delete_override_statement(const std::string& tenant_id, const std::string& id);

@@ -21,8 +21,10 @@ namespace {
 
 constexpr int kMaxWriteAttempts = 3;  // without If-Match, a lost race is retried on fresh content
 constexpr std::size_t kMaxActorLength = 100;
-constexpr int kEmitTries = 3;  // a committed write's cms.* event: sends before it is given up
-constexpr int kEmitRetryMs = 50;
+// The cron sends outbox rows older than this (a younger one may be its write's own send in
+// flight), at most kOutboxPerRun a run, one queue.send each (a failure is that row's alone).
+constexpr std::int64_t kOutboxGraceMs = 60 * 1000;
+constexpr std::int64_t kOutboxPerRun = 25;
 constexpr std::int64_t kDefaultHistory = 20;
 constexpr std::int64_t kMaxHistory = 100;
 
@@ -193,6 +195,19 @@ Task<Result<Response>> write(Context& ctx, const Request& req, const TenantRow& 
     commit.statements = std::move(seed_rows);
     for (D1Statement& s : change.statements) commit.statements.push_back(std::move(s));
     commit.admin_token_hash = row.admin_token_hash;
+    // The version's cms.* event is committed with it (the outbox row): the write's answer does not
+    // wait on the queue, and a queue that refuses it leaves it to the cron (run_outbox), not lost.
+    // Its idempotency key names the version; its event_id, drawn here, stays with every resend.
+    EventDraft draft;
+    draft.event_type = "cms." + change.name;
+    draft.entity_ref = change.entity_ref;
+    draft.payload = change.detail;
+    draft.payload["version"] = commit.version;
+    draft.tenant_id = row.tenant_id;
+    draft.idempotency_key = "cms-version:" + std::to_string(commit.version);
+    SS_CO_TRY(json message, co_await new_event_message(ctx, std::move(draft)));
+    commit.statements.push_back(
+        CmsStore::outbox_statement(row.tenant_id, commit.version, message, commit.at));
     Status committed = co_await store.commit(commit);
     if (!committed) {
       // Lost the race for base + 1, the tenant row no longer stands (its guard), or D1 failed: tell
@@ -223,23 +238,13 @@ Task<Result<Response>> write(Context& ctx, const Request& req, const TenantRow& 
     Status cached = co_await refresh_cache(ctx, content, row.token_hash);
     if (!cached) ctx.log("cms: KV refresh after write failed: " + cached.error().message);
     if (tenant_cache(ctx).generation() == generation) remember(content, row.token_hash);
-    EventDraft draft;
-    draft.event_type = "cms." + change.name;
-    draft.entity_ref = change.entity_ref;
-    draft.payload = change.detail;
-    draft.payload["version"] = commit.version;
-    draft.tenant_id = row.tenant_id;
-    // The version is committed: its event must not be lost to a queue blip. A failed send is tried
-    // again (kEmitTries in all), under one idempotency key, so a send that was queued with only its
-    // answer lost is one event in the ledger.
-    draft.idempotency_key = "cms-version:" + std::to_string(commit.version);
-    auto emitted = co_await emit_event(ctx, draft);
-    for (int retry = 1; !emitted && retry < kEmitTries; ++retry) {
-      auto slept = co_await sleep_ms(kEmitRetryMs * retry);
-      if (!slept) break;
-      emitted = co_await emit_event(ctx, draft);
+    Status queued = co_await queue_send(kEventsQueueBinding, std::move(message));
+    if (queued) {
+      Status gone = co_await store.outbox_sent(row.tenant_id, commit.version);
+      if (!gone) ctx.log("cms: outbox row of a sent event kept: " + gone.error().message);
+    } else {
+      ctx.log("cms: cms." + change.name + " left in the outbox: " + queued.error().message);
     }
-    if (!emitted) ctx.log("cms: emit cms." + change.name + " failed: " + emitted.error().message);
     change.answer["version"] = commit.version;
     co_return Response::json_body(change.status, change.answer)
         .set_header("etag", etag(commit.version));
@@ -472,6 +477,33 @@ Task<Result<Response>> get_history(Context& ctx, const Request& req, const Param
 }
 
 }  // namespace
+
+Task<Status> run_outbox(Context& ctx, const std::string&) {
+  CmsStore store(ctx.app().db_binding);
+  SS_CO_TRY(
+      std::vector<OutboxRow> due,
+      co_await store.outbox_due(format_rfc3339(ctx.now_ms() - kOutboxGraceMs), kOutboxPerRun));
+  if (due.empty()) co_return Unit{};
+  json sent = json::array();
+  json failed = json::array();
+  std::string error;
+  for (OutboxRow& row : due) {
+    std::string key = row.tenant_id + ":" + std::to_string(row.version);
+    Status queued = row.message.is_object()
+                        ? co_await queue_send(kEventsQueueBinding, std::move(row.message))
+                        : Status{Error{ErrorCode::corrupt_row, "the stored message is not JSON"}};
+    if (queued) {
+      sent.push_back(std::move(key));
+    } else {
+      error = queued.error().message;
+      failed.push_back(std::move(key));
+    }
+  }
+  SS_CO_CHECK(co_await store.outbox_swept(sent, failed, error));
+  ctx.log("cms outbox: " + std::to_string(sent.size()) + " sent, " + std::to_string(failed.size()) +
+          " still refused" + (error.empty() ? "" : ": " + error));
+  co_return Unit{};
+}
 
 void add_studio_routes(App& app) {
   app.router.add("GET", "/admin/v1/content", get_admin_content)
