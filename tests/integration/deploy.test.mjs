@@ -152,6 +152,24 @@ describe("scripts/deploy --first --dry-run", () => {
     }
     const { unstable_readConfig } = await import("wrangler");
     const read = (key) => unstable_readConfig({ config: path.join(ROOT, WORKERS[key].wrangler) });
+    // --first creates every queue a config names, its consumers' dead-letter queues included
+    // (wrangler refuses a binding to a missing queue; nothing else would create a DLQ), before
+    // the first placeholder.
+    const queues = new Set();
+    for (const key of Object.keys(WORKERS)) {
+      const { producers = [], consumers = [] } = read(key).queues;
+      for (const p of producers) queues.add(p.queue);
+      for (const c of consumers) queues.add(c.queue).add(c.dead_letter_queue);
+    }
+    queues.delete(undefined);
+    for (const dlq of ["events", "leads-notify", "monitoring-jobs", "pageviews"]) {
+      assert.ok(queues.has(`siteswarm-${dlq}-dlq`), `siteswarm-${dlq}-dlq in a config`);
+    }
+    const firstPlaceholder = stdout.indexOf("== placeholder ");
+    for (const queue of queues) {
+      const at = stdout.indexOf(`== queue ${queue} (dry run`);
+      assert.ok(at >= 0 && at < firstPlaceholder, `queue ${queue} created first`);
+    }
     for (const key of Object.keys(WORKERS)) {
       const dir = path.join(ROOT, "dist/deploy", key);
       // The bundle is named after the config's main: worker.js, or a part's own shim.
