@@ -32,6 +32,9 @@ describe("wrangler configs", async () => {
       assert.equal(config.compatibility_date, "2026-04-20");
       if (!isApp(key)) {
         assert.equal(config.workers_dev, false);
+        // Nor a version's preview URL (<version>-<name>.<subdomain>.workers.dev): left unset, wrangler
+        // keeps whatever the Worker had, and a Worker first uploaded with workers.dev has them on.
+        assert.equal(config.preview_urls, false);
         assert.deepEqual(config.routes ?? [], []);
       }
       for (const secret of SECRETS) assert.ok(!(secret in (config.vars ?? {})), `${secret} in vars`);
