@@ -113,6 +113,10 @@ describe("wrangler configs", async () => {
       "MONITOR_SERVICE",
     ]);
     assert.deepEqual(read("monitoring").triggers.crons, ["*/5 * * * *"]);
+    // The ledger's consumer outlasts an hour of its D1 being down before dead-lettering an event:
+    // retries 5 s doubling to 300 s apart (docs/runbook-events.md), so at least 16 of them.
+    const [ledgerConsumer] = read("events").queues.consumers;
+    assert.ok(ledgerConsumer.max_retries >= 16, `events max_retries ${ledgerConsumer.max_retries}`);
     // cms: committed versions' cms.* events the queue refused, sent again (docs/cms.md).
     assert.deepEqual(read("cms").triggers.crons, ["*/10 * * * *"]);
     // analytics: hourly salts and retention (docs/analytics.md).
