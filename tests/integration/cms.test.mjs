@@ -190,6 +190,34 @@ describe("cms Studio API", () => {
     assert.equal((await jsonOf(await read("/v1/status?at=2026-12-24T15:00:00Z"), 200)).reason, "regular_hours");
   });
 
+  it("every refused Studio authentication is one answer, the platform's tenant-admin 401", async () => {
+    // docs/architecture.md "One 401 for every tenant-auth failure": a missing header, a malformed
+    // id, an unknown tenant and a wrong token are told apart by nothing, and the Studio answers as
+    // every other tenant admin route does (here leads' lead list).
+    const refused = async (res) => {
+      assert.equal(res.headers.get("www-authenticate"), "Bearer");
+      return errorOf(res, 401, "unauthenticated_tenant");
+    };
+    const platform = await refused(await mesh.fetch("leads", "/api/leads"));
+    const bearer = { authorization: `Bearer ${secret()}` };
+    for (const [what, headers] of [
+      ["no headers", {}],
+      ["no token", { "x-siteswarm-tenant-id": "bakery" }],
+      ["a malformed id", { "x-siteswarm-tenant-id": "Bakery!", ...bearer }],
+      ["an unknown tenant", { "x-siteswarm-tenant-id": "no-such-tenant", ...bearer }],
+      ["a wrong token", { "x-siteswarm-tenant-id": "bakery", ...bearer }],
+      ["the site's token", { "x-siteswarm-tenant-id": "bakery", authorization: `Bearer ${mesh.tokens.bakery.token}` }],
+    ]) {
+      for (const [method, path] of [
+        ["GET", "/admin/v1/content"],
+        ["PUT", "/admin/v1/hours"],
+      ]) {
+        const error = await refused(await mesh.fetch("cms", path, { method, headers }));
+        assert.deepEqual(error, platform, `${method} ${path} with ${what}`);
+      }
+    }
+  });
+
   it("bad input is a 400 naming the field (or 413/415) and writes nothing", async () => {
     const { version } = await jsonOf(await studio("GET", "/admin/v1/content"), 200);
     const cases = [

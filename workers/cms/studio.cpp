@@ -28,22 +28,29 @@ constexpr std::int64_t kOutboxPerRun = 25;
 constexpr std::int64_t kDefaultHistory = 20;
 constexpr std::int64_t kMaxHistory = 100;
 
+// The one answer to every refused Studio authentication, word for word what every other tenant
+// admin route answers (shared/tenant.cpp authenticate_tenant_admin): a missing header, a malformed
+// id, an unknown or disabled tenant and a wrong token are told apart by nothing
+// (docs/architecture.md "One 401 for every tenant-auth failure").
+Error admin_refused() {
+  return Error{ErrorCode::unauthenticated_tenant,
+               "tenant admin authentication failed: send a valid X-SiteSwarm-Tenant-Id and "
+               "Authorization: Bearer <tenant admin token>"};
+}
+
 // X-SiteSwarm-Tenant-Id + Authorization: Bearer <tenant admin token>, keeping the whole row (the
 // token hash goes beside the KV document; the config holds the seed).
 Task<Result<TenantRow>> authenticate_admin(Context& ctx, const Request& req) {
   std::string id = req.header("x-siteswarm-tenant-id");
   std::string token = bearer_token(req);
-  if (id.empty() || !is_valid_tenant_id(id) || token.empty()) {
-    co_return Error{ErrorCode::unauthenticated_tenant,
-                    "send X-SiteSwarm-Tenant-Id and Authorization: Bearer <tenant admin token>"};
-  }
+  if (id.empty() || !is_valid_tenant_id(id) || token.empty()) co_return admin_refused();
   // Through the tenant cache's read (the row is remembered, as every tenant read does).
   auto [found, digest] = co_await when_all(read_tenant(ctx, id), sha256_hex(std::move(token)));
   if (!found) co_return std::move(found).error();
   if (!digest) co_return std::move(digest).error();
   std::optional<TenantRow>& row = *found;
   if (!row || !row->enabled || !constant_time_equal(row->admin_token_hash, *digest)) {
-    co_return Error{ErrorCode::unauthenticated_tenant, "unknown tenant or bad tenant admin token"};
+    co_return admin_refused();
   }
   SS_CO_CHECK(check_capability(ctx, req, id));
   co_return std::move(*row);
@@ -221,8 +228,7 @@ Task<Result<Response>> write(Context& ctx, const Request& req, const TenantRow& 
         tenant_cache(ctx).forget(row.tenant_id);
         Status forgotten = co_await forget_cms_tenant(ctx, row.tenant_id);
         if (!forgotten) ctx.log("cms: forgetting a refused tenant: " + forgotten.error().message);
-        co_return Error{ErrorCode::unauthenticated_tenant,
-                        "unknown tenant or bad tenant admin token"};
+        co_return admin_refused();
       }
       const std::int64_t now_version = now.version;
       if (now_version == base) co_return std::move(committed).error();
