@@ -97,8 +97,18 @@ Status parse_alert_channels(const json& body, MonitorSpec& spec, bool allow_loca
       return field_error("alertChannels." + key, "is not a channel (pagerduty, slack)");
     }
   }
+  // A view read back and written again carries the placeholders the redacted views show ("…" and
+  // the key's last characters; "(hidden)"): said as such, not as a malformed key.
+  constexpr std::string_view kPlaceholder =
+      "is the placeholder a view shows in place of the secret: send the secret itself";
+  auto placeholder = [](const std::optional<std::string>& s) {
+    return s && (*s == "(hidden)" || s->rfind("…", 0) == 0);
+  };
   if (const json* pd = find_field(*v, "pagerduty"); pd && !pd->is_null()) {
     auto key = get_string(*pd, "routingKey");
+    if (placeholder(key)) {
+      return field_error("alertChannels.pagerduty.routingKey", std::string(kPlaceholder));
+    }
     if (!key || key->empty() || key->size() > kMaxRoutingKeyLength ||
         !CharClass(kAlnum).chars("-_").all_of(*key)) {
       return field_error("alertChannels.pagerduty.routingKey",
@@ -108,6 +118,9 @@ Status parse_alert_channels(const json& body, MonitorSpec& spec, bool allow_loca
   }
   if (const json* slack = find_field(*v, "slack"); slack && !slack->is_null()) {
     auto url = get_string(*slack, "webhookUrl");
+    if (placeholder(url)) {
+      return field_error("alertChannels.slack.webhookUrl", std::string(kPlaceholder));
+    }
     if (!url) {
       return field_error("alertChannels.slack.webhookUrl", "must be an https:// webhook URL");
     }

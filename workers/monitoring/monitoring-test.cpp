@@ -324,6 +324,16 @@ TEST_CASE("monitoring api: validation names the field") {
   }
   CHECK(t.put("bad id!", site()).status == 400);
   CHECK(t.admin("GET", "/admin/monitors").body_json()["monitors"].empty());
+  // A redacted view's placeholders written back are named as such, not as malformed secrets.
+  for (const json& channels : {json{{"pagerduty", {{"routingKey", "…0123"}}}},
+                               json{{"pagerduty", {{"routingKey", "(hidden)"}}}},
+                               json{{"slack", {{"webhookUrl", "(hidden)"}}}}}) {
+    CAPTURE(channels.dump());
+    HttpReply r = t.put("x", site({{"alertChannels", channels}}));
+    CHECK(r.status == 400);
+    CHECK(r.body_json()["error"]["message"].get<std::string>().find("placeholder") !=
+          std::string::npos);
+  }
   // The admin view sent back as it was read is taken (its id, source and stamps pass).
   REQUIRE(t.put("x", site()).status == 201);
   json view = t.admin("GET", "/admin/monitors/x").body_json();
