@@ -151,10 +151,17 @@ Task<Result<AlertVerdict>> judge_alert(const MonitorStore& store, const AlertRow
   co_return AlertVerdict{"its trigger never went out"};
 }
 
-// An alert that will not go out: dead, with why, and a log line.
+// An alert that will not go out: dead, with why, and a log line — unless another copy of its job
+// holds a claim on it (it is being sent right now): that sender's outcome stands.
 Task<Status> give_up_alert(Context& ctx, const MonitorStore& store, const AlertRow& a,
                            const std::string& why, const std::string& now) {
-  SS_CO_CHECK(co_await store.alert_failed(a.alert_id, "not sent: " + why, true, now));
+  SS_CO_TRY(bool given_up,
+            co_await store.give_up_alert(a.alert_id, "not sent: " + why, ctx.now_ms(), now));
+  if (!given_up) {
+    ctx.log("alert " + a.alert_id + " (" + a.channel + " " + a.action + ") moot (" + why +
+            ") but being sent by another job; left to it");
+    co_return Unit{};
+  }
   ctx.log("alert " + a.alert_id + " (" + a.channel + " " + a.action + ") not sent: " + why);
   co_return Unit{};
 }
@@ -178,8 +185,10 @@ Task<Result<std::optional<int>>> deliver_alert(Context& ctx, const std::string& 
     SS_CO_CHECK(co_await give_up_alert(ctx, store, *row, *verdict.moot, now));
     co_return std::optional<int>{};
   }
-  SS_CO_TRY(bool claimed,
-            co_await store.claim_alert(alert_id, ctx.now_ms(), ctx.now_ms() + kAlertLeaseMs, now));
+  // The claim's lease stands for the claim: only while the alert still holds it is the outcome
+  // of this attempt written (a sender that outlived its lease is no longer the alert's).
+  const std::int64_t lease_until = ctx.now_ms() + kAlertLeaseMs;
+  SS_CO_TRY(bool claimed, co_await store.claim_alert(alert_id, ctx.now_ms(), lease_until, now));
   if (!claimed) {
     // Someone else is sending it (if they die, the lease lapses and the cron re-enqueues it) — or,
     // for a trigger, its incident was resolved since it was judged (kClaimAlert): given up now, as
@@ -220,12 +229,18 @@ Task<Result<std::optional<int>>> deliver_alert(Context& ctx, const std::string& 
   }
   now = format_rfc3339_ms(ctx.now_ms());
   if (error.empty()) {
-    SS_CO_CHECK(co_await store.alert_sent(alert_id, now));
-    ctx.log("alert " + alert_id + " (" + row->channel + " " + row->action + ") sent");
+    SS_CO_TRY(bool mine, co_await store.alert_sent(alert_id, lease_until, now));
+    ctx.log("alert " + alert_id + " (" + row->channel + " " + row->action + ") sent" +
+            (mine ? "" : " after its claim lapsed (another job holds it now)"));
     co_return std::optional<int>{};
   }
   bool dead = attempt >= kMaxAlertAttempts;
-  SS_CO_CHECK(co_await store.alert_failed(alert_id, error, dead, now));
+  SS_CO_TRY(bool mine, co_await store.alert_failed(alert_id, error, dead, lease_until, now));
+  if (!mine) {
+    // The claim lapsed mid-send and another job holds the alert now: its outcome is the alert's.
+    ctx.log("alert " + alert_id + " attempt failed after its claim lapsed: " + error);
+    co_return std::optional<int>{};
+  }
   ctx.log("alert " + alert_id + " attempt " + std::to_string(attempt) + " failed: " + error +
           (dead ? " (dead)" : ""));
   if (dead) co_return std::optional<int>{};

@@ -1674,3 +1674,112 @@ TEST_CASE("monitoring incidents: failures from before a tenant was disabled do n
   t.tick();
   CHECK(t.pagerduty.size() == 1);
 }
+
+namespace {
+
+// A monitor that pages Slack only.
+json slack_only() {
+  return json{{"url", "https://site.example/"},
+              {"alertChannels", {{"slack", {{"webhookUrl", kSlackUrl}}}}}};
+}
+
+// One job delivered to the consumer on its own (a copy of a message, by hand); its outcome.
+json deliver_job(Monitoring& t, const json& body) {
+  json message{{"id", "copy"}, {"body", body}, {"attempts", 1}};
+  return t.mesh.message("monitoring", json{{"op", "queue"},
+                                           {"queue", "siteswarm-monitoring-jobs"},
+                                           {"messages", json::array({message})}});
+}
+
+// The monitor down for three probes with its trigger's job held back: that job.
+json held_trigger(Monitoring& t) {
+  REQUIRE(t.put("home", slack_only()).status == 201);
+  t.status = 503;
+  t.tick();
+  t.tick();
+  t.hold_alerts = true;
+  t.tick();
+  REQUIRE(t.held_alerts.size() == 1);
+  json trigger = t.held_alerts[0];
+  t.held_alerts.clear();
+  return trigger;
+}
+
+}  // namespace
+
+// Two jobs of one trigger (a redelivery; the cron's re-enqueue of a job the queue was late with):
+// one is sending it when the incident resolves and the other copy runs. That copy may not give the
+// trigger up under its sender: the resolve would then find it "never sent" and give itself up too,
+// leaving the page that did go out open for good.
+TEST_CASE("monitoring alerts: a trigger's second job does not give it up while it is being sent") {
+  Monitoring t;
+  json trigger = held_trigger(t);
+  bool fired = false;
+  json resolve_out;
+  auto endpoint = t.mesh.fetch_stub;
+  t.mesh.fetch_stub = [&](const json& req) {
+    if (!fired && ss::string_or(req, "url", "") == kSlackUrl) {
+      fired = true;
+      // While the trigger's POST is in flight: the site is back (a firing a second later), the
+      // incident resolves and its resolve is made; then the trigger's other job runs, then the
+      // resolve's.
+      t.status = 200;
+      t.mesh.now_ms += 1000;
+      t.mesh.message("monitoring", json{{"op", "scheduled"}, {"cron", "*/5 * * * *"}});
+      t.drain();
+      REQUIRE(t.held_alerts.size() == 1);
+      json resolve = t.held_alerts[0];
+      t.held_alerts.clear();
+      deliver_job(t, trigger);
+      resolve_out = deliver_job(t, resolve);
+      // A resolve asked to wait for its trigger comes back after the backoff.
+      if (!resolve_out["retry"].empty()) t.mesh.queue_sent["MONITOR_JOBS"].push_back(resolve);
+    }
+    return endpoint(req);
+  };
+  deliver_job(t, trigger);
+  REQUIRE(fired);
+  t.mesh.fetch_stub = endpoint;
+  t.hold_alerts = false;
+  t.drain();
+  // Slack heard "down" and then "back up"; both alerts are sent.
+  CHECK(t.slack.size() == 2);
+  REQUIRE(!t.slack.empty());
+  CHECK(t.slack.back()["text"].get<std::string>().find("back up") != std::string::npos);
+  json alerts = t.admin("GET", "/admin/monitors/home/alerts").body_json()["alerts"];
+  CHECK(alerts.size() == 2);
+  for (const json& a : alerts) CHECK_MESSAGE(a["state"] == "sent", a.dump());
+}
+
+// A sender that outlived its claim's lease (an isolate stalled past 60 s mid-send): meanwhile the
+// redelivered job claimed the alert and sent it. The first sender's outcome is no longer the
+// alert's: its failure must not put a sent alert back to pending (to be sent again, and its
+// resolve dropped while it waits).
+TEST_CASE("monitoring alerts: a sender whose lease lapsed does not overwrite the next sender's") {
+  Monitoring t;
+  json trigger = held_trigger(t);
+  bool fired = false;
+  auto endpoint = t.mesh.fetch_stub;
+  t.mesh.fetch_stub = [&](const json& req) {
+    if (!fired && ss::string_or(req, "url", "") == kSlackUrl) {
+      fired = true;
+      t.mesh.now_ms += ss::monitoring::kAlertLeaseMs + 1000;
+      deliver_job(t, trigger);  // claims the lapsed lease and sends
+      StubReply failed;
+      failed.status = 500;  // the first sender's own POST fails
+      return failed;
+    }
+    return endpoint(req);
+  };
+  json out = deliver_job(t, trigger);
+  REQUIRE(fired);
+  t.mesh.fetch_stub = endpoint;
+  CHECK(t.slack.size() == 1);
+  json alerts = t.admin("GET", "/admin/monitors/home/alerts").body_json()["alerts"];
+  REQUIRE(alerts.size() == 1);
+  CHECK(alerts[0]["state"] == "sent");
+  // Its job is not retried, and a retry of it would send nothing.
+  CHECK(out["retry"].empty());
+  deliver_job(t, trigger);
+  CHECK(t.slack.size() == 1);
+}

@@ -310,14 +310,25 @@ WHERE alert_id = ?1 AND (state = 'pending' OR (state = 'sending' AND lease_until
       AND i.resolved_at IS NOT NULL))
 )sql";
 
+// An attempt's outcome is written only by the sender that still holds the claim (its lease, ?3 /
+// ?5, stands for the claim): one whose lease lapsed mid-send and was claimed again meanwhile must
+// not put a sent alert back to pending (a second send, its resolve dropped) nor mark it sent.
 constexpr std::string_view kAlertSent = R"sql(
 UPDATE alerts SET state = 'sent', lease_until = 0, last_error = NULL, updated_at = ?2
-WHERE alert_id = ?1
+WHERE alert_id = ?1 AND state = 'sending' AND lease_until = ?3
 )sql";
 
 constexpr std::string_view kAlertFailed = R"sql(
 UPDATE alerts SET state = ?3, lease_until = 0, last_error = ?2, updated_at = ?4
-WHERE alert_id = ?1
+WHERE alert_id = ?1 AND state = 'sending' AND lease_until = ?5
+)sql";
+
+// An alert that will not go out, given up only while nobody is sending it (pending, or a lapsed
+// claim): a copy of its job that judges a trigger moot while another copy is mid-send must not
+// mark it dead under that sender, or its resolve would find it "never sent" and be dropped.
+constexpr std::string_view kGiveUpAlert = R"sql(
+UPDATE alerts SET state = 'dead', lease_until = 0, last_error = ?2, updated_at = ?3
+WHERE alert_id = ?1 AND (state = 'pending' OR (state = 'sending' AND lease_until <= ?4))
 )sql";
 
 constexpr std::string_view kStaleAlertsTail =
@@ -711,17 +722,28 @@ Task<Result<bool>> MonitorStore::claim_alert(const std::string& alert_id, std::i
   co_return r.meta.changes == 1;
 }
 
-Task<Status> MonitorStore::alert_sent(const std::string& alert_id, const std::string& now) const {
-  json params = json::array({alert_id, now});
-  SS_CO_TRY(D1Result ignored, co_await db_.run(kAlertSent, params));
-  co_return Unit{};
+Task<Result<bool>> MonitorStore::alert_sent(const std::string& alert_id,
+                                            std::int64_t lease_until_ms,
+                                            const std::string& now) const {
+  json params = json::array({alert_id, now, lease_until_ms});
+  SS_CO_TRY(D1Result r, co_await db_.run(kAlertSent, params));
+  co_return r.meta.changes == 1;
 }
 
-Task<Status> MonitorStore::alert_failed(const std::string& alert_id, const std::string& error,
-                                        bool dead, const std::string& now) const {
-  json params = json::array({alert_id, error, dead ? "dead" : "pending", now});
-  SS_CO_TRY(D1Result ignored, co_await db_.run(kAlertFailed, params));
-  co_return Unit{};
+Task<Result<bool>> MonitorStore::alert_failed(const std::string& alert_id, const std::string& error,
+                                              bool dead, std::int64_t lease_until_ms,
+                                              const std::string& now) const {
+  json params = json::array({alert_id, error, dead ? "dead" : "pending", now, lease_until_ms});
+  SS_CO_TRY(D1Result r, co_await db_.run(kAlertFailed, params));
+  co_return r.meta.changes == 1;
+}
+
+Task<Result<bool>> MonitorStore::give_up_alert(const std::string& alert_id,
+                                               const std::string& error, std::int64_t now_ms,
+                                               const std::string& now) const {
+  json params = json::array({alert_id, error, now, now_ms});
+  SS_CO_TRY(D1Result r, co_await db_.run(kGiveUpAlert, params));
+  co_return r.meta.changes == 1;
 }
 
 Task<Result<std::vector<AlertRow>>> MonitorStore::stale_alerts(const std::string& before,

@@ -178,9 +178,16 @@ class MonitorStore {
   Task<Result<std::optional<AlertRow>>> alert(const std::string& alert_id) const;
   Task<Result<bool>> claim_alert(const std::string& alert_id, std::int64_t now_ms,
                                  std::int64_t lease_until_ms, const std::string& now) const;
-  Task<Status> alert_sent(const std::string& alert_id, const std::string& now) const;
-  Task<Status> alert_failed(const std::string& alert_id, const std::string& error, bool dead,
-                            const std::string& now) const;
+  // An attempt's outcome, written only while the claim made with `lease_until_ms` still holds the
+  // alert: false when it lapsed and another sender claimed it (nothing is written).
+  Task<Result<bool>> alert_sent(const std::string& alert_id, std::int64_t lease_until_ms,
+                                const std::string& now) const;
+  Task<Result<bool>> alert_failed(const std::string& alert_id, const std::string& error, bool dead,
+                                  std::int64_t lease_until_ms, const std::string& now) const;
+  // Dead without being sent, only while nobody holds a claim on it: false when someone does (or
+  // it is sent or dead already).
+  Task<Result<bool>> give_up_alert(const std::string& alert_id, const std::string& error,
+                                   std::int64_t now_ms, const std::string& now) const;
   // Pending alerts not touched since `before` (their queue message may have been lost).
   Task<Result<std::vector<AlertRow>>> stale_alerts(const std::string& before, int limit) const;
   Task<Result<std::vector<AlertRow>>> alerts_of(const std::string& tenant, const std::string& id,
