@@ -1402,6 +1402,80 @@ TEST_CASE(
   CHECK(l.rows("SELECT * FROM lead_deliveries WHERE status = 'delivered'").size() == 3);
 }
 
+// A twin with the same key (a client's retry after its first request timed out) that arrives
+// while the first one's notifications are being queued: the first may still fail its enqueue and
+// take its claim back (503). The twin must not have been answered that lead's id meanwhile —
+// nothing of it was ever sent, and its client would not submit again.
+TEST_CASE(
+    "storeSubmissions:false: a twin that arrives while the first is being queued is not answered "
+    "its leadId") {
+  json config = bakery_leads_config();
+  config["storeSubmissions"] = false;
+  Leads l(config);
+  auto h = l.headers();
+  h["Idempotency-Key"] = "nostore-twin-1";
+  HttpReply twin;
+  bool fired = false;
+  l.mesh.observe_effects = [&](const json& effects) {
+    for (const json& e : effects) {
+      if (fired || !is_notify_send(e)) continue;
+      fired = true;
+      twin = l.submit(lead_body(), h);  // while the first one's messages are on their way
+    }
+  };
+  l.mesh.fail_effect = is_notify_send;  // and then they fail
+  auto first = l.submit(lead_body(), h);
+  l.mesh.observe_effects = nullptr;
+  l.mesh.fail_effect = nullptr;
+  REQUIRE(fired);
+  check_error(first, 503, "dependency_unavailable");
+  // The twin heard that the key is still being worked on, not a leadId that was never queued.
+  check_error(twin, 409, "conflict");
+  CHECK(twin.body_json()["error"]["field"] == "Idempotency-Key");
+  CHECK(twin.header("retry-after") == "1");
+  CHECK(l.mesh.queue_sent["NOTIFY_QUEUE"].empty());
+  // Its client retries: taken as a new submission, queued and delivered.
+  auto retry = l.submit(lead_body(), h);
+  REQUIRE(retry.status == 202);
+  CHECK(l.mesh.queue_sent["NOTIFY_QUEUE"].size() == 3);
+  l.drain_notifications();
+  CHECK(l.outbound("hooks.bakery.example").size() == 1);
+  // A later repeat is answered the retry's leadId, and queues nothing.
+  auto again = l.submit(lead_body(), h);
+  REQUIRE(again.status == 202);
+  CHECK(again.body_json()["leadId"] == retry.body_json()["leadId"]);
+  CHECK(l.mesh.queue_sent["NOTIFY_QUEUE"].empty());
+}
+
+// A twin that arrives while the first is queued successfully is answered 409 too; once the first
+// is queued, a repeat is answered its leadId.
+TEST_CASE("storeSubmissions:false: a repeat after the first was queued is answered its leadId") {
+  json config = bakery_leads_config();
+  config["storeSubmissions"] = false;
+  Leads l(config);
+  auto h = l.headers();
+  h["Idempotency-Key"] = "nostore-twin-2";
+  HttpReply twin;
+  bool fired = false;
+  l.mesh.observe_effects = [&](const json& effects) {
+    for (const json& e : effects) {
+      if (fired || !is_notify_send(e)) continue;
+      fired = true;
+      twin = l.submit(lead_body(), h);
+    }
+  };
+  auto first = l.submit(lead_body(), h);
+  l.mesh.observe_effects = nullptr;
+  REQUIRE(fired);
+  REQUIRE(first.status == 202);
+  check_error(twin, 409, "conflict");
+  auto again = l.submit(lead_body(), h);
+  REQUIRE(again.status == 202);
+  CHECK(again.body_json()["leadId"] == first.body_json()["leadId"]);
+  CHECK(l.mesh.queue_sent["NOTIFY_QUEUE"].size() == 3);
+  CHECK(l.rows("SELECT * FROM lead_idempotency").size() == 1);
+}
+
 namespace {
 // The operator flips a platform kill switch on the ledger, which mirrors it into the FLAGS KV.
 void kill_switch(Mesh& mesh, const std::string& name, bool on) {

@@ -116,12 +116,27 @@ Task<Result<Verdict>> verify_turnstile(Context& ctx, const std::string& token,
   co_return Error{ErrorCode::turnstile_failed, "Turnstile verification failed: " + why};
 }
 
-// The lead id an Idempotency-Key already claimed within the window, or "".
-Task<Result<std::string>> find_replay(const std::string& tenant, const std::string& key,
-                                      std::int64_t now_ms) {
-  SS_CO_TRY(std::optional<std::string> first,
-            co_await LeadStore(kDb).find_replay(tenant, key, now_ms - kIdempotencyWindowMs));
-  co_return first.value_or("");
+// How long a pending claim (a lead that is not stored, its notifications being queued) keeps a
+// twin waiting: far longer than queueing takes; by then its submission confirmed the claim or took
+// it back, or its instance died (the claim then answers as any other: the message-lost case).
+inline constexpr std::int64_t kPendingClaimMs = 60 * 1000;
+
+// The claim an Idempotency-Key already made within the window (an empty lead id: none).
+Task<Result<Claim>> find_replay(const std::string& tenant, const std::string& key,
+                                std::int64_t now_ms) {
+  SS_CO_TRY(std::optional<Claim> first,
+            co_await LeadStore(kDb).find_replay(tenant, key, now_ms - kIdempotencyWindowMs,
+                                                now_ms - kPendingClaimMs));
+  co_return first.value_or(Claim{});
+}
+
+// A twin of a submission whose notifications are still being queued: it may yet fail and take the
+// key back, so the twin is told to come back rather than given a lead id that may never be sent.
+Error claim_pending() {
+  Error e{ErrorCode::conflict,
+          "a submission with this Idempotency-Key is still being processed; retry shortly"};
+  e.retry_after = 1;
+  return std::move(name_field(e, "Idempotency-Key", "still being processed"));
 }
 
 Response accepted(const Request& req, const LeadsConfig& config, const std::string& lead_id) {
@@ -195,7 +210,8 @@ Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
     if (allowed.error().code == ErrorCode::rate_limited && !key.empty() &&
         key.size() <= kMaxIdempotencyKey) {
       auto first = co_await find_replay(tenant.id, key, ctx.now_ms());
-      if (first && !first->empty()) co_return accepted(req, *config, *first);
+      if (first && !first->lead_id.empty() && !first->pending)
+        co_return accepted(req, *config, first->lead_id);
     }
     co_return std::move(allowed).error();
   }
@@ -210,8 +226,9 @@ Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
     co_return std::move(name_field(e, "Idempotency-Key", "longer than 200 characters"));
   }
   if (!key.empty()) {
-    SS_CO_TRY(std::string first, co_await find_replay(tenant.id, key, ctx.now_ms()));
-    if (!first.empty()) co_return accepted(req, *config, first);
+    SS_CO_TRY(Claim first, co_await find_replay(tenant.id, key, ctx.now_ms()));
+    if (first.pending) co_return claim_pending();
+    if (!first.lead_id.empty()) co_return accepted(req, *config, first.lead_id);
   }
 
   if (submission.honeypot) {
@@ -229,7 +246,8 @@ Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
       Status kept = co_await LeadStore(kDb).insert(claim);
       if (!kept) {
         auto owner = co_await find_replay(tenant.id, key, ctx.now_ms());
-        if (owner && !owner->empty()) co_return accepted(req, *config, *owner);
+        if (owner && owner->pending) co_return claim_pending();
+        if (owner && !owner->lead_id.empty()) co_return accepted(req, *config, owner->lead_id);
         co_return Error{ErrorCode::dependency_unavailable,
                         "the lead could not be stored; retry later"};
       }
@@ -262,6 +280,8 @@ Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
   row.idempotency_key = key;
   row.now_ms = ctx.now_ms();
   row.claim_expired_ms = ctx.now_ms() - kIdempotencyWindowMs;
+  // Not stored: the key answers this lead only once its notifications are queued (below).
+  row.claim_pending = !config->store_submissions && !deliveries.empty();
   row.deliveries = deliveries;
   Status stored = co_await LeadStore(kDb).insert(row);
   if (!stored) {
@@ -271,10 +291,12 @@ Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
     bool committed = false;
     if (!key.empty()) {
       auto owner = co_await find_replay(tenant.id, key, ctx.now_ms());
-      if (owner && *owner == lead_id) {
+      if (owner && owner->lead_id == lead_id) {
         committed = true;
-      } else if (owner && !owner->empty()) {
-        co_return accepted(req, *config, *owner);
+      } else if (owner && owner->pending) {
+        co_return claim_pending();
+      } else if (owner && !owner->lead_id.empty()) {
+        co_return accepted(req, *config, owner->lead_id);
       }
     } else if (config->store_submissions) {
       auto found = co_await LeadStore(kDb).find(tenant.id, lead_id);
@@ -304,6 +326,13 @@ Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
       if (!undone)
         ctx.log("lead " + lead_id + " not queued, not undone: " + undone.error().message);
       co_return std::move(queued).error();
+    }
+    if (!key.empty()) {
+      // Queued: the key now answers this lead. Should this fail, the claim answers so anyway
+      // once kPendingClaimMs has passed.
+      Status confirmed = co_await LeadStore(kDb).confirm_claim(tenant.id, key, lead_id);
+      if (!confirmed)
+        ctx.log("lead " + lead_id + ": claim not confirmed: " + confirmed.error().message);
     }
   }
 

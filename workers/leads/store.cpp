@@ -20,7 +20,7 @@ RETURNING hits, expires_at_ms
 )sql";
 
 constexpr std::string_view kFindReplay = R"sql(
-SELECT lead_id FROM lead_idempotency
+SELECT lead_id, created_at_ms FROM lead_idempotency
 WHERE tenant_id = ?1 AND idempotency_key = ?2 AND created_at_ms > ?3
 )sql";
 
@@ -32,6 +32,13 @@ WHERE tenant_id = ?1 AND idempotency_key = ?2 AND created_at_ms <= ?3
 constexpr std::string_view kInsertClaim = R"sql(
 INSERT INTO lead_idempotency (tenant_id, idempotency_key, lead_id, created_at_ms)
 VALUES (?1, ?2, ?3, ?4)
+)sql";
+
+// A pending claim (storeSubmissions:false, its lead's notifications not queued yet) becomes the
+// lead's once they are.
+constexpr std::string_view kConfirmClaim = R"sql(
+UPDATE lead_idempotency SET lead_id = ?3
+WHERE tenant_id = ?1 AND idempotency_key = ?2 AND lead_id = '~' || ?3
 )sql";
 
 constexpr std::string_view kInsertLead = R"sql(
@@ -49,7 +56,7 @@ VALUES (?1, ?2, ?3, ?4, ?5, 'pending', 0, ?6, ?6)
 // was answered 503 and submits again): its idempotency claim, so the retry is taken as new, and its
 // deliveries not attempted yet, so a message that did reach the queue is dropped as unknown.
 constexpr std::string_view kForgetClaimOf = R"sql(
-DELETE FROM lead_idempotency WHERE tenant_id = ?1 AND lead_id = ?2
+DELETE FROM lead_idempotency WHERE tenant_id = ?1 AND lead_id IN (?2, '~' || ?2)
 )sql";
 
 constexpr std::string_view kForgetUnsentDeliveries = R"sql(
@@ -91,7 +98,7 @@ DELETE FROM leads WHERE tenant_id = ?1 AND id = ?2
 )sql";
 
 constexpr std::string_view kEraseClaims = R"sql(
-DELETE FROM lead_idempotency WHERE tenant_id = ?1 AND lead_id = ?2
+DELETE FROM lead_idempotency WHERE tenant_id = ?1 AND lead_id IN (?2, '~' || ?2)
 )sql";
 
 constexpr std::string_view kCancelDeliveries = R"sql(
@@ -212,7 +219,10 @@ DELETE FROM lead_idempotency WHERE created_at_ms <= ?1
 
 struct ClaimRow {
   std::string lead_id;
-  static ClaimRow decode(RowReader& r) { return ClaimRow{r.text("lead_id")}; }
+  std::int64_t created_at_ms = 0;
+  static ClaimRow decode(RowReader& r) {
+    return ClaimRow{r.text("lead_id"), r.integer("created_at_ms")};
+  }
 };
 
 json nullable(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
@@ -306,14 +316,26 @@ Task<Result<RateWindow>> LeadStore::hit_rate_window(const std::string& bucket, s
   co_return *window;
 }
 
-Task<Result<std::optional<std::string>>> LeadStore::find_replay(const std::string& tenant_id,
-                                                                const std::string& key,
-                                                                std::int64_t since_ms) const {
+Task<Result<std::optional<Claim>>> LeadStore::find_replay(const std::string& tenant_id,
+                                                          const std::string& key,
+                                                          std::int64_t since_ms,
+                                                          std::int64_t pending_since_ms) const {
   json params = json::array({tenant_id, key, since_ms});
   SS_CO_TRY(D1Result r, co_await db_.first(kFindReplay, params));
-  SS_CO_TRY(std::optional<ClaimRow> claim, r.first_as<ClaimRow>());
-  if (!claim) co_return std::optional<std::string>{};
-  co_return std::optional<std::string>{std::move(claim->lead_id)};
+  SS_CO_TRY(std::optional<ClaimRow> row, r.first_as<ClaimRow>());
+  if (!row) co_return std::optional<Claim>{};
+  Claim claim{std::move(row->lead_id)};
+  if (!claim.lead_id.empty() && claim.lead_id[0] == kPendingClaimMark) {
+    claim.lead_id.erase(0, 1);
+    claim.pending = row->created_at_ms > pending_since_ms;
+  }
+  co_return std::optional<Claim>{std::move(claim)};
+}
+
+Task<Status> LeadStore::confirm_claim(const std::string& tenant_id, const std::string& key,
+                                      const std::string& lead_id) const {
+  SS_CO_TRY(D1Result done, co_await db_.run(kConfirmClaim, json::array({tenant_id, key, lead_id})));
+  co_return Unit{};
 }
 
 Task<Status> LeadStore::insert(const NewLead& lead) const {
@@ -321,8 +343,9 @@ Task<Status> LeadStore::insert(const NewLead& lead) const {
   if (!lead.idempotency_key.empty()) {
     writes.push_back({std::string(kDeleteExpiredClaim),
                       json::array({lead.tenant_id, lead.idempotency_key, lead.claim_expired_ms})});
-    writes.push_back({std::string(kInsertClaim), json::array({lead.tenant_id, lead.idempotency_key,
-                                                              lead.lead_id, lead.now_ms})});
+    std::string owner = lead.claim_pending ? kPendingClaimMark + lead.lead_id : lead.lead_id;
+    writes.push_back({std::string(kInsertClaim),
+                      json::array({lead.tenant_id, lead.idempotency_key, owner, lead.now_ms})});
   }
   if (lead.payload) {
     writes.push_back({std::string(kInsertLead),

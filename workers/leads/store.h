@@ -100,6 +100,17 @@ struct RateWindow {
 inline constexpr std::int64_t kIdempotencyWindowMs = 24LL * 60 * 60 * 1000;
 
 // Everything one accepted submission writes, in one transaction.
+// A pending claim's lead id is stored behind this mark (a ULID never starts with it).
+inline constexpr char kPendingClaimMark = '~';
+
+// An Idempotency-Key's claim: the lead it names, and whether that lead is still pending — a lead
+// that is not stored whose notifications are still being queued: its submission may yet fail
+// (503) and take the claim back, so a twin must not be answered its id meanwhile.
+struct Claim {
+  std::string lead_id;
+  bool pending = false;
+};
+
 struct NewLead {
   std::string tenant_id;
   std::string lead_id;
@@ -109,6 +120,9 @@ struct NewLead {
   std::string idempotency_key;        // empty: no claim
   std::int64_t now_ms = 0;            // the claim's time
   std::int64_t claim_expired_ms = 0;  // older claims of the same key are replaced
+  // The claim is pending (Claim) until confirm_claim(): storeSubmissions:false, whose answer waits
+  // for the notifications to be queued.
+  bool claim_pending = false;
   std::vector<Delivery> deliveries;
 };
 
@@ -131,10 +145,14 @@ class LeadStore {
   // Counts one hit in the window of `bucket`; a window that expired by now_ms starts afresh.
   Task<Result<RateWindow>> hit_rate_window(const std::string& bucket, std::int64_t now_ms,
                                            std::int64_t expires_at_ms) const;
-  // The lead id claimed by an Idempotency-Key after since_ms, if any.
-  Task<Result<std::optional<std::string>>> find_replay(const std::string& tenant_id,
-                                                       const std::string& key,
-                                                       std::int64_t since_ms) const;
+  // The claim an Idempotency-Key made after since_ms, if any; a pending claim made at or before
+  // pending_since_ms counts as done (its submission had the time to confirm or take it back).
+  Task<Result<std::optional<Claim>>> find_replay(const std::string& tenant_id,
+                                                 const std::string& key, std::int64_t since_ms,
+                                                 std::int64_t pending_since_ms) const;
+  // A pending claim becomes the lead's answer (its notifications are queued).
+  Task<Status> confirm_claim(const std::string& tenant_id, const std::string& key,
+                             const std::string& lead_id) const;
   // The claim, the lead and its deliveries stand or fall together. A concurrent twin holding the
   // same key makes the claim's INSERT fail.
   Task<Status> insert(const NewLead& lead) const;
