@@ -1602,6 +1602,40 @@ TEST_CASE("a copy of a notification that arrives while the first copy is sending
   CHECK(hook_calls == 1);
 }
 
+// A second copy of a notification message (at-least-once delivery) that arrives right after the
+// first copy's attempt failed: the next attempt waits out its backoff as the first copy's retry
+// does, rather than going at once (five attempts spent in seconds on a provider that is down).
+TEST_CASE("a copy of a notification that arrives after a failed attempt waits out the backoff") {
+  Leads l;
+  l.mesh.set_env("leads", "NOTIFY_BACKOFF_SECONDS", "30");
+  REQUIRE(l.submit(lead_body()).status == 202);
+  json hook_body = l.queued_for("webhook");
+  l.mesh.queue_sent["NOTIFY_QUEUE"].clear();
+  l.fail_next["hooks.bakery.example"] = 1;
+  json first = l.deliver(hook_body, "a", 1);
+  REQUIRE(first["retry"].size() == 1);
+  CHECK(first["retry"][0]["delaySeconds"] == 30);
+  REQUIRE(l.outbound("hooks.bakery.example").size() == 1);
+  // The copy, five seconds later: not sent now, asked back when the backoff is over.
+  l.mesh.now_ms += 5000;
+  json copy = l.deliver(hook_body, "b", 1);
+  CHECK(l.outbound("hooks.bakery.example").size() == 1);
+  REQUIRE(copy["retry"].size() == 1);
+  CHECK(copy["retry"][0]["delaySeconds"] == 25);
+  json d = l.rows("SELECT status, attempts FROM lead_deliveries WHERE channel = 'webhook'");
+  REQUIRE(d.size() == 1);
+  CHECK(d[0]["attempts"] == 1);
+  // When the backoff is over, one of the two copies sends the second attempt; the other finds
+  // nothing left to do.
+  l.mesh.now_ms += 25000;
+  l.deliver(hook_body, "a", 2);
+  l.deliver(hook_body, "b", 2);
+  CHECK(l.outbound("hooks.bakery.example").size() == 2);
+  d = l.rows("SELECT status, attempts FROM lead_deliveries WHERE channel = 'webhook'");
+  CHECK(d[0]["status"] == "delivered");
+  CHECK(d[0]["attempts"] == 2);
+}
+
 TEST_CASE("an instance that dies mid-send: the redelivered message sends once the claim is stale") {
   Leads l;
   REQUIRE(l.submit(lead_body()).status == 202);

@@ -164,16 +164,27 @@ Task<MessageOutcome> deliver_one(Context& ctx, QueueMessage message, bool held) 
   }
   // The previous attempt is claimed but not recorded yet: another copy of this message (the
   // queue's at-least-once delivery, the sweeper) is sending it right now. Claiming the next attempt
-  // would send a second time; this copy comes back once the claim's lease is over.
+  // would send a second time; this copy comes back once the claim's lease is over. Recorded (it
+  // failed) less than its backoff ago: this copy is not the retry the queue holds back for that
+  // long, and comes back when the backoff is over instead of spending the next attempt now.
   if (attempt > 1) {
-    std::optional<std::int64_t> claimed_at = parse_rfc3339((*delivery)->updated_at);
-    std::int64_t age = claimed_at ? ctx.now_ms() - *claimed_at : kClaimLeaseMs;
-    if (age < kClaimLeaseMs) {
+    std::optional<std::int64_t> changed_at = parse_rfc3339((*delivery)->updated_at);
+    std::int64_t age = changed_at ? ctx.now_ms() - *changed_at : kClaimLeaseMs;
+    std::int64_t backoff_ms = backoff_seconds(ctx, attempt - 1) * 1000LL;
+    // updated_at is never before the previous attempt's end: older than both, nothing to read.
+    if (age < std::max(kClaimLeaseMs, backoff_ms)) {
       auto finished = co_await store.attempt_recorded(msg.tenant_id, msg.delivery_id, attempt - 1);
-      if (!finished || !*finished) {
+      std::optional<std::int64_t> ended_at;
+      if (finished && *finished) ended_at = parse_rfc3339(**finished);
+      if ((!finished || !*finished) && age < kClaimLeaseMs) {
         out.ack = false;
         out.retry_delay =
             static_cast<int>((kClaimLeaseMs - std::max<std::int64_t>(age, 0)) / 1000) + 1;
+        co_return out;
+      }
+      if (ended_at && ctx.now_ms() < *ended_at + backoff_ms) {
+        out.ack = false;
+        out.retry_delay = static_cast<int>((*ended_at + backoff_ms - ctx.now_ms() + 999) / 1000);
         co_return out;
       }
     }

@@ -119,9 +119,9 @@ UPDATE lead_deliveries SET attempts = ?4, updated_at = ?5
 WHERE id = ?1 AND tenant_id = ?2 AND status = 'pending' AND attempts = ?3
 )sql";
 
-// Whether attempt ?3 of the delivery finished (was recorded, whatever its outcome).
+// Whether attempt ?3 of the delivery finished (was recorded, whatever its outcome), and when.
 constexpr std::string_view kAttemptRecorded = R"sql(
-SELECT a.attempt FROM delivery_attempts a
+SELECT a.attempted_at FROM delivery_attempts a
 JOIN lead_deliveries d ON d.id = a.delivery_id
 WHERE d.tenant_id = ?1 AND a.delivery_id = ?2 AND a.attempt = ?3
 )sql";
@@ -436,12 +436,14 @@ Task<Result<bool>> LeadStore::claim_attempt(const std::string& tenant_id,
   co_return r.meta.changes > 0;
 }
 
-Task<Result<bool>> LeadStore::attempt_recorded(const std::string& tenant_id,
-                                               const std::string& delivery_id,
-                                               std::int64_t attempt) const {
+Task<Result<std::optional<std::string>>> LeadStore::attempt_recorded(const std::string& tenant_id,
+                                                                     const std::string& delivery_id,
+                                                                     std::int64_t attempt) const {
   json params = json::array({tenant_id, delivery_id, attempt});
   SS_CO_TRY(D1Result r, co_await db_.first(kAttemptRecorded, params));
-  co_return !r.empty();
+  std::optional<json> row = r.first();
+  if (!row) co_return std::optional<std::string>{};
+  co_return std::optional<std::string>{string_or(*row, "attempted_at", "")};
 }
 
 Task<Result<bool>> LeadStore::record_attempt(const std::string& tenant_id,

@@ -186,10 +186,11 @@ class LeadStore {
   // took it, or the delivery is no longer pending (an erasure cancelled it).
   Task<Result<bool>> claim_attempt(const std::string& tenant_id, const std::string& delivery_id,
                                    std::int64_t attempt, const std::string& now) const;
-  // Whether attempt `attempt` of the delivery was recorded (finished); false while it is in flight,
-  // or when the instance sending it died before recording it.
-  Task<Result<bool>> attempt_recorded(const std::string& tenant_id, const std::string& delivery_id,
-                                      std::int64_t attempt) const;
+  // When attempt `attempt` of the delivery was recorded (finished: its attempted_at); nullopt
+  // while it is in flight, or when the instance sending it died before recording it.
+  Task<Result<std::optional<std::string>>> attempt_recorded(const std::string& tenant_id,
+                                                            const std::string& delivery_id,
+                                                            std::int64_t attempt) const;
   // Records the attempt and the delivery's new status; false when the delivery stopped being
   // pending meanwhile (cancelled by an erasure).
   Task<Result<bool>> record_attempt(const std::string& tenant_id, const std::string& delivery_id,
