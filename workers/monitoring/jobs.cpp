@@ -166,6 +166,11 @@ Task<Status> give_up_alert(Context& ctx, const MonitorStore& store, const AlertR
   co_return Unit{};
 }
 
+// The pause after failed attempt `attempt`: base, 2×, 4×… capped at an hour (seconds).
+std::int64_t alert_backoff(std::int64_t base, int attempt) {
+  return std::min<std::int64_t>(base << std::min(std::max(attempt, 1) - 1, 10), 3600);
+}
+
 // Sends one alert from the outbox: claim, POST, record. The returned delay (seconds) asks the queue
 // to retry; nullopt acks the message.
 Task<Result<std::optional<int>>> deliver_alert(Context& ctx, const std::string& alert_id) {
@@ -184,6 +189,16 @@ Task<Result<std::optional<int>>> deliver_alert(Context& ctx, const std::string& 
   if (verdict.moot) {
     SS_CO_CHECK(co_await give_up_alert(ctx, store, *row, *verdict.moot, now));
     co_return std::optional<int>{};
+  }
+  // An attempt failed less than its backoff ago: this job is not the retry the queue holds back
+  // for that long (a redelivered copy, the cron's re-enqueue): it comes back when the backoff is
+  // over rather than spend the next attempt now.
+  if (row->state == "pending" && row->attempts > 0) {
+    std::optional<std::int64_t> failed_at = parse_rfc3339(row->updated_at);
+    std::int64_t due = failed_at ? *failed_at + alert_backoff(base, row->attempts) * 1000 : 0;
+    if (ctx.now_ms() < due) {
+      co_return std::optional<int>{static_cast<int>((due - ctx.now_ms() + 999) / 1000)};
+    }
   }
   // The claim's lease stands for the claim: only while the alert still holds it is the outcome
   // of this attempt written (a sender that outlived its lease is no longer the alert's).
@@ -244,9 +259,7 @@ Task<Result<std::optional<int>>> deliver_alert(Context& ctx, const std::string& 
   ctx.log("alert " + alert_id + " attempt " + std::to_string(attempt) + " failed: " + error +
           (dead ? " (dead)" : ""));
   if (dead) co_return std::optional<int>{};
-  // Exponential backoff: base, 2×, 4×… capped at an hour.
-  std::int64_t delay = std::min<std::int64_t>(base << std::min(attempt - 1, 10), 3600);
-  co_return std::optional<int>{static_cast<int>(delay)};
+  co_return std::optional<int>{static_cast<int>(alert_backoff(base, attempt))};
 }
 
 Task<Status> probe_keys(Context& ctx, std::int64_t tick, std::vector<MonitorKey> keys) {

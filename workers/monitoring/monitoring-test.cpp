@@ -1783,3 +1783,32 @@ TEST_CASE("monitoring alerts: a sender whose lease lapsed does not overwrite the
   deliver_job(t, trigger);
   CHECK(t.slack.size() == 1);
 }
+
+// A second job of an alert whose attempt just failed (a redelivery; the cron's re-enqueue) is not
+// the retry the queue holds back for the backoff: it comes back when the backoff is over instead of
+// spending the next attempt at once on an endpoint that is down.
+TEST_CASE("monitoring alerts: a second job after a failed attempt waits out the backoff") {
+  Monitoring t;
+  t.mesh.set_env("monitoring", "ALERT_BACKOFF_SECONDS", "30");
+  json trigger = held_trigger(t);
+  t.alert_failures = 1;
+  json first = deliver_job(t, trigger);
+  REQUIRE(first["retry"].size() == 1);
+  CHECK(first["retry"][0]["delaySeconds"] == 30);
+  t.mesh.now_ms += 5000;
+  json copy = deliver_job(t, trigger);
+  CHECK(t.slack.empty());
+  REQUIRE(copy["retry"].size() == 1);
+  CHECK(copy["retry"][0]["delaySeconds"] == 25);
+  json alerts = t.admin("GET", "/admin/monitors/home/alerts").body_json()["alerts"];
+  REQUIRE(alerts.size() == 1);
+  CHECK(alerts[0]["attempts"] == 1);
+  // Once it is over, the next attempt goes (once).
+  t.mesh.now_ms += 25000;
+  deliver_job(t, trigger);
+  deliver_job(t, trigger);
+  CHECK(t.slack.size() == 1);
+  alerts = t.admin("GET", "/admin/monitors/home/alerts").body_json()["alerts"];
+  CHECK(alerts[0]["state"] == "sent");
+  CHECK(alerts[0]["attempts"] == 2);
+}
