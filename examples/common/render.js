@@ -47,7 +47,7 @@ export function renderHome(rewriter, { content, status }, now = new Date()) {
   const block =
     `<div id="live" data-source="${escapeHtml(source)}">` +
     `<p id="status">${escapeHtml(statusLine(status, zone, now))}</p>` +
-    `<p id="hours">${escapeHtml(todayLine(content?.hours, zone, now))}</p>` +
+    `<p id="hours">${escapeHtml(todayLine(content, zone, now))}</p>` +
     `</div>`;
   return rewriter
     .on("p#announcement", {
@@ -80,12 +80,34 @@ function emergencyClosure(status, zone, now) {
   return `Closed${reopens}${override.message ? `: ${override.message}` : ""}`;
 }
 
-function todayLine(hours, zone, now) {
-  const day = new Intl.DateTimeFormat("en-US", { timeZone: zone, weekday: "short" })
-    .format(now)
-    .slice(0, 3)
-    .toLowerCase();
-  const ranges = hours?.weekly?.[DAYS.includes(day) ? day : "sun"] ?? [];
+// Today's hours in the shop's zone: a date override covering today (closed, or its special hours)
+// replaces the weekly ones, as cms decides open/closed (the most recently created one, else the last
+// listed, wins), so the line never says "Today: 07:00–15:00" on a day the shop is closed.
+function todayLine(content, zone, now) {
+  const parts = Object.fromEntries(
+    new Intl.DateTimeFormat("en-US", {
+      timeZone: zone,
+      weekday: "short",
+      year: "numeric",
+      month: "2-digit",
+      day: "2-digit",
+    })
+      .formatToParts(now)
+      .map((p) => [p.type, p.value]),
+  );
+  const day = String(parts.weekday).slice(0, 3).toLowerCase();
+  const date = `${parts.year}-${parts.month}-${parts.day}`;
+  let override = null;
+  for (const o of Array.isArray(content?.overrides) ? content.overrides : []) {
+    if (o?.closedNow === true || typeof o?.from !== "string" || typeof o?.to !== "string") continue;
+    if (o.from.slice(0, 10) > date || o.to.slice(0, 10) < date) continue;
+    if (!override || String(o.createdAt ?? "") >= String(override.createdAt ?? "")) override = o;
+  }
+  const ranges = override?.closed
+    ? []
+    : Array.isArray(override?.hours)
+      ? override.hours
+      : (content?.hours?.weekly?.[DAYS.includes(day) ? day : "sun"] ?? []);
   if (!ranges.length) return "Today: closed";
   return `Today: ${ranges.map((r) => `${r.open}–${r.close}`).join(", ")}`;
 }

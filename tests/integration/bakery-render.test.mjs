@@ -71,6 +71,24 @@ describe("bakery home page", () => {
     assert.equal(count(html, /<p id="announcement"/g), 0, "the slot was replaced");
   });
 
+  it("today's hours follow a date override covering today: closed, or its special hours", async () => {
+    // Thursday 2026-12-24 10:00 in New York (15:00Z); the weekly Thursday is 07:00–15:00.
+    const closedEve = { id: "o1", from: "2026-12-24", to: "2026-12-26", closed: true, message: "Christmas" };
+    const content = { tenantId: "bakery", version: 5, hours: manifest.fallback.hours, announcements: [] };
+    const status = { open: false, reason: "override", override: closedEve, nextChange: null, source: "kv" };
+    const closed = await render({
+      live: { content: { ...content, overrides: [closedEve] }, status },
+      now: "2026-12-24T15:00:00Z",
+    });
+    assert.match(closed, /<p id="hours">Today: closed<\/p>/);
+    const short = { id: "o2", from: "2026-12-24", to: "2026-12-24", hours: [{ open: "07:00", close: "12:00" }] };
+    const special = await render({
+      live: { content: { ...content, overrides: [short] }, status: { ...status, open: true, override: short } },
+      now: "2026-12-24T15:00:00Z",
+    });
+    assert.match(special, /<p id="hours">Today: 07:00–12:00<\/p>/);
+  });
+
   it("puts this deployment's Turnstile widget in: its script and its sitekey", async () => {
     const env = {
       TURNSTILE_SCRIPT_URL: "http://127.0.0.1:8799/turnstile/v0/api.js",
