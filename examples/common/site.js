@@ -69,6 +69,10 @@ const SUMMARIES = {
   payload_too_large: "Your message is too long. Please shorten it and send it again.",
 };
 const FALLBACK_SUMMARY = "Sorry, your message could not be sent right now. Please try again in a few minutes.";
+// A refused Turnstile check when the form has no widget input at all: the widget never ran (JavaScript
+// off, or its script blocked), so "complete the check" would send the person round in circles.
+const NO_CHECK_SUMMARY =
+  "Our spam check could not run: it needs JavaScript, which is off or blocked in your browser. Please allow it for this site and send the form again.";
 
 /**
  * @param {object} options
@@ -156,9 +160,9 @@ export function createSite({ manifest, service, version, labels = {} }) {
     });
     if (answer.status < 400) return answer; // 303 to the thank-you page (also for the honeypot), or 202
     const { code, fields } = await errorOf(answer);
-    const values = await echoedValues(copy, honeypot);
+    const { values, widget } = await echoedValues(copy, honeypot);
     const form = {
-      summary: SUMMARIES[code] ?? FALLBACK_SUMMARY,
+      summary: code === "turnstile_failed" && !widget ? NO_CHECK_SUMMARY : (SUMMARIES[code] ?? FALLBACK_SUMMARY),
       errors: code === "invalid_lead" && fields ? fields : {},
       values,
       labels,
@@ -187,22 +191,26 @@ async function errorOf(response) {
   }
 }
 
+// What the person typed, to put back into the page, and whether the Turnstile widget ran (put its
+// input, even empty, into the form).
 async function echoedValues(request, honeypot) {
   /** @type {Record<string, string>} */
   const values = {};
+  let widget = false;
   const body = await readCapped(request, MAX_ECHOED_BODY);
-  if (body === null) return values;
+  if (body === null) return { values, widget: true };
   try {
     const type = request.headers.get("content-type") ?? "";
     const form = await new Response(body, { headers: { "content-type": type } }).formData();
     for (const [name, value] of form) {
+      if (NEVER_ECHOED.has(name)) widget = true; // the widget ran (its input is there, even empty)
       if (name === honeypot || NEVER_ECHOED.has(name) || typeof value !== "string") continue;
       values[name] = value.slice(0, MAX_ECHOED_VALUE);
     }
   } catch {
     // a body that is not a form: nothing to echo
   }
-  return values;
+  return { values, widget };
 }
 
 // The body's bytes, or null once it is longer than `max` (then it is not read any further).

@@ -132,11 +132,17 @@ describe("a form posted by a browser, and by a script", () => {
   });
 
   it("a failed Turnstile check: a readable page for the person, 403 turnstile_failed for a script", async () => {
-    const fields = { name: "Bo", email: "bo@example.com", vehicle: "2012 Ford Focus" };
+    // The widget ran but gave no token (blocked, or its click not done): its input is there, empty.
+    const fields = { name: "Bo", email: "bo@example.com", vehicle: "2012 Ford Focus", "cf-turnstile-response": "" };
     const res = await post("auto-repair", fields);
     assert.equal(res.status, 403);
     const html = await res.text();
     assert.match(html, /We could not confirm that you are a person/);
+    // No widget input at all (JavaScript off): the person is told why, not to "complete the check".
+    const { "cf-turnstile-response": _, ...noWidget } = fields;
+    const noScript = await (await post("auto-repair", noWidget)).text();
+    assert.match(noScript, /needs JavaScript, which is off or blocked/);
+    assert.match(noScript, /<input [^>]*name="vehicle"[^>]* value="2012 Ford Focus"/);
     assert.match(html, /<input [^>]*name="vehicle"[^>]* value="2012 Ford Focus"/);
     assert.match(html, /<title>Not sent: /);
     const json = await post("auto-repair", fields, { ...HTML_FORM, accept: "application/json" });
