@@ -82,6 +82,15 @@ describe("the three client apps", () => {
       assert.ok(!html.includes("challenges.cloudflare.com"));
       assert.match(html, /<script src="\/_sa\/script\.js" defer><\/script>/);
       assert.match(html, /class="announcement" data-level="info">/, "announcements from cms");
+      // Every page names an icon the app serves: no browser asks for a /favicon.ico that is a 404.
+      for (const page of [html, await (await mesh.fetch(key, "/thanks.html")).text()]) {
+        const icon = page.match(/<link rel="icon" href="([^"]+)"/)?.[1];
+        assert.ok(icon, "the page names its icon");
+        const served = await mesh.fetch(key, icon);
+        assert.equal(served.status, 200, icon);
+        assert.match(served.headers.get("content-type") ?? "", /^image\//);
+        await served.arrayBuffer();
+      }
     });
   }
 
