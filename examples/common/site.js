@@ -8,7 +8,7 @@
 //   import manifest from "./swarm.config.json";
 //   export default createSite({ manifest, service: "client-bakery" });
 import { createPlatformClient, delegate, errorResponse } from "@siteswarm/sdk";
-import { controlsOf, loadLive, renderHome, withFormState, withTurnstile } from "./render.js";
+import { controlsOf, escapeHtml, loadLive, renderHome, withFormState, withTurnstile } from "./render.js";
 
 const PLATFORM_SERVICES = ["LEADS_SERVICE", "CMS_SERVICE", "MONITOR_SERVICE", "ANALYTICS_SERVICE", "EVENTS_SERVICE"];
 const HEALTH_TIMEOUT_MS = 3000;
@@ -120,7 +120,7 @@ export function createSite({ manifest, service, version, labels = {} }) {
       if ((pathname === "/status" || pathname === "/status.json") && "monitoring" in capabilities) {
         // The app's own public status page, on its own origin.
         const target = new URL(`/status/${appId}${pathname.endsWith(".json") ? ".json" : ""}`, request.url);
-        return delegate(
+        const answer = await delegate(
           new Request(target, { method: request.method, headers: request.headers }),
           env,
           "MONITOR_SERVICE",
@@ -129,6 +129,7 @@ export function createSite({ manifest, service, version, labels = {} }) {
             capabilityVersion: versionOf("monitoring"),
           },
         );
+        return pathname === "/status" ? ownStatusPage(answer, manifest) : answer;
       }
 
       const route = routes.find((r) => pathname === r.prefix || pathname.startsWith(`${r.prefix}/`));
@@ -173,6 +174,27 @@ export function createSite({ manifest, service, version, labels = {} }) {
     if (retryAfter) headers["retry-after"] = retryAfter;
     return home(request, env, manifest, { status: answer.status, form, headers });
   }
+}
+
+// monitoring's status page names the tenant by its id ("auto-repair status") and links nowhere: on
+// the app's own origin it carries the business's name and a way back to its home page.
+function ownStatusPage(answer, manifest) {
+  const type = answer.headers.get("content-type") ?? "";
+  const name = typeof manifest.name === "string" && manifest.name !== "" ? manifest.name : null;
+  if (!answer.ok || !type.startsWith("text/html") || !name) return answer;
+  return new HTMLRewriter()
+    .on("title", {
+      element: (el) => {
+        el.setInnerContent(`Status — ${name}`);
+      },
+    })
+    .on("h1", {
+      element: (el) => {
+        el.setInnerContent(`${name} status`);
+        el.before(`<p><a href="/">← Back to ${escapeHtml(name)}</a></p>`, { html: true });
+      },
+    })
+    .transform(answer);
 }
 
 // A browser's own form submission: a form body and a request for an HTML page. fetch() callers and

@@ -317,7 +317,10 @@ describe("what the apps show from cms and monitoring", () => {
     assert.equal(res.status, 200);
     assert.match(res.headers.get("content-type"), /^text\/html/);
     const html = await res.text();
-    assert.match(html, /Northside|auto-repair/);
+    // The business's name (not the tenant id) and a way back to its home page.
+    assert.match(html, /<title>Status — Northside Auto Repair<\/title>/);
+    assert.match(html, /<a href="\/">← Back to Northside Auto Repair<\/a>/);
+    assert.match(html, /<h1>Northside Auto Repair status<\/h1>/);
     assert.match(html, /home/);
     const json = await (await mesh.fetch("auto-repair", "/status.json")).json();
     assert.ok(JSON.stringify(json).includes("home"), JSON.stringify(json));
