@@ -81,8 +81,8 @@ function emergencyClosure(status, zone, now) {
 }
 
 // Today's hours in the shop's zone: a date override covering today (closed, or its special hours)
-// replaces the weekly ones, as cms decides open/closed (the most recently created one, else the last
-// listed, wins), so the line never says "Today: 07:00–15:00" on a day the shop is closed.
+// replaces the weekly ones, as cms decides open/closed (the most recently created one, else the
+// last listed, wins), so the line never says "Today: 07:00–15:00" on a day the shop is closed.
 function todayLine(content, zone, now) {
   const parts = Object.fromEntries(
     new Intl.DateTimeFormat("en-US", {

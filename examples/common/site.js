@@ -66,11 +66,15 @@ const SUMMARIES = {
   invalid_lead: "Please check the fields marked below and send the form again.",
   turnstile_failed: "We could not confirm that you are a person. Please complete the check and send the form again.",
   rate_limited: "Too many messages were sent from your network just now. Please wait a minute and try again.",
-  payload_too_large: "Your message is too long. Please shorten it and send it again.",
+  // Such a body is never echoed (MAX_ECHOED_BODY): the person is told the form comes back empty.
+  // The page's maxlengths do not prevent it: 5,000 characters of Chinese or emoji post over 32 KiB.
+  payload_too_large:
+    "Your message is too long to send, and too long for us to put back into the form, so the form is empty again. Please write a shorter message and send it again.",
 };
 const FALLBACK_SUMMARY = "Sorry, your message could not be sent right now. Please try again in a few minutes.";
-// A refused Turnstile check when the form has no widget input at all: the widget never ran (JavaScript
-// off, or its script blocked), so "complete the check" would send the person round in circles.
+// A refused Turnstile check when the form has no widget input at all: the widget never ran
+// (JavaScript off, or its script blocked), so "complete the check" would send the person round in
+// circles.
 const NO_CHECK_SUMMARY =
   "Our spam check could not run: it needs JavaScript, which is off or blocked in your browser. Please allow it for this site and send the form again.";
 

@@ -176,6 +176,7 @@ describe("a form posted by a browser, and by a script", () => {
     assert.equal(res.status, 413);
     const html = await res.text();
     assert.match(html, /Your message is too long/);
+    assert.match(html, /the form is empty again/, "the person is told that what they typed is not kept");
     assert.ok(!html.includes("zzzz"));
   });
 
