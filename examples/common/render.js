@@ -112,12 +112,15 @@ function todayLine(content, zone, now) {
   return `Today: ${ranges.map((r) => `${r.open}–${r.close}`).join(", ")}`;
 }
 
-// "15:00" today, "Tue 07:00" another day, in the shop's zone.
+// "15:00" today, "Tue 07:00" another day of the coming week, "Tue 5 Jan 07:00" later (a weekday
+// alone would read as this week's), in the shop's zone.
 function when(date, zone, now) {
   const fmt = (d, options) => new Intl.DateTimeFormat("en-GB", { timeZone: zone, ...options }).format(d);
   const time = fmt(date, { hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
   const sameDay = fmt(date, { dateStyle: "short" }) === fmt(now, { dateStyle: "short" });
-  return sameDay ? time : `${fmt(date, { weekday: "short" })} ${time}`;
+  if (sameDay) return time;
+  const later = date.getTime() - now.getTime() >= 6 * 24 * 3600 * 1000;
+  return `${fmt(date, later ? { weekday: "short", day: "numeric", month: "short" } : { weekday: "short" })} ${time}`;
 }
 
 /**

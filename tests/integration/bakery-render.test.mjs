@@ -87,6 +87,16 @@ describe("bakery home page", () => {
       now: "2026-12-24T15:00:00Z",
     });
     assert.match(special, /<p id="hours">Today: 07:00–12:00<\/p>/);
+    // Closed for two weeks: the reopening names its date, not a weekday that reads as this week's.
+    const holiday = { ...closedEve, to: "2027-01-04" };
+    const away = await render({
+      live: {
+        content: { ...content, overrides: [holiday] },
+        status: { ...status, nextChange: "2027-01-05T12:00:00Z" },
+      },
+      now: "2026-12-24T15:00:00Z",
+    });
+    assert.match(away, /<p id="status">Closed — opens at Tue 5 Jan 07:00 \(Christmas\)<\/p>/);
   });
 
   it("puts this deployment's Turnstile widget in: its script and its sitekey", async () => {
