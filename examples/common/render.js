@@ -149,18 +149,19 @@ export function withTurnstile(rewriter, env = {}) {
 }
 
 /**
- * The page's form controls with a name: name → `{ kind, type }` (kind "input", "textarea" or
- * "select"; the first of a name counts), read by HTMLRewriter.
+ * The page's form controls with a name: name → `{ kind, type, id }` (kind "input", "textarea" or
+ * "select"; id its own, or ""; the first of a name counts), read by HTMLRewriter.
  * @param {string} html
- * @returns {Promise<Map<string, { kind: string, type: string }>>}
+ * @returns {Promise<Map<string, { kind: string, type: string, id?: string }>>}
  */
 export async function controlsOf(html) {
-  /** @type {Map<string, { kind: string, type: string }>} */
+  /** @type {Map<string, { kind: string, type: string, id?: string }>} */
   const controls = new Map();
   const note = (el) => {
     const name = el.getAttribute("name");
     if (name && !controls.has(name)) {
-      controls.set(name, { kind: el.tagName, type: (el.getAttribute("type") ?? "").toLowerCase() });
+      const type = (el.getAttribute("type") ?? "").toLowerCase();
+      controls.set(name, { kind: el.tagName, type, id: el.getAttribute("id") ?? "" });
     }
   };
   await new HTMLRewriter()
@@ -171,8 +172,9 @@ export async function controlsOf(html) {
 }
 
 /**
- * The page after a refused form post: `summary` in the form-errors slot (with a link to each field's
- * problem), each field's problem next to its control (`aria-invalid`, `aria-describedby`), and the
+ * The page after a refused form post: `summary` in the form-errors slot (with a link to each field
+ * with a problem: following it puts the cursor in the field, `#<its id>`, else `#<name>-field`,
+ * the id it is given), each field's problem next to its control (`aria-invalid`, `aria-describedby`), and the
  * visitor's `values` back in the controls so nothing typed is lost. `controls` is the page's
  * (controlsOf): a problem links to its field only where the page has that control. Control names
  * and option values are compared as the page writes them (HTMLRewriter hands attributes over
@@ -180,14 +182,17 @@ export async function controlsOf(html) {
  * @param {HTMLRewriter} rewriter
  * @param {{ summary: string, errors?: Record<string, string>, values?: Record<string, string>,
  *   labels?: Record<string, string> }} state
- * @param {Map<string, { kind: string, type: string }>} controls
+ * @param {Map<string, { kind: string, type: string, id?: string }>} controls
  */
 export function withFormState(rewriter, state, controls) {
   const { summary, errors = {}, values = {}, labels = {} } = state;
   const markable = (name) => controls.has(name) && controls.get(name)?.type !== "hidden";
+  // The link goes to the control itself (a link to the problem's text after it would leave Tab
+  // going on to the next field, past the one to fix).
+  const fieldId = (name) => controls.get(name)?.id || `${name}-field`;
   const listed = Object.entries(errors).map(([name, problem]) => {
     const text = `${escapeHtml(labels[name] ?? name.replaceAll("_", " "))}: ${escapeHtml(problem)}`;
-    return markable(name) ? `<li><a href="#${escapeHtml(`${name}-error`)}">${text}</a></li>` : `<li>${text}</li>`;
+    return markable(name) ? `<li><a href="#${escapeHtml(fieldId(name))}">${text}</a></li>` : `<li>${text}</li>`;
   });
   const block =
     `<div id="form-errors" role="alert"><p>${escapeHtml(summary)}</p>` +
@@ -227,6 +232,7 @@ export function withFormState(rewriter, state, controls) {
           const id = `${name}-error`;
           el.setAttribute("aria-invalid", "true");
           el.setAttribute("aria-describedby", attribute(id));
+          if (!el.getAttribute("id")) el.setAttribute("id", attribute(fieldId(name)));
           // After the control (a textarea's or select's end tag included).
           el.after(`<span class="field-error" id="${escapeHtml(id)}">${escapeHtml(errors[name])}</span>`, {
             html: true,

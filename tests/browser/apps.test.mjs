@@ -174,6 +174,9 @@ describe("a visitor's path through each app, then the tenant admin's view", () =
       assert.match(await page.locator("#phone-error").textContent(), /not a phone number/);
       assert.equal(await page.locator('[name="phone"]').getAttribute("aria-invalid"), "true");
       assert.equal(await page.inputValue('[name="vehicle"]'), "1999 Volvo V70");
+      // The summary's link puts the cursor in the field to fix (not on the text after it).
+      await page.click('#form-errors a:has-text("Mobile phone")');
+      assert.equal(await page.evaluate(() => document.activeElement?.getAttribute("name")), "phone");
       await screenshot(page, "apps-auto-repair-refused");
     });
   });

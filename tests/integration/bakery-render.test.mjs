@@ -123,7 +123,7 @@ describe("bakery home page", () => {
     assert.match(html, /<title>Not sent: /);
     assert.match(html, /<div id="form-errors" role="alert"><p>Please check the fields marked below/);
     // A problem links to its field where the page has one; a field it does not have is listed plain.
-    assert.ok(html.includes('<li><a href="#email-error">Email: is not an email address</a></li>'));
+    assert.ok(html.includes('<li><a href="#email-field">Email: is not an email address</a></li>'));
     assert.ok(html.includes("<li>nickname: is not a field this form accepts</li>"));
     assert.match(html, /<input [^>]*name="email"[^>]*aria-invalid="true" aria-describedby="email-error"/);
     assert.match(html, /<span class="field-error" id="email-error">is not an email address<\/span>/);
@@ -188,6 +188,6 @@ describe("bakery home page", () => {
       budget,
       /<\/select><span class="field-error" id="budget-error">is not one of the offered budgets<\/span>$/,
     );
-    assert.ok(html.includes('<li><a href="#budget-error">budget: is not one of the offered budgets</a></li>'));
+    assert.ok(html.includes('<li><a href="#budget-field">budget: is not one of the offered budgets</a></li>'));
   });
 });
