@@ -285,7 +285,17 @@ async function home(request, env, manifest, { status = 200, form, headers = {} }
     renderHome(rewriter, await loadLive(client, now), now);
   }
   withTurnstile(rewriter, env);
-  if (form) withFormState(rewriter, form, await controlsOf(html));
+  if (form) {
+    withFormState(rewriter, form, await controlsOf(html));
+    // The page shown again after a refused post is at the form's URL (/api/leads/submit): its
+    // tracker would count that as a page of the site in the owner's stats. The visit was counted
+    // when the page was first loaded.
+    rewriter.on('script[src="/_sa/script.js"]', {
+      element: (el) => {
+        el.remove();
+      },
+    });
+  }
   return rewriter.transform(
     new Response(html, {
       status,

@@ -131,6 +131,8 @@ describe("a form posted by a browser, and by a script", () => {
     );
     assert.match(html, /<textarea name="message"[^>]*>Two loaves<\/textarea>/);
     assert.ok(!html.includes(`value="${DUMMY_TOKEN}"`), "the spent token is not echoed");
+    // Not counted as a page "/api/leads/submit" in the owner's stats: the page has no tracker.
+    assert.ok(!html.includes("/_sa/script.js"), "the refused page loads no tracker");
 
     const json = await post("bakery", fields, {
       "content-type": HTML_FORM["content-type"],
