@@ -231,7 +231,9 @@ export function withFormState(rewriter, state, controls) {
         if (Object.hasOwn(errors, name) && type !== "hidden") {
           const id = `${name}-error`;
           el.setAttribute("aria-invalid", "true");
-          el.setAttribute("aria-describedby", attribute(id));
+          // The problem first, then what the control was already described by (a hint).
+          const own = el.getAttribute("aria-describedby");
+          el.setAttribute("aria-describedby", attribute(own ? `${id} ${own}` : id));
           if (!el.getAttribute("id")) el.setAttribute("id", attribute(fieldId(name)));
           // After the control (a textarea's or select's end tag included).
           el.after(`<span class="field-error" id="${escapeHtml(id)}">${escapeHtml(errors[name])}</span>`, {

@@ -121,7 +121,8 @@ describe("a form posted by a browser, and by a script", () => {
     assert.match(html, /<div id="form-errors" role="alert"><p>Please check the fields marked below/);
     const email = html.match(/<input [^>]*name="email"[^>]*>/)?.[0] ?? "";
     assert.match(email, / aria-invalid="true"/);
-    assert.match(email, / aria-describedby="email-error"/);
+    // The problem, then the page's own hint ("email or phone"), which stays.
+    assert.match(email, / aria-describedby="email-error reply-hint"/);
     assert.match(email, / value="not-an-email"/);
     assert.match(html, /<span class="field-error" id="email-error">is not an email address<\/span>/);
     assert.match(

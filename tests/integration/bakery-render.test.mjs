@@ -125,7 +125,10 @@ describe("bakery home page", () => {
     // A problem links to its field where the page has one; a field it does not have is listed plain.
     assert.ok(html.includes('<li><a href="#email-field">Email: is not an email address</a></li>'));
     assert.ok(html.includes("<li>nickname: is not a field this form accepts</li>"));
-    assert.match(html, /<input [^>]*name="email"[^>]*aria-invalid="true" aria-describedby="email-error"/);
+    assert.match(
+      html,
+      /<input [^>]*name="email"[^>]*aria-describedby="email-error reply-hint"[^>]*aria-invalid="true"/,
+    );
     assert.match(html, /<span class="field-error" id="email-error">is not an email address<\/span>/);
     assert.match(html, /<input [^>]*name="name"[^>]*value="Ann &#60;Baker&#62;"/);
     assert.ok(html.includes(">Two loaves\nplease</textarea>"));
