@@ -109,7 +109,10 @@ function todayLine(content, zone, now) {
       ? override.hours
       : (content?.hours?.weekly?.[DAYS.includes(day) ? day : "sun"] ?? []);
   if (!ranges.length) return "Today: closed";
-  return `Today: ${ranges.map((r) => `${r.open}–${r.close}`).join(", ")}`;
+  // Every time on the page is the shop's wall clock, rendered on the server: a visitor elsewhere is
+  // told whose clock it is ("New York time"), as their own zone is not known here.
+  const city = zone === "UTC" ? "UTC" : `${zone.split("/").pop()?.replaceAll("_", " ")} time`;
+  return `Today: ${ranges.map((r) => `${r.open}–${r.close}`).join(", ")} (${city})`;
 }
 
 // "15:00" today, "Tue 07:00" another day of the coming week, "Tue 5 Jan 07:00" later (a weekday

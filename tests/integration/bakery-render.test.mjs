@@ -50,7 +50,8 @@ describe("bakery home page", () => {
     const html = await render({ cmsDown: true, manifest, now: "2026-06-02T12:00:00Z" });
     assert.match(html, /<div id="live" data-source="fallback">/);
     assert.match(html, /<p id="status">Open now — closes at 15:00<\/p>/);
-    assert.match(html, /<p id="hours">Today: 07:00–15:00<\/p>/);
+    // The shop's clock, named: a visitor in another zone reads whose time it is.
+    assert.match(html, /<p id="hours">Today: 07:00–15:00 \(New York time\)<\/p>/);
     assert.match(html, /data-level="info">Fresh sourdough every morning from 7\.<\/p>/);
   });
 
@@ -86,7 +87,7 @@ describe("bakery home page", () => {
       live: { content: { ...content, overrides: [short] }, status: { ...status, open: true, override: short } },
       now: "2026-12-24T15:00:00Z",
     });
-    assert.match(special, /<p id="hours">Today: 07:00–12:00<\/p>/);
+    assert.match(special, /<p id="hours">Today: 07:00–12:00 \(New York time\)<\/p>/);
     // Closed for two weeks: the reopening names its date, not a weekday that reads as this week's.
     const holiday = { ...closedEve, to: "2027-01-04" };
     const away = await render({
