@@ -105,6 +105,10 @@ describe("analytics tracker in Chromium", () => {
       assert.ok((await page.locator("svg rect.pv").count()) >= 1);
       assert.equal(await page.locator("h2", { hasText: "Pages" }).isVisible(), true);
       assert.ok((await page.locator("td", { hasText: "/spa-page" }).count()) >= 1);
+      // On a phone the chart shrinks to half its width: its labels must stay readable.
+      await page.setViewportSize({ width: 375, height: 800 });
+      const label = await page.locator("figure svg text").first().boundingBox();
+      assert.ok(label && label.height >= 8, `chart label ${JSON.stringify(label)} px high at 375 px`);
     } finally {
       await screenshot(page, "analytics-dashboard");
       await context.close();

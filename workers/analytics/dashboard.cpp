@@ -115,6 +115,9 @@ std::string render_dashboard(const std::string& tenant, const json& daily,
       ".grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(280px,1fr));gap:1rem}"
       "table{border-collapse:collapse;width:100%}td,th{text-align:left;padding:.2rem .4rem;"
       "border-bottom:1px solid #eee}td+td,th+th{text-align:right}svg{width:100%;height:auto}"
+      // The chart scales with the page: on a phone (about half its 720 units wide) its labels
+      // would be 5 px; twice the units keep them about 10 px.
+      "@media(max-width:600px){svg text{font-size:22px}}"
       "</style></head><body><header><h1>Analytics for " +
       html_escape(tenant) +
       "</h1>"
