@@ -193,13 +193,15 @@ D1Statement CmsStore::outbox_statement(const std::string& tenant_id, std::int64_
 }
 
 Task<Status> CmsStore::outbox_sent(const std::string& tenant_id, std::int64_t version) const {
-  SS_CO_TRY(D1Result ignored, co_await db_.run(kDeleteOutbox, json::array({tenant_id, version})));
+  json params = json::array({tenant_id, version});  // not inside co_await: the g++-12 bug
+  SS_CO_TRY(D1Result ignored, co_await db_.run(kDeleteOutbox, std::move(params)));
   co_return Unit{};
 }
 
 Task<Result<std::vector<OutboxRow>>> CmsStore::outbox_due(const std::string& before,
                                                           std::int64_t limit) const {
-  SS_CO_TRY(D1Result r, co_await db_.all(kOutboxDue, json::array({before, limit})));
+  json params = json::array({before, limit});  // not inside co_await: the g++-12 bug
+  SS_CO_TRY(D1Result r, co_await db_.all(kOutboxDue, std::move(params)));
   co_return r.as<OutboxRow>();
 }
 

@@ -334,7 +334,8 @@ Task<Result<std::optional<Claim>>> LeadStore::find_replay(const std::string& ten
 
 Task<Status> LeadStore::confirm_claim(const std::string& tenant_id, const std::string& key,
                                       const std::string& lead_id) const {
-  SS_CO_TRY(D1Result done, co_await db_.run(kConfirmClaim, json::array({tenant_id, key, lead_id})));
+  json params = json::array({tenant_id, key, lead_id});  // not inside co_await: the g++-12 bug
+  SS_CO_TRY(D1Result done, co_await db_.run(kConfirmClaim, std::move(params)));
   co_return Unit{};
 }
 
