@@ -495,9 +495,13 @@ Task<Status> run_outbox(Context& ctx, const std::string&) {
   std::string error;
   for (OutboxRow& row : due) {
     std::string key = row.tenant_id + ":" + std::to_string(row.version);
-    Status queued = row.message.is_object()
-                        ? co_await queue_send(kEventsQueueBinding, std::move(row.message))
-                        : Status{Error{ErrorCode::corrupt_row, "the stored message is not JSON"}};
+    // No co_await inside a conditional expression: g++-12 destroys its result twice
+    // (docs/toolchain.md).
+    Status queued = Error{ErrorCode::corrupt_row, "the stored message is not JSON"};
+    if (row.message.is_object()) {
+      Status sent_now = co_await queue_send(kEventsQueueBinding, std::move(row.message));
+      queued = std::move(sent_now);
+    }
     if (queued) {
       sent.push_back(std::move(key));
     } else {
