@@ -1,8 +1,8 @@
-// scripts/dev as a developer runs it: every worker on its contract port on 127.0.0.1, the bakery
-// crossing Service Bindings, a lead flowing through the leads queue and the ledger's queue, and Ctrl-C
-// stopping all of it. Then the same from a fresh `git clone` (no node_modules): scripts/dev must
-// install what is missing (scripts/bootstrap) before it starts anything. Both use the wasm that
-// scripts/test built just before (--skip-build; the clone gets a copy of dist/wasm).
+// scripts/dev as a new developer runs it, from a fresh `git clone` (no node_modules): it must install
+// what is missing (scripts/bootstrap) before it starts anything; then every worker on its contract
+// port on 127.0.0.1, the bakery crossing Service Bindings, a lead flowing through the leads queue and
+// the ledger's queue, and Ctrl-C stopping all of it. It uses the wasm that scripts/test built just
+// before (--skip-build; the clone gets a copy of dist/wasm).
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
 import { cpSync, existsSync } from "node:fs";
@@ -167,22 +167,39 @@ async function expectCtrlCStopsAll(run) {
   await poll(async () => (await portsOpen()).length === 0, 30_000, "every port to close");
 }
 
-describe("scripts/dev", { skip }, () => {
+// One run, as a new developer starts it: a clone of the committed HEAD (uncommitted edits are not in
+// it) without node_modules, so scripts/dev must install what is missing (scripts/bootstrap) before
+// it starts anything; then everything a developer relies on, on that same run (one start of the
+// whole mesh, not two: CI's time).
+describe("scripts/dev on a fresh clone", { skip }, () => {
+  let clone;
   let dev;
   before(async () => {
-    dev = startDev(["--skip-build"]);
+    clone = await mkdtemp(path.join(tmpdir(), "siteswarm-clone-"));
+    await promisify(execFile)("git", ["clone", "--quiet", ROOT, clone]);
+    assert.ok(!existsSync(path.join(clone, "node_modules")), "a fresh clone has no node_modules");
+    cpSync(path.join(ROOT, "dist/wasm"), path.join(clone, "dist/wasm"), { recursive: true });
+    // npm ci may take the packages from npm's cache; it still reaches the registry for what is not there.
+    dev = startDev(["--skip-build"], { cwd: clone, env: { npm_config_prefer_offline: "true" }, timeoutMs: 300_000 });
     await dev.started;
     assert.equal(dev.proc.exitCode, null, `scripts/dev exited:\n${dev.output}`);
   });
-  after(async () => await dev?.kill());
+  after(async () => {
+    await dev?.kill();
+    if (clone) await rm(clone, { recursive: true, force: true });
+  });
 
+  it("installs the npm packages first", () => {
+    assert.match(dev.output, /bootstrap: npm ci/);
+    assert.ok(existsSync(path.join(clone, "node_modules/wrangler/package.json")), "wrangler installed in the clone");
+  });
   it("serves /health of every platform worker on its contract port", expectPlatformHealthy);
   it("serves /health of the ledger's parts on their ports", () => expectPartsHealthy(dev));
 
   it("schedules every worker's Cron Triggers (UTC), as deployed", () => {
     const line = dev.output.split("\n").find((l) => l.includes("crons: "));
     assert.ok(line, `no crons line in:\n${dev.output}`);
-    for (const { name } of Object.values(PLATFORM_WORKERS).filter((w) => w.key !== "cms")) {
+    for (const { name } of Object.values(PLATFORM_WORKERS)) {
       assert.ok(line.includes(`${name} "`), `${name} has no cron scheduled: ${line}`);
     }
     assert.ok(line.includes('"*/30 * * * *"'), "the ledger's reflexion_analyzer");
@@ -278,38 +295,6 @@ describe("scripts/dev --wrangler", { skip: wranglerSkip }, () => {
       30_000,
       "workflow_runner's cursor to reach the emitted event",
     );
-  });
-
-  it("Ctrl-C stops every process it started", () => expectCtrlCStopsAll(dev));
-});
-
-describe("scripts/dev on a fresh clone", { skip }, () => {
-  let clone;
-  let dev;
-  before(async () => {
-    // A clone of the committed HEAD: what a new developer gets (uncommitted edits are not in it).
-    clone = await mkdtemp(path.join(tmpdir(), "siteswarm-clone-"));
-    await promisify(execFile)("git", ["clone", "--quiet", ROOT, clone]);
-    assert.ok(!existsSync(path.join(clone, "node_modules")), "a fresh clone has no node_modules");
-    cpSync(path.join(ROOT, "dist/wasm"), path.join(clone, "dist/wasm"), { recursive: true });
-    // npm ci may take the packages from npm's cache; it still reaches the registry for what is not there.
-    dev = startDev(["--skip-build"], { cwd: clone, env: { npm_config_prefer_offline: "true" }, timeoutMs: 300_000 });
-    await dev.started;
-  });
-  after(async () => {
-    await dev?.kill();
-    if (clone) await rm(clone, { recursive: true, force: true });
-  });
-
-  it("installs the npm packages first, then serves /health of every worker", async () => {
-    assert.equal(dev.proc.exitCode, null, `scripts/dev exited:\n${dev.output}`);
-    assert.match(dev.output, /bootstrap: npm ci/);
-    assert.ok(existsSync(path.join(clone, "node_modules/wrangler/package.json")), "wrangler installed in the clone");
-    for (const { key: worker, name: service } of Object.values(PLATFORM_WORKERS)) {
-      const body = await (await fetch(`${HOST}:${PORTS[worker]}/health`)).json();
-      assert.equal(body.service, service, worker);
-    }
-    await expectPartsHealthy(dev);
   });
 
   it("Ctrl-C stops every process it started", () => expectCtrlCStopsAll(dev));
