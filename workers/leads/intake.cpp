@@ -151,6 +151,15 @@ Response accepted(const Request& req, const LeadsConfig& config, const std::stri
   return Response::json_body(202, json_object({{"ok", true}, {"leadId", lead_id}}));
 }
 
+// What an Idempotency-Key's claim answers: 409 while its lead's notifications are being queued,
+// that lead's id once it was taken; nothing when the key has no claim (or only an expired one).
+std::optional<Result<Response>> claim_answer(const Request& req, const LeadsConfig& config,
+                                             const Claim& claim) {
+  if (claim.pending) return Result<Response>{claim_pending()};
+  if (!claim.lead_id.empty()) return Result<Response>{accepted(req, config, claim.lead_id)};
+  return std::nullopt;
+}
+
 // The event by emit_event() in the background (Context::wait_until): after the answer, whatever it
 // takes.
 Task<Status> emit_after_answer(Context& ctx, EventDraft draft) {
@@ -227,8 +236,7 @@ Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
   }
   if (!key.empty()) {
     SS_CO_TRY(Claim first, co_await find_replay(tenant.id, key, ctx.now_ms()));
-    if (first.pending) co_return claim_pending();
-    if (!first.lead_id.empty()) co_return accepted(req, *config, first.lead_id);
+    if (auto answer = claim_answer(req, *config, first)) co_return std::move(*answer);
   }
 
   if (submission.honeypot) {
@@ -246,8 +254,9 @@ Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
       Status kept = co_await LeadStore(kDb).insert(claim);
       if (!kept) {
         auto owner = co_await find_replay(tenant.id, key, ctx.now_ms());
-        if (owner && owner->pending) co_return claim_pending();
-        if (owner && !owner->lead_id.empty()) co_return accepted(req, *config, owner->lead_id);
+        if (owner) {
+          if (auto answer = claim_answer(req, *config, *owner)) co_return std::move(*answer);
+        }
         co_return Error{ErrorCode::dependency_unavailable,
                         "the lead could not be stored; retry later"};
       }
@@ -293,10 +302,8 @@ Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
       auto owner = co_await find_replay(tenant.id, key, ctx.now_ms());
       if (owner && owner->lead_id == lead_id) {
         committed = true;
-      } else if (owner && owner->pending) {
-        co_return claim_pending();
-      } else if (owner && !owner->lead_id.empty()) {
-        co_return accepted(req, *config, owner->lead_id);
+      } else if (owner) {
+        if (auto answer = claim_answer(req, *config, *owner)) co_return std::move(*answer);
       }
     } else if (config->store_submissions) {
       auto found = co_await LeadStore(kDb).find(tenant.id, lead_id);
