@@ -221,9 +221,12 @@ json SqliteDb::execute(const std::string& sql, const json& params) {
     sqlite3_finalize(stmt);
     return err;
   }
+  // SQLite's VM steps for the statement: grows with the rows it visits, as D1's rows_read does.
+  int vm_steps = sqlite3_stmt_status(stmt, SQLITE_STMTSTATUS_VM_STEP, 0);
   sqlite3_finalize(stmt);
   return json{
       {"results", std::move(rows)},
+      {"vm_steps", vm_steps},
       {"columns", std::move(columns)},
       {"rows", std::move(compact)},
       {"meta",
@@ -495,10 +498,14 @@ json Mesh::perform(const json& effect) {
     if (r.is_object() && r.contains("error")) {
       return error_result(effect, "d1_error", string_or(r, "error", ""));
     }
+    auto count = [this](const json& one) {
+      max_d1_rows = std::max(max_d1_rows, one["results"].size());
+      max_d1_vm_steps = std::max(max_d1_vm_steps, one["vm_steps"].get<std::int64_t>());
+    };
     if (r.is_array()) {
-      for (const json& one : r) max_d1_rows = std::max(max_d1_rows, one["results"].size());
+      for (const json& one : r) count(one);
     } else {
-      max_d1_rows = std::max(max_d1_rows, r["results"].size());
+      count(r);
     }
     // What the JS host sends (bindings/effects/d1.js): the compact form, meta from run and batch.
     auto compact = [](json& one, bool with_meta) {

@@ -114,6 +114,9 @@ class Mesh {
   int stream_reader_leaves_after = -1;
   // The most rows any one d1.all / d1.first / d1.batch statement handed a core.
   std::size_t max_d1_rows = 0;
+  // The most SQLite VM steps any one D1 statement took: it grows with the rows a statement visits
+  // (D1 bills those as rows read), so a page that scans past every earlier page shows here.
+  std::int64_t max_d1_vm_steps = 0;
   // A d1.all's "hold" column is kept out of the rows and spliced into the response, as the JS host
   // does (docs/abi.md "Held columns"); false: sent along in the rows, as a host that does not hold.
   bool hold_columns = true;

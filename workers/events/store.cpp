@@ -98,7 +98,7 @@ FROM events)sql";
 // event_id after it (every such event is on the following pages, some events with smaller ids
 // too), and past the end when there is none. Written as a seq bound (CASE, not OR) so that SQLite
 // reads a rowid range from the cursor instead of the whole table.
-constexpr std::string_view kReadEventsWhere = R"sql(
+constexpr std::string_view kReadAscBound = R"sql(
 WHERE seq > CASE
     WHEN ?7 IS NOT NULL THEN ?7
     WHEN ?1 = '' THEN 0
@@ -109,16 +109,24 @@ WHERE seq > CASE
        WHERE c.event_id > ?1 AND (?2 IS NULL OR c.tenant_id = ?2)),
       (SELECT MAX(m.seq) FROM events m))
   END
-  AND (?2 IS NULL OR tenant_id = ?2)
-  AND (?3 = '' OR event_type GLOB ?3)
+)sql";
+
+// A page's tenant: every tenant (the operator without ?tenant=: the read walks the seq range), or
+// one, as an equality (not `?2 IS NULL OR …`) so that SQLite seeks events_by_tenant (tenant_id,
+// seq) to the cursor — a small tenant's page then reads its own events, not every other tenant's
+// event after its cursor.
+constexpr std::string_view kAnyTenant = "  AND (?2 IS NULL OR tenant_id = ?2)\n";
+constexpr std::string_view kOneTenant = "  AND tenant_id = ?2\n";
+
+// The page's other filters, each optional.
+constexpr std::string_view kReadFilters = R"sql(  AND (?3 = '' OR event_type GLOB ?3)
   AND (?4 = '' OR entity_type = ?4)
   AND (?5 = '' OR entity_id = ?5)
-ORDER BY seq LIMIT ?6
 )sql";
 
 // order=desc: newest first, the same cursor as a bound from above. An unknown event_id is an empty
 // page (there is no "before" a client's own ULID to start from).
-constexpr std::string_view kReadEventsDescWhere = R"sql(
+constexpr std::string_view kReadDescBound = R"sql(
 WHERE seq < CASE
     WHEN ?7 IS NOT NULL THEN ?7
     WHEN ?1 = '' THEN 9223372036854775807
@@ -127,11 +135,6 @@ WHERE seq < CASE
        WHERE c.event_id = ?1 AND (?2 IS NULL OR c.tenant_id = ?2)),
       0)
   END
-  AND (?2 IS NULL OR tenant_id = ?2)
-  AND (?3 = '' OR event_type GLOB ?3)
-  AND (?4 = '' OR entity_type = ?4)
-  AND (?5 = '' OR entity_id = ?5)
-ORDER BY seq DESC LIMIT ?6
 )sql";
 
 // Insertion order, never event_id order: producers mint event_ids, and can be late or wrong.
@@ -1266,10 +1269,20 @@ Task<Result<std::string>> EventStore::event_id_before(std::int64_t seq) {
   co_return id.value_or("");
 }
 
+namespace {
+// A page read's statement: the views, the cursor's bound, the tenant clause, the other filters.
+std::string read_sql(std::string_view bound, std::string_view tenant, bool newest_first) {
+  std::string sql(kEventView);
+  sql.append(bound).append(tenant).append(kReadFilters);
+  sql.append(newest_first ? "ORDER BY seq DESC LIMIT ?6\n" : "ORDER BY seq LIMIT ?6\n");
+  return sql;
+}
+}  // namespace
+
 Task<Result<EventPage>> EventStore::read_page(const EventFilter& f) {
-  static const std::string kAscending = std::string(kEventView) + std::string(kReadEventsWhere);
-  static const std::string kDescending =
-      std::string(kEventView) + std::string(kReadEventsDescWhere);
+  static const std::string kPages[2][2] = {
+      {read_sql(kReadAscBound, kAnyTenant, false), read_sql(kReadAscBound, kOneTenant, false)},
+      {read_sql(kReadDescBound, kAnyTenant, true), read_sql(kReadDescBound, kOneTenant, true)}};
   // One row past the page: whether another page follows (the page's cursor is null otherwise,
   // also when it is full). That row's view is not held.
   json params =
@@ -1278,8 +1291,9 @@ Task<Result<EventPage>> EventStore::read_page(const EventFilter& f) {
   // The views are what the response shows and nothing the core decides on: held by the host and
   // spliced into the body there, they never cross into wasm (docs/abi.md "Held columns"). Of the
   // rest, the page's cursor needs only its last row, the one before the extra row.
-  SS_CO_TRY(D1Result fetched, co_await db().all_holding(f.newest_first ? kDescending : kAscending,
-                                                        std::move(params), "view", 2, f.limit));
+  SS_CO_TRY(D1Result fetched,
+            co_await db().all_holding(kPages[f.newest_first][f.tenant_id.has_value()],
+                                      std::move(params), "view", 2, f.limit));
   EventPage page;
   page.held = fetched.held;
   page.count = fetched.count;

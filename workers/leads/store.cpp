@@ -65,9 +65,13 @@ DELETE FROM lead_deliveries WHERE tenant_id = ?1 AND lead_id = ?2 AND attempts =
 
 // ---- tenant admin API
 
+// A page of a tenant's leads, newest first, before the id ?2 ('' from the newest). The bound is
+// written as a value (CASE, not OR; char(1114111), the last code point, sorts after every id) so
+// that SQLite seeks idx_leads_tenant_id to it: with `?2 = '' OR id < ?2` it walked the index from
+// the newest lead past every earlier page, and an export of n leads read O(n²) rows.
 constexpr std::string_view kListLeads = R"sql(
 SELECT id, tenant_id, payload, turnstile_verified, created_at FROM leads
-WHERE tenant_id = ?1 AND (?2 = '' OR id < ?2)
+WHERE tenant_id = ?1 AND id < CASE WHEN ?2 = '' THEN char(1114111) ELSE ?2 END
 ORDER BY id DESC LIMIT ?3
 )sql";
 
