@@ -154,6 +154,32 @@ TEST_CASE("schedule: date overrides close days or give them special hours") {
   CHECK(status(c, "2026-12-26T13:00:00Z")["open"] == false);  // 08:00: regular hours replaced
 }
 
+TEST_CASE("schedule: an override's special hours past midnight decide the next morning too") {
+  // Tuesday 2027-03-16 gets 20:00–01:00 (EDT); Wednesday has no hours of its own.
+  json weekly{{"tue", {{{"open", "07:00"}, {"close", "15:00"}}}}};
+  json overrides = json::array({{{"id", "L"},
+                                 {"from", "2027-03-16"},
+                                 {"to", "2027-03-16"},
+                                 {"hours", {{{"open", "20:00"}, {"close", "01:00"}}}}}});
+  Content c = content_with("America/New_York", weekly, overrides);
+  json late = status(c, "2027-03-17T04:30:00Z");  // Wednesday 00:30 EDT
+  CHECK(late["open"] == true);
+  CHECK(late["reason"] == "override");  // was regular_hours, with override null
+  CHECK(late["override"]["id"] == "L");
+  CHECK(late["nextChange"] == "2027-03-17T05:00:00Z");
+  json after = status(c, "2027-03-17T05:30:00Z");  // Wednesday 01:30: closed, no override
+  CHECK(after["open"] == false);
+  CHECK(after["reason"] == "closed");
+  CHECK(after["override"].is_null());
+  // A weekly range past midnight into a day without an override stays regular hours.
+  Content weekly_late =
+      content_with("America/New_York", {{"tue", {{{"open", "20:00"}, {"close", "01:00"}}}}});
+  json spill = status(weekly_late, "2027-03-17T04:30:00Z");
+  CHECK(spill["open"] == true);
+  CHECK(spill["reason"] == "regular_hours");
+  CHECK(spill["override"].is_null());
+}
+
 TEST_CASE("schedule: an emergency closure wins until it ends; none open → nextChange null") {
   json weekly{{"mon", {{{"open", "00:00"}, {"close", "24:00"}}}}};
   json overrides = json::array({{{"id", "E"},
