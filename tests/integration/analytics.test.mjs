@@ -169,9 +169,12 @@ describe("analytics: beacons on virtual days", () => {
       assert.equal((await beacon({ u, r, w: 1000 }, { ua, at: t })).status, 202);
     }
     const s = await statsWhen("three pageviews", `?from=${day}&to=${day}`, (s) => s.totals.pageviews === 3);
+    // Exactly the contract's keys (contract "analytics-service"): a `by` echo was sent beside them.
+    assert.deepEqual(Object.keys(s).sort(), ["from", "rows", "to", "totals"]);
     assert.deepEqual(s.totals, { pageviews: 3, visitors: 2, bounceRate: 0.5, filtered: 0 });
     assert.deepEqual(s.rows, [{ key: day, pageviews: 3, visitors: 2 }]);
     const refs = await stats(`?from=${day}&to=${day}&by=referrer`);
+    assert.deepEqual(Object.keys(refs).sort(), ["from", "rows", "to", "totals"]);
     assert.deepEqual(refs.rows, [
       { key: "(direct)", pageviews: 2, visitors: 2 },
       { key: "google.com", pageviews: 1, visitors: 1 },

@@ -96,7 +96,6 @@ Task<Result<json>> read_stats(const AnalyticsStore& store, const std::string& te
   bounce_rate = std::round(bounce_rate * 10000.0) / 10000.0;
   co_return json_object({{"from", query.from},
                          {"to", query.to},
-                         {"by", query.by},
                          {"totals",
                           {{"pageviews", totals.pageviews},
                            {"visitors", totals.visitors},
