@@ -104,6 +104,17 @@ describe("analytics: tracker", () => {
     const pinned = await mesh.fetch("bakery", `/_sa/script.js?v=${version}`);
     assert.equal(pinned.headers.get("cache-control"), "public, max-age=31536000, immutable");
     assert.equal(await pinned.text(), js);
+    // If-None-Match is compared weakly (RFC 9110 §13.1.2): Cloudflare's edge weakens the ETag when
+    // it compresses the script, so a browser echoes W/"…"; a list or `*` may name it too.
+    const etag = res.headers.get("etag");
+    for (const tag of [etag, `W/${etag}`, `"other", W/${etag}`, "*"]) {
+      const again = await mesh.fetch("analytics", "/script.js", { headers: { "if-none-match": tag } });
+      assert.equal(again.status, 304, tag);
+      assert.equal(again.headers.get("etag"), etag);
+    }
+    const other = await mesh.fetch("analytics", "/script.js", { headers: { "if-none-match": '"other"' } });
+    assert.equal(other.status, 200);
+    await other.arrayBuffer();
   });
 });
 

@@ -20,6 +20,26 @@ constexpr std::string_view kImmutableCache = "public, max-age=31536000, immutabl
 constexpr std::string_view kShortCache = "public, max-age=3600";  // the unversioned URL
 constexpr std::size_t kMaxCfValue = 16;
 
+// If-None-Match names the tracker's ETag (RFC 9110 §13.1.2: `*` or a list of entity-tags, compared
+// weakly): a browser echoes W/"<version>" when Cloudflare's edge weakened the ETag as it compressed
+// the script, and that must still be a 304.
+bool none_match(std::string_view header, std::string_view version) {
+  while (!header.empty()) {
+    std::size_t comma = header.find(',');
+    std::string_view tag = header.substr(0, comma);
+    header = comma == std::string_view::npos ? std::string_view{} : header.substr(comma + 1);
+    while (!tag.empty() && (tag.front() == ' ' || tag.front() == '\t')) tag.remove_prefix(1);
+    while (!tag.empty() && (tag.back() == ' ' || tag.back() == '\t')) tag.remove_suffix(1);
+    if (tag == "*") return true;
+    if (tag.starts_with("W/")) tag.remove_prefix(2);
+    if (tag.size() == version.size() + 2 && tag.front() == '"' && tag.back() == '"' &&
+        tag.substr(1, version.size()) == version) {
+      return true;
+    }
+  }
+  return false;
+}
+
 Task<Result<Response>> get_script(Context& ctx, const Request& req, const Params&) {
   Response r = Response::text(200, std::string(kTrackerSource), "text/javascript; charset=utf-8");
   // ?v=<version> is the long-cacheable URL: its content never changes. The bare URL (what a page
@@ -29,7 +49,7 @@ Task<Result<Response>> get_script(Context& ctx, const Request& req, const Params
   r.set_header("etag", "\"" + std::string(kTrackerVersion) + "\"");
   r.set_header("x-tracker-version", std::string(kTrackerVersion));
   r.set_header("x-content-type-options", "nosniff");
-  if (req.header("if-none-match") == "\"" + std::string(kTrackerVersion) + "\"") {
+  if (none_match(req.header("if-none-match"), kTrackerVersion)) {
     Response not_modified = Response::empty(304);
     for (auto& h : r.headers) {
       if (h.first != "content-type") not_modified.set_header(h.first, h.second);
