@@ -766,6 +766,31 @@ describe("createPlatformClient with fake bindings", () => {
     }
   });
 
+  // As cms-service answers (workers/cms/schedule-test.cpp): a morning open only by last night's
+  // special hours running past midnight is that override's; a day with special hours of its own
+  // still has last night's session until it closes, and answers with its own override.
+  it("answers an override's night past midnight, and keeps last night's session on a special day", async () => {
+    const status = (weekly, overrides, at) =>
+      createPlatformClient({
+        manifest: { appId: "late-bar", fallback: { hours: { timezone: "America/New_York", weekly }, overrides } },
+        bindings: {},
+      }).cms.status(at);
+    const late = { from: "2027-03-16", to: "2027-03-16", hours: [{ open: "20:00", close: "01:00" }], message: "Late" };
+    const night = await status({ tue: [{ open: "07:00", close: "15:00" }] }, [late], "2027-03-17T04:30:00Z");
+    assert.deepEqual([night.open, night.reason, night.override?.message], [true, "override", "Late"]);
+    const short = {
+      from: "2027-03-17",
+      to: "2027-03-17",
+      hours: [{ open: "10:00", close: "14:00" }],
+      message: "Short",
+    };
+    const tuesdays = { tue: [{ open: "20:00", close: "01:00" }] };
+    const session = await status(tuesdays, [short], "2027-03-17T04:30:00Z");
+    assert.deepEqual([session.open, session.reason, session.override?.message], [true, "override", "Short"]);
+    const weekly = await status(tuesdays, [], "2027-03-17T04:30:00Z");
+    assert.deepEqual([weekly.open, weekly.reason, weekly.override], [true, "regular_hours", null]);
+  });
+
   // Where date overrides overlap, cms-service applies the most recently created one; a snapshot's
   // items have no creation time and are numbered in order, so the last one listed decides the day.
   it("applies the last of overlapping snapshot overrides, as cms-service does", async () => {

@@ -178,6 +178,23 @@ TEST_CASE("schedule: an override's special hours past midnight decide the next m
   CHECK(spill["open"] == true);
   CHECK(spill["reason"] == "regular_hours");
   CHECK(spill["override"].is_null());
+  // A day with special hours of its own still has last night's session until it closes (Wednesday
+  // 10:00–14:00 does not close Tuesday's 20:00–01:00 at midnight); the day's override answers.
+  json short_day = json::array({{{"id", "S"},
+                                 {"from", "2027-03-17"},
+                                 {"to", "2027-03-17"},
+                                 {"hours", {{{"open", "10:00"}, {"close", "14:00"}}}}}});
+  Content both = content_with("America/New_York",
+                              {{"tue", {{{"open", "20:00"}, {"close", "01:00"}}}}}, short_day);
+  json night = status(both, "2027-03-17T04:30:00Z");  // Wednesday 00:30
+  CHECK(night["open"] == true);
+  CHECK(night["reason"] == "override");
+  CHECK(night["override"]["id"] == "S");
+  CHECK(night["nextChange"] == "2027-03-17T05:00:00Z");
+  json morning = status(both, "2027-03-17T12:00:00Z");  // Wednesday 08:00: before its hours
+  CHECK(morning["open"] == false);
+  CHECK(morning["reason"] == "override");
+  CHECK(morning["override"]["id"] == "S");
 }
 
 TEST_CASE("schedule: an emergency closure wins until it ends; none open → nextChange null") {

@@ -89,14 +89,16 @@ OpenState state_at(const Content& c, const Zone& zone, std::int64_t t) {
   for (const TimeRange& r : ranges_of(c, day, today)) {
     open = open || (r.past_midnight() ? minute >= r.open : minute >= r.open && minute < r.close);
   }
-  if (today != nullptr || open) return {open, today};
-  // Open only by yesterday's range running past midnight: when that range is an override's
-  // special hours, the override decides (reason "override"), not the weekly hours.
+  if (open) return {true, today};
+  // Yesterday's range running past midnight still holds (today's own override, special hours, does
+  // not end last night's session). A day with its own override answers with it; otherwise, when
+  // that range is an override's special hours, that override decides (reason "override"), not the
+  // weekly hours.
   const Override* yesterday = date_override(c, day - 1);
   for (const TimeRange& r : ranges_of(c, day - 1, yesterday)) {
-    if (r.past_midnight() && minute < r.close) return {true, yesterday};
+    if (r.past_midnight() && minute < r.close) return {true, today != nullptr ? today : yesterday};
   }
-  return {false, nullptr};
+  return {false, today};
 }
 
 StatusAnswer compute_status(const Content& c, const Zone& zone, std::int64_t t) {

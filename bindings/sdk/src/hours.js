@@ -217,9 +217,14 @@ function stateAt(hours, overrides, clock, t) {
         ? yesterdayOverride.hours
         : weekly(hours, yesterday.day);
 
-  const open =
-    todays.some((r) => inRangeToday(r, local.minutes)) || yesterdays.some((r) => inRangePastMidnight(r, local.minutes));
+  const byToday = todays.some((r) => inRangeToday(r, local.minutes));
+  const byLastNight = !byToday && yesterdays.some((r) => inRangePastMidnight(r, local.minutes));
+  const open = byToday || byLastNight;
   if (todayOverride) return { open, reason: "override", override: todayOverride };
+  // Open only by last night's special hours of an override: that override decides, as in cms.
+  if (byLastNight && Array.isArray(yesterdayOverride?.hours)) {
+    return { open, reason: "override", override: yesterdayOverride };
+  }
   return { open, reason: open ? "regular_hours" : "closed", override: null };
 }
 
