@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { createServer as createHttpServer } from "node:http";
 import { createServer } from "node:net";
+import { gzipSync } from "node:zlib";
 import { after, before, describe, it } from "node:test";
 import { FormData } from "miniflare";
 import { errorOf, jsonOf, secret, startMesh, TURNSTILE_PASS_SECRET } from "./mesh.mjs";
@@ -361,6 +362,27 @@ describe("leads intake: refused submissions store nothing", () => {
       );
     }
     await errorOf(await submit("lt-intake", "email=a%40example.com", { as: "raw" }), 415, "unsupported_media_type");
+    // A compressed body is an unsupported content coding (RFC 9110 §8.4.1): 415 naming the header,
+    // not a "malformed" 400 from reading gzip bytes as JSON. `identity` is no coding at all.
+    const json = JSON.stringify(lead());
+    for (const coding of ["gzip", "br", "deflate, gzip"]) {
+      const res = await submit("lt-intake", gzipSync(json), {
+        as: "raw",
+        type: "application/json",
+        headers: { "Content-Encoding": coding },
+      });
+      const error = await errorOf(res, 415, "unsupported_media_type");
+      assert.equal(error.field, "Content-Encoding");
+    }
+    await nothingStored();
+    await accepted(
+      await submit("lt-intake", json, {
+        as: "raw",
+        type: "application/json",
+        headers: { "Content-Encoding": "identity" },
+      }),
+    );
+    before += 1;
     await nothingStored();
   });
 

@@ -34,11 +34,17 @@ Error wrong_submission_type() {
 
 Status require_submission_type(const Request& req) {
   std::string media = media_type_of(req);
-  if (media == "application/json" || media == "application/x-www-form-urlencoded" ||
-      media == "multipart/form-data") {
-    return Unit{};
+  if (media != "application/json" && media != "application/x-www-form-urlencoded" &&
+      media != "multipart/form-data") {
+    return wrong_submission_type();
   }
-  return wrong_submission_type();
+  // A compressed body is an unsupported content coding (RFC 9110 §8.4.1), not a malformed form.
+  std::string coding = ascii_lower(req.header("content-encoding"));
+  if (!coding.empty() && coding != "identity") {
+    return invalid_field("Content-Encoding", "must be identity: send the body uncompressed",
+                         ErrorCode::unsupported_media_type);
+  }
+  return Unit{};
 }
 
 Result<SentFields> read_submission(const Request& req) {
