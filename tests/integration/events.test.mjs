@@ -9,6 +9,7 @@
 // again (200) but is not a second start. It can fail chosen events (500) and hold requests open.
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
+import { gzipSync } from "node:zlib";
 import { after, before, beforeEach, describe, it } from "node:test";
 import { errorOf, jsonOf, startMesh } from "./mesh.mjs";
 
@@ -798,6 +799,17 @@ describe("errors", () => {
       415,
       "unsupported_media_type",
     );
+    // A compressed body: an unsupported content coding (RFC 9110 §8.4.1), 415 naming the header.
+    const gzipped = await errorOf(
+      await mesh.fetch("events", "/api/events", {
+        method: "POST",
+        headers: { ...mesh.tenantHeaders("bakery"), ...JSON_TYPE, "content-encoding": "gzip" },
+        body: gzipSync(JSON.stringify(base)),
+      }),
+      415,
+      "unsupported_media_type",
+    );
+    assert.equal(gzipped.field, "Content-Encoding");
     await errorOf(await post(base, JSON_TYPE), 401, "unauthenticated_tenant");
     await errorOf(
       await post(base, { ...mesh.tenantHeaders("bakery", { token: "wrong-token-0000000000" }), ...JSON_TYPE }),
