@@ -862,4 +862,38 @@ SELECT printf('01KB%022d', i), 'other-' || (i % 50), 'price.changed', 'item', 'i
   REQUIRE(desc.body_json()["events"].size() == 2);
   CHECK(desc.body_json()["events"][0]["payload"]["amount"] == 2);
   CHECK(l.mesh.max_d1_vm_steps < 5000);
+  // A cursor the ledger does not hold (a client's own "since" ULID) is looked up among the
+  // tenant's own ids, not by walking every other tenant's: before every id, both events; after
+  // every id, an empty page.
+  l.mesh.max_d1_vm_steps = 0;
+  auto since = l.get("bakery", kBakeryToken, "?limit=100&after=00000000000000000000000000");
+  REQUIRE(since.status == 200);
+  CHECK(since.body_json()["events"].size() == 2);
+  CHECK(l.mesh.max_d1_vm_steps < 5000);
+  l.mesh.max_d1_vm_steps = 0;
+  auto beyond = l.get("bakery", kBakeryToken, "?limit=100&after=7ZZZZZZZZZZZZZZZZZZZZZZZZZ");
+  REQUIRE(beyond.status == 200);
+  CHECK(beyond.body_json()["events"].empty());
+  CHECK(l.mesh.max_d1_vm_steps < 5000);
+
+  // A large tenant's late page seeks to its cursor in (tenant_id, seq) (migration 0008): without
+  // that index, SQLite read and sorted the tenant's whole history for every page.
+  auto own = l.mesh.db("EVENTS_DB")
+                 .execute(R"sql(
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
+INSERT INTO events (event_id, tenant_id, event_type, entity_type, entity_id, payload_json,
+                    source_system, occurred_at, recorded_at, sequence_no)
+SELECT printf('01KC%022d', i), 'bakery', 'price.changed', 'item', 'b' || i, '{}',
+       'seed', '2025-11-29T14:20:00Z', '2025-11-29T14:20:00Z', 1 FROM n
+)sql",
+                          json::array());
+  REQUIRE(own.contains("results"));
+  l.mesh.max_d1_vm_steps = 0;
+  auto late = l.get("bakery", kBakeryToken, "?limit=3&after=01KC0000000000000000019990");
+  REQUIRE(late.status == 200);
+  json page = late.body_json()["events"];
+  REQUIRE(page.size() == 3);
+  CHECK(page[0]["event_id"] == "01KC0000000000000000019991");
+  CHECK(page[2]["event_id"] == "01KC0000000000000000019993");
+  CHECK(l.mesh.max_d1_vm_steps < 5000);
 }

@@ -97,26 +97,34 @@ FROM events)sql";
 // the ledger does not hold (a client's own "since" ULID) starts before the first insertion of any
 // event_id after it (every such event is on the following pages, some events with smaller ids
 // too), and past the end when there is none. Written as a seq bound (CASE, not OR) so that SQLite
-// reads a rowid range from the cursor instead of the whole table.
+// reads a rowid range from the cursor instead of the whole table. `@tenant@` is the cursor's
+// tenant clause (TenantClauses, below).
 constexpr std::string_view kReadAscBound = R"sql(
 WHERE seq > CASE
     WHEN ?7 IS NOT NULL THEN ?7
     WHEN ?1 = '' THEN 0
     ELSE COALESCE(
       (SELECT MIN(c.seq) FROM events c
-       WHERE c.event_id = ?1 AND (?2 IS NULL OR c.tenant_id = ?2)),
+       WHERE c.event_id = ?1 AND @tenant@),
       (SELECT MIN(c.seq) - 1 FROM events c
-       WHERE c.event_id > ?1 AND (?2 IS NULL OR c.tenant_id = ?2)),
+       WHERE c.event_id > ?1 AND @tenant@),
       (SELECT MAX(m.seq) FROM events m))
   END
 )sql";
 
-// A page's tenant: every tenant (the operator without ?tenant=: the read walks the seq range), or
-// one, as an equality (not `?2 IS NULL OR …`) so that SQLite seeks events_by_tenant (tenant_id,
-// seq) to the cursor — a small tenant's page then reads its own events, not every other tenant's
-// event after its cursor.
-constexpr std::string_view kAnyTenant = "  AND (?2 IS NULL OR tenant_id = ?2)\n";
-constexpr std::string_view kOneTenant = "  AND tenant_id = ?2\n";
+// A page's tenant clauses, for its cursor's lookups (`@tenant@` in the bounds) and for the page:
+// every tenant (the operator without ?tenant=: the page walks the seq range), or one, as
+// equalities (not `?2 IS NULL OR …`) so that SQLite seeks its indexes — the cursor's event in
+// events_identity (COALESCE(tenant_id, ''), event_id), the page in events_by_tenant_seq
+// (tenant_id, seq) from the cursor on — and a small tenant's page reads its own events, not every
+// other tenant's event after its cursor (?2 is then a tenant id, never NULL or '').
+struct TenantClauses {
+  std::string_view cursor;
+  std::string_view page;
+};
+constexpr TenantClauses kAnyTenant{"(?2 IS NULL OR c.tenant_id = ?2)",
+                                   "  AND (?2 IS NULL OR tenant_id = ?2)\n"};
+constexpr TenantClauses kOneTenant{"COALESCE(c.tenant_id, '') = ?2", "  AND tenant_id = ?2\n"};
 
 // The page's other filters, each optional.
 constexpr std::string_view kReadFilters = R"sql(  AND (?3 = '' OR event_type GLOB ?3)
@@ -132,7 +140,7 @@ WHERE seq < CASE
     WHEN ?1 = '' THEN 9223372036854775807
     ELSE COALESCE(
       (SELECT MIN(c.seq) FROM events c
-       WHERE c.event_id = ?1 AND (?2 IS NULL OR c.tenant_id = ?2)),
+       WHERE c.event_id = ?1 AND @tenant@),
       0)
   END
 )sql";
@@ -1271,9 +1279,15 @@ Task<Result<std::string>> EventStore::event_id_before(std::int64_t seq) {
 
 namespace {
 // A page read's statement: the views, the cursor's bound, the tenant clause, the other filters.
-std::string read_sql(std::string_view bound, std::string_view tenant, bool newest_first) {
+std::string read_sql(std::string_view bound, const TenantClauses& tenant, bool newest_first) {
   std::string sql(kEventView);
-  sql.append(bound).append(tenant).append(kReadFilters);
+  constexpr std::string_view kMarker = "@tenant@";
+  for (std::size_t at = bound.find(kMarker); at != std::string_view::npos;
+       at = bound.find(kMarker)) {
+    sql.append(bound.substr(0, at)).append(tenant.cursor);
+    bound.remove_prefix(at + kMarker.size());
+  }
+  sql.append(bound).append(tenant.page).append(kReadFilters);
   sql.append(newest_first ? "ORDER BY seq DESC LIMIT ?6\n" : "ORDER BY seq LIMIT ?6\n");
   return sql;
 }
