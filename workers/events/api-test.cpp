@@ -820,21 +820,30 @@ TEST_CASE("a schema stored before unsupported keywords were refused still checks
   CHECK(l.post("bakery", kBakeryToken, body).status == 201);
 }
 
-TEST_CASE("a tenant's page reads that tenant's events, not every other tenant's after its cursor") {
-  ApiLedger l;
-  REQUIRE(l.post("bakery", kBakeryToken, price_event(1)).status == 201);
-  // 20,000 events of other tenants, seeded straight into SQLite (through the core they would test
-  // emitting, not reading), then one more of the bakery's.
+namespace {
+// 20,000 events seeded straight into SQLite (through the core they would test emitting, not
+// reading): ids `<prefix>` + the 22-digit i, tenant `tenant` (an SQL expression of i).
+void seed_events(ApiLedger& l, const std::string& prefix, const std::string& tenant) {
   auto seeded = l.mesh.db("EVENTS_DB")
                     .execute(R"sql(
 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
 INSERT INTO events (event_id, tenant_id, event_type, entity_type, entity_id, payload_json,
                     source_system, occurred_at, recorded_at, sequence_no)
-SELECT printf('01KB%022d', i), 'other-' || (i % 50), 'price.changed', 'item', 'i' || i, '{}',
+SELECT printf(?1 || '%022d', i), )sql" +
+                                 tenant +
+                                 R"sql(, 'price.changed', 'item', 'i' || i, '{}',
        'seed', '2025-11-29T14:20:00Z', '2025-11-29T14:20:00Z', 1 FROM n
 )sql",
-                             json::array());
+                             json::array({prefix}));
   REQUIRE(seeded.contains("results"));
+}
+}  // namespace
+
+TEST_CASE("a tenant's page reads that tenant's events, not every other tenant's after its cursor") {
+  ApiLedger l;
+  REQUIRE(l.post("bakery", kBakeryToken, price_event(1)).status == 201);
+  // 20,000 events of 50 other tenants, then one more of the bakery's.
+  seed_events(l, "01KB", "'other-' || (i % 50)");
   REQUIRE(l.post("bakery", kBakeryToken, price_event(2)).status == 201);
 
   l.mesh.max_d1_vm_steps = 0;
@@ -878,16 +887,7 @@ SELECT printf('01KB%022d', i), 'other-' || (i % 50), 'price.changed', 'item', 'i
 
   // A large tenant's late page seeks to its cursor in (tenant_id, seq) (migration 0008): without
   // that index, SQLite read and sorted the tenant's whole history for every page.
-  auto own = l.mesh.db("EVENTS_DB")
-                 .execute(R"sql(
-WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
-INSERT INTO events (event_id, tenant_id, event_type, entity_type, entity_id, payload_json,
-                    source_system, occurred_at, recorded_at, sequence_no)
-SELECT printf('01KC%022d', i), 'bakery', 'price.changed', 'item', 'b' || i, '{}',
-       'seed', '2025-11-29T14:20:00Z', '2025-11-29T14:20:00Z', 1 FROM n
-)sql",
-                          json::array());
-  REQUIRE(own.contains("results"));
+  seed_events(l, "01KC", "'bakery'");
   l.mesh.max_d1_vm_steps = 0;
   auto late = l.get("bakery", kBakeryToken, "?limit=3&after=01KC0000000000000000019990");
   REQUIRE(late.status == 200);
