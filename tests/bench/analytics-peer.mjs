@@ -20,13 +20,14 @@ import {
   loadPhase,
   ms,
   pairedRounds,
+  pairedFigures,
   peerCli,
   printPeerTable,
   provisionTenantInBoth,
   sideFigures,
 } from "./peer-run.mjs";
 import { platformWorkerOptions } from "./worker-options.mjs";
-import { option, round, roundedFigures } from "./json-out.mjs";
+import { option, round } from "./json-out.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const CPP = "siteswarm-analytics-service";
@@ -170,15 +171,7 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     problems: beaconPeerProblems,
     figures: (result) => ({
       ratios: { analytics_beacon: round(result.ratio, 3) },
-      analytics_beacon: {
-        beacons: result.beacons,
-        concurrency: result.concurrency,
-        rounds: result.rounds,
-        round_ratios: result.ratios.map((x) => round(x, 3)),
-        pair_ratios: result.pairRatios.map((x) => round(x, 3)),
-        cpp: roundedFigures(result.cpp),
-        js: roundedFigures(result.js),
-      },
+      analytics_beacon: pairedFigures(result, "beacons"),
     }),
   });
 }

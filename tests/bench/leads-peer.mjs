@@ -19,6 +19,7 @@ import {
   loadPhase,
   ms,
   pairedRounds,
+  pairedFigures,
   peerCli,
   printPeerTable,
   provisionTenantInBoth,
@@ -27,7 +28,7 @@ import {
 } from "./peer-run.mjs";
 import { profileLine, profiled } from "./inspector.mjs";
 import { platformWorkerOptions } from "./worker-options.mjs";
-import { option, round, roundedFigures } from "./json-out.mjs";
+import { option, round } from "./json-out.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const CPP = "siteswarm-leads-service";
@@ -215,16 +216,9 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     problems: peerProblems,
     figures: (result) => ({
       ratios: { leads_intake: round(result.ratio, 3) },
-      leads_intake: {
-        submissions: result.submissions,
-        concurrency: result.concurrency,
-        rounds: result.rounds,
-        round_ratios: result.ratios.map((x) => round(x, 3)),
-        pair_ratios: result.pairRatios.map((x) => round(x, 3)),
-        cpp: roundedFigures(result.cpp),
-        js: roundedFigures(result.js),
+      leads_intake: pairedFigures(result, "submissions", {
         leads_cpu_ms_per_intake: round(result.cpp.workerdCpuMsPerLead),
-      },
+      }),
     }),
   });
 }

@@ -3,6 +3,7 @@
 // workerd processes spent meanwhile (workerd-cpu.mjs: the worker, its queues' local broker and D1).
 import { createHash } from "node:crypto";
 import http from "node:http";
+import { mergeFigures, round, roundedFigures } from "./json-out.mjs";
 import { workerdCpuMs } from "./workerd-cpu.mjs";
 
 export const percentile = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))];
@@ -123,9 +124,25 @@ export function printPeerTable(r, header, rows, log = console.log) {
   log(`\nratio (${how}): ${r.ratio.toFixed(2)}×`);
 }
 
+/**
+ * The figures of a paired peer run for the --json file: its count (under `countKey`), concurrency,
+ * rounds, each round's and pair's ratio and both sides' rounded figures, plus `extra`.
+ */
+export function pairedFigures(result, countKey, extra = {}) {
+  return {
+    [countKey]: result[countKey],
+    concurrency: result.concurrency,
+    rounds: result.rounds,
+    round_ratios: result.ratios.map((x) => round(x, 3)),
+    pair_ratios: result.pairRatios.map((x) => round(x, 3)),
+    cpp: roundedFigures(result.cpp),
+    js: roundedFigures(result.js),
+    ...extra,
+  };
+}
+
 /** A peer bench run from the command line: run, print, list problems, merge the figures, exit 1 on a problem. */
 export async function peerCli({ run, print, problems, figures }) {
-  const { mergeFigures } = await import("./json-out.mjs");
   const result = await run();
   print(result);
   const found = problems(result);
