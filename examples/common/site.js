@@ -98,7 +98,10 @@ export function createSite({ manifest, service, version, labels = {} }) {
   return {
     /** @param {Request} request @param {Record<string, any>} env */
     async fetch(request, env) {
-      const { pathname } = new URL(request.url);
+      const url = new URL(request.url);
+      // The site's own routes match on the path's non-empty segments, as every platform worker's do
+      // (docs/contract.md "Common rules"): `/health/` and `//health` are `/health`.
+      const pathname = routePath(url.pathname);
       if (pathname === "/health" || pathname === "/api/platform/health") {
         // Reads: GET and HEAD (a HEAD answer has no body), 405 with Allow otherwise, as every worker.
         if (request.method !== "GET" && request.method !== "HEAD") {
@@ -143,14 +146,17 @@ export function createSite({ manifest, service, version, labels = {} }) {
         return errorResponse(405, "method_not_allowed", `${request.method} is not allowed here`, { allow });
       }
       if (route) {
-        return delegate(request, env, route.binding, {
+        // The worker behind is handed the path the route matched (its prefix stripped from that).
+        const routed =
+          pathname === url.pathname ? request : new Request(new URL(`${pathname}${url.search}`, url), request);
+        return delegate(routed, env, route.binding, {
           appId,
           capabilityVersion: versionOf(route.capability),
           stripPrefix: route.strip ? route.prefix : undefined,
         });
       }
       if (pathname.startsWith("/api/")) return errorResponse(404, "not_found", "no such API route");
-      return env.ASSETS ? env.ASSETS.fetch(request) : errorResponse(404, "not_found", "no such page");
+      return staticFile(request, env);
     },
   };
 
@@ -178,6 +184,30 @@ export function createSite({ manifest, service, version, labels = {} }) {
     if (retryAfter) headers["retry-after"] = retryAfter;
     return home(request, env, manifest, { status: answer.status, form, headers });
   }
+}
+
+// `/a//b/` → `/a/b`, `/` stays `/`: the path's non-empty segments (shared/http.cpp `Router::select`).
+function routePath(pathname) {
+  return `/${pathname
+    .split("/")
+    .filter((segment) => segment !== "")
+    .join("/")}`;
+}
+
+// A static file, or the contract's JSON error where there is none: the ASSETS binding answers a
+// missing file or another method than GET/HEAD in plain text (or not at all), and the site's errors
+// are JSON like every worker's (docs/contract.md "Common rules"), `405` with `Allow`.
+async function staticFile(request, env) {
+  if (!env.ASSETS) return errorResponse(404, "not_found", "no such page");
+  const answer = await env.ASSETS.fetch(request);
+  if (answer.status !== 404 && answer.status !== 405) return answer;
+  const refused =
+    answer.status === 404
+      ? errorResponse(404, "not_found", "no such page")
+      : errorResponse(405, "method_not_allowed", `${request.method} is not allowed here`, {
+          allow: answer.headers.get("allow") ?? "GET, HEAD",
+        });
+  return request.method === "HEAD" ? new Response(null, refused) : refused;
 }
 
 // monitoring's status page names the tenant by its id ("auto-repair status") and links nowhere: on

@@ -42,6 +42,33 @@ describe("bakery site", () => {
   it("answers unknown API routes with a JSON 404", async () => {
     await errorOf(await mesh.fetch("bakery", "/api/nothing-here"), 404, "not_found");
   });
+
+  // docs/contract.md "Common rules": errors are JSON (405 with Allow), and a trailing or doubled
+  // slash changes no route. The site's own routes and its static fallback were answered in plain
+  // text by the ASSETS binding: `/health/` 404 "not found", `POST /` 405 "method not allowed".
+  it("answers its own routes whatever the slashes, and a missing page or method in JSON", async () => {
+    for (const path of ["/health/", "http://localhost//health"]) {
+      const body = await jsonOf(await mesh.fetch("bakery", path), 200);
+      assert.deepEqual(Object.keys(body).sort(), ["ok", "service", "version"], path);
+      assert.equal(body.service, "client-bakery");
+    }
+    const tracker = await mesh.fetch("bakery", "/_sa/script.js/");
+    assert.equal(tracker.status, 200);
+    assert.match(await tracker.text(), /sendBeacon/);
+    await errorOf(await mesh.fetch("bakery", "/no-such-page.html"), 404, "not_found");
+    const head = await mesh.fetch("bakery", "/no-such-page.html", { method: "HEAD" });
+    assert.equal(head.status, 404);
+    assert.match(head.headers.get("content-type") ?? "", /^application\/json/);
+    assert.equal(await head.text(), "");
+    for (const [method, path] of [
+      ["POST", "/"],
+      ["DELETE", "/thanks.html"],
+    ]) {
+      const res = await mesh.fetch("bakery", path, { method });
+      assert.equal(res.headers.get("allow"), "GET, HEAD", `${method} ${path}`);
+      await errorOf(res, 405, "method_not_allowed");
+    }
+  });
 });
 
 describe("route delegation", () => {
