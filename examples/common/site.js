@@ -201,6 +201,7 @@ async function staticFile(request, env) {
   if (!env.ASSETS) return errorResponse(404, "not_found", "no such page");
   const answer = await env.ASSETS.fetch(request);
   if (answer.status !== 404 && answer.status !== 405) return answer;
+  await answer.body?.cancel().catch(() => {}); // its plain-text answer is replaced, not read
   const refused =
     answer.status === 404
       ? errorResponse(404, "not_found", "no such page")
