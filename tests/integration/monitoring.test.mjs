@@ -154,6 +154,24 @@ describe("monitoring: monitors API", () => {
   });
 });
 
+describe("monitoring: a monitor never probed", () => {
+  it("is well-formed in /v1/monitors and on the status page: lastProbe an object of nulls", async () => {
+    await jsonOf(await put("fresh", { url: `${origin.url}/` }), 201);
+    const m = await monitorView("fresh");
+    assert.equal(m.state, "unknown");
+    assert.equal(m.url, `${origin.url}/`);
+    assert.deepEqual(m.lastProbe, { at: null, ok: null, status: null, latencyMs: null, reason: null });
+    assert.deepEqual(m.uptime, { "24h": null, "7d": null, "30d": null });
+    assert.deepEqual(m.latencyMs, { p50: null, p95: null });
+    assert.equal(m.incident, null);
+    const status = await jsonOf(await mesh.fetch("monitoring", "/status/bakery.json"), 200);
+    const shown = status.monitors.find((s) => s.id === "fresh");
+    assert.deepEqual(shown.lastProbe, m.lastProbe);
+    const html = await (await mesh.fetch("monitoring", "/status/bakery")).text();
+    assert.ok(html.includes("fresh") && !html.includes("Last check"), "no empty last check on the page");
+  });
+});
+
 describe("monitoring: monitors API, writes", () => {
   it("keeps and answers maintenance windows in UTC, whatever offset was sent", async () => {
     const maintenance = [{ start: "2026-01-01T01:00:00+01:00", end: "2026-01-02T00:00:00.250-05:00" }];

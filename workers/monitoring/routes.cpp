@@ -132,6 +132,16 @@ json uptime_percent(const MonitorStats* s) {
 
 json nullable_int(const std::optional<std::int64_t>& v) { return v ? json(*v) : json(nullptr); }
 
+// A monitor not probed yet (or not since it was enabled again): the contract's lastProbe object
+// all the same, every value null, so a client reads lastProbe.ok without a null check first.
+json no_probe() {
+  return json_object({{"at", json(nullptr)},
+                      {"ok", json(nullptr)},
+                      {"status", json(nullptr)},
+                      {"latencyMs", json(nullptr)},
+                      {"reason", json(nullptr)}});
+}
+
 }  // namespace
 
 Task<Result<json>> monitors_overview(Context& ctx, const std::string& tenant_id,
@@ -168,19 +178,18 @@ Task<Result<json>> monitors_overview(Context& ctx, const std::string& tenant_id,
       state = get_bool(row.last_probe, "ok").value_or(false) ? "up" : "down";
     }
     const MonitorStats* d = stat(*day24, row.monitor_id);
-    json m =
-        json_object({{"id", row.monitor_id},
-                     {"state", state},
-                     {"enabled", row.enabled},
-                     {"lastProbe", row.last_probe.is_object() ? row.last_probe : json(nullptr)},
-                     {"incident", incident},
-                     {"uptime",
-                      {{"24h", uptime_percent(d)},
-                       {"7d", uptime_percent(stat(*week, row.monitor_id))},
-                       {"30d", uptime_percent(stat(*month, row.monitor_id))}}},
-                     {"latencyMs",
-                      {{"p50", d ? nullable_int(d->p50) : json(nullptr)},
-                       {"p95", d ? nullable_int(d->p95) : json(nullptr)}}}});
+    json m = json_object({{"id", row.monitor_id},
+                          {"state", state},
+                          {"enabled", row.enabled},
+                          {"lastProbe", row.last_probe.is_object() ? row.last_probe : no_probe()},
+                          {"incident", incident},
+                          {"uptime",
+                           {{"24h", uptime_percent(d)},
+                            {"7d", uptime_percent(stat(*week, row.monitor_id))},
+                            {"30d", uptime_percent(stat(*month, row.monitor_id))}}},
+                          {"latencyMs",
+                           {{"p50", d ? nullable_int(d->p50) : json(nullptr)},
+                            {"p95", d ? nullable_int(d->p95) : json(nullptr)}}}});
     if (include_urls) m["url"] = string_or(row.spec, "url", "");
     list.push_back(std::move(m));
   }

@@ -208,7 +208,8 @@ std::string render_status_html(const json& status) {
       h += "</div><div class=\"legend\"><span>90 days ago</span><span>" +
            fmt_percent(uptime ? uptime->value("90d", json(nullptr)) : json(nullptr)) +
            " uptime</span><span>today</span></div>";
-      if (const json* last = find_field(m, "lastProbe"); last && last->is_object()) {
+      const json* last = find_field(m, "lastProbe");
+      if (last && last->is_object() && get_string(*last, "at")) {  // "at" null: never probed
         std::string reason = string_or(*last, "reason", "");
         h += "<p class=\"legend\"><span>Last check " + html_escape(string_or(*last, "at", "")) +
              (reason.empty() ? "" : " — " + html_escape(reason)) + "</span><span>" +
