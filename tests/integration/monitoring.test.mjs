@@ -364,6 +364,25 @@ describe("monitoring: incidents and alerts", () => {
     const up = await monitorView("outage");
     assert.equal(up.state, "up");
     assert.equal(up.incident, null);
+
+    // The ledger got the pipeline's events through its queue, stamped with the monitor's tenant.
+    const ledger = async (tenant) => {
+      const path = "/api/events?type=monitor.*&entity=monitor:outage&limit=100";
+      const res = await mesh.fetch("events", path, { headers: mesh.tenantHeaders(tenant) });
+      return (await jsonOf(res, 200)).events;
+    };
+    const ofIncident = (events) => events.filter((e) => e.payload?.incidentId === down.incident.id);
+    await waitFor(async () => ofIncident(await ledger("bakery")).length === 2, "the incident's events");
+    const events = await ledger("bakery");
+    assert.deepEqual(
+      ofIncident(events)
+        .map((e) => e.event_type)
+        .sort(),
+      ["monitor.incident_opened", "monitor.incident_resolved"],
+    );
+    assert.ok(events.filter((e) => e.event_type === "monitor.probe_failed").length >= 4);
+    assert.ok(events.every((e) => e.tenant_id === "bakery" && e.entity_ref === "monitor:outage"));
+    assert.deepEqual(await ledger("auto-repair"), []);
   });
 
   it("three cron firings seconds apart (real scheduled events, as an operator triggers them) probe three times and open the incident", async () => {
@@ -596,6 +615,7 @@ describe("monitoring: status page", () => {
     assert.equal(typeof up90, "number");
     assert.ok(html.includes(`${up90.toFixed(2)}% uptime`), `no "${up90.toFixed(2)}% uptime" in the page`);
     await errorOf(await mesh.fetch("monitoring", "/status/nobody"), 404, "not_found");
+    await errorOf(await mesh.fetch("monitoring", "/status/nobody.json"), 404, "not_found");
   });
 });
 
