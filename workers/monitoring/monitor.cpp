@@ -137,13 +137,13 @@ Status parse_alert_channels(const json& body, MonitorSpec& spec, bool allow_loca
 }
 
 Status parse_windows(const json& body, MonitorSpec& spec) {
-  // "maintenance" (what the API answers) or "maintenanceWindows" (the contract's words): errors name
-  // the key that was sent; both at once is ambiguous.
+  // "maintenance" or "maintenanceWindows" (the contract's words; the API answers both): errors name
+  // the key that was sent. Both at once must agree (a monitor's answer sent back as it came).
   const json* v = find_field(body, "maintenance");
   const json* alias = find_field(body, "maintenanceWindows");
   std::string key = "maintenance";
-  if (v != nullptr && alias != nullptr) {
-    return field_error("maintenanceWindows", "send either maintenance or maintenanceWindows");
+  if (v != nullptr && alias != nullptr && *v != *alias) {
+    return field_error("maintenanceWindows", "differs from maintenance: send one of the two");
   }
   if (v == nullptr && alias != nullptr) {
     v = alias;
@@ -363,7 +363,8 @@ json monitor_json(const MonitorSpec& spec, bool redact) {
                           {"mustContain", spec.must_contain},
                           {"enabled", spec.enabled},
                           {"alertChannels", channels},
-                          {"maintenance", windows}});
+                          {"maintenance", windows},
+                          {"maintenanceWindows", windows}});
   if (!spec.service.empty()) {
     out["service"] = spec.service;
     out["path"] = spec.path;
