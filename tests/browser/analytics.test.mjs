@@ -47,15 +47,23 @@ describe("analytics tracker in Chromium", () => {
     const page = await context.newPage();
     try {
       const first = page.waitForRequest((r) => r.url().endsWith("/_sa/beacon") && r.method() === "POST");
-      const response = await page.goto(await mesh.url("bakery"));
+      // Arriving from another site: the landing page's referrer is that site.
+      const response = await page.goto(await mesh.url("bakery"), { referer: "https://news.example/story" });
       assert.equal(response.status(), 200);
       const beacon1 = await first;
-      assert.equal(JSON.parse(beacon1.postData()).u, page.url());
+      const landing = page.url();
+      assert.deepEqual(
+        [JSON.parse(beacon1.postData()).u, JSON.parse(beacon1.postData()).r],
+        [landing, "https://news.example/story"],
+      );
 
+      // An SPA navigation's referrer is the page navigated from, as a link between two pages would
+      // send: the other site is counted once, not once per page of the visit.
       const second = page.waitForRequest((r) => r.url().endsWith("/_sa/beacon") && r.method() === "POST");
       await page.evaluate(() => history.pushState({}, "", "/spa-page?utm_source=browser-test"));
       const beacon2 = await second;
       assert.match(JSON.parse(beacon2.postData()).u, /\/spa-page\?utm_source=browser-test$/);
+      assert.equal(JSON.parse(beacon2.postData()).r, landing);
 
       const s = await statsWhen("both pageviews", query, (s) =>
         ["/", "/spa-page"].every((p) => s.rows.some((r) => r.key === p && r.pageviews >= 1)),
@@ -64,6 +72,8 @@ describe("analytics tracker in Chromium", () => {
       assert.ok(s.totals.visitors >= 1);
       const utm = await stats(`?from=${today}&to=${today}&by=utm_source`);
       assert.ok(utm.rows.some((r) => r.key === "browser-test"));
+      const referrers = await stats(`?from=${today}&to=${today}&by=referrer`);
+      assert.equal(referrers.rows.find((r) => r.key === "news.example")?.pageviews, 1, JSON.stringify(referrers));
     } catch (err) {
       err.message += `\npage showed: ${await describePage(page)}`;
       throw err;

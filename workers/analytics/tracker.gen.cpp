@@ -5,15 +5,15 @@
 namespace ss::analytics {
 
 const std::string_view kTrackerSource =
-    "((a,n,p,r)=>{var h=a.currentScript,o=new URL(\"beacon\",h?.src||location.href).href,i;functi"
-    "on t(){var e=location.origin+location.pathname+location.search;if(e!==i){i=e;var c=JSON.st"
-    "ringify({u:location.href,r:a.referrer,w:n.innerWidth});p.sendBeacon?.(o,c)||fetch(o,{metho"
-    "d:\"POST\",body:c,keepalive:!0,credentials:\"omit\"}).catch(()=>{})}}var s=r.pushState;r.pushS"
-    "tate=(...e)=>{s.apply(r,e),t()},n.addEventListener(\"popstate\",t),t()})(document,window,nav"
-    "igator,history);";
+    "((t,n,h,r)=>{var f=t.currentScript,o=new URL(\"beacon\",f?.src||location.href).href,i,c=t.re"
+    "ferrer;function a(){var e=location.origin+location.pathname+location.search;if(e!==i){i=e;"
+    "var p=JSON.stringify({u:location.href,r:c,w:n.innerWidth});c=location.href,h.sendBeacon?.("
+    "o,p)||fetch(o,{method:\"POST\",body:p,keepalive:!0,credentials:\"omit\"}).catch(()=>{})}}var s"
+    "=r.pushState;r.pushState=(...e)=>{s.apply(r,e),a()},n.addEventListener(\"popstate\",a),a()})"
+    "(document,window,navigator,history);";
 // First 12 hex digits of the SHA-256 of kTrackerSource: the ?v= of the long-cacheable URL.
-const std::string_view kTrackerVersion = "50b4bf988be3";
+const std::string_view kTrackerVersion = "d7a152657fdc";
 // SHA-256 of tracker.js as it was when this file was generated (a test compares it).
-const std::string_view kTrackerSourceSha256 = "10c16a6e36a7c1896e67051b22e34e4b232a9c42569df356ff55443aa9b553c3";
+const std::string_view kTrackerSourceSha256 = "d794dafa2bf485bc9fa4aa92d456e8f964b4219f824f586c22a12a3439a0cad0";
 
 }  // namespace ss::analytics
