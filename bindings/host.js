@@ -80,8 +80,12 @@ export function addRpcMethods(cls, source, service, methods) {
 }
 
 function workerHandlers(host, service, cfFields, parts) {
-  return {
+  const handlers = {
     async fetch(request, env, ctx) {
+      if (env?.LOCAL_CRON_TRIGGERS === "1" && request.url.includes("scheduled")) {
+        const triggered = await localCronTrigger(request, env, handlers.scheduled);
+        if (triggered) return triggered;
+      }
       if (hooksOn(env)) {
         const injected = await faultsRoute(request, env, parts); // test hooks only (bindings/faults.js)
         if (injected) return injected;
@@ -200,6 +204,38 @@ function workerHandlers(host, service, cfFields, parts) {
       settleBatch(batch, messages, out, service);
     },
   };
+  return handlers;
+}
+
+// Local runs only (LOCAL_CRON_TRIGGERS=1 among workers/workers.json's local vars: scripts/dev and the
+// tests; never deployed): each worker's own port runs one of its crons on `/__scheduled?cron=…`
+// (wrangler dev's `--test-scheduled` route) or `/cdn-cgi/handler/scheduled?cron=…` (Miniflare's,
+// which it serves on its entry port alone), `time=` (epoch ms) as the firing's scheduledTime, as
+// wrangler and Miniflare take it. The answer waits for the scheduled run (not for the queue
+// consumers it may feed) and is JSON: 200 `{"ok":true,…}`, or 500 when the run failed.
+const CRON_TRIGGER_PATHS = new Set(["/__scheduled", "/cdn-cgi/handler/scheduled", "/cdn-cgi/mf/scheduled"]);
+
+async function localCronTrigger(request, env, scheduled) {
+  const url = new URL(request.url);
+  if (!CRON_TRIGGER_PATHS.has(url.pathname)) return null;
+  const cron = url.searchParams.get("cron") ?? "";
+  const time = Number(url.searchParams.get("time") ?? Number.NaN);
+  const scheduledTime = Number.isSafeInteger(time) && time > 0 ? time : Date.now();
+  const waits = [];
+  try {
+    await scheduled({ cron, scheduledTime, noRetry() {} }, env, {
+      waitUntil: (promise) => waits.push(promise),
+      passThroughOnException() {},
+    });
+    await Promise.all(waits);
+  } catch (err) {
+    console.error(`local cron trigger "${cron}": ${err?.message ?? err}`);
+    return Response.json(
+      { error: { code: "internal", message: `the scheduled run "${cron}" failed` } },
+      { status: 500 },
+    );
+  }
+  return Response.json({ ok: true, cron, scheduledTime: new Date(scheduledTime).toISOString() });
 }
 
 function fetchMessage(env, request) {

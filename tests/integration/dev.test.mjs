@@ -241,6 +241,19 @@ describe("scripts/dev on a fresh clone", { skip }, () => {
     assert.equal(events.tenant_id, "bakery");
   });
 
+  it("fires a cron on each platform worker's own port (wrangler's /__scheduled, Miniflare's route)", async () => {
+    for (const [key, path] of [
+      ["monitoring", "/__scheduled?cron=*/5+*+*+*+*"],
+      ["events", `/cdn-cgi/handler/scheduled?cron=${encodeURIComponent("*/2 * * * *")}`],
+    ]) {
+      const res = await fetch(`${HOST}:${PORTS[key]}${path}`);
+      assert.equal(res.status, 200, `${key}: ${await res.clone().text()}`);
+      const body = await res.json();
+      assert.equal(body.ok, true, key);
+      assert.match(body.cron, /^\*\/[25] \* \* \* \*$/, key);
+    }
+  });
+
   it("Ctrl-C stops every process it started", () => expectCtrlCStopsAll(dev));
 });
 

@@ -856,6 +856,44 @@ describe("scheduled and queue", () => {
     await assert.rejects(worker.scheduled({ cron: "bad", scheduledTime: 0 }, {}, ctx()));
   });
 
+  it("runs a cron on the worker's own port in local runs only (LOCAL_CRON_TRIGGERS)", async () => {
+    const seen = [];
+    const core = fakeCore({
+      *scheduled(message) {
+        seen.push([message.cron, message.scheduledTime]);
+        yield [{ kind: "sleep", ms: 1 }];
+        return { ok: message.cron !== "bad" };
+      },
+    });
+    const worker = defineWorker(core);
+    const local = { LOCAL_CRON_TRIGGERS: "1" };
+    // wrangler dev's route (`+` for the spaces), then Miniflare's with a scheduledTime of its own.
+    const wrangler = await worker.fetch(get("/__scheduled?cron=*/5+*+*+*+*"), local, ctx());
+    assert.equal(wrangler.status, 200);
+    assert.deepEqual(Object.keys(await wrangler.json()).sort(), ["cron", "ok", "scheduledTime"]);
+    const miniflare = await worker.fetch(
+      get(`/cdn-cgi/handler/scheduled?cron=${encodeURIComponent("0 * * * *")}&time=1764426000000`),
+      local,
+      ctx(),
+    );
+    assert.deepEqual(await miniflare.json(), {
+      ok: true,
+      cron: "0 * * * *",
+      scheduledTime: "2025-11-29T14:20:00.000Z",
+    });
+    assert.deepEqual(seen[1], ["0 * * * *", 1764426000000]);
+    assert.equal(seen[0][0], "*/5 * * * *");
+    // A run that fails is a 500 JSON error; a path beside the routes is the core's.
+    const failed = await worker.fetch(get("/__scheduled?cron=bad"), local, ctx());
+    assert.equal(failed.status, 500);
+    assert.equal((await failed.json()).error.code, "internal");
+    assert.equal((await worker.fetch(get("/__scheduled/x"), local, ctx())).status, 404);
+    // Deployed (no LOCAL_CRON_TRIGGERS), the routes are the core's like any other path: no cron runs.
+    const deployed = await worker.fetch(get("/__scheduled?cron=*/5+*+*+*+*"), {}, ctx());
+    assert.equal(deployed.status, 404);
+    assert.equal(seen.length, 3);
+  });
+
   it("acks and retries each message as told; a forgotten one is retried", async () => {
     let seen;
     const core = fakeCore({

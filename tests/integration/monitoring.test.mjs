@@ -172,6 +172,20 @@ describe("monitoring: a monitor never probed", () => {
   });
 });
 
+describe("monitoring: its cron fired by hand on its own port (local runs)", () => {
+  it("/__scheduled and /cdn-cgi/handler/scheduled run the */5 probe tick", async () => {
+    await jsonOf(await put("by-hand", { url: `${origin.url}/` }), 201);
+    const fired = await jsonOf(await mesh.fetch("monitoring", "/__scheduled?cron=*/5+*+*+*+*"), 200);
+    assert.deepEqual([fired.ok, fired.cron], [true, "*/5 * * * *"]);
+    await waitFor(async () => (await probeCount("by-hand")) === 1, "the first probe");
+    // Another firing seconds later is another tick (its own scheduledTime): a second probe.
+    const again = `/cdn-cgi/handler/scheduled?cron=${encodeURIComponent("*/5 * * * *")}&time=${Date.now() + 1000}`;
+    await jsonOf(await mesh.fetch("monitoring", again), 200);
+    await waitFor(async () => (await probeCount("by-hand")) === 2, "the second probe");
+    assert.equal((await monitorView("by-hand")).state, "up");
+  });
+});
+
 describe("monitoring: monitors API, writes", () => {
   it("keeps and answers maintenance windows in UTC, whatever offset was sent", async () => {
     const maintenance = [{ start: "2026-01-01T01:00:00+01:00", end: "2026-01-02T00:00:00.250-05:00" }];

@@ -31,6 +31,10 @@ describe("workers/workers.json", () => {
       assert.deepEqual(c.kv_namespaces.map((k) => k.binding).sort(), [...w.kv].sort());
       assert.deepEqual((c.queues.producers ?? []).map((q) => q.binding).sort(), [...w.queues.producers].sort());
       assert.deepEqual((c.queues.consumers ?? []).map((q) => q.queue).sort(), [...w.queues.consumers].sort());
+      // What only local runs may turn on (the local vars) is never on where it is deployed.
+      for (const local of ["ALLOW_LOCAL_OUTBOUND", "LOCAL_CRON_TRIGGERS", "SITESWARM_TEST_HOOKS"]) {
+        assert.notEqual(c.vars?.[local], "1", `${w.wrangler} turns ${local} on`);
+      }
       // Its main imports the wasm the build produces under the list's name.
       assert.match(c.main, new RegExp(`workers/${w.key}/worker\\.js$`));
     });
