@@ -514,6 +514,10 @@ describe("workflow_runner", () => {
     assert.equal((await rows("SELECT * FROM workflow_run_log")).length, 4);
 
     await errorOf(await admin("POST", "/admin/consumers/nobody/replay", { from_event_id: ids[0] }), 404, "not_found");
+    // The consumer is the path's record: unknown, it is 404 before the body is read (was 415, 400).
+    await errorOf(await admin("POST", "/admin/consumers/nobody/replay"), 404, "not_found");
+    await errorOf(await admin("POST", "/admin/consumers/nobody/replay", "{"), 404, "not_found");
+    await errorOf(await admin("POST", "/admin/consumers/workflow_runner/replay", "{"), 400, "invalid_json");
     const bad = await errorOf(
       await admin("POST", "/admin/consumers/workflow_runner/replay", { from_event_id: "x" }),
       400,

@@ -511,9 +511,10 @@ Task<Result<Response>> drain_now(Context& ctx, const Request& req, const Params&
 }
 
 Task<Result<Response>> replay(Context& ctx, const Request& req, const Params& params) {
-  SS_CO_TRY(json body, operator_body(req));
+  // The path's record first: a consumer no drainer has is 404 whatever the body says.
   std::string name = param(params, "name");
   if (!is_consumer(name)) co_return Error{ErrorCode::not_found, "no consumer " + name};
+  SS_CO_TRY(json body, operator_body(req));
   auto from = get_string(body, "from_event_id");
   if (from) from = canonical_ulid(*from);
   if (!from || !is_ulid(*from))

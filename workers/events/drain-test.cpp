@@ -432,6 +432,31 @@ TEST_CASE("replay shows a consumer the window again and dedupe prevents double s
       400);
 }
 
+// docs/contract.md "Common rules": an unknown record is 404. The consumer is the path's record, so
+// it is judged before the body: a consumer no drainer has is 404 whatever the body (before: 415
+// without a body, 400 invalid_json with a malformed one), and a known one's body errors are 400.
+TEST_CASE("replay: an unknown consumer is 404 before its body is read; body errors are 400") {
+  Ledger l;
+  std::string id = l.emit("price.changed");
+  auto no_body = l.mesh.request("events", "POST", "/admin/consumers/nobody/replay", l.op(false));
+  CHECK(no_body.status == 404);
+  CHECK(no_body.body_json()["error"]["code"] == "not_found");
+  auto malformed =
+      l.mesh.request("events", "POST", "/admin/consumers/nobody/replay", l.op(), "{\"from_");
+  CHECK(malformed.status == 404);
+  CHECK(l.admin("POST", "/admin/consumers/nobody/replay", {{"from_event_id", id}}).status == 404);
+  auto bad_json =
+      l.mesh.request("events", "POST", "/admin/consumers/workflow_runner/replay", l.op(), "{\"f");
+  CHECK(bad_json.status == 400);
+  CHECK(bad_json.body_json()["error"]["code"] == "invalid_json");
+  auto missing = l.admin("POST", "/admin/consumers/workflow_runner/replay", json::object());
+  CHECK(missing.status == 400);
+  CHECK(missing.body_json()["error"]["field"] == "from_event_id");
+  CHECK(
+      l.admin("POST", "/admin/consumers/workflow_runner/replay", {{"from_event_id", id}}).status ==
+      200);
+}
+
 TEST_CASE("two drains at once: the second finds the lock and does nothing") {
   Ledger l;
   l.workflow("notify");
