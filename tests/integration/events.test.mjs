@@ -249,6 +249,62 @@ describe("emit", () => {
     const all = await jsonOf(await admin("GET", "/api/events"), 200);
     assert.equal(all.events.length, 2);
   });
+
+  // docs/runbook-events.md "The HTTP surface where the contract leaves a choice".
+  it("the operator names any tenant (keys scoped by it); a tenant's ?tenant= is not read; events have no resource", async () => {
+    const body = { event_type: "order.placed", entity_ref: "order:1", payload: {}, idempotency_key: "op-k" };
+    const mine = (await jsonOf(await post(body), 201)).event_id;
+    // The operator posting for bakery with bakery's key gets bakery's event back.
+    assert.deepEqual(await jsonOf(await admin("POST", "/api/events", { ...body, tenant_id: "bakery" }), 200), {
+      event_id: mine,
+      duplicate: true,
+    });
+    // Platform-wide events are a key scope of their own; a tenant the ledger has not provisioned is
+    // named as the queue names it.
+    const platform = (await jsonOf(await admin("POST", "/api/events", body), 201)).event_id;
+    assert.notEqual(platform, mine);
+    const unprovisioned = (await jsonOf(await admin("POST", "/api/events", { ...body, tenant_id: "not-yet" }), 201))
+      .event_id;
+    const read = await jsonOf(await admin("GET", "/api/events?tenant=not-yet"), 200);
+    assert.deepEqual(
+      read.events.map((e) => [e.event_id, e.tenant_id]),
+      [[unprovisioned, "not-yet"]],
+    );
+    const stored = await rows("SELECT event_id, tenant_id FROM events ORDER BY seq");
+    assert.deepEqual(stored, [
+      { event_id: mine, tenant_id: "bakery" },
+      { event_id: platform, tenant_id: null },
+      { event_id: unprovisioned, tenant_id: "not-yet" },
+    ]);
+    // A tenant reads its own events, whatever ?tenant= says; the default page is 100 events.
+    const own = await jsonOf(
+      await mesh.fetch("events", "/api/events?tenant=not-yet", { headers: mesh.tenantHeaders("bakery") }),
+      200,
+    );
+    assert.deepEqual(
+      own.events.map((e) => e.event_id),
+      [mine],
+    );
+    for (let i = 0; i < 101; i += 20) {
+      await Promise.all(Array.from({ length: Math.min(20, 101 - i) }, (_, j) => emit("item.seen", { n: i + j })));
+    }
+    const page = await jsonOf(
+      await mesh.fetch("events", "/api/events", { headers: mesh.tenantHeaders("bakery") }),
+      200,
+    );
+    assert.equal(page.events.length, 100);
+    assert.equal(page.next, page.events[99].event_id);
+    // No method updates or deletes an event: /api/events/{id} is no route, /api/events is 405.
+    for (const method of ["GET", "PUT", "PATCH", "DELETE"]) {
+      await errorOf(await admin(method, `/api/events/${mine}`), 404, "not_found");
+    }
+    for (const method of ["PUT", "PATCH", "DELETE"]) {
+      const res = await admin(method, "/api/events");
+      assert.equal(res.headers.get("allow"), "POST, GET, HEAD");
+      await errorOf(res, 405, "method_not_allowed");
+    }
+    assert.equal((await rows("SELECT * FROM events WHERE event_id = ?1", mine)).length, 1);
+  });
 });
 
 describe("workflow_runner", () => {
