@@ -807,6 +807,17 @@ describe("errors", () => {
     );
     await errorOf(await mesh.fetch("events", "/admin/events/drain", { method: "POST" }), 401, "unauthorized");
     await errorOf(await mesh.fetch("events", "/admin/quarantine"), 401, "unauthorized");
+
+    // A subscription's id is a ULID: Crockford base32 reads it in either case, as event ids are read.
+    const { id } = await subscribe("price.*", "x");
+    const lower = id.toLowerCase();
+    assert.equal((await jsonOf(await admin("GET", `/admin/subscriptions/${lower}`), 200)).id, id);
+    assert.equal(
+      (await jsonOf(await admin("PATCH", `/admin/subscriptions/${lower}`, { enabled: false }), 200)).enabled,
+      false,
+    );
+    assert.equal((await admin("DELETE", `/admin/subscriptions/${lower}`)).status, 204);
+    await errorOf(await admin("GET", `/admin/subscriptions/${id}`), 404, "not_found");
   });
 
   it("invalid events: 400 naming the field, 413 over 64 KiB, 415 wrong type, 401 without credentials", async () => {

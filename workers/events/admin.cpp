@@ -241,8 +241,12 @@ Task<Result<Response>> list_subscriptions(Context& ctx, const Request& req, cons
   co_return list_response("subscriptions", rows);
 }
 
+// A subscription's id from the path: a ULID, which Crockford base32 reads in either case (as the
+// ledger reads event ids); stored upper case.
+std::string subscription_id(const Params& params) { return canonical_ulid(param(params, "id")); }
+
 Task<Result<Response>> get_subscription(Context& ctx, const Request& req, const Params& params) {
-  std::string id = param(params, "id");
+  std::string id = subscription_id(params);
   SS_CO_TRY(std::optional<SubscriptionRow> row, co_await ConfigStore::subscription(id));
   if (!row) co_return no_such("subscription", id);
   co_return Response::json_body(200, row->view());
@@ -254,7 +258,7 @@ Task<Result<Response>> get_subscription(Context& ctx, const Request& req, const 
 // started.
 Task<Result<Response>> patch_subscription(Context& ctx, const Request& req, const Params& params) {
   SS_CO_TRY(json body, operator_body(req));
-  std::string id = param(params, "id");
+  std::string id = subscription_id(params);
   SS_CO_TRY(std::optional<SubscriptionRow> found, co_await ConfigStore::subscription(id));
   if (!found) co_return no_such("subscription", id);
   SubscriptionRow row = *found;
@@ -273,7 +277,7 @@ Task<Result<Response>> patch_subscription(Context& ctx, const Request& req, cons
 }
 
 Task<Result<Response>> delete_subscription(Context& ctx, const Request& req, const Params& params) {
-  std::string id = param(params, "id");
+  std::string id = subscription_id(params);
   SS_CO_TRY(bool deleted, co_await ConfigStore::delete_subscription(id));
   if (!deleted) co_return no_such("subscription", id);
   co_return Response::empty(204);
