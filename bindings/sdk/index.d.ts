@@ -232,7 +232,7 @@ export interface MonitorSettings {
   enabled?: boolean;
   alertChannels?: { pagerduty?: { routingKey: string }; slack?: { webhookUrl: string } };
   maintenance?: { start: string; end: string }[];
-  /** The same as `maintenance` (send one of the two). */
+  /** The same as `maintenance` (the service answers both; sent together, they must agree). */
   maintenanceWindows?: { start: string; end: string }[];
 }
 

@@ -17,6 +17,8 @@ export async function platformWorkerOptions(
   { name, scriptPath, bindings = {}, serviceBindings = {}, queueConsumers, d1Databases } = {},
 ) {
   const { unstable_getMiniflareWorkerOptions } = await import("wrangler");
+  // The local-only cron routes (bindings/host.js) stay off: a bench measures requests as deployed.
+  const { LOCAL_CRON_TRIGGERS: _localOnly, ...given } = bindings;
   const { workerOptions, main } = unstable_getMiniflareWorkerOptions(path.join(ROOT, WORKERS[key].wrangler));
   return {
     ...workerOptions,
@@ -25,7 +27,7 @@ export async function platformWorkerOptions(
     scriptPath: scriptPath ?? main,
     modulesRoot: ROOT,
     modulesRules: MODULE_RULES,
-    bindings: { ...workerOptions.bindings, ...bindings },
+    bindings: { ...workerOptions.bindings, ...given },
     serviceBindings,
     queueConsumers: queueConsumers ?? workerOptions.queueConsumers,
     ...(d1Databases ? { d1Databases } : {}),

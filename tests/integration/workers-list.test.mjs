@@ -31,10 +31,6 @@ describe("workers/workers.json", () => {
       assert.deepEqual(c.kv_namespaces.map((k) => k.binding).sort(), [...w.kv].sort());
       assert.deepEqual((c.queues.producers ?? []).map((q) => q.binding).sort(), [...w.queues.producers].sort());
       assert.deepEqual((c.queues.consumers ?? []).map((q) => q.queue).sort(), [...w.queues.consumers].sort());
-      // What only local runs may turn on (the local vars) is never on where it is deployed.
-      for (const local of ["ALLOW_LOCAL_OUTBOUND", "LOCAL_CRON_TRIGGERS", "SITESWARM_TEST_HOOKS"]) {
-        assert.notEqual(c.vars?.[local], "1", `${w.wrangler} turns ${local} on`);
-      }
       // Its main imports the wasm the build produces under the list's name.
       assert.match(c.main, new RegExp(`workers/${w.key}/worker\\.js$`));
     });
@@ -161,6 +157,15 @@ describe("workers/workers.json", () => {
       for (const w of Object.values(PLATFORM_WORKERS)) assert.equal(bound[w.serviceBinding], w.name);
     });
   }
+
+  it("what only local runs may turn on (their local vars) is never on in a deployed config", () => {
+    for (const w of [...Object.values(PLATFORM_WORKERS), ...Object.values(PARTS)]) {
+      const c = read(w);
+      for (const local of ["ALLOW_LOCAL_OUTBOUND", "LOCAL_CRON_TRIGGERS", "SITESWARM_TEST_HOOKS"]) {
+        assert.notEqual(c.vars?.[local], "1", `${w.wrangler} turns ${local} on`);
+      }
+    }
+  });
 
   it("ports, inspector ports, names and service bindings are unique", () => {
     const all = Object.values(WORKERS);

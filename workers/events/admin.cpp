@@ -254,13 +254,13 @@ Task<Result<Response>> get_subscription(Context& ctx, const Request& req, const 
 
 // PATCH /admin/subscriptions/{id}: any of event_type_glob, workflow_type, filter_expr (null
 // clears), input_mapper (null clears), enabled; validated like a POST (400 naming the field), an
-// unknown id is 404. The change applies from the next drain on: events already started stay
-// started.
+// unknown id is 404, whatever the body (the path's record first, as replay's consumer). The change
+// applies from the next drain on: events already started stay started.
 Task<Result<Response>> patch_subscription(Context& ctx, const Request& req, const Params& params) {
-  SS_CO_TRY(json body, operator_body(req));
   std::string id = subscription_id(params);
   SS_CO_TRY(std::optional<SubscriptionRow> found, co_await ConfigStore::subscription(id));
   if (!found) co_return no_such("subscription", id);
+  SS_CO_TRY(json body, operator_body(req));
   SubscriptionRow row = *found;
   for (auto it = body.begin(); it != body.end(); ++it) {
     if (std::find(std::begin(kSubscriptionFields), std::end(kSubscriptionFields), it.key()) ==

@@ -675,6 +675,12 @@ TEST_CASE("PATCH a subscription narrows it in place: validated, 404 for unknown 
   expect(json::object(), "body");
   CHECK(l.admin("PATCH", "/admin/subscriptions/01HZZZZZZZZZZZZZZZZZZZZZZZ", {{"enabled", false}})
             .status == 404);
+  // An unknown id is 404 whatever the body: the path's record is looked at first.
+  auto unknown_bad_body =
+      l.mesh.request("events", "PATCH", "/admin/subscriptions/01HZZZZZZZZZZZZZZZZZZZZZZZ",
+                     l.op(true), "{not json");
+  CHECK(unknown_bad_body.status == 404);
+  CHECK(unknown_bad_body.body_json()["error"]["code"] == "not_found");
   CHECK(l.mesh
             .request("events", "PATCH", "/admin/subscriptions/" + id,
                      {{"Content-Type", "application/json"}}, R"({"enabled":false})")

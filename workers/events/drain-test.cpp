@@ -969,6 +969,23 @@ TEST_CASE("DRAIN_BATCHES_PER_RUN bounds a cron run; the next run continues at th
   CHECK(over.status == 400);
   CHECK(over.body_json()["error"]["field"] == "batches");
   CHECK(l.admin("POST", "/admin/events/drain?consumer=workflow_runner&batches=150").status == 200);
+  // A consumer that is not one of the five drainers: 400 naming the query parameter.
+  auto nobody = l.admin("POST", "/admin/events/drain?consumer=nobody");
+  CHECK(nobody.status == 400);
+  CHECK(nobody.body_json()["error"]["code"] == "invalid_request");
+  CHECK(nobody.body_json()["error"]["field"] == "consumer");
+  // The operator's tenant_id: a well-formed tenant id or null; anything else names the field.
+  for (const json& tenant : {json("Bakery"), json(5), json("-x"), json("")}) {
+    auto r = l.admin("POST", "/api/events",
+                     {{"event_type", "order.placed"},
+                      {"entity_ref", "order:1"},
+                      {"payload", json::object()},
+                      {"tenant_id", tenant}});
+    CAPTURE(tenant.dump());
+    CHECK(r.status == 400);
+    CHECK(r.body_json()["error"]["code"] == "invalid_event");
+    CHECK(r.body_json()["error"]["field"] == "tenant_id");
+  }
 }
 
 TEST_CASE(

@@ -363,8 +363,7 @@ json monitor_json(const MonitorSpec& spec, bool redact) {
                           {"mustContain", spec.must_contain},
                           {"enabled", spec.enabled},
                           {"alertChannels", channels},
-                          {"maintenance", windows},
-                          {"maintenanceWindows", windows}});
+                          {"maintenance", windows}});
   if (!spec.service.empty()) {
     out["service"] = spec.service;
     out["path"] = spec.path;

@@ -46,6 +46,8 @@ json admin_view(const MonitorRow& row) {
         if (auto t = w.find(key); t != w.end()) *t = utc_time(*t);
       }
     }
+    // Stored once, answered under both names (the contract's "maintenance windows" too).
+    out["maintenanceWindows"] = *windows;
   }
   out["enabled"] = row.enabled;
   out["source"] = row.source;
