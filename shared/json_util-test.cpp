@@ -320,6 +320,17 @@ TEST_CASE("what the reader refuses that nlohmann would read, and what it reads a
   CHECK(parse_json_or_discarded("\"\\udc00\"").is_discarded());  // a lone low surrogate: both
 }
 
+TEST_CASE("parse_json refuses a raw NUL byte, which both readers take for the end of the text") {
+  for (const std::string& text : {std::string("{\"a\":1}\0junk", 12), std::string("{\"a\":1}\0", 8),
+                                  std::string("[\0]", 3)}) {
+    CAPTURE(text);
+    auto parsed = parse_json(text);
+    REQUIRE_FALSE(parsed);
+    CHECK(parsed.error().code == ErrorCode::invalid_json);
+  }
+  CHECK(parse_json("{\"a\":\"\\u0000\"}")->at("a") == std::string(1, '\0'));  // escaped: fine
+}
+
 // Strings of any bytes, weighted towards what the writer treats apart: escapes, control characters,
 // lead and continuation bytes of every UTF-8 class, sequences cut off and broken off.
 std::string random_bytes(std::mt19937& rng) {

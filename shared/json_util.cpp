@@ -71,7 +71,11 @@ Result<json> parse_json(std::string_view text) {
                  "the body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels"};
   }
   json value = parse_json_or_discarded(text);
-  if (value.is_discarded()) return Error{ErrorCode::invalid_json, "the body is not valid JSON"};
+  // A raw NUL byte is JSON nowhere (RFC 8259), but both readers take it for the end of the text:
+  // `{"a":1}\0junk` would have been read as `{"a":1}`.
+  if (value.is_discarded() || text.find('\0') != std::string_view::npos) {
+    return Error{ErrorCode::invalid_json, "the body is not valid JSON"};
+  }
   return value;
 }
 

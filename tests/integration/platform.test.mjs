@@ -169,6 +169,8 @@ describe("tenant provisioning", () => {
         assert.ok((await res.json()).error.code);
       }
       await errorOf(await put(key, "json-test", "{not json"), 400, "invalid_json");
+      // A raw NUL ended the text for the JSON reader: what followed it was never read (was 201).
+      await errorOf(await put(key, "json-test", `${JSON.stringify(body)}\u0000junk`), 400, "invalid_json");
       await errorOf(
         await put(key, "json-test", "token=x", mesh.operator({ "content-type": "text/plain" })),
         415,
