@@ -8,6 +8,8 @@
 #include "shared/tenant_cache.h"
 #include "shared/tenant_store.h"
 
+#include <algorithm>
+
 namespace ss {
 
 namespace {
@@ -63,12 +65,15 @@ Result<std::string> tenant_id_param(const Params& params) {
 Result<std::optional<std::string>> secret_field(const json& body, const char* name) {
   const json* v = find_field(body, name);
   if (v == nullptr) return std::optional<std::string>{};
-  if (!v->is_string() || v->get<std::string>().size() < kMinSecretLength ||
-      v->get<std::string>().size() > kMaxSecretLength) {
+  // Visible ASCII only: a secret is presented in a header, which cannot carry a NUL or a control
+  // character and trims spaces, so one with those (or "   ") could never be presented again.
+  const std::string* s = v->get_ptr<const std::string*>();
+  if (s == nullptr || s->size() < kMinSecretLength || s->size() > kMaxSecretLength ||
+      !std::all_of(s->begin(), s->end(), [](char c) { return c > ' ' && c < '\x7f'; })) {
     static_assert(kMinSecretLength == 1 && kMaxSecretLength == 512, "the message names them");
     Error e{ErrorCode::invalid_request,
-            std::string(name) + " must be a string of 1–512 characters"};
-    return std::move(name_field(e, name, "must be a string of 1–512 characters"));
+            std::string(name) + " must be 1–512 visible ASCII characters"};
+    return std::move(name_field(e, name, "must be 1–512 visible ASCII characters"));
   }
   return std::optional<std::string>{v->get<std::string>()};
 }

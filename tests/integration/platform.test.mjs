@@ -171,6 +171,12 @@ describe("tenant provisioning", () => {
       await errorOf(await put(key, "json-test", "{not json"), 400, "invalid_json");
       // A raw NUL ended the text for the JSON reader: what followed it was never read (was 201).
       await errorOf(await put(key, "json-test", `${JSON.stringify(body)}\u0000junk`), 400, "invalid_json");
+      // A secret a header cannot carry back (a control character, spaces only, non-ASCII) would
+      // lock the tenant out for good (was 201).
+      for (const token of ["a\u0000b", "a\u0001b", "   ", "t\u00e9st", "a b"]) {
+        const res = await put(key, "json-test", { ...body, token });
+        assert.equal((await errorOf(res, 400, "invalid_request")).field, "token", `${key} ${JSON.stringify(token)}`);
+      }
       await errorOf(
         await put(key, "json-test", "token=x", mesh.operator({ "content-type": "text/plain" })),
         415,
