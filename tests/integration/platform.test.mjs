@@ -250,6 +250,27 @@ describe("tenant context", () => {
     });
   }
 
+  it("reads a header value without the whitespace an HTTP/1.1 client left after it", async () => {
+    // Over a real socket: fetch trims header values, workerd passed on "bakery \t" (was 401, and a
+    // capability version "1.2.0 " was 400).
+    const headers = mesh.tenantHeaders("bakery", { version: "1.2.0" });
+    const lines = Object.entries(headers).map(([k, v]) => `${k}: ${v} \t\r\n`);
+    for (const key of PLATFORM) {
+      const { hostname, port } = new URL(await mesh.url(key));
+      const raw = await new Promise((resolve, reject) => {
+        const socket = net.connect(Number(port), hostname, () =>
+          socket.end(`GET /v1/tenant HTTP/1.1\r\nHost: ${hostname}\r\n${lines.join("")}connection: close\r\n\r\n`),
+        );
+        let out = "";
+        socket.on("data", (chunk) => (out += chunk));
+        socket.on("error", reject);
+        socket.on("close", () => resolve(out));
+      });
+      assert.match(raw, /^HTTP\/1\.1 200 /, `${key}: ${raw.slice(0, 300)}`);
+      assert.match(raw, /"capabilityVersion":"1\.2\.0","tenantId":"bakery"/, key);
+    }
+  });
+
   it("serves many concurrent tenant requests on one instance", async () => {
     const results = await Promise.all(
       Array.from({ length: 24 }, (_, i) =>
