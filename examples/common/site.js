@@ -197,16 +197,20 @@ function routePath(pathname) {
 // A static file, or the contract's JSON error where there is none: the ASSETS binding answers a
 // missing file or another method than GET/HEAD in plain text (or not at all), and the site's errors
 // are JSON like every worker's (docs/contract.md "Common rules"), `405` with `Allow`.
+// Another method than GET or HEAD is refused here, before ASSETS sees it: the binding has nothing
+// else to give, and a TRACE handed on to the local dev's file server (a Node function behind
+// Miniflare) threw in Miniflare and stopped all of scripts/dev.
 async function staticFile(request, env) {
   if (!env.ASSETS) return errorResponse(404, "not_found", "no such page");
-  const answer = await env.ASSETS.fetch(request);
-  if (answer.status !== 404 && answer.status !== 405) return answer;
-  await answer.body?.cancel().catch(() => {}); // its plain-text answer is replaced, not read
+  const readable = request.method === "GET" || request.method === "HEAD";
+  const answer = readable ? await env.ASSETS.fetch(request) : null;
+  if (answer && answer.status !== 404 && answer.status !== 405) return answer;
+  await answer?.body?.cancel().catch(() => {}); // its plain-text answer is replaced, not read
   const refused =
-    answer.status === 404
+    answer?.status === 404
       ? errorResponse(404, "not_found", "no such page")
       : errorResponse(405, "method_not_allowed", `${request.method} is not allowed here`, {
-          allow: answer.headers.get("allow") ?? "GET, HEAD",
+          allow: answer?.headers.get("allow") ?? "GET, HEAD",
         });
   return request.method === "HEAD" ? new Response(null, refused) : refused;
 }

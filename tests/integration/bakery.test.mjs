@@ -1,6 +1,7 @@
 // The example client site: static pages, the cross-binding health demo and route delegation with
 // @siteswarm/sdk, including the tenant-spoofing cases of docs/contract.md "Tenant context".
 import assert from "node:assert/strict";
+import net from "node:net";
 import { after, before, describe, it } from "node:test";
 import { errorOf, jsonOf, startMesh } from "./mesh.mjs";
 
@@ -68,6 +69,24 @@ describe("bakery site", () => {
       assert.equal(res.headers.get("allow"), "GET, HEAD", `${method} ${path}`);
       await errorOf(res, 405, "method_not_allowed");
     }
+    // Over a raw socket (fetch refuses to send TRACE): handed on to ASSETS, it threw in Miniflare's
+    // loopback and ended the whole process (scripts/dev, this test run).
+    const { hostname, port } = new URL(await mesh.url("bakery"));
+    for (const method of ["TRACE"]) {
+      const raw = await new Promise((resolve, reject) => {
+        const socket = net.connect(Number(port), hostname, () =>
+          socket.end(`${method} /thanks.html HTTP/1.1\r\nHost: ${hostname}\r\nconnection: close\r\n\r\n`),
+        );
+        let out = "";
+        socket.on("data", (chunk) => (out += chunk));
+        socket.on("error", reject);
+        socket.on("close", () => resolve(out));
+      });
+      assert.match(raw, /^HTTP\/1\.1 405 /, `${method}: ${raw.slice(0, 200)}`);
+      assert.match(raw, /\r\nallow: GET, HEAD\r\n/i, method);
+      assert.match(raw, /"code":"method_not_allowed"/, method);
+    }
+    assert.equal((await mesh.fetch("bakery", "/health")).status, 200);
   });
 });
 
