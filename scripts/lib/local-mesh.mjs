@@ -99,7 +99,9 @@ function staticFiles(dir) {
     try {
       pathname = decodeURIComponent(new URL(request.url).pathname);
     } catch {
-      return new Response("bad path", { status: 400, headers: { "content-type": "text/plain; charset=utf-8" } });
+      // A path that is not percent-encoded UTF-8 (/%FF) names no file: 404 like any other missing
+      // one, which the site answers in JSON (was a plain-text 400 the site passed on).
+      return new Response("not found", { status: 404, headers: { "content-type": "text/plain; charset=utf-8" } });
     }
     if (pathname.endsWith("/")) pathname += "index.html";
     for (const candidate of [pathname, `${pathname}.html`]) {

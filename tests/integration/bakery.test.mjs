@@ -57,6 +57,7 @@ describe("bakery site", () => {
     assert.equal(tracker.status, 200);
     assert.match(await tracker.text(), /sendBeacon/);
     await errorOf(await mesh.fetch("bakery", "/no-such-page.html"), 404, "not_found");
+    await errorOf(await mesh.fetch("bakery", "/%FF"), 404, "not_found"); // not UTF-8: no file (was text 400)
     const head = await mesh.fetch("bakery", "/no-such-page.html", { method: "HEAD" });
     assert.equal(head.status, 404);
     assert.match(head.headers.get("content-type") ?? "", /^application\/json/);
