@@ -80,3 +80,29 @@ TEST_CASE("leads email: a domain is labels joined by dots, none empty, none star
   CHECK_FALSE(is_email("a@b"));
   CHECK_FALSE(is_email("a@b."));
 }
+
+TEST_CASE(
+    "leads config: a provider or SMS sender that is not a string is refused, not the default") {
+  // A number or an object was read as the default ("resend", no sender) and stored as sent.
+  json email{
+      {"notify",
+       {{"email",
+         {{"provider", "sendgrid"}, {"to", {"a@example.com"}}, {"from", "b@example.com"}}}}}};
+  REQUIRE(parse_config(email, false).ok());
+  json sms{{"notify", {{"sms", {{"to", {"+15550100000"}}, {"from", "+15550100001"}}}}}};
+  REQUIRE(parse_config(sms, false).ok());
+  for (const json& odd :
+       {json(1), json::object({{"x", 1}}), json::array({"resend"}), json(nullptr), json(true)}) {
+    CAPTURE(odd.dump());
+    json e = email;
+    e["notify"]["email"]["provider"] = odd;
+    auto refused = parse_config(e, false);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().extra["field"] == "config.notify.email.provider");
+    json s = sms;
+    s["notify"]["sms"]["from"] = odd;
+    auto refused_sms = parse_config(s, false);
+    REQUIRE_FALSE(refused_sms.ok());
+    CHECK(refused_sms.error().extra["field"] == "config.notify.sms.from");
+  }
+}

@@ -271,8 +271,11 @@ Result<LeadsConfig> parse_config(const json& config, bool allow_local) {
   if (notify != nullptr && !notify->is_object()) return bad("notify", "must be an object");
   if (const json* e = notify ? find_field(*notify, "email") : nullptr) {
     EmailChannel ch;
+    // Sent, it must be one of the two names: a number or an object was read as the default.
+    const json* provider = find_field(*e, "provider");
     ch.provider = string_or(*e, "provider", "resend");
-    if (ch.provider != "resend" && ch.provider != "sendgrid") {
+    if ((provider != nullptr && !provider->is_string()) ||
+        (ch.provider != "resend" && ch.provider != "sendgrid")) {
       return bad("notify.email.provider", R"(must be "resend" or "sendgrid")");
     }
     auto to = string_list(*e, "to", "notify.email.to", email_ok, "email addresses");
@@ -289,8 +292,9 @@ Result<LeadsConfig> parse_config(const json& config, bool allow_local) {
     auto to = string_list(*s, "to", "notify.sms.to", is_e164, "E.164 numbers");
     if (!to) return std::move(to).error();
     ch.to = std::move(to).value();
+    const json* from = find_field(*s, "from");
     ch.from = string_or(*s, "from", "");
-    if (!ch.from.empty() && !is_e164(ch.from))
+    if ((from != nullptr && !from->is_string()) || (!ch.from.empty() && !is_e164(ch.from)))
       return bad("notify.sms.from", "must be an E.164 number");
     c.sms = std::move(ch);
   }
