@@ -202,17 +202,20 @@ function routePath(pathname) {
 // Miniflare) threw in Miniflare and stopped all of scripts/dev.
 async function staticFile(request, env) {
   if (!env.ASSETS) return errorResponse(404, "not_found", "no such page");
-  const readable = request.method === "GET" || request.method === "HEAD";
-  const answer = readable ? await env.ASSETS.fetch(request) : null;
-  if (answer && answer.status !== 404 && answer.status !== 405) return answer;
-  await answer?.body?.cancel().catch(() => {}); // its plain-text answer is replaced, not read
+  const head = request.method === "HEAD";
+  if (!head && request.method !== "GET") {
+    return errorResponse(405, "method_not_allowed", `${request.method} is not allowed here`, { allow: "GET, HEAD" });
+  }
+  const answer = await env.ASSETS.fetch(request);
+  if (answer.status !== 404 && answer.status !== 405) return answer;
+  await answer.body?.cancel().catch(() => {}); // its plain-text answer is replaced, not read
   const refused =
-    answer?.status === 404
+    answer.status === 404
       ? errorResponse(404, "not_found", "no such page")
       : errorResponse(405, "method_not_allowed", `${request.method} is not allowed here`, {
-          allow: answer?.headers.get("allow") ?? "GET, HEAD",
+          allow: answer.headers.get("allow") ?? "GET, HEAD",
         });
-  return request.method === "HEAD" ? new Response(null, refused) : refused;
+  return head ? new Response(null, refused) : refused;
 }
 
 // monitoring's status page names the tenant by its id ("auto-repair status") and links nowhere: on

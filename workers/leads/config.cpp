@@ -273,9 +273,10 @@ Result<LeadsConfig> parse_config(const json& config, bool allow_local) {
     EmailChannel ch;
     // Sent, it must be one of the two names: a number or an object was read as the default.
     const json* provider = find_field(*e, "provider");
-    ch.provider = string_or(*e, "provider", "resend");
-    if ((provider != nullptr && !provider->is_string()) ||
-        (ch.provider != "resend" && ch.provider != "sendgrid")) {
+    ch.provider = provider == nullptr     ? "resend"
+                  : provider->is_string() ? provider->get<std::string>()
+                                          : "";
+    if (ch.provider != "resend" && ch.provider != "sendgrid") {
       return bad("notify.email.provider", R"(must be "resend" or "sendgrid")");
     }
     auto to = string_list(*e, "to", "notify.email.to", email_ok, "email addresses");
