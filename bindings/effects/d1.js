@@ -17,11 +17,23 @@ async function compact(stmt) {
   return { columns, rows };
 }
 
-// A batch entry's rows as objects (batch() has no raw form) → the compact form.
-function compactObjects(results = []) {
-  const columns = results.length ? Object.keys(results[0]) : [];
-  return { columns, rows: results.map((row) => columns.map((c) => row[c])) };
+// A batch entry: its rows as objects (batch() has no raw form) in the compact form, and its meta.
+// An entry without rows (every INSERT, UPDATE and DELETE without RETURNING) is its meta alone.
+function batchEntry({ results, meta }) {
+  if (!results?.length) return { meta: coreMeta(meta) };
+  const columns = Object.keys(results[0]);
+  return { columns, rows: results.map((row) => columns.map((c) => row[c])), meta: coreMeta(meta) };
 }
+
+// The meta fields the core reads (shared/effects.cpp decode_meta). D1 answers with a dozen more
+// (served_by, duration, timings, size_after, changed_db, …) that would only be stringified, copied
+// into wasm and parsed into the core's DOM for nothing, on every write (docs/abi.md).
+const coreMeta = (meta) => ({
+  changes: meta?.changes ?? 0,
+  last_row_id: meta?.last_row_id ?? 0,
+  rows_read: meta?.rows_read ?? 0,
+  rows_written: meta?.rows_written ?? 0,
+});
 
 // d1.all's options (docs/abi.md "Held columns"): `hold` takes one column's values out of the rows —
 // handed apart as `heldValues`, which bindings/host.js keeps for the run's answer and replaces by a
@@ -53,11 +65,11 @@ export default {
     return { columns, rows: rows.slice(0, 1) };
   },
   async "d1.run"(effect, env) {
-    return { meta: (await statement(database(env, effect), effect).run()).meta };
+    return { meta: coreMeta((await statement(database(env, effect), effect).run()).meta) };
   },
   async "d1.batch"(effect, env) {
     const db = database(env, effect);
     const results = await db.batch(effect.statements.map((s) => statement(db, s)));
-    return results.map(({ results, meta }) => ({ ...compactObjects(results ?? []), meta }));
+    return results.map(batchEntry);
   },
 };

@@ -4,7 +4,7 @@
 import { createHash } from "node:crypto";
 import http from "node:http";
 import { mergeFigures, round, roundedFigures } from "./json-out.mjs";
-import { workerdCpuMs } from "./workerd-cpu.mjs";
+import { workerdCpuMs, workerdThreadCpuMs } from "./workerd-cpu.mjs";
 
 export const percentile = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))];
 
@@ -15,7 +15,7 @@ export const percentile = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.l
 export function socketClient(baseUrl, concurrency) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
   const { hostname, port } = new URL(baseUrl);
-  return (pathname, { method = "GET", headers = {}, body } = {}) =>
+  const send = (pathname, { method = "GET", headers = {}, body } = {}, retried = false) =>
     new Promise((resolve, reject) => {
       const all = body === undefined ? headers : { ...headers, "content-length": Buffer.byteLength(body) };
       const req = http.request({ host: hostname, port, path: pathname, method, headers: all, agent }, (res) => {
@@ -24,9 +24,19 @@ export function socketClient(baseUrl, concurrency) {
         res.on("error", reject);
         res.on("end", () => resolve({ status: res.statusCode, arrayBuffer: async () => Buffer.concat(chunks) }));
       });
-      req.on("error", reject);
+      req.on("error", (err) => {
+        // A kept-alive connection the server closed while it sat idle (between two phases) is
+        // reset on its next request before any answer: sent again once on a new connection, as
+        // Node's http documentation advises. Any other error, or a second reset, fails the run.
+        if (!retried && req.reusedSocket && err.code === "ECONNRESET") {
+          send(pathname, { method, headers, body }, true).then(resolve, reject);
+        } else {
+          reject(err);
+        }
+      });
       req.end(body);
     });
+  return (pathname, init) => send(pathname, init);
 }
 
 /** { seconds, rps, p50, p99, statuses (status → count), workerdCpuMsPerRequest (null off Linux) }. */
@@ -35,6 +45,7 @@ export async function loadPhase({ count, concurrency, send }) {
   const statuses = new Map();
   let next = 0;
   const cpu0 = workerdCpuMs();
+  const threads0 = THREADS ? workerdThreadCpuMs() : null;
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
@@ -49,6 +60,7 @@ export async function loadPhase({ count, concurrency, send }) {
   );
   const seconds = (performance.now() - t0) / 1000;
   const cpu1 = workerdCpuMs();
+  if (threads0) printThreadSplit(threads0, workerdThreadCpuMs(), count);
   return {
     seconds,
     rps: count / seconds,
@@ -57,6 +69,18 @@ export async function loadPhase({ count, concurrency, send }) {
     statuses,
     workerdCpuMsPerRequest: cpu0 === null || cpu1 === null ? null : (cpu1 - cpu0) / count,
   };
+}
+
+// SS_THREADS=1: each phase's workerd CPU per request by thread name (tests/bench/workerd-cpu.mjs).
+const THREADS = process.env.SS_THREADS === "1";
+function printThreadSplit(before, after, count) {
+  const parts = Object.entries(after ?? {})
+    .map(([name, ms]) => [name, (ms - (before[name] ?? 0)) / count])
+    .filter(([, per]) => per > 0)
+    .sort((a, b) => b[1] - a[1]);
+  console.log(
+    `  workerd CPU per request by thread: ${parts.map(([n, per]) => `${n} ${per.toFixed(3)} ms`).join(", ")}`,
+  );
 }
 
 /** The median; of an even count, the mean of the two middle values. */

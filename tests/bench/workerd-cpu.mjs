@@ -30,6 +30,18 @@ function procStat(pid) {
 
 /** CPU ms used so far by every workerd process below this Node process, or null if unknown. */
 export function workerdCpuMs() {
+  const pids = workerdPids();
+  if (!pids) return null;
+  return (pids.reduce((sum, pid) => sum + procTicks(pid), 0) * 1000) / ticksPerSecond();
+}
+
+function procTicks(pid) {
+  const s = procStat(pid);
+  return s ? s.utime + s.stime : 0;
+}
+
+// The pids of the workerd processes below this Node process, or null if there are none.
+function workerdPids() {
   let entries;
   try {
     entries = readdirSync("/proc").filter((d) => /^\d+$/.test(d));
@@ -48,6 +60,30 @@ export function workerdCpuMs() {
     }
   }
   const workerd = stats.filter((s) => below.has(s.pid) && s.comm.startsWith("workerd"));
-  if (!workerd.length) return null;
-  return (workerd.reduce((sum, s) => sum + s.utime + s.stime, 0) * 1000) / ticksPerSecond();
+  return workerd.length ? workerd.map((s) => s.pid) : null;
+}
+
+/**
+ * CPU ms so far of the workerd processes' threads, summed by thread name (`workerd` is the thread
+ * that runs the workers' JavaScript and wasm; V8's background threads, which compile optimised code
+ * and sweep the heap, have names of their own), or null if unknown. SS_THREADS=1 makes loadPhase
+ * print each phase's split (docs/performance.md).
+ */
+export function workerdThreadCpuMs() {
+  const pids = workerdPids();
+  if (!pids) return null;
+  const byName = {};
+  for (const pid of pids) {
+    let tids;
+    try {
+      tids = readdirSync(`/proc/${pid}/task`);
+    } catch {
+      continue;
+    }
+    for (const tid of tids) {
+      const s = procStat(`${pid}/task/${tid}`);
+      if (s) byName[s.comm] = (byName[s.comm] ?? 0) + ((s.utime + s.stime) * 1000) / ticksPerSecond();
+    }
+  }
+  return byName;
 }

@@ -383,10 +383,15 @@ describe("effect loop", () => {
             ["SELECT ?1, ?2", ["a", '{"j":1}']],
           ],
         },
-        { meta: { changes: 1, last_row_id: 7 } },
+        // Only the meta fields the core reads cross (docs/abi.md); a batch entry without rows is its meta.
+        { meta: { changes: 1, last_row_id: 7, rows_read: 0, rows_written: 0 } },
         [
-          { columns: ["sql", "params"], rows: [["A", [1]]], meta: { rows_read: 1 } },
-          { columns: ["sql", "params"], rows: [["B", []]], meta: { rows_read: 1 } },
+          {
+            columns: ["sql", "params"],
+            rows: [["A", [1]]],
+            meta: { changes: 0, last_row_id: 0, rows_read: 1, rows_written: 0 },
+          },
+          { meta: { changes: 0, last_row_id: 0, rows_read: 1, rows_written: 0 } },
         ],
         {},
         {},
@@ -1134,12 +1139,16 @@ describe("the real builds (when scripts/build has run)", () => {
 function fakeD1(calls) {
   const statement = (sql, params = []) => ({
     bind: (...p) => statement(sql, p),
-    all: async () => ({ results: [{ sql, params }], meta: { rows_read: 1 } }),
+    // As D1 answers: meta fields the core never reads beside the four it does; "B" writes, no rows.
+    all: async () => ({
+      results: sql === "B" ? [] : [{ sql, params }],
+      meta: { served_by: "fake.db", duration: 0.1, changed_db: false, size_after: 4096, rows_read: 1 },
+    }),
     // D1's raw({ columnNames: true }): the names first; two rows, so d1.first must keep only one.
     raw: async ({ columnNames } = {}) => [...(columnNames ? [["sql", "params"]] : []), [sql, params], [sql, params]],
     run: async () => {
       calls.push(["run", sql]);
-      return { meta: { changes: 1, last_row_id: 7 } };
+      return { meta: { served_by: "fake.db", duration: 0.2, changes: 1, last_row_id: 7, changed_db: true } };
     },
   });
   return {
