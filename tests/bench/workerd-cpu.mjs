@@ -30,18 +30,13 @@ function procStat(pid) {
 
 /** CPU ms used so far by every workerd process below this Node process, or null if unknown. */
 export function workerdCpuMs() {
-  const pids = workerdPids();
-  if (!pids) return null;
-  return (pids.reduce((sum, pid) => sum + procTicks(pid), 0) * 1000) / ticksPerSecond();
+  const workerd = workerdStats();
+  if (!workerd) return null;
+  return (workerd.reduce((sum, s) => sum + s.utime + s.stime, 0) * 1000) / ticksPerSecond();
 }
 
-function procTicks(pid) {
-  const s = procStat(pid);
-  return s ? s.utime + s.stime : 0;
-}
-
-// The pids of the workerd processes below this Node process, or null if there are none.
-function workerdPids() {
+// The /proc stats of the workerd processes below this Node process, or null if there are none.
+function workerdStats() {
   let entries;
   try {
     entries = readdirSync("/proc").filter((d) => /^\d+$/.test(d));
@@ -60,7 +55,7 @@ function workerdPids() {
     }
   }
   const workerd = stats.filter((s) => below.has(s.pid) && s.comm.startsWith("workerd"));
-  return workerd.length ? workerd.map((s) => s.pid) : null;
+  return workerd.length ? workerd : null;
 }
 
 /**
@@ -70,10 +65,10 @@ function workerdPids() {
  * print each phase's split (docs/performance.md).
  */
 export function workerdThreadCpuMs() {
-  const pids = workerdPids();
-  if (!pids) return null;
+  const workerd = workerdStats();
+  if (!workerd) return null;
   const byName = {};
-  for (const pid of pids) {
+  for (const { pid } of workerd) {
     let tids;
     try {
       tids = readdirSync(`/proc/${pid}/task`);

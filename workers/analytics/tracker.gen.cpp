@@ -14,6 +14,6 @@ const std::string_view kTrackerSource =
 // First 12 hex digits of the SHA-256 of kTrackerSource: the ?v= of the long-cacheable URL.
 const std::string_view kTrackerVersion = "d7a152657fdc";
 // SHA-256 of tracker.js as it was when this file was generated (a test compares it).
-const std::string_view kTrackerSourceSha256 = "17dd070b578a314e2ce758c95d1bdbf0a1279c5ba4365257499059ce3df5f89a";
+const std::string_view kTrackerSourceSha256 = "48627f264361d0e1f452ed3e68c8a1ca313782295650e9ab177c742646b6edb5";
 
 }  // namespace ss::analytics

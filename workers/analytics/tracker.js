@@ -4,9 +4,9 @@
 // What it does: one beacon {"u": page URL, "r": referrer, "w": viewport width} on load and on every
 // SPA navigation (history.pushState, popstate; its referrer is the page navigated from). What it
 // never does: cookies, localStorage or sessionStorage, canvas/font/plugin probing, or anything else
-// that could identify a browser. The
-// beacon goes to "beacon" next to this script's own URL, so a site that delegates /_sa/* to the
-// service reports to /_sa/beacon on its own origin (no third-party request, no CORS).
+// that could identify a browser. The beacon goes to "beacon" next to this script's own URL, so a
+// site that delegates /_sa/* to the service reports to /_sa/beacon on its own origin (no
+// third-party request, no CORS).
 ((doc, win, nav, hist) => {
   var script = doc.currentScript;
   var endpoint = new URL("beacon", script?.src || location.href).href;

@@ -294,7 +294,7 @@ Result<LeadsConfig> parse_config(const json& config, bool allow_local) {
     if (!to) return std::move(to).error();
     ch.to = std::move(to).value();
     const json* from = find_field(*s, "from");
-    ch.from = string_or(*s, "from", "");
+    if (from != nullptr && from->is_string()) ch.from = from->get<std::string>();
     if ((from != nullptr && !from->is_string()) || (!ch.from.empty() && !is_e164(ch.from)))
       return bad("notify.sms.from", "must be an E.164 number");
     c.sms = std::move(ch);
