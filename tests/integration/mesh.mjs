@@ -15,6 +15,7 @@ import { loadManifest, resolveManifest } from "../../scripts/lib/manifest.mjs";
 import { APPS, PARTS, TENANT_MANIFESTS } from "../../scripts/lib/workers.mjs";
 import { cmsFallbackSeeds, provisionManifest } from "../../scripts/provision.mjs";
 import { startStubs } from "../stubs/stub-server.mjs";
+import { d1Client, d1ProbeWorker } from "./d1-client.mjs";
 
 // No request to the internet from any test (docs/toolchain.md, offline).
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
@@ -91,15 +92,25 @@ export async function startMesh({
       for (const consumer of Object.values(worker.queueConsumers ?? {})) consumer.maxBatchTimeout = queueBatchTimeout;
     }
   }
-  workers.push(RPC_PROBE, ...extraWorkers);
+  // Each database once, as DB_<n> of the probe the tests' own D1 reads go through (d1-client.mjs).
+  const databaseIds = [...new Set(workers.flatMap((w) => Object.values(w.d1Databases ?? {}).map((d) => d.id)))];
+  const probeBinding = (workerName, binding) => {
+    const id = workers.find((w) => w.name === workerName)?.d1Databases?.[binding]?.id;
+    if (id === undefined) throw new Error(`mesh: ${workerName} has no D1 binding ${binding}`);
+    return `DB_${databaseIds.indexOf(id)}`;
+  };
+  workers.push(RPC_PROBE, d1ProbeWorker(databaseIds.map((id, i) => [`DB_${i}`, id])), ...extraWorkers);
   // SS_INSPECTOR_PORT: V8's inspector on that port, for profiles inside workerd
   // (tests/bench/workerd-profile.mjs).
   const inspector = process.env.SS_INSPECTOR_PORT ? { inspectorPort: Number(process.env.SS_INSPECTOR_PORT) } : {};
   const mf = new Miniflare({ cf: false, workers, ...inspector });
   await mf.ready;
-  for (const [name, binding, dir] of migrations) {
-    await applyMigrations(await mf.getD1Database(binding, name), dir);
-  }
+  const d1 = (workerName, binding) =>
+    d1Client(
+      async (body) => (await mf.getWorker("d1-probe")).fetch("http://localhost/", { method: "POST", body }),
+      probeBinding(workerName, binding),
+    );
+  for (const [name, binding, dir] of migrations) await applyMigrations(d1(name, binding), dir);
 
   const mesh = {
     mf,
@@ -134,7 +145,8 @@ export async function startMesh({
       };
     },
     operator: (extra = {}) => ({ authorization: `Bearer ${ADMIN_TOKEN}`, ...extra }),
-    d1: (key, binding) => mf.getD1Database(binding, WORKERS[key].name),
+    /** A worker's D1 database, read and written as a test would (d1-client.mjs: no synchronous proxy). */
+    d1: (key, binding) => d1(WORKERS[key].name, binding),
     async dispose() {
       await mf.dispose();
       await stubs.close();
