@@ -313,4 +313,13 @@ Status require_json_body(const Request& req, std::size_t limit) {
   return Unit{};
 }
 
+Status require_identity_coding(const Request& req) {
+  std::string coding = ascii_lower(req.header("content-encoding"));
+  if (!coding.empty() && coding != "identity") {
+    return invalid_field("Content-Encoding", "must be identity: send the body uncompressed",
+                         ErrorCode::unsupported_media_type);
+  }
+  return Unit{};
+}
+
 }  // namespace ss

@@ -99,6 +99,9 @@ class Router {
 Status require_body_within(const Request& req, std::size_t limit);
 Status require_json_body(const Request& req, std::size_t limit);  // size + application/json
 std::string media_type_of(const Request& req);                    // lower-case, without parameters
+// 415 naming Content-Encoding for a compressed body: an unsupported content coding (RFC 9110
+// §8.4.1), not a malformed one. No `Content-Encoding`, or `identity`, passes.
+Status require_identity_coding(const Request& req);
 
 std::vector<std::string> split_path(std::string_view path);
 std::string percent_decode(std::string_view s);

@@ -32,12 +32,7 @@ Task<Result<Caller>> identify_caller(Context& ctx, const Request& req) {
 Task<Result<Response>> post_event(Context& ctx, const Request& req, const Params&) {
   SS_CO_TRY(Caller caller, co_await identify_caller(ctx, req));
   SS_CO_CHECK(require_json_body(req, kMaxEventBody));
-  // A compressed body is an unsupported content coding (RFC 9110 §8.4.1), not malformed JSON.
-  if (std::string coding = ascii_lower(req.header("content-encoding"));
-      !coding.empty() && coding != "identity") {
-    co_return invalid_field("Content-Encoding", "must be identity: send the body uncompressed",
-                            ErrorCode::unsupported_media_type);
-  }
+  SS_CO_CHECK(require_identity_coding(req));  // a compressed body is not malformed JSON
   SS_CO_TRY(json body, parse_json_object(req.body));
   // A misspelt key ("idempotencyKey") is refused by name rather than read as the field's absence
   // (no dedupe, no link): checked first, since it is often why a required field is "missing". An

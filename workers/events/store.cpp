@@ -113,17 +113,17 @@ WHERE seq > CASE
 )sql";
 
 // A page's tenant clauses, for its cursor's lookups (`@tenant@` in the bounds) and for the page:
-// every tenant (the operator without ?tenant=: the page walks the seq range), or one, as
-// equalities (not `?2 IS NULL OR …`) so that SQLite seeks its indexes — the cursor's event in
-// events_identity (COALESCE(tenant_id, ''), event_id), the page in events_by_tenant_seq
-// (tenant_id, seq) from the cursor on — and a small tenant's page reads its own events, not every
-// other tenant's event after its cursor (?2 is then a tenant id, never NULL or '').
+// every tenant (the operator without ?tenant=: no clause, ?2 is NULL and unread, and the page
+// walks the seq range), or one, as equalities (not `?2 IS NULL OR …`) so that SQLite seeks its
+// indexes — the cursor's event in events_identity (COALESCE(tenant_id, ''), event_id), the page in
+// events_by_tenant_seq (tenant_id, seq) from the cursor on — and a small tenant's page reads its
+// own events, not every other tenant's event after its cursor (?2 is then a tenant id, never NULL
+// or '').
 struct TenantClauses {
   std::string_view cursor;
   std::string_view page;
 };
-constexpr TenantClauses kAnyTenant{"(?2 IS NULL OR c.tenant_id = ?2)",
-                                   "  AND (?2 IS NULL OR tenant_id = ?2)\n"};
+constexpr TenantClauses kAnyTenant{"1", ""};
 constexpr TenantClauses kOneTenant{"COALESCE(c.tenant_id, '') = ?2", "  AND tenant_id = ?2\n"};
 
 // The page's other filters, each optional.

@@ -38,13 +38,7 @@ Status require_submission_type(const Request& req) {
       media != "multipart/form-data") {
     return wrong_submission_type();
   }
-  // A compressed body is an unsupported content coding (RFC 9110 §8.4.1), not a malformed form.
-  std::string coding = ascii_lower(req.header("content-encoding"));
-  if (!coding.empty() && coding != "identity") {
-    return invalid_field("Content-Encoding", "must be identity: send the body uncompressed",
-                         ErrorCode::unsupported_media_type);
-  }
-  return Unit{};
+  return require_identity_coding(req);  // a compressed body is not a malformed form
 }
 
 Result<SentFields> read_submission(const Request& req) {
