@@ -80,6 +80,57 @@ TEST_CASE("the same idempotency key emitted 5 times is one event") {
   CHECK(l.rows().size() == 2);
 }
 
+TEST_CASE("an emit is one D1 round trip, two when its type has a schema to check first") {
+  ApiLedger l;
+  auto d1_calls = [&] {
+    int n = 0;
+    for (const auto& kind : l.mesh.effect_kinds) n += kind.rfind("d1.", 0) == 0;
+    l.mesh.effect_kinds.clear();
+    return n;
+  };
+  REQUIRE(l.post("bakery", kBakeryToken, price_event(0)).status == 201);  // the tenant row, cached
+  d1_calls();
+
+  json keyed = price_event(1);
+  keyed["idempotency_key"] = "k-1";
+  auto first = l.post("bakery", kBakeryToken, keyed);
+  REQUIRE(first.status == 201);
+  CHECK(d1_calls() == 1);
+  auto again = l.post("bakery", kBakeryToken, keyed);
+  CHECK(again.status == 200);
+  CHECK(again.body_json() ==
+        json{{"event_id", first.body_json()["event_id"]}, {"duplicate", true}});
+  CHECK(d1_calls() == 1);
+
+  // A producer's own id sent again: ignored by the insert, then found as that event.
+  json own = price_event(2);
+  own["event_id"] = "01JH0000000000000000000042";
+  REQUIRE(l.post("bakery", kBakeryToken, own).status == 201);
+  auto redelivered = l.post("bakery", kBakeryToken, own);
+  CHECK(redelivered.status == 200);
+  CHECK(redelivered.body_json()["event_id"] == "01JH0000000000000000000042");
+  CHECK(l.rows().size() == 3);
+
+  l.mesh.db("EVENTS_DB")
+      .rows(
+          "INSERT INTO events_schema (event_type, schema_json, updated_at) VALUES "
+          "('code.changed', '{\"required\":[\"code\"]}', '2026-01-01T00:00:00Z')");
+  d1_calls();
+  json coded{{"event_type", "code.changed"}, {"entity_ref", "item:1"}, {"payload", json::object()}};
+  CHECK(l.post("bakery", kBakeryToken, coded).status == 422);  // nothing written before the check
+  CHECK(d1_calls() == 1);
+  CHECK(l.rows().size() == 3);
+  coded["payload"] = {{"code", "A1"}};
+  coded["idempotency_key"] = "k-2";
+  auto checked = l.post("bakery", kBakeryToken, coded);
+  CHECK(checked.status == 201);
+  CHECK(d1_calls() == 2);
+  CHECK(l.post("bakery", kBakeryToken, coded).body_json() ==
+        json{{"event_id", checked.body_json()["event_id"]}, {"duplicate", true}});
+  CHECK(d1_calls() == 1);
+  CHECK(l.rows().size() == 4);
+}
+
 TEST_CASE("events are stamped with the caller's tenant, and reads see only their own") {
   ApiLedger l;
   json spoof = price_event(2);

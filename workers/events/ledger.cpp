@@ -149,41 +149,16 @@ Result<NewEvent> parse_new_event(const json& body) {
 
 Task<Result<Appended>> append_event(Context& ctx, NewEvent event) {
   std::string tenant_key = event.tenant_id.value_or("");
+  const bool own_id = !event.event_id.empty();  // the producer sent its own ULID
 
-  // The schema and the idempotency key are looked up by one statement (one D1 round trip).
-  SS_CO_TRY(EmitLookup found,
-            co_await EventStore::emit_lookup(event.event_type, tenant_key, event.idempotency_key));
-  if (found.existing_event_id) co_return Appended{*found.existing_event_id, true};
-  if (found.schema_json) {
-    auto doc = parse_json(*found.schema_json);
-    auto schema = doc ? JsonSchema::parse(*doc) : Result<JsonSchema>(doc.error());
-    if (schema) {
-      std::vector<json> violations = schema->validate(event.payload);
-      if (!violations.empty()) {
-        // A redelivery of an event already stored under its producer's own id is that event,
-        // whatever schema was registered since: the retry hears "duplicate" (as a repeated
-        // idempotency_key does), not that the event it already wrote was refused.
-        if (!event.event_id.empty()) {
-          SS_CO_TRY(std::optional<std::string> stored,
-                    co_await EventStore::find_existing(event.event_id, tenant_key, std::nullopt));
-          if (stored) co_return Appended{*stored, true};
-        }
-        Error e{ErrorCode::schema_violation,
-                "payload does not match the schema registered for " + event.event_type};
-        e.with("violations", violations);
-        co_return e;
-      }
-    } else {
-      ctx.log("schema for " + event.event_type + " is unreadable: " + schema.error().message);
-    }
-  }
-  if (event.event_id.empty()) {
-    SS_CO_TRY(std::string id, co_await ctx.new_ulid());
-    event.event_id = std::move(id);
-  }
   std::string now = format_rfc3339_stamp(ctx.now_ms());
   EventInsert row;
-  row.event_id = event.event_id;
+  if (own_id) {
+    row.event_id = event.event_id;
+  } else {
+    SS_CO_TRY(std::string id, co_await ctx.new_ulid());
+    row.event_id = std::move(id);
+  }
   row.tenant_id = event.tenant_id;
   row.event_type = event.event_type;
   row.entity_type = event.entity_type;
@@ -196,14 +171,45 @@ Task<Result<Appended>> append_event(Context& ctx, NewEvent event) {
   row.occurred_at = event.occurred_at.empty() ? now : event.occurred_at;
   row.recorded_at = now;
   row.sequence_no = event.sequence_no;
-  SS_CO_TRY(bool inserted, co_await EventStore::insert(row));
-  if (inserted) co_return Appended{event.event_id, false};
+
+  // One D1 round trip for an event whose type has no schema: written at once (a repeated key or
+  // event_id is ignored by the ledger's unique indexes), and the schema and the key's event read
+  // after the attempt. With a schema, nothing is written yet: validated first, then inserted.
+  SS_CO_TRY(EmitAttempt first, co_await EventStore::insert_unless_schema(row, tenant_key));
+  if (first.inserted) co_return Appended{row.event_id, false};
+  const EmitLookup& found = first.lookup;
+  if (found.existing_event_id) co_return Appended{*found.existing_event_id, true};
+  if (found.schema_json) {
+    auto doc = parse_json(*found.schema_json);
+    auto schema = doc ? JsonSchema::parse(*doc) : Result<JsonSchema>(doc.error());
+    if (schema) {
+      std::vector<json> violations = schema->validate(event.payload);
+      if (!violations.empty()) {
+        // A redelivery of an event already stored under its producer's own id is that event,
+        // whatever schema was registered since: the retry hears "duplicate" (as a repeated
+        // idempotency_key does), not that the event it already wrote was refused.
+        if (own_id) {
+          SS_CO_TRY(std::optional<std::string> stored,
+                    co_await EventStore::find_existing(event.event_id, tenant_key, std::nullopt));
+          if (stored) co_return Appended{*stored, true};
+        }
+        Error e{ErrorCode::schema_violation,
+                "payload does not match the schema registered for " + event.event_type};
+        e.with("violations", violations);
+        co_return e;
+      }
+    } else {
+      ctx.log("schema for " + event.event_type + " is unreadable: " + schema.error().message);
+    }
+    SS_CO_TRY(bool inserted, co_await EventStore::insert(row));
+    if (inserted) co_return Appended{row.event_id, false};
+  }
 
   // Lost a race, or a redelivery: find the event that is already there.
   // Only this tenant's events are looked at: event_id is unique per tenant, so another tenant's
   // event with the same id is a different event (and its existence is not revealed).
   SS_CO_TRY(std::optional<std::string> existing,
-            co_await EventStore::find_existing(event.event_id, tenant_key, row.idempotency_key));
+            co_await EventStore::find_existing(row.event_id, tenant_key, row.idempotency_key));
   if (!existing) co_return Error{ErrorCode::internal, "append_event(): insert ignored, no row"};
   co_return Appended{*existing, true};
 }

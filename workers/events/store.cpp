@@ -9,9 +9,9 @@ namespace {
 
 // ---- events
 
-// What an emit must know before it writes, in one round trip: the JSON Schema registered for the
-// type (NULL: none) and the tenant's event already holding the idempotency key (NULL: none, and
-// always NULL when ?3 is NULL, an emit without a key). One row, always.
+// What an emit must know, read in its first round trip right after kInsertEventUnlessSchema: the
+// JSON Schema registered for the type (NULL: none) and the tenant's event holding the idempotency
+// key (NULL: none, and always NULL when ?3 is NULL, an emit without a key). One row, always.
 constexpr std::string_view kEmitLookup = R"sql(
 SELECT (SELECT schema_json FROM events_schema WHERE event_type = ?1) AS schema_json,
        (SELECT event_id FROM events
@@ -23,6 +23,17 @@ INSERT OR IGNORE INTO events (event_id, tenant_id, event_type, entity_type, enti
                               payload_json, idempotency_key, caused_by, workflow_run_id,
                               source_system, occurred_at, recorded_at, sequence_no)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+)sql";
+
+// An emit's first round trip writes the event at once when no JSON Schema is registered for its type
+// (the common case: nothing to validate first); with a schema it writes nothing, and the emit
+// validates, then inserts (kInsertEvent). The same INSERT OR IGNORE otherwise.
+constexpr std::string_view kInsertEventUnlessSchema = R"sql(
+INSERT OR IGNORE INTO events (event_id, tenant_id, event_type, entity_type, entity_id,
+                              payload_json, idempotency_key, caused_by, workflow_run_id,
+                              source_system, occurred_at, recorded_at, sequence_no)
+SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13
+WHERE NOT EXISTS (SELECT 1 FROM events_schema WHERE event_type = ?3)
 )sql";
 
 // ?1 is a JSON array of rows [event_id, tenant_id, event_type, entity_type, entity_id,
@@ -1194,25 +1205,6 @@ EmitLookup EmitLookup::decode(RowReader& r) {
 }
 
 namespace {
-Result<EmitLookup> decode_emit_lookup(json&& value) {
-  Result<D1Result> fetched = D1::first_result(std::move(value));
-  if (!fetched) return std::move(fetched).error();
-  Result<std::optional<EmitLookup>> row = fetched->first_as<EmitLookup>();
-  if (!row) return std::move(row).error();
-  if (!*row) return Error{ErrorCode::internal, "emit lookup: no row"};
-  return std::move(**row);
-}
-}  // namespace
-
-EffectOf<EmitLookup> EventStore::emit_lookup(const std::string& event_type,
-                                             const std::string& tenant_key,
-                                             const std::string& idempotency_key) {
-  json params = json::array(
-      {event_type, tenant_key, idempotency_key.empty() ? json(nullptr) : json(idempotency_key)});
-  return db().first_decoded<EmitLookup>(kEmitLookup, std::move(params), decode_emit_lookup);
-}
-
-namespace {
 json insert_params(const EventInsert& e) {
   return json::array({e.event_id, text_or_null(e.tenant_id), e.event_type, e.entity_type,
                       e.entity_id, e.payload_json, text_or_null(e.idempotency_key),
@@ -1227,6 +1219,22 @@ std::vector<D1Statement> EventStore::insert_statements(const std::vector<EventIn
   for (const EventInsert& e : events) rows.push_back(insert_params(e));
   return bulk(kInsertEvents, std::move(rows),
               [](std::string list) { return json::array({std::move(list)}); });
+}
+
+Task<Result<EmitAttempt>> EventStore::insert_unless_schema(const EventInsert& e,
+                                                           const std::string& tenant_key) {
+  std::vector<D1Statement> batch{
+      {std::string(kInsertEventUnlessSchema), insert_params(e)},
+      {std::string(kEmitLookup),
+       json::array({e.event_type, tenant_key, text_or_null(e.idempotency_key)})}};
+  SS_CO_TRY(std::vector<D1Result> results, co_await db().batch(batch));
+  if (results.size() != batch.size()) {
+    co_return Error{ErrorCode::internal, "d1.batch answered the wrong number of results"};
+  }
+  Result<std::optional<EmitLookup>> row = results[1].first_as<EmitLookup>();
+  if (!row) co_return std::move(row).error();
+  if (!*row) co_return Error{ErrorCode::internal, "emit lookup: no row"};
+  co_return EmitAttempt{results[0].meta.changes == 1, std::move(**row)};
 }
 
 Task<Result<bool>> EventStore::insert(const EventInsert& e) {

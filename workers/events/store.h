@@ -118,20 +118,27 @@ struct AgedEvent {
   static AgedEvent decode(RowReader& r);
 };
 
-// What an emit reads before it writes (one statement, one D1 round trip).
+// What an emit reads in its first round trip: the schema of its type and the tenant's event already
+// holding its idempotency key (kEmitLookup: one statement, one row always).
 struct EmitLookup {
   std::optional<std::string> schema_json;        // the JSON Schema registered for the type
   std::optional<std::string> existing_event_id;  // the tenant's event holding the idempotency key
   static EmitLookup decode(RowReader& r);
 };
 
+// An emit's first round trip: whether the event was written, and what was read after the attempt.
+struct EmitAttempt {
+  bool inserted = false;
+  EmitLookup lookup;
+};
+
 class EventStore {
  public:
-  // The schema of `event_type` and the event already holding (tenant, idempotency key) — the key
-  // empty: none is looked for.
-  static EffectOf<EmitLookup> emit_lookup(const std::string& event_type,
-                                          const std::string& tenant_key,
-                                          const std::string& idempotency_key);
+  // One D1 batch (one round trip): the event inserted unless a JSON Schema is registered for its
+  // type (or a constraint — event_id, idempotency — ignores it), then emit_lookup's row, read after
+  // the attempt (`existing_event_id` is the new event itself when it was inserted with a key).
+  static Task<Result<EmitAttempt>> insert_unless_schema(const EventInsert& event,
+                                                        const std::string& tenant_key);
   // true when the row was written; false when a constraint (event_id, idempotency) ignored it.
   static Task<Result<bool>> insert(const EventInsert& event);
   // The same INSERT OR IGNORE for many events, to commit in a batch (the ledger's own events: no
