@@ -7,9 +7,11 @@
 // none completes; workflow.run_started is written, as events.wasm does), and no claim-before-start
 // (events.wasm claims every start in D1 first, so overlapping runs can never start a workflow twice;
 // that costs it the extra work in each D1 batch); only what the bench exercises. One difference the
-// other way: an emit's schema and idempotency lookups are two concurrent queries here, as a user
-// writes them, where events.wasm asks both in one statement (docs/performance.md "One statement for
-// an emit's two lookups") — part of the emit ratio is that SQL, not the language.
+// other way: an emit's schema and idempotency lookups are two concurrent queries here, then the insert,
+// as a user writes them, where events.wasm sends one D1 batch — the insert, guarded against a schema
+// to check first and against a duplicate, then both lookups in one statement — and a second round
+// trip only for a type with a schema (docs/performance.md "An emit in one D1 round trip"): part of
+// the emit ratio is that SQL, not the language.
 //
 //   POST /api/events               tenant headers, {event_type, entity_ref, payload, idempotency_key?}
 //   GET  /api/events?limit=&after= operator: read a batch

@@ -14,6 +14,8 @@ export function d1ProbeWorker(databases) {
     name: "d1-probe",
     modules: true,
     compatibilityDate: "2026-04-20",
+    // Its own 127.0.0.1 port: the tests reach it with Node's fetch, not through Miniflare's proxy.
+    unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }],
     d1Databases: Object.fromEntries(databases.map(([binding, id]) => [binding, { id }])),
     script: `export default {
       async fetch(request, env) {
@@ -36,10 +38,20 @@ export function d1ProbeWorker(databases) {
   };
 }
 
+// What D1 takes as a parameter and JSON carries alike; D1 refuses `undefined` (D1_TYPE_ERROR), and a
+// BLOB would arrive as an object: refused here rather than sent as something else.
+function bindable(value) {
+  const type = typeof value;
+  if (value === null || type === "string" || type === "boolean" || (type === "number" && Number.isFinite(value))) {
+    return value;
+  }
+  throw new TypeError(`d1-client: cannot bind ${type === "object" ? "an object" : type}`);
+}
+
 /**
  * A D1Database-like client of one database: `prepare(sql).bind(...).all()/first(col)/run()/raw()`,
  * `batch([...])`, `exec(sql)`; a D1 error is thrown as an Error with D1's message.
- * @param send (body) → Promise<Response>, a request to the probe worker
+ * @param send (body) → Promise<Response>, a request to the probe worker (POST, JSON body)
  * @param db the probe's binding name of the database
  */
 export function d1Client(send, db) {
@@ -52,7 +64,7 @@ export function d1Client(send, db) {
   const statement = (sql, params = []) => ({
     sql,
     params,
-    bind: (...values) => statement(sql, values),
+    bind: (...values) => statement(sql, values.map(bindable)),
     all: () => call({ op: "all", statements: [{ sql, params }] }),
     run: () => call({ op: "run", statements: [{ sql, params }] }),
     first: (column) => call({ op: "first", column: column ?? null, statements: [{ sql, params }] }),

@@ -93,9 +93,10 @@ export async function startMesh({
     }
   }
   // Each database once, as DB_<n> of the probe the tests' own D1 reads go through (d1-client.mjs).
-  const databaseIds = [...new Set(workers.flatMap((w) => Object.values(w.d1Databases ?? {}).map((d) => d.id)))];
+  const all = [...workers, ...extraWorkers];
+  const databaseIds = [...new Set(all.flatMap((w) => Object.values(w.d1Databases ?? {}).map((d) => d.id)))];
   const probeBinding = (workerName, binding) => {
-    const id = workers.find((w) => w.name === workerName)?.d1Databases?.[binding]?.id;
+    const id = all.find((w) => w.name === workerName)?.d1Databases?.[binding]?.id;
     if (id === undefined) throw new Error(`mesh: ${workerName} has no D1 binding ${binding}`);
     return `DB_${databaseIds.indexOf(id)}`;
   };
@@ -105,11 +106,9 @@ export async function startMesh({
   const inspector = process.env.SS_INSPECTOR_PORT ? { inspectorPort: Number(process.env.SS_INSPECTOR_PORT) } : {};
   const mf = new Miniflare({ cf: false, workers, ...inspector });
   await mf.ready;
+  const probeUrl = (await mf.unsafeGetDirectURL("d1-probe")).href;
   const d1 = (workerName, binding) =>
-    d1Client(
-      async (body) => (await mf.getWorker("d1-probe")).fetch("http://localhost/", { method: "POST", body }),
-      probeBinding(workerName, binding),
-    );
+    d1Client((body) => fetch(probeUrl, { method: "POST", body }), probeBinding(workerName, binding));
   for (const [name, binding, dir] of migrations) await applyMigrations(d1(name, binding), dir);
 
   const mesh = {

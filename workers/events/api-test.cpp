@@ -110,6 +110,9 @@ TEST_CASE("an emit is one D1 round trip, two when its type has a schema to check
   CHECK(redelivered.status == 200);
   CHECK(redelivered.body_json()["event_id"] == "01JH0000000000000000000042");
   CHECK(l.rows().size() == 3);
+  // A duplicate is not even attempted: an ignored INSERT would still draw a seq (AUTOINCREMENT).
+  CHECK(l.mesh.db("EVENTS_DB").rows("SELECT seq FROM sqlite_sequence WHERE name = 'events'") ==
+        json::array({{{"seq", 3}}}));
 
   l.mesh.db("EVENTS_DB")
       .rows(

@@ -27,13 +27,19 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
 
 // An emit's first round trip writes the event at once when no JSON Schema is registered for its type
 // (the common case: nothing to validate first); with a schema it writes nothing, and the emit
-// validates, then inserts (kInsertEvent). The same INSERT OR IGNORE otherwise.
+// validates, then inserts (kInsertEvent). The same INSERT OR IGNORE otherwise, and a duplicate (the
+// tenant's key or event_id already there: two seeks of the unique indexes) is not even attempted:
+// an ignored insert still writes, since it draws the next seq of the AUTOINCREMENT key.
 constexpr std::string_view kInsertEventUnlessSchema = R"sql(
 INSERT OR IGNORE INTO events (event_id, tenant_id, event_type, entity_type, entity_id,
                               payload_json, idempotency_key, caused_by, workflow_run_id,
                               source_system, occurred_at, recorded_at, sequence_no)
 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13
 WHERE NOT EXISTS (SELECT 1 FROM events_schema WHERE event_type = ?3)
+  AND NOT EXISTS (SELECT 1 FROM events
+                  WHERE COALESCE(tenant_id, '') = COALESCE(?2, '') AND idempotency_key = ?7)
+  AND NOT EXISTS (SELECT 1 FROM events
+                  WHERE COALESCE(tenant_id, '') = COALESCE(?2, '') AND event_id = ?1)
 )sql";
 
 // ?1 is a JSON array of rows [event_id, tenant_id, event_type, entity_type, entity_id,
