@@ -231,6 +231,25 @@ struct ClaimRow {
 
 json nullable(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
 
+Result<RateWindow> window_of(const D1Result& r) {
+  Result<std::optional<RateWindow>> window = r.first_as<RateWindow>();
+  if (!window) return std::move(window).error();
+  if (!*window) return Error{ErrorCode::internal, "the rate-limit upsert returned no row"};
+  return **window;
+}
+
+Result<std::optional<Claim>> claim_of(const D1Result& r, std::int64_t pending_since_ms) {
+  Result<std::optional<ClaimRow>> row = r.first_as<ClaimRow>();
+  if (!row) return std::move(row).error();
+  if (!*row) return std::optional<Claim>{};
+  Claim claim{std::move((*row)->lead_id)};
+  if (!claim.lead_id.empty() && claim.lead_id[0] == kPendingClaimMark) {
+    claim.lead_id.erase(0, 1);
+    claim.pending = (*row)->created_at_ms > pending_since_ms;
+  }
+  return std::optional<Claim>{std::move(claim)};
+}
+
 }  // namespace
 
 std::string provider_column(const std::string& provider, const std::string& recipient) {
@@ -315,9 +334,23 @@ Task<Result<RateWindow>> LeadStore::hit_rate_window(const std::string& bucket, s
                                                     std::int64_t expires_at_ms) const {
   json params = json::array({bucket, now_ms, expires_at_ms});
   SS_CO_TRY(D1Result r, co_await db_.first(kHitRateWindow, params));
-  SS_CO_TRY(std::optional<RateWindow> window, r.first_as<RateWindow>());
-  if (!window) co_return Error{ErrorCode::internal, "the rate-limit upsert returned no row"};
-  co_return *window;
+  co_return window_of(r);
+}
+
+Task<Result<RateAndClaim>> LeadStore::hit_rate_window_and_find_replay(
+    const std::string& bucket, std::int64_t now_ms, std::int64_t expires_at_ms,
+    const std::string& tenant_id, const std::string& key, std::int64_t since_ms,
+    std::int64_t pending_since_ms) const {
+  std::vector<D1Statement> batch{
+      {std::string(kHitRateWindow), json::array({bucket, now_ms, expires_at_ms})},
+      {std::string(kFindReplay), json::array({tenant_id, key, since_ms})}};
+  SS_CO_TRY(std::vector<D1Result> results, co_await db_.batch(batch));
+  if (results.size() != batch.size()) {
+    co_return Error{ErrorCode::internal, "d1.batch answered the wrong number of results"};
+  }
+  SS_CO_TRY(RateWindow window, window_of(results[0]));
+  SS_CO_TRY(std::optional<Claim> claim, claim_of(results[1], pending_since_ms));
+  co_return RateAndClaim{window, std::move(claim)};
 }
 
 Task<Result<std::optional<Claim>>> LeadStore::find_replay(const std::string& tenant_id,
@@ -326,14 +359,7 @@ Task<Result<std::optional<Claim>>> LeadStore::find_replay(const std::string& ten
                                                           std::int64_t pending_since_ms) const {
   json params = json::array({tenant_id, key, since_ms});
   SS_CO_TRY(D1Result r, co_await db_.first(kFindReplay, params));
-  SS_CO_TRY(std::optional<ClaimRow> row, r.first_as<ClaimRow>());
-  if (!row) co_return std::optional<Claim>{};
-  Claim claim{std::move(row->lead_id)};
-  if (!claim.lead_id.empty() && claim.lead_id[0] == kPendingClaimMark) {
-    claim.lead_id.erase(0, 1);
-    claim.pending = row->created_at_ms > pending_since_ms;
-  }
-  co_return std::optional<Claim>{std::move(claim)};
+  co_return claim_of(r, pending_since_ms);
 }
 
 Task<Status> LeadStore::confirm_claim(const std::string& tenant_id, const std::string& key,

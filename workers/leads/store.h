@@ -137,6 +137,12 @@ struct AttemptRecord {
   std::string at;                // RFC 3339
 };
 
+// An intake's rate window and its Idempotency-Key's claim, read in one round trip.
+struct RateAndClaim {
+  RateWindow window;
+  std::optional<Claim> claim;
+};
+
 class LeadStore {
  public:
   explicit LeadStore(std::string binding) : db_(std::move(binding)) {}
@@ -150,6 +156,12 @@ class LeadStore {
   Task<Result<std::optional<Claim>>> find_replay(const std::string& tenant_id,
                                                  const std::string& key, std::int64_t since_ms,
                                                  std::int64_t pending_since_ms) const;
+  // hit_rate_window, then find_replay, in one D1 batch (one round trip): an intake with an
+  // Idempotency-Key needs both, and neither waits on the other.
+  Task<Result<RateAndClaim>> hit_rate_window_and_find_replay(
+      const std::string& bucket, std::int64_t now_ms, std::int64_t expires_at_ms,
+      const std::string& tenant_id, const std::string& key, std::int64_t since_ms,
+      std::int64_t pending_since_ms) const;
   // A pending claim becomes the lead's answer (its notifications are queued).
   Task<Status> confirm_claim(const std::string& tenant_id, const std::string& key,
                              const std::string& lead_id) const;
