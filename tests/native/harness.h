@@ -17,6 +17,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 struct sqlite3;
@@ -136,6 +137,13 @@ class Mesh {
   std::map<std::string, std::vector<json>> queue_sent;  // binding -> bodies
   std::vector<json> analytics_points;
   std::vector<std::string> effect_kinds;  // every effect performed, in order
+  // How many of effect_kinds start with `prefix` ("d1." counts D1 round trips), and clears them.
+  int take_effects(std::string_view prefix) {
+    int n = 0;
+    for (const std::string& kind : effect_kinds) n += kind.rfind(prefix, 0) == 0;
+    effect_kinds.clear();
+    return n;
+  }
   // KV as the cores see it (no expiry): a write made elsewhere, e.g. by another isolate.
   std::optional<std::string> kv_value(const std::string& binding, const std::string& key) const;
   void kv_set(const std::string& binding, const std::string& key, std::string value);
