@@ -308,6 +308,13 @@ EffectOf<D1Result> D1::first(std::string_view sql, json params) const {
 EffectOf<D1Result> D1::run(std::string_view sql, json params) const {
   return {d1_request("d1.run", binding_, sql, std::move(params)), decode_d1_all};
 }
+Status check_batch_answered(const std::vector<D1Result>& results, std::size_t sent) {
+  if (results.size() != sent) {
+    return Error{ErrorCode::internal, "d1.batch answered the wrong number of results"};
+  }
+  return Unit{};
+}
+
 EffectOf<std::vector<D1Result>> D1::batch(const std::vector<D1Statement>& statements) const {
   json list = json::array();
   for (const auto& s : statements)

@@ -192,6 +192,9 @@ class D1 {
   std::string binding_;
 };
 
+// A d1.batch's results held against the statements sent: one result each, else an internal error.
+Status check_batch_answered(const std::vector<D1Result>& results, std::size_t sent);
+
 // ---- KV
 // ------------------------------------------------------------------------------------------
 

@@ -5,7 +5,8 @@
 // Miniflare reads the previous call's answer (`assert(message?.id === id)`), and every test after it
 // fails. Here `prepare` and `bind` only record the statement, and each `all`/`first`/`run`/`raw`/
 // `batch`/`exec` is one ordinary request to a small worker in the same Miniflare bound to the same
-// database (D1_PROBE below), which runs it on the real D1 binding and answers its result as JSON.
+// database (d1ProbeWorker below), which runs it on the real D1 binding and answers its result as
+// JSON.
 // Columns that are BLOBs would come back as JSON; the tests read none.
 
 /** The probe worker: `DB_<n>` bindings to the databases of `databases` ([[binding, id]]). */

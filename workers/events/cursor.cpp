@@ -71,9 +71,7 @@ Task<Status> commit_batch(Context& ctx, DrainReport& report, std::vector<D1State
   const std::size_t tail_size = tail.size();
   for (D1Statement& t : tail) statements.push_back(std::move(t));
   SS_CO_TRY(std::vector<D1Result> results, co_await D1(kDb).batch(statements));
-  if (results.size() != statements.size()) {
-    co_return Error{ErrorCode::internal, "d1.batch answered the wrong number of results"};
-  }
+  SS_CO_CHECK(check_batch_answered(results, statements.size()));
   run->tail_sent = true;
   run->tail_continues = run->continues_after(report);
   run->tail_results.assign(std::make_move_iterator(results.end() - static_cast<long>(tail_size)),

@@ -1234,9 +1234,7 @@ Task<Result<EmitAttempt>> EventStore::insert_unless_schema(const EventInsert& e,
       {std::string(kEmitLookup),
        json::array({e.event_type, tenant_key, text_or_null(e.idempotency_key)})}};
   SS_CO_TRY(std::vector<D1Result> results, co_await db().batch(batch));
-  if (results.size() != batch.size()) {
-    co_return Error{ErrorCode::internal, "d1.batch answered the wrong number of results"};
-  }
+  SS_CO_CHECK(check_batch_answered(results, batch.size()));
   Result<std::optional<EmitLookup>> row = results[1].first_as<EmitLookup>();
   if (!row) co_return std::move(row).error();
   if (!*row) co_return Error{ErrorCode::internal, "emit lookup: no row"};
@@ -1753,9 +1751,7 @@ Task<Result<TimelinePage>> AggregateStore::timeline_page(const TimelineFilter& f
           json::array({text_or_null(f.tenant_id), f.entity_type, f.entity_id, f.after, after_seq})},
       D1Statement{std::string(sql), std::move(params)}};
   SS_CO_TRY(std::vector<D1Result> results, co_await db().batch(batch));
-  if (results.size() != batch.size()) {
-    co_return Error{ErrorCode::internal, "d1.batch answered the wrong number of results"};
-  }
+  SS_CO_CHECK(check_batch_answered(results, batch.size()));
   std::optional<json> bound = results[0].first();
   const json* seq = bound ? find_field(*bound, "seq") : nullptr;
   page.after_known = seq != nullptr && seq->is_number_integer();

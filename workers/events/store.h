@@ -135,7 +135,7 @@ struct EmitAttempt {
 class EventStore {
  public:
   // One D1 batch (one round trip): the event inserted unless a JSON Schema is registered for its
-  // type (or a constraint — event_id, idempotency — ignores it), then emit_lookup's row, read after
+  // type (or a constraint — event_id, idempotency — ignores it), then kEmitLookup's row, read after
   // the attempt (`existing_event_id` is the new event itself when it was inserted with a key).
   static Task<Result<EmitAttempt>> insert_unless_schema(const EventInsert& event,
                                                         const std::string& tenant_key);

@@ -422,9 +422,7 @@ Task<Result<ChunkResult>> run_chunk(Context& ctx, const std::string& consumer,
     batch.push_back(Dedupe::others_claims_statement(consumer, works[first].row->seq,
                                                     works[last - 1].row->seq, fc.holder));
     SS_CO_TRY(std::vector<D1Result> results, co_await D1(kDb).batch(batch));
-    if (results.size() != batch.size()) {
-      co_return Error{ErrorCode::internal, "d1.batch answered the wrong number of results"};
-    }
+    SS_CO_CHECK(check_batch_answered(results, batch.size()));
     out.carried_changes.reserve(offset);
     for (std::size_t i = 0; i < offset; ++i) out.carried_changes.push_back(results[i].meta.changes);
     for (std::size_t i = 0; i < claim_count; ++i) {

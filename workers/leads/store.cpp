@@ -345,9 +345,7 @@ Task<Result<RateAndClaim>> LeadStore::hit_rate_window_and_find_replay(
       {std::string(kHitRateWindow), json::array({bucket, now_ms, expires_at_ms})},
       {std::string(kFindReplay), json::array({tenant_id, key, since_ms})}};
   SS_CO_TRY(std::vector<D1Result> results, co_await db_.batch(batch));
-  if (results.size() != batch.size()) {
-    co_return Error{ErrorCode::internal, "d1.batch answered the wrong number of results"};
-  }
+  SS_CO_CHECK(check_batch_answered(results, batch.size()));
   SS_CO_TRY(RateWindow window, window_of(results[0]));
   SS_CO_TRY(std::optional<Claim> claim, claim_of(results[1], pending_since_ms));
   co_return RateAndClaim{window, std::move(claim)};
