@@ -547,6 +547,19 @@ describe("workflow_runner", () => {
 
     await errorOf(await admin("PUT", "/admin/kill-switches/Kill Fanout", { enabled: true }), 400, "invalid_request");
     await errorOf(await admin("PUT", "/admin/kill-switches/kill:fanout", { enabled: "yes" }), 400, "invalid_request");
+    // A name nothing on this platform obeys is kept, and its answer says so (a typo is visible).
+    const unknown = await jsonOf(await admin("PUT", "/admin/kill-switches/kill:ns_writes", { enabled: true }), 200);
+    assert.equal(unknown.known, false);
+    assert.match(unknown.warning, /kill:fanout/);
+    const listed = await jsonOf(await admin("GET", "/admin/kill-switches"), 200);
+    assert.deepEqual(
+      listed.kill_switches.map(({ name, enabled, known }) => ({ name, enabled, known })),
+      [
+        { name: "kill:fanout", enabled: false, known: true },
+        { name: "kill:ns_writes", enabled: true, known: false },
+      ],
+    );
+    await jsonOf(await admin("PUT", "/admin/kill-switches/kill:ns_writes", { enabled: false }), 200);
   });
 
   it("replay shows the consumer the window again and dedupe prevents double starts", async () => {

@@ -1146,9 +1146,18 @@ describe("tenant admin API", () => {
       [...ids].reverse(),
     );
     assert.equal(all.nextCursor, null);
-    assert.deepEqual(Object.keys(all.leads[0]).sort(), ["createdAt", "fields", "id", "leadId", "turnstileVerified"]);
+    // The contract's own fields that were sent (only an email here) at the top as well as in fields.
+    assert.deepEqual(Object.keys(all.leads[0]).sort(), [
+      "createdAt",
+      "email",
+      "fields",
+      "id",
+      "leadId",
+      "turnstileVerified",
+    ]);
     assert.equal(all.leads[0].leadId, all.leads[0].id); // the name the submit answer used
     assert.equal(all.leads[0].fields.email, "p4@example.com");
+    assert.equal(all.leads[0].email, "p4@example.com");
     const seen = [];
     let cursor = "";
     for (let page = 0; page < 5; page++) {

@@ -546,6 +546,37 @@ TEST_CASE("analytics: config.hosts takes host names only, as a referrer's host r
   CHECK(good.status == 201);
 }
 
+TEST_CASE("analytics: config.siteHosts is the same list as config.hosts, one of the two") {
+  Analytics a;
+  auto provision = [&](const json& config) {
+    json body{{"token", "zz-token-0123456789abcd"},
+              {"adminToken", "zz-admin-0123456789abcd"},
+              {"config", config}};
+    return a.mesh.request("analytics", "PUT", "/admin/tenants/zz",
+                          {{"Authorization", std::string("Bearer ") + Mesh::kAdminToken},
+                           {"Content-Type", "application/json"}},
+                          body.dump());
+  };
+  HttpReply bad = provision({{"siteHosts", {"ok.example", "not a host"}}});
+  CHECK(bad.status == 400);
+  CHECK(bad.body_json()["error"]["field"] == "config.siteHosts");
+  HttpReply both = provision({{"hosts", {"a.example"}}, {"siteHosts", {"b.example"}}});
+  CHECK(both.status == 400);
+  CHECK(both.body_json()["error"]["field"] == "config.siteHosts");
+  CHECK(provision({{"hosts", {"a.example"}}, {"siteHosts", {"a.example"}}}).status == 201);
+  CHECK(provision({{"siteHosts", {"shop.zz.example"}}}).status == 200);
+  CHECK(provision({{"siteHost", {"shop.zz.example"}}}).status == 400);  // unknown keys still are
+
+  // A referrer from one of the siteHosts counts as direct, as one of the hosts would.
+  HttpReply hit = a.beacon(
+      json{{"u", "https://zz.example/"}, {"r", "https://shop.zz.example/cart"}, {"w", 1280}},
+      kChrome, kIp, {}, "zz", "zz-token-0123456789abcd");
+  CHECK(hit.status == 202);
+  a.drain();
+  json refs = a.stats("?by=referrer", "zz", "zz-token-0123456789abcd")["rows"];
+  CHECK(refs == json::array({{{"key", "(direct)"}, {"pageviews", 1}, {"visitors", 1}}}));
+}
+
 TEST_CASE("analytics: the dashboard is escaped HTML with an SVG chart, for the tenant admin") {
   Analytics a;
   a.page("https://crumbandcrust.example/<script>alert(1)</script>");

@@ -33,17 +33,28 @@ bool is_host_name(const std::string& host) {
 }
 
 // Tenant config of this worker: {"hosts": ["example.com", …]} — the site's own hosts, whose
-// referrers count as direct.
+// referrers count as direct. "siteHosts" (the words tenant provisioning uses for them) is the same
+// list under another name: one of the two, or both alike (docs/analytics.md).
 Status validate_analytics_config(const Context&, const json& config) {
-  if (Status known = check_known_keys(config, {"hosts"}, "config."); !known) return known;
+  if (Status known = check_known_keys(config, {"hosts", "siteHosts"}, "config."); !known)
+    return known;
   const json* hosts = find_field(config, "hosts");
+  const json* alias = find_field(config, "siteHosts");
+  std::string name = "config.hosts";
+  if (hosts && alias && *hosts != *alias) {
+    return invalid_field("config.siteHosts", "differs from config.hosts: send one of the two");
+  }
+  if (!hosts && alias) {
+    hosts = alias;
+    name = "config.siteHosts";
+  }
   if (!hosts) return Unit{};
   if (!hosts->is_array() || hosts->size() > kMaxSiteHosts) {
-    return invalid_field("config.hosts", "must be a list of at most 32 hosts");
+    return invalid_field(name, "must be a list of at most 32 hosts");
   }
   for (const json& h : *hosts) {
     if (!h.is_string() || !is_host_name(h.get_ref<const std::string&>())) {
-      return invalid_field("config.hosts",
+      return invalid_field(name,
                            "every entry must be a host such as example.com, 127.0.0.1 or [::1] "
                            "(or a URL; an internationalised name in its xn-- form)");
     }

@@ -68,7 +68,9 @@ std::string cf_text(const json& cf, std::string_view key) {
 
 std::vector<std::string> site_hosts(const json& config) {
   std::vector<std::string> hosts;
-  if (const json* list = find_field(config, "hosts"); list && list->is_array()) {
+  const json* list = find_field(config, "hosts");
+  if (!list) list = find_field(config, "siteHosts");  // the same list by its other name (app.cpp)
+  if (list && list->is_array()) {
     for (const json& h : *list) {
       if (h.is_string()) hosts.push_back(site_host(h.get_ref<const std::string&>()));
     }

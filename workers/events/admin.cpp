@@ -53,8 +53,9 @@ bool is_workflow_type(std::string_view s) {
 
 // The switches something reads (docs/runbook-events.md "emergency stop"): kill:fanout,
 // kill:<consumer>, kill:high_risk_ops, and kill:notifications (read by the leads worker from
-// FLAGS). Any other name would be stored and obeyed by nobody — an operator's typo must not look
-// like a stop that took effect.
+// FLAGS). Any other well-formed name is stored and listed too, but obeyed by nobody: its answer says
+// so ("known": false and a warning naming these), so an operator's typo never looks like a stop
+// that took effect.
 std::vector<std::string> known_switches() {
   std::vector<std::string> names = {"kill:fanout", kHighRiskSwitch, "kill:notifications"};
   for (const auto& consumer : consumer_names()) names.push_back("kill:" + std::string(consumer));
@@ -66,6 +67,12 @@ bool is_known_switch(const std::string& name) {
     if (known == name) return true;
   }
   return false;
+}
+
+// "kill:" and a name as workflow types are written (lower case, digits, _ . -; 64 at most).
+bool is_switch_name(std::string_view name) {
+  static constexpr std::string_view kPrefix = "kill:";
+  return name.substr(0, kPrefix.size()) == kPrefix && is_workflow_type(name.substr(kPrefix.size()));
 }
 
 bool is_binding_name(std::string_view s) {
@@ -431,17 +438,27 @@ Task<Result<Response>> put_kill_switch(Context& ctx, const Request& req, const P
                                        Task<Result<json>> (*release)(Context&)) {
   SS_CO_TRY(json body, operator_body(req));
   std::string name = param(params, "name");
-  if (!is_known_switch(name)) {
-    std::string list;
-    for (const std::string& known : known_switches()) list += (list.empty() ? "" : ", ") + known;
-    co_return invalid_field("name", "unknown kill switch; the switches are " + list);
+  std::string list;
+  for (const std::string& known : known_switches()) list += (list.empty() ? "" : ", ") + known;
+  if (!is_switch_name(name)) {
+    co_return invalid_field("name",
+                            "must be kill:<name> (lower case, digits, _ . -); the switches "
+                            "something obeys are " +
+                                list);
   }
   auto enabled = get_bool(body, "enabled");
   if (!enabled) co_return invalid_field("enabled", "must be true or false");
   std::string now = format_rfc3339(ctx.now_ms());
   SS_CO_CHECK(co_await ConfigStore::put_kill_switch(name, *enabled, now));
   ctx.log("kill switch " + name + (*enabled ? " on" : " off"));
-  json out = json_object({{"name", name}, {"enabled", *enabled}, {"updated_at", now}});
+  json out = KillSwitchRow{name, *enabled, now}.view();
+  out["known"] = is_known_switch(name);
+  if (!is_known_switch(name)) {
+    out["warning"] = name +
+                     " is stored, but nothing on this platform obeys it; the switches "
+                     "something obeys are " +
+                     list;
+  }
   // The shared flag store every platform worker reads (KV: eventually consistent, up to ~60 s).
   // The ledger's own switches live in D1 above; a failed KV write is reported, not fatal.
   Kv flags(kFlagsBinding);
@@ -469,7 +486,13 @@ Task<Result<Response>> put_kill_switch(Context& ctx, const Request& req, const P
 
 Task<Result<Response>> list_kill_switches(Context& ctx, const Request& req, const Params&) {
   SS_CO_TRY(std::vector<KillSwitchRow> rows, co_await ConfigStore::kill_switches());
-  co_return list_response("kill_switches", rows);
+  json list = json::array();
+  for (const KillSwitchRow& row : rows) {
+    json view = row.view();
+    view["known"] = is_known_switch(row.name);
+    list.push_back(std::move(view));
+  }
+  co_return named_list("kill_switches", std::move(list));
 }
 
 // --- drains, replay, quarantine, retention -------------------------------------------------------

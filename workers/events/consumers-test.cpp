@@ -825,17 +825,19 @@ TEST_CASE("kill:high_risk_ops holds risk_level >= 4 starts, others go; off relea
             .empty());
 }
 
-TEST_CASE("kill switches: only the switches something obeys; a typo is a 400 naming them") {
+TEST_CASE("kill switches: any kill:<name>; one nothing obeys is stored with a warning") {
   Ledger l;
   for (const char* name : {"kill:fanout", "kill:high_risk_ops", "kill:notifications",
                            "kill:workflow_runner", "kill:timeline_indexer", "kill:anomaly_detector",
                            "kill:reflexion_analyzer", "kill:customer_health_watcher"}) {
     CAPTURE(name);
-    CHECK(
-        l.admin("PUT", std::string("/admin/kill-switches/") + name, {{"enabled", false}}).status ==
-        200);
+    auto r = l.admin("PUT", std::string("/admin/kill-switches/") + name, {{"enabled", false}});
+    CHECK(r.status == 200);
+    CHECK(r.body_json()["known"] == true);
+    CHECK_FALSE(r.body_json().contains("warning"));
   }
-  for (const char* name : {"fanout", "kill:fan_out", "kill:", "kill:everything", "Kill:fanout"}) {
+  // Not a switch's name at all: 400 naming it, nothing stored.
+  for (const char* name : {"fanout", "kill:", "Kill:fanout", "kill:Fanout", "kill:a b"}) {
     CAPTURE(name);
     auto r = l.admin("PUT", std::string("/admin/kill-switches/") + name, {{"enabled", true}});
     CHECK(r.status == 400);
@@ -843,10 +845,30 @@ TEST_CASE("kill switches: only the switches something obeys; a typo is a 400 nam
     CHECK(r.body_json()["error"]["message"].get<std::string>().find("kill:fanout") !=
           std::string::npos);
   }
-  // Nothing was stored for the refused names.
+  // A well-formed name nothing obeys (a typo, or the seed guide's kill:ns_writes): stored and
+  // listed, and the answer says nothing obeys it, naming the switches that something does.
+  for (const char* name : {"kill:fan_out", "kill:ns_writes"}) {
+    CAPTURE(name);
+    auto r = l.admin("PUT", std::string("/admin/kill-switches/") + name, {{"enabled", true}});
+    CHECK(r.status == 200);
+    CHECK(r.body_json()["name"] == name);
+    CHECK(r.body_json()["enabled"] == true);
+    CHECK(r.body_json()["known"] == false);
+    CHECK(r.body_json()["warning"].get<std::string>().find("kill:fanout") != std::string::npos);
+  }
   json listed = l.admin("GET", "/admin/kill-switches").body_json()["kill_switches"];
-  for (const json& s : listed) CHECK(s["name"].get<std::string>().rfind("kill:", 0) == 0);
-  CHECK(listed.size() == 8);
+  CHECK(listed.size() == 10);
+  int unknown_on = 0;
+  for (const json& s : listed) {
+    CHECK(s["name"].get<std::string>().rfind("kill:", 0) == 0);
+    if (s["known"] == false) unknown_on += s["enabled"] == true;
+  }
+  CHECK(unknown_on == 2);
+  // A switch nothing obeys stops nothing: the drain still starts the subscribed workflow.
+  l.workflow("wf");
+  l.subscribe("order.*", "wf");
+  l.emit("order.placed", {{"n", 1}});
+  CHECK(l.drain()["started"] == 1);
 }
 
 TEST_CASE("kill:high_risk_ops off releases held events behind 500 other quarantined ones") {

@@ -386,7 +386,8 @@ TEST_CASE("kill:fanout stops fan-out without losing events; switching it off dra
   auto list = l.admin("GET", "/admin/kill-switches").body_json();
   CHECK(list["kill_switches"][0] == json{{"name", "kill:fanout"},
                                          {"enabled", true},
-                                         {"updated_at", list["kill_switches"][0]["updated_at"]}});
+                                         {"updated_at", list["kill_switches"][0]["updated_at"]},
+                                         {"known", true}});
   REQUIRE(l.admin("PUT", "/admin/kill-switches/kill:fanout", {{"enabled", false}}).status == 200);
   json report = l.drain();
   CHECK(report["read"] == 5);

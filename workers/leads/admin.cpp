@@ -26,12 +26,18 @@ inline constexpr int kMaxPage = 200;
 inline constexpr int kExportPage = 200;
 
 json lead_view(const LeadRow& row) {
-  // "leadId" beside "id": the name the submit answer gave it.
-  return json_object({{"id", row.id},
-                      {"leadId", row.id},
-                      {"createdAt", shown_rfc3339(row.created_at)},
-                      {"turnstileVerified", row.turnstile_verified},
-                      {"fields", row.payload.is_object() ? row.payload : json::object()}});
+  // "leadId" beside "id": the name the submit answer gave it. The contract's own fields (name,
+  // email, phone, message) also at the top, as a form's fields are read; every field in "fields".
+  json fields = row.payload.is_object() ? row.payload : json::object();
+  json view = json_object({{"id", row.id},
+                           {"leadId", row.id},
+                           {"createdAt", shown_rfc3339(row.created_at)},
+                           {"turnstileVerified", row.turnstile_verified}});
+  for (const char* name : {"name", "email", "phone", "message"}) {
+    if (const json* v = find_field(fields, name); v && v->is_string()) view[name] = *v;
+  }
+  view["fields"] = std::move(fields);
+  return view;
 }
 
 json optional_json(const std::optional<std::string>& v) { return v ? json(*v) : json(nullptr); }
@@ -110,10 +116,17 @@ Task<Result<Response>> get_lead(Context& ctx, const Request& req, const Params& 
   co_return Response::json_body(200, view);
 }
 
+// A sign and digits only, as every phone number is stored (E.164: "+15550102000"): a spreadsheet
+// reads it as a number, never as a formula, so it needs no apostrophe to be safe.
+bool is_signed_digits(const std::string& v) {
+  return v.size() > 1 && (v[0] == '+' || v[0] == '-') &&
+         v.find_first_not_of("0123456789", 1) == std::string::npos;
+}
+
 // RFC 4180 quoting; a cell that a spreadsheet would run as a formula gets a leading apostrophe.
 std::string csv_cell(const std::string& value) {
   std::string v = value;
-  if (!v.empty() &&
+  if (!v.empty() && !is_signed_digits(v) &&
       (v[0] == '=' || v[0] == '+' || v[0] == '-' || v[0] == '@' || v[0] == '\t' || v[0] == '\r')) {
     v.insert(v.begin(), '\'');
   }

@@ -705,6 +705,14 @@ TEST_CASE("a webhook that fails twice then succeeds is delivered once with 3 att
                d[0]["id"].get<std::string>() + "'")
             .size() == 3);
   auto view = l.mesh.request("leads", "GET", "/api/leads/" + id, l.admin()).body_json();
+  // The contract's fields at the top as well as in "fields" (an extra field only there).
+  CHECK(view["name"] == "Ada Baker");
+  CHECK(view["email"] == "ada@example.com");
+  CHECK(view["phone"] == "+15550102000");
+  CHECK(view["message"] == "Two dozen croissants for Saturday?");
+  CHECK(view["fields"]["email"] == "ada@example.com");
+  CHECK(view["fields"]["preferred_date"] == "2026-12-05");
+  CHECK_FALSE(view.contains("preferred_date"));
   // Times as the contract writes them: whole seconds, UTC (stored fixed width, "….000Z").
   std::string created = view["createdAt"];
   CHECK(created.size() == 20);
@@ -961,8 +969,10 @@ TEST_CASE("CSV export quotes per RFC 4180 and defuses spreadsheet formulas") {
   Leads l;
   l.submit(json{{"name", "=HYPERLINK(\"http://evil\")"},
                 {"email", "q@example.com"},
+                {"phone", "+1 555 010 2000"},
                 {"message", "line one\nline \"two\", with comma"},
                 {"preferred_date", "@SUM(A1)"}});
+  l.submit(json{{"name", "-2+3"}, {"email", "r@example.com"}, {"preferred_date", "+1"}});
   auto r = l.mesh.request("leads", "GET", "/api/leads/export.csv", l.admin());
   REQUIRE(r.status == 200);
   CHECK(r.header("content-type").rfind("text/csv", 0) == 0);
@@ -972,6 +982,12 @@ TEST_CASE("CSV export quotes per RFC 4180 and defuses spreadsheet formulas") {
   CHECK(r.body.find("\"'=HYPERLINK(\"\"http://evil\"\")\"") != std::string::npos);
   CHECK(r.body.find("\"line one\nline \"\"two\"\", with comma\"") != std::string::npos);
   CHECK(r.body.find("\"'@SUM(A1)\"") != std::string::npos);
+  // A phone number exports as stored (E.164: a sign and digits, which no spreadsheet runs); a cell
+  // with anything after its sign but digits is still defused.
+  CHECK(r.body.find(",+15550102000,") != std::string::npos);
+  CHECK(r.body.find("'+15550102000") == std::string::npos);
+  CHECK(r.body.find(",\"'-2+3\",") != std::string::npos);
+  CHECK(r.body.find(",+1\r\n") != std::string::npos);
 }
 
 TEST_CASE("CSV export: a stored config's repeated or reserved extra fields are one column each") {
