@@ -22,12 +22,13 @@ export interface ServiceBinding {
 /**
  * Forwards a public request to a platform worker over a Service Binding. Drops every incoming
  * `X-SiteSwarm-*` header and sets the app's own tenant id, token and capability version.
- * Answers `503 {"error":{"code":"service_unavailable"}}` when the binding, the app id or the token
- * is missing, or when the binding throws.
+ * Answers `503 {"error":{"code":"service_unavailable"}}` when the binding is missing or throws. A
+ * missing app id or token is logged once and left out (the incoming ones are dropped all the same):
+ * the service then answers `401 unauthenticated_tenant`.
  */
 export function delegate(
   request: Request,
-  env: Record<string, unknown>,
+  env: object,
   bindingName: string,
   options?: DelegateOptions,
 ): Promise<Response>;
@@ -35,7 +36,8 @@ export function delegate(
 /** A copy of `incoming` without any `X-SiteSwarm-*` header, plus the app's own three. */
 export function tenantHeaders(
   incoming: Headers,
-  context: { appId: string; token: string; capabilityVersion: string },
+  /** Each one given is set; one left out is not sent (the incoming ones are dropped all the same). */
+  context: { appId?: string; token?: string; capabilityVersion?: string },
 ): Headers;
 
 export const TENANT_ID_HEADER: "X-SiteSwarm-Tenant-Id";
@@ -296,8 +298,11 @@ export interface SwarmConfig extends ClientManifest {
 export interface PlatformClientOptions {
   /** The app's id (`[a-z0-9][a-z0-9-]{0,62}`); defaults to `manifest.appId`. */
   appId?: string;
-  /** The Worker's `env`: service bindings (`LEADS_SERVICE`, …) and the tenant token secret. */
-  bindings: Record<string, unknown>;
+  /**
+   * The Worker's `env`: service bindings (`LEADS_SERVICE`, …) and the tenant token secret. Any
+   * object: a typed `interface Env { … }` as wrangler's types write it is taken as it is.
+   */
+  bindings: object;
   /** Capability versions (sent as `X-SiteSwarm-Capability-Version`, default `"1.0.0"`) and the fallback snapshot. */
   manifest?: ClientManifest;
   /** Serve in-memory fakes when a binding is missing (never when it is present). Default `false`. */
@@ -431,6 +436,19 @@ export interface Pageview {
   request?: Request;
 }
 
+/** The beacon's own fields, as the tracker sends them (docs/analytics.md). */
+export interface BeaconFields {
+  u: string;
+  r?: string | null;
+  w?: number | null;
+}
+
+/**
+ * What `analytics.pageview` takes: a {@link Pageview}, the beacon's own fields, the page's URL
+ * alone, or the visitor's Request (its URL and `Referer`, counted as that visitor's pageview).
+ */
+export type PageviewInput = Pageview | BeaconFields | string | Request;
+
 export interface PlatformClient {
   readonly appId: string;
   leads: {
@@ -463,7 +481,7 @@ export interface PlatformClient {
   };
   analytics: {
     /** `POST /beacon` `{u, r, w}`. */
-    pageview(view: Pageview): Promise<void>;
+    pageview(view: PageviewInput): Promise<void>;
   };
 }
 

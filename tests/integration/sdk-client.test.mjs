@@ -116,6 +116,21 @@ describe("createPlatformClient with fake bindings", () => {
     assert.equal(sent.cookie, undefined);
     assert.equal(sent.authorization, undefined);
     assert.equal(sent["x-siteswarm-tenant-id"], "bakery");
+    // The other forms pageview takes: the beacon's own fields, the URL alone, the visitor's Request
+    // (its URL and Referer, and the visitor it came from).
+    await client.analytics.pageview({ u: "https://b.example/a", r: "https://ref.example/", w: 1280 });
+    await client.analytics.pageview("https://b.example/b");
+    await client.analytics.pageview(
+      new Request("https://b.example/c", {
+        headers: { referer: "https://search.example/", "user-agent": "Mozilla/5.0 (X11) Firefox/133.0" },
+      }),
+    );
+    const [fields, url, request] = ANALYTICS_SERVICE.seen.slice(2);
+    assert.deepEqual(JSON.parse(fields.body), { u: "https://b.example/a", r: "https://ref.example/", w: 1280 });
+    assert.deepEqual(JSON.parse(url.body), { u: "https://b.example/b", r: "" });
+    assert.deepEqual(JSON.parse(request.body), { u: "https://b.example/c", r: "https://search.example/" });
+    assert.equal(request.headers["user-agent"], "Mozilla/5.0 (X11) Firefox/133.0");
+    assert.equal(url.headers["user-agent"], "SiteSwarm-SDK/1.0 (server-reported pageview)");
 
     const status = await client.cms.status(new Date("2026-05-26T14:00:00.123Z"));
     assert.equal(status.open, true);

@@ -84,18 +84,19 @@ describe("delegate", () => {
     );
   });
 
-  it("answers 503 service_unavailable JSON when the binding or the token is missing", async () => {
-    for (const env of [{ SITESWARM_TENANT_TOKEN: TOKEN }, { LEADS_SERVICE: recordingBinding() }]) {
-      const res = await delegate(new Request("https://b.example/api/leads"), env, "LEADS_SERVICE", {
-        appId: "bakery",
-      });
-      assert.equal(res.status, 503);
-      assert.equal(res.headers.get("content-type"), "application/json");
-      assert.equal(res.headers.get("cache-control"), "no-store", "an error answer is never cached");
-      const { error } = await res.json();
-      assert.equal(error.code, "service_unavailable");
-      assert.ok(!JSON.stringify(error).includes(TOKEN));
-    }
+  it("answers 503 service_unavailable JSON when the binding is missing", async () => {
+    const res = await delegate(
+      new Request("https://b.example/api/leads"),
+      { SITESWARM_TENANT_TOKEN: TOKEN },
+      "LEADS_SERVICE",
+      { appId: "bakery" },
+    );
+    assert.equal(res.status, 503);
+    assert.equal(res.headers.get("content-type"), "application/json");
+    assert.equal(res.headers.get("cache-control"), "no-store", "an error answer is never cached");
+    const { error } = await res.json();
+    assert.equal(error.code, "service_unavailable");
+    assert.ok(!JSON.stringify(error).includes(TOKEN));
   });
 
   it("takes the contract's three-argument form: 503 without a binding, the app id from SITESWARM_APP_ID", async () => {
@@ -127,19 +128,33 @@ describe("delegate", () => {
     assert.equal(LEADS_SERVICE.seen[0].headers["x-siteswarm-capability-version"], "1.2.0");
   });
 
-  it("answers 503 for a missing or invalid app id and for a binding that throws, never forwarding or throwing", async () => {
-    for (const options of [{}, { appId: "Bad App" }]) {
-      const LEADS_SERVICE = recordingBinding();
+  it("forwards without a missing app id or token, dropping the visitor's, so the service answers 401", async () => {
+    const spoofed = {
+      "X-SiteSwarm-Tenant-Id": "victim",
+      "X-SiteSwarm-Tenant-Token": "guessed",
+      "X-SiteSwarm-Capability-Version": "9.0.0",
+    };
+    const cases = [
+      [{ LEADS_SERVICE: recordingBinding(), SITESWARM_TENANT_TOKEN: TOKEN }, {}],
+      [{ LEADS_SERVICE: recordingBinding(), SITESWARM_TENANT_TOKEN: TOKEN }, { appId: "Bad App" }],
+      [{ LEADS_SERVICE: recordingBinding() }, { appId: "bakery" }],
+    ];
+    for (const [env, options] of cases) {
       const res = await delegate(
-        new Request("https://b.example/"),
-        { LEADS_SERVICE, SITESWARM_TENANT_TOKEN: TOKEN },
+        new Request("https://b.example/api/leads", { method: "POST", headers: spoofed, body: "{}" }),
+        env,
         "LEADS_SERVICE",
         options,
       );
-      assert.equal(res.status, 503);
-      assert.equal((await res.json()).error.code, "service_unavailable");
-      assert.equal(LEADS_SERVICE.seen.length, 0);
+      assert.equal(res.status, 202, "forwarded (the recording binding answers 202)");
+      const seen = env.LEADS_SERVICE.seen[0].headers;
+      assert.equal(seen["x-siteswarm-tenant-id"], options.appId === "bakery" ? "bakery" : undefined);
+      assert.equal(seen["x-siteswarm-tenant-token"], env.SITESWARM_TENANT_TOKEN);
+      assert.equal(seen["x-siteswarm-capability-version"], "1.0.0");
     }
+  });
+
+  it("answers 503 for a binding that throws, never throwing itself", async () => {
     const broken = {
       fetch: async () => {
         throw new Error("binding gone");

@@ -25,6 +25,14 @@ import bakery from "../../examples/bakery/swarm.config.json";
 import agency from "../../examples/software-agency/swarm.config.ts";
 
 declare const env: Record<string, unknown>;
+// A Worker's env as wrangler's generated types (or an app author) write it: an interface, which is
+// not assignable to an index signature, so the SDK takes any object.
+interface Env {
+  LEADS_SERVICE: { fetch(request: Request): Promise<Response> };
+  SITESWARM_TENANT_TOKEN: string;
+  SITESWARM_APP_ID: string;
+}
+declare const typedEnv: Env;
 declare const binding: { fetch(request: Request): Promise<Response> };
 
 export async function usage(): Promise<void> {
@@ -85,6 +93,13 @@ export async function usage(): Promise<void> {
   await client.cms.status("2026-05-26T14:00:00Z");
   const open: boolean = status.open;
   await client.analytics.pageview({ url: "https://b.example/", referrer: "", width: 390 });
+  // The beacon's own fields, the URL alone, or the visitor's request.
+  await client.analytics.pageview({ u: "https://b.example/", r: null, w: 390 });
+  await client.analytics.pageview("https://b.example/menu");
+  await client.analytics.pageview(new Request("https://b.example/menu"));
+  // A typed Env interface, in both places an env goes.
+  await delegate(new Request("https://b.example/api/leads"), typedEnv, "LEADS_SERVICE");
+  createPlatformClient({ appId: "bakery", bindings: typedEnv });
 
   try {
     await client.leads.submit({ email: "nope" });

@@ -242,18 +242,39 @@ export function createPlatformClient(options = {}) {
       },
     },
     analytics: {
-      /** @param {Partial<import("../index.d.ts").Pageview>} [view] */
-      async pageview({ url, referrer = "", width, request } = {}) {
+      /** @param {import("../index.d.ts").PageviewInput} [view] */
+      async pageview(view) {
+        const { url, referrer, width, request } = pageviewOf(view);
         return viaServiceOrMock(
           "analytics",
           async () => {
-            const body = { u: url, r: referrer ?? "", w: width };
+            const body = { u: url, r: referrer, w: width };
             await call("analytics", "POST", "/beacon", { body, visitor: visitorOf(request) });
           },
           (m) => m.pageview({ url, referrer, width }),
         );
       },
     },
+  };
+}
+
+/**
+ * A pageview in any of the forms `analytics.pageview` takes: `{url, referrer?, width?, request?}`,
+ * the beacon's own `{u, r?, w?}`, the page's URL alone, or the visitor's Request (its URL and
+ * Referer, and the visitor it came from).
+ * @param {import("../index.d.ts").PageviewInput} [view]
+ */
+function pageviewOf(view) {
+  if (typeof view === "string") return { url: view, referrer: "" };
+  if (typeof Request === "function" && view instanceof Request) {
+    return { url: view.url, referrer: view.headers.get("referer") ?? "", request: view };
+  }
+  const v = isObject(view) ? view : {};
+  return {
+    url: v.url ?? v.u,
+    referrer: v.referrer ?? v.r ?? "",
+    width: v.width ?? v.w,
+    request: v.request,
   };
 }
 

@@ -24,10 +24,13 @@ const CAPABILITY_OF = Object.fromEntries(Object.values(SERVICES).map((s) => [s.b
  * Forwards `request` to the platform worker bound as `env[bindingName]`. The app's id comes from
  * `options.appId`, else `options.manifest.appId`, else the `SITESWARM_APP_ID` var; its capability
  * version from `options.capabilityVersion`, else the manifest's capability for that binding, else
- * 1.0.0. Anything missing (binding, app id, token) or a binding that throws is a
- * `503 service_unavailable` answer, never an exception.
+ * 1.0.0. A missing binding, or one that throws, is a `503 service_unavailable` answer, never an
+ * exception. A missing app id or token is the app's misconfiguration, logged once: the request is
+ * still forwarded with every incoming `X-SiteSwarm-*` header dropped and without the missing one,
+ * so the service answers it as any call without tenant credentials (`401 unauthenticated_tenant`)
+ * and nothing a visitor sent can stand in for the app's own.
  * @param {Request} request the incoming (public) request
- * @param {Record<string, unknown>} env the worker's env
+ * @param {Record<string, any>} env the worker's env (any object: a typed `interface Env` too)
  * @param {string} bindingName e.g. "LEADS_SERVICE"
  * @param {import("../index.d.ts").DelegateOptions} [options]
  * @returns {Promise<Response>}
@@ -38,13 +41,15 @@ export async function delegate(request, env, bindingName, options = {}) {
 
   const service = /** @type {import("../index.d.ts").ServiceBinding | undefined} */ (env?.[bindingName]);
   if (typeof service?.fetch !== "function") return unavailable(`the ${bindingName} service is not available`);
-  const appId = options.appId ?? manifest?.appId ?? env.SITESWARM_APP_ID;
+  let appId = options.appId ?? manifest?.appId ?? env.SITESWARM_APP_ID;
   if (typeof appId !== "string" || !APP_ID.test(appId)) {
-    return unavailable("the app id (options.appId, the manifest's appId or SITESWARM_APP_ID) is not configured");
+    warnOnce("the app id (options.appId, the manifest's appId or SITESWARM_APP_ID) is not configured");
+    appId = undefined;
   }
-  const token = env[tokenBinding];
+  let token = env[tokenBinding];
   if (typeof token !== "string" || token === "") {
-    return unavailable(`the tenant token (${tokenBinding}) is not configured`);
+    warnOnce(`the tenant token (${tokenBinding}) is not configured`);
+    token = undefined;
   }
   const declared = manifest?.capabilities?.[CAPABILITY_OF[bindingName]]?.version;
   const capabilityVersion =
@@ -74,14 +79,26 @@ export async function delegate(request, env, bindingName, options = {}) {
   }
 }
 
-/** A copy of `incoming` without any X-SiteSwarm-* header, plus the app's own three. */
+/**
+ * A copy of `incoming` without any X-SiteSwarm-* header, plus the app's own three (those given).
+ * @param {Headers} incoming
+ * @param {{ appId?: string, token?: string, capabilityVersion?: string }} context
+ */
 export function tenantHeaders(incoming, { appId, token, capabilityVersion }) {
   const headers = new Headers();
   for (const [name, value] of incoming) {
     if (!name.toLowerCase().startsWith(RESERVED_PREFIX)) headers.append(name, value);
   }
-  headers.set(TENANT_ID_HEADER, appId);
-  headers.set(TENANT_TOKEN_HEADER, token);
-  headers.set(CAPABILITY_VERSION_HEADER, capabilityVersion);
+  if (appId !== undefined) headers.set(TENANT_ID_HEADER, appId);
+  if (token !== undefined) headers.set(TENANT_TOKEN_HEADER, token);
+  if (capabilityVersion !== undefined) headers.set(CAPABILITY_VERSION_HEADER, capabilityVersion);
   return headers;
+}
+
+// A misconfigured app logs its problem once per isolate, not on every request (and never a secret).
+const warned = new Set();
+function warnOnce(problem) {
+  if (warned.has(problem)) return;
+  warned.add(problem);
+  console.warn(`@siteswarm/sdk delegate(): ${problem}; forwarding without it (the service will answer 401)`);
 }
