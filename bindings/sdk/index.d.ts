@@ -23,8 +23,8 @@ export interface ServiceBinding {
  * Forwards a public request to a platform worker over a Service Binding. Drops every incoming
  * `X-SiteSwarm-*` header and sets the app's own tenant id, token and capability version.
  * Answers `503 {"error":{"code":"service_unavailable"}}` when the binding is missing or throws. A
- * missing app id or token is logged once and left out (the incoming ones are dropped all the same):
- * the service then answers `401 unauthenticated_tenant`.
+ * missing app id or token is logged once per isolate and left out (the incoming ones are dropped all
+ * the same): a call that needs the tenant token is then answered `401 unauthenticated_tenant`.
  */
 export function delegate(
   request: Request,
@@ -288,7 +288,9 @@ export interface SwarmConfig extends ClientManifest {
        * `127.0.0.1`, `[::1]` (any case; a URL or `host:port` counts for its host), an
        * internationalised name in its `xn--` form. Otherwise `400` naming `config.hosts`.
        */
-      hosts: string[];
+      hosts?: string[];
+      /** The same list under the name provisioning's "site hosts" suggests: one of the two, or both identical. */
+      siteHosts?: string[];
     };
     events?: Record<string, unknown>;
   };

@@ -319,6 +319,21 @@ describe("the SDK inside workerd, bound to the platform workers", () => {
     const row = await db.prepare("SELECT tenant_id FROM leads WHERE id = ?1").bind(leadId).first();
     assert.equal(row.tenant_id, APP);
     assert.equal(await leadCount(), before + 1);
+
+    // The app without its token: forwarded without one, the visitor's forged pair dropped, so the
+    // real leads worker refuses it as any call without the tenant's credentials; nothing is stored.
+    const tokenless = await worker.fetch("http://localhost/delegated/api/leads/submit", {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "X-SiteSwarm-Tenant-Id": APP,
+        "X-SiteSwarm-Tenant-Token": token,
+      },
+      body: JSON.stringify({ email: "tokenless@example.com" }),
+    });
+    assert.equal(tokenless.status, 401);
+    assert.equal((await tokenless.json()).error.code, "unauthenticated_tenant");
+    assert.equal(await leadCount(), before + 1);
   });
 
   it("mockFallback is used only without a binding", async () => {

@@ -139,19 +139,32 @@ describe("delegate", () => {
       [{ LEADS_SERVICE: recordingBinding(), SITESWARM_TENANT_TOKEN: TOKEN }, { appId: "Bad App" }],
       [{ LEADS_SERVICE: recordingBinding() }, { appId: "bakery" }],
     ];
-    for (const [env, options] of cases) {
-      const res = await delegate(
-        new Request("https://b.example/api/leads", { method: "POST", headers: spoofed, body: "{}" }),
-        env,
-        "LEADS_SERVICE",
-        options,
-      );
-      assert.equal(res.status, 202, "forwarded (the recording binding answers 202)");
-      const seen = env.LEADS_SERVICE.seen[0].headers;
-      assert.equal(seen["x-siteswarm-tenant-id"], options.appId === "bakery" ? "bakery" : undefined);
-      assert.equal(seen["x-siteswarm-tenant-token"], env.SITESWARM_TENANT_TOKEN);
-      assert.equal(seen["x-siteswarm-capability-version"], "1.0.0");
+    const warnings = [];
+    const warn = console.warn;
+    console.warn = (line) => warnings.push(String(line));
+    try {
+      for (const [env, options] of cases) {
+        const res = await delegate(
+          new Request("https://b.example/api/leads", { method: "POST", headers: spoofed, body: "{}" }),
+          env,
+          "LEADS_SERVICE",
+          options,
+        );
+        assert.equal(res.status, 202, "forwarded (the recording binding answers 202)");
+        const seen = env.LEADS_SERVICE.seen[0].headers;
+        assert.equal(seen["x-siteswarm-tenant-id"], options.appId === "bakery" ? "bakery" : undefined);
+        assert.equal(seen["x-siteswarm-tenant-token"], env.SITESWARM_TENANT_TOKEN);
+        assert.equal(seen["x-siteswarm-capability-version"], "1.0.0");
+      }
+      // Again: each problem is logged once per isolate, not per request, and never with a secret.
+      await delegate(new Request("https://b.example/"), cases[2][0], "LEADS_SERVICE", cases[2][1]);
+    } finally {
+      console.warn = warn;
     }
+    assert.equal(warnings.length, 2, warnings.join("\n"));
+    assert.match(warnings[0], /app id .* missing or not a valid app id/);
+    assert.match(warnings[1], /tenant token \(SITESWARM_TENANT_TOKEN\) is not configured/);
+    for (const line of warnings) assert.ok(!line.includes(TOKEN));
   });
 
   it("answers 503 for a binding that throws, never throwing itself", async () => {

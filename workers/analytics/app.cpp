@@ -34,7 +34,7 @@ bool is_host_name(const std::string& host) {
 
 // Tenant config of this worker: {"hosts": ["example.com", …]} — the site's own hosts, whose
 // referrers count as direct. "siteHosts" (the words tenant provisioning uses for them) is the same
-// list under another name: one of the two, or both alike (docs/analytics.md).
+// list under another name: one of the two, or both the identical list (docs/analytics.md).
 Status validate_analytics_config(const Context&, const json& config) {
   if (Status known = check_known_keys(config, {"hosts", "siteHosts"}, "config."); !known)
     return known;

@@ -484,6 +484,25 @@ Task<Result<Response>> put_kill_switch(Context& ctx, const Request& req, const P
   co_return Response::json_body(200, out);
 }
 
+// A switch nothing obeys (a typo, a name from another platform) is taken away whole: its row and its
+// FLAGS key. One something obeys is turned off with PUT {"enabled":false} instead (which also runs
+// what turning it off does, e.g. kill:high_risk_ops's release), and stays listed.
+Task<Result<Response>> delete_kill_switch(Context& ctx, const Request& req, const Params& params) {
+  std::string name = param(params, "name");
+  if (!is_switch_name(name)) co_return invalid_field("name", "must be kill:<name>");
+  if (is_known_switch(name)) {
+    co_return invalid_field(
+        "name", "something obeys this switch: turn it off with PUT {\"enabled\":false}");
+  }
+  SS_CO_TRY(bool deleted, co_await ConfigStore::delete_kill_switch(name));
+  if (!deleted) co_return no_such("kill switch", name);
+  Status shared = co_await Kv(kFlagsBinding).remove(name);
+  if (!shared)
+    ctx.log("kill switch " + name + " not removed from FLAGS: " + shared.error().message);
+  ctx.log("kill switch " + name + " deleted");
+  co_return Response::empty(204);
+}
+
 Task<Result<Response>> list_kill_switches(Context& ctx, const Request& req, const Params&) {
   SS_CO_TRY(std::vector<KillSwitchRow> rows, co_await ConfigStore::kill_switches());
   json list = json::array();
@@ -787,6 +806,7 @@ void add_health_route(App& app) {
   X("DELETE", "/admin/schemas/{eventType}", delete_schema)        \
   X("GET", "/admin/kill-switches", list_kill_switches)            \
   X("PUT", "/admin/kill-switches/{name}", put_kill_switch_here)   \
+  X("DELETE", "/admin/kill-switches/{name}", delete_kill_switch)  \
   X("GET", "/admin/consumers", list_consumers)                    \
   X("GET", "/admin/quarantine", list_quarantine)                  \
   X("GET", "/admin/tenants/{id}/health", tenant_health)           \

@@ -864,6 +864,18 @@ TEST_CASE("kill switches: any kill:<name>; one nothing obeys is stored with a wa
     if (s["known"] == false) unknown_on += s["enabled"] == true;
   }
   CHECK(unknown_on == 2);
+  // One nothing obeys is deleted whole (row and FLAGS key); one something obeys is turned off with
+  // PUT instead; a name never stored is 404.
+  CHECK(l.mesh.kv_value("FLAGS", "kill:fan_out").has_value());
+  auto gone = l.admin("DELETE", "/admin/kill-switches/kill:fan_out");
+  CHECK(gone.status == 204);
+  CHECK_FALSE(l.mesh.kv_value("FLAGS", "kill:fan_out").has_value());
+  CHECK(l.admin("DELETE", "/admin/kill-switches/kill:fan_out").status == 404);
+  auto kept = l.admin("DELETE", "/admin/kill-switches/kill:fanout");
+  CHECK(kept.status == 400);
+  CHECK(kept.body_json()["error"]["field"] == "name");
+  CHECK(l.admin("DELETE", "/admin/kill-switches/fanout").status == 400);
+  CHECK(l.admin("GET", "/admin/kill-switches").body_json()["kill_switches"].size() == 9);
   // A switch nothing obeys stops nothing: the drain still starts the subscribed workflow.
   l.workflow("wf");
   l.subscribe("order.*", "wf");

@@ -436,6 +436,10 @@ constexpr std::string_view kSchemas = R"sql(
 SELECT * FROM events_schema ORDER BY event_type
 )sql";
 
+constexpr std::string_view kDeleteKillSwitch = R"sql(
+DELETE FROM kill_switches WHERE name = ?1
+)sql";
+
 constexpr std::string_view kDeleteSchema = R"sql(
 DELETE FROM events_schema WHERE event_type = ?1
 )sql";
@@ -1686,6 +1690,12 @@ Task<Status> ConfigStore::put_kill_switch(const std::string& name, bool enabled,
                                           const std::string& now) {
   json params = json::array({name, enabled ? 1 : 0, now});
   SS_CO_RETURN_AWAIT(execute(kPutKillSwitch, params));
+}
+
+Task<Result<bool>> ConfigStore::delete_kill_switch(const std::string& name) {
+  json params = json::array({name});
+  SS_CO_TRY(std::int64_t n, co_await changes(kDeleteKillSwitch, params));
+  co_return n > 0;
 }
 
 Task<Result<std::vector<KillSwitchRow>>> ConfigStore::kill_switches() {

@@ -377,6 +377,7 @@ class ConfigStore {
   static Task<Result<std::vector<SchemaRow>>> schemas();
   static Task<Result<bool>> delete_schema(const std::string& type);
 
+  static Task<Result<bool>> delete_kill_switch(const std::string& name);  // false: no such row
   static Task<Status> put_kill_switch(const std::string& name, bool enabled,
                                       const std::string& now);
   static Task<Result<std::vector<KillSwitchRow>>> kill_switches();

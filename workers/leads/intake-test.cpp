@@ -713,6 +713,14 @@ TEST_CASE("a webhook that fails twice then succeeds is delivered once with 3 att
   CHECK(view["fields"]["email"] == "ada@example.com");
   CHECK(view["fields"]["preferred_date"] == "2026-12-05");
   CHECK_FALSE(view.contains("preferred_date"));
+  // A stored field that is not text (a row written by other means) stays in "fields" only.
+  l.mesh.db("LEADS_DB")
+      .execute("UPDATE leads SET payload = ?1 WHERE id = ?2",
+               json::array({R"({"name":42,"email":"ada@example.com"})", id}));
+  json odd = l.mesh.request("leads", "GET", "/api/leads/" + id, l.admin()).body_json();
+  CHECK_FALSE(odd.contains("name"));
+  CHECK(odd["fields"]["name"] == 42);
+  CHECK(odd["email"] == "ada@example.com");
   // Times as the contract writes them: whole seconds, UTC (stored fixed width, "….000Z").
   std::string created = view["createdAt"];
   CHECK(created.size() == 20);

@@ -266,8 +266,10 @@ export function createPlatformClient(options = {}) {
  */
 function pageviewOf(view) {
   if (typeof view === "string") return { url: view, referrer: "" };
-  if (typeof Request === "function" && view instanceof Request) {
-    return { url: view.url, referrer: view.headers.get("referer") ?? "", request: view };
+  // A Request, also one of another realm or a framework's wrapper: its URL and headers are all read.
+  const r = /** @type {any} */ (view);
+  if (typeof r?.url === "string" && typeof r?.headers?.get === "function") {
+    return { url: r.url, referrer: r.headers.get("referer") ?? "", request: /** @type {Request} */ (r) };
   }
   const v = isObject(view) ? view : {};
   return {

@@ -25,10 +25,12 @@ const CAPABILITY_OF = Object.fromEntries(Object.values(SERVICES).map((s) => [s.b
  * `options.appId`, else `options.manifest.appId`, else the `SITESWARM_APP_ID` var; its capability
  * version from `options.capabilityVersion`, else the manifest's capability for that binding, else
  * 1.0.0. A missing binding, or one that throws, is a `503 service_unavailable` answer, never an
- * exception. A missing app id or token is the app's misconfiguration, logged once: the request is
- * still forwarded with every incoming `X-SiteSwarm-*` header dropped and without the missing one,
- * so the service answers it as any call without tenant credentials (`401 unauthenticated_tenant`)
- * and nothing a visitor sent can stand in for the app's own.
+ * exception. A missing app id or token is the app's misconfiguration, logged once per isolate: the
+ * request is still forwarded with every incoming `X-SiteSwarm-*` header dropped and without the
+ * missing one, so the service answers it as any call without the app's tenant credentials (a call
+ * that needs the tenant token: `401 unauthenticated_tenant`) and nothing a visitor sent can stand in
+ * for the app's own. (The typed client, `createPlatformClient`, throws `503 service_unavailable` for
+ * a missing token instead: its caller is the app's own code, which gets a typed error to act on.)
  * @param {Request} request the incoming (public) request
  * @param {Record<string, any>} env the worker's env (any object: a typed `interface Env` too)
  * @param {string} bindingName e.g. "LEADS_SERVICE"
@@ -43,7 +45,7 @@ export async function delegate(request, env, bindingName, options = {}) {
   if (typeof service?.fetch !== "function") return unavailable(`the ${bindingName} service is not available`);
   let appId = options.appId ?? manifest?.appId ?? env.SITESWARM_APP_ID;
   if (typeof appId !== "string" || !APP_ID.test(appId)) {
-    warnOnce("the app id (options.appId, the manifest's appId or SITESWARM_APP_ID) is not configured");
+    warnOnce("the app id (options.appId, the manifest's appId or SITESWARM_APP_ID) is missing or not a valid app id");
     appId = undefined;
   }
   let token = env[tokenBinding];
@@ -100,5 +102,7 @@ const warned = new Set();
 function warnOnce(problem) {
   if (warned.has(problem)) return;
   warned.add(problem);
-  console.warn(`@siteswarm/sdk delegate(): ${problem}; forwarding without it (the service will answer 401)`);
+  console.warn(
+    `@siteswarm/sdk delegate(): ${problem}; forwarding without it (calls that need the tenant token answer 401)`,
+  );
 }
