@@ -559,7 +559,14 @@ describe("workflow_runner", () => {
         { name: "kill:ns_writes", enabled: true, known: false },
       ],
     );
-    await jsonOf(await admin("PUT", "/admin/kill-switches/kill:ns_writes", { enabled: false }), 200);
+    // Taken away whole (one something obeys is not: it is turned off with PUT instead).
+    assert.equal((await admin("DELETE", "/admin/kill-switches/kill:ns_writes")).status, 204);
+    await errorOf(await admin("DELETE", "/admin/kill-switches/kill:fanout"), 400, "invalid_request");
+    const after = await jsonOf(await admin("GET", "/admin/kill-switches"), 200);
+    assert.deepEqual(
+      after.kill_switches.map(({ name }) => name),
+      ["kill:fanout"],
+    );
   });
 
   it("replay shows the consumer the window again and dedupe prevents double starts", async () => {
