@@ -451,9 +451,10 @@ Task<Result<Response>> put_kill_switch(Context& ctx, const Request& req, const P
   std::string now = format_rfc3339(ctx.now_ms());
   SS_CO_CHECK(co_await ConfigStore::put_kill_switch(name, *enabled, now));
   ctx.log("kill switch " + name + (*enabled ? " on" : " off"));
+  const bool known = is_known_switch(name);
   json out = KillSwitchRow{name, *enabled, now}.view();
-  out["known"] = is_known_switch(name);
-  if (!is_known_switch(name)) {
+  out["known"] = known;
+  if (!known) {
     out["warning"] = name +
                      " is stored, but nothing on this platform obeys it; the switches "
                      "something obeys are " +
