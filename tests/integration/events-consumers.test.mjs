@@ -130,15 +130,17 @@ describe("stalls", () => {
 
 describe("alerts", () => {
   it("a fan-out cap hit: one PagerDuty v2 trigger and one Slack message per subscription and hour; runbook 'wildcard storm'", async () => {
-    await jsonOf(
-      await admin("PUT", "/admin/workflows/notify", { target: { webhook: `${mesh.stubs.url}/webhook/n` } }),
-      201,
-    );
+    // Ten workflows on one glob: the cap counts workflows (ten subscriptions naming one workflow
+    // start it once, uncapped: the test after this one).
     const subs = [];
     for (let i = 0; i < 10; i++) {
+      await jsonOf(
+        await admin("PUT", `/admin/workflows/notify${i}`, { target: { webhook: `${mesh.stubs.url}/webhook/n` } }),
+        201,
+      );
       subs.push(
         await jsonOf(
-          await admin("POST", "/admin/subscriptions", { event_type_glob: "order.*", workflow_type: "notify" }),
+          await admin("POST", "/admin/subscriptions", { event_type_glob: "order.*", workflow_type: `notify${i}` }),
           201,
         ),
       );
@@ -159,7 +161,7 @@ describe("alerts", () => {
     assert.match(page.dedup_key, /^siteswarm-events:fanout_capped:[0-9A-Z]{26}:\d+$/);
     assert.equal(page.payload.source, EVENTS);
     assert.equal(page.payload.severity, "error");
-    assert.match(page.payload.summary, /matched 10 subscriptions; 2 dropped over the cap of 8/);
+    assert.match(page.payload.summary, /matched 10 subscriptions; 2 dropped over the cap of 8 workflows/);
     assert.equal(page.payload.custom_details.event_id, first);
     assert.deepEqual(
       page.payload.custom_details.dropped_patterns.map((p) => p.event_type_glob),
@@ -186,10 +188,37 @@ describe("alerts", () => {
     }
     await emit("order.placed");
     // The drain also reads the cap records and run events of before; the new order is not capped
-    // (8 matches) and starts its one workflow type once.
+    // (8 matches) and starts its eight workflows.
     const culled = await drain("workflow_runner");
-    assert.deepEqual([culled.started, culled.capped], [1, 0]);
+    assert.deepEqual([culled.started, culled.capped], [8, 0]);
     assert.equal((await jsonOf(await admin("GET", "/health"), 200)).fanout_capped, 2);
+  });
+
+  it("nine subscriptions naming one workflow start it once per event: duplicates, not a cap hit", async () => {
+    await jsonOf(
+      await admin("PUT", "/admin/workflows/one_wf", { target: { webhook: `${mesh.stubs.url}/webhook/one` } }),
+      201,
+    );
+    const subs = [];
+    for (let i = 0; i < 9; i++) {
+      subs.push(
+        await jsonOf(
+          await admin("POST", "/admin/subscriptions", { event_type_glob: "invoice.*", workflow_type: "one_wf" }),
+          201,
+        ),
+      );
+    }
+    const before = (await jsonOf(await admin("GET", "/health"), 200)).fanout_capped;
+    const id = await emit("invoice.sent");
+    const report = await drain("workflow_runner");
+    assert.equal(report.capped, 0);
+    assert.equal(report.started, 1);
+    assert.equal(report.duplicates, 8);
+    const starts = mesh.stubs.find("/webhook/one", "POST");
+    assert.equal(starts.length, 1);
+    assert.equal(starts[0].headers["idempotency-key"], `workflow_runner:${id}:one_wf`);
+    assert.equal((await jsonOf(await admin("GET", "/health"), 200)).fanout_capped, before);
+    assert.equal(subs.length, 9);
   });
 });
 

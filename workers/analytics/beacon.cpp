@@ -35,6 +35,16 @@ std::string query_value(std::string_view raw) {
   return value;
 }
 
+// A referrer's host as a browser sends it: ASCII DNS labels (an internationalised name in its xn--
+// form), an IPv4 address, or a bracketed IPv6 literal. Anything else (a space, '<', a percent
+// escape, raw UTF-8) is no host a visitor came from, and counts as direct. `host` is lower-case.
+bool plausible_host(std::string_view host) {
+  std::string_view allowed = host.front() == '['
+                                 ? std::string_view("[]0123456789abcdef:.")
+                                 : std::string_view("abcdefghijklmnopqrstuvwxyz0123456789.-_");
+  return host.find_first_not_of(allowed) == std::string_view::npos;
+}
+
 }  // namespace
 
 std::optional<UrlParts> split_url(std::string_view url) {
@@ -134,7 +144,8 @@ PageDimensions page_dimensions(const Beacon& beacon, const std::vector<std::stri
     }
   }
   d.referrer = std::string(kDirect);
-  if (auto ref = split_url(beacon.referrer); ref && !ref->host.empty()) {
+  if (auto ref = split_url(beacon.referrer);
+      ref && !ref->host.empty() && plausible_host(ref->host)) {
     std::string host = without_www(ref->host);
     bool own = host == without_www(d.host);
     for (const std::string& h : own_hosts) own = own || host == without_www(ascii_lower(h));

@@ -778,6 +778,15 @@ TEST_CASE("a malformed entity filter or a type filter no event type can match is
   CHECK(field_of("?type=price-changed") == "type");
   CHECK(field_of("?type=price.*-x") == "type");
   CHECK(field_of("?type=Price.changed") == "type");
+  // Whatever character is out of place, the message says what a type holds (not the subscription
+  // glob's rule, which names '-').
+  for (const char* q : {"?type=PROBE.*", "?type=price-changed", "?type=price%20changed"}) {
+    auto message =
+        l.get("bakery", kBakeryToken, q).body_json()["error"]["message"].get<std::string>();
+    CHECK_MESSAGE(
+        message.find("an event type holds only a-z, 0-9, '_' and '.'") != std::string::npos, q);
+  }
+  CHECK(field_of("?type=" + std::string(300, 'a')) == "type");  // the glob's own length rule
   auto count = [&](const std::string& q) {
     auto r = l.get("bakery", kBakeryToken, q);
     REQUIRE(r.status == 200);

@@ -478,8 +478,11 @@ TEST_CASE(
 TEST_CASE("alerts: a fan-out cap hit pages once per subscription and hour (PagerDuty v2 + Slack)") {
   Ledger l;
   configure_alerts(l);
-  l.workflow("notify");
-  for (int i = 0; i < 10; ++i) l.subscribe("order.*", "notify");
+  // Ten workflows on one glob (the cap counts workflows: ten subscriptions to one would start it once).
+  for (int i = 0; i < 10; ++i) {
+    l.workflow("notify" + std::to_string(i));
+    l.subscribe("order.*", "notify" + std::to_string(i));
+  }
   l.emit("order.placed");
   l.emit("order.placed");
   l.emit("order.placed");

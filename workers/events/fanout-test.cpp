@@ -84,13 +84,47 @@ TEST_CASE("plan_fanout skips starts already made and a workflow named twice") {
   CHECK(plan_fanout(kConsumer, event("price.changed"), subs, other).start.size() == 3);
 }
 
-TEST_CASE("the cap applies before dedupe: dropped subscriptions are not replaced by later ones") {
+TEST_CASE("the cap counts workflows: nine subscriptions to one workflow start it once, uncapped") {
   std::vector<Subscription> subs;
   for (int i = 0; i < 9; ++i) subs.push_back(sub("s" + std::to_string(i), "*", "wf"));
   FanoutPlan plan = plan_fanout(kConsumer, event("price.changed"), subs, {});
   CHECK(plan.start.size() == 1);
-  CHECK(plan.duplicates == 7);
-  CHECK(plan.dropped == std::vector<std::string>{"s8"});
+  CHECK(plan.start[0].subscription->id == "s0");
+  CHECK(plan.matched == 9);
+  CHECK(plan.duplicates == 8);
+  CHECK_FALSE(plan.capped());
+
+  // Eight workflows named by ten subscriptions (two of them twice) fit under the cap; a ninth
+  // workflow is the one dropped.
+  std::vector<Subscription> mixed;
+  for (int i = 0; i < 8; ++i)
+    mixed.push_back(sub("m" + std::to_string(i), "*", "wf" + std::to_string(i)));
+  mixed.push_back(sub("again1", "*", "wf1"));
+  mixed.push_back(sub("again2", "*", "wf2"));
+  FanoutPlan fits = plan_fanout(kConsumer, event("price.changed"), mixed, {});
+  CHECK(fits.start.size() == kMaxFanout);
+  CHECK(fits.duplicates == 2);
+  CHECK_FALSE(fits.capped());
+  mixed.push_back(sub("ninth", "*", "wf8"));
+  FanoutPlan over = plan_fanout(kConsumer, event("price.changed"), mixed, {});
+  CHECK(over.matched == 11);
+  CHECK(over.start.size() == kMaxFanout);
+  CHECK(over.dropped == std::vector<std::string>{"ninth"});
+}
+
+TEST_CASE(
+    "the cap applies before the dedupe of starts made: dropped ones are not replaced by later "
+    "ones") {
+  std::vector<Subscription> subs;
+  for (int i = 0; i < 10; ++i)
+    subs.push_back(sub("s" + std::to_string(i), "*", "wf" + std::to_string(i)));
+  // An earlier run started wf0 and wf3: the rerun starts the other six under the cap, never wf8/wf9.
+  std::set<std::string> seen = {idempotency_key(kConsumer, "01JH0000000000000000000001", "wf0"),
+                                idempotency_key(kConsumer, "01JH0000000000000000000001", "wf3")};
+  FanoutPlan plan = plan_fanout(kConsumer, event("price.changed"), subs, seen);
+  CHECK(started(plan) == std::vector<std::string>{"wf1", "wf2", "wf4", "wf5", "wf6", "wf7"});
+  CHECK(plan.duplicates == 2);
+  CHECK(plan.dropped == std::vector<std::string>{"s8", "s9"});
 }
 
 TEST_CASE("a subscription whose stored filter or mapper no longer parses does not compile") {

@@ -49,19 +49,29 @@ FanoutPlan plan_fanout(const std::string& consumer, const json& event,
     }
   }
   plan.matched = matched.size();
-  if (matched.size() > kMaxFanout) {
-    for (std::size_t i = kMaxFanout; i < matched.size(); ++i)
-      plan.dropped.push_back(matched[i]->id);
-    matched.resize(kMaxFanout);
-  }
-  std::set<std::string> workflows;  // two subscriptions naming one workflow start it once
+  // Two subscriptions naming one workflow start it once (the start's key names the workflow, not
+  // the subscription): the later ones are duplicates, and the cap counts workflows, not
+  // subscriptions. That depends on the subscriptions alone, so the cap below stays where it was
+  // from one run to the next.
+  std::vector<const Subscription*> distinct;
+  std::set<std::string> workflows;
   for (const Subscription* s : matched) {
+    if (workflows.insert(s->workflow_type).second) {
+      distinct.push_back(s);
+    } else {
+      ++plan.duplicates;
+    }
+  }
+  if (distinct.size() > kMaxFanout) {
+    for (std::size_t i = kMaxFanout; i < distinct.size(); ++i)
+      plan.dropped.push_back(distinct[i]->id);
+    distinct.resize(kMaxFanout);
+  }
+  // Starts already made are skipped after the cap: a later workflow never takes the place of one
+  // started in an earlier run.
+  for (const Subscription* s : distinct) {
     std::string key = idempotency_key(consumer, event_id, s->workflow_type);
     if (seen.count(key) != 0) {
-      ++plan.duplicates;
-      continue;
-    }
-    if (!workflows.insert(s->workflow_type).second) {
       ++plan.duplicates;
       continue;
     }

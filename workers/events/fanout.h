@@ -40,15 +40,16 @@ struct FanoutDecision {
 
 struct FanoutPlan {
   std::size_t matched = 0;            // subscriptions whose glob and filter match
-  std::vector<std::string> dropped;   // ids of the matches beyond kMaxFanout
+  std::vector<std::string> dropped;   // ids of the matches naming workflows beyond kMaxFanout
   std::vector<FanoutDecision> start;  // what to start, in subscription order
   int duplicates = 0;                 // matches already started, or naming a workflow twice
   bool over_budget = false;           // the meter passed its limit: matching stopped, plan unusable
   bool capped() const { return !dropped.empty(); }
 };
 
-// Match (glob, then filter), cap at kMaxFanout in subscription order, then dedupe: a start whose
-// key is in `seen` is a duplicate, and two subscriptions naming one workflow start it once.
+// Match (glob, then filter); two subscriptions naming one workflow start it once (the later one is a
+// duplicate); cap at kMaxFanout workflows in subscription order; then a start whose key is in `seen`
+// is a duplicate.
 // `event` is the API view of the event (what filters see). With a meter, each glob and filter tried
 // adds its work, and matching stops (over_budget) as soon as the meter is over its limit.
 FanoutPlan plan_fanout(const std::string& consumer, const json& event,

@@ -242,15 +242,17 @@ Result<ReadQuery> parse_read_query(const Request& req) {
   ReadQuery q;
   q.type_glob = req.query_param("type");
   if (!q.type_glob.empty()) {
+    // A subscription glob may hold '-', which no event type does: such a filter could never
+    // match, so it is refused rather than answered with an empty page. Checked before the glob's
+    // own rules, so that any character out of place is answered with what a type holds.
+    if (q.type_glob.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789._*?") !=
+        std::string::npos) {
+      return invalid_field("type",
+                           "an event type holds only a-z, 0-9, '_' and '.' (glob: '*', '?')");
+    }
     std::string why;
     if (!is_valid_glob(q.type_glob, &why)) {
       return invalid_field("type", why);
-    }
-    // A subscription glob may hold '-', which no event type does: such a filter could never
-    // match, so it is refused rather than answered with an empty page.
-    if (q.type_glob.find('-') != std::string::npos) {
-      return invalid_field("type",
-                           "an event type holds only a-z, 0-9, '_' and '.' (glob: '*', '?')");
     }
   }
   // An entity_ref, type:id as on POST (docs/contract.md "events-service"), or a bare type for every

@@ -214,7 +214,7 @@ Task<Unit> record_cap(Context& ctx, const std::string& consumer, const EventRow&
   alert.summary = "event " + row.event_type + " " + row.event_id + " matched " +
                   std::to_string(matched) + " subscriptions; " +
                   std::to_string(dropped_ids.size()) + " dropped over the cap of " +
-                  std::to_string(kMaxFanout);
+                  std::to_string(kMaxFanout) + " workflows";
   alert.details = {{"event_id", row.event_id},
                    {"event_type", row.event_type},
                    {"tenant_id", row.tenant_id ? json(*row.tenant_id) : json(nullptr)},
