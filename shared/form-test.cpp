@@ -124,10 +124,32 @@ TEST_CASE("form: parse_multipart rejects file uploads and bad framing") {
   const std::string file =
       "--XyZ\r\nContent-Disposition: form-data; name=\"cv\"; filename=\"cv.pdf\"\r\n"
       "Content-Type: application/pdf\r\n\r\n%PDF\r\n--XyZ--\r\n";
-  std::string file_field;
-  CHECK_FALSE(parse_multipart(file, "XyZ", &why, &file_field).has_value());
+  CHECK_FALSE(parse_multipart(file, "XyZ", &why).has_value());
   CHECK(why == "file uploads are not accepted");
-  CHECK(file_field == "cv");
+  // With a list for them, files are named there and their content skipped; text fields stay.
+  std::vector<std::string> files;
+  const std::string mixed =
+      "--XyZ\r\nContent-Disposition: form-data; name=\"email\"\r\n\r\na@example.com\r\n" +
+      file.substr(0, file.size() - 11) + "\r\n--XyZ--\r\n";
+  auto kept = parse_multipart(mixed, "XyZ", &why, &files);
+  REQUIRE(kept.has_value());
+  CHECK(*kept == FormFields{{"email", "a@example.com"}});
+  CHECK(files == std::vector<std::string>{"cv"});
+  // A file input left empty (filename="", no content) is no file: skipped in either mode.
+  const std::string empty_input =
+      "--XyZ\r\nContent-Disposition: form-data; name=\"email\"\r\n\r\nb@example.com\r\n"
+      "--XyZ\r\nContent-Disposition: form-data; name=\"cv\"; filename=\"\"\r\n"
+      "Content-Type: application/octet-stream\r\n\r\n\r\n--XyZ--\r\n";
+  auto skipped = parse_multipart(empty_input, "XyZ", &why);
+  REQUIRE(skipped.has_value());
+  CHECK(*skipped == FormFields{{"email", "b@example.com"}});
+  // An empty filename with content, or a named file with no content, is still a file.
+  const std::string unnamed_content =
+      "--XyZ\r\nContent-Disposition: form-data; name=\"cv\"; filename=\"\"\r\n\r\nx\r\n--XyZ--";
+  CHECK_FALSE(parse_multipart(unnamed_content, "XyZ", &why).has_value());
+  const std::string named_empty =
+      "--XyZ\r\nContent-Disposition: form-data; name=\"cv\"; filename=\"a.txt\"\r\n\r\n\r\n--XyZ--";
+  CHECK_FALSE(parse_multipart(named_empty, "XyZ", &why).has_value());
   const std::string file_star =
       "--XyZ\r\nContent-Disposition: form-data; name=cv; filename*=UTF-8''cv.pdf\r\n\r\nx\r\n"
       "--XyZ--";

@@ -120,11 +120,16 @@ std::nullopt_t refuse_form(std::string* why, const char* message) {
   return std::nullopt;
 }
 
+struct PartName {
+  std::string name;
+  bool file = false;            // the part has a filename: a file input's
+  bool empty_filename = false;  // filename="": what a browser sends for a file input left empty
+};
+
 // The field name from a part's header block (`Content-Disposition: form-data; name="..."`);
 // other headers, including a part's Content-Type, are ignored.
-std::optional<std::string> part_field_name(std::string_view headers, std::string* why,
-                                           std::string* file_field) {
-  std::optional<std::string> name;
+std::optional<PartName> part_field_name(std::string_view headers, std::string* why) {
+  std::optional<PartName> name;
   std::size_t count = 0;
   while (!headers.empty()) {
     const std::size_t eol = headers.find(kCrlf);
@@ -144,14 +149,14 @@ std::optional<std::string> part_field_name(std::string_view headers, std::string
     if (!iequals(disposition, "form-data") || !parse_params(in, params)) {
       return refuse_form(why, "malformed Content-Disposition in part");
     }
-    if (params.count("filename") != 0 || params.count("filename*") != 0) {
-      if (file_field != nullptr && params.count("name") != 0) *file_field = params["name"];
-      return refuse_form(why, "file uploads are not accepted");
-    }
     const auto it = params.find("name");
     if (it == params.end() || it->second.empty())
       return refuse_form(why, "part without a field name");
-    name = it->second;
+    name = PartName{it->second};
+    const auto filename = params.find("filename");
+    name->file = filename != params.end() || params.count("filename*") != 0;
+    name->empty_filename =
+        filename != params.end() && filename->second.empty() && params.count("filename*") == 0;
   }
   if (!name.has_value()) return refuse_form(why, "part without Content-Disposition");
   return name;
@@ -207,7 +212,7 @@ std::optional<FormFields> parse_urlencoded(std::string_view body) {
 }
 
 std::optional<FormFields> parse_multipart(std::string_view body, std::string_view boundary,
-                                          std::string* why, std::string* file_field) {
+                                          std::string* why, std::vector<std::string>* files) {
   if (!is_valid_boundary(boundary)) return refuse_form(why, "invalid multipart boundary");
   const std::string delimiter = "--" + std::string(boundary);
   const std::string next_delimiter = std::string(kCrlf) + delimiter;
@@ -239,15 +244,24 @@ std::optional<FormFields> parse_multipart(std::string_view body, std::string_vie
       headers = body.substr(pos, end - pos);
       content_start = end + 4;
     }
-    auto name = part_field_name(headers, why, file_field);
+    auto name = part_field_name(headers, why);
     if (!name) return std::nullopt;
 
     const std::size_t content_end = body.find(next_delimiter, content_start);
     if (content_end == std::string_view::npos) return refuse_form(why, "missing closing boundary");
-    if (fields.size() >= kMaxFormFields) return refuse_form(why, "too many form fields");
-    fields.emplace_back(std::move(*name),
-                        std::string(body.substr(content_start, content_end - content_start)));
+    if (fields.size() + (files != nullptr ? files->size() : 0) >= kMaxFormFields) {
+      return refuse_form(why, "too many form fields");
+    }
     pos = content_end + next_delimiter.size();
+    if (name->file) {
+      // A file input left empty carries no file: it is skipped, as if the form had not sent it.
+      if (name->empty_filename && content_end == content_start) continue;
+      if (files == nullptr) return refuse_form(why, "file uploads are not accepted");
+      files->push_back(std::move(name->name));
+      continue;
+    }
+    fields.emplace_back(std::move(name->name),
+                        std::string(body.substr(content_start, content_end - content_start)));
   }
 }
 

@@ -43,14 +43,16 @@ using FormFields = std::vector<std::pair<std::string, std::string>>;
 // std::nullopt when there are more than kMaxFormFields fields.
 std::optional<FormFields> parse_urlencoded(std::string_view body);
 
-// multipart/form-data (RFC 7578) with text fields only: a part with a filename is rejected with
-// why = "file uploads are not accepted" (and its field name in *file_field, when it has one);
-// malformed framing is std::nullopt plus a reason. CRLF
-// framing only; a preamble before the first boundary and an epilogue after the closing one are
-// ignored. `boundary` is the Content-Type's boundary parameter, without the leading "--".
+// multipart/form-data (RFC 7578) with text fields only: a part with a filename is a file. Without
+// `files` a file refuses the body with why = "file uploads are not accepted"; with it, each file's
+// field name is added there and its content skipped (the caller decides). A file part with an empty
+// filename and no content (a file input left empty) is skipped either way. Malformed framing is
+// std::nullopt plus a reason. CRLF framing only; a preamble before the first boundary and an
+// epilogue after the closing one are ignored. `boundary` is the Content-Type's boundary parameter,
+// without the leading "--".
 std::optional<FormFields> parse_multipart(std::string_view body, std::string_view boundary,
                                           std::string* why = nullptr,
-                                          std::string* file_field = nullptr);
+                                          std::vector<std::string>* files = nullptr);
 
 // URL query strings (a leading '?' and any '#fragment' are ignored); the first value of a repeated
 // name wins; parameters past kMaxQueryParams are ignored.

@@ -293,6 +293,29 @@ describe("leads intake: accepted submissions", () => {
     assert.equal(await count("SELECT COUNT(*) AS n FROM leads"), n);
   });
 
+  it("a file input left empty (what a browser sends: filename=\"\", no content) does not fail the lead", async () => {
+    const boundary = "----siteswarmEmptyFile";
+    const part = (disposition, value, type = "") =>
+      `--${boundary}\r\nContent-Disposition: form-data; ${disposition}\r\n${type}\r\n${value}\r\n`;
+    const body =
+      part('name="email"', "empty-file@example.com") +
+      part('name="turnstileToken"', DUMMY_TOKEN) +
+      part('name="attachment"; filename=""', "", "Content-Type: application/octet-stream\r\n") +
+      `--${boundary}--\r\n`;
+    const res = await mesh.fetch("leads", "/api/leads/submit", {
+      method: "POST",
+      headers: {
+        ...tenantHeaders("lt-intake"),
+        "CF-Connecting-IP": freshIp(),
+        "Content-Type": `multipart/form-data; boundary=${boundary}`,
+      },
+      body,
+    });
+    const leadId = await accepted(res);
+    const [row] = await rows("SELECT * FROM leads WHERE id = ?1", leadId);
+    assert.deepEqual(JSON.parse(row.payload), { email: "empty-file@example.com" });
+  });
+
   it("application/json with a charset parameter is JSON too", async () => {
     const leadId = await accepted(await submit("lt-intake", lead(), { type: "application/json; charset=UTF-8" }));
     assert.equal(await count("SELECT COUNT(*) AS n FROM leads WHERE id = ?1", leadId), 1);
@@ -563,7 +586,30 @@ describe("honeypot", () => {
       return results.length >= 2 ? results : null;
     });
     assert.equal(spam.length, 2);
+    // Keyed by the decoy id, so a redelivered queue message lands once.
+    assert.deepEqual(
+      spam.map((e) => e.idempotency_key).sort(),
+      [leadId, formLeadId].map((id) => `lead.spam_absorbed:${id}`).sort(),
+    );
     assert.equal((await ledger(leadId)).length, 0);
+  });
+
+  it("a multipart post whose trap is filled is absorbed like a success, a file part beside it or in it", async () => {
+    const leadsBefore = await count("SELECT COUNT(*) AS n FROM leads");
+    for (const trapAsFile of [false, true]) {
+      const fd = new FormData();
+      fd.append("email", "bot@spam.example");
+      if (trapAsFile) fd.append("website_url", new Blob(["spam"], { type: "text/plain" }), "x.txt");
+      else fd.append("website_url", "http://spam.example");
+      fd.append("attachment", new Blob(["%PDF-1.4"], { type: "application/pdf" }), "quote.pdf");
+      const res = await mesh.fetch("leads", "/api/leads/submit", {
+        method: "POST",
+        headers: { ...tenantHeaders("lt-honey"), "CF-Connecting-IP": freshIp() },
+        body: fd,
+      });
+      await accepted(res); // the 202 a person gets, not the 400 a file would earn: the trap stays hidden
+    }
+    assert.equal(await count("SELECT COUNT(*) AS n FROM leads"), leadsBefore);
   });
 
   it("the honeypot field is per tenant: here company_website is just an undeclared field", async () => {

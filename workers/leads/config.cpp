@@ -304,7 +304,7 @@ Result<LeadsConfig> parse_config(const json& config, bool allow_local) {
     ch.secret = string_or(*w, "secret", "");
     auto url = check_outbound_url(string_or(*w, "url", ""), allow_local);
     if (!url)
-      return bad("notify.webhook.url", "must be a public https:// URL: " + url.error().message);
+      return bad("notify.webhook.url", "must be a public http(s) URL: " + url.error().message);
     ch.url = url->href;  // normalised: the host judged here is the host called
     if (ch.secret.size() < kMinWebhookSecret || ch.secret.size() > 256) {
       return bad("notify.webhook.secret", "must be a string of 1–256 characters");

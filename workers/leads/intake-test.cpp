@@ -1,5 +1,6 @@
 // The leads service through the native mesh: every line of the contract's leads section, the
 // notification pipeline with faults, and tenant isolation of the admin API.
+#include "workers/leads/intake.h"
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
 #include "shared/ulid.h"
@@ -239,6 +240,34 @@ TEST_CASE("urlencoded and multipart form posts work like JSON; HTML forms are re
   CHECK(html.status == 303);
   CHECK(html.header("location") == "https://bakery.example/thanks");
   CHECK(l.rows("SELECT * FROM leads").size() == 3);
+}
+
+TEST_CASE("a form post is redirected when its Accept header prefers HTML to JSON") {
+  for (const char* yes :
+       {"text/html", "TEXT/HTML", "text/html,application/xhtml+xml,*/*;q=0.8",
+        "application/json;q=0.5, text/html", "text/html;q=0.5, application/json;q=0.5",
+        "text/html ; Q=0.9", "text/html;level=1;q=0.3", "text/html;q=abc"}) {
+    CHECK_MESSAGE(ss::leads::prefers_html(yes), yes);
+  }
+  for (const char* no : {"", "*/*", "application/json", "text/html;q=0", "text/html;q=0.000",
+                         "application/json, text/html;q=0.5", "text/plain", "text/htmlx",
+                         "application/json;q=1, text/html;q=0.999"}) {
+    CHECK_FALSE_MESSAGE(ss::leads::prefers_html(no), no);
+  }
+  // Through the intake: HTML refused by its weight answers JSON, a media type in capitals redirects.
+  Leads l;
+  auto h = l.headers("application/x-www-form-urlencoded");
+  h["Accept"] = "text/html;q=0";
+  auto json_answer =
+      l.mesh.request("leads", "POST", "/api/leads", h,
+                     "email=dee%40example.com&cf-turnstile-response=XXXX.DUMMY.TOKEN.XXXX");
+  CHECK(json_answer.status == 202);
+  CHECK(json_answer.body_json()["leadId"].is_string());
+  h["Accept"] = "TEXT/HTML";
+  auto html = l.mesh.request("leads", "POST", "/api/leads", h,
+                             "email=eve%40example.com&cf-turnstile-response=XXXX.DUMMY.TOKEN.XXXX");
+  CHECK(html.status == 303);
+  CHECK(html.header("location") == "https://bakery.example/thanks");
 }
 
 TEST_CASE("a redirect stored before the ASCII rule that breaks it is not followed") {

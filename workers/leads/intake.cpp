@@ -159,7 +159,7 @@ Response accepted(const Request& req, const LeadsConfig& config, const std::stri
   // A redirect stored before the ASCII rule that breaks it is not followed (the JSON answer
   // instead).
   if (!config.redirect_url.empty() && is_redirect_safe(config.redirect_url) &&
-      req.header("accept").find("text/html") != std::string::npos) {
+      prefers_html(req.header("accept"))) {
     Response r = Response::empty(303);
     r.set_header("location", config.redirect_url);
     return r;
@@ -286,6 +286,7 @@ Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
     }
     EventDraft spam{
         "lead.spam_absorbed", "tenant:" + tenant.id, {{"reason", "honeypot"}}, tenant.id};
+    spam.idempotency_key = "lead.spam_absorbed:" + decoy;  // a redelivered message lands once
     SS_CO_CHECK(co_await announce(ctx, std::move(spam)));
     co_return accepted(req, *config, decoy);
   }
@@ -380,7 +381,50 @@ Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
   co_return accepted(req, *config, lead_id);
 }
 
+// A qvalue in thousandths ("0", "0.5", "1.000"); one that is not a qvalue counts as 1.
+int qvalue_thousandths(std::string_view q) {
+  if (q.empty() || q[0] != '0') return 1000;
+  int value = 0;
+  int scale = 100;
+  for (std::size_t i = 2; i < q.size() && i < 5 && q[1] == '.'; ++i) {
+    if (q[i] < '0' || q[i] > '9') return 1000;
+    value += (q[i] - '0') * scale;
+    scale /= 10;
+  }
+  return value;
+}
+
+std::string_view trim_ows(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
 }  // namespace
+
+bool prefers_html(std::string_view accept) {
+  int html = -1;  // the weight of each, in thousandths; -1: not listed
+  int json = -1;
+  while (!accept.empty()) {
+    std::size_t comma = accept.find(',');
+    std::string_view range = accept.substr(0, comma);
+    accept = comma == std::string_view::npos ? std::string_view() : accept.substr(comma + 1);
+    std::size_t semi = range.find(';');
+    std::string type = ascii_lower(trim_ows(range.substr(0, semi)));
+    int q = 1000;
+    while (semi != std::string_view::npos) {
+      range = range.substr(semi + 1);
+      semi = range.find(';');
+      std::string_view param = trim_ows(range.substr(0, semi));
+      if (param.size() >= 2 && (param[0] == 'q' || param[0] == 'Q') && param[1] == '=') {
+        q = qvalue_thousandths(param.substr(2));
+      }
+    }
+    if (type == "text/html") html = std::max(html, q);
+    if (type == "application/json") json = std::max(json, q);
+  }
+  return html > 0 && html >= json;
+}
 
 void add_intake_routes(App& app) {
   app.router.add("POST", "/api/leads/submit", submit).add("POST", "/api/leads", submit);

@@ -72,9 +72,7 @@ Result<SentFields> read_submission(const Request& req) {
       return invalid_field("Content-Type", "multipart/form-data without a boundary");
     }
     std::string why;
-    std::string file_field;  // the field a file was sent in: named in the error, as any bad input
-    auto fields = parse_multipart(req.body, boundary->second, &why, &file_field);
-    if (!fields && !file_field.empty()) return invalid_field(file_field, why);
+    auto fields = parse_multipart(req.body, boundary->second, &why, &sent.files);
     if (!fields) return Error{ErrorCode::invalid_request, "multipart body: " + why};
     sent.text = std::move(*fields);
     return sent;
@@ -121,6 +119,9 @@ Result<Submission> validate_submission(const SentFields& sent, const LeadsConfig
   std::set<std::string> seen;
   std::set<std::string> extras(config.extra_fields.begin(), config.extra_fields.end());
 
+  for (const std::string& name : sent.files) {
+    if (name == config.honeypot_field) out.honeypot = true;  // a file in the trap fills it too
+  }
   for (const std::string& name : sent.not_text) {
     if (name == config.honeypot_field) {
       out.honeypot = true;  // an object or a list in the trap fills it as well as text does
@@ -183,6 +184,10 @@ Result<Submission> validate_submission(const SentFields& sent, const LeadsConfig
     }
   }
   if (out.honeypot) return out;  // bots get a success, whatever else they sent
+  // Text fields only (a file input left empty was skipped): the field the first file came in is
+  // named, as any bad input is.
+  if (!sent.files.empty())
+    return invalid_field(sent.files.front(), "file uploads are not accepted");
   if (!out.lead.contains("email") && !out.lead.contains("phone") && !problems.contains("email") &&
       !problems.contains("phone")) {
     problems["email"] = "an email address or a phone number is required";

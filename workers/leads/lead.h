@@ -20,11 +20,13 @@ inline constexpr std::size_t kMaxTurnstileToken = 2048;
 
 // 415 unless the body is JSON, urlencoded or multipart/form-data.
 Status require_submission_type(const Request& req);
-// What a body sent: its fields as text, in order, and the names of the JSON fields whose value is
-// an object or an array (no form holds those; validation refuses them, after the honeypot).
+// What a body sent: its fields as text, in order, the names of the JSON fields whose value is an
+// object or an array (no form holds those), and of the multipart parts that carried a file;
+// validation refuses both, after the honeypot (a bot filling the trap is answered as a person is).
 struct SentFields {
   FormFields text;
   std::vector<std::string> not_text;
+  std::vector<std::string> files;
 };
 
 // 400 for malformed bodies (415 for other types); the size is checked by the caller first.
