@@ -10,6 +10,7 @@
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
 #include "shared/tenant.h"
+#include "shared/text.h"
 #include "workers/leads/client_ip.h"
 #include "workers/leads/config.h"
 #include "workers/leads/lead.h"
