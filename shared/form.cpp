@@ -249,13 +249,13 @@ std::optional<FormFields> parse_multipart(std::string_view body, std::string_vie
 
     const std::size_t content_end = body.find(next_delimiter, content_start);
     if (content_end == std::string_view::npos) return refuse_form(why, "missing closing boundary");
+    pos = content_end + next_delimiter.size();
+    // A file input left empty carries no file: it is skipped, as if the form had not sent it.
+    if (name->file && name->empty_filename && content_end == content_start) continue;
     if (fields.size() + (files != nullptr ? files->size() : 0) >= kMaxFormFields) {
       return refuse_form(why, "too many form fields");
     }
-    pos = content_end + next_delimiter.size();
     if (name->file) {
-      // A file input left empty carries no file: it is skipped, as if the form had not sent it.
-      if (name->empty_filename && content_end == content_start) continue;
       if (files == nullptr) return refuse_form(why, "file uploads are not accepted");
       files->push_back(std::move(name->name));
       continue;

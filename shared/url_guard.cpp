@@ -595,4 +595,10 @@ std::string refusal_reason(const Error& e) {
   return it != e.extra.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
+std::string webhook_url_problem(const Error& refusal) {
+  std::string why = "must be a public https:// URL";
+  if (refusal_reason(refusal) != "scheme") why += ": " + refusal.message;
+  return why;
+}
+
 }  // namespace ss

@@ -76,4 +76,8 @@ Result<OutboundUrl> check_outbound_url(std::string_view url, bool allow_local);
 // The reason of a refusal returned by check_outbound_url ("" for other errors).
 std::string refusal_reason(const Error& e);
 
+// What a refused webhook URL is told: "must be a public https:// URL", with the guard's reason unless
+// the scheme was the problem (an ftp:// URL would read "…https:// URL: only http:// and https://…").
+std::string webhook_url_problem(const Error& refusal);
+
 }  // namespace ss

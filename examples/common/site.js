@@ -243,7 +243,27 @@ function ownStatusPage(answer, manifest) {
 // the SDK ask for JSON and keep the contract's JSON answers.
 function isBrowserFormPost(request) {
   const accept = request.headers.get("accept") ?? "";
-  return FORM_TYPE.test(request.headers.get("content-type") ?? "") && /\btext\/html\b/.test(accept);
+  return FORM_TYPE.test(request.headers.get("content-type") ?? "") && prefersHtml(accept);
+}
+
+// The leads service's reading of Accept (docs/leads.md "HTML forms"), so the site and the service
+// agree on who gets a page: `text/html`, in any case, with a weight above 0 and not below
+// `application/json`'s when that is listed. A weight that is no qvalue counts as 1.
+export function prefersHtml(accept) {
+  let html = -1;
+  let json = -1;
+  for (const range of accept.split(",")) {
+    const [type, ...params] = range.split(";");
+    let q = 1;
+    for (const param of params) {
+      const weight = /^q=(.*)$/i.exec(param.trim());
+      if (weight) q = /^(0(\.\d{0,3})?|1(\.0{0,3})?)$/.test(weight[1]) ? Number(weight[1]) : 1;
+    }
+    const media = type.trim().toLowerCase();
+    if (media === "text/html") html = Math.max(html, q);
+    if (media === "application/json") json = Math.max(json, q);
+  }
+  return html > 0 && html >= json;
 }
 
 async function errorOf(response) {

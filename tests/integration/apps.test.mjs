@@ -141,6 +141,16 @@ describe("a form posted by a browser, and by a script", () => {
     });
     const error = await errorOf(json, 400, "invalid_lead");
     assert.equal(error.fields.email, "is not an email address");
+    // The site reads Accept as the leads service does: HTML refused by its weight, or ranked below
+    // JSON, keeps the JSON answer; a media type in capitals is still HTML.
+    for (const accept of ["text/html;q=0", "application/json, text/html;q=0.5"]) {
+      const refused = await post("bakery", fields, { "content-type": HTML_FORM["content-type"], accept });
+      assert.equal((await errorOf(refused, 400, "invalid_lead")).fields.email, "is not an email address", accept);
+    }
+    const capitals = await post("bakery", fields, { "content-type": HTML_FORM["content-type"], accept: "TEXT/HTML" });
+    assert.equal(capitals.status, 400);
+    assert.match(capitals.headers.get("content-type"), /^text\/html/);
+    await capitals.body?.cancel();
   });
 
   it("a failed Turnstile check: a readable page for the person, 403 turnstile_failed for a script", async () => {

@@ -77,6 +77,21 @@ describe("cms reads", () => {
 });
 
 describe("cms Studio API", () => {
+  it("X-SiteSwarm-Actor sent as raw UTF-8 bytes is recorded in history as sent", async () => {
+    // A header string's code units go out as bytes: these are the UTF-8 bytes of the name.
+    const raw = Buffer.from("Zoë ✓", "utf8").toString("latin1");
+    const posted = await studio(
+      "POST",
+      "/admin/v1/announcements",
+      { text: "Actor check", level: "info" },
+      { headers: { "x-siteswarm-actor": raw } },
+    );
+    const { version } = await jsonOf(posted, 201);
+    const history = await jsonOf(await studio("GET", "/admin/v1/history?limit=1"), 200);
+    assert.equal(history.versions[0].version, version);
+    assert.equal(history.versions[0].actor, "Zoë ✓");
+  });
+
   it("a write is visible to the very next read, with the new version, and lands in history", async () => {
     const before = await jsonOf(await studio("GET", "/admin/v1/content"), 200);
     const put = await studio("PUT", "/admin/v1/hours", {

@@ -218,7 +218,14 @@ describe("alerts", () => {
     assert.equal(starts.length, 1);
     assert.equal(starts[0].headers["idempotency-key"], `workflow_runner:${id}:one_wf`);
     assert.equal((await jsonOf(await admin("GET", "/health"), 200)).fanout_capped, before);
-    assert.equal(subs.length, 9);
+    // Culling the repeats changes nothing: the one workflow was started once either way.
+    for (const sub of subs.slice(1))
+      assert.equal((await admin("DELETE", `/admin/subscriptions/${sub.id}`)).status, 204);
+    await emit("invoice.sent");
+    assert.deepEqual(
+      [(await drain("workflow_runner")).started, mesh.stubs.find("/webhook/one", "POST").length],
+      [1, 2],
+    );
   });
 });
 

@@ -287,13 +287,13 @@ describe("leads intake: accepted submissions", () => {
       headers: { ...tenantHeaders("lt-intake"), "CF-Connecting-IP": freshIp() },
       body: fd,
     });
-    const error = await errorOf(res, 400, "invalid_request");
+    const error = await errorOf(res, 400, "invalid_lead");
     assert.equal(error.field, "attachment", "the error names the field the file came in");
     assert.equal(error.fields.attachment, "file uploads are not accepted");
     assert.equal(await count("SELECT COUNT(*) AS n FROM leads"), n);
   });
 
-  it("a file input left empty (what a browser sends: filename=\"\", no content) does not fail the lead", async () => {
+  it('a file input left empty (what a browser sends: filename="", no content) does not fail the lead', async () => {
     const boundary = "----siteswarmEmptyFile";
     const part = (disposition, value, type = "") =>
       `--${boundary}\r\nContent-Disposition: form-data; ${disposition}\r\n${type}\r\n${value}\r\n`;

@@ -79,7 +79,7 @@ TEST_CASE("analytics beacon: referrer host, own hosts are direct") {
        {"https://evil<svg>.example/", "https://a%20b.example/", "https://a b.example/",
         "https://b\xc3\xbc"
         "cher.example/",
-        "http://[::1<x>]/", "https://a\"b.example/"}) {
+        "http://[::1<x>]/", "http://[]/", "http://[[::1]/", "https://a\"b.example/"}) {
     CHECK_MESSAGE(ref(bad) == std::string(kDirect), bad);
   }
 }

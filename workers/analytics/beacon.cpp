@@ -39,10 +39,13 @@ std::string query_value(std::string_view raw) {
 // form), an IPv4 address, or a bracketed IPv6 literal. Anything else (a space, '<', a percent
 // escape, raw UTF-8) is no host a visitor came from, and counts as direct. `host` is lower-case.
 bool plausible_host(std::string_view host) {
-  std::string_view allowed = host.front() == '['
-                                 ? std::string_view("[]0123456789abcdef:.")
-                                 : std::string_view("abcdefghijklmnopqrstuvwxyz0123456789.-_");
-  return host.find_first_not_of(allowed) == std::string_view::npos;
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    std::string_view inside = host.substr(1, host.size() - 2);
+    return inside.find(':') != std::string_view::npos &&
+           inside.find_first_not_of("0123456789abcdef:.") == std::string_view::npos;
+  }
+  return !host.empty() && host.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789.-_") ==
+                              std::string_view::npos;
 }
 
 }  // namespace

@@ -331,7 +331,7 @@ Result<json> parse_target(const Context& ctx, const json& body) {
   }
   auto url = check_outbound_url(*webhook, ctx.allow_local_outbound());
   if (!url) {
-    return invalid_field("target.webhook", "must be a public http(s) URL: " + url.error().message);
+    return invalid_field("target.webhook", webhook_url_problem(url.error()));
   }
   return json_object(
       {{"webhook", url->href}});  // normalised: the host judged here is the host called

@@ -110,6 +110,12 @@ TEST_CASE("the cap counts workflows: nine subscriptions to one workflow start it
   CHECK(over.matched == 11);
   CHECK(over.start.size() == kMaxFanout);
   CHECK(over.dropped == std::vector<std::string>{"ninth"});
+  // A dropped workflow named twice: both of its subscriptions are dropped (the record lists every
+  // one to cull), neither is a duplicate of a start that never happened.
+  mixed.push_back(sub("ninth-again", "*", "wf8"));
+  FanoutPlan twice = plan_fanout(kConsumer, event("price.changed"), mixed, {});
+  CHECK(twice.dropped == std::vector<std::string>{"ninth", "ninth-again"});
+  CHECK(twice.duplicates == 2);
 }
 
 TEST_CASE(

@@ -2,6 +2,8 @@
 
 #include "shared/glob.h"
 
+#include <map>
+
 namespace ss::events {
 
 Result<Subscription> Subscription::compile(const SubscriptionRow& row) {
@@ -52,21 +54,22 @@ FanoutPlan plan_fanout(const std::string& consumer, const json& event,
   // Two subscriptions naming one workflow start it once (the start's key names the workflow, not
   // the subscription): the later ones are duplicates, and the cap counts workflows, not
   // subscriptions. That depends on the subscriptions alone, so the cap below stays where it was
-  // from one run to the next.
+  // from one run to the next. Every subscription naming a workflow past the cap is dropped (the
+  // cap's record lists them all, in subscription order), none of them a duplicate.
   std::vector<const Subscription*> distinct;
-  std::set<std::string> workflows;
+  std::map<std::string, std::size_t> position;  // workflow -> its index in `distinct`
   for (const Subscription* s : matched) {
-    if (workflows.insert(s->workflow_type).second) {
-      distinct.push_back(s);
-    } else {
+    if (position.emplace(s->workflow_type, distinct.size()).second) distinct.push_back(s);
+  }
+  for (const Subscription* s : matched) {
+    std::size_t at = position[s->workflow_type];
+    if (at >= kMaxFanout) {
+      plan.dropped.push_back(s->id);
+    } else if (distinct[at] != s) {
       ++plan.duplicates;
     }
   }
-  if (distinct.size() > kMaxFanout) {
-    for (std::size_t i = kMaxFanout; i < distinct.size(); ++i)
-      plan.dropped.push_back(distinct[i]->id);
-    distinct.resize(kMaxFanout);
-  }
+  if (distinct.size() > kMaxFanout) distinct.resize(kMaxFanout);
   // Starts already made are skipped after the cap: a later workflow never takes the place of one
   // started in an earlier run.
   for (const Subscription* s : distinct) {

@@ -1,5 +1,5 @@
 #pragma once
-// workflow_runner: fans each event out to at most kMaxFanout matching subscriptions (a cap hit is
+// workflow_runner: fans each event out to at most kMaxFanout workflows of matching subscriptions (a cap hit is
 // recorded as an events.fanout_capped event), claims each start in the per-consumer dedupe table
 // before making it, logs each start in workflow_run_log, and quarantines a poison event so the
 // cursor moves past it.

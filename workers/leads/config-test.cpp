@@ -30,6 +30,20 @@ TEST_CASE("leads config: any non-empty webhook secret is taken") {
   CHECK_FALSE(parse_config(hook, false).ok());
 }
 
+TEST_CASE(
+    "leads config: a refused webhook URL is told what is wanted, without contradicting itself") {
+  auto message_for = [](const std::string& url) {
+    json hook{{"notify", {{"webhook", {{"url", url}, {"secret", "s3"}}}}}};
+    auto parsed = parse_config(hook, false);
+    REQUIRE_FALSE(parsed.ok());
+    CHECK(parsed.error().extra["field"] == "config.notify.webhook.url");
+    return parsed.error().extra["fields"]["config.notify.webhook.url"].get<std::string>();
+  };
+  CHECK(message_for("ftp://hooks.example/lead") == "must be a public https:// URL");
+  CHECK(message_for("http://hooks.example/lead").rfind("must be a public https:// URL: ", 0) == 0);
+  CHECK(message_for("https://10.0.0.7/lead").find("private") != std::string::npos);
+}
+
 TEST_CASE("leads config: the honeypot cannot be a field people fill in") {
   // A honeypot named like a real field would take every genuine lead for spam: 202, nothing kept.
   for (const char* taken : {"email", "phone", "name", "message", "turnstileToken",

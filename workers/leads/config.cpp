@@ -303,8 +303,7 @@ Result<LeadsConfig> parse_config(const json& config, bool allow_local) {
     WebhookChannel ch;
     ch.secret = string_or(*w, "secret", "");
     auto url = check_outbound_url(string_or(*w, "url", ""), allow_local);
-    if (!url)
-      return bad("notify.webhook.url", "must be a public http(s) URL: " + url.error().message);
+    if (!url) return bad("notify.webhook.url", webhook_url_problem(url.error()));
     ch.url = url->href;  // normalised: the host judged here is the host called
     if (ch.secret.size() < kMinWebhookSecret || ch.secret.size() > 256) {
       return bad("notify.webhook.secret", "must be a string of 1–256 characters");

@@ -246,12 +246,13 @@ TEST_CASE("a form post is redirected when its Accept header prefers HTML to JSON
   for (const char* yes :
        {"text/html", "TEXT/HTML", "text/html,application/xhtml+xml,*/*;q=0.8",
         "application/json;q=0.5, text/html", "text/html;q=0.5, application/json;q=0.5",
-        "text/html ; Q=0.9", "text/html;level=1;q=0.3", "text/html;q=abc"}) {
+        "text/html ; Q=0.9", "text/html;level=1;q=0.3", "text/html;q=abc", "text/html;q=0x",
+        "text/html;q=01", "text/html;q=0.5000", "text/html;q=1.000"}) {
     CHECK_MESSAGE(ss::leads::prefers_html(yes), yes);
   }
   for (const char* no : {"", "*/*", "application/json", "text/html;q=0", "text/html;q=0.000",
-                         "application/json, text/html;q=0.5", "text/plain", "text/htmlx",
-                         "application/json;q=1, text/html;q=0.999"}) {
+                         "text/html;q=0.", "application/json, text/html;q=0.5", "text/plain",
+                         "text/htmlx", "application/json;q=1, text/html;q=0.999"}) {
     CHECK_FALSE_MESSAGE(ss::leads::prefers_html(no), no);
   }
   // Through the intake: HTML refused by its weight answers JSON, a media type in capitals redirects.
@@ -268,6 +269,48 @@ TEST_CASE("a form post is redirected when its Accept header prefers HTML to JSON
                              "email=eve%40example.com&cf-turnstile-response=XXXX.DUMMY.TOKEN.XXXX");
   CHECK(html.status == 303);
   CHECK(html.header("location") == "https://bakery.example/thanks");
+}
+
+TEST_CASE("multipart files: refused after the honeypot, an empty file input skipped") {
+  Leads l;
+  const std::string b = "----ssf";
+  auto part = [&](const std::string& disposition, const std::string& value) {
+    return "--" + b + "\r\nContent-Disposition: form-data; " + disposition + "\r\n\r\n" + value +
+           "\r\n";
+  };
+  auto post = [&](const std::string& parts, const std::string& ip) {
+    return l.mesh.request("leads", "POST", "/api/leads/submit",
+                          l.headers("multipart/form-data; boundary=" + b, ip),
+                          parts + "--" + b + "--\r\n");
+  };
+  const std::string token = part("name=\"turnstileToken\"", kDummyToken);
+  const std::string file = part("name=\"cv\"; filename=\"cv.pdf\"", "%PDF");
+  // A file beside a person's fields: 400 invalid_lead naming its field, with the other problems.
+  auto refused = post(part("name=\"email\"", "not-an-email") + token + file, "192.0.2.31");
+  check_error(refused, 400, "invalid_lead");
+  CHECK(refused.body_json()["error"]["fields"]["cv"] == "file uploads are not accepted");
+  CHECK(refused.body_json()["error"]["fields"]["email"] == "is not an email address");
+  // The trap filled beside a file, or a file in the trap: absorbed as a success is answered.
+  auto beside = post(
+      part("name=\"email\"", "bot@spam.example") + part("name=\"company_website\"", "x") + file,
+      "192.0.2.32");
+  CHECK(beside.status == 202);
+  auto in_trap = post(part("name=\"email\"", "bot@spam.example") +
+                          part("name=\"company_website\"; filename=\"x.txt\"", "x"),
+                      "192.0.2.33");
+  CHECK(in_trap.status == 202);
+  // A file input left empty (filename="", no content) is no file: the lead goes through.
+  auto empty =
+      post(part("name=\"email\"", "e@example.com") + token + part("name=\"cv\"; filename=\"\"", ""),
+           "192.0.2.34");
+  CHECK(empty.status == 202);
+  CHECK(l.rows("SELECT * FROM leads").size() == 1);
+  // Each absorbed post is keyed by the decoy id it was answered with.
+  std::set<std::string> keys;
+  for (const json& e : l.events("lead.spam_absorbed")) keys.insert(e.value("idempotency_key", ""));
+  CHECK(keys == std::set<std::string>{
+                    "lead.spam_absorbed:" + beside.body_json()["leadId"].get<std::string>(),
+                    "lead.spam_absorbed:" + in_trap.body_json()["leadId"].get<std::string>()});
 }
 
 TEST_CASE("a redirect stored before the ASCII rule that breaks it is not followed") {

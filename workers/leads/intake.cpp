@@ -382,15 +382,16 @@ Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
   co_return accepted(req, *config, lead_id);
 }
 
-// A qvalue in thousandths ("0", "0.5", "1.000"); one that is not a qvalue counts as 1.
+// A qvalue in thousandths (RFC 9110 §12.4.2: "0" [ "." 0*3DIGIT ] or "1" [ "." 0*3("0") ]); one
+// that is not a qvalue ("abc", "0x", "01", "0.5000") counts as 1.
 int qvalue_thousandths(std::string_view q) {
-  if (q.empty() || q[0] != '0') return 1000;
-  int value = 0;
+  if (q.empty() || (q[0] != '0' && q[0] != '1') || q.size() > 5) return 1000;
+  if (q.size() > 1 && q[1] != '.') return 1000;
+  int value = q[0] == '1' ? 1000 : 0;
   int scale = 100;
-  for (std::size_t i = 2; i < q.size() && i < 5 && q[1] == '.'; ++i) {
-    if (q[i] < '0' || q[i] > '9') return 1000;
+  for (std::size_t i = 2; i < q.size(); ++i, scale /= 10) {
+    if (q[i] < '0' || q[i] > '9' || (q[0] == '1' && q[i] != '0')) return 1000;
     value += (q[i] - '0') * scale;
-    scale /= 10;
   }
   return value;
 }

@@ -120,7 +120,11 @@ Result<Submission> validate_submission(const SentFields& sent, const LeadsConfig
   std::set<std::string> extras(config.extra_fields.begin(), config.extra_fields.end());
 
   for (const std::string& name : sent.files) {
-    if (name == config.honeypot_field) out.honeypot = true;  // a file in the trap fills it too
+    if (name == config.honeypot_field) {
+      out.honeypot = true;  // a file in the trap fills it too
+    } else {
+      problems[name] = "file uploads are not accepted";  // text fields only
+    }
   }
   for (const std::string& name : sent.not_text) {
     if (name == config.honeypot_field) {
@@ -184,10 +188,6 @@ Result<Submission> validate_submission(const SentFields& sent, const LeadsConfig
     }
   }
   if (out.honeypot) return out;  // bots get a success, whatever else they sent
-  // Text fields only (a file input left empty was skipped): the field the first file came in is
-  // named, as any bad input is.
-  if (!sent.files.empty())
-    return invalid_field(sent.files.front(), "file uploads are not accepted");
   if (!out.lead.contains("email") && !out.lead.contains("phone") && !problems.contains("email") &&
       !problems.contains("phone")) {
     problems["email"] = "an email address or a phone number is required";
