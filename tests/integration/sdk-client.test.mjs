@@ -415,6 +415,11 @@ describe("createPlatformClient with fake bindings", () => {
       const err = await rejectsWith(c.leads.submit({ email: "a@example.com", n: 1n }), "invalid_request", 400);
       assert.match(err.message, /cannot be sent as JSON/);
     }
+    // JSON but not an object: the fake answers as the leads worker does (400 invalid_request, no fields).
+    for (const notAnObject of [[], "x", null]) {
+      const err = await rejectsWith(mock.leads.submit(notAnObject), "invalid_request", 400);
+      assert.equal(err.message, "the body must be a JSON object");
+    }
     assert.equal(LEADS_SERVICE.seen.length, 0, "nothing reached the service");
     // A key with inner spaces is fine, and is sent exactly as given.
     await client.leads.submit({ email: "a@example.com" }, { idempotencyKey: "order 42" });

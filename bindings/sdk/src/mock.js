@@ -48,6 +48,10 @@ export function createMocks({ appId, snapshot, cmsZone, leadsConfig = {} }) {
           status: 413,
         });
       }
+      // What the service answers for a body that is JSON but no object (a list, a string, null).
+      if (lead !== undefined && (lead === null || typeof lead !== "object" || Array.isArray(lead))) {
+        throw new SiteSwarmError("invalid_request", "the body must be a JSON object", { status: 400 });
+      }
       const checked = validateLead(lead, leadsConfig);
       if (!checked.ok) {
         throw new SiteSwarmError("invalid_lead", "the lead has invalid fields", {
