@@ -1,8 +1,8 @@
 #pragma once
-// workflow_runner: fans each event out to at most kMaxFanout workflows of matching subscriptions (a cap hit is
-// recorded as an events.fanout_capped event), claims each start in the per-consumer dedupe table
-// before making it, logs each start in workflow_run_log, and quarantines a poison event so the
-// cursor moves past it.
+// workflow_runner: fans each event out to the workflows its matching subscriptions name, at most
+// kMaxFanout of them (a cap hit is recorded as an events.fanout_capped event), claims each start in
+// the per-consumer dedupe table before making it, logs each start in workflow_run_log, and
+// quarantines a poison event so the cursor moves past it.
 
 #include "workers/events/cursor.h"
 #include "workers/events/fanout.h"
