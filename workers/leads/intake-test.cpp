@@ -271,6 +271,23 @@ TEST_CASE("a form post is redirected when its Accept header prefers HTML to JSON
   CHECK(html.header("location") == "https://bakery.example/thanks");
 }
 
+TEST_CASE("a field sent twice: a form's is refused, a JSON object's keeps its last value") {
+  Leads l;
+  auto form = l.mesh.request(
+      "leads", "POST", "/api/leads/submit",
+      l.headers("application/x-www-form-urlencoded", "192.0.2.41"),
+      "email=a%40example.com&email=b%40example.com&turnstileToken=XXXX.DUMMY.TOKEN.XXXX");
+  check_error(form, 400, "invalid_lead");
+  CHECK(form.body_json()["error"]["fields"]["email"] == "is sent more than once");
+  auto twice = l.mesh.request(
+      "leads", "POST", "/api/leads/submit", l.headers("application/json", "192.0.2.42"),
+      R"({"email":"a@example.com","email":"b@example.com","turnstileToken":"XXXX.DUMMY.TOKEN.XXXX"})");
+  REQUIRE(twice.status == 202);
+  json stored = l.rows("SELECT payload FROM leads");
+  REQUIRE(stored.size() == 1);
+  CHECK(json::parse(stored[0]["payload"].get<std::string>())["email"] == "b@example.com");
+}
+
 TEST_CASE("multipart files: refused after the honeypot, an empty file input skipped") {
   Leads l;
   const std::string b = "----ssf";
