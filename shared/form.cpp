@@ -24,12 +24,6 @@ bool is_token_char(char c) {
 
 bool is_ows(char c) { return c == ' ' || c == '\t'; }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_ows(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_ows(s.back())) s.remove_suffix(1);
-  return s;
-}
-
 // A small cursor over one header value.
 struct Cursor {
   std::string_view s;
@@ -143,7 +137,7 @@ std::optional<PartName> part_field_name(std::string_view headers, std::string* w
     if (!iequals(line.substr(0, colon), "content-disposition")) continue;
     if (name.has_value()) continue;  // first Content-Disposition wins
 
-    Cursor in{trim(line.substr(colon + 1))};
+    Cursor in{trim_ows(line.substr(colon + 1))};
     const std::string_view disposition = in.token();
     std::map<std::string, std::string> params;
     if (!iequals(disposition, "form-data") || !parse_params(in, params)) {
@@ -164,9 +158,15 @@ std::optional<PartName> part_field_name(std::string_view headers, std::string* w
 
 }  // namespace
 
+std::string_view trim_ows(std::string_view s) {
+  while (!s.empty() && is_ows(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_ows(s.back())) s.remove_suffix(1);
+  return s;
+}
+
 std::optional<ContentType> parse_content_type(std::string_view header) {
   if (header.size() > kMaxContentTypeLength) return std::nullopt;
-  Cursor in{trim(header)};
+  Cursor in{trim_ows(header)};
   const std::string_view type = in.token();
   if (type.empty() || in.done() || in.s[in.pos] != '/') return std::nullopt;
   ++in.pos;

@@ -29,6 +29,9 @@ struct ContentType {
 // RFC 9110 `type/subtype *(; name=value)`, values as tokens or quoted strings.
 std::optional<ContentType> parse_content_type(std::string_view header);
 
+// A header value (or a piece of one) without the optional whitespace (spaces, tabs) around it.
+std::string_view trim_ows(std::string_view s);
+
 // '+' -> space, %XX -> byte; an invalid escape ("%", "%4", "%zz") is kept literally. The result is
 // raw bytes: callers that need UTF-8 validate it themselves.
 std::string percent_decode_form(std::string_view s);

@@ -7,6 +7,7 @@
 #include "shared/effects.h"
 #include "shared/emit.h"
 #include "shared/field_error.h"
+#include "shared/form.h"
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
 #include "shared/tenant.h"
@@ -394,12 +395,6 @@ int qvalue_thousandths(std::string_view q) {
     value += (q[i] - '0') * scale;
   }
   return value;
-}
-
-std::string_view trim_ows(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
 }
 
 }  // namespace
