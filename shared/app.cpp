@@ -238,9 +238,9 @@ Task<Result<Response>> diagnostics(Context& ctx, const Request& req, const Param
   co_return Response::json_body(ok ? 200 : 503, std::move(body));
 }
 
-// Lets integration tests prove that a trap answers 500 and the next request gets a fresh instance.
-Task<Result<Response>> test_trap(Context& ctx, const Request&, const Params&) {
-  if (!ctx.test_hooks_enabled()) co_return Error{ErrorCode::not_found, "no route for /__test/trap"};
+// Lets integration tests prove that a trap answers 500 and the next request gets a fresh instance
+// (a test route: it exists only with test hooks on).
+Task<Result<Response>> test_trap(Context&, const Request&, const Params&) {
 #if defined(__wasm__)
   __builtin_trap();
 #endif

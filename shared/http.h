@@ -80,6 +80,8 @@ using Handler = std::function<Task<Result<Response>>(Context&, const Request&, c
 // path that matches some route but not the method gives 405 with Allow; nothing matching gives 404.
 class Router {
  public:
+  // Routes under /__test/ are test routes: they exist only while test hooks are on
+  // (SITESWARM_TEST_HOOKS=1); otherwise such a path is unknown, 404 for every method.
   Router& add(std::string method, std::string pattern, Handler handler);
   Task<Response> dispatch(Context& ctx, const Request& req) const;
 
@@ -90,8 +92,9 @@ class Router {
     Handler handler;
   };
   // The route to run for (method, path) with its parameters; null when none: then `allow` names
-  // the methods the path takes (405), or is empty (404).
-  const Route* select(const Request& req, Params& params, std::string& allow) const;
+  // the methods the path takes (405), or is empty (404). Test routes count only with hooks on.
+  const Route* select(const Context& ctx, const Request& req, Params& params,
+                      std::string& allow) const;
   std::vector<Route> routes_;
 };
 

@@ -375,9 +375,35 @@ TEST_CASE("diagnostics awaits D1, KV and a service call concurrently, crossing t
   CHECK(down.body_json()["checks"]["d1"]["ok"] == true);
 }
 
-TEST_CASE("the trap route exists only with test hooks on") {
+TEST_CASE(
+    "test routes exist only with test hooks on: without them 404 for every method, no Allow") {
   Mesh mesh;
-  check_error(mesh.request("leads", "GET", "/__test/trap"), 404, "not_found");
+  // Each worker's test routes, with the method each takes when hooks are on.
+  const std::vector<std::array<const char*, 3>> routes = {
+      {"leads", "GET", "/__test/trap"},
+      {"events", "POST", "/__test/programs"},
+      {"monitoring", "POST", "/__test/tick"},
+      {"cms", "POST", "/__test/zone"},
+      {"analytics", "POST", "/__test/maintenance"}};
+  for (const auto& route : routes) {
+    const std::string path = route[2];
+    CAPTURE(path);
+    for (const char* asked : {"GET", "POST", "PUT", "DELETE"}) {
+      CAPTURE(asked);
+      auto reply =
+          mesh.request(route[0], asked, path, {{"Content-Type", "application/json"}}, "{}");
+      check_error(reply, 404, "not_found");
+      CHECK(reply.header("allow").empty());
+    }
+  }
+  // With hooks on, the route is there: its own method runs, another is a 405 naming it.
+  mesh.set_env("monitoring", "SITESWARM_TEST_HOOKS", "1");
+  auto wrong = mesh.request("monitoring", "GET", "/__test/tick");
+  check_error(wrong, 405, "method_not_allowed");
+  CHECK(wrong.header("allow") == "POST");
+  check_error(mesh.request("monitoring", "POST", "/__test/tick",
+                           {{"Content-Type", "application/json"}}, R"({"tick":-1})"),
+              400, "invalid_request");
 }
 
 TEST_CASE(
