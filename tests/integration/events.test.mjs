@@ -955,10 +955,21 @@ describe("errors", () => {
       ["?after=zzz", "after"],
       ["?limit=0", "limit"],
       ["?limit=501", "limit"],
+      [`?type=a.${"b".repeat(48)}*`, "type"], // a glob over D1's 50-byte GLOB pattern: 400, not D1's 503
     ]) {
       const error = await errorOf(await read(q), 400, "invalid_request");
       assert.equal(error.field, field, q);
     }
+    // An exact type longer than D1's GLOB pattern limit (an event type may have 128 characters) is
+    // read by type: it was a 503 from D1.
+    const long = `a.${"c".repeat(126)}`;
+    const { event_id } = await jsonOf(await post({ ...base, event_type: long, payload: {} }), 201);
+    const found = await jsonOf(await read(`?type=${long}`), 200);
+    assert.deepEqual(
+      found.events.map((e) => e.event_id),
+      [event_id],
+    );
+    assert.equal((await jsonOf(await read(`?type=a.${"c".repeat(47)}*`), 200)).events.length, 1);
   });
 });
 

@@ -141,6 +141,10 @@ std::string HttpReply::header(const std::string& name) const {
 
 SqliteDb::SqliteDb(const std::string& migrations_dir) {
   sqlite3_open(":memory:", &db_);
+  // D1's documented limits that a statement can run into (workerd's SQLite enforces them too): a
+  // LIKE or GLOB pattern of at most 50 bytes, at most 100 bound parameters per statement.
+  sqlite3_limit(db_, SQLITE_LIMIT_LIKE_PATTERN_LENGTH, 50);
+  sqlite3_limit(db_, SQLITE_LIMIT_VARIABLE_NUMBER, 100);
   std::vector<std::filesystem::path> files;
   for (const auto& entry : std::filesystem::directory_iterator(migrations_dir)) {
     if (entry.path().extension() == ".sql") files.push_back(entry.path());

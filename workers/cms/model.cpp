@@ -198,6 +198,11 @@ Result<DayRanges> parse_ranges(const json& value, const std::string& field) {
     std::string at = field + "[" + std::to_string(i) + "]";
     const json& r = value[i];
     if (!r.is_object()) return field_error(at, "must be {open, close}");
+    // A key it does not know ("timezone" inside a range, a misspelt "opens") is refused, as in the
+    // rest of a write, rather than dropped.
+    if (Status known = check_known_keys(r, {"open", "close"}, at + "."); !known) {
+      return std::move(known).error();
+    }
     auto open_text = get_string(r, "open");
     auto close_text = get_string(r, "close");
     std::optional<int> open = open_text ? parse_hhmm(*open_text, false) : std::nullopt;

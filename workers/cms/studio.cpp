@@ -19,7 +19,9 @@ namespace ss::cms {
 
 namespace {
 
-constexpr int kMaxWriteAttempts = 3;  // without If-Match, a lost race is retried on fresh content
+// Without If-Match, a lost race is retried on fresh content: every round of a race has a winner, so
+// eight attempts see eight writers at the same instant through; a ninth may get 409.
+constexpr int kMaxWriteAttempts = 8;
 constexpr std::size_t kMaxActorLength = 100;
 // The cron sends outbox rows older than this (a younger one may be its write's own send in
 // flight), at most kOutboxPerRun a run, one queue.send each (a failure is that row's alone).

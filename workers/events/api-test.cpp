@@ -798,6 +798,40 @@ TEST_CASE("a malformed entity filter or a type filter no event type can match is
   CHECK(count("?type=price.changed") == 1);
 }
 
+TEST_CASE("a type filter of any length an event type may have: exact up to 128, a glob up to 50") {
+  ApiLedger l;
+  // 51 and 128 characters: valid types, longer than D1's 50-byte GLOB pattern.
+  const std::string t51 = "a." + std::string(49, 'b');
+  const std::string t128 = "a." + std::string(126, 'c');
+  for (const std::string& t : {t51, t128}) {
+    json b = price_event(1);
+    b["event_type"] = t;
+    REQUIRE(l.post("bakery", kBakeryToken, b).status == 201);
+  }
+  auto events_of = [&](const std::string& q) {
+    auto r = l.get("bakery", kBakeryToken, q);
+    REQUIRE(r.status == 200);
+    return r.body_json()["events"];
+  };
+  for (const std::string& t : {t51, t128}) {
+    CAPTURE(t.size());
+    auto found = events_of("?type=" + t);
+    REQUIRE(found.size() == 1);
+    CHECK(found[0]["event_type"] == t);
+  }
+  CHECK(events_of("?type=" + t51 + "x").empty());
+  // A glob of 50 characters matches; one of 51 is refused as a 400 naming `type` (never a 503).
+  CHECK(events_of("?type=a." + std::string(47, 'b') + "*").size() == 1);
+  auto too_long = l.get("bakery", kBakeryToken, "?type=a." + std::string(48, 'b') + "*");
+  CHECK(too_long.status == 400);
+  CHECK(too_long.body_json()["error"]["field"] == "type");
+  // The operator's read across tenants takes the same filter.
+  auto op = l.mesh.request("events", "GET", "/api/events?type=" + t128,
+                           {{"Authorization", std::string("Bearer ") + Mesh::kAdminToken}});
+  REQUIRE(op.status == 200);
+  CHECK(op.body_json()["events"].size() == 1);
+}
+
 TEST_CASE("a tenant cannot post the ledger's own record types; the operator can") {
   // Retention never redacts an events.tombstoned, and the detectors take anomaly.*, events.* and
   // tenant.health* for the ledger's word: posted by a tenant, one would outlive retention and the

@@ -254,6 +254,14 @@ Result<ReadQuery> parse_read_query(const Request& req) {
     if (!is_valid_glob(q.type_glob, &why)) {
       return invalid_field("type", why);
     }
+    // D1 matches a GLOB pattern of at most 50 bytes; an exact type (no wildcard) may have 128.
+    // Refused, not answered 503 by D1.
+    if (q.type_glob.size() > kMaxTypeGlobPattern &&
+        q.type_glob.find_first_of("*?") != std::string::npos) {
+      return invalid_field("type", "a type filter with '*' or '?' is at most " +
+                                       std::to_string(kMaxTypeGlobPattern) +
+                                       " characters (an exact event type may have 128)");
+    }
   }
   // An entity_ref, type:id as on POST (docs/contract.md "events-service"), or a bare type for every
   // entity of that type: the type [a-z0-9_]+, the id (which may hold colons) non-empty and without

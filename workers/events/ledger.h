@@ -15,6 +15,8 @@ namespace ss::events {
 inline constexpr std::size_t kMaxPayloadBytes = 64 * 1024;
 inline constexpr std::size_t kMaxEventBody = kMaxPayloadBytes + 16 * 1024;
 inline constexpr std::size_t kMaxEventTypeLength = 128;
+// A read's `type` filter with a wildcard: D1's limit on a GLOB pattern (bytes).
+inline constexpr std::size_t kMaxTypeGlobPattern = 50;
 inline constexpr std::size_t kMaxRefLength = 200;
 inline constexpr int kDefaultReadLimit = 100;
 inline constexpr int kMaxReadLimit = 500;

@@ -144,7 +144,12 @@ constexpr TenantClauses kAnyTenant{"1", ""};
 constexpr TenantClauses kOneTenant{"COALESCE(c.tenant_id, '') = ?2", "  AND tenant_id = ?2\n"};
 
 // The page's other filters, each optional.
-constexpr std::string_view kReadFilters = R"sql(  AND (?3 = '' OR event_type GLOB ?3)
+// A type without a wildcard is compared as it is: D1 refuses a GLOB pattern over 50 bytes, and an
+// event type may have 128 (a filter with a wildcard is refused over 50 before it gets here; SQLite's
+// CASE evaluates only the branch it takes).
+constexpr std::string_view kReadFilters =
+    R"sql(  AND (?3 = '' OR CASE WHEN instr(?3, '*') + instr(?3, '?') = 0
+    THEN event_type = ?3 ELSE event_type GLOB ?3 END)
   AND (?4 = '' OR entity_type = ?4)
   AND (?5 = '' OR entity_id = ?5)
 )sql";
