@@ -98,12 +98,15 @@ class Router {
   std::vector<Route> routes_;
 };
 
-// Guards applied before a body is parsed.
+// Guards applied before a body is parsed. require_body_within: 413 over `limit`; require_json_body:
+// that, then 415 unless application/json.
 Status require_body_within(const Request& req, std::size_t limit);
-Status require_json_body(const Request& req, std::size_t limit);  // size + application/json
-std::string media_type_of(const Request& req);                    // lower-case, without parameters
+Status require_json_body(const Request& req, std::size_t limit);
+std::string media_type_of(const Request& req);  // lower-case, without parameters
 // 415 naming Content-Encoding for a compressed body: an unsupported content coding (RFC 9110
-// §8.4.1), not a malformed one. No `Content-Encoding`, or `identity`, passes.
+// §8.4.1), not a malformed one. Every tenant-facing route that reads a body calls it after its
+// size (the operator's PUT /admin/tenants does not: its bytes count against the shared floor, and
+// scripts/provision sends plain JSON). No `Content-Encoding`, or `identity`, passes.
 Status require_identity_coding(const Request& req);
 
 std::vector<std::string> split_path(std::string_view path);

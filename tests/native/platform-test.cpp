@@ -547,3 +547,55 @@ TEST_CASE(
   CHECK(mesh.request("analytics", "DELETE", "/admin/tenants/bakery", kOperator).status == 200);
   check_error(whoami(rotated), 401, "unauthenticated_tenant");
 }
+
+// RFC 9110 §8.4.1: a body in a content coding the route does not take is 415 naming
+// Content-Encoding (not a 400 for JSON or a form it cannot read), on every route that reads a body,
+// and nothing is written.
+TEST_CASE("a compressed body is 415 naming Content-Encoding on every route that reads one") {
+  Mesh mesh;
+  mesh.provision("bakery", ss::test::kBakeryToken, ss::test::kBakeryAdmin);
+  const std::map<std::string, std::string> site = {
+      {"X-SiteSwarm-Tenant-Id", "bakery"}, {"X-SiteSwarm-Tenant-Token", ss::test::kBakeryToken}};
+  const std::map<std::string, std::string> admin = {
+      {"X-SiteSwarm-Tenant-Id", "bakery"},
+      {"Authorization", std::string("Bearer ") + ss::test::kBakeryAdmin}};
+  struct Case {
+    const char* worker;
+    const char* method;
+    const char* path;
+    std::map<std::string, std::string> headers;
+    const char* type;
+  };
+  std::vector<Case> cases = {
+      {"leads", "POST", "/api/leads/submit", site, "application/json"},
+      {"leads", "POST", "/api/leads/submit", site, "application/x-www-form-urlencoded"},
+      {"cms", "PUT", "/admin/v1/hours", admin, "application/json"},
+      {"cms", "POST", "/admin/v1/announcements", admin, "application/json"},
+      {"monitoring", "PUT", "/admin/monitors/home", admin, "application/json"},
+      {"analytics", "POST", "/beacon", site, "text/plain"},
+      {"events", "POST", "/api/events", site, "application/json"},
+      {"events", "POST", "/admin/subscriptions", kOperator, "application/json"},
+  };
+  for (Case& c : cases) {
+    CAPTURE(c.worker);
+    CAPTURE(c.path);
+    CAPTURE(c.type);
+    c.headers["Content-Type"] = c.type;
+    for (const char* coding : {"gzip", "br", "GZIP"}) {
+      c.headers["Content-Encoding"] = coding;
+      auto reply = mesh.request(c.worker, c.method, c.path, c.headers, R"({"text":"hi"})");
+      check_error(reply, 415, "unsupported_media_type");
+      CHECK(reply.body_json()["error"]["field"] == "Content-Encoding");
+    }
+  }
+  // Nothing was written by a refused request; identity is no coding at all.
+  CHECK(mesh.request("cms", "GET", "/admin/v1/content", admin).body_json()["version"] == 0);
+  CHECK(mesh.request("monitoring", "GET", "/admin/monitors/home", admin).status == 404);
+  auto identity = mesh.request("cms", "PUT", "/admin/v1/hours",
+                               {{"X-SiteSwarm-Tenant-Id", "bakery"},
+                                {"Authorization", std::string("Bearer ") + ss::test::kBakeryAdmin},
+                                {"Content-Type", "application/json"},
+                                {"Content-Encoding", "identity"}},
+                               R"({"timezone":"UTC","weekly":{}})");
+  CHECK(identity.status == 200);
+}

@@ -109,6 +109,7 @@ Task<Result<Response>> post_beacon(Context& ctx, const Request& req, const Param
   const std::int64_t now = ctx.now_ms();
   // 413 before anything is parsed or read.
   SS_CO_CHECK(require_body_within(req, kMaxBeaconBytes));
+  SS_CO_CHECK(require_identity_coding(req));
   const std::string user_agent = req.header("user-agent");
   const UserAgentClass ua = classify_user_agent(user_agent);
   const std::string day = utc_day(now);

@@ -263,6 +263,7 @@ Task<Result<Response>> write(Context& ctx, const Request& req, const TenantRow& 
 Task<Result<std::pair<TenantRow, json>>> admin_with_body(Context& ctx, const Request& req) {
   SS_CO_TRY(TenantRow row, co_await authenticate_admin(ctx, req));
   SS_CO_CHECK(require_json_body(req, kMaxStudioBody));
+  SS_CO_CHECK(require_identity_coding(req));
   SS_CO_TRY(json body, parse_json_object(req.body));
   co_return std::pair<TenantRow, json>{std::move(row), std::move(body)};
 }

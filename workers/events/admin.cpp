@@ -122,6 +122,7 @@ std::string usable_workflow_bindings(std::string_view configured, std::string_vi
 // The JSON object body of an operator write (the route's operator_only has authenticated it).
 Result<json> operator_body(const Request& req) {
   if (Status ok = require_json_body(req, kMaxAdminBody); !ok) return std::move(ok).error();
+  if (Status ok = require_identity_coding(req); !ok) return std::move(ok).error();
   return parse_json_object(req.body);
 }
 

@@ -60,6 +60,7 @@ Task<Result<Response>> put_monitor(Context& ctx, const Request& req, const Param
   SS_CO_TRY(Tenant tenant, co_await authenticate_tenant_admin(ctx, req));
   SS_CO_TRY(std::string id, monitor_id_param(params));
   SS_CO_CHECK(require_json_body(req, kMaxMonitorBody));
+  SS_CO_CHECK(require_identity_coding(req));
   SS_CO_TRY(json body, parse_json_object(req.body));
   SS_CO_CHECK(check_monitor_keys(body, ""));
   SS_CO_TRY(MonitorSpec spec, parse_monitor(body, ctx.allow_local_outbound()));
