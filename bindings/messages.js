@@ -153,11 +153,14 @@ export function toResponse({ status = 500, headers = {}, body = "" }) {
 }
 
 export const INTERNAL_ERROR = { code: "internal", message: "internal error" };
+// The host's own JSON errors carry what the cores' do (docs/contract.md: every JSON answer is
+// `no-store`), so no cache keeps a 500 or a 400 in place of the answer a retry gets.
+const JSON_ERROR_HEADERS = Object.freeze({ "content-type": "application/json", "cache-control": "no-store" });
 
 export const internalErrorResponse = () =>
   new Response(JSON.stringify({ error: INTERNAL_ERROR }), {
     status: 500,
-    headers: { "content-type": "application/json" },
+    headers: JSON_ERROR_HEADERS,
   });
 
 export const unreadableBodyResponse = () =>
@@ -165,5 +168,5 @@ export const unreadableBodyResponse = () =>
     JSON.stringify({
       error: { code: "invalid_request", message: "the request body ended before it was complete" },
     }),
-    { status: 400, headers: { "content-type": "application/json" } },
+    { status: 400, headers: JSON_ERROR_HEADERS },
   );

@@ -101,7 +101,7 @@ export function createSite({ manifest, service, version, labels = {} }) {
       const url = new URL(request.url);
       // The site's own routes match on the path's non-empty segments, as every platform worker's do
       // (docs/contract.md "Common rules"): `/health/` and `//health` are `/health`.
-      const pathname = routePath(url.pathname);
+      const { pathname, forward } = routePath(url.pathname);
       if (pathname === "/health" || pathname === "/api/platform/health") {
         // Reads: GET and HEAD (a HEAD answer has no body), 405 with Allow otherwise, as every worker.
         if (request.method !== "GET" && request.method !== "HEAD") {
@@ -148,7 +148,7 @@ export function createSite({ manifest, service, version, labels = {} }) {
       if (route) {
         // The worker behind is handed the path the route matched (its prefix stripped from that).
         const routed =
-          pathname === url.pathname ? request : new Request(new URL(`${pathname}${url.search}`, url), request);
+          forward === url.pathname ? request : new Request(new URL(`${forward}${url.search}`, url), request);
         return delegate(routed, env, route.binding, {
           appId,
           capabilityVersion: versionOf(route.capability),
@@ -186,12 +186,26 @@ export function createSite({ manifest, service, version, labels = {} }) {
   }
 }
 
-// `/a//b/` → `/a/b`, `/` stays `/`: the path's non-empty segments (shared/http.cpp `Router::select`).
-function routePath(pathname) {
-  return `/${pathname
-    .split("/")
-    .filter((segment) => segment !== "")
-    .join("/")}`;
+// `/a//b/` → `/a/b`, `/` stays `/`: the path's non-empty segments, each percent-decoded, as
+// shared/http.cpp's `Router::select` matches them (`/%69ndex.html` is `/index.html`, the rendered
+// page, not the template the static files hold). `pathname` is what the site's routes match;
+// `forward` the same path written for the worker a route hands it to (each decoded segment encoded
+// again, so the worker decodes what was matched). A segment that does not decode, or decodes to
+// one holding a `/`, stays as sent in both: it never matches a route by a slash it did not send.
+function routePath(raw) {
+  const match = [];
+  const forward = [];
+  for (const segment of raw.split("/")) {
+    if (segment === "") continue;
+    let decoded = null;
+    try {
+      decoded = decodeURIComponent(segment);
+    } catch {}
+    const kept = decoded === null || decoded.includes("/");
+    match.push(kept ? segment : decoded);
+    forward.push(kept ? segment : encodeURIComponent(decoded));
+  }
+  return { pathname: `/${match.join("/")}`, forward: `/${forward.join("/")}` };
 }
 
 // A static file, or the contract's JSON error where there is none: the ASSETS binding answers a
@@ -207,14 +221,22 @@ async function staticFile(request, env) {
     return errorResponse(405, "method_not_allowed", `${request.method} is not allowed here`, { allow: "GET, HEAD" });
   }
   const answer = await env.ASSETS.fetch(request);
-  if (answer.status !== 404 && answer.status !== 405) return answer;
+  if (answer.status < 400) return answer;
   await answer.body?.cancel().catch(() => {}); // its plain-text answer is replaced, not read
+  // Any other refusal of the file server (e.g. 431 for headers it will not take) keeps its status
+  // with the contract's JSON body.
   const refused =
     answer.status === 404
       ? errorResponse(404, "not_found", "no such page")
-      : errorResponse(405, "method_not_allowed", `${request.method} is not allowed here`, {
-          allow: answer.headers.get("allow") ?? "GET, HEAD",
-        });
+      : answer.status === 405
+        ? errorResponse(405, "method_not_allowed", `${request.method} is not allowed here`, {
+            allow: answer.headers.get("allow") ?? "GET, HEAD",
+          })
+        : errorResponse(
+            answer.status,
+            answer.status >= 500 ? "internal" : "invalid_request",
+            `the static files answered ${answer.status}`,
+          );
   return head ? new Response(null, refused) : refused;
 }
 

@@ -89,6 +89,36 @@ describe("bakery site", () => {
     }
     assert.equal((await mesh.fetch("bakery", "/health")).status, 200);
   });
+
+  // docs/contract.md "Common rules": each segment is percent-decoded before it is matched, by the
+  // site as by the workers. `/%69ndex.html` was the raw template from the static files (no status
+  // line, no announcement), and `/%68ealth` or `/_sa/%73cript.js` a 404.
+  it("matches its own routes on percent-decoded segments, as the workers do", async () => {
+    const home = await (await mesh.fetch("bakery", "/")).text();
+    assert.match(home, /<p id="status"[^>]*>[^<]+</, "the home page is rendered");
+    for (const path of ["/%69ndex.html", "/index%2Ehtml"]) {
+      const res = await mesh.fetch("bakery", path);
+      assert.equal(res.status, 200, path);
+      assert.equal(res.headers.get("cache-control"), "no-store", path);
+      assert.match(await res.text(), /<p id="status"[^>]*>[^<]+</, path);
+    }
+    const health = await jsonOf(await mesh.fetch("bakery", "/%68ealth"), 200);
+    assert.equal(health.service, "client-bakery");
+    const tracker = await mesh.fetch("bakery", "/_sa/%73cript.js");
+    assert.equal(tracker.status, 200);
+    assert.match(await tracker.text(), /sendBeacon/);
+    // An encoded slash stays inside its segment: no route by a slash that was not sent.
+    await errorOf(await mesh.fetch("bakery", "/_sa%2Fscript.js"), 404, "not_found");
+  });
+
+  // The local static-file server refuses headers over 16 KiB (431) with an empty body: the site
+  // answers every refusal of its static files in the contract's JSON, keeping the status.
+  it("answers a refusal of its static files in JSON, whatever the status", async () => {
+    const res = await mesh.fetch("bakery", "/thanks.html", { headers: { "x-long": "a".repeat(20_000) } });
+    assert.equal(res.status, 431);
+    assert.match(res.headers.get("content-type") ?? "", /^application\/json/);
+    assert.equal((await res.json()).error.code, "invalid_request");
+  });
 });
 
 describe("route delegation", () => {

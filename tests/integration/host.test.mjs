@@ -137,6 +137,7 @@ describe("fetch", () => {
     const res = await worker.fetch(get("/echo", { method: "POST", body, duplex: "half" }), {}, ctx());
     assert.equal(res.status, 400);
     assert.equal(res.headers.get("content-type"), "application/json");
+    assert.equal(res.headers.get("cache-control"), "no-store"); // as every JSON answer
     assert.equal((await res.json()).error.code, "invalid_request");
     assert.equal(runs, 0, "the core never saw half a body");
     const ok = await worker.fetch(get("/echo", { method: "POST", body: "{}" }), {}, ctx());
@@ -809,6 +810,7 @@ describe("traps", () => {
     for (const res of [slow, trapped]) {
       assert.equal(res.status, 500);
       assert.equal(res.headers.get("content-type"), "application/json");
+      assert.equal(res.headers.get("cache-control"), "no-store");
       assert.deepEqual(await res.json(), { error: { code: "internal", message: "internal error" } });
     }
     assert.equal(errors.length, 1, errors.join("\n"));
