@@ -27,6 +27,14 @@ TEST_CASE("glob: validation") {
   CHECK_FALSE(is_valid_glob("price *"));
   CHECK_FALSE(is_valid_glob("price/*"));
   CHECK_FALSE(is_valid_glob(std::string_view("a\0b", 3)));
+  // An empty segment no event type has: refused, naming why.
+  for (const char* never : {"probe..x", ".price.*", "price.", "*..*", "?.", "."}) {
+    CAPTURE(never);
+    CHECK_FALSE(is_valid_glob(never, &why));
+    CHECK(why.find("never match") != std::string::npos);
+  }
+  CHECK(is_valid_glob("*.*"));
+  CHECK(is_valid_glob("a.?.b"));
 }
 
 TEST_CASE("glob: exact and single-char matches") {

@@ -27,6 +27,12 @@ bool is_valid_glob(std::string_view pattern, std::string* why) {
     if (!is_glob_char(c))
       return fail(why, "glob may only contain a-z, 0-9, '.', '_', '-', '*', '?'");
   }
+  // An event type has no empty segment: a glob with one could never match, and is refused rather
+  // than kept as a subscription that never fires.
+  if (pattern.front() == '.' || pattern.back() == '.' ||
+      pattern.find("..") != std::string_view::npos) {
+    return fail(why, "glob can never match: an event type has no leading, trailing or doubled '.'");
+  }
   return true;
 }
 

@@ -505,6 +505,7 @@ TEST_CASE("invalid subscriptions and workflows are refused naming the field") {
     CHECK(r.body_json()["error"]["field"] == field);
   };
   expect({{"event_type_glob", "Price.*"}, {"workflow_type", "x"}}, "event_type_glob");
+  expect({{"event_type_glob", "probe..x"}, {"workflow_type", "x"}}, "event_type_glob");  // never
   expect({{"workflow_type", "x"}}, "event_type_glob");
   expect({{"event_type_glob", "price.*"}, {"workflow_type", "X Y"}}, "workflow_type");
   expect({{"event_type_glob", "price.*"}, {"workflow_type", "x"}, {"filter_expr", "payload.a >"}},
