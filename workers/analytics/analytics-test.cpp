@@ -4,6 +4,7 @@
 #include "shared/rfc3339.h"
 #include "tests/native/harness.h"
 #include "tests/native/test_support.h"
+#include "workers/analytics/dashboard.h"
 #include "workers/analytics/tracker.h"
 
 #include <doctest/doctest.h>
@@ -575,6 +576,29 @@ TEST_CASE("analytics: config.siteHosts is the same list as config.hosts, one of 
   a.drain();
   json refs = a.stats("?by=referrer", "zz", "zz-token-0123456789abcd")["rows"];
   CHECK(refs == json::array({{{"key", "(direct)"}, {"pageviews", 1}, {"visitors", 1}}}));
+}
+
+// A line through one point draws nothing: a one-day range showed its visitors nowhere.
+TEST_CASE("analytics: the chart marks each day's visitors, so a one-day range shows them") {
+  auto circles = [](const std::string& html) {
+    std::size_t count = 0;
+    for (auto at = html.find("<circle class=\"visitors\""); at != std::string::npos;
+         at = html.find("<circle class=\"visitors\"", at + 1)) {
+      ++count;
+    }
+    return count;
+  };
+  json one_day{{"from", "2026-12-06"},
+               {"to", "2026-12-06"},
+               {"rows", json::array({{{"key", "2026-12-06"}, {"pageviews", 4}, {"visitors", 3}}})}};
+  CHECK(circles(ss::analytics::render_dashboard("bakery", one_day, {})) == 1);
+  json days = json::array();
+  for (int d = 1; d <= 40; ++d) {
+    days.push_back({{"key", "day" + std::to_string(d)}, {"pageviews", d}, {"visitors", d}});
+  }
+  CHECK(circles(ss::analytics::render_dashboard("bakery", json{{"rows", days}}, {})) == 0);
+  days.erase(days.begin() + 31, days.end());
+  CHECK(circles(ss::analytics::render_dashboard("bakery", json{{"rows", days}}, {})) == 31);
 }
 
 TEST_CASE("analytics: the dashboard is escaped HTML with an SVG chart, for the tenant admin") {

@@ -16,6 +16,7 @@ namespace {
 constexpr int kChartWidth = 720;
 constexpr int kChartHeight = 220;
 constexpr int kChartPad = 30;
+constexpr std::size_t kChartDotsUpTo = 31;  // days; a longer range is read by its line
 constexpr std::string_view kCsp =
     "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; "
     "frame-ancestors 'none'; base-uri 'none'";
@@ -61,6 +62,12 @@ std::string chart(const json& rows) {
     double vy = kChartHeight - kChartPad -
                 plot_h * static_cast<double>(int_field(r, "visitors")) / static_cast<double>(max);
     points += fixed(x + slot / 2) + "," + fixed(vy) + " ";
+    // A dot on each day of a range up to a month: a line through one point draws nothing, so a
+    // one-day range showed no visitors at all.
+    if (n <= kChartDotsUpTo) {
+      svg += "<circle class=\"visitors\" cx=\"" + fixed(x + slot / 2) + "\" cy=\"" + fixed(vy) +
+             "\" r=\"3\" fill=\"#d0644a\"/>";
+    }
   }
   if (n > 0) {
     svg +=
