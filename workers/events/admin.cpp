@@ -597,10 +597,16 @@ Task<Result<Response>> list_quarantine(Context& ctx, const Request& req, const P
 
 Task<Result<Response>> retry_quarantine(Context& ctx, const Request& req, const Params& params) {
   std::string consumer = param(params, "consumer");
-  std::string event_id = canonical_ulid(param(params, "eventId"));
+  // The event's id, or the operator's `id.seq` (the list's `seq`): the row of one event when two
+  // tenants' events share the id.
+  std::string event_id;
+  std::optional<std::int64_t> seq;
+  const bool well_formed = parse_after(param(params, "eventId"), event_id, seq);
   if (!is_consumer(consumer)) co_return Error{ErrorCode::not_found, "no consumer " + consumer};
-  if (!is_ulid(event_id)) co_return Error{ErrorCode::not_found, "no quarantined event " + event_id};
-  SS_CO_TRY(json result, co_await retry_quarantined(ctx, consumer, event_id));
+  if (!well_formed || !is_ulid(event_id)) {
+    co_return Error{ErrorCode::not_found, "no quarantined event " + param(params, "eventId")};
+  }
+  SS_CO_TRY(json result, co_await retry_quarantined(ctx, consumer, event_id, seq));
   co_return Response::json_body(200, result);
 }
 

@@ -221,6 +221,51 @@ TEST_CASE("a quarantined event whose starts later all succeed (a replay) is no l
   (void)good;
 }
 
+// Two tenants' events may share an event_id (it is unique per tenant): their quarantine rows are
+// two, and the operator tells them apart by tenant and seq and retries one by its `id.seq`.
+TEST_CASE(
+    "quarantine rows of two tenants' events sharing an id: listed apart, retried one by one") {
+  Ledger l;
+  l.workflow("notify");
+  l.subscribe("*", "notify");
+  const std::string id = l.emit("order.placed");  // bakery's
+  REQUIRE(l.admin("POST", "/api/events",
+                  {{"event_type", "order.placed"},
+                   {"entity_ref", "order:1"},
+                   {"payload", json::object()},
+                   {"tenant_id", "auto-repair"},
+                   {"event_id", id}})
+              .status == 201);
+  l.failing_events.insert(id);
+  CHECK(l.drain()["quarantined"] == 2);
+  json listed =
+      l.admin("GET", "/admin/quarantine?consumer=workflow_runner").body_json()["quarantined"];
+  REQUIRE(listed.size() == 2);
+  CHECK(listed[0]["tenant_id"] == "bakery");
+  CHECK(listed[1]["tenant_id"] == "auto-repair");
+  CHECK(listed[0]["seq"] != listed[1]["seq"]);
+  const std::string second = id + "." + std::to_string(listed[1]["seq"].get<std::int64_t>());
+  // Retried by id.seq: that row's attempt, the other row untouched (by its id alone the open row
+  // with the lowest seq is the one retried, as before).
+  json retried =
+      l.admin("POST", "/admin/quarantine/workflow_runner/" + second + "/retry").body_json();
+  CHECK(retried["resolved"] == false);
+  json rows = l.db("SELECT seq, attempts FROM events_quarantine ORDER BY seq");
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0]["attempts"] == 1);
+  CHECK(rows[1]["attempts"] == 2);
+  l.failing_events.clear();
+  CHECK(l.admin("POST", "/admin/quarantine/workflow_runner/" + second + "/retry")
+            .body_json()["resolved"] == true);
+  json open =
+      l.admin("GET", "/admin/quarantine?consumer=workflow_runner").body_json()["quarantined"];
+  REQUIRE(open.size() == 1);
+  CHECK(open[0]["tenant_id"] == "bakery");
+  // A seq that is not this event's row, or a malformed one, is no quarantined event.
+  CHECK(l.admin("POST", "/admin/quarantine/workflow_runner/" + id + ".999999/retry").status == 404);
+  CHECK(l.admin("POST", "/admin/quarantine/workflow_runner/" + id + ".x/retry").status == 404);
+}
+
 // A retry that died after its claim landed (found by tests/integration/faults.test.mjs): a retry
 // meanwhile must not mark the event resolved with nothing started, or the start is lost (the cursor
 // is already past a quarantined event).

@@ -348,15 +348,19 @@ UPDATE events_quarantine SET resolved_at = ?3
 WHERE consumer = ?1 AND resolved_at IS NULL AND seq IN (SELECT value FROM json_each(?2))
 )sql";
 
+// A row's event's tenant beside it (events.seq is the events' key): two tenants' events may share an
+// event_id, and the operator tells their rows apart by tenant and seq. ?3: one seq (the operator's
+// `id.seq`), or NULL for the open row first.
 constexpr std::string_view kFindQuarantine = R"sql(
-SELECT * FROM events_quarantine WHERE consumer = ?1 AND event_id = ?2
-ORDER BY resolved_at IS NOT NULL, seq LIMIT 1
+SELECT q.*, e.tenant_id FROM events_quarantine q LEFT JOIN events e ON e.seq = q.seq
+WHERE q.consumer = ?1 AND q.event_id = ?2 AND (?3 IS NULL OR q.seq = ?3)
+ORDER BY q.resolved_at IS NOT NULL, q.seq LIMIT 1
 )sql";
 
 constexpr std::string_view kListQuarantine = R"sql(
-SELECT * FROM events_quarantine
-WHERE (?1 = '' OR consumer = ?1) AND (?2 = 1 OR resolved_at IS NULL)
-ORDER BY seq LIMIT 500
+SELECT q.*, e.tenant_id FROM events_quarantine q LEFT JOIN events e ON e.seq = q.seq
+WHERE (?1 = '' OR q.consumer = ?1) AND (?2 = 1 OR q.resolved_at IS NULL)
+ORDER BY q.seq LIMIT 500
 )sql";
 
 // The consumer's open rows with one reason (the starts kill:high_risk_ops holds), oldest first: the
@@ -997,12 +1001,15 @@ QuarantineRow QuarantineRow::decode(RowReader& r) {
   q.attempts = r.integer("attempts");
   q.quarantined_at = r.text("quarantined_at");
   q.resolved_at = r.nullable_text("resolved_at");
+  if (r.has("tenant_id")) q.tenant_id = r.nullable_text("tenant_id");
   return q;
 }
 
 json QuarantineRow::view() const {
   return json_object({{"consumer", consumer},
                       {"event_id", event_id},
+                      {"seq", seq},
+                      {"tenant_id", text_or_null(tenant_id)},
                       {"reason", reason},
                       {"attempts", attempts},
                       {"quarantined_at", quarantined_at},
@@ -1590,8 +1597,9 @@ D1Statement Quarantine::resolve_many_statement(const std::string& consumer,
 }
 
 Task<Result<std::optional<QuarantineRow>>> Quarantine::find(const std::string& consumer,
-                                                            const std::string& event_id) {
-  json params = json::array({consumer, event_id});
+                                                            const std::string& event_id,
+                                                            std::optional<std::int64_t> seq) {
+  json params = json::array({consumer, event_id, seq ? json(*seq) : json(nullptr)});
   SS_CO_TRY(D1Result fetched, co_await db().first(kFindQuarantine, params));
   co_return fetched.first_as<QuarantineRow>();
 }

@@ -238,6 +238,7 @@ struct QuarantineRow {
   std::int64_t attempts = 0;
   std::string quarantined_at;
   std::optional<std::string> resolved_at;
+  std::optional<std::string> tenant_id;  // its event's (null: platform-wide, or the event is gone)
   json view() const;
   static QuarantineRow decode(RowReader& r);
 };
@@ -304,9 +305,10 @@ class Quarantine {
                                             const std::vector<std::int64_t>& seqs,
                                             const std::string& now);
   // The consumer's quarantine row for that event_id (an open one first, when two tenants' events
-  // share the id).
+  // share the id), or the one of that seq (the operator's `id.seq`).
   static Task<Result<std::optional<QuarantineRow>>> find(const std::string& consumer,
-                                                         const std::string& event_id);
+                                                         const std::string& event_id,
+                                                         std::optional<std::int64_t> seq);
   // consumer "" = every consumer; `all` includes resolved rows.
   static Task<Result<std::vector<QuarantineRow>>> list(const std::string& consumer, bool all);
   // The consumer's open rows quarantined with exactly `reason`, oldest first, at most `limit`.

@@ -755,13 +755,13 @@ Task<Status> run_workflow_batch(Context& ctx, DrainReport& report,
 }
 
 Task<Result<json>> retry_quarantined(Context& ctx, const std::string& consumer,
-                                     const std::string& event_id) {
+                                     const std::string& event_id, std::optional<std::int64_t> seq) {
   // The switches that stop workflow_runner's drain stop its retries too, read with the row: a
   // retry while one is on is refused and changes nothing (a stop turned on during the retry lets
   // it finish, as a drain's batch in hand).
   const std::vector<std::string> stops = runner_stops();
   auto [found, stop] =
-      co_await when_all(Quarantine::find(consumer, event_id), DrainState::switch_on(stops));
+      co_await when_all(Quarantine::find(consumer, event_id, seq), DrainState::switch_on(stops));
   if (!found) co_return std::move(found).error();
   if (!stop) co_return std::move(stop).error();
   const std::optional<QuarantineRow>& quarantined = *found;

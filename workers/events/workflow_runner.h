@@ -48,9 +48,11 @@ Task<Status> run_workflow_batch(Context& ctx, DrainReport& report,
                                 const std::string& holder);
 
 // Re-runs one quarantined event for workflow_runner; dedupe keeps already-started workflows from
-// starting twice. Returns the new quarantine state.
+// starting twice. Returns the new quarantine state. `seq` picks the row of one event when two
+// tenants' events share the event_id (nullopt: the open one first).
 Task<Result<json>> retry_quarantined(Context& ctx, const std::string& consumer,
-                                     const std::string& event_id);
+                                     const std::string& event_id,
+                                     std::optional<std::int64_t> seq = std::nullopt);
 
 // Retries up to kMaxReleasePerCall events held by kill:high_risk_ops (after it was turned off):
 // {"released","still_held","quarantined"} (+ "work_budget_exhausted": true when the pass's work
