@@ -60,8 +60,12 @@ describe("analytics tracker in Chromium", () => {
       // An SPA navigation's referrer is the page navigated from, as a link between two pages would
       // send: the other site is counted once, not once per page of the visit.
       const second = page.waitForRequest((r) => r.url().endsWith("/_sa/beacon") && r.method() === "POST");
-      await page.evaluate(() => history.pushState({}, "", "/spa-page?utm_source=browser-test"));
+      await page.evaluate(() =>
+        history.pushState({}, "", "/spa-page?email=someone%40example.com&utm_source=browser-test#top"),
+      );
       const beacon2 = await second;
+      // Only what the service reads leaves the browser: the path and the utm_* parameters (the rest
+      // of a query may hold an email or a token), no hash.
       assert.match(JSON.parse(beacon2.postData()).u, /\/spa-page\?utm_source=browser-test$/);
       assert.equal(JSON.parse(beacon2.postData()).r, landing);
 

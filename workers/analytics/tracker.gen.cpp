@@ -5,15 +5,17 @@
 namespace ss::analytics {
 
 const std::string_view kTrackerSource =
-    "((t,n,h,r)=>{var f=t.currentScript,o=new URL(\"beacon\",f?.src||location.href).href,i,c=t.re"
-    "ferrer;function a(){var e=location.origin+location.pathname+location.search;if(e!==i){i=e;"
-    "var p=JSON.stringify({u:location.href,r:c,w:n.innerWidth});c=location.href,h.sendBeacon?.("
-    "o,p)||fetch(o,{method:\"POST\",body:p,keepalive:!0,credentials:\"omit\"}).catch(()=>{})}}var s"
-    "=r.pushState;r.pushState=(...e)=>{s.apply(r,e),a()},n.addEventListener(\"popstate\",a),a()})"
-    "(document,window,navigator,history);";
+    "((i,c,v,t)=>{var d=i.currentScript,h=new URL(\"beacon\",d?.src||location.href).href,s,n=i.re"
+    "ferrer;function p(r,a){var e,f=new URLSearchParams;try{return e=new URL(r),a&&e.searchPara"
+    "ms.forEach((m,u)=>u.startsWith(\"utm_\")&&f.append(u,m)),e.search=f,e.hash=\"\",e.href}catch{r"
+    "eturn\"\"}}function o(){var r=location.origin+location.pathname+location.search;if(r!==s){s="
+    "r;var a=JSON.stringify({u:p(location.href,1),r:n&&p(n),w:c.innerWidth});n=location.href,v."
+    "sendBeacon?.(h,a)||fetch(h,{method:\"POST\",body:a,keepalive:!0,credentials:\"omit\"}).catch(("
+    ")=>{})}}var l=t.pushState;t.pushState=(...r)=>{l.apply(t,r),o()},c.addEventListener(\"popst"
+    "ate\",o),o()})(document,window,navigator,history);";
 // First 12 hex digits of the SHA-256 of kTrackerSource: the ?v= of the long-cacheable URL.
-const std::string_view kTrackerVersion = "d7a152657fdc";
+const std::string_view kTrackerVersion = "750c19a86488";
 // SHA-256 of tracker.js as it was when this file was generated (a test compares it).
-const std::string_view kTrackerSourceSha256 = "48627f264361d0e1f452ed3e68c8a1ca313782295650e9ab177c742646b6edb5";
+const std::string_view kTrackerSourceSha256 = "a14de0221766b38ff60746d6d060e2ddbfe6c60b431cc600f2d299162abd2bf8";
 
 }  // namespace ss::analytics

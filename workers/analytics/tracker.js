@@ -15,12 +15,28 @@
   // host: "(direct)"), as a link between two server-rendered pages would have sent. The landing
   // page's referrer is counted once, not once per page of the visit.
   var from = doc.referrer;
+  // What the service reads of a URL, no more: a page's origin and path and its utm_* parameters (the
+  // rest of a query may hold an email or a token, and made a long URL's beacon exceed 4 KiB); a
+  // referrer's origin and path.
+  function trimmed(href, utm) {
+    var url;
+    var kept = new URLSearchParams();
+    try {
+      url = new URL(href);
+      if (utm) url.searchParams.forEach((v, k) => k.startsWith("utm_") && kept.append(k, v));
+      url.search = kept;
+      url.hash = "";
+      return url.href;
+    } catch {
+      return "";
+    }
+  }
   function pageview() {
     // A hash change is not a new page; only path + query count.
     var page = location.origin + location.pathname + location.search;
     if (page === last) return;
     last = page;
-    var body = JSON.stringify({ u: location.href, r: from, w: win.innerWidth });
+    var body = JSON.stringify({ u: trimmed(location.href, 1), r: from && trimmed(from), w: win.innerWidth });
     from = location.href;
     // sendBeacon survives page unload and sends text/plain (no CORS preflight); it returns false
     // when the browser refuses to queue it, and then a keepalive fetch does the same job.
