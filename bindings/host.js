@@ -19,6 +19,7 @@ import {
   envelope,
   INTERNAL_ERROR,
   internalErrorResponse,
+  JSON_ERROR_HEADERS,
   NO_CF,
   requestMessage,
   toResponse,
@@ -232,7 +233,7 @@ async function localCronTrigger(request, env, scheduled) {
     console.error(`local cron trigger "${cron}": ${err?.message ?? err}`);
     return Response.json(
       { error: { code: "internal", message: `the scheduled run "${cron}" failed` } },
-      { status: 500 },
+      { status: 500, headers: { "cache-control": "no-store" } },
     );
   }
   return Response.json({ ok: true, cron, scheduledTime: new Date(scheduledTime).toISOString() });
@@ -315,7 +316,7 @@ const HAND_ON_HEADER = "x-ss-hand-on";
 const unavailable = (message) =>
   new Response(JSON.stringify({ error: { code: "dependency_unavailable", message } }), {
     status: 503,
-    headers: { "content-type": "application/json" },
+    headers: JSON_ERROR_HEADERS,
   });
 
 /**

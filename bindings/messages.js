@@ -155,7 +155,7 @@ export function toResponse({ status = 500, headers = {}, body = "" }) {
 export const INTERNAL_ERROR = { code: "internal", message: "internal error" };
 // The host's own JSON errors carry what the cores' do (docs/contract.md: every JSON answer is
 // `no-store`), so no cache keeps a 500 or a 400 in place of the answer a retry gets.
-const JSON_ERROR_HEADERS = Object.freeze({ "content-type": "application/json", "cache-control": "no-store" });
+export const JSON_ERROR_HEADERS = Object.freeze({ "content-type": "application/json", "cache-control": "no-store" });
 
 export const internalErrorResponse = () =>
   new Response(JSON.stringify({ error: INTERNAL_ERROR }), {

@@ -115,7 +115,7 @@ export function createSite({ manifest, service, version, labels = {} }) {
             : await platformHealth(env, appId);
         return request.method === "HEAD" ? new Response(null, answer) : answer;
       }
-      if (pathname === "/" || pathname === "/index.html") {
+      if (pathname === "/" || pathname === "/index.html" || namesHomeTemplate(url.pathname)) {
         // HEAD answers what GET would (the rendered page's status and headers), not the raw template
         // the static assets hold.
         if (request.method === "GET") return home(request, env, manifest);
@@ -186,6 +186,23 @@ export function createSite({ manifest, service, version, labels = {} }) {
   }
 }
 
+// Whether a path names the home page's template to the static files, which decode the whole path,
+// collapse slashes and try `<path>.html` (`/index`, `/%2Findex.html`, `//index.html/`): such a
+// path gets the rendered page, never the raw template.
+function namesHomeTemplate(raw) {
+  let path;
+  try {
+    path = decodeURIComponent(raw);
+  } catch {
+    return false;
+  }
+  path = path
+    .replace(/\/+/g, "/")
+    .replace(/\/$/, "")
+    .replace(/\.html$/, "");
+  return path === "" || path === "/index";
+}
+
 // `/a//b/` → `/a/b`, `/` stays `/`: the path's non-empty segments, each percent-decoded, as
 // shared/http.cpp's `Router::select` matches them (`/%69ndex.html` is `/index.html`, the rendered
 // page, not the template the static files hold). `pathname` is what the site's routes match;
@@ -201,7 +218,8 @@ function routePath(raw) {
     try {
       decoded = decodeURIComponent(segment);
     } catch {}
-    const kept = decoded === null || decoded.includes("/");
+    // (`.` and `..` too: a segment that names no step up when matched must not make one when sent.)
+    const kept = decoded === null || decoded.includes("/") || decoded === "." || decoded === "..";
     match.push(kept ? segment : decoded);
     forward.push(kept ? segment : encodeURIComponent(decoded));
   }
@@ -234,8 +252,14 @@ async function staticFile(request, env) {
           })
         : errorResponse(
             answer.status,
-            answer.status >= 500 ? "internal" : "invalid_request",
+            answer.status === 503 ? "service_unavailable" : answer.status >= 500 ? "internal" : "invalid_request",
             `the static files answered ${answer.status}`,
+            // What a client needs from such an answer (416's range, 429/503's wait) is kept.
+            Object.fromEntries(
+              ["content-range", "retry-after"].flatMap((h) =>
+                answer.headers.has(h) ? [[h, answer.headers.get(h)]] : [],
+              ),
+            ),
           );
   return head ? new Response(null, refused) : refused;
 }

@@ -96,7 +96,9 @@ describe("bakery site", () => {
   it("matches its own routes on percent-decoded segments, as the workers do", async () => {
     const home = await (await mesh.fetch("bakery", "/")).text();
     assert.match(home, /<p id="status"[^>]*>[^<]+</, "the home page is rendered");
-    for (const path of ["/%69ndex.html", "/index%2Ehtml"]) {
+    // Nor does any path the static files would resolve to the template (they decode the whole path
+    // and try `.html`).
+    for (const path of ["/%69ndex.html", "/index%2Ehtml", "/index", "/%2Findex.html", "/index.html/"]) {
       const res = await mesh.fetch("bakery", path);
       assert.equal(res.status, 200, path);
       assert.equal(res.headers.get("cache-control"), "no-store", path);

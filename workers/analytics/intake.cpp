@@ -109,7 +109,6 @@ Task<Result<Response>> post_beacon(Context& ctx, const Request& req, const Param
   const std::int64_t now = ctx.now_ms();
   // 413 before anything is parsed or read.
   SS_CO_CHECK(require_body_within(req, kMaxBeaconBytes));
-  SS_CO_CHECK(require_identity_coding(req));
   const std::string user_agent = req.header("user-agent");
   const UserAgentClass ua = classify_user_agent(user_agent);
   const std::string day = utc_day(now);
@@ -145,6 +144,7 @@ Task<Result<Response>> post_beacon(Context& ctx, const Request& req, const Param
     co_return invalid_field("Content-Type", "must be text/plain or application/json",
                             ErrorCode::unsupported_media_type);
   }
+  SS_CO_CHECK(require_identity_coding(req));  // 415 too: a compressed body, as every write's
   SS_CO_TRY(Beacon beacon, parse_beacon(req.body));
 
   Hit hit;

@@ -6,16 +6,16 @@ namespace ss::analytics {
 
 const std::string_view kTrackerSource =
     "((i,c,v,t)=>{var d=i.currentScript,h=new URL(\"beacon\",d?.src||location.href).href,s,n=i.re"
-    "ferrer;function p(r,a){var e,f=new URLSearchParams;try{return e=new URL(r),a&&e.searchPara"
-    "ms.forEach((m,u)=>u.startsWith(\"utm_\")&&f.append(u,m)),e.search=f,e.hash=\"\",e.href}catch{r"
-    "eturn\"\"}}function o(){var r=location.origin+location.pathname+location.search;if(r!==s){s="
-    "r;var a=JSON.stringify({u:p(location.href,1),r:n&&p(n),w:c.innerWidth});n=location.href,v."
-    "sendBeacon?.(h,a)||fetch(h,{method:\"POST\",body:a,keepalive:!0,credentials:\"omit\"}).catch(("
-    ")=>{})}}var l=t.pushState;t.pushState=(...r)=>{l.apply(t,r),o()},c.addEventListener(\"popst"
-    "ate\",o),o()})(document,window,navigator,history);";
+    "ferrer;function p(r,a){var e,f=new URLSearchParams;try{return e=new URL(r),e.searchParams."
+    "forEach((m,u)=>{a&&u.startsWith(\"utm_\")&&f.append(u,m)}),e.search=f,e.hash=\"\",e.href}catch"
+    "{return\"\"}}function o(){var r=location.origin+location.pathname+location.search;if(r!==s){"
+    "s=r;var a=JSON.stringify({u:p(location.href,1),r:n&&p(n),w:c.innerWidth});n=location.href,"
+    "v.sendBeacon?.(h,a)||fetch(h,{method:\"POST\",body:a,keepalive:!0,credentials:\"omit\"}).catch"
+    "(()=>{})}}var l=t.pushState;t.pushState=(...r)=>{l.apply(t,r),o()},c.addEventListener(\"pop"
+    "state\",o),o()})(document,window,navigator,history);";
 // First 12 hex digits of the SHA-256 of kTrackerSource: the ?v= of the long-cacheable URL.
-const std::string_view kTrackerVersion = "750c19a86488";
+const std::string_view kTrackerVersion = "e7377df28ed5";
 // SHA-256 of tracker.js as it was when this file was generated (a test compares it).
-const std::string_view kTrackerSourceSha256 = "a14de0221766b38ff60746d6d060e2ddbfe6c60b431cc600f2d299162abd2bf8";
+const std::string_view kTrackerSourceSha256 = "c18e890e432a91c7ad9c188d75640a7f950bc4a910c9875835be1febd236c02c";
 
 }  // namespace ss::analytics

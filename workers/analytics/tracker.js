@@ -23,7 +23,9 @@
     var kept = new URLSearchParams();
     try {
       url = new URL(href);
-      if (utm) url.searchParams.forEach((v, k) => k.startsWith("utm_") && kept.append(k, v));
+      url.searchParams.forEach((v, k) => {
+        if (utm && k.startsWith("utm_")) kept.append(k, v);
+      });
       url.search = kept;
       url.hash = "";
       return url.href;

@@ -696,6 +696,40 @@ TEST_CASE("cms: a tenant's fallback snapshot is checked at provisioning, naming 
   CHECK(content["announcements"][0]["level"] == "info");
 }
 
+// A snapshot's range is read as it was provisioned, keys it does not know left out (as the SDK
+// reads the same manifest); only a Studio write refuses them.
+TEST_CASE("cms: a snapshot range with an extra key keeps its hours; a Studio write refuses one") {
+  Cms t;
+  const std::string token = "zz-token-0123456789abcd";
+  const std::string admin_token = "zz-admin-0123456789abcd";
+  json body{{"token", token},
+            {"adminToken", admin_token},
+            {"config",
+             {{"timezone", "UTC"},
+              {"fallback",
+               {{"hours",
+                 {{"weekly",
+                   {{"mon", {{{"open", "08:00"}, {"close", "17:00"}, {"note", "lunch"}}}}}}}}}}}}};
+  REQUIRE(t.mesh
+              .request("cms", "PUT", "/admin/tenants/zz",
+                       {{"Authorization", std::string("Bearer ") + Mesh::kAdminToken},
+                        {"Content-Type", "application/json"}},
+                       body.dump())
+              .status == 201);
+  json content = t.get("/v1/content", "zz", token).body_json();
+  CHECK(content["hours"]["weekly"]["mon"] ==
+        json::array({{{"open", "08:00"}, {"close", "17:00"}}}));
+  // 2026-06-01 is a Monday.
+  CHECK(t.get("/v1/status?at=2026-06-01T09:00:00Z", "zz", token).body_json()["open"] == true);
+  HttpReply studio = t.mesh.request(
+      "cms", "PUT", "/admin/v1/hours", t.admin("zz", admin_token),
+      json{{"timezone", "UTC"},
+           {"weekly", {{"mon", {{{"open", "08:00"}, {"close", "17:00"}, {"note", "lunch"}}}}}}}
+          .dump());
+  CHECK(studio.status == 400);
+  CHECK(studio.body_json()["error"]["field"] == "weekly.mon[0].note");
+}
+
 // docs/cms.md "Storage and caching": a snapshot's hours may leave their zone out (or give null);
 // they are then in the tenant's `config.timezone`, else UTC — the zone the bundled seed and the
 // SDK's fallback read them in. Provisioning takes such a snapshot; a bad zone is still refused.

@@ -121,7 +121,7 @@ Result<Override> read_override(const json& body, std::optional<std::int64_t> now
   const json* hours = find_field(body, "hours");
   if (hours != nullptr && !hours->is_null()) {
     if (o.closed) return field_error("hours", "a closed override has no hours");
-    auto ranges = parse_ranges(*hours, "hours");
+    auto ranges = parse_ranges(*hours, "hours", now.has_value());  // strict in a Studio write
     if (!ranges) return std::move(ranges).error();
     o.hours = std::move(ranges).value();
   } else if (!o.closed) {
@@ -188,7 +188,7 @@ std::string format_hhmm(int minutes) {
   return buf;
 }
 
-Result<DayRanges> parse_ranges(const json& value, const std::string& field) {
+Result<DayRanges> parse_ranges(const json& value, const std::string& field, bool strict) {
   if (!value.is_array()) return field_error(field, "must be a list of {open, close}");
   if (value.size() > kMaxRangesPerDay) {
     return field_error(field, "has more than " + std::to_string(kMaxRangesPerDay) + " ranges");
@@ -198,10 +198,13 @@ Result<DayRanges> parse_ranges(const json& value, const std::string& field) {
     std::string at = field + "[" + std::to_string(i) + "]";
     const json& r = value[i];
     if (!r.is_object()) return field_error(at, "must be {open, close}");
-    // A key it does not know ("timezone" inside a range, a misspelt "opens") is refused, as in the
-    // rest of a write, rather than dropped.
-    if (Status known = check_known_keys(r, {"open", "close"}, at + "."); !known) {
-      return std::move(known).error();
+    // In a Studio write, a key it does not know ("timezone" inside a range, a misspelt "opens") is
+    // refused, as in the rest of the body, rather than dropped. A snapshot's ranges are read as
+    // they were provisioned (extra keys left out), as the SDK reads the same manifest.
+    if (strict) {
+      if (Status known = check_known_keys(r, {"open", "close"}, at + "."); !known) {
+        return std::move(known).error();
+      }
     }
     auto open_text = get_string(r, "open");
     auto close_text = get_string(r, "close");
@@ -218,7 +221,8 @@ Result<DayRanges> parse_ranges(const json& value, const std::string& field) {
 namespace {
 // The hours object itself. `default_zone` (a snapshot's hours): the zone when none is named (the key
 // left out or null); without it (Studio, stored content) the zone is required.
-Result<Hours> hours_from_object(const json& body, const std::string* default_zone) {
+Result<Hours> hours_from_object(const json& body, const std::string* default_zone,
+                                bool strict = false) {
   if (!body.is_object()) return field_error("hours", "must be an object");
   Hours hours;
   const json* tz = find_field(body, "timezone");
@@ -241,7 +245,7 @@ Result<Hours> hours_from_object(const json& body, const std::string* default_zon
   for (auto it = weekly->begin(); it != weekly->end(); ++it) {
     auto day = day_index(it.key());
     if (!day) return field_error("weekly." + it.key(), "is not a day (mon, tue, …, sun)");
-    auto ranges = parse_ranges(it.value(), "weekly." + it.key());
+    auto ranges = parse_ranges(it.value(), "weekly." + it.key(), strict);
     if (!ranges) return std::move(ranges).error();
     hours.weekly[static_cast<std::size_t>(*day)] = std::move(ranges).value();
   }
@@ -263,7 +267,7 @@ Result<Hours> parse_hours(const json& input) {
 
 Result<Hours> parse_studio_hours(const json& input) {
   static const std::string kTenantZone;  // left out: "", the tenant's current zone (put_hours)
-  return hours_from_object(unwrapped_hours(input), &kTenantZone);
+  return hours_from_object(unwrapped_hours(input), &kTenantZone, true);
 }
 
 Result<Hours> parse_seed_hours(const json& hours, const std::string& default_zone) {

@@ -97,7 +97,8 @@ Result<Hours> parse_studio_hours(const json& body);
 // but the zone may be left out (or null): it is then `default_zone`, the tenant's (docs/cms.md);
 // and only the object itself, {timezone, weekly}: never unwrapped from {"hours": …}.
 Result<Hours> parse_seed_hours(const json& hours, const std::string& default_zone);
-Result<DayRanges> parse_ranges(const json& value, const std::string& field);
+// `strict` (a Studio write): a range's key other than open and close is refused, naming it.
+Result<DayRanges> parse_ranges(const json& value, const std::string& field, bool strict = false);
 // A new override from POST /admin/v1/overrides; now is unix seconds.
 Result<Override> parse_override(const json& body, std::int64_t now);
 Result<Announcement> parse_announcement(const json& body);

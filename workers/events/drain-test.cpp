@@ -250,6 +250,8 @@ TEST_CASE(
   json retried =
       l.admin("POST", "/admin/quarantine/workflow_runner/" + second + "/retry").body_json();
   CHECK(retried["resolved"] == false);
+  CHECK(retried["seq"] == listed[1]["seq"]);
+  CHECK(retried["tenant_id"] == "auto-repair");
   json rows = l.db("SELECT seq, attempts FROM events_quarantine ORDER BY seq");
   REQUIRE(rows.size() == 2);
   CHECK(rows[0]["attempts"] == 1);

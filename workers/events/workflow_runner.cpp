@@ -820,6 +820,8 @@ Task<Result<json>> retry_quarantined(Context& ctx, const std::string& consumer,
   SS_CO_CHECK(co_await commit(statements));
   co_return json_object({{"consumer", consumer},
                          {"event_id", event_id},
+                         {"seq", row->seq},  // which row, when two tenants' events share the id
+                         {"tenant_id", row->tenant_id ? json(*row->tenant_id) : json(nullptr)},
                          {"resolved", resolved},
                          {"started", w.started()},
                          {"duplicates", w.duplicates},
