@@ -115,7 +115,7 @@ export function createSite({ manifest, service, version, labels = {} }) {
             : await platformHealth(env, appId);
         return request.method === "HEAD" ? new Response(null, answer) : answer;
       }
-      if (pathname === "/" || pathname === "/index.html" || namesHomeTemplate(url.pathname)) {
+      if (namesHomeTemplate(url.pathname)) {
         // HEAD answers what GET would (the rendered page's status and headers), not the raw template
         // the static assets hold.
         if (request.method === "GET") return home(request, env, manifest);
