@@ -363,6 +363,24 @@ EffectOf<FetchReply> fetch(const HttpCall& call) {
   return {std::move(r), decode_reply};
 }
 
+EffectOf<FetchReply> fetch_head_answers(const HttpCall& call) {
+  json r = http_request_json(call);
+  r["kind"] = "fetch";
+  r["timeoutMs"] = call.timeout_ms;
+  r["bodyOptional"] = true;
+  return {std::move(r), decode_reply};
+}
+
+EffectOf<FetchReply> service_call_head_answers(std::string binding, const HttpCall& call) {
+  json request = http_request_json(call);
+  request["bodyOptional"] = true;
+  return {json_object({{"kind", "service"},
+                       {"binding", std::move(binding)},
+                       {"request", std::move(request)},
+                       {"timeoutMs", call.timeout_ms}}),
+          decode_reply};
+}
+
 EffectOf<FetchReply> service_call(std::string binding, const HttpCall& call) {
   return {json_object({{"kind", "service"},
                        {"binding", std::move(binding)},

@@ -238,6 +238,11 @@ struct FetchReply {
 EffectOf<FetchReply> fetch(const HttpCall& call);
 // A request to another worker over a Service Binding.
 EffectOf<FetchReply> service_call(std::string binding, const HttpCall& call);
+// The same two where the answer's head is the answer (a workflow start, which a 2xx has accepted):
+// a body that breaks off or does not arrive in time reads as empty, not as an error
+// (`bodyOptional`, docs/abi.md). Apart from the workers that use them, they cost no module a byte.
+EffectOf<FetchReply> fetch_head_answers(const HttpCall& call);
+EffectOf<FetchReply> service_call_head_answers(std::string binding, const HttpCall& call);
 
 // ---- Queues, Analytics Engine, rate limiter, crypto, time
 // ----------------------------------------

@@ -97,6 +97,18 @@ TEST_CASE("url guard: length, ports and the path") {
   r = check_outbound_url("https://example.com\\a\\b?c\\d", false);
   REQUIRE(r.ok());
   CHECK(r->href == "https://example.com/a/b?c\\d");
+  // The standard's percent-encode sets: the path's "<>`{} and the query's "<>' (what URL.href writes).
+  r = check_outbound_url("https://example.com/a<b>\"c`{d}'?q=<x>&y=\"'`{}", false);
+  REQUIRE(r.ok());
+  CHECK(r->href == "https://example.com/a%3Cb%3E%22c%60%7Bd%7D'?q=%3Cx%3E&y=%22%27`{}");
+  // The limit holds once encoded: 1,000 two-byte characters are 6,000 characters on the wire.
+  std::string wide = "https://example.com/";
+  for (int i = 0; i < 1000; ++i) wide += "\xc3\xa9";
+  REQUIRE(wide.size() < kMaxOutboundUrlLength);
+  CHECK(refusal_reason(check_outbound_url(wide, false).error()) == "invalid_url");
+  std::string at_limit = "https://example.com/" + std::string(kMaxOutboundUrlLength - 20, 'a');
+  REQUIRE(at_limit.size() == kMaxOutboundUrlLength);
+  CHECK(check_outbound_url(at_limit, false).ok());
 }
 
 TEST_CASE("url guard: every IPv4 spelling of 127.0.0.1 is loopback") {

@@ -530,11 +530,16 @@ Result<ParsedHttpUrl> parse_http_url(std::string_view url) {
   if (path.empty()) path = "/";
   out.rest = path;
   if (query != std::string_view::npos) out.rest += tail.substr(query);
-  // Non-ASCII in the path or query is sent percent-encoded (UTF-8), as the standard does.
+  // Non-ASCII in the path or query is sent percent-encoded (UTF-8), as the standard does, and so are
+  // the standard's path (`"<>` plus `` ` ``, `{`, `}`) and special-query (`"<>'`) percent-encode sets.
   std::string encoded;
+  bool in_query = false;
   for (char c : out.rest) {
     auto u = static_cast<unsigned char>(c);
-    if (u >= 0x80) {
+    in_query = in_query || c == '?';
+    const bool both = c == '"' || c == '<' || c == '>';
+    const bool set = both || (in_query ? c == '\'' : (c == '`' || c == '{' || c == '}'));
+    if (u >= 0x80 || set) {
       static constexpr char kHex[] = "0123456789ABCDEF";
       encoded += '%';
       encoded += kHex[u >> 4];
@@ -544,6 +549,13 @@ Result<ParsedHttpUrl> parse_http_url(std::string_view url) {
     }
   }
   out.rest = std::move(encoded);
+  // The limit holds for what is stored and sent, not only for what was written.
+  const std::size_t port_length = out.port ? 1 + std::to_string(*out.port).size() : 0;
+  if (out.scheme.size() + 3 + out.host.size() + port_length + out.rest.size() >
+      kMaxOutboundUrlLength) {
+    return invalid("the URL is longer than " + std::to_string(kMaxOutboundUrlLength) +
+                   " characters once percent-encoded");
+  }
   return out;
 }
 

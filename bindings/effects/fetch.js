@@ -1,7 +1,7 @@
 // Outbound HTTP (siteverify, Resend, SendGrid, Twilio, PagerDuty, Slack, webhooks, probes).
 // The host measures elapsedMs around the call, so probes need no clock in the core.
 import { EffectError } from "./errors.js";
-import { headersObject, readText, timeoutSignal, toRequest } from "./http.js";
+import { headersObject, readReplyText, timeoutSignal, toRequest } from "./http.js";
 
 const DEFAULT_TIMEOUT_MS = 10_000;
 // A probe reads at most this much HTML (decoded) looking for its selectors: a compression bomb or
@@ -37,12 +37,13 @@ export default {
           elapsedMs: elapsed(),
         };
       }
-      const { text, tooLarge } = await readText(response.body);
+      const { text, tooLarge, incomplete } = await readReplyText(response, effect.bodyOptional === true);
       return {
         status: response.status,
         headers: headersObject(response.headers),
         body: text,
         ...(tooLarge && { bodyTooLarge: true }),
+        ...(incomplete && { bodyIncomplete: true }),
         elapsedMs: elapsed(),
       };
     } catch (err) {
@@ -58,8 +59,21 @@ export default {
 
 /** Which of `selectors` match an element of the response's HTML (streamed, never buffered). */
 async function matchSelectors(response, selectors, signal) {
-  if (selectors.length === 0 || !response.body) {
-    await response.body?.cancel().catch(() => {});
+  if (!response.body) return [];
+  if (selectors.length === 0) {
+    // No selectors: the page is still read to its end (up to the same cap), so a probe's latency is
+    // the whole page's time whether or not the monitor checks its elements.
+    const reader = response.body.getReader();
+    try {
+      for (let read = 0; read < MAX_PROBE_HTML_BYTES; ) {
+        const { done, value } = await reader.read();
+        if (done) return [];
+        read += value.byteLength;
+      }
+    } catch (err) {
+      if (signal.aborted) throw err; // out of time: a timeout, as with selectors
+    }
+    await reader.cancel().catch(() => {});
     return [];
   }
   if (typeof HTMLRewriter !== "function") {

@@ -33,6 +33,21 @@ export async function readText(stream, limit = MAX_BODY_BYTES) {
   return { text: bytes ? lossyDecoder.decode(bytes) : "", tooLarge };
 }
 
+/**
+ * An outbound call's answer body. With `optional` (the effect's `bodyOptional`: the head is the
+ * answer, as a workflow start's 2xx), a body that breaks off or runs out of time reads as empty,
+ * `incomplete`, instead of failing the call.
+ */
+export async function readReplyText(response, optional) {
+  try {
+    return await readText(response.body);
+  } catch (err) {
+    if (!optional) throw err;
+    await response.body?.cancel().catch(() => {});
+    return { text: "", tooLarge: false, incomplete: true };
+  }
+}
+
 const lossyDecoder = new TextDecoder();
 const strictDecoder = new TextDecoder("utf-8", { fatal: true });
 const HEX_DIGITS = new TextEncoder().encode("0123456789abcdef");

@@ -2,7 +2,7 @@
 // probing a platform worker's /health) the call gives up after that long; `elapsedMs` is measured
 // around it either way, as for fetch.
 import { binding, EffectError } from "./errors.js";
-import { headersObject, readText, timeoutSignal, toRequest } from "./http.js";
+import { headersObject, readReplyText, timeoutSignal, toRequest } from "./http.js";
 
 export default {
   async service(effect, env) {
@@ -16,12 +16,13 @@ export default {
     try {
       const request = toRequest(effect.request ?? {}, timer?.signal);
       const response = await service.fetch(request);
-      const { text, tooLarge } = await readText(response.body);
+      const { text, tooLarge, incomplete } = await readReplyText(response, effect.request?.bodyOptional === true);
       return {
         status: response.status,
         headers: headersObject(response.headers),
         body: text,
         ...(tooLarge && { bodyTooLarge: true }),
+        ...(incomplete && { bodyIncomplete: true }),
         elapsedMs: Date.now() - started,
       };
     } catch (err) {

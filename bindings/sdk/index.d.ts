@@ -5,7 +5,7 @@ export interface DelegateOptions {
   /** The app's `appId` (`[a-z0-9][a-z0-9-]{0,62}`). Default: `manifest.appId`, else `env.SITESWARM_APP_ID`. */
   appId?: string;
   /** The app's manifest: its `appId` and the capability versions sent per binding. */
-  manifest?: ClientManifest;
+  manifest?: ClientManifest | JsonOf<ClientManifest>;
   /** Name of the secret binding holding the tenant token. Default `"SITESWARM_TENANT_TOKEN"`. */
   tokenBinding?: string;
   /** Semver of the capability the app speaks, sent as `X-SiteSwarm-Capability-Version`. Default `"1.0.0"`. */
@@ -182,6 +182,21 @@ export interface FallbackSnapshot {
   announcements?: Announcement[];
 }
 
+/**
+ * A type as TypeScript infers it from a JSON file (`resolveJsonModule`): its string literals widened
+ * to `string`, `true`/`false` to `boolean`. A manifest imported from `swarm.config.json` is a
+ * `JsonOf<ClientManifest>`, taken wherever a manifest is (the SDK checks the values as it reads them).
+ */
+export type JsonOf<T> = T extends string
+  ? string
+  : T extends boolean
+    ? boolean
+    : T extends readonly (infer U)[]
+      ? JsonOf<U>[]
+      : T extends object
+        ? { [K in keyof T]: JsonOf<T[K]> }
+        : T;
+
 /** The client manifest (`swarm.config.json`). */
 export interface ClientManifest {
   appId: string;
@@ -306,7 +321,7 @@ export interface PlatformClientOptions {
    */
   bindings: object;
   /** Capability versions (sent as `X-SiteSwarm-Capability-Version`, default `"1.0.0"`) and the fallback snapshot. */
-  manifest?: ClientManifest;
+  manifest?: ClientManifest | JsonOf<ClientManifest>;
   /** Serve in-memory fakes when a binding is missing (never when it is present). Default `false`. */
   mockFallback?: boolean;
   /** Name of the secret binding holding the tenant token. Default `"SITESWARM_TENANT_TOKEN"`. */
@@ -458,9 +473,12 @@ export interface PlatformClient {
      * `POST /api/leads/submit`; a repeat with the same `idempotencyKey` (sent as `Idempotency-Key`)
      * returns the same `leadId`. A key must be printable ASCII without leading or trailing spaces
      * (else `400 invalid_request` before anything is sent) and at most 200 characters (else the
-     * service's `400`); an empty key is no key.
+     * service's `400`); an empty key is no key. `request`: the visitor's own request to the app, whose
+     * `CF-Connecting-IP` goes along for the service's rate limit (per tenant and client IP) and its
+     * Turnstile check; without it every lead the app submits shares the tenant's one window for
+     * requests without a client IP.
      */
-    submit(lead: Lead, options?: { idempotencyKey?: string }): Promise<LeadReceipt>;
+    submit(lead: Lead, options?: { idempotencyKey?: string; request?: Request }): Promise<LeadReceipt>;
   };
   events: {
     /** `POST /api/events`. */
@@ -471,13 +489,16 @@ export interface PlatformClient {
   cms: {
     /**
      * `getContent` over Workers RPC when the binding offers it, else `GET /v1/content`; the
-     * manifest's snapshot when the service is missing or fails.
+     * manifest's snapshot when the service is missing or fails (an answer without the content's
+     * shape counts as failing: `bad_response`). `hours.weekly` lists the days Monday first.
      */
     content(): Promise<Content>;
     /**
      * `getStatus` over Workers RPC when the binding offers it, else `GET /v1/status?at=`; computed
-     * from the manifest's snapshot when the service is missing or fails. `at` outside 2020–2099 is
-     * refused as the service refuses it: `invalid_request` (400), `fields.at`, before any call.
+     * from the manifest's snapshot when the service is missing or fails. A string `at` is read as the
+     * service reads it: an RFC 3339 date-time with its offset (no impossible day, hour 24 or leap
+     * second); such a string, or `at` outside 2020–2099, is refused as the service refuses it:
+     * `invalid_request` (400), `fields.at`, before any call.
      */
     status(at?: Date | string): Promise<OpenStatus>;
   };

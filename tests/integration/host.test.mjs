@@ -630,6 +630,12 @@ describe("effect loop", () => {
     before(async () => {
       server = createServer((req, res) => {
         if (req.url === "/hang") return; // never answers
+        if (req.url === "/drip") {
+          // Answers its head, then never finishes the body.
+          res.writeHead(202, { "Content-Type": "application/json" });
+          res.write('{"status":');
+          return;
+        }
         let body = "";
         req.on("data", (c) => (body += c));
         req.on("end", () => {
@@ -669,6 +675,20 @@ describe("effect loop", () => {
       assert.equal(timeout.elapsedMs, timeout.error.elapsedMs);
       assert.equal(refused.error.code, "network_error");
       assert.equal(typeof refused.error.elapsedMs, "number");
+    });
+
+    it("a body that never finishes: a timeout, or with bodyOptional the head's answer and an empty body", async () => {
+      const drip = { kind: "fetch", url: `${base}/drip`, method: "POST", headers: {}, body: "{}", timeoutMs: 200 };
+      const core = fakeCore({
+        *"GET /drip"() {
+          return json(200, yield [drip, { ...drip, bodyOptional: true }]);
+        },
+      });
+      const [strict, optional] = await (await defineWorker(core).fetch(get("/drip"), {}, ctx())).json();
+      assert.equal(strict.error.code, "timeout");
+      assert.equal(optional.value.status, 202);
+      assert.equal(optional.value.body, "");
+      assert.equal(optional.value.bodyIncomplete, true);
     });
   });
 

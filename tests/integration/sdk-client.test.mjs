@@ -263,8 +263,9 @@ describe("createPlatformClient with fake bindings", () => {
   it("cms uses Workers RPC when the binding offers getContent/getStatus, fetch otherwise", async () => {
     const calls = [];
     const content = { tenantId: "bakery", version: 3, hours: null, overrides: [], announcements: [], source: "kv" };
+    const status = { open: true, reason: "regular_hours", override: null, nextChange: null, source: "d1" };
     const CMS_SERVICE = {
-      ...recordingBinding(() => Response.json({ ...content, source: "d1" })),
+      ...recordingBinding(() => Response.json(status)),
       async getContent(auth) {
         calls.push(["getContent", auth]);
         return { ok: true, value: content };
@@ -391,6 +392,124 @@ describe("createPlatformClient with fake bindings", () => {
     const bot = { email: "bot@example.com", company_website: "https://spam.example" };
     const decoy = await off.leads.submit(bot, { idempotencyKey: "bot-1" });
     assert.deepEqual(await off.leads.submit(bot, { idempotencyKey: "bot-1" }), decoy);
+  });
+
+  it("submits a lead with the visitor's address when given the visitor's request, and nothing else of it", async () => {
+    const LEADS_SERVICE = recordingBinding();
+    const client = createPlatformClient({
+      appId: "bakery",
+      bindings: { LEADS_SERVICE, SITESWARM_TENANT_TOKEN: TOKEN },
+    });
+    const visitor = new Request("https://bakery.example/contact", {
+      headers: {
+        "CF-Connecting-IP": "203.0.113.7",
+        "User-Agent": "Mozilla/5.0",
+        Cookie: "session=secret",
+        "X-SiteSwarm-Tenant-Id": "someone-else",
+      },
+    });
+    await client.leads.submit({ email: "a@example.com" }, { request: visitor });
+    await client.leads.submit({ email: "b@example.com" });
+    const [withVisitor, without] = LEADS_SERVICE.seen;
+    assert.equal(withVisitor.headers["cf-connecting-ip"], "203.0.113.7");
+    assert.equal(withVisitor.headers["x-siteswarm-tenant-id"], "bakery");
+    assert.equal(withVisitor.headers.cookie, undefined);
+    assert.equal(withVisitor.headers["user-agent"], undefined);
+    assert.equal(without.headers["cf-connecting-ip"], undefined);
+  });
+
+  it("sends a lead that is no object as it is: the service's 400 invalid_request, as the fake's", async () => {
+    const LEADS_SERVICE = recordingBinding((request) =>
+      request
+        .text()
+        .then((text) =>
+          text.startsWith("{")
+            ? Response.json({ ok: true, leadId: "01J00000000000000000000000" }, { status: 202 })
+            : Response.json(
+                { error: { code: "invalid_request", message: "the body must be a JSON object" } },
+                { status: 400 },
+              ),
+        ),
+    );
+    const real = createPlatformClient({ appId: "bakery", bindings: { LEADS_SERVICE, SITESWARM_TENANT_TOKEN: TOKEN } });
+    const fake = createPlatformClient({
+      manifest: { appId: "bakery", config: { leads: { turnstile: "off" } } },
+      bindings: {},
+      mockFallback: true,
+    });
+    await rejectsWith(real.leads.submit(null), "invalid_request", 400);
+    assert.equal(LEADS_SERVICE.seen[0].body, "null");
+    await rejectsWith(fake.leads.submit(null), "invalid_request", 400);
+    // No lead at all is an empty lead: invalid (no email or phone) both ways.
+    await real.leads.submit(undefined);
+    assert.equal(LEADS_SERVICE.seen[1].body, "{}");
+    await rejectsWith(fake.leads.submit(undefined), "invalid_lead", 400);
+    // A field named __proto__ is a field the form does not take, not the lead's prototype.
+    const proto = await rejectsWith(
+      fake.leads.submit(JSON.parse('{"email":"m@example.com","__proto__":{"x":"1"}}')),
+      "invalid_lead",
+      400,
+    );
+    assert.deepEqual(Object.entries(proto.fields), [["__proto__", "must be text"]]);
+    const extra = await rejectsWith(
+      fake.leads.submit(JSON.parse('{"email":"m@example.com","__proto__":"x"}')),
+      "invalid_lead",
+      400,
+    );
+    assert.deepEqual(Object.entries(extra.fields), [["__proto__", "is not a field this form accepts"]]);
+  });
+
+  it("takes a cms answer only with the content's or a status's shape; anything else falls back to the snapshot", async () => {
+    const answers = [
+      () => new Response(null, { status: 204 }),
+      () => new Response("", { status: 200 }),
+      () => Response.json({}),
+      () => Response.json([]),
+      () => Response.json("hi"),
+      () => Response.json({ error: { code: "x" } }),
+    ];
+    for (const answer of answers) {
+      const CMS_SERVICE = recordingBinding(answer);
+      const bindings = { CMS_SERVICE, SITESWARM_TENANT_TOKEN: TOKEN };
+      const withSnapshot = createPlatformClient({ appId: "bakery", manifest: bakery, bindings });
+      assert.equal((await withSnapshot.cms.content()).source, "fallback", String(answer));
+      assert.equal((await withSnapshot.cms.status("2026-05-26T14:00:00Z")).source, "fallback", String(answer));
+      const bare = createPlatformClient({ appId: "bakery", bindings });
+      await rejectsWith(bare.cms.content(), "bad_response");
+      await rejectsWith(bare.cms.status(), "bad_response");
+      assert.equal(CMS_SERVICE.seen.length, 4, "each read asked the service");
+    }
+  });
+
+  it("lists the service's weekly hours Monday first, as the snapshot's", async () => {
+    // As cms-service writes them: keys in alphabetical order.
+    const weekly = { fri: [], mon: [{ open: "07:00", close: "15:00" }], sat: [], sun: [], thu: [], tue: [], wed: [] };
+    const content = { tenantId: "bakery", version: 2, overrides: [], announcements: [], source: "kv" };
+    const CMS_SERVICE = recordingBinding(() => Response.json({ ...content, hours: { timezone: "UTC", weekly } }));
+    const client = createPlatformClient({ appId: "bakery", bindings: { CMS_SERVICE, SITESWARM_TENANT_TOKEN: TOKEN } });
+    const read = await client.cms.content();
+    assert.deepEqual(Object.keys(read.hours.weekly), ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]);
+    assert.deepEqual(read.hours.weekly, weekly);
+    assert.equal(read.version, 2);
+  });
+
+  it("reads a string `at` as the service does: RFC 3339 with its offset, nothing Date would guess at", async () => {
+    const status = { open: false, reason: "closed", override: null, nextChange: null, source: "kv" };
+    const CMS_SERVICE = recordingBinding(() => Response.json(status));
+    const client = createPlatformClient({
+      appId: "bakery",
+      manifest: bakery,
+      bindings: { CMS_SERVICE, SITESWARM_TENANT_TOKEN: TOKEN },
+    });
+    for (const at of ["2026-02-30T00:00:00Z", "2026-12-07T24:00:00Z", "2026-12-07T13:00:00", "2026-12-07", "soon"]) {
+      const err = await rejectsWith(client.cms.status(at), "invalid_request", 400);
+      assert.equal(err.details.field, "at", at);
+    }
+    assert.equal(CMS_SERVICE.seen.length, 0, "nothing sent for a time the service refuses");
+    await client.cms.status("2026-12-07T13:00:00.5+02:00");
+    await client.cms.status(new Date("2026-12-07T11:00:00Z"));
+    const sent = CMS_SERVICE.seen.map((r) => new URL(r.url).searchParams.get("at"));
+    assert.deepEqual(sent, ["2026-12-07T11:00:00Z", "2026-12-07T11:00:00Z"]);
   });
 
   it("a key no header can carry, or a body JSON cannot hold, is the caller's 400 and nothing is sent", async () => {
@@ -1179,6 +1298,12 @@ describe("createPlatformClient against the platform workers", () => {
         assert.deepEqual(seen.mock[i][key], seen.real[i][key], `event ${i}: ${key}`);
       }
     }
+    // A key the ledger keeps for its own records: the same 400, word for word.
+    const reserved = { event_type: "order.placed", entity_ref: "order:r", payload: {}, idempotency_key: "ledger:1" };
+    const fromMock = await rejectsWith(mock.events.emit(reserved), "invalid_request", 400);
+    const fromLedger = await rejectsWith(client.events.emit(reserved), "invalid_request", 400);
+    assert.equal(fromMock.message, fromLedger.message);
+    assert.deepEqual(fromMock.fields, fromLedger.fields);
     // A time the SDK cannot read is refused naming the parameter, as the services name one.
     const refused = await rejectsWith(mock.cms.status("garbage"), "invalid_request", 400);
     assert.deepEqual(Object.keys(refused.fields), ["at"]);

@@ -36,8 +36,10 @@ declare const typedEnv: Env;
 declare const binding: { fetch(request: Request): Promise<Response> };
 
 export async function usage(): Promise<void> {
-  // A JSON import widens literals ("info" → string), so the manifest is asserted, not inferred.
-  const manifest = bakery as ClientManifest;
+  // A JSON import widens literals ("info" → string): the SDK takes it as it is (JsonOf<ClientManifest>).
+  createPlatformClient({ manifest: bakery, bindings: env });
+  await delegate(new Request("https://b.example/api/leads"), env, "LEADS_SERVICE", { manifest: bakery });
+  const manifest: ClientManifest = { appId: "bakery", capabilities: bakery.capabilities };
   const version: string | undefined = manifest.capabilities?.["lead-capture"]?.version;
 
   // Route delegation, as the bakery does it.
@@ -65,6 +67,8 @@ export async function usage(): Promise<void> {
   const receipt: LeadReceipt = await client.leads.submit({ name: "Ada", email: "ada@example.com", message: "Hi" });
   const leadId: string = receipt.leadId;
   await client.leads.submit({ phone: "+1 555 010 9999", company: "x" }, { idempotencyKey: "k" });
+  // The visitor's request, for the service's rate limit and Turnstile check by client IP.
+  await client.leads.submit({ email: "ada@example.com" }, { request: new Request("https://b.example/contact") });
   const emitted: EmitResult = await client.events.emit({
     event_type: "order.placed",
     entity_ref: "order:1",

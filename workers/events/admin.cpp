@@ -563,6 +563,7 @@ Task<Result<Response>> replay(Context& ctx, const Request& req, const Params& pa
   std::string name = param(params, "name");
   if (!is_consumer(name)) co_return Error{ErrorCode::not_found, "no consumer " + name};
   SS_CO_TRY(json body, operator_body(req));
+  SS_CO_CHECK(check_known_keys(body, {"from_event_id"}, ""));
   auto from = get_string(body, "from_event_id");
   if (from) from = canonical_ulid(*from);
   if (!from || !is_ulid(*from))

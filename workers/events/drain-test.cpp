@@ -204,6 +204,12 @@ TEST_CASE("a quarantined event whose starts later all succeed (a replay) is no l
   // The target works again for `bad`: a replay starts it, and its row is resolved in the drain's
   // own commit; `still_bad` fails again and stays open.
   l.failing_events = {still_bad};
+  // A key the replay does not take is a 400 naming it, and the cursor stays where it was.
+  auto odd = l.admin("POST", "/admin/consumers/workflow_runner/replay",
+                     {{"from_event_id", bad}, {"form_event_id", bad}});
+  CHECK(odd.status == 400);
+  CHECK(odd.body_json()["error"]["field"] == "form_event_id");
+  CHECK(l.drain()["read"] == 0);
   REQUIRE(
       l.admin("POST", "/admin/consumers/workflow_runner/replay", {{"from_event_id", bad}}).status ==
       200);
@@ -413,9 +419,12 @@ TEST_CASE(
   CHECK(retried.body_json()["resolved"] == true);
   CHECK(retried.body_json()["started"] == 1);
   CHECK(l.admin("GET", "/admin/quarantine").body_json()["quarantined"].empty());
+  // Resolved: nothing to retry (409 with the time), and nothing started again.
+  const std::size_t starts = l.calls.size();
   auto again = l.admin("POST", "/admin/quarantine/workflow_runner/" + poison + "/retry");
-  CHECK(again.status == 200);
-  CHECK(again.body_json()["duplicates"] == 1);  // already started: not started twice
+  CHECK(again.status == 409);
+  CHECK(again.body_json()["error"]["resolved_at"].is_string());
+  CHECK(l.calls.size() == starts);
   CHECK(l.admin("POST", "/admin/quarantine/workflow_runner/" + a + "/retry").status == 404);
 }
 

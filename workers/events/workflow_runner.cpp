@@ -148,7 +148,9 @@ Task<StartOutcome> start_workflow(Context& ctx, const std::string& key, const js
       call.headers["x-siteswarm-tenant-id"] = tenant->get<std::string>();
     }
     call.url = "https://" + ascii_lower(target->service) + ".internal" + target->path;
-    reply = co_await service_call(target->service, call);
+    // "A 2xx answer counts as started": a target whose body then never finishes has still been
+    // given the start (its body only says whether the run also completed).
+    reply = co_await service_call_head_answers(target->service, call);
   } else {
     // Judged again right before the call: the definition may predate the guard's rules, or have
     // been saved with ALLOW_LOCAL_OUTBOUND on.
@@ -158,7 +160,7 @@ Task<StartOutcome> start_workflow(Context& ctx, const std::string& key, const js
       co_return out;
     }
     call.url = url->href;
-    reply = co_await fetch(call);
+    reply = co_await fetch_head_answers(call);
   }
   if (!reply) {
     out.error = reply.error().message;
@@ -768,6 +770,14 @@ Task<Result<json>> retry_quarantined(Context& ctx, const std::string& consumer,
   if (!quarantined) {
     co_return Error{ErrorCode::not_found,
                     "event " + event_id + " is not quarantined for " + consumer};
+  }
+  // A resolved row has nothing left to retry: running its fan-out again would start the workflows of
+  // subscriptions made since, out of order (a replay is the tool for that).
+  if (quarantined->resolved_at) {
+    co_return Error{ErrorCode::conflict, "event " + event_id + " was resolved for " + consumer +
+                                             " at " + *quarantined->resolved_at +
+                                             "; nothing to retry (a replay re-reads events)"}
+        .with("resolved_at", *quarantined->resolved_at);
   }
   if (*stop) {
     co_return Error{ErrorCode::conflict,

@@ -95,6 +95,21 @@ TEST_CASE("leads email: a domain is labels joined by dots, none empty, none star
   CHECK_FALSE(is_email("a@b."));
 }
 
+TEST_CASE("leads email: a dot-atom local part, labels not ending in '-', no control characters") {
+  using ss::leads::is_email;
+  CHECK(is_email("a.b.c@example.com"));
+  CHECK(is_email("a-b@ex-ample.com"));
+  CHECK(
+      is_email("ada@b\xc3\xa4"
+               "ckerei.example"));  // a UTF-8 domain label is text, not a control
+  for (const char* bad :
+       {".a@example.com", "a.@example.com", "a..b@example.com", "a@ex-.com", "a@example.com-",
+        "a\x7f@example.com", "a\xc2\x85@example.com", "a\xc2\x9f@example.com", "a@exa\tmple.com"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(is_email(bad));
+  }
+}
+
 TEST_CASE(
     "leads config: a provider or SMS sender that is not a string is refused, not the default") {
   // A number or an object was read as the default ("resend", no sender) and stored as sent.

@@ -84,9 +84,17 @@ bool is_email(std::string_view s) {
   if (dot == std::string_view::npos || dot == 0 || dot + 2 > domain.size()) return false;
   // A domain is labels joined by dots: none empty, none starting with '-' (so not ".b.com").
   if (domain.find("..") != std::string_view::npos || domain.front() == '-' ||
-      domain.front() == '.' || domain.find(".-") != std::string_view::npos) {
+      domain.front() == '.' || domain.find(".-") != std::string_view::npos ||
+      domain.find("-.") != std::string_view::npos || domain.back() == '-') {
     return false;
   }
+  // The local part as a dot-atom: no leading or trailing dot, no two in a row (".a@", "a..b@").
+  std::string_view local = s.substr(0, at);
+  if (local.front() == '.' || local.back() == '.' || local.find("..") != std::string_view::npos) {
+    return false;
+  }
+  // No control character of any kind (DEL and the C1 range too), as every other field.
+  if (has_control_chars(s, false)) return false;
   for (char c : s) {
     unsigned char u = static_cast<unsigned char>(c);
     if (u <= 0x20 || c == '<' || c == '>' || c == '(' || c == ')' || c == ',' || c == ';' ||

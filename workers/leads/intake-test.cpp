@@ -532,6 +532,38 @@ TEST_CASE("a filled honeypot answers repeats of an Idempotency-Key as a person's
   CHECK(l.outbound("siteverify").empty());
   auto admin = l.mesh.request("leads", "GET", "/api/leads/" + decoy, l.admin());
   CHECK(admin.status == 404);
+  // Erasing the decoy finds no lead: 404, and nothing changes (its repeat still gets the decoy).
+  check_error(l.mesh.request("leads", "DELETE", "/api/leads/" + decoy, l.admin()), 404,
+              "not_found");
+  CHECK(l.rows("SELECT * FROM lead_idempotency").size() == 2);
+  h["Idempotency-Key"] = "bot-key-1";
+  CHECK(l.submit(bot, h).body_json()["leadId"] == decoy);
+}
+
+TEST_CASE(
+    "storeSubmissions:false: erasing a lead in delivery is a 204, an unknown id a 404 that changes "
+    "nothing") {
+  json config = bakery_leads_config();
+  config["storeSubmissions"] = false;
+  Leads l(config);
+  auto h = l.headers();
+  h["Idempotency-Key"] = "nostore-erase";
+  std::string id = l.submit(lead_body(), h).body_json()["leadId"];
+  REQUIRE(l.rows("SELECT * FROM lead_deliveries WHERE status = 'pending'").size() == 3);
+  // An id of nothing (a ULID never given) changes nothing.
+  check_error(l.mesh.request("leads", "DELETE", "/api/leads/01J0000000000000000000000Z", l.admin()),
+              404, "not_found");
+  CHECK(l.rows("SELECT * FROM lead_deliveries WHERE status = 'pending'").size() == 3);
+  CHECK(l.rows("SELECT * FROM lead_idempotency").size() == 1);
+  // The lead is in delivery (its data in the queued messages): erased, 204, nothing sent after it.
+  auto erased = l.mesh.request("leads", "DELETE", "/api/leads/" + id, l.admin());
+  CHECK(erased.status == 204);
+  CHECK(l.rows("SELECT * FROM lead_deliveries WHERE status = 'cancelled'").size() == 3);
+  CHECK(l.rows("SELECT * FROM lead_idempotency").empty());
+  l.drain_notifications();
+  CHECK(l.outbound("hooks.bakery.example").empty());
+  // Nothing of it is left to erase: a second erasure is a 404.
+  check_error(l.mesh.request("leads", "DELETE", "/api/leads/" + id, l.admin()), 404, "not_found");
 }
 
 TEST_CASE("Turnstile: failure is 403; unreachable siteverify keeps the lead, flagged") {

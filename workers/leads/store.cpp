@@ -96,13 +96,21 @@ constexpr std::string_view kDeliveriesByStatus = R"sql(
 SELECT * FROM lead_deliveries WHERE tenant_id = ?1 AND status = ?2 ORDER BY id DESC LIMIT ?3
 )sql";
 
-// Erasure. The first statement's change count says whether the lead existed.
+// Erasure, in this order in one batch: the claims (only of a lead that is there: stored, or not
+// stored but still in delivery — pending, a parked message, an error kept), the deliveries (only
+// those with something to erase, so a second erasure finds nothing), the lead. The last two change
+// counts say whether there was anything to erase; when there was not (an id never given, a
+// honeypot's decoy, a lead erased before), nothing changes: the 404 leaves the decoy's claim, so
+// its repeat still gets it.
 constexpr std::string_view kEraseLead = R"sql(
 DELETE FROM leads WHERE tenant_id = ?1 AND id = ?2
 )sql";
 
 constexpr std::string_view kEraseClaims = R"sql(
 DELETE FROM lead_idempotency WHERE tenant_id = ?1 AND lead_id IN (?2, '~' || ?2)
+  AND (EXISTS (SELECT 1 FROM leads WHERE tenant_id = ?1 AND id = ?2)
+       OR EXISTS (SELECT 1 FROM lead_deliveries WHERE tenant_id = ?1 AND lead_id = ?2
+                  AND (status = 'pending' OR held_message IS NOT NULL OR last_error IS NOT NULL)))
 )sql";
 
 constexpr std::string_view kCancelDeliveries = R"sql(
@@ -110,6 +118,7 @@ UPDATE lead_deliveries
 SET last_error = NULL, held_at = NULL, held_message = NULL,
     status = CASE status WHEN 'pending' THEN 'cancelled' ELSE status END
 WHERE tenant_id = ?1 AND lead_id = ?2
+  AND (status = 'pending' OR held_message IS NOT NULL OR last_error IS NOT NULL)
 )sql";
 
 // ---- notifications
@@ -441,11 +450,11 @@ Task<Result<std::vector<DeliveryRow>>> LeadStore::deliveries_by_status(const std
 Task<Result<bool>> LeadStore::erase(const std::string& tenant_id,
                                     const std::string& lead_id) const {
   json p = json::array({tenant_id, lead_id});
-  std::vector<D1Statement> writes = {{std::string(kEraseLead), p},
-                                     {std::string(kEraseClaims), p},
-                                     {std::string(kCancelDeliveries), p}};
+  std::vector<D1Statement> writes = {{std::string(kEraseClaims), p},
+                                     {std::string(kCancelDeliveries), p},
+                                     {std::string(kEraseLead), p}};
   SS_CO_TRY(std::vector<D1Result> done, co_await db_.batch(writes));
-  co_return !done.empty() && done[0].meta.changes > 0;
+  co_return done.size() == 3 && (done[1].meta.changes > 0 || done[2].meta.changes > 0);
 }
 
 // ---- notifications

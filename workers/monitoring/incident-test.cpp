@@ -118,6 +118,19 @@ TEST_CASE("monitoring incident: PagerDuty and Slack messages in their real forma
   CHECK(resolved[1].url == "https://hooks.slack.test/services/T/B/x");
   CHECK(resolved[1].body["text"].get<std::string>().find("back up") != std::string::npos);
 
+  // What the tenant wrote (the URL, a selector in the reason) cannot make Slack links or mentions.
+  AlertContext hostile = c;
+  hostile.url = "https://bakery.example/?a=1&b=<x>";
+  hostile.reason = "selector_missing:[data-x=\"<!channel>\"]";
+  std::string down =
+      triggers_for(spec, hostile, "https://events.pd.test/v2/enqueue")[1].body["text"];
+  CHECK(down.find("https://bakery.example/?a=1&amp;b=&lt;x&gt;") != std::string::npos);
+  CHECK(down.find("&lt;!channel&gt;") != std::string::npos);
+  CHECK(down.find('<') == std::string::npos);
+  std::string up = resolves_for(sent, hostile, Closure::recovered)[1].body["text"];
+  CHECK(up.find("&amp;b=&lt;x&gt;") != std::string::npos);
+  CHECK(up.find('<') == std::string::npos);
+
   MonitorSpec silent;
   CHECK(triggers_for(silent, c, "x").empty());
   CHECK(resolves_for({}, c, Closure::recovered).empty());

@@ -34,6 +34,27 @@ std::string dedup_key(const std::string& tenant_id, const std::string& monitor_i
 // PagerDuty's Events API v2 takes a summary of at most 1024 characters; a monitored URL may be 2048.
 inline constexpr std::size_t kMaxPagerDutySummary = 1024;
 
+namespace {
+// Text a tenant wrote (a URL, a selector in a reason) inside a Slack message: Slack reads `<…>` as
+// a link or a mention (`<!channel>`), so its three control characters are escaped as Slack asks.
+std::string slack_escaped(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char ch : text) {
+    if (ch == '&') {
+      out += "&amp;";
+    } else if (ch == '<') {
+      out += "&lt;";
+    } else if (ch == '>') {
+      out += "&gt;";
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+}  // namespace
+
 std::vector<AlertRequest> triggers_for(const MonitorSpec& spec, const AlertContext& c,
                                        const std::string& pagerduty_events_url) {
   std::vector<AlertRequest> out;
@@ -57,8 +78,9 @@ std::vector<AlertRequest> triggers_for(const MonitorSpec& spec, const AlertConte
     out.push_back({"pagerduty", "trigger", pagerduty_events_url, std::move(body)});
   }
   if (spec.slack_webhook_url) {
-    std::string text = ":red_circle: *" + c.monitor_id + "* is down (" + c.reason + ") — " + c.url +
-                       " [" + c.tenant_id + ", incident " + c.incident_id + "]";
+    std::string text = ":red_circle: *" + slack_escaped(c.monitor_id) + "* is down (" +
+                       slack_escaped(c.reason) + ") — " + slack_escaped(c.url) + " [" +
+                       c.tenant_id + ", incident " + c.incident_id + "]";
     out.push_back({"slack", "trigger", *spec.slack_webhook_url, json_object({{"text", text}})});
   }
   return out;
@@ -93,7 +115,7 @@ std::string retired_text(const AlertContext& c, Closure why) {
   const std::string closed = " [" + c.tenant_id + ", incident " + c.incident_id + " closed]";
   if (why == Closure::superseded) {
     // The monitor was deleted and made again under its id: the new one starts without it.
-    return ":white_circle: *" + c.monitor_id +
+    return ":white_circle: *" + slack_escaped(c.monitor_id) +
            "*: this incident was closed, the monitor was made anew; a new incident opens if it is "
            "still down" +
            closed;
@@ -101,7 +123,8 @@ std::string retired_text(const AlertContext& c, Closure why) {
   std::string what = why == Closure::monitor_disabled  ? "the monitor was disabled"
                      : why == Closure::tenant_disabled ? "the site was disabled"
                                                        : "the monitor was deleted";
-  return ":white_circle: *" + c.monitor_id + "* is no longer monitored (" + what + ")" + closed;
+  return ":white_circle: *" + slack_escaped(c.monitor_id) + "* is no longer monitored (" + what +
+         ")" + closed;
 }
 }  // namespace
 
@@ -120,8 +143,9 @@ std::vector<AlertRequest> resolves_for(const std::vector<SentTrigger>& triggers,
       out.push_back({"pagerduty", "resolve", std::move(url), std::move(resolve)});
     } else if (t.channel == "slack") {
       std::string text = why == Closure::recovered
-                             ? ":large_green_circle: *" + c.monitor_id + "* is back up — " + c.url +
-                                   " [" + c.tenant_id + ", incident " + c.incident_id + " resolved]"
+                             ? ":large_green_circle: *" + slack_escaped(c.monitor_id) +
+                                   "* is back up — " + slack_escaped(c.url) + " [" + c.tenant_id +
+                                   ", incident " + c.incident_id + " resolved]"
                              : retired_text(c, why);
       out.push_back({"slack", "resolve", std::move(url), json_object({{"text", text}})});
     }

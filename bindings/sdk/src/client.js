@@ -11,7 +11,7 @@ import {
   TENANT_TOKEN_HEADER,
 } from "./delegate.js";
 import { retryAfterOf, SiteSwarmError } from "./errors.js";
-import { fallbackContent, fallbackStatus } from "./hours.js";
+import { fallbackContent, fallbackStatus, rfc3339Ms } from "./hours.js";
 import { createMocks } from "./mock.js";
 import { idempotencyKeyOf, jsonTextOf } from "./rules.js";
 
@@ -138,10 +138,7 @@ export function createPlatformClient(options = {}) {
         out = undefined;
       }
       if (isObject(out) && typeof out.ok === "boolean") {
-        if (out.ok) {
-          if (!isObject(out.value)) throw badResponse(200, "the RPC answer has no value");
-          return out.value;
-        }
+        if (out.ok) return cmsAnswer(method, 200, out.value);
         const { code, message, ...details } = isObject(out.error) ? out.error : {};
         const status = Number.isInteger(out.status) ? out.status : 500;
         if (typeof code !== "string") throw badResponse(status, `the RPC answer failed (${status}) without a code`);
@@ -151,7 +148,8 @@ export function createPlatformClient(options = {}) {
         });
       }
     }
-    return (await call("cms", "GET", path, { query: { at }, limitMs: cmsTimeoutMs })).body;
+    const answer = await call("cms", "GET", path, { query: { at }, limitMs: cmsTimeoutMs });
+    return cmsAnswer(method, answer.status, answer.body);
   }
 
   /** Uses the binding when there is one; the in-memory fake only when it is missing and allowed. */
@@ -190,11 +188,15 @@ export function createPlatformClient(options = {}) {
   return {
     appId,
     leads: {
-      async submit(lead, { idempotencyKey } = {}) {
+      async submit(lead, { idempotencyKey, request } = {}) {
         return viaServiceOrMock(
           "leads",
           async () => {
-            const answer = await call("leads", "POST", "/api/leads/submit", { body: lead ?? {}, idempotencyKey });
+            // The lead as given (`null` or a list is the service's 400 invalid_request, as the fake's),
+            // with the visitor's address when the caller hands over the visitor's request.
+            const body = lead === undefined ? {} : lead;
+            const visitor = clientIpOf(request);
+            const answer = await call("leads", "POST", "/api/leads/submit", { body, idempotencyKey, visitor });
             const { leadId } = expectField(answer, "leadId", "string");
             return { ok: true, leadId };
           },
@@ -301,6 +303,18 @@ function visitorOf(request) {
   return { headers, cf: /** @type {Request & { cf?: unknown }} */ (request).cf };
 }
 
+/**
+ * The visitor's address from the visitor's own request, for the leads service's rate limit (per
+ * tenant and client IP) and its Turnstile check (docs/leads.md "Rate limit"): without it every lead
+ * an app submits through the SDK shares its tenant's one window for requests without a client IP.
+ * @param {Request | undefined} request
+ * @returns {{ headers: Record<string, string> } | undefined}
+ */
+function clientIpOf(request) {
+  const ip = typeof request?.headers?.get === "function" ? request.headers.get("cf-connecting-ip") : null;
+  return ip ? { headers: { "cf-connecting-ip": ip } } : undefined;
+}
+
 const DEFAULT_TIMEOUT_MS = 10_000; // above the leads intake's own 5 s Turnstile wait
 const DEFAULT_CMS_TIMEOUT_MS = 2_000;
 
@@ -369,6 +383,34 @@ async function readAnswer(response) {
   });
 }
 
+/**
+ * A cms answer that has the shape its method promises (the content's lists and source, a status's
+ * `open`), with the week's days Monday first as the snapshot's are; else bad_response, which a
+ * cms read answers from the manifest's snapshot like any other failure of the service.
+ */
+function cmsAnswer(method, status, value) {
+  const content = method === "getContent";
+  const shaped = content
+    ? isObject(value) &&
+      typeof value.tenantId === "string" &&
+      Number.isInteger(value.version) &&
+      (value.hours === null || isObject(value.hours)) &&
+      Array.isArray(value.overrides) &&
+      Array.isArray(value.announcements) &&
+      typeof value.source === "string"
+    : isObject(value) &&
+      typeof value.open === "boolean" &&
+      typeof value.reason === "string" &&
+      (value.nextChange === null || typeof value.nextChange === "string");
+  if (!shaped) throw badResponse(status, `the cms answer is not ${content ? "the content" : "a status"}`);
+  if (!content || !isObject(value.hours?.weekly)) return value;
+  const weekly = value.hours.weekly;
+  const ordered = Object.fromEntries(WEEKDAYS.filter((day) => day in weekly).map((day) => [day, weekly[day]]));
+  return { ...value, hours: { ...value.hours, weekly: { ...ordered, ...weekly } } };
+}
+
+const WEEKDAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
+
 function badResponse(status, message) {
   return new SiteSwarmError("bad_response", message, { status });
 }
@@ -388,7 +430,9 @@ const FIRST_STATUS_YEAR = 2020;
 const LAST_STATUS_YEAR = 2099;
 
 function toRfc3339(at) {
-  const date = at instanceof Date ? at : new Date(at);
+  // A string is read as the service reads `at` (shared/rfc3339.cpp): an RFC 3339 date-time with its
+  // offset, no impossible day, hour 24 or leap second — not whatever `Date` would guess it means.
+  const date = typeof at === "string" ? new Date(rfc3339Ms(at) ?? Number.NaN) : at instanceof Date ? at : new Date(at);
   if (Number.isNaN(date.getTime())) {
     throw new SiteSwarmError("invalid_request", "at: not a valid time", {
       status: 400,

@@ -129,9 +129,21 @@ export function isEmail(value) {
   const dot = domain.lastIndexOf(".");
   if (dot <= 0 || dot + 2 > domain.length) return false;
   // Labels joined by dots: none empty, none starting with '-' (so not ".b.com").
-  if (domain.includes("..") || domain.startsWith("-") || domain.startsWith(".") || domain.includes(".-")) {
+  if (
+    domain.includes("..") ||
+    domain.startsWith("-") ||
+    domain.startsWith(".") ||
+    domain.includes(".-") ||
+    domain.includes("-.") ||
+    domain.endsWith("-")
+  ) {
     return false;
   }
+  // The local part as a dot-atom: no leading or trailing dot, no two in a row (".a@", "a..b@").
+  const local = s.slice(0, at);
+  if (local.startsWith(".") || local.endsWith(".") || local.includes("..")) return false;
+  // No control character of any kind (DEL and the C1 range too), as every other field.
+  if (hasControlChars(value, false)) return false;
   for (const c of s) {
     if (c.charCodeAt(0) <= 0x20 || '<>(),;\\"[]'.includes(c)) return false;
   }
@@ -173,10 +185,12 @@ export function validateLead(input, config = {}) {
   const honeypotField = config.honeypotField ?? "company_website";
   const extras = new Set(Array.isArray(config.fields) ? config.fields : []);
   const countryCode = config.defaultCountryCode ?? "1";
+  // Without a prototype: a field named `__proto__` (JSON.parse makes it an own key) is a field like
+  // any other, as the worker reads it, not the object's prototype.
   /** @type {Record<string, string>} */
-  const problems = {};
+  const problems = Object.create(null);
   /** @type {Record<string, string>} */
-  const lead = {};
+  const lead = Object.create(null);
   let honeypot = false;
   for (const [name, raw] of Object.entries(input && typeof input === "object" ? input : {})) {
     if (raw === null || raw === undefined) continue;
@@ -222,13 +236,15 @@ export function validateLead(input, config = {}) {
       problems[name] = "is not a field this form accepts";
     }
   }
-  if (honeypot) return { ok: true, lead, honeypot }; // bots get a success, whatever else they sent
+  // Plain objects again for the caller, each field an own key (`__proto__` too).
+  const plain = (o) => Object.fromEntries(Object.entries(o));
+  if (honeypot) return { ok: true, lead: plain(lead), honeypot }; // bots get a success, whatever else they sent
   if (!lead.email && !lead.phone && !problems.email && !problems.phone) {
     problems.email = "an email address or a phone number is required";
     problems.phone = "an email address or a phone number is required";
   }
-  if (Object.keys(problems).length) return { ok: false, fields: problems };
-  return { ok: true, lead, honeypot };
+  if (Object.keys(problems).length) return { ok: false, fields: plain(problems) };
+  return { ok: true, lead: plain(lead), honeypot };
 }
 
 /** ledger.cpp is_event_type: segment(.segment)+, a segment [a-z][a-z0-9_]*. */
@@ -316,7 +332,7 @@ export function validateEvent(body, now = Date.now()) {
   if (typeof e.idempotency_key === "string" && RESERVED_KEY_PREFIXES.some((p) => e.idempotency_key.startsWith(p))) {
     return invalid(
       "idempotency_key",
-      `the ledger reserves keys starting with ${RESERVED_KEY_PREFIXES.join(", ")} for its own records`,
+      `the ledger reserves keys starting with ${RESERVED_KEY_PREFIXES.slice(0, -1).join(", ")} and ${RESERVED_KEY_PREFIXES.at(-1)} for its own records`,
     );
   }
   // Either case, kept upper case (shared/ulid.cpp canonical_ulid).
