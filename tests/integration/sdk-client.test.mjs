@@ -1300,8 +1300,8 @@ describe("createPlatformClient against the platform workers", () => {
     }
     // A key the ledger keeps for its own records: the same 400, word for word.
     const reserved = { event_type: "order.placed", entity_ref: "order:r", payload: {}, idempotency_key: "ledger:1" };
-    const fromMock = await rejectsWith(mock.events.emit(reserved), "invalid_request", 400);
-    const fromLedger = await rejectsWith(client.events.emit(reserved), "invalid_request", 400);
+    const fromMock = await rejectsWith(mock.events.emit(reserved), "invalid_event", 400);
+    const fromLedger = await rejectsWith(client.events.emit(reserved), "invalid_event", 400);
     assert.equal(fromMock.message, fromLedger.message);
     assert.deepEqual(fromMock.fields, fromLedger.fields);
     // A time the SDK cannot read is refused naming the parameter, as the services name one.

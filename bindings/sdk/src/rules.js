@@ -279,7 +279,7 @@ export function validateEvent(body, now = Date.now()) {
     status: 400,
     field,
     fields: { [field]: message },
-    message,
+    message: `${field}: ${message}`, // as the ledger writes it (shared/error.cpp invalid_field)
   });
   const e = body && typeof body === "object" && !Array.isArray(body) ? body : {};
   // A key the ledger does not know is refused by name, first (api.cpp post_event); an event's view
