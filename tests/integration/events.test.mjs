@@ -486,6 +486,12 @@ describe("workflow_runner", () => {
     assert.equal(q.quarantined[0].event_id, poison);
     assert.equal(q.quarantined[0].consumer, "workflow_runner");
     assert.match(q.quarantined[0].reason, /500/);
+    // A 500 may pass: the */2 cron retries it 2 minutes after it was quarantined (workerd's SQLite).
+    const due = Date.parse(q.quarantined[0].retry_at) - Date.parse(q.quarantined[0].quarantined_at);
+    assert.ok(
+      due >= 119_000 && due <= 121_000,
+      `retry ${q.quarantined[0].retry_at} after ${q.quarantined[0].quarantined_at}`,
+    );
     assert.equal((await health()).quarantined, 1);
     const d = await emit("lead.received");
     assert.equal((await drain()).started, 1, "events after the poison keep flowing");
@@ -493,7 +499,12 @@ describe("workflow_runner", () => {
     // Still failing: retry keeps it quarantined (attempts grows).
     const stillBad = await jsonOf(await admin("POST", `/admin/quarantine/workflow_runner/${poison}/retry`), 200);
     assert.equal(stillBad.resolved, false);
-    assert.equal((await rows("SELECT attempts FROM events_quarantine WHERE event_id = ?1", poison))[0].attempts, 2);
+    const [second] = await rows(
+      "SELECT attempts, retry_at, quarantined_at FROM events_quarantine WHERE event_id = ?1",
+      poison,
+    );
+    assert.equal(second.attempts, 2);
+    assert.ok(Date.parse(second.retry_at) - Date.now() > 3 * 60_000, `the second retry backs off: ${second.retry_at}`);
 
     hooks.failing.clear(); // the target recovers
     const retried = await jsonOf(await admin("POST", `/admin/quarantine/workflow_runner/${poison}/retry`), 200);
@@ -505,9 +516,13 @@ describe("workflow_runner", () => {
     assert.equal(resolved.quarantined.length, 1);
     assertStartedExactlyOnce([a, poison, c, d].map((id) => key(id, "notify")));
 
-    const again = await jsonOf(await admin("POST", `/admin/quarantine/workflow_runner/${poison}/retry`), 200);
-    assert.equal(again.duplicates, 1, "already started: not started twice");
-    assert.equal(again.started, 0);
+    // Resolved: nothing to retry (409 with its time), and nothing is started again.
+    const again = await errorOf(
+      await admin("POST", `/admin/quarantine/workflow_runner/${poison}/retry`),
+      409,
+      "conflict",
+    );
+    assert.equal(typeof again.resolved_at, "string");
     await errorOf(await admin("POST", `/admin/quarantine/workflow_runner/${a}/retry`), 404, "not_found");
     assertStartedExactlyOnce([a, poison, c, d].map((id) => key(id, "notify")));
   });

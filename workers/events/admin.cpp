@@ -914,6 +914,9 @@ Task<Result<json>> runner_cron_here(Context& ctx, std::int64_t batches) {
   // kMaxReleasePerCall at once; the rest follow here, while it and the stops stay off).
   auto released = co_await release_held(ctx, &spent);
   if (!released) ctx.log("release of held starts failed: " + released.error().message);
+  // Quarantined events whose failed starts may pass are tried again once their time is due.
+  auto retried = co_await retry_due(ctx, &spent);
+  if (!retried) ctx.log("retry of quarantined starts failed: " + retried.error().message);
   SS_CO_TRY(DrainReport report,
             co_await drain_consumer_with(ctx, kWorkflowRunner, batches, &run_runner_batch, spent));
   co_return report.to_json();

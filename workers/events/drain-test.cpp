@@ -1424,3 +1424,93 @@ TEST_CASE("a workflow start's body is the platform writer's JSON of its object, 
   CHECK(first_plain["input"]["text"] == awkward);
   CHECK(first_mapped["input"] == json{{"text", awkward}, {"id", "a\"b"}});
 }
+
+TEST_CASE(
+    "a start that failed for a passing reason is retried by the */2 cron, backing off, six "
+    "attempts in all") {
+  Ledger l;
+  l.workflow("notify");
+  l.subscribe("order.*", "notify");
+  l.subscribe("invoice.*", "nowhere");  // a workflow without a definition: fails every time
+  std::string flaky = l.emit("order.placed");
+  std::string poison = l.emit("invoice.sent");
+  l.failing_events = {flaky};  // its target answers 500
+  json report = l.drain();
+  CHECK(report["quarantined"] == 2);
+  auto row_of = [&](const std::string& id) {
+    const json listed = l.admin("GET", "/admin/quarantine").body_json();
+    for (const json& r : listed["quarantined"]) {
+      if (r["event_id"] == id) return r;
+    }
+    return json();
+  };
+  auto cron = [&] {
+    CHECK(l.mesh.message("events", {{"op", "scheduled"}, {"cron", "*/2 * * * *"}})["ok"] == true);
+  };
+  // A missing definition would fail again: no automatic retry. A 500 may pass: due in 2 minutes.
+  REQUIRE(row_of(poison).is_object());
+  CHECK(row_of(poison)["retry_at"].is_null());
+  json first = row_of(flaky);
+  REQUIRE(first["retry_at"].is_string());
+  const std::size_t starts = l.calls.size();
+  // Not due yet: nothing is sent.
+  l.mesh.now_ms += 60'000;
+  cron();
+  CHECK(l.calls.size() == starts);
+  // Due, and still failing: attempt 2, the next one 4 minutes later.
+  l.mesh.now_ms += 61'000;
+  cron();
+  CHECK(l.calls.size() == starts + 1);
+  json second = row_of(flaky);
+  CHECK(second["attempts"] == 2);
+  REQUIRE(second["retry_at"].is_string());
+  CHECK(second["retry_at"].get<std::string>() > first["retry_at"].get<std::string>());
+  // Each retry waits twice as long; after the sixth attempt no retry is left.
+  for (int attempt = 3; attempt <= ss::events::kMaxStartAttempts; ++attempt) {
+    l.mesh.now_ms += (std::int64_t{2} << (attempt - 2)) * 60'000 + 1'000;
+    cron();
+    CAPTURE(attempt);
+    CHECK(row_of(flaky)["attempts"] == attempt);
+  }
+  CHECK(row_of(flaky)["retry_at"].is_null());
+  const std::size_t spent = l.calls.size();
+  l.mesh.now_ms += 24 * 3'600'000LL;
+  cron();
+  CHECK(l.calls.size() == spent);  // by hand only now
+  // The operator's retry (the target works again) starts it once and resolves the row.
+  l.failing_events.clear();
+  auto retried = l.admin("POST", "/admin/quarantine/workflow_runner/" + flaky + "/retry");
+  REQUIRE(retried.status == 200);
+  CHECK(retried.body_json()["started"] == 1);
+  CHECK(row_of(flaky).is_null());
+}
+
+TEST_CASE(
+    "a retried start that succeeds resolves its row, and what started before is not sent again") {
+  Ledger l;
+  l.workflow("notify");
+  l.workflow("archive");
+  l.subscribe("order.*", "notify");
+  l.subscribe("order.*", "archive");
+  std::string id = l.emit("order.placed");
+  // notify's target answers 503 at first; archive's takes its start.
+  auto base = l.mesh.fetch_stub;
+  bool notify_down = true;
+  l.mesh.fetch_stub = [&](const json& req) {
+    ss::native::StubReply r = base(req);
+    if (notify_down && req["url"].get<std::string>().find("/hooks/notify") != std::string::npos) {
+      r.status = 503;
+    }
+    return r;
+  };
+  CHECK(l.drain()["quarantined"] == 1);
+  REQUIRE(l.calls.size() == 2);
+  notify_down = false;
+  l.mesh.now_ms += 2 * 60'000 + 1'000;
+  CHECK(l.mesh.message("events", {{"op", "scheduled"}, {"cron", "*/2 * * * *"}})["ok"] == true);
+  CHECK(l.admin("GET", "/admin/quarantine").body_json()["quarantined"].empty());
+  // Only notify went out again; archive's start was a duplicate.
+  REQUIRE(l.calls.size() == 3);
+  CHECK(l.calls[2]["url"].get<std::string>().find("/hooks/notify") != std::string::npos);
+  for (const std::string& k : l.keys()) CHECK(l.keys().count(k) <= 2);
+}

@@ -329,11 +329,24 @@ SELECT value ->> 0, ?1, value ->> 1, value ->> 2, value ->> 3, value ->> 4, valu
 FROM json_each(?3)
 )sql";
 
+// ?6 = 1: the failure passes (migration 0009): a retry is due 2 minutes after the first attempt,
+// then after twice as long each time, while fewer than ?7 attempts have been made.
 constexpr std::string_view kQuarantine = R"sql(
-INSERT INTO events_quarantine (consumer, seq, event_id, reason, attempts, quarantined_at)
-VALUES (?1, ?5, ?2, ?3, 1, ?4)
+INSERT INTO events_quarantine (consumer, seq, event_id, reason, attempts, quarantined_at, retry_at)
+VALUES (?1, ?5, ?2, ?3, 1, ?4,
+        CASE WHEN ?6 = 1 AND ?7 > 1 THEN strftime('%Y-%m-%dT%H:%M:%SZ', ?4, '+2 minutes') END)
 ON CONFLICT (consumer, seq) DO UPDATE SET reason = excluded.reason, attempts = attempts + 1,
-                                          resolved_at = NULL
+  resolved_at = NULL,
+  retry_at = CASE WHEN ?6 = 1 AND attempts + 1 < ?7
+                  THEN strftime('%Y-%m-%dT%H:%M:%SZ', ?4, '+' || (2 << min(attempts, 20)) || ' minutes')
+             END
+)sql";
+
+// The open rows whose automatic retry is due, the earliest first.
+constexpr std::string_view kDueRetries = R"sql(
+SELECT q.*, e.tenant_id FROM events_quarantine q LEFT JOIN events e ON e.seq = q.seq
+WHERE q.consumer = ?1 AND q.resolved_at IS NULL AND q.retry_at IS NOT NULL AND q.retry_at <= ?2
+ORDER BY q.retry_at, q.seq LIMIT ?3
 )sql";
 
 constexpr std::string_view kResolveQuarantine = R"sql(
@@ -1001,6 +1014,7 @@ QuarantineRow QuarantineRow::decode(RowReader& r) {
   q.attempts = r.integer("attempts");
   q.quarantined_at = r.text("quarantined_at");
   q.resolved_at = r.nullable_text("resolved_at");
+  if (r.has("retry_at")) q.retry_at = r.nullable_text("retry_at");
   if (r.has("tenant_id")) q.tenant_id = r.nullable_text("tenant_id");
   return q;
 }
@@ -1013,6 +1027,7 @@ json QuarantineRow::view() const {
                       {"reason", reason},
                       {"attempts", attempts},
                       {"quarantined_at", quarantined_at},
+                      {"retry_at", resolved_at ? json(nullptr) : text_or_null(retry_at)},
                       {"resolved_at", text_or_null(resolved_at)}});
 }
 
@@ -1578,10 +1593,19 @@ std::vector<D1Statement> Dedupe::run_log_statements(const std::string& consumer,
 
 D1Statement Quarantine::put_statement(const std::string& consumer, std::int64_t seq,
                                       const std::string& event_id, const std::string& reason,
-                                      const std::string& now) {
+                                      const std::string& now, bool passing) {
   static constexpr std::size_t kMaxReason = 500;
   return D1Statement{std::string(kQuarantine),
-                     json::array({consumer, event_id, reason.substr(0, kMaxReason), now, seq})};
+                     json::array({consumer, event_id, reason.substr(0, kMaxReason), now, seq,
+                                  passing ? 1 : 0, kMaxStartAttempts})};
+}
+
+Task<Result<std::vector<QuarantineRow>>> Quarantine::due_retries(const std::string& consumer,
+                                                                 const std::string& now,
+                                                                 int limit) {
+  json params = json::array({consumer, now, limit});
+  SS_CO_TRY(D1Result fetched, co_await db().all(kDueRetries, params));
+  co_return fetched.as<QuarantineRow>();
 }
 
 D1Statement Quarantine::resolve_statement(const std::string& consumer, std::int64_t seq,

@@ -238,6 +238,7 @@ struct QuarantineRow {
   std::int64_t attempts = 0;
   std::string quarantined_at;
   std::optional<std::string> resolved_at;
+  std::optional<std::string> retry_at;   // the automatic retry's time (null: none, by hand only)
   std::optional<std::string> tenant_id;  // its event's (null: platform-wide, or the event is gone)
   json view() const;
   static QuarantineRow decode(RowReader& r);
@@ -293,11 +294,20 @@ class Dedupe {
                                                      const std::string& now);
 };
 
+// A quarantined workflow start whose failure may pass is tried again by the */2 cron, 2, 4, 8, 16
+// and 32 minutes apart: six attempts in all (docs/runbook-events.md "Retries of failed starts").
+inline constexpr int kMaxStartAttempts = 6;
+
 class Quarantine {
  public:
+  // `passing`: the failure may pass (a target's 5xx, 408 or 429, a timeout, a network error): the
+  // row gets a time for an automatic retry while its attempts are fewer than kMaxStartAttempts.
   static D1Statement put_statement(const std::string& consumer, std::int64_t seq,
                                    const std::string& event_id, const std::string& reason,
-                                   const std::string& now);
+                                   const std::string& now, bool passing = false);
+  // Open rows whose automatic retry is due at `now`, the earliest first, at most `limit`.
+  static Task<Result<std::vector<QuarantineRow>>> due_retries(const std::string& consumer,
+                                                              const std::string& now, int limit);
   static D1Statement resolve_statement(const std::string& consumer, std::int64_t seq,
                                        const std::string& now);
   // Resolves the open rows of these events (no statement needed when `seqs` is empty).

@@ -30,6 +30,9 @@ struct StartOutcome {
   std::string run_id;
   int http_status = 0;
   std::string error;
+  // The failure may pass: the target answered 5xx, 408 or 429, or did not answer (timeout, network
+  // error). Such an event's quarantine is retried automatically (kMaxStartAttempts).
+  bool passing = false;
 };
 
 struct FanoutContext {
@@ -66,6 +69,7 @@ struct EventWork {
   std::size_t matched = 0;           // subscriptions matched (a cap hit's record)
   std::vector<std::string> dropped;  // subscriptions dropped over the cap
   std::string failure;               // non-empty: the event is poison for this consumer
+  bool passing = false;              // every failed start of it may pass: retried automatically
   std::uint64_t work = 0;            // work units of its plan and starts (work_budget.h)
   Progress progress = Progress::pending;
   int started() const {
@@ -164,11 +168,13 @@ Task<StartOutcome> start_workflow(Context& ctx, const std::string& key, const js
   }
   if (!reply) {
     out.error = reply.error().message;
+    out.passing = reply.error().cause == "timeout" || reply.error().cause == "network_error";
     co_return out;
   }
   out.http_status = reply->status;
   out.started = reply->ok();
   if (!out.started) out.error = "target answered " + std::to_string(out.http_status);
+  out.passing = out.http_status >= 500 || out.http_status == 408 || out.http_status == 429;
   // A target that ran the workflow synchronously says so: {"status":"completed"}.
   if (out.started) {
     auto answer = parse_json(reply->body);
@@ -503,6 +509,8 @@ Task<Result<ChunkResult>> run_chunk(Context& ctx, const std::string& consumer,
         started.push_back(ref_of(w, i));
       } else {
         release.push_back(ref_of(w, i));
+        // The event is retried automatically only if every failure of it may pass.
+        w.passing = (w.failure.empty() || w.passing) && r.passing;
         if (w.failure.empty()) w.failure = d.subscription->workflow_type + ": " + r.error;
       }
       log.push_back(RunLogEntry{r.run_id, d.subscription->workflow_type, w.row->event_id,
@@ -598,8 +606,8 @@ std::optional<CarriedAdvance> settle(Context& ctx, const std::string& consumer,
     pending.duplicates += w.duplicates;
     pending.capped += w.capped ? 1 : 0;
     if (!w.failure.empty()) {
-      carry.push_back(
-          Quarantine::put_statement(consumer, w.row->seq, w.row->event_id, w.failure, now));
+      carry.push_back(Quarantine::put_statement(consumer, w.row->seq, w.row->event_id, w.failure,
+                                                now, w.passing));
       ++pending.quarantined;
     } else if (w.held > 0) {
       carry.push_back(
@@ -825,7 +833,8 @@ Task<Result<json>> retry_quarantined(Context& ctx, const std::string& consumer,
     statements.push_back(Quarantine::resolve_statement(consumer, row->seq, now));
   } else if (!contended) {
     std::string reason = w.failure.empty() ? kHeldReason : w.failure;
-    statements.push_back(Quarantine::put_statement(consumer, row->seq, event_id, reason, now));
+    statements.push_back(Quarantine::put_statement(consumer, row->seq, event_id, reason, now,
+                                                   !w.failure.empty() && w.passing));
   }
   SS_CO_CHECK(co_await commit(statements));
   co_return json_object({{"consumer", consumer},
@@ -965,8 +974,8 @@ Task<Result<ReleaseTally>> release_pass(Context& ctx, const std::vector<Quaranti
   for (const EventWork& w : works) {
     if (!w.failure.empty()) {
       ctx.log("release of " + w.row->event_id + " quarantined: " + w.failure);
-      statements.push_back(
-          Quarantine::put_statement(consumer, w.row->seq, w.row->event_id, w.failure, now));
+      statements.push_back(Quarantine::put_statement(consumer, w.row->seq, w.row->event_id,
+                                                     w.failure, now, w.passing));
       ++tally.quarantined;
     } else if (w.progress == Progress::done) {
       resolved.push_back(w.row->seq);
@@ -983,18 +992,25 @@ Task<Result<ReleaseTally>> release_pass(Context& ctx, const std::vector<Quaranti
 
 }  // namespace
 
-Task<Result<json>> release_held(Context& ctx, InvocationSpend* spent) {
+namespace {
+// The held rows (kill:high_risk_ops), or the rows whose automatic retry is due.
+enum class PassRows { held, due_retries };
+
+Task<Result<json>> quarantine_pass(Context& ctx, InvocationSpend* spent, PassRows which) {
   InvocationSpend own;
   InvocationSpend& spend = spent != nullptr ? *spent : own;
-  // Only the held rows are read: a page of every open row (Quarantine::list, 500 by seq) could be
-  // all failures, and the held events behind them would never be released. The switches are read
-  // once per pass, with them: kill:fanout or kill:workflow_runner stops every start, and
+  // Only the rows of the pass are read: a page of every open row (Quarantine::list, 500 by seq)
+  // could be all other failures, and the events behind them would never be taken. The switches are
+  // read once per pass, with them: kill:fanout or kill:workflow_runner stops every start, and
   // kill:high_risk_ops would hold each again.
   std::vector<std::string> stops = runner_stops();
   stops.push_back(kHighRiskSwitch);
   spend.subrequests += kReleaseReadSubrequests;
   auto [found, stopped] = co_await when_all(
-      Quarantine::open_with_reason(kWorkflowRunner, kHeldReason, kMaxReleasePerCall),
+      which == PassRows::held
+          ? Quarantine::open_with_reason(kWorkflowRunner, kHeldReason, kMaxReleasePerCall)
+          : Quarantine::due_retries(kWorkflowRunner, format_rfc3339(ctx.now_ms()),
+                                    kMaxReleasePerCall),
       DrainState::any_switch_on(stops));
   if (!found) co_return std::move(found).error();
   if (!stopped) co_return std::move(stopped).error();
@@ -1012,6 +1028,15 @@ Task<Result<json>> release_held(Context& ctx, InvocationSpend* spent) {
   if (tally.work_budget_exhausted) out["work_budget_exhausted"] = true;
   if (tally.budget_exhausted) out["budget_exhausted"] = true;
   co_return out;
+}
+}  // namespace
+
+Task<Result<json>> release_held(Context& ctx, InvocationSpend* spent) {
+  return quarantine_pass(ctx, spent, PassRows::held);
+}
+
+Task<Result<json>> retry_due(Context& ctx, InvocationSpend* spent) {
+  return quarantine_pass(ctx, spent, PassRows::due_retries);
 }
 
 }  // namespace ss::events

@@ -71,5 +71,11 @@ Task<Result<json>> retry_quarantined(Context& ctx, const std::string& consumer,
 // the pass spent of both budgets is added there, and the drain run that follows in the same
 // invocation starts from it (drain_consumer_with), so the two together stay within each budget.
 Task<Result<json>> release_held(Context& ctx, InvocationSpend* spent = nullptr);
+// The */2 cron's retries of quarantined events whose failed starts may pass (a target's 5xx, 408 or
+// 429, a timeout, a network error) and whose retry is due (migration 0009): each runs its fan-out
+// again (what already started is a duplicate), up to kMaxReleasePerCall, under the same switches and
+// budgets as release_held. {"released" (now resolved), "still_held" (not reached), "quarantined"
+// (failed again: a later retry is due, or none after the last attempt)}.
+Task<Result<json>> retry_due(Context& ctx, InvocationSpend* spent = nullptr);
 
 }  // namespace ss::events
