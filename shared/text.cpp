@@ -58,6 +58,23 @@ std::string utf8_prefix(std::string_view text, std::size_t max_bytes) {
   return std::string(text.substr(0, max_bytes));
 }
 
+std::string slack_escaped(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char ch : text) {
+    if (ch == '&') {
+      out += "&amp;";
+    } else if (ch == '<') {
+      out += "&lt;";
+    } else if (ch == '>') {
+      out += "&gt;";
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
 bool has_control_chars(std::string_view text, bool allow_newlines) {
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];

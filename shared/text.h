@@ -38,6 +38,10 @@ std::string utf8_prefix(std::string_view text, std::size_t max_bytes);
 // allow_newlines, \n, \r and \t are text (a message, an announcement), without, they are controls
 // too (a name, a single-line field).
 bool has_control_chars(std::string_view text, bool allow_newlines);
+// Text someone else wrote (a URL, a selector, an entity id) inside a Slack message: Slack reads
+// `<…>` as a link or a mention (`<!channel>`), so its three control characters are escaped as Slack
+// asks (&amp; &lt; &gt;).
+std::string slack_escaped(std::string_view text);
 
 // A set of bytes, built from ranges and lists: CharClass().range('a', 'z').chars("-_").
 class CharClass {

@@ -630,6 +630,13 @@ describe("effect loop", () => {
     before(async () => {
       server = createServer((req, res) => {
         if (req.url === "/hang") return; // never answers
+        if (req.url === "/slowpage") {
+          // The head at once, the page's end 300 ms later.
+          res.writeHead(200, { "Content-Type": "text/html" });
+          res.write("<html><body>");
+          setTimeout(() => res.end("<form id=contact></form></body></html>"), 300);
+          return;
+        }
         if (req.url === "/drip") {
           // Answers its head, then never finishes the body.
           res.writeHead(202, { "Content-Type": "application/json" });
@@ -675,6 +682,20 @@ describe("effect loop", () => {
       assert.equal(timeout.elapsedMs, timeout.error.elapsedMs);
       assert.equal(refused.error.code, "network_error");
       assert.equal(typeof refused.error.elapsedMs, "number");
+    });
+
+    it("a probe without selectors reads its page to the end: its latency is the whole page's", async () => {
+      // (With selectors the page is streamed through HTMLRewriter to its end already; workerd only.)
+      const page = { kind: "fetch", url: `${base}/slowpage`, method: "GET", headers: {}, selectors: [] };
+      const core = fakeCore({
+        *"GET /probe"() {
+          return json(200, yield [page]);
+        },
+      });
+      const [bare] = await (await defineWorker(core).fetch(get("/probe"), {}, ctx())).json();
+      assert.equal(bare.value.status, 200);
+      assert.deepEqual(bare.value.selectorsMatched, []);
+      assert.ok(bare.value.elapsedMs >= 250, `without selectors: ${bare.value.elapsedMs} ms`);
     });
 
     it("a body that never finishes: a timeout, or with bodyOptional the head's answer and an empty body", async () => {

@@ -3,6 +3,7 @@
 #include "shared/effects.h"
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
+#include "shared/text.h"
 #include "shared/url_guard.h"
 
 #include <set>
@@ -113,11 +114,15 @@ json pagerduty_body(const AlertRow& alert, const std::string& routing_key) {
 json slack_body(const AlertRow& alert) {
   if (alert.alert_key.rfind(kResolvedPrefix, 0) == 0) {
     return json_object(
-        {{"text", ":white_check_mark: *siteswarm-events* resolved: " + alert.summary + " (alert " +
-                      alert.alert_key.substr(std::string(kResolvedPrefix).size()) + ")"}});
+        {{"text",
+          ":white_check_mark: *siteswarm-events* resolved: " + slack_escaped(alert.summary) +
+              " (alert " +
+              slack_escaped(alert.alert_key.substr(std::string(kResolvedPrefix).size())) + ")"}});
   }
+  // A summary and key may quote what a tenant sent (an entity id such as `monitor:<!channel>`).
   return json_object({{"text", ":rotating_light: *siteswarm-events* " + alert.kind + ": " +
-                                   alert.summary + " (alert " + alert.alert_key + ")"}});
+                                   slack_escaped(alert.summary) + " (alert " +
+                                   slack_escaped(alert.alert_key) + ")"}});
 }
 
 Task<Result<json>> deliver_alerts(Context& ctx) {

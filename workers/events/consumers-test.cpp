@@ -1145,3 +1145,18 @@ TEST_CASE("a created subscription and a saved workflow answer the times they wer
   json stored_sub = l.admin("GET", "/admin/subscriptions/" + id).body_json();
   CHECK(sub.body_json()["created_at"] == stored_sub["created_at"]);
 }
+
+TEST_CASE(
+    "operator alerts to Slack escape what a tenant sent (an entity id cannot mention @channel)") {
+  ss::events::AlertRow alert;
+  alert.kind = "monitor_flapping";
+  alert.alert_key = "anomaly:monitor_flapping:bakery:monitor:<!channel>:2026-12-06T12";
+  alert.summary = "monitor:<!channel> opened 3 incidents in an hour (a&b)";
+  std::string text = ss::events::slack_body(alert)["text"];
+  CHECK(text.find('<') == std::string::npos);
+  CHECK(text.find("monitor:&lt;!channel&gt; opened 3 incidents in an hour (a&amp;b)") !=
+        std::string::npos);
+  alert.alert_key = "resolved:" + alert.alert_key;
+  std::string resolved = ss::events::slack_body(alert)["text"];
+  CHECK(resolved.find('<') == std::string::npos);
+}

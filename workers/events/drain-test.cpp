@@ -1514,3 +1514,34 @@ TEST_CASE(
   CHECK(l.calls[2]["url"].get<std::string>().find("/hooks/notify") != std::string::npos);
   for (const std::string& k : l.keys()) CHECK(l.keys().count(k) <= 2);
 }
+
+TEST_CASE(
+    "a start's head is its answer (bodyOptional); a 4xx would fail again: no automatic retry, 408 "
+    "and 429 get one") {
+  Ledger l;
+  for (const char* type : {"gone", "slow", "busy"}) l.workflow(type);
+  l.subscribe("a.*", "gone");
+  l.subscribe("b.*", "slow");
+  l.subscribe("c.*", "busy");
+  auto base = l.mesh.fetch_stub;
+  l.mesh.fetch_stub = [&](const json& req) {
+    ss::native::StubReply r = base(req);
+    const std::string url = req["url"];
+    if (url.find("/hooks/gone") != std::string::npos) r.status = 404;
+    if (url.find("/hooks/slow") != std::string::npos) r.status = 408;
+    if (url.find("/hooks/busy") != std::string::npos) r.status = 429;
+    return r;
+  };
+  std::string a = l.emit("a.x");
+  std::string b = l.emit("b.x");
+  std::string c = l.emit("c.x");
+  CHECK(l.drain()["quarantined"] == 3);
+  REQUIRE(l.calls.size() == 3);
+  for (const json& call : l.calls) CHECK(call["body_optional"] == true);
+  const json listed = l.admin("GET", "/admin/quarantine").body_json();
+  std::map<std::string, json> retry_at;
+  for (const json& r : listed["quarantined"]) retry_at[r["event_id"]] = r["retry_at"];
+  CHECK(retry_at.at(a).is_null());
+  CHECK(retry_at.at(b).is_string());
+  CHECK(retry_at.at(c).is_string());
+}

@@ -330,14 +330,20 @@ FROM json_each(?3)
 )sql";
 
 // ?6 = 1: the failure passes (migration 0009): a retry is due 2 minutes after the first attempt,
-// then after twice as long each time, while fewer than ?7 attempts have been made.
+// then after twice as long each time, while fewer than ?7 attempts have been made. A row opened
+// again after it was resolved, or after it was a held start (?8, the held reason), counts from 1.
+// (In DO UPDATE every column names the row as it was: SQLite assigns them all at once.)
 constexpr std::string_view kQuarantine = R"sql(
 INSERT INTO events_quarantine (consumer, seq, event_id, reason, attempts, quarantined_at, retry_at)
 VALUES (?1, ?5, ?2, ?3, 1, ?4,
         CASE WHEN ?6 = 1 AND ?7 > 1 THEN strftime('%Y-%m-%dT%H:%M:%SZ', ?4, '+2 minutes') END)
-ON CONFLICT (consumer, seq) DO UPDATE SET reason = excluded.reason, attempts = attempts + 1,
+ON CONFLICT (consumer, seq) DO UPDATE SET reason = excluded.reason,
+  attempts = CASE WHEN resolved_at IS NOT NULL OR reason = ?8 THEN 1 ELSE attempts + 1 END,
   resolved_at = NULL,
-  retry_at = CASE WHEN ?6 = 1 AND attempts + 1 < ?7
+  retry_at = CASE WHEN resolved_at IS NOT NULL OR reason = ?8
+                  THEN CASE WHEN ?6 = 1 AND ?7 > 1
+                            THEN strftime('%Y-%m-%dT%H:%M:%SZ', ?4, '+2 minutes') END
+                  WHEN ?6 = 1 AND attempts + 1 < ?7
                   THEN strftime('%Y-%m-%dT%H:%M:%SZ', ?4, '+' || (2 << min(attempts, 20)) || ' minutes')
              END
 )sql";
@@ -1597,7 +1603,7 @@ D1Statement Quarantine::put_statement(const std::string& consumer, std::int64_t 
   static constexpr std::size_t kMaxReason = 500;
   return D1Statement{std::string(kQuarantine),
                      json::array({consumer, event_id, reason.substr(0, kMaxReason), now, seq,
-                                  passing ? 1 : 0, kMaxStartAttempts})};
+                                  passing ? 1 : 0, kMaxStartAttempts, kHeldReason})};
 }
 
 Task<Result<std::vector<QuarantineRow>>> Quarantine::due_retries(const std::string& consumer,

@@ -297,6 +297,8 @@ class Dedupe {
 // A quarantined workflow start whose failure may pass is tried again by the */2 cron, 2, 4, 8, 16
 // and 32 minutes apart: six attempts in all (docs/runbook-events.md "Retries of failed starts").
 inline constexpr int kMaxStartAttempts = 6;
+// The quarantine reason of an event whose start kill:high_risk_ops holds (workflow_runner.h).
+inline constexpr const char* kHeldReason = "held: kill:high_risk_ops";
 
 class Quarantine {
  public:

@@ -44,6 +44,7 @@ struct Ledger {
         return reply;
       }
       calls.push_back({{"url", req["url"]},
+                       {"body_optional", req.value("bodyOptional", false)},
                        {"key", req["headers"]["idempotency-key"]},
                        {"headers", req["headers"]},
                        {"body", body},

@@ -168,7 +168,10 @@ Task<StartOutcome> start_workflow(Context& ctx, const std::string& key, const js
   }
   if (!reply) {
     out.error = reply.error().message;
-    out.passing = reply.error().cause == "timeout" || reply.error().cause == "network_error";
+    // A timeout, a network error, or (a service target) the worker throwing or its connection lost;
+    // not a binding that is missing, nor a URL the guard refused (set above), which would fail again.
+    const std::string& cause = reply.error().cause;
+    out.passing = cause == "timeout" || cause == "network_error" || cause == "service_error";
     co_return out;
   }
   out.http_status = reply->status;
@@ -878,8 +881,11 @@ static_assert(static_cast<std::size_t>(kMaxReleasePerCall) * kMaxFanout <= kMaxC
 // held event it cannot afford, and that event and the ones after it stay held for the next pass.
 // Only the pass's first event goes whatever it costs: alone over the whole budget, it is
 // quarantined with the drain's reason (it would stop every pass) and the pass ends there.
+// `first_goes`: the pass's first event goes whatever the invocation spent before it (the release of
+// held starts, which nothing else would ever send); without it (the automatic retries, which can
+// wait for the next tick) an event goes only within what is left of both budgets.
 Task<Result<ReleaseTally>> release_pass(Context& ctx, const std::vector<QuarantineRow>& held,
-                                        InvocationSpend& spent) {
+                                        InvocationSpend& spent, bool first_goes) {
   const std::string consumer = kWorkflowRunner;
   std::vector<std::int64_t> seqs;
   seqs.reserve(held.size());
@@ -934,12 +940,12 @@ Task<Result<ReleaseTally>> release_pass(Context& ctx, const std::vector<Quaranti
     meter.limit = taken < budget ? budget - taken : 0;
     // The pass's first event has the whole budget, whatever the invocation spent before the pass:
     // only an event over the whole budget on its own is refused.
-    if (works.empty()) meter.limit = budget;
+    if (works.empty() && first_goes) meter.limit = budget;
     EventWork w = plan_event(consumer, *found->second, fc, meter);
     spent.work += meter.used;  // spent whether or not the event is taken
     if (meter.over()) {
       tally.work_budget_exhausted = true;
-      if (!works.empty()) {
+      if (!works.empty() || !first_goes) {
         ctx.log("release: work budget spent (" + std::to_string(taken) + " of " +
                 std::to_string(budget) + " units) before held event " + row.event_id +
                 "; the next pass starts there");
@@ -952,7 +958,7 @@ Task<Result<ReleaseTally>> release_pass(Context& ctx, const std::vector<Quaranti
       break;  // its evaluation spent the pass's budget
     }
     const int cost = static_cast<int>(w.todo.size());
-    if (!works.empty() && used + cost > subrequests) {
+    if ((!works.empty() || !first_goes) && used + cost > subrequests) {
       tally.budget_exhausted = true;
       ctx.log("release: subrequest budget spent (" + std::to_string(used) + " of " +
               std::to_string(subrequests) + ") before held event " + row.event_id +
@@ -969,6 +975,8 @@ Task<Result<ReleaseTally>> release_pass(Context& ctx, const std::vector<Quaranti
     SS_CO_TRY(ChunkResult chunk,
               co_await run_chunk(ctx, consumer, works, 0, works.size(), fc, statements));
     for (D1Statement& s : chunk.statements) statements.push_back(std::move(s));
+    // The starts took their time: a retry's backoff counts from when they answered.
+    now = format_rfc3339(ctx.now_ms());
   }
   std::vector<std::int64_t> resolved;
   for (const EventWork& w : works) {
@@ -1006,19 +1014,24 @@ Task<Result<json>> quarantine_pass(Context& ctx, InvocationSpend* spent, PassRow
   std::vector<std::string> stops = runner_stops();
   stops.push_back(kHighRiskSwitch);
   spend.subrequests += kReleaseReadSubrequests;
-  auto [found, stopped] = co_await when_all(
+  // Named: a coroutine's reference parameters must outlive it (g++ ends the temporaries of a
+  // conditional's branches early).
+  const std::string consumer = kWorkflowRunner;
+  const std::string held_reason = kHeldReason;
+  const std::string now = format_rfc3339(ctx.now_ms());
+  Task<Result<std::vector<QuarantineRow>>> rows_of_pass =
       which == PassRows::held
-          ? Quarantine::open_with_reason(kWorkflowRunner, kHeldReason, kMaxReleasePerCall)
-          : Quarantine::due_retries(kWorkflowRunner, format_rfc3339(ctx.now_ms()),
-                                    kMaxReleasePerCall),
-      DrainState::any_switch_on(stops));
+          ? Quarantine::open_with_reason(consumer, held_reason, kMaxReleasePerCall)
+          : Quarantine::due_retries(consumer, now, kMaxReleasePerCall);
+  auto [found, stopped] =
+      co_await when_all(std::move(rows_of_pass), DrainState::any_switch_on(stops));
   if (!found) co_return std::move(found).error();
   if (!stopped) co_return std::move(stopped).error();
   const std::vector<QuarantineRow>& rows = *found;
   ReleaseTally tally;
   if (!*stopped && !rows.empty()) {
     // Otherwise the held events stay parked, and the */2 cron releases them once every switch is off.
-    SS_CO_TRY(tally, co_await release_pass(ctx, rows, spend));
+    SS_CO_TRY(tally, co_await release_pass(ctx, rows, spend, which == PassRows::held));
   }
   json out = json_object(
       {{"released", tally.released},

@@ -39,7 +39,7 @@ inline constexpr std::int64_t kClaimFreshMs = kLockTtlMs / 2;
 // starts go ahead) and released — started once, dedupe guarding — when the switch is turned off.
 inline constexpr std::int64_t kHighRiskLevel = 4;
 inline constexpr const char* kHighRiskSwitch = "kill:high_risk_ops";
-inline constexpr const char* kHeldReason = "held: kill:high_risk_ops";
+// kHeldReason (store.h): the reason of such a row.
 inline constexpr int kMaxReleasePerCall = 100;
 
 // One batch of events read after `cursor` by the run holding the drain lock as `holder`.

@@ -84,17 +84,9 @@ bool is_email(std::string_view s) {
   if (dot == std::string_view::npos || dot == 0 || dot + 2 > domain.size()) return false;
   // A domain is labels joined by dots: none empty, none starting with '-' (so not ".b.com").
   if (domain.find("..") != std::string_view::npos || domain.front() == '-' ||
-      domain.front() == '.' || domain.find(".-") != std::string_view::npos ||
-      domain.find("-.") != std::string_view::npos || domain.back() == '-') {
+      domain.front() == '.' || domain.find(".-") != std::string_view::npos) {
     return false;
   }
-  // The local part as a dot-atom: no leading or trailing dot, no two in a row (".a@", "a..b@").
-  std::string_view local = s.substr(0, at);
-  if (local.front() == '.' || local.back() == '.' || local.find("..") != std::string_view::npos) {
-    return false;
-  }
-  // No control character of any kind (DEL and the C1 range too), as every other field.
-  if (has_control_chars(s, false)) return false;
   for (char c : s) {
     unsigned char u = static_cast<unsigned char>(c);
     if (u <= 0x20 || c == '<' || c == '>' || c == '(' || c == ')' || c == ',' || c == ';' ||
@@ -103,6 +95,19 @@ bool is_email(std::string_view s) {
     }
   }
   return s.substr(0, at).find('@') == std::string_view::npos;
+}
+
+bool is_strict_email(std::string_view s) {
+  if (!is_email(s)) return false;
+  // The local part as a dot-atom: no leading or trailing dot, no two in a row (".a@", "a..b@"); the
+  // domain's labels not ending in '-'; no control character of any kind (DEL and the C1 range too).
+  const std::size_t at = s.rfind('@');
+  std::string_view local = s.substr(0, at);
+  std::string_view domain = s.substr(at + 1);
+  return local.front() != '.' && local.back() != '.' &&
+         local.find("..") == std::string_view::npos &&
+         domain.find("-.") == std::string_view::npos && domain.back() != '-' &&
+         !has_control_chars(s, false);
 }
 
 bool is_reserved_field(std::string_view name) {
@@ -171,6 +176,18 @@ Status check_config_for_write(const LeadsConfig& c) {
   }
   if (!is_redirect_safe(c.redirect_url)) {
     return bad("redirectUrl", "must be printable ASCII (percent-encode other characters)");
+  }
+  // Addresses are held to what a visitor's email is held to on a write; a stored config is read as it
+  // was taken (is_email), so a rule added later never takes a working form down.
+  if (c.email) {
+    for (const std::string& to : c.email->to) {
+      if (!is_strict_email(to))
+        return bad("notify.email.to", "\"" + to + "\" is not an email address");
+    }
+    auto sender = split_sender(c.email->from);
+    if (sender && !is_strict_email(sender->address)) {
+      return bad("notify.email.from", "is not an email address");
+    }
   }
   // A config read back from GET and written again would sign every webhook with the placeholder.
   if (c.webhook && c.webhook->secret == kRedactedSecret) {

@@ -83,6 +83,10 @@ Status check_config_keys(const json& config);
 // another site; a Location header cannot carry a character past U+00FF).
 bool is_redirect_safe(std::string_view url);
 json redact_config(json config);
+// An address as a stored config is read (lenient: what was taken before the stricter rule).
 bool is_email(std::string_view s);
+// An address as a visitor's lead and a config write are checked: is_email, a dot-atom local part,
+// domain labels not ending in '-', no control character (DEL and U+0080–U+009F too).
+bool is_strict_email(std::string_view s);
 
 }  // namespace ss::leads

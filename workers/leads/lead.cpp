@@ -157,7 +157,7 @@ Result<Submission> validate_submission(const SentFields& sent, const LeadsConfig
         out.lead["name"] = value;
       }
     } else if (name == "email") {
-      if (!value.empty() && !is_email(value)) {
+      if (!value.empty() && !is_strict_email(value)) {
         problems["email"] = "is not an email address";
       } else if (!value.empty()) {
         out.lead["email"] = value;

@@ -34,27 +34,6 @@ std::string dedup_key(const std::string& tenant_id, const std::string& monitor_i
 // PagerDuty's Events API v2 takes a summary of at most 1024 characters; a monitored URL may be 2048.
 inline constexpr std::size_t kMaxPagerDutySummary = 1024;
 
-namespace {
-// Text a tenant wrote (a URL, a selector in a reason) inside a Slack message: Slack reads `<…>` as
-// a link or a mention (`<!channel>`), so its three control characters are escaped as Slack asks.
-std::string slack_escaped(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char ch : text) {
-    if (ch == '&') {
-      out += "&amp;";
-    } else if (ch == '<') {
-      out += "&lt;";
-    } else if (ch == '>') {
-      out += "&gt;";
-    } else {
-      out += ch;
-    }
-  }
-  return out;
-}
-}  // namespace
-
 std::vector<AlertRequest> triggers_for(const MonitorSpec& spec, const AlertContext& c,
                                        const std::string& pagerduty_events_url) {
   std::vector<AlertRequest> out;
