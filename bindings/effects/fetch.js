@@ -60,41 +60,32 @@ export default {
 /** Which of `selectors` match an element of the response's HTML (streamed, never buffered). */
 async function matchSelectors(response, selectors, signal) {
   if (!response.body) return [];
-  if (selectors.length === 0) {
-    // No selectors: the page is still read to its end (up to the same cap), so a probe's latency is
-    // the whole page's time whether or not the monitor checks its elements.
-    const reader = response.body.getReader();
-    try {
-      for (let read = 0; read < MAX_PROBE_HTML_BYTES; ) {
-        const { done, value } = await reader.read();
-        if (done) return [];
-        read += value.byteLength;
-      }
-    } catch (err) {
-      if (signal.aborted) throw err; // out of time: a timeout, as with selectors
-    }
-    await reader.cancel().catch(() => {});
-    return [];
-  }
-  if (typeof HTMLRewriter !== "function") {
-    throw new EffectError("unsupported_effect", "fetch(): selectors need HTMLRewriter (workerd)");
-  }
+  // No selectors: the page is still read to its end (up to the same cap), so a probe's latency is
+  // the whole page's time whether or not the monitor checks its elements.
   const matched = new Set();
-  let rewriter = new HTMLRewriter();
-  for (const selector of selectors) {
-    rewriter = rewriter.on(selector, {
-      element() {
-        matched.add(selector);
-      },
-    });
+  let stream = response.body;
+  if (selectors.length > 0) {
+    if (typeof HTMLRewriter !== "function") {
+      throw new EffectError("unsupported_effect", "fetch(): selectors need HTMLRewriter (workerd)");
+    }
+    let rewriter = new HTMLRewriter();
+    for (const selector of selectors) {
+      rewriter = rewriter.on(selector, {
+        element() {
+          matched.add(selector);
+        },
+      });
+    }
+    stream = rewriter.transform(response).body;
   }
-  const reader = rewriter.transform(response).body.getReader();
+  const reader = stream.getReader();
   try {
     for (let read = 0; ; ) {
       const { done, value } = await reader.read();
       if (done) break;
       read += value.byteLength;
-      if (matched.size === selectors.length || read >= MAX_PROBE_HTML_BYTES) {
+      const allSeen = selectors.length > 0 && matched.size === selectors.length;
+      if (allSeen || read >= MAX_PROBE_HTML_BYTES) {
         await reader.cancel().catch(() => {}); // every selector seen (or too much): stop reading
         break;
       }
