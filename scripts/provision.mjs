@@ -20,7 +20,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { readFile, rename, writeFile } from "node:fs/promises";
 import { pathToFileURL } from "node:url";
 
-import { loadManifest, resolveManifest } from "./lib/manifest.mjs";
+import { loadManifest, manifestProblems, resolveManifest } from "./lib/manifest.mjs";
 import { PLATFORM_WORKERS, TENANT_MANIFESTS } from "./lib/workers.mjs";
 
 export { PLATFORM_WORKERS } from "./lib/workers.mjs";
@@ -86,6 +86,8 @@ function cmsPartResolved(manifest, vars) {
  * @returns `{ [worker]: { status, body } }`; throws when any worker refused.
  */
 export async function provisionManifest(manifest, { token, adminToken, operatorToken, send }) {
+  const problems = manifestProblems(manifest, Object.keys(PLATFORM_WORKERS));
+  if (problems.length) throw new Error(`the manifest cannot be provisioned: ${problems.join("; ")}`);
   const appId = manifest.appId;
   const results = {};
   await Promise.all(
@@ -108,7 +110,13 @@ export async function provisionManifest(manifest, { token, adminToken, operatorT
   const failed = Object.entries(results).filter(([, r]) => r.status !== 200 && r.status !== 201);
   if (failed.length) {
     const detail = failed.map(([w, r]) => `${w}: ${r.status} ${JSON.stringify(r.body)}`).join("; ");
-    throw Object.assign(new Error(`provisioning ${appId} failed: ${detail}`), { results });
+    // Each worker checks its own part, so the others may have taken theirs: say which, so the
+    // operator knows the tenant's state (running it again once mended sets every worker alike).
+    const taken = Object.keys(results).filter((w) => !failed.some(([f]) => f === w));
+    const state = taken.length
+      ? ` (taken by ${taken.join(", ")}: mend the manifest and run it again, which sets every worker alike)`
+      : "";
+    throw Object.assign(new Error(`provisioning ${appId} failed: ${detail}${state}`), { results });
   }
   return results;
 }

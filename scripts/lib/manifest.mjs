@@ -10,6 +10,9 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
+import { capabilityVersionProblem } from "../../bindings/sdk/src/client.js";
+import { APP_ID, SERVICES } from "../../bindings/sdk/src/delegate.js";
+
 const PLACEHOLDER = /\$\{([A-Z][A-Z0-9_]*)(?::-([^}]*))?\}/g;
 
 /** The manifest at `file` as a plain object, placeholders left as they are. */
@@ -32,6 +35,44 @@ export async function loadManifest(file) {
     throw new Error(`${path.basename(file)}: the manifest must be the default export`);
   }
   return structuredClone(module.default);
+}
+
+const CAPABILITIES = new Set(Object.values(SERVICES).map((s) => s.capability));
+const isObject = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/**
+ * What makes `manifest` unfit to provision, one line each (none: fit), checked before anything is
+ * sent: an `appId` the workers know a tenant by (a missing one would register a tenant named
+ * "undefined"); capabilities the SDK knows, at versions the services speak (else every call of the
+ * app would be 400 unsupported_capability_version); `config` parts named by the workers they are
+ * for (a misspelt `lead` would leave leads with an empty config). Each worker checks its own part.
+ * @param {string[]} workers the keys `config` may hold
+ */
+export function manifestProblems(manifest, workers) {
+  if (!isObject(manifest)) return ["the manifest must be a JSON object"];
+  const problems = [];
+  if (typeof manifest.appId !== "string" || !APP_ID.test(manifest.appId)) {
+    problems.push(`appId must be a string matching ${APP_ID.source}`);
+  }
+  if (manifest.capabilities !== undefined && !isObject(manifest.capabilities)) {
+    problems.push("capabilities must be an object");
+  }
+  for (const [name, declared] of Object.entries(isObject(manifest.capabilities) ? manifest.capabilities : {})) {
+    if (!CAPABILITIES.has(name)) {
+      problems.push(`capabilities.${name}: not a capability (${[...CAPABILITIES].join(", ")})`);
+    } else if (!isObject(declared) || typeof declared.version !== "string") {
+      problems.push(`capabilities.${name}: must be {"version": "MAJOR.MINOR.PATCH"}`);
+    } else {
+      const problem = capabilityVersionProblem(declared.version);
+      if (problem) problems.push(`capabilities.${name}: ${problem}`);
+    }
+  }
+  if (manifest.config !== undefined && !isObject(manifest.config)) problems.push("config must be an object");
+  for (const [key, part] of Object.entries(isObject(manifest.config) ? manifest.config : {})) {
+    if (!workers.includes(key)) problems.push(`config.${key}: not a platform worker (${workers.join(", ")})`);
+    else if (!isObject(part)) problems.push(`config.${key} must be an object`);
+  }
+  return problems;
 }
 
 /** The names a manifest's placeholders use, with their defaults (`undefined`: required). */

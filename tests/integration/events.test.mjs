@@ -1114,7 +1114,7 @@ describe("no leaks", () => {
         source_system: "caf\u00e9",
         occurred_at: "2026-05-25T14:23:11.123Z",
         idempotency_key: "k-1",
-        sequence_no: 7,
+        sequence_no: 2 ** 53 - 1, // the largest a sequence number may be: read back exactly
       },
     );
     await emit("price.changed", { amount: 3 }, "item:1");

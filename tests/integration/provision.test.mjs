@@ -253,6 +253,71 @@ test("a worker failing for another reason is reported as itself, not as a secret
   }
 });
 
+test("a manifest unfit to provision is refused before anything is sent, naming what is wrong", async () => {
+  const good = await loadManifest(TENANT_MANIFESTS[0]);
+  const dir = await mkdtemp(path.join(tmpdir(), "ss-unfit-"));
+  const platform = await fakePlatform();
+  const { appId: _, ...withoutAppId } = good;
+  const unfit = [
+    // Without an appId the path was /admin/tenants/undefined: a live tenant named "undefined".
+    [withoutAppId, /appId must be a string matching/],
+    [{ ...good, appId: "Bakery_1" }, /appId must be/],
+    // Every call of the app would be 400 unsupported_capability_version.
+    [
+      { ...good, capabilities: { ...good.capabilities, "lead-capture": { version: "2.0.0" } } },
+      /lead-capture: .*speaks 1\.x/,
+    ],
+    [{ ...good, capabilities: { cms: { version: "1.0" } } }, /capabilities\.cms: .*not a semantic version/],
+    [{ ...good, capabilities: { leads: { version: "1.0.0" } } }, /capabilities\.leads: not a capability/],
+    // A misspelt part would have left leads with an empty config.
+    [{ ...good, config: { ...good.config, lead: good.config.leads } }, /config\.lead: not a platform worker/],
+    [{ ...good, config: { ...good.config, cms: "UTC" } }, /config\.cms must be an object/],
+  ];
+  try {
+    for (const [i, [manifest, problem]] of unfit.entries()) {
+      const file = path.join(dir, `m${i}.json`);
+      await writeFile(file, JSON.stringify(manifest));
+      await assert.rejects(
+        run("node", ["scripts/provision.mjs", file], { cwd: ROOT, env: { ...process.env, ...platform.env } }),
+        (err) => {
+          assert.equal(err.code, 1);
+          assert.match(err.stderr, /the manifest cannot be provisioned/);
+          assert.match(err.stderr, problem);
+          return true;
+        },
+      );
+    }
+    for (const w of Object.values(platform.workers)) assert.equal(w.tenants.size, 0, "nothing was sent");
+  } finally {
+    platform.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test("a refusal by one worker says which workers took their part", async () => {
+  const manifest = TENANT_MANIFESTS[0];
+  const appId = (await loadManifest(manifest)).appId;
+  const stored = { token: "the-live-sites-token-0123456789", adminToken: "the-live-admin-token-0123456789" };
+  const { PLATFORM_WORKERS } = await import("../../scripts/lib/workers.mjs");
+  const everywhere = Object.fromEntries(Object.keys(PLATFORM_WORKERS).map((k) => [k, { [appId]: stored }]));
+  const platform = await fakePlatform(everywhere, { down: ["cms"] });
+  try {
+    await assert.rejects(
+      run("node", ["scripts/provision.mjs", manifest], { cwd: ROOT, env: { ...process.env, ...platform.env } }),
+      (err) => {
+        assert.match(err.stderr, /cms: 503/);
+        const taken = /taken by ([a-z, ]+):/.exec(err.stderr);
+        assert.ok(taken, err.stderr);
+        const others = Object.keys(PLATFORM_WORKERS).filter((k) => k !== "cms");
+        assert.deepEqual(taken[1].split(", ").sort(), others.sort());
+        return true;
+      },
+    );
+  } finally {
+    platform.close();
+  }
+});
+
 test("--cms-seeds --out writes the module whole, and only once it is complete", async () => {
   const dir = await mkdtemp(path.join(tmpdir(), "ss-seeds-out-"));
   try {

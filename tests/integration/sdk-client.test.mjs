@@ -131,6 +131,12 @@ describe("createPlatformClient with fake bindings", () => {
     assert.deepEqual(JSON.parse(request.body), { u: "https://b.example/c", r: "https://search.example/" });
     assert.equal(request.headers["user-agent"], "Mozilla/5.0 (X11) Firefox/133.0");
     assert.equal(url.headers["user-agent"], "SiteSwarm-SDK/1.0 (server-reported pageview)");
+    // A URL as a browser's tracker sends it, so both count under one path: encoded, dots resolved.
+    await client.analytics.pageview("https://B.example/caf\u00e9/../men\u00fc?x=1");
+    await client.analytics.pageview({ url: "https://b.example/caf%C3%A9/../men%C3%BC?x=1" });
+    const [raw, encoded] = ANALYTICS_SERVICE.seen.slice(5);
+    assert.equal(JSON.parse(raw.body).u, "https://b.example/men%C3%BC?x=1");
+    assert.equal(JSON.parse(encoded.body).u, "https://b.example/men%C3%BC?x=1");
 
     const status = await client.cms.status(new Date("2026-05-26T14:00:00.123Z"));
     assert.equal(status.open, true);

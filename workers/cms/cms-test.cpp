@@ -499,6 +499,10 @@ TEST_CASE("cms: bad input names the field and writes nothing") {
       {"POST", "/admin/v1/announcements", json{{"text", "hi"}, {"level", "loud"}}, "level"},
       {"POST", "/admin/v1/announcements", json{{"text", std::string("nul\0here", 8)}}, "text"},
       {"POST", "/admin/v1/announcements", json{{"text", "bell\x07"}}, "text"},
+      // Only spaces would show visitors an empty banner.
+      {"POST", "/admin/v1/announcements", json{{"text", " \n\t "}}, "text"},
+      // closedNow false is a date range: one without its dates is refused by them.
+      {"POST", "/admin/v1/overrides", json{{"closedNow", "yes"}}, "closedNow"},
       {"POST", "/admin/v1/overrides",
        json{{"from", "2026-12-24"}, {"closed", true}, {"message", "del\x7f"}}, "message"},
       {"POST", "/admin/v1/announcements",
@@ -580,6 +584,9 @@ TEST_CASE("cms: text keeps newlines and tabs; a control character is 400 on PATC
       t.studio("PATCH", "/admin/v1/announcements/" + id, json{{"text", "esc\x1b[31m"}});
   CHECK(patched.status == 400);
   CHECK(patched.body_json()["error"]["field"] == "text");
+  HttpReply blank = t.studio("PATCH", "/admin/v1/announcements/" + id, json{{"text", "  "}});
+  CHECK(blank.status == 400);
+  CHECK(blank.body_json()["error"]["field"] == "text");
   CHECK(t.get("/v1/content").body_json()["announcements"].size() >= 1);
   // A misspelt field is refused by name, and a PATCH with nothing to change writes no version.
   const std::int64_t before = t.version();
@@ -673,6 +680,7 @@ TEST_CASE("cms: a tenant's fallback snapshot is checked at provisioning, naming 
       {json{{"overrides", {{{"from", "2026-02-30"}, {"closed", true}}}}},
        "config.fallback.overrides[0].from"},
       {json{{"announcements", {{{"text", ""}}}}}, "config.fallback.announcements[0].text"},
+      {json{{"announcements", {{{"text", "   "}}}}}, "config.fallback.announcements[0].text"},
       {json{{"announcements", {{{"text", "hi"}, {"level", "loud"}}}}},
        "config.fallback.announcements[0].level"},
       {json("x"), "config.fallback"},

@@ -81,7 +81,9 @@ Result<Override> read_override(const json& body, std::optional<std::int64_t> now
   o.message = *message;
   const json* closed_now = find_field(body, "closedNow");
   if (closed_now != nullptr && !closed_now->is_null() && *closed_now != false) {
-    if (*closed_now != true) return field_error("closedNow", "must be true or absent");
+    if (*closed_now != true) {
+      return field_error("closedNow", "must be true, or false or absent for a date range");
+    }
     o.closed_now = true;
     auto until = optional_instant(body, "until");
     if (!until) return std::move(until).error();
@@ -283,6 +285,15 @@ Status plain_text(const std::string& value, const char* field) {
   return field_error(field, "must not contain control characters (newlines and tabs are fine)");
 }
 
+// An announcement's text as written (a POST, a PATCH, a snapshot): plain, and something to read —
+// "   " would show visitors an empty banner. Stored text is read as it is.
+Status announcement_text(const std::string& text) {
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return field_error("text", "is required: a non-empty string (not only spaces)");
+  }
+  return plain_text(text, "text");
+}
+
 // A Studio override is one kind or the other (docs/cms.md "Model"): a key of the other kind is
 // refused, never read past. {"closedNow":true,"from":"2026-12-24","to":"2026-12-25"} was an
 // emergency closure from now with no end, and a date range's "until" was dropped. An emergency
@@ -332,7 +343,7 @@ Result<Announcement> parse_announcement(const json& body) {
   // an ordinary announcement.
   Result<Announcement> a = read_announcement(body);
   if (a) {
-    if (Status text = plain_text(a->text, "text"); !text) return std::move(text).error();
+    if (Status text = announcement_text(a->text); !text) return std::move(text).error();
   }
   return a;
 }
@@ -383,7 +394,7 @@ Status validate_seed(const json& snapshot) {
         }
       } else if (auto a = read_announcement(item); !a) {
         problem = std::move(a).error();
-      } else if (Status text = plain_text(a->text, "text"); !text) {
+      } else if (Status text = announcement_text(a->text); !text) {
         problem = std::move(text).error();
       }
       if (problem) return in_config(std::move(*problem), name + "[" + std::to_string(i) + "].");
@@ -400,7 +411,7 @@ Result<Announcement> patch_announcement(Announcement current, const json& body) 
   }
   auto next = read_announcement(merged);
   if (!next) return next;
-  if (Status text = plain_text(next->text, "text"); !text) return std::move(text).error();
+  if (Status text = announcement_text(next->text); !text) return std::move(text).error();
   next->id = current.id;
   next->created_at = current.created_at;
   next->updated_at = current.updated_at;

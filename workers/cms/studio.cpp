@@ -340,8 +340,10 @@ Task<Result<Response>> post_override(Context& ctx, const Request& req, const Par
       change.statements.push_back(CmsStore::delete_override_statement(content.tenant_id, id));
     }
     if (content.overrides.size() >= kMaxOverrides) {
-      co_return field_error("overrides", "a tenant has at most " + std::to_string(kMaxOverrides) +
-                                             " overrides in effect or to come; delete some first");
+      co_return field_error("overrides", "a tenant keeps at most " + std::to_string(kMaxOverrides) +
+                                             " overrides (a closure whose until has passed, or a "
+                                             "date range whose last day is two UTC days back, "
+                                             "makes room by itself); delete some first");
     }
     Override o = parsed;
     SS_CO_TRY(o.id, co_await ctx.new_ulid());

@@ -270,13 +270,25 @@ Task<Result<Response>> patch_subscription(Context& ctx, const Request& req, cons
   if (!found) co_return no_such("subscription", id);
   SS_CO_TRY(json body, operator_body(req));
   SubscriptionRow row = *found;
+  // A view read back passes with its own fields as they are (`id` in either case, as in the
+  // path); another value there is a change nothing may make.
+  const json view = found->view();
+  bool names_a_field = false;
   for (auto it = body.begin(); it != body.end(); ++it) {
-    if (std::find(std::begin(kSubscriptionFields), std::end(kSubscriptionFields), it.key()) ==
+    if (std::find(std::begin(kSubscriptionFields), std::end(kSubscriptionFields), it.key()) !=
         std::end(kSubscriptionFields)) {
-      co_return invalid_field(it.key(), "cannot be changed");
+      names_a_field = true;
+      continue;
     }
+    const bool unchanged =
+        it.key() == "id"
+            ? it->is_string() && canonical_ulid(it->get<std::string>()) == id
+            : std::find(std::begin(kSubscriptionViewFields), std::end(kSubscriptionViewFields),
+                        it.key()) != std::end(kSubscriptionViewFields) &&
+                  *it == view[it.key()];
+    if (!unchanged) co_return invalid_field(it.key(), "cannot be changed");
   }
-  if (body.empty()) co_return invalid_field("body", "name at least one field to change");
+  if (!names_a_field) co_return invalid_field("body", "name at least one field to change");
   SS_CO_CHECK(read_subscription_fields(body, /*patch=*/true, row));
   SS_CO_TRY(bool updated, co_await ConfigStore::update_subscription(row));
   if (!updated) co_return no_such("subscription", id);

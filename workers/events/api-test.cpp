@@ -374,6 +374,12 @@ TEST_CASE("invalid events and queries get the contract's clear errors, nothing w
               {"payload", data},
               {"sequence_no", "x"}},
          400, "invalid_event", "sequence_no");
+  // Past 2^53 - 1 a sequence number would come back changed through JavaScript's doubles.
+  expect(json{{"event_type", "price.changed"},
+              {"entity_ref", "item:1"},
+              {"payload", data},
+              {"sequence_no", std::int64_t{9007199254740992}}},
+         400, "invalid_event", "sequence_no");
   expect(json{{"event_type", "price.changed"},
               {"entity_ref", "item:1"},
               {"payload", {{"blob", std::string(65 * 1024, 'x')}}}},

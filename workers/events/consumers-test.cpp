@@ -3,6 +3,7 @@
 // feed — on the native mesh, in virtual time.
 #include "shared/json_util.h"
 #include "shared/rfc3339.h"
+#include "shared/text.h"
 #include "workers/events/alerts.h"
 #include "workers/events/anomaly_detector.h"
 #include "workers/events/customer_health_watcher.h"
@@ -676,6 +677,20 @@ TEST_CASE("PATCH a subscription narrows it in place: validated, 404 for unknown 
   expect({{"enabled", "no"}}, "enabled");
   expect({{"subscription_id", "x"}}, "subscription_id");
   expect(json::object(), "body");
+  // A view's own fields pass as they are (the view read back, with a change), never changed.
+  json view = l.admin("GET", "/admin/subscriptions/" + id).body_json();
+  expect({{"id", "01HZZZZZZZZZZZZZZZZZZZZZZZ"}, {"enabled", false}}, "id");
+  expect({{"created_at", "2020-01-01T00:00:00Z"}, {"enabled", false}}, "created_at");
+  expect({{"id", id}, {"created_at", view["created_at"]}}, "body");  // nothing to change named
+  json sent_back = view;
+  sent_back["enabled"] = false;
+  sent_back["id"] = ss::ascii_lower(id);  // a ULID reads in either case, as in the path
+  auto from_view = l.admin("PATCH", "/admin/subscriptions/" + id, sent_back);
+  REQUIRE(from_view.status == 200);
+  CHECK(from_view.body_json()["enabled"] == false);
+  CHECK(from_view.body_json()["id"] == id);
+  CHECK(from_view.body_json()["created_at"] == view["created_at"]);
+  REQUIRE(l.admin("PATCH", "/admin/subscriptions/" + id, {{"enabled", true}}).status == 200);
   CHECK(l.admin("PATCH", "/admin/subscriptions/01HZZZZZZZZZZZZZZZZZZZZZZZ", {{"enabled", false}})
             .status == 404);
   // An unknown id is 404 whatever the body: the path's record is looked at first.

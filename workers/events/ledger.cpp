@@ -140,8 +140,12 @@ Result<NewEvent> parse_new_event(const json& body) {
     e.occurred_at = format_rfc3339_ms(*ms);
   }
   if (const json* seq = find_field(body, "sequence_no"); seq && !seq->is_null()) {
+    // At most 2^53 - 1: the value crosses JavaScript (D1's bindings, every reader's JSON.parse) as
+    // a double, which would keep a larger one inexactly (9007199254740993 read back as ...992).
+    static constexpr std::int64_t kMaxSafeInteger = 9007199254740991;
     auto n = get_int(body, "sequence_no");
-    if (!n || *n < 0) return invalid("sequence_no", "must be a non-negative integer");
+    if (!n || *n < 0 || *n > kMaxSafeInteger)
+      return invalid("sequence_no", "must be an integer from 0 to 9007199254740991");
     e.sequence_no = *n;
   }
   return e;

@@ -157,14 +157,8 @@ export function createPlatformClient(options = {}) {
     if (bindingOf(area) || !mockFallback) return real();
     // The fakes answer what the services would: a capability version they do not speak is refused
     // first, as every service does (shared/tenant.cpp check_capability).
-    const version = versionOf(area);
-    const semver = SEMVER.exec(version);
-    if (!semver || Number(semver[1]) !== SUPPORTED_CAPABILITY_MAJOR) {
-      const message = semver
-        ? `capability version ${version.slice(0, 32)} is not supported; this service speaks ${SUPPORTED_CAPABILITY_MAJOR}.x`
-        : `capability version ${version.slice(0, 32)} is not a semantic version (MAJOR.MINOR.PATCH)`;
-      throw new SiteSwarmError("unsupported_capability_version", message, { status: 400 });
-    }
+    const message = capabilityVersionProblem(versionOf(area));
+    if (message) throw new SiteSwarmError("unsupported_capability_version", message, { status: 400 });
     return fake(mock());
   };
 
@@ -267,7 +261,7 @@ export function createPlatformClient(options = {}) {
  * @param {import("../index.d.ts").PageviewInput} [view]
  */
 function pageviewOf(view) {
-  if (typeof view === "string") return { url: view, referrer: "" };
+  if (typeof view === "string") return { url: asBrowsersSendIt(view), referrer: "" };
   // A Request, also one of another realm or a framework's wrapper: its URL and headers are all read.
   const r = /** @type {any} */ (view);
   if (typeof r?.url === "string" && typeof r?.headers?.get === "function") {
@@ -275,11 +269,28 @@ function pageviewOf(view) {
   }
   const v = isObject(view) ? view : {};
   return {
-    url: v.url ?? v.u,
+    url: asBrowsersSendIt(v.url ?? v.u),
     referrer: v.referrer ?? v.r ?? "",
     width: v.width ?? v.w,
     request: v.request,
   };
+}
+
+// A page's URL as the tracker sends it from a browser (`location.href`, parsed by the URL
+// standard): `/café` percent-encoded, `/a/../b` resolved, the host lower-case, so a pageview the
+// app reports counts under the same path as the tracker's. Only the path and query are rewritten:
+// a URL whose scheme and host the parser would read otherwise (`https:///menu` as host `menu`,
+// userinfo, a port) or cannot read at all goes as given, for the service to answer (400 naming `u`).
+function asBrowsersSendIt(url) {
+  if (typeof url !== "string") return url;
+  try {
+    const parsed = new URL(url);
+    const origin = `${parsed.protocol}//${parsed.host}`;
+    const same = parsed.host !== "" && url.slice(0, origin.length).toLowerCase() === origin;
+    return same && "/?#".includes(url[origin.length] ?? "/") ? parsed.href : url;
+  } catch {
+    return url;
+  }
 }
 
 // The analytics worker reads the visitor from these headers (docs/analytics.md): a pageview
@@ -348,6 +359,21 @@ const SUPPORTED_CAPABILITY_MAJOR = 1;
 // accepts): MAJOR.MINOR.PATCH without leading zeros, optional pre-release and build identifiers.
 const SEMVER =
   /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$/;
+
+/**
+ * Why the services refuse a capability version (400 unsupported_capability_version, as
+ * shared/tenant.cpp check_capability words it), or null when they speak it. Also what
+ * scripts/provision checks a manifest's versions with before anything is sent.
+ * @param {string} version
+ */
+export function capabilityVersionProblem(version) {
+  const semver = SEMVER.exec(version);
+  if (!semver) return `capability version ${version.slice(0, 32)} is not a semantic version (MAJOR.MINOR.PATCH)`;
+  if (Number(semver[1]) !== SUPPORTED_CAPABILITY_MAJOR) {
+    return `capability version ${version.slice(0, 32)} is not supported; this service speaks ${SUPPORTED_CAPABILITY_MAJOR}.x`;
+  }
+  return null;
+}
 
 /**
  * A 2xx answer → its status and JSON body (null when empty); anything else → a SiteSwarmError (with

@@ -348,8 +348,8 @@ export function validateEvent(body, now = Date.now()) {
     return invalid("occurred_at", "must be an RFC 3339 time such as 2026-05-25T14:23:11Z");
   }
   if (e.sequence_no !== undefined && e.sequence_no !== null) {
-    if (!Number.isInteger(e.sequence_no) || e.sequence_no < 0) {
-      return invalid("sequence_no", "must be a non-negative integer");
+    if (!Number.isSafeInteger(e.sequence_no) || e.sequence_no < 0) {
+      return invalid("sequence_no", "must be an integer from 0 to 9007199254740991");
     }
   }
   // api.cpp check_producer_event_id, once the event is read.
