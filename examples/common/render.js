@@ -62,12 +62,21 @@ export function renderHome(rewriter, { content, status }, now = new Date()) {
     });
 }
 
+// A time on the page names whose clock it is ("New York time"): it is rendered on the server in
+// the shop's zone, and a visitor elsewhere is not known here.
+function clockName(zone) {
+  return zone === "UTC" ? "UTC" : `${zone.split("/").pop()?.replaceAll("_", " ")} time`;
+}
+
 function statusLine(status, zone, now) {
   if (!status) return "Opening hours are not available right now.";
-  const message = status.reason === "override" && status.override?.message ? ` (${status.override.message})` : "";
+  // An emergency closure's message is the banner's (emergencyClosure): not said twice.
+  const override = status.reason === "override" ? status.override : null;
+  const message = override?.message && override.closedNow !== true ? ` (${override.message})` : "";
   const next = status.nextChange ? new Date(status.nextChange) : null;
-  if (status.open) return `Open now${next ? ` — closes at ${when(next, zone, now)}` : ""}${message}`;
-  return `Closed${next ? ` — opens at ${when(next, zone, now)}` : ""}${message}`;
+  const at = next && !Number.isNaN(next.getTime()) ? ` ${when(next, zone, now)} ${clockName(zone)}` : "";
+  if (status.open) return `Open now${at ? ` — closes at${at}` : ""}${message}`;
+  return `Closed${at ? ` — opens at${at}` : ""}${message}`;
 }
 
 // An emergency closure in force (cms override `closedNow`) as the banner's first line.
@@ -76,13 +85,18 @@ function emergencyClosure(status, zone, now) {
   if (!override?.closedNow) return "";
   const until = override.until ? new Date(override.until) : null;
   const reopens =
-    until && !Number.isNaN(until.getTime()) ? ` until ${when(until, zone, now)}` : " until further notice";
+    until && !Number.isNaN(until.getTime())
+      ? ` until ${when(until, zone, now)} ${clockName(zone)}`
+      : " until further notice";
   return `Closed${reopens}${override.message ? `: ${override.message}` : ""}`;
 }
 
-// Today's hours in the shop's zone: a date override covering today (closed, or its special hours)
-// replaces the weekly ones, as cms decides open/closed (the most recently created one, else the
-// last listed, wins), so the line never says "Today: 07:00–15:00" on a day the shop is closed.
+// Today's hours in the shop's zone, as cms decides open/closed (bindings/sdk/src/hours.js, the same
+// rule): a date override covering today (closed, or its special hours; the most recently created
+// one, else the last listed, wins) replaces the weekly ones, and last night's hours that run past
+// midnight open the day ("00:00–02:00") unless today is closed by an override. So the line never
+// says "Today: 07:00–15:00" on a day the shop is closed, nor "Today: closed" while it is open from
+// last night.
 function todayLine(content, zone, now) {
   const parts = Object.fromEntries(
     new Intl.DateTimeFormat("en-US", {
@@ -95,24 +109,43 @@ function todayLine(content, zone, now) {
       .formatToParts(now)
       .map((p) => [p.type, p.value]),
   );
-  const day = String(parts.weekday).slice(0, 3).toLowerCase();
+  const weekday = DAYS.indexOf(String(parts.weekday).slice(0, 3).toLowerCase());
+  const today = DAYS[weekday === -1 ? 0 : weekday];
+  const yesterday = DAYS[(DAYS.indexOf(today) + 6) % 7];
   const date = `${parts.year}-${parts.month}-${parts.day}`;
-  let override = null;
-  for (const o of Array.isArray(content?.overrides) ? content.overrides : []) {
-    if (o?.closedNow === true || typeof o?.from !== "string" || typeof o?.to !== "string") continue;
-    if (o.from.slice(0, 10) > date || o.to.slice(0, 10) < date) continue;
-    if (!override || String(o.createdAt ?? "") >= String(override.createdAt ?? "")) override = o;
-  }
-  const ranges = override?.closed
-    ? []
-    : Array.isArray(override?.hours)
-      ? override.hours
-      : (content?.hours?.weekly?.[DAYS.includes(day) ? day : "sun"] ?? []);
+  const dayBefore = new Date(Date.UTC(Number(parts.year), Number(parts.month) - 1, Number(parts.day) - 1))
+    .toISOString()
+    .slice(0, 10);
+  const overrides = Array.isArray(content?.overrides) ? content.overrides : [];
+  const rangesOf = (day, on) => {
+    const override = dateOverride(overrides, on);
+    if (override?.closed) return null; // closed the whole day
+    if (Array.isArray(override?.hours)) return override.hours;
+    const weekly = content?.hours?.weekly?.[day];
+    return Array.isArray(weekly) ? weekly : [];
+  };
+  const todays = rangesOf(today, date);
+  if (todays === null) return "Today: closed";
+  const pastMidnight = (r) => typeof r?.open === "string" && typeof r?.close === "string" && r.close < r.open;
+  const lastNight = (rangesOf(yesterday, dayBefore) ?? [])
+    .filter((r) => pastMidnight(r) && r.close !== "00:00")
+    .map((r) => ({ open: "00:00", close: r.close }));
+  const ranges = [...lastNight, ...todays];
   if (!ranges.length) return "Today: closed";
-  // Every time on the page is the shop's wall clock, rendered on the server: a visitor elsewhere is
-  // told whose clock it is ("New York time"), as their own zone is not known here.
-  const city = zone === "UTC" ? "UTC" : `${zone.split("/").pop()?.replaceAll("_", " ")} time`;
-  return `Today: ${ranges.map((r) => `${r.open}–${r.close}`).join(", ")} (${city})`;
+  return `Today: ${ranges.map((r) => `${r.open}–${r.close}`).join(", ")} (${clockName(zone)})`;
+}
+
+// The date override deciding a local day, as cms picks it: the most recently created of those
+// covering it, else the last listed.
+function dateOverride(overrides, date) {
+  let found = null;
+  for (const o of overrides) {
+    if (o?.closedNow === true || typeof o?.from !== "string") continue;
+    const to = typeof o.to === "string" ? o.to : o.from;
+    if (o.from.slice(0, 10) > date || to.slice(0, 10) < date) continue;
+    if (!found || String(o.createdAt ?? "") >= String(found.createdAt ?? "")) found = o;
+  }
+  return found;
 }
 
 // "15:00" today, "Tue 07:00" another day of the coming week, "Tue 5 Jan 07:00" later (a weekday

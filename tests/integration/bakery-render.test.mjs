@@ -49,7 +49,7 @@ describe("bakery home page", () => {
     // Tuesday 08:00 in New York.
     const html = await render({ cmsDown: true, manifest, now: "2026-06-02T12:00:00Z" });
     assert.match(html, /<div id="live" data-source="fallback">/);
-    assert.match(html, /<p id="status">Open now — closes at 15:00<\/p>/);
+    assert.match(html, /<p id="status">Open now — closes at 15:00 New York time<\/p>/);
     // The shop's clock, named: a visitor in another zone reads whose time it is.
     assert.match(html, /<p id="hours">Today: 07:00–15:00 \(New York time\)<\/p>/);
     assert.match(html, /data-level="info">Fresh sourdough every morning from 7\.<\/p>/);
@@ -66,7 +66,7 @@ describe("bakery home page", () => {
     };
     const status = { open: false, reason: "closed", override: null, nextChange: "2026-06-02T11:00:00Z", source: "kv" };
     const html = await render({ live: { content, status }, now: "2026-06-01T12:00:00Z" }); // Monday
-    assert.match(html, /<p id="status">Closed — opens at Tue 07:00<\/p>/);
+    assert.match(html, /<p id="status">Closed — opens at Tue 07:00 New York time<\/p>/);
     assert.match(html, /<p id="hours">Today: closed<\/p>/);
     assert.match(html, /data-level="warning">&#60;b&#62;Closed Monday&#60;\/b&#62;<\/p>/);
     assert.equal(count(html, /<p id="announcement"/g), 0, "the slot was replaced");
@@ -97,7 +97,44 @@ describe("bakery home page", () => {
       },
       now: "2026-12-24T15:00:00Z",
     });
-    assert.match(away, /<p id="status">Closed — opens at Tue 5 Jan 07:00 \(Christmas\)<\/p>/);
+    assert.match(away, /<p id="status">Closed — opens at Tue 5 Jan 07:00 New York time \(Christmas\)<\/p>/);
+  });
+
+  it("last night's hours past midnight open the day; an emergency closure is said once", async () => {
+    // Tuesday 01:00 in New York (05:00Z): Monday's 20:00–02:00 is still open; Tuesday has no hours.
+    const hours = { timezone: "America/New_York", weekly: { mon: [{ open: "20:00", close: "02:00" }] } };
+    const content = { tenantId: "bakery", version: 6, hours, overrides: [], announcements: [], source: "kv" };
+    const status = { open: true, reason: "regular_hours", override: null, nextChange: "2026-06-02T06:00:00Z" };
+    const late = await render({ live: { content, status }, now: "2026-06-02T05:00:00Z" });
+    assert.match(late, /<p id="status">Open now — closes at 02:00 New York time<\/p>/);
+    assert.match(late, /<p id="hours">Today: 00:00–02:00 \(New York time\)<\/p>/);
+    // Last night's special hours of a date override carry over too, beside today's own.
+    const lateShift = { id: "o3", from: "2026-06-01", to: "2026-06-01", hours: [{ open: "20:00", close: "11:00" }] };
+    const withOwn = { ...hours, weekly: { ...hours.weekly, tue: [{ open: "14:00", close: "18:00" }] } };
+    const carried = await render({
+      live: { content: { ...content, hours: withOwn, overrides: [lateShift] }, status },
+      now: "2026-06-02T13:00:00Z",
+    });
+    assert.match(carried, /<p id="hours">Today: 00:00–11:00, 14:00–18:00 \(New York time\)<\/p>/);
+    // A day an override closes is closed from midnight, last night's hours or not.
+    const closedDay = { id: "o4", from: "2026-06-02", to: "2026-06-02", closed: true };
+    const shut = await render({
+      live: { content: { ...content, overrides: [closedDay] }, status: { ...status, open: false } },
+      now: "2026-06-02T05:00:00Z",
+    });
+    assert.match(shut, /<p id="hours">Today: closed<\/p>/);
+    // An emergency closure: its message in the banner with the clock named, not again in the status.
+    const flood = { id: "o5", closedNow: true, until: "2026-06-02T13:30:00Z", message: "Flooded kitchen" };
+    const emergency = await render({
+      live: {
+        content: { ...content, overrides: [flood] },
+        status: { open: false, reason: "override", override: flood, nextChange: "2026-06-02T13:30:00Z" },
+      },
+      now: "2026-06-02T12:00:00Z",
+    });
+    assert.match(emergency, /data-level="emergency">Closed until 09:30 New York time: Flooded kitchen<\/p>/);
+    assert.match(emergency, /<p id="status">Closed — opens at 09:30 New York time<\/p>/);
+    assert.equal(count(emergency, /Flooded kitchen/g), 1);
   });
 
   it("puts this deployment's Turnstile widget in: its script and its sitekey", async () => {
