@@ -1255,7 +1255,7 @@ describe("tenant admin API", () => {
     assert.match(res.headers.get("content-disposition"), /attachment/);
     const csv = await res.text();
     assert.ok(
-      csv.startsWith("id,created_at,turnstile_verified,name,email,phone,message,preferred_date\r\n"),
+      csv.startsWith("id,created_at,turnstile_verified,name,email,phone,message,preferred_date,other_fields\r\n"),
       csv.slice(0, 100),
     );
     for (const id of ids) assert.equal(csv.split(id).length - 1, 1, `${id} once in the CSV`);
@@ -1690,7 +1690,7 @@ describe('CSV export streams (docs/leads.md "CSV export")', () => {
       csv += decoder.decode(chunk, { stream: true });
     }
     const lines = csv.split("\r\n").filter(Boolean);
-    assert.equal(lines[0], "id,created_at,turnstile_verified,name,email,phone,message");
+    assert.equal(lines[0], "id,created_at,turnstile_verified,name,email,phone,message,other_fields");
     const ids = lines.slice(1).map((l) => l.split(",")[0]);
     assert.equal(ids.length, LEADS);
     assert.equal(new Set(ids).size, LEADS, "each lead once");

@@ -73,13 +73,18 @@ Result<int> page_size(const Request& req) {
   return static_cast<int>(*n);
 }
 
+// `cursor` (a page's nextCursor: the last id on it, a ULID read in either case), '' when absent.
+Result<std::string> page_cursor(const Request& req) {
+  std::string cursor = canonical_ulid(req.query_param("cursor"));
+  if (!cursor.empty() && !is_ulid(cursor))
+    return invalid_field("cursor", "not a cursor from this API");
+  return cursor;
+}
+
 Task<Result<Response>> list_leads(Context& ctx, const Request& req, const Params&) {
   SS_CO_TRY(Tenant tenant, co_await authenticate_tenant_admin(ctx, req));
   SS_CO_TRY(int limit, page_size(req));
-  std::string cursor = canonical_ulid(req.query_param("cursor"));
-  if (!cursor.empty() && !is_ulid(cursor)) {
-    co_return invalid_field("cursor", "not a cursor from this API");
-  }
+  SS_CO_TRY(std::string cursor, page_cursor(req));
   // One row more than the page: the cursor is null on the last page, also when it is full.
   SS_CO_TRY(std::vector<LeadRow> rows, co_await LeadStore(kDb).list(tenant.id, cursor, limit + 1));
   const bool more = static_cast<int>(rows.size()) > limit;
@@ -140,10 +145,22 @@ std::string csv_cell(const std::string& value) {
   return out + "\"";
 }
 
+// A lead's row: the columns, then `other_fields` — the stored fields no column names, as one JSON
+// object (empty when there are none): a field the tenant's config no longer lists (or a stored
+// config listed under a reserved name) is still in the file, never dropped from an export.
 std::string csv_line(const LeadRow& row, const std::vector<std::string>& columns) {
   std::string line = csv_cell(row.id) + "," + csv_cell(shown_rfc3339(row.created_at)) + "," +
                      (row.turnstile_verified ? "1" : "0");
   for (const auto& c : columns) line += "," + csv_cell(string_or(row.payload, c, ""));
+  json others = json::object();
+  if (row.payload.is_object()) {
+    for (auto it = row.payload.begin(); it != row.payload.end(); ++it) {
+      if (std::find(columns.begin(), columns.end(), it.key()) == columns.end()) {
+        others[it.key()] = it.value();
+      }
+    }
+  }
+  line += "," + csv_cell(others.empty() ? std::string() : dump_json(others));
   return line + "\r\n";
 }
 
@@ -178,7 +195,7 @@ Task<Result<Response>> export_csv(Context& ctx, const Request& req, const Params
   SS_CO_CHECK(co_await response_open(200, headers));
   std::string chunk = "id,created_at,turnstile_verified";
   for (const auto& c : columns) chunk += "," + csv_cell(c);
-  chunk += "\r\n";
+  chunk += ",other_fields\r\n";
   for (;;) {
     for (const LeadRow& row : page) chunk += csv_line(row, columns);
     if (!chunk.empty()) SS_CO_CHECK(co_await response_write(std::move(chunk)));
@@ -210,11 +227,16 @@ Task<Result<Response>> dead_letters(Context& ctx, const Request& req, const Para
   if (status != "dead" && status != "pending" && status != "delivered" && status != "cancelled") {
     co_return invalid_field("status", "dead, pending, delivered or cancelled");
   }
+  SS_CO_TRY(std::string cursor, page_cursor(req));
+  // One row more than the page, as the lead list: the cursor is null on the last page.
   SS_CO_TRY(std::vector<DeliveryRow> rows,
-            co_await LeadStore(kDb).deliveries_by_status(tenant.id, status, limit));
+            co_await LeadStore(kDb).deliveries_by_status(tenant.id, status, cursor, limit + 1));
+  const bool more = static_cast<int>(rows.size()) > limit;
+  if (more) rows.resize(static_cast<std::size_t>(limit));
   json list = json::array();
   for (const DeliveryRow& row : rows) list.push_back(delivery_view(row));
-  co_return Response::json_body(200, json_object({{"deliveries", list}}));
+  json next = more ? json(rows.back().id) : json(nullptr);
+  co_return Response::json_body(200, json_object({{"deliveries", list}, {"nextCursor", next}}));
 }
 
 }  // namespace

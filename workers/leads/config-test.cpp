@@ -153,3 +153,28 @@ TEST_CASE(
     CHECK(refused_sms.error().extra["field"] == "config.notify.sms.from");
   }
 }
+
+TEST_CASE("leads config: each recipient once — refused when written, sent to once when stored") {
+  // A number listed twice was texted twice for every lead; SendGrid refuses a repeated address.
+  json sms{{"notify", {{"sms", {{"to", {"+15550100111", "+15550100222", "+15550100111"}}}}}}};
+  json email{{"notify",
+              {{"email",
+                {{"provider", "sendgrid"},
+                 {"to", {"a@example.com", "b@example.com", "A@Example.com"}},
+                 {"from", "forms@example.com"}}}}}};
+  for (const auto& [config, named] :
+       {std::pair{sms, "config.notify.sms.to"}, std::pair{email, "config.notify.email.to"}}) {
+    const std::string field = named;
+    CAPTURE(field);
+    auto parsed = parse_config(config, false);
+    REQUIRE(parsed.ok());  // a stored config is still read
+    ss::Status written = ss::leads::check_config_for_write(*parsed);
+    REQUIRE_FALSE(written.ok());
+    CHECK(written.error().extra["field"] == field);
+    CHECK(written.error().message.find("listed twice") != std::string::npos);
+  }
+  auto fine =
+      parse_config(json{{"notify", {{"sms", {{"to", {"+15550100111", "+15550100222"}}}}}}}, false);
+  REQUIRE(fine.ok());
+  CHECK(ss::leads::check_config_for_write(*fine).ok());
+}

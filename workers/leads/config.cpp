@@ -180,13 +180,27 @@ Status check_config_for_write(const LeadsConfig& c) {
   // Addresses are held to what a visitor's email is held to on a write; a stored config is read as it
   // was taken (is_email), so a rule added later never takes a working form down.
   if (c.email) {
-    for (const std::string& to : c.email->to) {
+    for (std::size_t i = 0; i < c.email->to.size(); ++i) {
+      const std::string& to = c.email->to[i];
       if (!is_strict_email(to))
         return bad("notify.email.to", "\"" + to + "\" is not an email address");
+      for (std::size_t j = 0; j < i; ++j) {
+        if (ascii_lower(c.email->to[j]) == ascii_lower(to))
+          return bad("notify.email.to", "\"" + to + "\" is listed twice");
+      }
     }
     auto sender = split_sender(c.email->from);
     if (sender && !is_strict_email(sender->address)) {
       return bad("notify.email.from", "is not an email address");
+    }
+  }
+  // Each number once: a repeated one would be texted twice for every lead (and billed twice).
+  if (c.sms) {
+    for (std::size_t i = 0; i < c.sms->to.size(); ++i) {
+      for (std::size_t j = 0; j < i; ++j) {
+        if (c.sms->to[j] == c.sms->to[i])
+          return bad("notify.sms.to", "\"" + c.sms->to[i] + "\" is listed twice");
+      }
     }
   }
   // A config read back from GET and written again would sign every webhook with the placeholder.

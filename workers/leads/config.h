@@ -55,8 +55,10 @@ struct LeadsConfig {
 // names of the Turnstile token.
 inline constexpr std::string_view kStandardFields[] = {"name", "email", "phone", "message"};
 inline constexpr std::string_view kTurnstileFields[] = {"turnstileToken", "cf-turnstile-response"};
-// The columns the CSV export writes first, before the form's fields (workers/leads/admin.cpp).
-inline constexpr std::string_view kExportColumns[] = {"id", "created_at", "turnstile_verified"};
+// The CSV export's own columns (workers/leads/admin.cpp): three before the form's fields,
+// other_fields after them. No extra field may take one of their names.
+inline constexpr std::string_view kExportColumns[] = {"id", "created_at", "turnstile_verified",
+                                                      "other_fields"};
 
 // A standard or Turnstile field, or an export column: never one of a tenant's extra fields.
 bool is_reserved_field(std::string_view name);

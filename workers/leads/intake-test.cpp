@@ -718,6 +718,27 @@ TEST_CASE("storeSubmissions:false delivers without storing") {
   CHECK(l.rows("SELECT * FROM lead_deliveries WHERE status = 'delivered'").size() == 3);
 }
 
+TEST_CASE("a stored config that repeats a recipient texts and mails each one once") {
+  Leads l;
+  // Stored before repeats were refused at provisioning (written to D1 directly).
+  json config = bakery_leads_config();
+  config["notify"]["sms"]["to"] = {"+15550100001", "+15550100001"};
+  config["notify"]["email"] = {{"provider", "sendgrid"},
+                               {"to", {"owner@bakery.example", "OWNER@Bakery.example"}},
+                               {"from", "forms@bakery.example"}};
+  l.mesh.db("LEADS_DB")
+      .execute("UPDATE tenants SET config_json = ?1 WHERE tenant_id = 'bakery'",
+               json::array({config.dump()}));
+  REQUIRE(l.submit(lead_body()).status == 202);
+  l.drain_notifications();
+  CHECK(l.outbound("twilio.test").size() == 1);
+  auto sendgrid = l.outbound("sendgrid.test/v3/mail/send");
+  REQUIRE(sendgrid.size() == 1);
+  json mail = json::parse(sendgrid[0]["body"].get<std::string>());
+  CHECK(mail["personalizations"][0]["to"] == json::array({{{"email", "owner@bakery.example"}}}));
+  CHECK(l.rows("SELECT * FROM lead_deliveries WHERE channel = 'sms'").size() == 1);
+}
+
 TEST_CASE("notifications use each provider's real request format and a verifiable signature") {
   Leads l;
   std::string id = l.submit(lead_body()).body_json()["leadId"];
@@ -916,6 +937,16 @@ TEST_CASE(
   out = deliver_webhook_answering(l, busy);
   REQUIRE(out["retry"].size() == 1);
   CHECK(out["retry"][0]["delaySeconds"] == ss::leads::kMaxBackoffSeconds);
+  // More digits than an int64 holds is still a long pause, capped; leading zeros are only zeros.
+  l.mesh.now_ms += 61 * 1000;  // a fresh rate window for the submissions below
+  busy.headers = {{"retry-after", "99999999999999999999"}};
+  out = deliver_webhook_answering(l, busy);
+  REQUIRE(out["retry"].size() == 1);
+  CHECK(out["retry"][0]["delaySeconds"] == ss::leads::kMaxBackoffSeconds);
+  busy.headers = {{"retry-after", "0000000000000000000000120"}};
+  out = deliver_webhook_answering(l, busy);
+  REQUIRE(out["retry"].size() == 1);
+  CHECK(out["retry"][0]["delaySeconds"] == 120);
 
   StubReply unauthorized;
   unauthorized.status = 401;  // a key or a route that may be fixed meanwhile: retried with backoff
@@ -937,6 +968,21 @@ TEST_CASE(
   auto dead = l.mesh.request("leads", "GET", "/api/leads/deliveries?status=dead", l.admin());
   REQUIRE(dead.status == 200);
   CHECK(dead.body_json()["deliveries"].size() == 2);
+  CHECK(dead.body_json()["nextCursor"].is_null());
+  // A page at a time, newest first: the cursor leads to the older one, and a bad cursor is a 400.
+  auto first =
+      l.mesh.request("leads", "GET", "/api/leads/deliveries?status=dead&limit=1", l.admin());
+  REQUIRE(first.body_json()["deliveries"].size() == 1);
+  std::string cursor = first.body_json()["nextCursor"];
+  CHECK(cursor == first.body_json()["deliveries"][0]["id"]);
+  auto second = l.mesh.request(
+      "leads", "GET", "/api/leads/deliveries?status=dead&limit=1&cursor=" + cursor, l.admin());
+  REQUIRE(second.body_json()["deliveries"].size() == 1);
+  CHECK(second.body_json()["deliveries"][0] == dead.body_json()["deliveries"][1]);
+  CHECK(second.body_json()["nextCursor"].is_null());
+  check_error(
+      l.mesh.request("leads", "GET", "/api/leads/deliveries?status=dead&cursor=abc", l.admin()),
+      400, "invalid_request");
   CHECK(l.rows("SELECT * FROM lead_deliveries WHERE channel = 'sms' AND status = 'delivered'")
             .size() == 1);
   CHECK(l.events("lead.delivery_failed").size() == 2);
@@ -1106,7 +1152,8 @@ TEST_CASE("CSV export quotes per RFC 4180 and defuses spreadsheet formulas") {
   REQUIRE(r.status == 200);
   CHECK(r.header("content-type").rfind("text/csv", 0) == 0);
   CHECK(r.header("content-disposition").find("attachment") != std::string::npos);
-  CHECK(r.body.rfind("id,created_at,turnstile_verified,name,email,phone,message,preferred_date\r\n",
+  CHECK(r.body.rfind("id,created_at,turnstile_verified,name,email,phone,message,preferred_date,"
+                     "other_fields\r\n",
                      0) == 0);
   CHECK(r.body.find("\"'=HYPERLINK(\"\"http://evil\"\")\"") != std::string::npos);
   CHECK(r.body.find("\"line one\nline \"\"two\"\", with comma\"") != std::string::npos);
@@ -1116,7 +1163,30 @@ TEST_CASE("CSV export quotes per RFC 4180 and defuses spreadsheet formulas") {
   CHECK(r.body.find(",+15550102000,") != std::string::npos);
   CHECK(r.body.find("'+15550102000") == std::string::npos);
   CHECK(r.body.find(",\"'-2+3\",") != std::string::npos);
-  CHECK(r.body.find(",+1\r\n") != std::string::npos);
+  CHECK(r.body.find(",+1,\r\n") != std::string::npos);
+}
+
+TEST_CASE("CSV export: a field the config no longer lists is kept, in other_fields") {
+  Leads l;
+  l.submit(json{{"email", "s@example.com"}, {"preferred_date", "Friday, \"late\""}});
+  json config = bakery_leads_config();
+  config["fields"] = json::array({"vehicle"});
+  l.mesh.db("LEADS_DB")
+      .execute("UPDATE tenants SET config_json = ?1 WHERE tenant_id = 'bakery'",
+               json::array({config.dump()}));
+  l.mesh.now_ms += 61 * 1000;  // past the instance's kept tenant row
+  REQUIRE(l.submit(json{{"email", "t@example.com"}, {"vehicle", "van"}}).status == 202);
+  auto r = l.mesh.request("leads", "GET", "/api/leads/export.csv", l.admin());
+  REQUIRE(r.status == 200);
+  CHECK(r.body.rfind(
+            "id,created_at,turnstile_verified,name,email,phone,message,vehicle,other_fields\r\n",
+            0) == 0);
+  // The older lead's field, as JSON in one quoted cell; the newer lead has nothing else.
+  CHECK(
+      r.body.find(
+          ",s@example.com,,,,\"{\"\"preferred_date\"\":\"\"Friday, \\\"\"late\\\"\"\"\"}\"\r\n") !=
+      std::string::npos);
+  CHECK(r.body.find(",t@example.com,,,van,\r\n") != std::string::npos);
 }
 
 TEST_CASE("CSV export: a stored config's repeated or reserved extra fields are one column each") {
@@ -1129,7 +1199,8 @@ TEST_CASE("CSV export: a stored config's repeated or reserved extra fields are o
                json::array({config.dump()}));
   auto r = l.mesh.request("leads", "GET", "/api/leads/export.csv", l.admin());
   REQUIRE(r.status == 200);
-  CHECK(r.body.rfind("id,created_at,turnstile_verified,name,email,phone,message,preferred_date\r\n",
+  CHECK(r.body.rfind("id,created_at,turnstile_verified,name,email,phone,message,preferred_date,"
+                     "other_fields\r\n",
                      0) == 0);
 }
 
@@ -1339,7 +1410,7 @@ TEST_CASE("CSV export streams 50,000 leads one page per chunk, each lead once") 
   std::string previous = "~";
   std::size_t pos = r.body.find("\r\n");
   REQUIRE(r.body.substr(0, pos) ==
-          "id,created_at,turnstile_verified,name,email,phone,message,preferred_date");
+          "id,created_at,turnstile_verified,name,email,phone,message,preferred_date,other_fields");
   pos += 2;
   bool ordered = true;
   while (pos < r.body.size()) {

@@ -92,8 +92,12 @@ WHERE d.tenant_id = ?1 AND d.lead_id = ?2
 ORDER BY a.delivery_id, a.attempt
 )sql";
 
+// Keyset paging on the delivery's ULID, as the lead list: ?4 the last id of the previous page ('' from
+// the newest), a seek in idx_deliveries_tenant_status (0004).
 constexpr std::string_view kDeliveriesByStatus = R"sql(
-SELECT * FROM lead_deliveries WHERE tenant_id = ?1 AND status = ?2 ORDER BY id DESC LIMIT ?3
+SELECT * FROM lead_deliveries
+WHERE tenant_id = ?1 AND status = ?2 AND id < CASE WHEN ?4 = '' THEN char(1114111) ELSE ?4 END
+ORDER BY id DESC LIMIT ?3
 )sql";
 
 // Erasure, in this order in one batch: the claims (only of a lead that is there: stored, or not
@@ -441,8 +445,9 @@ Task<Result<std::vector<AttemptRow>>> LeadStore::attempts_of(const std::string& 
 
 Task<Result<std::vector<DeliveryRow>>> LeadStore::deliveries_by_status(const std::string& tenant_id,
                                                                        const std::string& status,
+                                                                       const std::string& before,
                                                                        int limit) const {
-  json params = json::array({tenant_id, status, limit});
+  json params = json::array({tenant_id, status, limit, before});
   SS_CO_TRY(D1Result r, co_await db_.all(kDeliveriesByStatus, params));
   co_return r.as<DeliveryRow>();
 }

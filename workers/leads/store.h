@@ -183,9 +183,10 @@ class LeadStore {
   // Every attempt of every delivery of the lead, by delivery then attempt.
   Task<Result<std::vector<AttemptRow>>> attempts_of(const std::string& tenant_id,
                                                     const std::string& lead_id) const;
-  // Newest first.
+  // Newest first, from the one before `before` ('' from the newest).
   Task<Result<std::vector<DeliveryRow>>> deliveries_by_status(const std::string& tenant_id,
                                                               const std::string& status,
+                                                              const std::string& before,
                                                               int limit) const;
   // Deletes the lead and its idempotency claim, clears delivery errors, cancels pending
   // deliveries. false: no such lead.
