@@ -14,8 +14,9 @@ let origin;
 let status = 200;
 
 before(async () => {
-  origin = createServer((_req, res) => {
-    res.writeHead(status, { "content-type": "text/html" });
+  origin = createServer((req, res) => {
+    // "/long" stays up: its monitor fails on its selector alone, a long word in the last check's line.
+    res.writeHead(req.url === "/long" ? 200 : status, { "content-type": "text/html" });
     res.end('<!doctype html><main><form id="contact"></form></main>');
   });
   await new Promise((resolve) => origin.listen(0, "127.0.0.1", resolve));
@@ -40,15 +41,17 @@ async function tick(n) {
     body: JSON.stringify({ tick: n }),
   });
   assert.equal(res.status, 200, await res.text());
-  for (let i = 0; i < 300 && (await count()) < before + 2; i++) await sleep(50);
+  for (let i = 0; i < 300 && (await count()) < before + 3; i++) await sleep(50);
 }
 
 describe("status page in Chromium", () => {
   it("shows each monitor's state and 90-day bar on a phone, without JavaScript", async () => {
     const port = origin.address().port;
-    for (const [id, path] of [
-      ["home", "/"],
-      ["contact", "/contact"],
+    const longSelector = `#${"a".repeat(150)}`; // a selector the limits allow, no space to wrap at
+    for (const [id, path, selector] of [
+      ["home", "/", "form#contact"],
+      ["contact", "/contact", "form#contact"],
+      ["long", "/long", longSelector],
     ]) {
       const res = await mesh.fetch("monitoring", `/admin/monitors/${id}`, {
         method: "PUT",
@@ -57,7 +60,7 @@ describe("status page in Chromium", () => {
           authorization: `Bearer ${mesh.tokens.bakery.adminToken}`,
           "content-type": "application/json",
         },
-        body: JSON.stringify({ url: `http://127.0.0.1:${port}${path}`, mustContain: ["form#contact"] }),
+        body: JSON.stringify({ url: `http://127.0.0.1:${port}${path}`, mustContain: [selector] }),
       });
       // 200 for "home": the bakery manifest declares it (pointing at the real site), replaced here.
       assert.ok([200, 201].includes(res.status), await res.text());
@@ -74,7 +77,9 @@ describe("status page in Chromium", () => {
     try {
       assert.match(await page.locator("h1").textContent(), /bakery/);
       assert.match(await page.locator(".banner").textContent(), /down/i);
-      assert.equal(await page.locator("section.monitor").count(), 2);
+      assert.equal(await page.locator("section.monitor").count(), 3);
+      const missing = page.locator("section.monitor").filter({ hasText: "selector_missing" });
+      assert.match(await missing.textContent(), /selector_missing:#a{150}/);
       assert.equal(await page.locator("section.monitor").first().locator(".bar span").count(), 90);
       assert.match(await page.locator("ul li").first().textContent(), /status_mismatch/);
       assert.equal(await page.locator("script").count(), 0);

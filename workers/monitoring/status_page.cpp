@@ -162,7 +162,8 @@ std::string render_status_html(const json& status) {
   h += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
   h += "<title>Status — " + tenant + "</title><style>";
   h += "body{font:16px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;"
-       "background:#f6f7f9;color:#1d232b}main{max-width:760px;margin:0 auto;padding:16px}"
+       "background:#f6f7f9;color:#1d232b}main{max-width:760px;margin:0 auto;padding:16px;"
+       "overflow-wrap:anywhere}"
        "h1{font-size:1.4rem;margin:.5rem 0}.banner{padding:12px 14px;border-radius:8px;"
        "font-weight:600;margin:12px 0}.banner.up{background:#d9f5e3;color:#0f5b2b}"
        ".banner.down{background:#fde0e0;color:#8a1414}.banner.unknown{background:#e8eaee}"
