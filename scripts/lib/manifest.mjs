@@ -60,9 +60,10 @@ export function manifestProblems(manifest, workers) {
   for (const [name, declared] of Object.entries(isObject(manifest.capabilities) ? manifest.capabilities : {})) {
     if (!CAPABILITIES.has(name)) {
       problems.push(`capabilities.${name}: not a capability (${[...CAPABILITIES].join(", ")})`);
-    } else if (!isObject(declared) || typeof declared.version !== "string") {
+    } else if (!isObject(declared) || !["string", "undefined"].includes(typeof declared.version)) {
       problems.push(`capabilities.${name}: must be {"version": "MAJOR.MINOR.PATCH"}`);
-    } else {
+    } else if (declared.version) {
+      // No version (or an empty one) is the SDK's default, as the app's calls will send it.
       const problem = capabilityVersionProblem(declared.version);
       if (problem) problems.push(`capabilities.${name}: ${problem}`);
     }

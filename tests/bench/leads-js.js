@@ -45,7 +45,7 @@ function leadsConfig(raw) {
     country: c.defaultCountryCode ?? "1",
     channels: [
       ...(notify.email ? [["email", notify.email.provider ?? "resend", ""]] : []),
-      ...(notify.sms?.to ?? []).map((to) => ["sms", "twilio", to]),
+      ...[...new Set(notify.sms?.to ?? [])].map((to) => ["sms", "twilio", to]), // each number once, as C++
       ...(notify.webhook ? [["webhook", "webhook", ""]] : []),
     ],
   };

@@ -137,6 +137,12 @@ describe("createPlatformClient with fake bindings", () => {
     const [raw, encoded] = ANALYTICS_SERVICE.seen.slice(5);
     assert.equal(JSON.parse(raw.body).u, "https://b.example/men%C3%BC?x=1");
     assert.equal(JSON.parse(encoded.body).u, "https://b.example/men%C3%BC?x=1");
+    // A default port dropped and an international host in its xn-- form, as a browser's location.
+    await client.analytics.pageview("https://b.example:443/caf\u00e9");
+    await client.analytics.pageview("https://b\u00e4ckerei.example/caf\u00e9");
+    const [port, idn] = ANALYTICS_SERVICE.seen.slice(7);
+    assert.equal(JSON.parse(port.body).u, "https://b.example/caf%C3%A9");
+    assert.equal(JSON.parse(idn.body).u, "https://xn--bckerei-5wa.example/caf%C3%A9");
 
     const status = await client.cms.status(new Date("2026-05-26T14:00:00.123Z"));
     assert.equal(status.open, true);

@@ -54,6 +54,30 @@ TEST_CASE("analytics beacon: long dimensions are cut at a character boundary") {
   CHECK(d.referrer.size() == kMaxHostLength);
 }
 
+// A path is percent-encoded as a browser sends it: cut before an escape, and before the escapes of a
+// character the cut would split ("%E3%81" alone reads back as U+FFFD), never through either.
+TEST_CASE(
+    "analytics beacon: a percent-encoded path is cut before an escape and a whole character") {
+  for (int pad = 0; pad < 9; ++pad) {
+    CAPTURE(pad);
+    std::string path = "/" + std::string(static_cast<std::size_t>(pad), 'p');
+    for (int i = 0; i < 60; ++i) path += "%E3%81%82";  // "あ" × 60
+    auto d = page_dimensions(Beacon{"https://shop.example" + path, "", std::nullopt}, {});
+    CHECK(d.path.size() <= kMaxPathLength);
+    CHECK(d.path.size() > kMaxPathLength - 9);
+    // Whole characters only: what is left after the padding is a run of complete "%E3%81%82".
+    std::string rest = d.path.substr(1 + static_cast<std::size_t>(pad));
+    CHECK(rest.size() % 9 == 0);
+    CHECK(rest.rfind("%E3%81%82") == rest.size() - 9);
+  }
+  // Plain escapes of ASCII are cut as whole escapes too.
+  std::string spaces = "/";
+  for (int i = 0; i < 200; ++i) spaces += "%20";
+  auto d = page_dimensions(Beacon{"https://shop.example" + spaces, "", std::nullopt}, {});
+  CHECK(d.path.size() == 511);  // "/" and 170 whole "%20"
+  CHECK(d.path.substr(d.path.size() - 3) == "%20");
+}
+
 TEST_CASE("analytics beacon: referrer host, own hosts are direct") {
   auto ref = [](const std::string& r, std::vector<std::string> own = {}) {
     return page_dimensions(Beacon{"https://www.shop.example/", r, std::nullopt}, own).referrer;

@@ -118,6 +118,42 @@ std::string site_host(const std::string& entry) {
   return parsed ? parsed->host : entry;
 }
 
+// A path cut to `max` bytes where a browser's spelling of it allows: the path is percent-encoded
+// (`/caf%C3%A9`), so the cut never splits a `%XX` escape nor the escapes of one UTF-8 character
+// (`%E3%81` alone decodes to U+FFFD), as utf8_prefix never splits raw UTF-8.
+static std::string cut_path(const std::string& path, std::size_t max) {
+  std::string out = utf8_prefix(path, max);
+  auto hex = [](char c) {
+    return (c >= '0' && c <= '9')   ? c - '0'
+           : (c >= 'A' && c <= 'F') ? c - 'A' + 10
+           : (c >= 'a' && c <= 'f') ? c - 'a' + 10
+                                    : -1;
+  };
+  // An escape cut short.
+  for (std::size_t back = 1; back <= 2 && back <= out.size(); ++back) {
+    if (out[out.size() - back] == '%' && out.size() - back + 3 > out.size()) {
+      out.resize(out.size() - back);
+      break;
+    }
+  }
+  // The escapes of a character cut short: continuation bytes (0x80–0xBF) back to their lead byte,
+  // and fewer of them than the lead announces.
+  std::size_t end = out.size();
+  std::size_t continuations = 0;
+  while (end >= 3 && out[end - 3] == '%' && hex(out[end - 2]) >= 0 && hex(out[end - 1]) >= 0) {
+    int byte = hex(out[end - 2]) * 16 + hex(out[end - 1]);
+    if (byte >= 0x80 && byte <= 0xBF) {
+      ++continuations;
+      end -= 3;
+      continue;
+    }
+    std::size_t needs = byte >= 0xF0 ? 3 : byte >= 0xE0 ? 2 : byte >= 0xC0 ? 1 : 0;
+    if (needs > continuations) out.resize(end - 3);
+    break;
+  }
+  return out;
+}
+
 PageDimensions page_dimensions(const Beacon& beacon, const std::vector<std::string>& own_hosts) {
   PageDimensions d;
   // parse_beacon's split, or (a Beacon made by hand) the URL split here.
@@ -127,7 +163,7 @@ PageDimensions page_dimensions(const Beacon& beacon, const std::vector<std::stri
   if (page) {
     d.host = page->host;
     d.path = page->path;
-    if (d.path.size() > kMaxPathLength) d.path = utf8_prefix(d.path, kMaxPathLength);
+    if (d.path.size() > kMaxPathLength) d.path = cut_path(d.path, kMaxPathLength);
     // Only utm_source/medium/campaign are read from the query; every other parameter (ids, emails,
     // tokens that sites put in URLs) is dropped, and the path is kept without any query.
     std::string_view query = page->query;

@@ -121,6 +121,7 @@ std::string render_dashboard(const std::string& tenant, const json& daily,
       "padding:.75rem 1rem;min-width:8rem}.card b{display:block;font-size:1.6rem}"
       ".grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(280px,1fr));gap:1rem}"
       "table{border-collapse:collapse;width:100%}td,th{text-align:left;padding:.2rem .4rem;"
+      "overflow-wrap:anywhere;"
       "border-bottom:1px solid #eee}td+td,th+th{text-align:right}svg{width:100%;height:auto}"
       // The chart scales with the page: on a phone (about half its 720 units wide) its labels
       // would be 5 px; twice the units keep them about 10 px.

@@ -539,6 +539,10 @@ TEST_CASE("cms: bad input names the field and writes nothing") {
     CHECK(r.body_json()["error"]["field"] == c.field);
     CHECK(r.body_json()["error"]["fields"].contains(c.field));
   }
+  // closedNow false is a date range (its dates are then asked for); anything else is neither.
+  HttpReply yes = t.studio("POST", "/admin/v1/overrides", json{{"closedNow", "yes"}});
+  CHECK(yes.body_json()["error"]["message"].get<std::string>().find(
+            "must be true, or false or absent for a date range") != std::string::npos);
   HttpReply big =
       t.studio("POST", "/admin/v1/announcements", json{{"text", std::string(70000, 'x')}});
   CHECK(big.status == 413);
@@ -587,6 +591,16 @@ TEST_CASE("cms: text keeps newlines and tabs; a control character is 400 on PATC
   HttpReply blank = t.studio("PATCH", "/admin/v1/announcements/" + id, json{{"text", "  "}});
   CHECK(blank.status == 400);
   CHECK(blank.body_json()["error"]["field"] == "text");
+  CHECK(blank.body_json()["error"]["message"].get<std::string>().find("not only spaces") !=
+        std::string::npos);
+  // Text stored before that rule still takes a PATCH that leaves it alone.
+  t.mesh.db("CMS_DB").execute("UPDATE cms_announcements SET text = '   ' WHERE id = ?1",
+                              json::array({id}));
+  HttpReply level = t.studio("PATCH", "/admin/v1/announcements/" + id, json{{"level", "warning"}});
+  CHECK(level.status == 200);
+  CHECK(level.body_json()["announcement"]["text"] == "   ");
+  REQUIRE(t.studio("PATCH", "/admin/v1/announcements/" + id, json{{"text", "Line one"}}).status ==
+          200);
   CHECK(t.get("/v1/content").body_json()["announcements"].size() >= 1);
   // A misspelt field is refused by name, and a PATCH with nothing to change writes no version.
   const std::int64_t before = t.version();
@@ -903,6 +917,9 @@ TEST_CASE("cms: at the cap, items that are over make room; live ones never do") 
   HttpReply full = t.studio("POST", "/admin/v1/overrides", emergency);
   CHECK(full.status == 400);
   CHECK(full.body_json()["error"]["field"] == "overrides");
+  // The message says which overrides make room (an emergency closure that is over: not yet here).
+  CHECK(full.body_json()["error"]["message"].get<std::string>().find("whose until has passed") !=
+        std::string::npos);
   // Once the first closure is over, a new one takes its place: nothing else goes.
   t.mesh.now_ms = 1780315200000 + 3600 * 1000;  // 13:00Z
   HttpReply room = t.studio("POST", "/admin/v1/overrides", emergency);

@@ -411,7 +411,11 @@ Result<Announcement> patch_announcement(Announcement current, const json& body) 
   }
   auto next = read_announcement(merged);
   if (!next) return next;
-  if (Status text = announcement_text(next->text); !text) return std::move(text).error();
+  // The text a PATCH sends is held to the write's rule; one stored before it reads as it is, so an
+  // `endsAt` alone still changes an old announcement.
+  Status text = find_field(body, "text") != nullptr ? announcement_text(next->text)
+                                                    : plain_text(next->text, "text");
+  if (!text) return std::move(text).error();
   next->id = current.id;
   next->created_at = current.created_at;
   next->updated_at = current.updated_at;

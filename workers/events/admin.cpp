@@ -261,7 +261,9 @@ Task<Result<Response>> get_subscription(Context& ctx, const Request& req, const 
 }
 
 // PATCH /admin/subscriptions/{id}: any of event_type_glob, workflow_type, filter_expr (null
-// clears), input_mapper (null clears), enabled; validated like a POST (400 naming the field), an
+// clears), input_mapper (null clears), enabled — and the view's own id and created_at, which pass
+// when they are the record's (the view read back with a change), else 400 "cannot be changed";
+// validated like a POST (400 naming the field), an
 // unknown id is 404, whatever the body (the path's record first, as replay's consumer). The change
 // applies from the next drain on: events already started stay started.
 Task<Result<Response>> patch_subscription(Context& ctx, const Request& req, const Params& params) {
@@ -280,12 +282,13 @@ Task<Result<Response>> patch_subscription(Context& ctx, const Request& req, cons
       names_a_field = true;
       continue;
     }
+    const json* stored = find_field(view, it.key());
     const bool unchanged =
         it.key() == "id"
             ? it->is_string() && canonical_ulid(it->get<std::string>()) == id
             : std::find(std::begin(kSubscriptionViewFields), std::end(kSubscriptionViewFields),
                         it.key()) != std::end(kSubscriptionViewFields) &&
-                  *it == view[it.key()];
+                  stored != nullptr && *it == *stored;
     if (!unchanged) co_return invalid_field(it.key(), "cannot be changed");
   }
   if (!names_a_field) co_return invalid_field("body", "name at least one field to change");

@@ -980,9 +980,10 @@ TEST_CASE(
   REQUIRE(second.body_json()["deliveries"].size() == 1);
   CHECK(second.body_json()["deliveries"][0] == dead.body_json()["deliveries"][1]);
   CHECK(second.body_json()["nextCursor"].is_null());
-  check_error(
-      l.mesh.request("leads", "GET", "/api/leads/deliveries?status=dead&cursor=abc", l.admin()),
-      400, "invalid_request");
+  auto bad_cursor =
+      l.mesh.request("leads", "GET", "/api/leads/deliveries?status=dead&cursor=abc", l.admin());
+  check_error(bad_cursor, 400, "invalid_request");
+  CHECK(bad_cursor.body_json()["error"]["field"] == "cursor");
   CHECK(l.rows("SELECT * FROM lead_deliveries WHERE channel = 'sms' AND status = 'delivered'")
             .size() == 1);
   CHECK(l.events("lead.delivery_failed").size() == 2);

@@ -277,17 +277,16 @@ function pageviewOf(view) {
 }
 
 // A page's URL as the tracker sends it from a browser (`location.href`, parsed by the URL
-// standard): `/café` percent-encoded, `/a/../b` resolved, the host lower-case, so a pageview the
-// app reports counts under the same path as the tracker's. Only the path and query are rewritten:
-// a URL whose scheme and host the parser would read otherwise (`https:///menu` as host `menu`,
-// userinfo, a port) or cannot read at all goes as given, for the service to answer (400 naming `u`).
+// standard): `/café` percent-encoded, `/a/../b` resolved, the host lower-case (an international one
+// in its `xn--` form), a default port dropped — so a pageview the app reports counts under the same
+// path as the tracker's. Only a URL with a host and no userinfo is rewritten: one the parser would
+// read otherwise (`https:///menu` as host `menu`, `https://u@host/`) or cannot read at all goes as
+// given, for the service to answer (400 naming `u`).
+const WITH_AUTHORITY = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#@\\]+(?:[/?#]|$)/;
 function asBrowsersSendIt(url) {
-  if (typeof url !== "string") return url;
+  if (typeof url !== "string" || !WITH_AUTHORITY.test(url)) return url;
   try {
-    const parsed = new URL(url);
-    const origin = `${parsed.protocol}//${parsed.host}`;
-    const same = parsed.host !== "" && url.slice(0, origin.length).toLowerCase() === origin;
-    return same && "/?#".includes(url[origin.length] ?? "/") ? parsed.href : url;
+    return new URL(url).href;
   } catch {
     return url;
   }
@@ -361,9 +360,10 @@ const SEMVER =
   /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$/;
 
 /**
- * Why the services refuse a capability version (400 unsupported_capability_version, as
- * shared/tenant.cpp check_capability words it), or null when they speak it. Also what
- * scripts/provision checks a manifest's versions with before anything is sent.
+ * Why the services refuse a capability version (400 unsupported_capability_version: not a semantic
+ * version, or a major they do not speak — the rule of shared/tenant.cpp check_capability, in the
+ * SDK's own words), or null when they speak it. Also what scripts/provision checks a manifest's
+ * versions with before anything is sent.
  * @param {string} version
  */
 export function capabilityVersionProblem(version) {
