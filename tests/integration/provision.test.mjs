@@ -288,6 +288,11 @@ test("a manifest unfit to provision is refused before anything is sent, naming w
       );
     }
     for (const w of Object.values(platform.workers)) assert.equal(w.tenants.size, 0, "nothing was sent");
+    // A capability without a version is the SDK's default (1.0.0): fit.
+    const defaulted = path.join(dir, "defaulted.json");
+    await writeFile(defaulted, JSON.stringify({ ...good, capabilities: { cms: {}, analytics: { version: "" } } }));
+    await run("node", ["scripts/provision.mjs", defaulted], { cwd: ROOT, env: { ...process.env, ...platform.env } });
+    for (const w of Object.values(platform.workers)) assert.ok(w.tenants.has(good.appId));
   } finally {
     platform.close();
     await rm(dir, { recursive: true, force: true });
