@@ -1,6 +1,7 @@
 // Cron Triggers for local development: Miniflare (and `wrangler dev`) never fire a worker's
 // `triggers.crons` by themselves, so without this the ledger's drainers, the monitoring probes, the
-// leads sweeper and the analytics rollup would sit still under scripts/dev. Each worker's crons are
+// leads sweeper, cms's event outbox and the analytics salts and retention would sit still under
+// scripts/dev. Each worker's crons are
 // read from its wrangler config and scheduled in UTC (as Cloudflare runs them) with croner; each due
 // cron calls the worker's scheduled() handler with the pattern as `controller.cron`, like production.
 import path from "node:path";
