@@ -109,9 +109,9 @@ function todayLine(content, zone, now) {
       .formatToParts(now)
       .map((p) => [p.type, p.value]),
   );
-  const weekday = DAYS.indexOf(String(parts.weekday).slice(0, 3).toLowerCase());
-  const today = DAYS[weekday === -1 ? 0 : weekday];
-  const yesterday = DAYS[(DAYS.indexOf(today) + 6) % 7];
+  const weekday = Math.max(0, DAYS.indexOf(String(parts.weekday).slice(0, 3).toLowerCase()));
+  const today = DAYS[weekday];
+  const yesterday = DAYS[(weekday + 6) % 7];
   const date = `${parts.year}-${parts.month}-${parts.day}`;
   const dayBefore = new Date(Date.UTC(Number(parts.year), Number(parts.month) - 1, Number(parts.day) - 1))
     .toISOString()

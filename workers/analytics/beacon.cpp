@@ -123,12 +123,6 @@ std::string site_host(const std::string& entry) {
 // (`%E3%81` alone decodes to U+FFFD), as utf8_prefix never splits raw UTF-8.
 static std::string cut_path(const std::string& path, std::size_t max) {
   std::string out = utf8_prefix(path, max);
-  auto hex = [](char c) {
-    return (c >= '0' && c <= '9')   ? c - '0'
-           : (c >= 'A' && c <= 'F') ? c - 'A' + 10
-           : (c >= 'a' && c <= 'f') ? c - 'a' + 10
-                                    : -1;
-  };
   // An escape cut short.
   for (std::size_t back = 1; back <= 2 && back <= out.size(); ++back) {
     if (out[out.size() - back] == '%' && out.size() - back + 3 > out.size()) {
@@ -140,8 +134,9 @@ static std::string cut_path(const std::string& path, std::size_t max) {
   // and fewer of them than the lead announces.
   std::size_t end = out.size();
   std::size_t continuations = 0;
-  while (end >= 3 && out[end - 3] == '%' && hex(out[end - 2]) >= 0 && hex(out[end - 1]) >= 0) {
-    int byte = hex(out[end - 2]) * 16 + hex(out[end - 1]);
+  while (end >= 3 && out[end - 3] == '%' && hex_digit_value(out[end - 2]) >= 0 &&
+         hex_digit_value(out[end - 1]) >= 0) {
+    int byte = hex_digit_value(out[end - 2]) * 16 + hex_digit_value(out[end - 1]);
     if (byte >= 0x80 && byte <= 0xBF) {
       ++continuations;
       end -= 3;

@@ -282,13 +282,12 @@ Task<Result<Response>> patch_subscription(Context& ctx, const Request& req, cons
       names_a_field = true;
       continue;
     }
+    // The view's other keys are its own fields (id, created_at): as stored, the id in any case.
     const json* stored = find_field(view, it.key());
     const bool unchanged =
-        it.key() == "id"
-            ? it->is_string() && canonical_ulid(it->get<std::string>()) == id
-            : std::find(std::begin(kSubscriptionViewFields), std::end(kSubscriptionViewFields),
-                        it.key()) != std::end(kSubscriptionViewFields) &&
-                  stored != nullptr && *it == *stored;
+        stored != nullptr &&
+        (it.key() == "id" ? it->is_string() && canonical_ulid(it->get<std::string>()) == id
+                          : *it == *stored);
     if (!unchanged) co_return invalid_field(it.key(), "cannot be changed");
   }
   if (!names_a_field) co_return invalid_field("body", "name at least one field to change");

@@ -6,6 +6,8 @@
 #include "shared/text.h"
 #include "shared/url_guard.h"
 
+#include <algorithm>
+
 namespace ss::leads {
 
 namespace {
@@ -110,6 +112,22 @@ bool is_strict_email(std::string_view s) {
          !has_control_chars(s, false);
 }
 
+std::vector<std::string> each_once(const std::vector<std::string>& list, bool fold_case,
+                                   std::string* repeated) {
+  std::vector<std::string> out;
+  std::vector<std::string> seen;
+  for (const std::string& item : list) {
+    std::string key = fold_case ? ascii_lower(item) : item;
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+      if (repeated != nullptr && repeated->empty()) *repeated = item;
+      continue;
+    }
+    seen.push_back(std::move(key));
+    out.push_back(item);
+  }
+  return out;
+}
+
 bool is_reserved_field(std::string_view name) {
   bool reserved = false;
   for (std::string_view b : kStandardFields) reserved = reserved || name == b;
@@ -180,15 +198,13 @@ Status check_config_for_write(const LeadsConfig& c) {
   // Addresses are held to what a visitor's email is held to on a write; a stored config is read as it
   // was taken (is_email), so a rule added later never takes a working form down.
   if (c.email) {
-    for (std::size_t i = 0; i < c.email->to.size(); ++i) {
-      const std::string& to = c.email->to[i];
+    for (const std::string& to : c.email->to) {
       if (!is_strict_email(to))
         return bad("notify.email.to", "\"" + to + "\" is not an email address");
-      for (std::size_t j = 0; j < i; ++j) {
-        if (ascii_lower(c.email->to[j]) == ascii_lower(to))
-          return bad("notify.email.to", "\"" + to + "\" is listed twice");
-      }
     }
+    std::string repeated;
+    each_once(c.email->to, /*fold_case=*/true, &repeated);
+    if (!repeated.empty()) return bad("notify.email.to", "\"" + repeated + "\" is listed twice");
     auto sender = split_sender(c.email->from);
     if (sender && !is_strict_email(sender->address)) {
       return bad("notify.email.from", "is not an email address");
@@ -196,12 +212,9 @@ Status check_config_for_write(const LeadsConfig& c) {
   }
   // Each number once: a repeated one would be texted twice for every lead (and billed twice).
   if (c.sms) {
-    for (std::size_t i = 0; i < c.sms->to.size(); ++i) {
-      for (std::size_t j = 0; j < i; ++j) {
-        if (c.sms->to[j] == c.sms->to[i])
-          return bad("notify.sms.to", "\"" + c.sms->to[i] + "\" is listed twice");
-      }
-    }
+    std::string repeated;
+    each_once(c.sms->to, /*fold_case=*/false, &repeated);
+    if (!repeated.empty()) return bad("notify.sms.to", "\"" + repeated + "\" is listed twice");
   }
   // A config read back from GET and written again would sign every webhook with the placeholder.
   if (c.webhook && c.webhook->secret == kRedactedSecret) {

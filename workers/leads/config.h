@@ -60,6 +60,12 @@ inline constexpr std::string_view kTurnstileFields[] = {"turnstileToken", "cf-tu
 inline constexpr std::string_view kExportColumns[] = {"id", "created_at", "turnstile_verified",
                                                       "other_fields"};
 
+// `list` with each recipient once, in its order (compared without case when `fold_case`: email
+// addresses); the first one left out goes to `repeated` when given. A config write refuses a repeat;
+// a config stored before that rule is sent to each recipient once.
+std::vector<std::string> each_once(const std::vector<std::string>& list, bool fold_case,
+                                   std::string* repeated = nullptr);
+
 // A standard or Turnstile field, or an export column: never one of a tenant's extra fields.
 bool is_reserved_field(std::string_view name);
 

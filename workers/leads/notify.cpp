@@ -81,15 +81,14 @@ bool refused_for_good(int status) {
 // backoff; 0 when absent or unreadable.
 int retry_after_seconds(const FetchReply& reply) {
   std::string value = reply.header("retry-after");
-  // delta-seconds is 1*DIGIT, of any length: one past what an int64 holds is a long pause too,
-  // capped like any other (leading zeros dropped first, so "0000000000000000000005" is 5).
+  // delta-seconds is 1*DIGIT of any length (leading zeros are zeros): more digits than an int64
+  // holds is a long pause too, capped like any other.
   std::size_t first = value.find_first_not_of('0');
-  std::string_view digits =
-      first == std::string::npos ? std::string_view("0") : std::string_view(value).substr(first);
-  if (!value.empty() && digits.size() > 18 &&
-      value.find_first_not_of("0123456789") == std::string::npos) {
+  std::string_view digits = first == std::string::npos && !value.empty()
+                                ? std::string_view("0")
+                                : std::string_view(value).substr(std::min(first, value.size()));
+  if (digits.size() > 18 && digits.find_first_not_of("0123456789") == std::string_view::npos)
     return kMaxBackoffSeconds;
-  }
   auto seconds = parse_decimal(digits, 0, INT64_MAX);
   return seconds ? static_cast<int>(std::min<std::int64_t>(*seconds, kMaxBackoffSeconds)) : 0;
 }
@@ -286,13 +285,7 @@ Task<Result<std::vector<Delivery>>> plan_deliveries(Context& ctx, const std::str
   };
   if (config.email) add("email", config.email->provider, "");
   if (config.sms) {
-    // A config stored before repeats were refused texts each number once all the same.
-    for (std::size_t i = 0; i < config.sms->to.size(); ++i) {
-      const std::string& to = config.sms->to[i];
-      if (std::find(config.sms->to.begin(), config.sms->to.begin() + i, to) ==
-          config.sms->to.begin() + i)
-        add("sms", "twilio", to);
-    }
+    for (const auto& to : each_once(config.sms->to, /*fold_case=*/false)) add("sms", "twilio", to);
   }
   if (config.webhook) add("webhook", "webhook", "");
   for (Delivery& d : out) {

@@ -7,8 +7,6 @@
 #include "shared/text.h"
 #include "shared/url_guard.h"
 
-#include <algorithm>
-
 namespace ss::leads {
 
 namespace {
@@ -58,21 +56,6 @@ HttpCall post(std::string url) {
   return call;
 }
 
-// Each address once, in the config's order, compared without case: a config stored before repeats
-// were refused would otherwise mail one person twice (Resend) or be refused whole (SendGrid answers
-// 400 to an address repeated in a personalization).
-std::vector<std::string> unique_addresses(const std::vector<std::string>& to) {
-  std::vector<std::string> out;
-  std::vector<std::string> seen;
-  for (const std::string& addr : to) {
-    std::string key = ascii_lower(addr);
-    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
-    seen.push_back(std::move(key));
-    out.push_back(addr);
-  }
-  return out;
-}
-
 }  // namespace
 
 NotifyMessage NotifyMessage::of(const Delivery& d, const json& lead,
@@ -117,7 +100,7 @@ Result<HttpCall> resend_request(const Context& ctx, const NotifyMessage& msg,
                   {"content-type", "application/json"},
                   {"idempotency-key", msg.delivery_id}};
   json body = json_object({{"from", email.from},
-                           {"to", unique_addresses(email.to)},
+                           {"to", each_once(email.to, /*fold_case=*/true)},
                            {"subject", subject_for(msg.lead)},
                            {"text", lead_text(msg)}});
   std::string reply_to = string_or(msg.lead, "email", "");
@@ -134,7 +117,7 @@ Result<HttpCall> sendgrid_request(const Context& ctx, const NotifyMessage& msg,
       post(base_url(ctx, "SENDGRID_API_URL", "https://api.sendgrid.com") + "/v3/mail/send");
   call.headers = {{"authorization", "Bearer " + key}, {"content-type", "application/json"}};
   json to = json::array();
-  for (const auto& addr : unique_addresses(email.to)) to.push_back({{"email", addr}});
+  for (const auto& addr : each_once(email.to, /*fold_case=*/true)) to.push_back({{"email", addr}});
   json body = json_object(
       {{"personalizations", json::array({{{"to", to}}})},
        {"from", sendgrid_sender(email.from)},
