@@ -498,7 +498,7 @@ export interface PlatformClient {
      * from the manifest's snapshot when the service is missing or fails. A string `at` is read as the
      * service reads it: an RFC 3339 date-time with its offset (no impossible day, hour 24 or leap
      * second); such a string, or `at` outside 2020–2099, is refused as the service refuses it:
-     * `invalid_request` (400), `fields.at`, before any call.
+     * `invalid_request` (400), `fields.at`, before any call. An empty string is "now", as `?at=` is.
      */
     status(at?: Date | string): Promise<OpenStatus>;
   };

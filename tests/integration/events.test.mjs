@@ -931,6 +931,9 @@ describe("errors", () => {
     await jsonOf(await admin("PUT", "/admin/schemas/price.changed", { schema }), 201);
     const violation = await errorOf(await post({ ...base, payload: { amount: "lots" } }), 422, "schema_violation");
     assert.ok(violation.violations.length >= 1);
+    // Named as every error about one input is: the payload, its first violation the problem.
+    assert.equal(violation.field, "payload");
+    assert.deepEqual(violation.fields, { payload: "/amount: expected number" });
     assert.equal((await rows("SELECT * FROM events")).length, 0, "nothing written");
     // Non-integral numbers in an enum (hashed by their bits, no printf in the wasm): registered,
     // compared exactly.

@@ -520,8 +520,9 @@ describe("createPlatformClient with fake bindings", () => {
     assert.equal(CMS_SERVICE.seen.length, 0, "nothing sent for a time the service refuses");
     await client.cms.status("2026-12-07T13:00:00.5+02:00");
     await client.cms.status(new Date("2026-12-07T11:00:00Z"));
+    await client.cms.status(""); // an empty `at` is "now", as the service reads `?at=`: no `at` sent
     const sent = CMS_SERVICE.seen.map((r) => new URL(r.url).searchParams.get("at"));
-    assert.deepEqual(sent, ["2026-12-07T11:00:00Z", "2026-12-07T11:00:00Z"]);
+    assert.deepEqual(sent, ["2026-12-07T11:00:00Z", "2026-12-07T11:00:00Z", null]);
   });
 
   it("a key no header can carry, or a body JSON cannot hold, is the caller's 400 and nothing is sent", async () => {
@@ -677,8 +678,14 @@ describe("createPlatformClient with fake bindings", () => {
     const preClient = createPlatformClient({ appId: "bakery", manifest: pre, bindings: {}, mockFallback: true });
     const lead = { name: "Ada", email: "ada@example.com", "cf-turnstile-response": "XXXX.DUMMY.TOKEN.XXXX" };
     assert.equal((await preClient.leads.submit(lead)).ok, true);
+    // The cms fake too (it serves the manifest's snapshot, but not to a version cms does not speak).
+    const cmsTwo = { appId: "bakery", capabilities: { cms: { version: "2.0.0" } }, fallback: bakery.fallback };
+    const cmsClient = createPlatformClient({ appId: "bakery", manifest: cmsTwo, bindings: {}, mockFallback: true });
+    await rejectsWith(cmsClient.cms.content(), "unsupported_capability_version", 400);
+    await rejectsWith(cmsClient.cms.status(), "unsupported_capability_version", 400);
     // Other areas speak the default 1.0.0.
     assert.equal(await client.analytics.pageview({ url: "https://b.example/" }), undefined);
+    assert.equal((await client.cms.content()).source, "fallback");
     await rejectsWith(
       client.analytics.pageview({ url: `https://b.example/${"a".repeat(4100)}` }),
       "payload_too_large",

@@ -710,6 +710,8 @@ TEST_CASE("PUT /admin/schemas/{type} takes the schema as the body too; GET reads
   auto bad = post_price_of(l, "lots");
   CHECK(bad.status == 422);
   CHECK(bad.body_json()["error"]["code"] == "schema_violation");
+  CHECK(bad.body_json()["error"]["field"] == "payload");
+  CHECK(bad.body_json()["error"]["fields"] == json{{"payload", "/amount: expected number"}});
   // What GET answers can be PUT back (the wrapped form), and replaces it.
   CHECK(l.admin("PUT", "/admin/schemas/price.changed", got.body_json()).status == 200);
   // A raw schema is still checked: a keyword the subset does not enforce is refused by name.

@@ -199,6 +199,12 @@ Task<Result<Appended>> append_event(Context& ctx, NewEvent event) {
         }
         Error e{ErrorCode::schema_violation,
                 "payload does not match the schema registered for " + event.event_type};
+        // The one input at fault is named as every such error names it (docs/contract.md): the
+        // payload, with its first violation as the problem; all of them in `violations`.
+        std::string where = string_or(violations.front(), "path", "");
+        name_field(
+            e, "payload",
+            (where.empty() ? where : where + ": ") + string_or(violations.front(), "message", ""));
         e.with("violations", violations);
         co_return e;
       }

@@ -165,8 +165,13 @@ export function createPlatformClient(options = {}) {
   /** cms reads: the service, else (missing binding or service failure) the manifest's snapshot. */
   async function cmsRead(real, fromSnapshot) {
     if (!bindingOf("cms")) {
+      if (mockFallback) {
+        // The fake refuses a capability version the service does not speak, as the other fakes do.
+        const message = capabilityVersionProblem(versionOf("cms"));
+        if (message) throw new SiteSwarmError("unsupported_capability_version", message, { status: 400 });
+        return fromSnapshot();
+      }
       if (snapshot) return fromSnapshot();
-      if (mockFallback) return fromSnapshot();
       return real(); // throws service_unavailable
     }
     try {
@@ -230,7 +235,7 @@ export function createPlatformClient(options = {}) {
         );
       },
       async status(at) {
-        const when = at === undefined ? undefined : toRfc3339(at);
+        const when = at === undefined || at === "" ? undefined : toRfc3339(at); // "" is "now", as the service reads it
         return cmsRead(
           () => cmsCall("getStatus", "/v1/status", when),
           () => fallbackStatus(snapshot ?? {}, when ? new Date(when) : new Date(), cmsZone),

@@ -7,6 +7,7 @@ import {
   idempotencyKeyOf,
   checkIdempotencyKeyLength,
   jsonTextOf,
+  MAX_EVENT_BODY,
   MAX_SUBMISSION_BODY,
   turnstileTokenOf,
   validateBeacon,
@@ -81,8 +82,19 @@ export function createMocks({ appId, snapshot, cmsZone, leadsConfig = {} }) {
     },
 
     emitEvent(event) {
-      // The event as the client sends it: JSON (a key holding undefined is no key at all).
-      const checked = validateEvent(JSON.parse(jsonTextOf(event ?? {})));
+      // The event as the client sends it: JSON (a key holding undefined is no key at all), refused
+      // whole over the ledger's body limit before anything in it is read (api.cpp require_json_body).
+      const text = jsonTextOf(event ?? {});
+      if (new TextEncoder().encode(text).length > MAX_EVENT_BODY) {
+        throw new SiteSwarmError("payload_too_large", `the body is larger than ${MAX_EVENT_BODY} bytes`, {
+          status: 413,
+        });
+      }
+      // What the ledger answers for a body that is JSON but no object (a list, a string, null).
+      if (event !== undefined && (event === null || typeof event !== "object" || Array.isArray(event))) {
+        throw new SiteSwarmError("invalid_request", "the body must be a JSON object", { status: 400 });
+      }
+      const checked = validateEvent(JSON.parse(text));
       if (!checked.ok) {
         throw new SiteSwarmError(checked.code, checked.message, {
           status: checked.status,

@@ -15,6 +15,7 @@ export const MAX_MESSAGE_LENGTH = 5000;
 export const MAX_EXTRA_VALUE_LENGTH = 1000;
 export const MAX_TURNSTILE_TOKEN = 2048;
 export const MAX_SUBMISSION_BODY = 32 * 1024; // kMaxSubmissionBody: bytes of the body, checked first
+export const MAX_EVENT_BODY = 80 * 1024; // workers/events/ledger.h kMaxEventBody: the payload's 64 KiB and 16 more
 const MAX_EMAIL = 254;
 const MAX_EMAIL_LOCAL = 64;
 const MIN_PHONE_DIGITS = 7;
@@ -105,7 +106,13 @@ const MAX_READ_LIMIT = 500;
 
 const utf8 = new TextEncoder();
 /** The string's UTF-8 bytes as one char each, so lengths and indexes count bytes as in C++. */
-const bytes = (s) => String.fromCharCode(...utf8.encode(s));
+const bytes = (s) => {
+  // In slices: spreading a whole large string's bytes as arguments overflows the call stack.
+  const encoded = utf8.encode(s);
+  let out = "";
+  for (let i = 0; i < encoded.length; i += 8192) out += String.fromCharCode(...encoded.subarray(i, i + 8192));
+  return out;
+};
 const trim = (s) => s.replace(/^[ \t\r\n]+|[ \t\r\n]+$/g, "");
 const codePoints = (s) => [...s].length;
 
@@ -410,7 +417,7 @@ export function validateEventQuery({ type, entity, after, limit } = {}) {
     }
   }
   const cursor = param(after);
-  if (cursor && !/^[0-9A-HJKMNP-TV-Z]{26}(\.\d+)?$/i.test(cursor)) {
+  if (cursor && !/^[0-7][0-9A-HJKMNP-TV-Z]{25}(\.\d+)?$/i.test(cursor)) {
     return invalid("after", "must be an event_id (ULID) or a page's next");
   }
   const max = param(limit);
