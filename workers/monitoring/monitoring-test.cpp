@@ -1544,8 +1544,9 @@ TEST_CASE("monitoring: a monitor enabled again is unknown until it is probed aga
 
 TEST_CASE("monitoring incidents: a monitor disabled or deleted while its probe runs is not paged") {
   // Two failures; the third probe is fetching when the monitor is disabled (or deleted, or deleted
-  // and made again): that probe must not open an incident and page for a monitor nobody watches.
-  for (std::string change : {"disable", "delete", "remake"}) {
+  // and made again, or its tenant disabled): that probe must not open an incident and page for a
+  // monitor nobody watches.
+  for (std::string change : {"disable", "delete", "remake", "tenant"}) {
     CAPTURE(change);
     Monitoring t;
     REQUIRE(t.put("home", site()).status == 201);
@@ -1561,6 +1562,8 @@ TEST_CASE("monitoring incidents: a monitor disabled or deleted while its probe r
         // What PUT {"enabled": false} / DELETE / DELETE then PUT write meanwhile.
         if (change == "disable") {
           db.execute("UPDATE monitors SET enabled = 0, consecutive_failures = 0", json::array());
+        } else if (change == "tenant") {
+          db.execute("UPDATE tenants SET enabled = 0", json::array());  // DELETE /admin/tenants/…
         } else {
           db.execute("DELETE FROM monitors", json::array());
         }

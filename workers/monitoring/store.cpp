@@ -196,16 +196,19 @@ ON CONFLICT (tenant_id, monitor_id, day) DO UPDATE SET
 // Only the claim holder of this tick writes the state. The failure count and the open incident
 // only while the monitor still holds the incident the probe read (?7): a sweep that closed it
 // meanwhile (the monitor disabled while this probe ran) cleared them, and they stay cleared. A new
-// incident (?6 not NULL) only while the monitor is enabled: one disabled while this probe ran opens
-// none; a resolve (?6 NULL) clears its incident whether the monitor is enabled or not, or the
-// monitor would keep the id of a resolved incident and, enabled again, never open a new one.
-// (SQLite reads every SET expression from the row as it was.)
+// incident (?6 not NULL) only while the monitor and its tenant are enabled: one disabled (or whose
+// tenant was disabled) while this probe ran opens none; a resolve (?6 NULL) clears its incident
+// whether the monitor is enabled or not, or the monitor would keep the id of a resolved incident
+// and, enabled again, never open a new one. (SQLite reads every SET expression from the row as it
+// was.)
 constexpr std::string_view kUpdateMonitorState = R"sql(
 UPDATE monitors
-SET consecutive_failures = CASE WHEN incident_id IS ?7 AND (enabled = 1 OR ?6 IS NULL) THEN ?4
-                                ELSE consecutive_failures END,
-    incident_id = CASE WHEN incident_id IS ?7 AND (enabled = 1 OR ?6 IS NULL) THEN ?6
-                       ELSE incident_id END,
+SET consecutive_failures = CASE WHEN incident_id IS ?7 AND (?6 IS NULL OR (enabled = 1
+      AND EXISTS (SELECT 1 FROM tenants WHERE tenant_id = ?1 AND enabled = 1))) THEN ?4
+    ELSE consecutive_failures END,
+    incident_id = CASE WHEN incident_id IS ?7 AND (?6 IS NULL OR (enabled = 1
+      AND EXISTS (SELECT 1 FROM tenants WHERE tenant_id = ?1 AND enabled = 1))) THEN ?6
+    ELSE incident_id END,
     last_probe_json = ?5, probing_until = 0
 WHERE tenant_id = ?1 AND monitor_id = ?2 AND probe_tick = ?3
 )sql";
