@@ -1123,6 +1123,34 @@ TEST_CASE("a lead erased while its notification is in flight is not sent again")
             .empty());
 }
 
+TEST_CASE(
+    "a lead erased while its notification is in flight, which then succeeds, reads delivered") {
+  // The receiver has the lead once it answers 200: the delivery says so (and lead.delivered is
+  // emitted), rather than "cancelled", which would tell the tenant its data never went out.
+  Leads l;
+  std::string id = l.submit(lead_body()).body_json()["leadId"];
+  l.mesh.fetch_stub = [&](const json& req) {
+    std::string url = req["url"];
+    if (url.find("hooks.bakery.example") != std::string::npos) {
+      CHECK(l.mesh.request("leads", "DELETE", "/api/leads/" + id, l.admin()).status == 204);
+    }
+    return l.answer(req);
+  };
+  l.drain_notifications();
+  json hook = l.rows(
+      "SELECT status, attempts, delivered_at FROM lead_deliveries WHERE channel = 'webhook'");
+  REQUIRE(hook.size() == 1);
+  CHECK(hook[0]["status"] == "delivered");
+  CHECK(hook[0]["attempts"] == 1);
+  CHECK(hook[0]["delivered_at"].is_string());
+  bool webhook_delivered = false;
+  for (const json& e : l.events("lead.delivered")) {
+    webhook_delivered = webhook_delivered || e["payload"]["channel"] == "webhook";
+  }
+  CHECK(webhook_delivered);
+  CHECK(l.mesh.request("leads", "GET", "/api/leads/" + id, l.admin()).status == 404);
+}
+
 TEST_CASE("two copies of one notification message send once") {
   Leads l;
   l.submit(lead_body());

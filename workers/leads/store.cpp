@@ -151,11 +151,14 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
 
 // A delivery that is finished (delivered or dead) keeps no parked message: one parked meanwhile by
 // another copy would never be released, and would keep a storeSubmissions:false lead's fields.
+// A delivery cancelled by an erasure while this attempt was being sent stays cancelled (nothing is
+// sent again), unless the attempt succeeded: the receiver has the lead, and the delivery says so.
 constexpr std::string_view kFinishAttempt = R"sql(
 UPDATE lead_deliveries SET status = ?4, last_error = ?5, updated_at = ?6, delivered_at = ?7,
   held_at = CASE WHEN ?4 = 'pending' THEN held_at END,
   held_message = CASE WHEN ?4 = 'pending' THEN held_message END
-WHERE id = ?1 AND tenant_id = ?2 AND attempts = ?3 AND status = 'pending'
+WHERE id = ?1 AND tenant_id = ?2 AND attempts = ?3
+  AND (status = 'pending' OR (status = 'cancelled' AND ?4 = 'delivered'))
 )sql";
 
 constexpr std::string_view kUnsentDeliveries = R"sql(
