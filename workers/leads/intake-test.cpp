@@ -218,6 +218,41 @@ TEST_CASE(
   CHECK(received[0].dump().find("ada@example.com") == std::string::npos);  // no PII in the ledger
 }
 
+TEST_CASE(
+    "repeats of an Idempotency-Key that race the first lead re-validate its Turnstile token") {
+  // A repeat that arrives before the first one's commit cannot see its claim and checks the token
+  // again: with the same siteverify idempotency key, which Cloudflare answers as the first check,
+  // not `timeout-or-duplicate`. Simulated by erasing the first lead (its claim goes with it).
+  Leads l;
+  auto siteverify_key = [&](std::size_t i) {
+    auto form = ss::parse_urlencoded(l.outbound("siteverify").at(i)["body"].get<std::string>());
+    std::map<std::string, std::string> f(form->begin(), form->end());
+    return f["idempotency_key"];
+  };
+  auto h = l.headers();
+  h["Idempotency-Key"] = "order-77";
+  std::string first = l.submit(lead_body(), h).body_json()["leadId"];
+  REQUIRE(l.mesh.request("leads", "DELETE", "/api/leads/" + first, l.admin()).status == 204);
+  std::string second = l.submit(lead_body(), h).body_json()["leadId"];
+  REQUIRE(l.outbound("siteverify").size() == 2);
+  REQUIRE(l.mesh.request("leads", "DELETE", "/api/leads/" + second, l.admin()).status == 204);
+  const std::string key = siteverify_key(0);
+  CHECK(key.size() == 36);
+  CHECK(key[14] == '4');                                          // a version-4 UUID's form
+  CHECK(std::string("89ab").find(key[19]) != std::string::npos);  // its variant
+  CHECK(siteverify_key(1) == key);
+  // Another token (a new form load), another key; no Idempotency-Key, a random key each time.
+  json other = lead_body();
+  other["turnstileToken"] = "XXXX.DUMMY.TOKEN.XXXX.2";
+  l.submit(other, h);
+  l.submit(lead_body());
+  l.submit(lead_body());
+  REQUIRE(l.outbound("siteverify").size() == 5);
+  CHECK(siteverify_key(2) != key);
+  CHECK(siteverify_key(3) != key);
+  CHECK(siteverify_key(4) != siteverify_key(3));
+}
+
 TEST_CASE("urlencoded and multipart form posts work like JSON; HTML forms are redirected") {
   Leads l;
   auto form = l.mesh.request(

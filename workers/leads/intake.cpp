@@ -91,16 +91,32 @@ Task<Result<std::string>> uuid_v4(Context& ctx) {
 
 enum class Verdict { passed, failed, unreachable };
 
+// The siteverify idempotency key of a submission that carries an Idempotency-Key: the same for
+// each repeat of it with the same token (a UUID's form from a digest of the tenant, the key and the
+// token), so repeats that race the first one's commit re-validate the single-use token instead of
+// spending it again (Cloudflare answers `timeout-or-duplicate` to a second key). Random otherwise.
+Task<Result<std::string>> siteverify_key(Context& ctx, const std::string& tenant,
+                                         const std::string& key, const std::string& token) {
+  if (key.empty()) co_return co_await uuid_v4(ctx);
+  std::string seed = tenant + "\n" + key + "\n" + token;  // g++-12: a named string across co_await
+  SS_CO_TRY(std::string hex, co_await sha256_hex(std::move(seed)));
+  hex[12] = '4';                                                                // version 4
+  hex[16] = "89ab"[(hex[16] <= '9' ? hex[16] - '0' : hex[16] - 'a' + 10) & 3];  // RFC 4122 variant
+  co_return hex.substr(0, 8) + "-" + hex.substr(8, 4) + "-" + hex.substr(12, 4) + "-" +
+      hex.substr(16, 4) + "-" + hex.substr(20, 12);
+}
+
 // Turnstile siteverify with the secret, the token, the client IP and an idempotency key.
 Task<Result<Verdict>> verify_turnstile(Context& ctx, const std::string& token,
-                                       const std::string& ip) {
+                                       const std::string& ip, const std::string& tenant,
+                                       const std::string& key) {
   if (token.empty()) co_return Error{ErrorCode::turnstile_failed, "the Turnstile token is missing"};
   std::string secret = ctx.env("TURNSTILE_SECRET_KEY");
   if (secret.empty()) {
     ctx.log("turnstile: TURNSTILE_SECRET_KEY is not set; lead kept unverified");
     co_return Verdict::unreachable;
   }
-  SS_CO_TRY(std::string idempotency, co_await uuid_v4(ctx));
+  SS_CO_TRY(std::string idempotency, co_await siteverify_key(ctx, tenant, key, token));
   std::vector<std::pair<std::string, std::string>> form = {
       {"secret", secret}, {"response", token}, {"idempotency_key", idempotency}};
   if (!ip.empty()) form.emplace_back("remoteip", ip);
@@ -295,7 +311,8 @@ Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
 
   bool verified = true;
   if (config->turnstile_required) {
-    SS_CO_TRY(Verdict verdict, co_await verify_turnstile(ctx, submission.turnstile_token, ip));
+    SS_CO_TRY(Verdict verdict,
+              co_await verify_turnstile(ctx, submission.turnstile_token, ip, tenant.id, key));
     verified = verdict == Verdict::passed;
   }
 
