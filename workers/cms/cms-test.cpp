@@ -1652,10 +1652,10 @@ void before_commit(Cms& t, std::function<void()> between, bool& fired) {
 
 }  // namespace
 
-// Without If-Match a write that loses the race for its version is retried on fresh content: seven
-// losses in a row (eight writers at one instant) still end in its 201; only an eighth is a 409.
-TEST_CASE("cms: a write without If-Match is retried through seven lost races, not answered 409") {
-  for (int losses : {7, 8}) {
+// Without If-Match a write that loses the race for its version is retried on fresh content, after a
+// random pause: fifteen losses in a row still end in its 201; only a sixteenth is a 409.
+TEST_CASE("cms: a write without If-Match is retried through fifteen lost races, not answered 409") {
+  for (int losses : {15, 16}) {
     CAPTURE(losses);
     Cms t;
     auto written = [&] {
@@ -1664,9 +1664,11 @@ TEST_CASE("cms: a write without If-Match is retried through seven lost races, no
           .size();
     };
     int lost = 0;
+    int pauses = 0;
     bool busy = false;  // the competing write's own batch is not one to lose
     t.mesh.observe_effects = [&](const json& effects) {
       for (const json& e : effects) {
+        if (e["kind"] == "sleep") ++pauses;
         if (busy || lost >= losses || e["kind"] != "d1.batch" || !e["statements"].is_array() ||
             e["statements"].empty() ||
             ss::string_or(e["statements"][0], "sql", "").find("INSERT INTO cms_versions") ==
@@ -1682,13 +1684,14 @@ TEST_CASE("cms: a write without If-Match is retried through seven lost races, no
     HttpReply r = t.studio("POST", "/admin/v1/announcements", json{{"text", "Through the race"}});
     t.mesh.observe_effects = nullptr;
     CHECK(lost == losses);
-    if (losses == 7) {
+    CHECK(pauses == 15);  // a random pause before each retry, none after the last loss
+    if (losses == 15) {
       CHECK(r.status == 201);
-      CHECK(r.body_json()["version"] == 8);  // after the seven competing writes
+      CHECK(r.body_json()["version"] == 16);  // after the fifteen competing writes
       CHECK(written() == 1);
     } else {
       CHECK(r.status == 409);
-      CHECK(r.body_json()["error"]["currentVersion"] == 8);
+      CHECK(r.body_json()["error"]["currentVersion"] == 16);
       CHECK(written() == 0);
     }
   }

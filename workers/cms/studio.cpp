@@ -19,9 +19,22 @@ namespace ss::cms {
 
 namespace {
 
-// Without If-Match, a lost race is retried on fresh content: every round of a race has a winner, so
-// eight attempts see eight writers at the same instant through; a ninth may get 409.
-constexpr int kMaxWriteAttempts = 8;
+// Without If-Match, a lost race is retried on fresh content after a random pause that doubles with
+// each lost round (up to kMaxRetryPauseMs): writers that lost together do not all come back
+// together, so a round can have several winners one after another, and some thirty writers at the
+// same instant all get through within the attempts. Only a write that loses every round gets 409.
+constexpr int kMaxWriteAttempts = 16;
+constexpr int kFirstRetryPauseMs = 10;
+constexpr int kMaxRetryPauseMs = 320;
+
+// A pause in [0, min(kFirstRetryPauseMs · 2^(attempt−1), kMaxRetryPauseMs)] ms.
+Task<Status> pause_before_retry(Context& ctx, int attempt) {
+  SS_CO_TRY(std::string bytes, co_await ctx.random_bytes(2));
+  const int cap = std::min(kFirstRetryPauseMs << std::min(attempt - 1, 10), kMaxRetryPauseMs);
+  const int draw =
+      (static_cast<unsigned char>(bytes[0]) << 8) | static_cast<unsigned char>(bytes[1]);
+  co_return co_await sleep_ms(draw % (cap + 1));
+}
 constexpr std::size_t kMaxActorLength = 100;
 // The cron sends outbox rows older than this (a younger one may be its write's own send in
 // flight), at most kOutboxPerRun a run, one queue.send each (a failure is that row's alone).
@@ -239,6 +252,7 @@ Task<Result<Response>> write(Context& ctx, const Request& req, const TenantRow& 
                         "the content changed while writing: version " + std::to_string(now_version)}
             .with("currentVersion", now_version);
       }
+      SS_CO_CHECK(co_await pause_before_retry(ctx, attempt));
       continue;
     }
     content.version = commit.version;
