@@ -1,5 +1,5 @@
 // Input messages (host → core) and the Response built from a fetch output (docs/abi.md).
-import { MAX_BODY_BYTES, readRequestBody } from "./effects/http.js";
+import { DRAIN_BODY_BYTES, MAX_BODY_BYTES, readRequestBody } from "./effects/http.js";
 
 // Enough for a lead intake with Turnstile and a notification (a UUID and two ULIDs: 36 bytes) without a
 // crypto.random effect, which would cost a crossing into the core of its own (docs/performance.md).
@@ -90,14 +90,16 @@ export async function requestMessage(request, cfFields = NO_CF) {
 }
 
 /**
- * The request's message at once when no body is read (GET, HEAD, or a declared length over the
- * limit); null when the body must be read first (requestMessage). A GET costs no await this way.
+ * The request's message at once when no body is read (GET, HEAD, or a declared length over what is
+ * read at all, DRAIN_BODY_BYTES); null when the body must be read first (requestMessage) — a body
+ * declared over the limit included, which is read to its end and thrown away so that the client
+ * gets its 413 rather than a reset connection. A GET costs no await this way.
  */
 export function bodilessRequestMessage(request, cfFields = NO_CF) {
   const declared = Number(request.headers.get("content-length"));
-  const tooLarge = declared > MAX_BODY_BYTES;
-  if (!tooLarge && request.method !== "GET" && request.method !== "HEAD") return null;
-  return requestFields(request, "", tooLarge, cfFields);
+  const bodied = request.method !== "GET" && request.method !== "HEAD";
+  if (bodied && !(declared > DRAIN_BODY_BYTES)) return null;
+  return requestFields(request, "", declared > MAX_BODY_BYTES, cfFields);
 }
 
 function requestFields(request, text, tooLarge, cfFields) {

@@ -1,6 +1,12 @@
 // Shared by the fetch and service executors: build a Request, read a Response as text.
 
 export const MAX_BODY_BYTES = 1024 * 1024;
+// A request body over the limit is still read to its end (and thrown away) up to this size before
+// the 413 is answered: a client that sends its whole body before reading the answer (Node's
+// fetch, most HTTP libraries) would otherwise have its connection reset under it, and never see
+// the 413. Past this, the read stops (the connection may be reset). Cloudflare's edge refuses
+// bodies over 100 MB itself.
+export const DRAIN_BODY_BYTES = 32 * 1024 * 1024;
 
 /**
  * A signal that aborts with a TimeoutError after `ms`, and `clear()` to free its timer as soon as the
@@ -59,7 +65,7 @@ const HEX_DIGITS = new TextEncoder().encode("0123456789abcdef");
  * where it can, rather than reading U+FFFD where the client sent something else.
  */
 export async function readRequestBody(stream, limit = MAX_BODY_BYTES) {
-  const { bytes, tooLarge } = await readBytes(stream, limit);
+  const { bytes, tooLarge } = await readBytes(stream, limit, DRAIN_BODY_BYTES);
   if (!bytes) return { text: "", tooLarge };
   try {
     return { text: strictDecoder.decode(bytes), tooLarge };
@@ -81,8 +87,9 @@ export function hexBytes(hex) {
   return out;
 }
 
-// At most `limit` bytes of a stream, in one buffer (null when empty or over the limit).
-async function readBytes(stream, limit) {
+// At most `limit` bytes of a stream, in one buffer (null when empty or over the limit). A stream
+// over the limit is read on to its end and thrown away while it stays within `drainUpTo` bytes.
+async function readBytes(stream, limit, drainUpTo = 0) {
   if (!stream) return { bytes: null, tooLarge: false };
   const reader = stream.getReader();
   const chunks = [];
@@ -92,6 +99,12 @@ async function readBytes(stream, limit) {
     if (done) break;
     size += value.byteLength;
     if (size > limit) {
+      chunks.length = 0;
+      while (size <= drainUpTo) {
+        const next = await reader.read();
+        if (next.done) return { bytes: null, tooLarge: true };
+        size += next.value.byteLength;
+      }
       await reader.cancel().catch(() => {});
       return { bytes: null, tooLarge: true };
     }

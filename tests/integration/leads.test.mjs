@@ -363,6 +363,24 @@ describe("leads intake: refused submissions store nothing", () => {
       413,
       "payload_too_large",
     );
+    // Over HTTP from a client that sends its whole body before reading the answer (Node's fetch):
+    // 5 MB, declared and chunked, get their 413 — the host reads past its 1 MiB and throws the rest
+    // away, where stopping at 1 MiB reset the connection under the client.
+    const direct = new URL("/api/leads/submit", await mesh.url("leads"));
+    const five = `{"message":"${"m".repeat(5_000_000)}"}`;
+    const declared = await fetch(direct, {
+      method: "POST",
+      headers: { ...tenantHeaders("lt-intake"), "content-type": "application/json", "CF-Connecting-IP": freshIp() },
+      body: five,
+    });
+    await errorOf(declared, 413, "payload_too_large");
+    const chunked = await fetch(direct, {
+      method: "POST",
+      headers: { ...tenantHeaders("lt-intake"), "content-type": "application/json", "CF-Connecting-IP": freshIp() },
+      body: new Blob([five]).stream(),
+      duplex: "half",
+    });
+    await errorOf(chunked, 413, "payload_too_large");
     // The limit itself is allowed: a body of exactly 32 KiB is parsed (and refused on its merits).
     const prefix = JSON.stringify({ email: "a@example.com", turnstileToken: DUMMY_TOKEN, message: "" });
     const exact = `${prefix.slice(0, -2) + "z".repeat(32 * KIB - prefix.length)}"}`;
