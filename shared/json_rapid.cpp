@@ -106,8 +106,10 @@ bool rapid_json_lone_surrogate(const char* text, std::size_t length) {
 // only the checks (accept_json): one handler type, so the reader is instantiated once.
 class RapidJsonHandler {
  public:
-  explicit RapidJsonHandler(json* result)
-      : builder_(result != nullptr ? *result : unused_, false), build_(result != nullptr) {}
+  explicit RapidJsonHandler(json* result, bool numbers_as_text = false)
+      : builder_(result != nullptr ? *result : unused_, false),
+        build_(result != nullptr),
+        numbers_as_text_(numbers_as_text) {}
 
   bool Null() { return !build_ || builder_.null(); }
   bool Bool(bool value) { return !build_ || builder_.boolean(value); }
@@ -120,8 +122,13 @@ class RapidJsonHandler {
   bool Double(double) { return false; }
   bool RawNumber(const char* text, rapidjson::SizeType length, bool) {
     RapidJsonNumber number;
-    if (!rapid_json_number(text, length, number, text_)) return false;
+    if (!rapid_json_number(text, length, number, text_))
+      return false;  // the same verdict either way
     if (!build_) return true;
+    if (numbers_as_text_) {  // the number's own spelling, as a string (rapid_json_parse_numbers_as_text)
+      text_.assign(text, length);
+      return builder_.string(text_);
+    }
     switch (number.kind) {
       case RapidJsonNumber::Kind::integer:
         return builder_.number_integer(number.integer);
@@ -166,6 +173,7 @@ class RapidJsonHandler {
   json unused_;
   nlohmann::detail::json_sax_dom_parser<json> builder_;
   bool build_;
+  bool numbers_as_text_;
   std::string text_;  // one buffer for every string and key: the builder copies it into the DOM
   int depth_ = 0;
 };
@@ -189,6 +197,14 @@ bool rapid_json_read(std::string_view text, RapidJsonHandler& handler) {
 bool rapid_json_parse(std::string_view text, json& out) {
   json result;
   RapidJsonHandler handler(&result);
+  if (!rapid_json_read(text, handler) || handler.errored()) return false;
+  out = std::move(result);
+  return true;
+}
+
+bool rapid_json_parse_numbers_as_text(std::string_view text, json& out) {
+  json result;
+  RapidJsonHandler handler(&result, true);
   if (!rapid_json_read(text, handler) || handler.errored()) return false;
   out = std::move(result);
   return true;

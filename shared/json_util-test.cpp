@@ -64,6 +64,9 @@ bool rj_agrees(const std::string& text) {
     CHECK(rj_same(fast, reference));
   }
   CHECK(rapid_json_accept(text) == fast_ok);  // the same checks, nothing built
+  json kept;
+  CHECK(rapid_json_parse_numbers_as_text(text, kept) ==
+        fast_ok);  // the same verdict, numbers as text
   const json combined = parse_json_or_discarded(text);
   if (reference_ok && combined.is_discarded()) {
     CHECK(rj_documented_refusal(text, reference));
@@ -522,6 +525,32 @@ TEST_CASE("a D1 result message the way the runtime receives it takes the fast pa
   CHECK(out["results"][0]["value"]["rows"][2][0].is_number_integer());
   CHECK(!out["results"][0]["value"]["rows"][2][0].is_number_unsigned());
   rj_agrees(text);
+}
+
+TEST_CASE("json: an object read keeping its numbers holds each number's own spelling") {
+  auto kept = parse_json_object_keeping_numbers(
+      R"({"a":1.50,"b":1E+2,"c":-0,"d":1000000000000000000000,"e":7,"f":"1.50","g":true,"h":[2.0]})");
+  REQUIRE(kept);
+  CHECK(*kept == json{{"a", "1.50"},
+                      {"b", "1E+2"},
+                      {"c", "-0"},
+                      {"d", "1000000000000000000000"},
+                      {"e", "7"},
+                      {"f", "1.50"},
+                      {"g", true},
+                      {"h", json::array({"2.0"})}});
+  // Refused as parse_json_object refuses: malformed, a number out of range, too deep, not an object.
+  for (const std::string& bad : std::vector<std::string>{
+           "{\"a\":1.}", "{\"a\":1e400}", "[1]", std::string(70, '[') + std::string(70, ']'),
+           std::string("{\"a\":1}\0", 8)}) {
+    CAPTURE(bad);
+    auto reference = parse_json_object(bad);
+    auto got = parse_json_object_keeping_numbers(bad);
+    REQUIRE(!reference);
+    REQUIRE(!got);
+    CHECK(got.error().code == reference.error().code);
+    CHECK(got.error().message == reference.error().message);
+  }
 }
 
 }  // namespace ss

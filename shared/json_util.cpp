@@ -88,6 +88,23 @@ Result<json> parse_json_object(std::string_view text) {
   return parsed;
 }
 
+Result<json> parse_json_object_keeping_numbers(std::string_view text) {
+  // parse_json's checks and verdict (a number is still converted, to refuse what parse_json refuses),
+  // with each number kept as its text.
+  if (!nesting_within(text, kMaxJsonDepth)) {
+    return Error{ErrorCode::invalid_json,
+                 "the body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels"};
+  }
+  json value;
+  if (!rapid_json_parse_numbers_as_text(without_bom(text), value) ||
+      text.find('\0') != std::string_view::npos) {
+    return Error{ErrorCode::invalid_json, "the body is not valid JSON"};
+  }
+  if (!value.is_object())
+    return Error{ErrorCode::invalid_request, "the body must be a JSON object"};
+  return value;
+}
+
 namespace {
 // dump_json's writer: the text nlohmann's `dump(-1, ' ', false, error_handler_t::replace)` writes,
 // byte for byte (json_util-test.cpp and the json fuzzer compare the two on every input), without

@@ -37,6 +37,10 @@ bool rapid_json_number_too_big(std::string_view text);
 json nlohmann_parse_or_discarded(std::string_view text);
 // Parses a JSON object; malformed → 400 invalid_json, another JSON type → 400 invalid_request.
 Result<json> parse_json_object(std::string_view text);
+// The same, every number in it kept as its own text in a string (`1.50` as "1.50", `1e400` as
+// "1e400"): for a form's fields, whose numbers are text to keep as sent, not values to compute with.
+Result<json> parse_json_object_keeping_numbers(std::string_view text);
+bool rapid_json_parse_numbers_as_text(std::string_view text, json& out);
 
 // Serialises compactly; invalid UTF-8 in strings is replaced with U+FFFD instead of aborting. The
 // text nlohmann's dump(-1, ' ', false, error_handler_t::replace) gives, without its serializer.

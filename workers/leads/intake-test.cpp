@@ -253,6 +253,29 @@ TEST_CASE(
   CHECK(siteverify_key(4) != siteverify_key(3));
 }
 
+TEST_CASE("a number in a JSON lead is stored as it was spelt") {
+  // `1.50` is "1.50", not "1.5"; `1E+2` is not "100.0"; 10^21 is not "1e+21".
+  Leads l;
+  auto r = l.mesh.request(
+      "leads", "POST", "/api/leads/submit", l.headers(),
+      R"({"email":"n@example.com","name":1000000000000000000000,"message":1.50,)"
+      R"("preferred_date":1E+2,"phone":5550102000,"turnstileToken":"XXXX.DUMMY.TOKEN.XXXX"})");
+  REQUIRE(r.status == 202);
+  json rows = l.rows("SELECT payload FROM leads");
+  REQUIRE(rows.size() == 1);
+  json payload = json::parse(rows[0]["payload"].get<std::string>());
+  CHECK(payload["name"] == "1000000000000000000000");
+  CHECK(payload["message"] == "1.50");
+  CHECK(payload["preferred_date"] == "1E+2");
+  CHECK(payload["phone"] == "+15550102000");  // a number is text, then normalised as a phone
+  // A number no double holds is refused as before, nothing stored.
+  auto huge = l.mesh.request("leads", "POST", "/api/leads/submit", l.headers(),
+                             R"({"email":"n@example.com","message":1e400})");
+  CHECK(huge.status == 400);
+  CHECK(huge.body_json()["error"]["code"] == "invalid_json");
+  CHECK(l.rows("SELECT id FROM leads").size() == 1);
+}
+
 TEST_CASE("urlencoded and multipart form posts work like JSON; HTML forms are redirected") {
   Leads l;
   auto form = l.mesh.request(

@@ -46,7 +46,8 @@ Result<SentFields> read_submission(const Request& req) {
   std::string media = type ? type->media_type : "";
   SentFields sent;
   if (media == "application/json") {
-    auto parsed = parse_json_object(req.body);
+    // Numbers as sent (`1.50` stays "1.50", not "1.5"): a field is text to keep, not a value.
+    auto parsed = parse_json_object_keeping_numbers(req.body);
     if (!parsed) return std::move(parsed).error();
     for (auto it = parsed->begin(); it != parsed->end(); ++it) {
       const json& v = it.value();
