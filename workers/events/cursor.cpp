@@ -119,7 +119,8 @@ Task<Result<Cursor>> replay_consumer(Context& ctx, const std::string& consumer,
   if (!locked) {
     co_return Error{ErrorCode::conflict,
                     "consumer " + consumer +
-                        " is draining (its lock is held); replay once that run has finished"};
+                        " is busy: a drain or another replay holds its lock; replay once it has "
+                        "finished"};
   }
   std::vector<D1Statement> statements = {
       DrainState::advance_held_statement(consumer, cursor, format_rfc3339(ctx.now_ms()), 0, lock,
