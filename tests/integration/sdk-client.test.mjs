@@ -135,14 +135,37 @@ describe("createPlatformClient with fake bindings", () => {
     await client.analytics.pageview("https://B.example/caf\u00e9/../men\u00fc?x=1");
     await client.analytics.pageview({ url: "https://b.example/caf%C3%A9/../men%C3%BC?x=1" });
     const [raw, encoded] = ANALYTICS_SERVICE.seen.slice(5);
-    assert.equal(JSON.parse(raw.body).u, "https://b.example/men%C3%BC?x=1");
-    assert.equal(JSON.parse(encoded.body).u, "https://b.example/men%C3%BC?x=1");
+    assert.equal(JSON.parse(raw.body).u, "https://b.example/men%C3%BC");
+    assert.equal(JSON.parse(encoded.body).u, "https://b.example/men%C3%BC");
     // A default port dropped and an international host in its xn-- form, as a browser's location.
     await client.analytics.pageview("https://b.example:443/caf\u00e9");
     await client.analytics.pageview("https://b\u00e4ckerei.example/caf\u00e9");
     const [port, idn] = ANALYTICS_SERVICE.seen.slice(7);
     assert.equal(JSON.parse(port.body).u, "https://b.example/caf%C3%A9");
     assert.equal(JSON.parse(idn.body).u, "https://xn--bckerei-5wa.example/caf%C3%A9");
+    // Only what the service reads, as the tracker sends it: the query but utm_source/medium/campaign
+    // (the first non-empty of each) and the fragment dropped, a referrer's query too, a long path cut
+    // before an escape — a 10 KB URL or Referer still makes a beacon under 4 KiB.
+    const longPath = `/${"a".repeat(1021)}%C3%A9${"b".repeat(4000)}`;
+    await client.analytics.pageview(
+      new Request(
+        `https://b.example${longPath}?email=a%40b.example&utm_source=&utm_source=news&utm_term=t&utm_campaign=${"c".repeat(300)}#top`,
+        { headers: { referer: `https://ref.example/r?q=${"y".repeat(10000)}#x` } },
+      ),
+    );
+    const trimmed = ANALYTICS_SERVICE.seen.at(-1);
+    assert.ok(Buffer.byteLength(trimmed.body) < 4096, `${Buffer.byteLength(trimmed.body)} bytes`);
+    const sentUrl = new URL(JSON.parse(trimmed.body).u);
+    assert.equal(sentUrl.pathname, `/${"a".repeat(1021)}`, "cut before the escape it would split");
+    assert.deepEqual(
+      [...sentUrl.searchParams],
+      [
+        ["utm_source", "news"],
+        ["utm_campaign", "c".repeat(100)],
+      ],
+    );
+    assert.equal(sentUrl.hash, "");
+    assert.equal(JSON.parse(trimmed.body).r, "https://ref.example/r");
 
     const status = await client.cms.status(new Date("2026-05-26T14:00:00.123Z"));
     assert.equal(status.open, true);
@@ -687,7 +710,7 @@ describe("createPlatformClient with fake bindings", () => {
     assert.equal(await client.analytics.pageview({ url: "https://b.example/" }), undefined);
     assert.equal((await client.cms.content()).source, "fallback");
     await rejectsWith(
-      client.analytics.pageview({ url: `https://b.example/${"a".repeat(4100)}` }),
+      client.analytics.pageview({ url: `https://u@b.example/${"a".repeat(4100)}` }),
       "payload_too_large",
       413,
     );

@@ -529,9 +529,11 @@ TEST_CASE("analytics: config.hosts takes host names only, as a referrer's host r
                           body.dump());
   };
   // Not a host at all, or a name a URL cannot carry as written (a Unicode name: its xn-- form).
+  // And a host no referrer can carry, which would be kept and never match: no wildcard is read.
   for (const char* bad : {"crumb and crust.example", "[::1", "[]", "user@x.example", "http://",
                           "b\xc3\xa4"
-                          "ckerei.example"}) {
+                          "ckerei.example",
+                          "*.shop.example", "*", "shop!.example", "%73hop.example"}) {
     INFO(bad);
     HttpReply r = provision(json::array({"ok.example", bad}));
     CHECK(r.status == 400);

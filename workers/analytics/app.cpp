@@ -4,6 +4,7 @@
 #include "shared/field_error.h"
 #include "shared/json_util.h"
 #include "shared/printf_lite.h"
+#include "shared/text.h"
 #include "shared/url_guard.h"
 #include "workers/analytics/beacon.h"
 #include "workers/analytics/dashboard.h"
@@ -29,7 +30,10 @@ constexpr std::size_t kMaxHostLength = 253;
 bool is_host_name(const std::string& host) {
   if (host.empty() || host.size() > kMaxHostLength) return false;
   auto parsed = parse_http_url(analytics::host_as_url(host));
-  return parsed && !parsed->has_userinfo && !parsed->host.empty();
+  // And the host it counts for is one a referrer can carry: `*.shop.example`, `*` or
+  // `shop!.example` would be kept and never match (no wildcard is read).
+  return parsed && !parsed->has_userinfo && !parsed->host.empty() &&
+         analytics::plausible_host(ascii_lower(analytics::site_host(host)));
 }
 
 // Tenant config of this worker: {"hosts": ["example.com", …]} — the site's own hosts, whose

@@ -35,6 +35,8 @@ std::string query_value(std::string_view raw) {
   return value;
 }
 
+}  // namespace
+
 // A referrer's host as a browser sends it: ASCII DNS labels (an internationalised name in its xn--
 // form), an IPv4 address, or a bracketed IPv6 literal. Anything else (a space, '<', a percent
 // escape, raw UTF-8) is no host a visitor came from, and counts as direct. `host` is lower-case.
@@ -47,8 +49,6 @@ bool plausible_host(std::string_view host) {
   return !host.empty() && host.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789.-_") ==
                               std::string_view::npos;
 }
-
-}  // namespace
 
 std::optional<UrlParts> split_url(std::string_view url) {
   std::size_t colon = url.find("://");

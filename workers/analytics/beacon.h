@@ -54,6 +54,8 @@ std::string host_as_url(std::string_view entry);
 // The host a config.hosts entry names: a bare host as it is (compared in lower case), the host of
 // a URL or host:port ("https://shop.example/", "localhost:8787") otherwise.
 std::string site_host(const std::string& entry);
+// A host a referrer can be counted under (lower-case ASCII labels, IPv4, or a bracketed IPv6).
+bool plausible_host(std::string_view host);
 
 // scheme://[userinfo@]host[:port][/path][?query][#fragment]; nullopt when there is no host.
 std::optional<UrlParts> split_url(std::string_view url);

@@ -266,16 +266,20 @@ export function createPlatformClient(options = {}) {
  * @param {import("../index.d.ts").PageviewInput} [view]
  */
 function pageviewOf(view) {
-  if (typeof view === "string") return { url: asBrowsersSendIt(view), referrer: "" };
+  if (typeof view === "string") return { url: asBrowsersSendIt(view, PAGE), referrer: "" };
   // A Request, also one of another realm or a framework's wrapper: its URL and headers are all read.
   const r = /** @type {any} */ (view);
   if (typeof r?.url === "string" && typeof r?.headers?.get === "function") {
-    return { url: r.url, referrer: r.headers.get("referer") ?? "", request: /** @type {Request} */ (r) };
+    return {
+      url: asBrowsersSendIt(r.url, PAGE),
+      referrer: asBrowsersSendIt(r.headers.get("referer") ?? "", REFERRER),
+      request: /** @type {Request} */ (r),
+    };
   }
   const v = isObject(view) ? view : {};
   return {
-    url: asBrowsersSendIt(v.url ?? v.u),
-    referrer: v.referrer ?? v.r ?? "",
+    url: asBrowsersSendIt(v.url ?? v.u, PAGE),
+    referrer: asBrowsersSendIt(v.referrer ?? v.r ?? "", REFERRER),
     width: v.width ?? v.w,
     request: v.request,
   };
@@ -284,14 +288,43 @@ function pageviewOf(view) {
 // A page's URL as the tracker sends it from a browser (`location.href`, parsed by the URL
 // standard): `/café` percent-encoded, `/a/../b` resolved, the host lower-case (an international one
 // in its `xn--` form), a default port dropped — so a pageview the app reports counts under the same
-// path as the tracker's. Only a URL with a host and no userinfo is rewritten: one the parser would
-// read otherwise (`https:///menu` as host `menu`, `https://u@host/`) or cannot read at all goes as
-// given, for the service to answer (400 naming `u`).
+// path as the tracker's. And only what the service reads: the origin, the path and (a page's)
+// utm_source/medium/campaign, no fragment — the rest of a query may hold an email or a
+// token, and a long one made the beacon over 4 KiB, refused (413) and the pageview lost. A path is
+// cut at MAX_SENT_PATH bytes (the service keeps 512 of it), before an escape, so that neither a long
+// page URL nor a long Referer loses the pageview. Only a URL with a host and no userinfo is
+// rewritten: one the parser would read otherwise (`https:///menu` as host `menu`, `https://u@host/`)
+// or cannot read at all goes as given, for the service to answer (400 naming `u`).
 const WITH_AUTHORITY = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#@\\]+(?:[/?#]|$)/;
-function asBrowsersSendIt(url) {
+const PAGE = true;
+const REFERRER = false;
+const MAX_SENT_PATH = 1024;
+const UTM_NAMES = ["utm_source", "utm_medium", "utm_campaign"];
+function asBrowsersSendIt(url, keepUtm) {
   if (typeof url !== "string" || !WITH_AUTHORITY.test(url)) return url;
   try {
-    return new URL(url).href;
+    const parsed = new URL(url);
+    // The three the service reads, its way: the first non-empty value of each, cut (at 100 code
+    // points: never less than the 100 bytes the service keeps).
+    const kept = new URLSearchParams();
+    if (keepUtm) {
+      for (const name of UTM_NAMES) {
+        const value = parsed.searchParams.getAll(name).find((v) => v !== "");
+        if (value !== undefined) kept.append(name, Array.from(value).slice(0, 100).join(""));
+      }
+    }
+    parsed.search = kept.toString();
+    parsed.hash = "";
+    // The parsed path is ASCII (percent-encoded): a cut at a byte is a cut at a character, moved back
+    // before an escape it would split.
+    let path = parsed.pathname;
+    if (path.length > MAX_SENT_PATH) {
+      path = path.slice(0, MAX_SENT_PATH);
+      const escape = path.lastIndexOf("%");
+      if (escape > path.length - 3) path = path.slice(0, escape);
+      parsed.pathname = path;
+    }
+    return parsed.href;
   } catch {
     return url;
   }
