@@ -57,14 +57,23 @@ export default {
   },
 };
 
+// What a browser builds a DOM from. A response that says it is something else (text/plain, JSON)
+// holds no elements, whatever markup its text spells; one that says nothing is read as HTML.
+const HTML_TYPES = new Set(["text/html", "application/xhtml+xml"]);
+function declaresOtherThanHtml(response) {
+  const type = response.headers.get("content-type");
+  if (type === null || type.trim() === "") return false;
+  return !HTML_TYPES.has(type.split(";")[0].trim().toLowerCase());
+}
+
 /** Which of `selectors` match an element of the response's HTML (streamed, never buffered). */
 async function matchSelectors(response, selectors, signal) {
   if (!response.body) return [];
-  // No selectors: the page is still read to its end (up to the same cap), so a probe's latency is
-  // the whole page's time whether or not the monitor checks its elements.
+  // The page is read to its end (up to the cap) with or without selectors, and after they have all
+  // matched: a probe's latency is the whole page's time, whatever the monitor checks of it.
   const matched = new Set();
   let stream = response.body;
-  if (selectors.length > 0) {
+  if (selectors.length > 0 && !declaresOtherThanHtml(response)) {
     if (typeof HTMLRewriter !== "function") {
       throw new EffectError("unsupported_effect", "fetch(): selectors need HTMLRewriter (workerd)");
     }
@@ -84,9 +93,8 @@ async function matchSelectors(response, selectors, signal) {
       const { done, value } = await reader.read();
       if (done) break;
       read += value.byteLength;
-      const allSeen = selectors.length > 0 && matched.size === selectors.length;
-      if (allSeen || read >= MAX_PROBE_HTML_BYTES) {
-        await reader.cancel().catch(() => {}); // every selector seen (or too much): stop reading
+      if (read >= MAX_PROBE_HTML_BYTES) {
+        await reader.cancel().catch(() => {}); // too much: stop reading (what matched so far counts)
         break;
       }
     }

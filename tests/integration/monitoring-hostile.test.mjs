@@ -19,6 +19,16 @@ const ROUTES = {
   // Deeper than lol-html's memory limit lets it track; the element is there, at the end.
   "/nested": (res) => res.writeHead(200, { "content-type": "text/html" }).end(`${"<div>".repeat(200_000)}${PAGE}`),
   "/bomb": (res) => res.writeHead(200, { "content-type": "text/html", "content-encoding": "gzip" }).end(BOMB),
+  // The form, but not as HTML: a browser builds no DOM from either.
+  "/plain": (res) => res.writeHead(200, { "content-type": "text/plain; charset=utf-8" }).end(PAGE),
+  "/json": (res) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ html: PAGE })),
+  "/untyped": (res) => res.writeHead(200).end(PAGE),
+  // The form at once, the rest of the page 1.5 s later.
+  "/slow-tail": (res) => {
+    res.writeHead(200, { "content-type": "text/html" });
+    res.write(PAGE);
+    setTimeout(() => res.end("<footer>the end</footer>"), 1500);
+  },
 };
 
 let mesh;
@@ -122,6 +132,30 @@ describe("monitoring: hostile pages", () => {
     assert.equal(probe.status, 200, JSON.stringify(probe));
     assert.equal(probe.reason, "selector_missing:form#contact");
     await mesh.fetch("monitoring", "/admin/monitors/bomb", { method: "DELETE", headers: adminHeaders() });
+  });
+});
+
+describe("monitoring: what a page is and how long it takes", () => {
+  it("a page that says it is not HTML holds no elements; one that says nothing is read as HTML", async () => {
+    await put("plain", { url: `${origin.url}/plain`, mustContain: ["form#contact"] });
+    await put("json", { url: `${origin.url}/json`, mustContain: ["form"] });
+    await put("untyped", { url: `${origin.url}/untyped`, mustContain: ["form#contact"] });
+    await runTick(["plain", "json", "untyped"]);
+    assert.equal((await lastProbe("plain")).reason, "selector_missing:form#contact");
+    assert.equal((await lastProbe("json")).reason, "selector_missing:form");
+    assert.equal((await lastProbe("untyped")).ok, 1, JSON.stringify(await lastProbe("untyped")));
+    for (const id of ["plain", "json", "untyped"]) {
+      await mesh.fetch("monitoring", `/admin/monitors/${id}`, { method: "DELETE", headers: adminHeaders() });
+    }
+  });
+
+  it("a page is timed to its end, after its selectors have matched too", async () => {
+    await put("tail", { url: `${origin.url}/slow-tail`, mustContain: ["form#contact"], maxLatencyMs: 1000 });
+    await runTick(["tail"]);
+    const probe = await lastProbe("tail");
+    assert.equal(probe.status, 200);
+    assert.equal(probe.reason, "too_slow", JSON.stringify(probe));
+    await mesh.fetch("monitoring", "/admin/monitors/tail", { method: "DELETE", headers: adminHeaders() });
   });
 });
 

@@ -39,6 +39,7 @@ struct Monitoring {
   bool timeout = false;
   std::optional<std::vector<std::string>> matched;  // unset: every selector matches
   std::map<std::string, std::string> redirects;     // url -> Location
+  int redirect_latency = 5;
   // The alert endpoints.
   std::vector<json> pagerduty, slack;
   int alert_failures = 0;  // the next n alert requests answer 500
@@ -74,7 +75,7 @@ struct Monitoring {
     if (auto it = redirects.find(url); it != redirects.end()) {
       r.status = 302;
       r.headers["location"] = it->second;
-      r.elapsed_ms = 5;
+      r.elapsed_ms = redirect_latency;
       return r;
     }
     r.network_error = network_error;
@@ -82,6 +83,8 @@ struct Monitoring {
     r.status = status;
     r.elapsed_ms = latency;
     r.selectors_matched = matched;
+    // The host's timer: an answer slower than the call's time is none.
+    if (r.elapsed_ms > ss::int_or(req, "timeoutMs", 1 << 30)) r.timeout = true;
     return r;
   }
 
@@ -556,6 +559,36 @@ TEST_CASE("monitoring probe: redirects are followed hop by hop, at most 5") {
   CHECK(t.probed.size() == 6);
   CHECK(t.monitor("home")["lastProbe"]["reason"] == "status_mismatch");
   CHECK(t.monitor("home")["lastProbe"]["status"] == 302);
+}
+
+TEST_CASE("monitoring probe: timeoutMs is for the whole redirect walk") {
+  // Two hops of 40 ms leave 20 of a 100 ms budget: the last hop gets those 20 (not 100 more), and
+  // the probe is a timeout whose latency is the budget.
+  Monitoring t;
+  json spec = site();
+  spec["timeoutMs"] = 100;
+  REQUIRE(t.put("home", spec).status == 201);
+  t.redirect_latency = 40;
+  t.latency = 40;
+  t.redirects["https://site.example/"] = "/a";
+  t.redirects["https://site.example/a"] = "/b";
+  t.tick();
+  json probe = t.monitor("home")["lastProbe"];
+  CHECK(probe["reason"] == "timeout");
+  CHECK(probe["latencyMs"] == 100);
+  CHECK(probe["status"].is_null());
+  // A walk that spent the whole budget on its redirects starts no further hop.
+  t.redirect_latency = 50;
+  t.probed.clear();
+  t.tick();
+  CHECK(t.probed.size() == 2);
+  CHECK(t.monitor("home")["lastProbe"]["reason"] == "timeout");
+  CHECK(t.monitor("home")["lastProbe"]["latencyMs"] == 100);
+  // Within the budget, the walk's latency is its hops' sum.
+  t.redirect_latency = 10;
+  t.tick();
+  CHECK(t.monitor("home")["lastProbe"]["ok"] == true);
+  CHECK(t.monitor("home")["lastProbe"]["latencyMs"] == 60);
 }
 
 TEST_CASE("monitoring incidents: 2 failures then a success open nothing") {

@@ -254,8 +254,15 @@ Task<ProbeObservation> observe(const MonitorSpec& spec, bool allow_local) {
     call.method = spec.method;
     call.url = checked->href;
     call.headers["user-agent"] = "SiteSwarm-Monitor/1.0 (+https://siteswarm.dev/monitoring)";
-    call.timeout_ms =
-        static_cast<int>(std::max<std::int64_t>(spec.timeout_ms - seen.latency_ms, kMinTimeoutMs));
+    // timeoutMs is for the whole walk: each hop gets what the hops before it left, and a walk
+    // that has spent it all is a timeout (until 2026-12-06 each hop got at least 100 ms more).
+    const std::int64_t left = spec.timeout_ms - seen.latency_ms;
+    if (left <= 0) {
+      seen.latency_ms = spec.timeout_ms;
+      seen.outcome = ProbeObservation::Outcome::timeout;
+      co_return seen;
+    }
+    call.timeout_ms = static_cast<int>(left);
     // Sent as lol-html matches them; a match counts for the selector as the tenant wrote it.
     std::vector<std::string> selectors;
     if (spec.method == "GET") {
@@ -265,7 +272,7 @@ Task<ProbeObservation> observe(const MonitorSpec& spec, bool allow_local) {
     if (!reply) {
       // A timeout took the whole budget; a refused connection is reported with what was spent.
       bool timed_out = reply.error().cause == "timeout";
-      if (timed_out) seen.latency_ms += call.timeout_ms;
+      if (timed_out) seen.latency_ms = spec.timeout_ms;  // the whole budget, as the docs say
       seen.outcome =
           timed_out ? ProbeObservation::Outcome::timeout : ProbeObservation::Outcome::network_error;
       co_return seen;
