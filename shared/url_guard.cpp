@@ -453,6 +453,50 @@ std::string_view url_refusal_name(UrlRefusal r) {
   return "invalid_url";
 }
 
+namespace {
+// A path's "." and ".." segments resolved as the URL standard's path parser resolves them (a ".."
+// takes the segment before it away; "%2e" is a dot, in either case): the path judged, stored and
+// fetched is the one any client would fetch — `/services/../../x` is `/x`, so a base it is put
+// under (SLACK_API_URL) cannot be left by it.
+bool is_dot_segment(std::string_view seg, int dots) {
+  int seen = 0;
+  for (std::size_t i = 0; i < seg.size(); ++seen) {
+    if (seg[i] == '.') {
+      ++i;
+    } else if (seg.size() - i >= 3 && seg[i] == '%' && seg[i + 1] == '2' &&
+               (seg[i + 2] == 'e' || seg[i + 2] == 'E')) {
+      i += 3;
+    } else {
+      return false;
+    }
+  }
+  return seen == dots;
+}
+
+std::string without_dot_segments(std::string_view path) {
+  std::vector<std::string_view> kept;
+  std::string_view rest = path.substr(1);  // after the leading '/'
+  for (;;) {
+    const std::size_t slash = rest.find('/');
+    const std::string_view seg = rest.substr(0, slash);
+    const bool last = slash == std::string_view::npos;
+    if (is_dot_segment(seg, 2)) {
+      if (!kept.empty()) kept.pop_back();
+      if (last) kept.emplace_back();
+    } else if (is_dot_segment(seg, 1)) {
+      if (last) kept.emplace_back();
+    } else {
+      kept.push_back(seg);
+    }
+    if (last) break;
+    rest = rest.substr(slash + 1);
+  }
+  std::string out;
+  for (std::string_view seg : kept) out.append("/").append(seg);
+  return out.empty() ? "/" : out;
+}
+}  // namespace
+
 Result<ParsedHttpUrl> parse_http_url(std::string_view url) {
   if (url.size() > kMaxOutboundUrlLength) {
     return invalid("the URL is longer than " + std::to_string(kMaxOutboundUrlLength) +
@@ -528,7 +572,7 @@ Result<ParsedHttpUrl> parse_http_url(std::string_view url) {
     if (c == '\\') c = '/';
   }
   if (path.empty()) path = "/";
-  out.rest = path;
+  out.rest = without_dot_segments(path);
   if (query != std::string_view::npos) out.rest += tail.substr(query);
   // Non-ASCII in the path or query is sent percent-encoded (UTF-8), as the standard does, and so are
   // the standard's path (`"<>` plus `` ` ``, `{`, `}`) and special-query (`"<>'`) percent-encode sets.

@@ -64,6 +64,13 @@ describe("the guard's table against Node's WHATWG URL", () => {
         assert.equal(node, null, "Node refuses it too");
       }
       if (c.href) assert.equal(new URL(c.href).hostname, c.host, "the href sent names the judged host");
+      // What is fetched is what any client fetches for the URL (dot segments resolved alike; the
+      // fragment never goes on the wire).
+      if (c.href && c.verdict === "ok") {
+        const whatwg = new URL(c.url);
+        whatwg.hash = "";
+        assert.equal(whatwg.href, c.href, "the href is WHATWG's");
+      }
     });
   }
 });

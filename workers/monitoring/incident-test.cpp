@@ -182,6 +182,10 @@ TEST_CASE("monitoring incident: SLACK_API_URL stands in for hooks.slack.com, pat
         stub + "/services/T/B/X");
   CHECK(slack_webhook_target("https://hooks.slack.com:443/services/T/B/X", stub) ==
         stub + "/services/T/B/X");
+  // The path as a client fetches it: dot segments, plain or encoded, cannot leave the base.
+  CHECK(slack_webhook_target("https://hooks.slack.com/services/../../x", stub) == stub + "/x");
+  CHECK(slack_webhook_target("https://hooks.slack.com/services/%2e%2e/%2E%2e/v2/enqueue", stub) ==
+        stub + "/v2/enqueue");
   // Another host or port, http://, a user-info, or no URL at all: as given (the guard judges it).
   for (const std::string other :
        {"https://hooks.slack.test/services/T/B/X", "https://hooks.slack.com.evil.test/services/x",
