@@ -239,7 +239,7 @@ async function staticFile(request, env) {
     return errorResponse(405, "method_not_allowed", `${request.method} is not allowed here`, { allow: "GET, HEAD" });
   }
   const answer = await env.ASSETS.fetch(request);
-  if (answer.status < 400) return answer;
+  if (answer.status < 400) return withPageHeaders(answer);
   await answer.body?.cancel().catch(() => {}); // its plain-text answer is replaced, not read
   // Any other refusal of the file server (e.g. 431 for headers it will not take) keeps its status
   // with the contract's JSON body.
@@ -403,9 +403,25 @@ async function home(request, env, manifest, { status = 200, form, headers = {} }
   return rewriter.transform(
     new Response(html, {
       status,
-      headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store", ...headers },
+      headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store", ...PAGE_HEADERS, ...headers },
     }),
   );
+}
+
+// Every HTML page of the site: no other site may frame it (the contact form under a clickjacking
+// overlay), and nothing it serves is sniffed into another type.
+const PAGE_HEADERS = {
+  "content-security-policy": "frame-ancestors 'none'",
+  "x-frame-options": "DENY",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "strict-origin-when-cross-origin",
+};
+/** A static file's answer, an HTML page with PAGE_HEADERS. */
+function withPageHeaders(answer) {
+  if (!(answer.headers.get("content-type") ?? "").startsWith("text/html")) return answer;
+  const page = new Response(answer.body, answer);
+  for (const [name, value] of Object.entries(PAGE_HEADERS)) page.headers.set(name, value);
+  return page;
 }
 
 // Crosses every Service Binding and back: each platform worker's /health, side by side.

@@ -70,6 +70,13 @@ describe("the three client apps", () => {
       const res = await mesh.fetch(key, "/");
       assert.equal(res.status, 200);
       assert.equal(res.headers.get("cache-control"), "no-store", "the rendered page is never cached");
+      // No other site frames a page of the site (its form under a clickjacking overlay), none is
+      // sniffed into another type: the rendered page and the static ones alike.
+      for (const page of [res, await mesh.fetch(key, "/thanks.html")]) {
+        assert.equal(page.headers.get("content-security-policy"), "frame-ancestors 'none'");
+        assert.equal(page.headers.get("x-frame-options"), "DENY");
+        assert.equal(page.headers.get("x-content-type-options"), "nosniff");
+      }
       // HEAD / is the rendered page's head, not the static template's.
       const headHome = await mesh.fetch(key, "/", { method: "HEAD" });
       assert.equal(headHome.status, 200);
