@@ -10,6 +10,7 @@
 #include "shared/rfc3339.h"
 #include "shared/tenant.h"
 #include "shared/tenant_store.h"
+#include "shared/text.h"
 #include "shared/ulid.h"
 #include "shared/url_guard.h"
 #include "workers/events/alerts.h"
@@ -30,6 +31,9 @@ inline constexpr std::size_t kMaxNameLength = 64;
 inline constexpr int kDefaultRetentionDays = 730;  // two years
 inline constexpr std::int64_t kMaxRiskLevel = 5;
 inline constexpr int kDefaultReflexionLimit = 100;
+// GET /admin/quarantine: a page of 100 rows by default, 500 at most, `next` for the rest.
+inline constexpr int kDefaultQuarantinePage = 100;
+inline constexpr int kMaxQuarantinePage = 500;
 inline constexpr int kMaxReflexionLimit = 500;
 inline constexpr int kAlertListLimit = 100;
 inline constexpr const char* kFlagsBinding = "FLAGS";
@@ -606,8 +610,31 @@ Task<Result<Response>> list_quarantine(Context& ctx, const Request& req, const P
     co_return invalid_field("all", "use 1 (resolved entries too) or 0");
   }
   bool all = all_param == "1";
-  SS_CO_TRY(std::vector<QuarantineRow> rows, co_await Quarantine::list(consumer, all));
-  co_return list_response("quarantined", rows);
+  SS_CO_TRY(std::int64_t limit,
+            req.int_param("limit", kDefaultQuarantinePage, 1, kMaxQuarantinePage));
+  // `after`: a page's `next` ("<seq>:<consumer>"), or a bare seq (after every row of that event).
+  std::string after = req.query_param("after");
+  std::int64_t after_seq = 0;
+  std::string after_consumer;
+  if (!after.empty()) {
+    const std::size_t colon = after.find(':');
+    auto seq = parse_decimal(std::string_view(after).substr(0, colon), 0, INT64_MAX);
+    if (!seq) co_return invalid_field("after", "use a page's next (<seq>:<consumer>)");
+    after_seq = *seq;
+    after_consumer =
+        colon == std::string::npos ? "~" : after.substr(colon + 1);  // '~': past any name
+  }
+  SS_CO_TRY(std::vector<QuarantineRow> rows,
+            co_await Quarantine::list(consumer, all, after_seq, after_consumer, limit + 1));
+  json next = nullptr;
+  if (rows.size() > static_cast<std::size_t>(limit)) {
+    rows.resize(static_cast<std::size_t>(limit));
+    next = std::to_string(rows.back().seq) + ":" + rows.back().consumer;
+  }
+  json list = json::array();
+  for (const QuarantineRow& row : rows) list.push_back(row.view());
+  co_return Response::json_body(200,
+                                json_object({{"quarantined", std::move(list)}, {"next", next}}));
 }
 
 Task<Result<Response>> retry_quarantine(Context& ctx, const Request& req, const Params& params) {

@@ -821,6 +821,11 @@ TEST_CASE("kill:high_risk_ops holds risk_level >= 4 starts, others go; off relea
   CHECK(held["quarantined"][0]["reason"] == "held: kill:high_risk_ops");
   // A held event raises no quarantine alert.
   CHECK(l.db("SELECT * FROM events_alerts WHERE kind = 'quarantine_growing'").empty());
+  // A retry while the switch holds it says why it is not resolved.
+  json retried = l.admin("POST", "/admin/quarantine/workflow_runner/" + a + "/retry").body_json();
+  CHECK(retried["resolved"] == false);
+  CHECK(retried["reason"] == "held: kill:high_risk_ops");
+  CHECK(l.calls.size() == 2);
   // Still held on the next runs: nothing lost, nothing started.
   l.drain();
   CHECK(l.calls.size() == 2);

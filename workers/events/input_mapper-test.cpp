@@ -72,6 +72,21 @@ TEST_CASE("input_mapper: the whole event and whole subtrees") {
   CHECK(out["items"].size() == 2);
 }
 
+TEST_CASE("input_mapper: a numeric name on a list is an index, as a filter path reads it") {
+  const json out = apply(json::parse(R"({
+    "first": "$.payload.items.0.sku",
+    "second": "$.payload.items[1].sku",
+    "cell": "$.payload.matrix.1.0",
+    "past": "$.payload.items.2",
+    "name": "$.payload.amount.0"
+  })"));
+  CHECK(out["first"] == "A1");
+  CHECK(out["second"] == "B2");
+  CHECK(out["cell"] == 3);
+  CHECK(out["past"].is_null());
+  CHECK(out["name"].is_null());
+}
+
 TEST_CASE("input_mapper: missing paths give null") {
   const json out = apply(json::parse(R"({
     "a": "$.nope",

@@ -3,6 +3,7 @@
 #include "shared/json_util.h"
 #include "shared/text.h"
 
+#include <algorithm>
 #include <string_view>
 #include <utility>
 
@@ -170,6 +171,12 @@ const json* InputMapper::select(const Field& field, const json& event) {
     } else if (current->is_object()) {
       auto it = current->find(step.key);
       current = it != current->end() ? &*it : nullptr;
+    } else if (current->is_array() && !step.key.empty() && step.key.size() <= kMaxIndexDigits &&
+               std::all_of(step.key.begin(), step.key.end(), is_ascii_digit)) {
+      // `.0` on a list is its first item, as a filter_expr path reads it (`payload.items.0`).
+      std::size_t index = 0;
+      for (char c : step.key) index = index * 10 + static_cast<std::size_t>(c - '0');
+      current = index < current->size() ? &(*current)[index] : nullptr;
     } else {
       current = nullptr;
     }

@@ -376,10 +376,12 @@ WHERE q.consumer = ?1 AND q.event_id = ?2 AND (?3 IS NULL OR q.seq = ?3)
 ORDER BY q.resolved_at IS NOT NULL, q.seq LIMIT 1
 )sql";
 
+// A page of the list, oldest first, after (?3 seq, ?4 consumer): rows are one per (consumer, seq).
 constexpr std::string_view kListQuarantine = R"sql(
 SELECT q.*, e.tenant_id FROM events_quarantine q LEFT JOIN events e ON e.seq = q.seq
 WHERE (?1 = '' OR q.consumer = ?1) AND (?2 = 1 OR q.resolved_at IS NULL)
-ORDER BY q.seq LIMIT 500
+  AND (q.seq > ?3 OR (q.seq = ?3 AND q.consumer > ?4))
+ORDER BY q.seq, q.consumer LIMIT ?5
 )sql";
 
 // The consumer's open rows with one reason (the starts kill:high_risk_ops holds), oldest first: the
@@ -1634,8 +1636,11 @@ Task<Result<std::optional<QuarantineRow>>> Quarantine::find(const std::string& c
   co_return fetched.first_as<QuarantineRow>();
 }
 
-Task<Result<std::vector<QuarantineRow>>> Quarantine::list(const std::string& consumer, bool all) {
-  json params = json::array({consumer, all ? 1 : 0});
+Task<Result<std::vector<QuarantineRow>>> Quarantine::list(const std::string& consumer, bool all,
+                                                          std::int64_t after_seq,
+                                                          const std::string& after_consumer,
+                                                          std::int64_t limit) {
+  json params = json::array({consumer, all ? 1 : 0, after_seq, after_consumer, limit});
   SS_CO_TRY(D1Result fetched, co_await db().all(kListQuarantine, params));
   co_return fetched.as<QuarantineRow>();
 }

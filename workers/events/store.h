@@ -322,7 +322,11 @@ class Quarantine {
                                                          const std::string& event_id,
                                                          std::optional<std::int64_t> seq);
   // consumer "" = every consumer; `all` includes resolved rows.
-  static Task<Result<std::vector<QuarantineRow>>> list(const std::string& consumer, bool all);
+  // A page of at most `limit` rows after (after_seq, after_consumer), oldest first.
+  static Task<Result<std::vector<QuarantineRow>>> list(const std::string& consumer, bool all,
+                                                       std::int64_t after_seq,
+                                                       const std::string& after_consumer,
+                                                       std::int64_t limit);
   // The consumer's open rows quarantined with exactly `reason`, oldest first, at most `limit`.
   static Task<Result<std::vector<QuarantineRow>>> open_with_reason(const std::string& consumer,
                                                                    const std::string& reason,

@@ -847,7 +847,10 @@ Task<Result<json>> retry_quarantined(Context& ctx, const std::string& consumer,
                          {"resolved", resolved},
                          {"started", w.started()},
                          {"duplicates", w.duplicates},
-                         {"reason", w.failure.empty() ? json(nullptr) : json(w.failure)}});
+                         // Why it is still open: a start failed, or the kill switch holds one.
+                         {"reason", !w.failure.empty() ? json(w.failure)
+                                    : w.held > 0       ? json(kHeldReason)
+                                                       : json(nullptr)}});
 }
 
 namespace {
