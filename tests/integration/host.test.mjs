@@ -205,7 +205,7 @@ describe("fetch", () => {
     assert.equal(pulled(), 9, "read to its end (and thrown away), so an HTTP client gets its 413");
   });
 
-  it("reads a body of a declared length, and stops at the limit whatever length is declared", async () => {
+  it("reads a body of a declared length, and keeps nothing past the limit whatever length is declared", async () => {
     const seen = [];
     const core = fakeCore({
       *"POST /echo"(message) {

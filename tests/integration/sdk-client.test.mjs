@@ -166,6 +166,17 @@ describe("createPlatformClient with fake bindings", () => {
     );
     assert.equal(sentUrl.hash, "");
     assert.equal(JSON.parse(trimmed.body).r, "https://ref.example/r");
+    // The worst case: three utm values of emoji (4 bytes each, 12 once percent-encoded) beside a long
+    // path and referrer — each value cut before a character at the 100 bytes the service keeps.
+    const emoji = "\u{1F600}".repeat(100);
+    await client.analytics.pageview({
+      url: `https://b.example/${"p".repeat(5000)}?utm_source=${emoji}&utm_medium=${emoji}&utm_campaign=${emoji}`,
+      referrer: `https://ref.example/${"r".repeat(5000)}`,
+    });
+    const worst = ANALYTICS_SERVICE.seen.at(-1);
+    assert.ok(Buffer.byteLength(worst.body) <= 4096, `${Buffer.byteLength(worst.body)} bytes`);
+    const worstUrl = new URL(JSON.parse(worst.body).u);
+    assert.equal(worstUrl.searchParams.get("utm_campaign"), "\u{1F600}".repeat(25));
 
     const status = await client.cms.status(new Date("2026-05-26T14:00:00.123Z"));
     assert.equal(status.open, true);

@@ -1664,11 +1664,11 @@ TEST_CASE("cms: a write without If-Match is retried through fifteen lost races, 
           .size();
     };
     int lost = 0;
-    int pauses = 0;
+    std::vector<std::int64_t> pauses;
     bool busy = false;  // the competing write's own batch is not one to lose
     t.mesh.observe_effects = [&](const json& effects) {
       for (const json& e : effects) {
-        if (e["kind"] == "sleep") ++pauses;
+        if (e["kind"] == "sleep") pauses.push_back(ss::int_or(e, "ms", -1));
         if (busy || lost >= losses || e["kind"] != "d1.batch" || !e["statements"].is_array() ||
             e["statements"].empty() ||
             ss::string_or(e["statements"][0], "sql", "").find("INSERT INTO cms_versions") ==
@@ -1684,7 +1684,17 @@ TEST_CASE("cms: a write without If-Match is retried through fifteen lost races, 
     HttpReply r = t.studio("POST", "/admin/v1/announcements", json{{"text", "Through the race"}});
     t.mesh.observe_effects = nullptr;
     CHECK(lost == losses);
-    CHECK(pauses == 15);  // a random pause before each retry, none after the last loss
+    // A random pause before each retry, none after the last loss: the n-th at most 10 · 2^(n−1) ms
+    // (320 at most), and not all the same (random).
+    REQUIRE(pauses.size() == 15);
+    std::set<std::int64_t> distinct;
+    for (std::size_t n = 1; n <= pauses.size(); ++n) {
+      CAPTURE(n);
+      CHECK(pauses[n - 1] >= 0);
+      CHECK(pauses[n - 1] <= std::min<std::int64_t>(10LL << (n - 1), 320));
+      distinct.insert(pauses[n - 1]);
+    }
+    CHECK(distinct.size() > 3);
     if (losses == 15) {
       CHECK(r.status == 201);
       CHECK(r.body_json()["version"] == 16);  // after the fifteen competing writes

@@ -300,17 +300,30 @@ const PAGE = true;
 const REFERRER = false;
 const MAX_SENT_PATH = 1024;
 const UTM_NAMES = ["utm_source", "utm_medium", "utm_campaign"];
+const MAX_UTM_BYTES = 100; // workers/analytics kMaxUtmLength
+const utf8 = new TextEncoder();
+/** The longest prefix of `s` (whole characters) of at most `max` UTF-8 bytes. */
+function utf8Prefix(s, max) {
+  let bytes = 0;
+  let out = "";
+  for (const ch of s) {
+    bytes += utf8.encode(ch).length;
+    if (bytes > max) break;
+    out += ch;
+  }
+  return out;
+}
 function asBrowsersSendIt(url, keepUtm) {
   if (typeof url !== "string" || !WITH_AUTHORITY.test(url)) return url;
   try {
     const parsed = new URL(url);
-    // The three the service reads, its way: the first non-empty value of each, cut (at 100 code
-    // points: never less than the 100 bytes the service keeps).
+    // The three the service reads, its way: the first non-empty value of each, cut before a
+    // character at the 100 UTF-8 bytes the service keeps (at most 300 bytes once percent-encoded).
     const kept = new URLSearchParams();
     if (keepUtm) {
       for (const name of UTM_NAMES) {
         const value = parsed.searchParams.getAll(name).find((v) => v !== "");
-        if (value !== undefined) kept.append(name, Array.from(value).slice(0, 100).join(""));
+        if (value !== undefined) kept.append(name, utf8Prefix(value, MAX_UTM_BYTES));
       }
     }
     parsed.search = kept.toString();
@@ -320,8 +333,8 @@ function asBrowsersSendIt(url, keepUtm) {
     let path = parsed.pathname;
     if (path.length > MAX_SENT_PATH) {
       path = path.slice(0, MAX_SENT_PATH);
-      const escape = path.lastIndexOf("%");
-      if (escape > path.length - 3) path = path.slice(0, escape);
+      const percent = path.lastIndexOf("%");
+      if (percent > path.length - 3) path = path.slice(0, percent);
       parsed.pathname = path;
     }
     return parsed.href;
