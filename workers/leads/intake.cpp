@@ -80,13 +80,17 @@ Task<Status> check_rate_limit(Context& ctx, const std::string& tenant, const std
   co_return Unit{};
 }
 
+// 32 hex digits in a version-4 UUID's form: the version nibble 4, the RFC 4122 variant.
+std::string uuid_form(std::string hex) {
+  hex[12] = '4';
+  hex[16] = "89ab"[(hex[16] <= '9' ? hex[16] - '0' : hex[16] - 'a' + 10) & 3];
+  return hex.substr(0, 8) + "-" + hex.substr(8, 4) + "-" + hex.substr(12, 4) + "-" +
+         hex.substr(16, 4) + "-" + hex.substr(20, 12);
+}
+
 Task<Result<std::string>> uuid_v4(Context& ctx) {
   SS_CO_TRY(std::string bytes, co_await ctx.random_bytes(16));
-  bytes[6] = static_cast<char>((bytes[6] & 0x0F) | 0x40);
-  bytes[8] = static_cast<char>((bytes[8] & 0x3F) | 0x80);
-  std::string hex = hex_encode(bytes);
-  co_return hex.substr(0, 8) + "-" + hex.substr(8, 4) + "-" + hex.substr(12, 4) + "-" +
-      hex.substr(16, 4) + "-" + hex.substr(20);
+  co_return uuid_form(hex_encode(bytes));
 }
 
 enum class Verdict { passed, failed, unreachable };
@@ -100,10 +104,7 @@ Task<Result<std::string>> siteverify_key(Context& ctx, const std::string& tenant
   if (key.empty()) co_return co_await uuid_v4(ctx);
   std::string seed = tenant + "\n" + key + "\n" + token;  // g++-12: a named string across co_await
   SS_CO_TRY(std::string hex, co_await sha256_hex(std::move(seed)));
-  hex[12] = '4';                                                                // version 4
-  hex[16] = "89ab"[(hex[16] <= '9' ? hex[16] - '0' : hex[16] - 'a' + 10) & 3];  // RFC 4122 variant
-  co_return hex.substr(0, 8) + "-" + hex.substr(8, 4) + "-" + hex.substr(12, 4) + "-" +
-      hex.substr(16, 4) + "-" + hex.substr(20, 12);
+  co_return uuid_form(std::move(hex));
 }
 
 // Turnstile siteverify with the secret, the token, the client IP and an idempotency key.
