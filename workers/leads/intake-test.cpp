@@ -300,6 +300,28 @@ TEST_CASE("urlencoded and multipart form posts work like JSON; HTML forms are re
   CHECK(l.rows("SELECT * FROM leads").size() == 3);
 }
 
+TEST_CASE("a urlencoded form of more than 200 fields is refused for its count, not as malformed") {
+  Leads l;
+  auto form_of = [](int n) {
+    std::string body = "email=bob%40example.com&cf-turnstile-response=XXXX.DUMMY.TOKEN.XXXX";
+    for (int i = 2; i < n; ++i) body += "&f" + std::to_string(i) + "=x";
+    return body;
+  };
+  auto over = l.mesh.request("leads", "POST", "/api/leads/submit",
+                             l.headers("application/x-www-form-urlencoded"), form_of(201));
+  CHECK(over.status == 400);
+  CHECK(over.body_json()["error"]["code"] == "invalid_request");
+  CHECK(over.body_json()["error"]["message"] == "too many form fields (at most 200)");
+  // 200 fields are read: the undeclared ones are named, as in JSON.
+  auto at =
+      l.mesh.request("leads", "POST", "/api/leads/submit",
+                     l.headers("application/x-www-form-urlencoded", "192.0.2.77"), form_of(200));
+  CHECK(at.status == 400);
+  CHECK(at.body_json()["error"]["code"] == "invalid_lead");
+  CHECK(at.body_json()["error"]["fields"].size() == 198);
+  CHECK(l.rows("SELECT id FROM leads").empty());
+}
+
 TEST_CASE("a form post is redirected when its Accept header prefers HTML to JSON") {
   for (const char* yes :
        {"text/html", "TEXT/HTML", "text/html,application/xhtml+xml,*/*;q=0.8",

@@ -63,7 +63,11 @@ Result<SentFields> read_submission(const Request& req) {
   }
   if (media == "application/x-www-form-urlencoded") {
     auto fields = parse_urlencoded(req.body);
-    if (!fields) return Error{ErrorCode::invalid_request, "the form body is malformed"};
+    // A urlencoded body cannot be malformed: its one refusal is the field count.
+    if (!fields) {
+      return Error{ErrorCode::invalid_request,
+                   "too many form fields (at most " + std::to_string(kMaxFormFields) + ")"};
+    }
     sent.text = std::move(*fields);
     return sent;
   }
