@@ -8,7 +8,7 @@
 //                               [--sdk-out bindings/sdk/src/zones.gen.js]
 //
 // For every zone (and every link name) it reads the 64-bit transitions and the footer POSIX TZ rule,
-// keeps only what the cms core needs for instants from 2020 through 2037:
+// keeps only what the cms core needs for instants from 2020 through 2099:
 //   - the offset in effect when the window opens,
 //   - the explicit transitions inside the window that the footer rule does NOT already predict
 //     (most zones need none: the rule covers every year once it is in force),
@@ -30,9 +30,12 @@ const OUT = path.resolve(ROOT, option("--out", "workers/cms/tzdata.gen.cpp"));
 const SDK_OUT = path.resolve(ROOT, option("--sdk-out", "bindings/sdk/src/zones.gen.js"));
 
 // The window the core answers for: 2020-01-01 minus a day (a local date needs the day before) up to
-// the end of 32-bit time (2038-01-19), which bounds the transitions stored as int32.
+// 2100-01-02 (`at` is taken through 2099, and a local date needs the day after). Zones whose
+// future is listed rather than ruled (Asia/Gaza and Asia/Hebron to 2086, Africa/Casablanca and
+// Africa/El_Aaiun to 2087: Ramadan-based changes no POSIX rule can say) keep every listed transition:
+// the core reads the footer rule only after the last one it holds.
 const WINDOW_START = Date.UTC(2019, 11, 31) / 1000;
-const WINDOW_END = 2 ** 31 - 1;
+const WINDOW_END = Date.UTC(2100, 0, 2) / 1000;
 // Directories and files under zoneinfo that are not zones of their own.
 const SKIP = new Set(["posix", "right", "posixrules", "localtime", "Factory"]);
 
@@ -168,7 +171,7 @@ function posixTransitions(rule, from, to) {
   if (rule.dst === null) return [];
   const out = [];
   const y0 = new Date(from * 1000).getUTCFullYear() - 1;
-  const y1 = new Date(Math.min(to, 2 ** 31) * 1000).getUTCFullYear() + 1;
+  const y1 = new Date(to * 1000).getUTCFullYear() + 1;
   for (let y = y0; y <= y1; y++) {
     out.push(ruleDay(rule.start, y) + rule.start.time - rule.std);
     out.push(ruleDay(rule.end, y) + rule.end.time - rule.dst);
@@ -209,6 +212,7 @@ function windowData(tzif) {
   };
   let keep = inWindow.length;
   if (rule) {
+    keep = -1;
     for (let k = 0; k <= inWindow.length; k++) {
       const from = k === 0 ? WINDOW_START : inWindow[k - 1][0];
       if (checkpoints(from).every((t) => posixOffset(rule, t) === truth(t))) {
@@ -216,6 +220,9 @@ function windowData(tzif) {
         break;
       }
     }
+    // The core reads the rule after the last transition it holds: were the rule still wrong after
+    // every one in the window, the data would be wrong there (never silently).
+    if (keep < 0) throw new Error("the footer rule disagrees with the listed transitions to the window's end");
   }
   const kept = inWindow.slice(0, keep);
   for (const [, off] of [[0, initial], ...kept]) {
@@ -304,7 +311,7 @@ ${wrap(
 )}
 };
 
-const std::int32_t kTransitionTimes[] = {
+const std::int64_t kTransitionTimes[] = {
 ${wrap(times.length ? times : [0], 8)}
 };
 

@@ -1,7 +1,9 @@
 // Every zone of the tz database in the cms core (the real dist/wasm/cms.wasm, driven in plain Node
 // through its test hook POST /__test/zone) against an independent implementation: Node's Intl
 // (ICU's own copy of the tz database). For each zone: UTC offsets and open/closed answers on a few
-// hundred instants from 2020 through 2037, and nextChange checked by scanning the week ahead.
+// hundred instants from 2020 through 2099, and nextChange checked by scanning the week ahead; and
+// the offsets around every transition the tz database lists (its TZif files choose the instants,
+// Intl answers for them).
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
@@ -14,7 +16,7 @@ import { rawCoreExports } from "./raw-core.mjs";
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const WASM = `${root}/dist/wasm/cms.wasm`;
 const FROM = Date.UTC(2020, 0, 1) / 1000;
-const TO = Date.UTC(2038, 0, 1) / 1000 - 8 * 86400; // nextChange looks up to 8 days ahead
+const TO = Date.UTC(2100, 0, 1) / 1000 - 8 * 86400; // nextChange looks up to 8 days ahead
 const SAMPLES = 200; // instants per zone for offsets and open/closed
 const SCANNED = 4; // instants per zone whose nextChange is checked by a full scan
 const SLOT = 900; // every boundary below, offset and transition is a multiple of 15 minutes
@@ -155,6 +157,25 @@ function nextChangeOf(zone, t) {
   return undefined;
 }
 
+// The transition instants a zone's TZif file lists (RFC 8536: the version 2+ block's 64-bit times),
+// used only to choose instants to compare at.
+function listedTransitions(zone) {
+  let buf;
+  try {
+    buf = readFileSync(`/usr/share/zoneinfo/${zone}`);
+  } catch {
+    return [];
+  }
+  if (buf.toString("latin1", 0, 4) !== "TZif" || buf[4] < 0x32) return [];
+  const counts = (at) => [0, 1, 2, 3, 4, 5].map((i) => buf.readUInt32BE(at + 20 + i * 4));
+  const [isut, isstd, leap, timecnt, typecnt, charcnt] = counts(0);
+  const at = 44 + timecnt * 5 + typecnt * 6 + charcnt + leap * 8 + isstd + isut;
+  const n = counts(at)[3];
+  const times = [];
+  for (let i = 0; i < n; i++) times.push(Number(buf.readBigInt64BE(at + 44 + i * 8)));
+  return times;
+}
+
 function random(seed) {
   let x = seed >>> 0 || 1;
   return () => {
@@ -217,7 +238,33 @@ describe("cms time zones against Intl", {
     for (const notAName of [undefined, null, 7, {}, ["UTC"]]) assert.equal(validZone(notAName), undefined);
   });
 
-  it("matches Intl for every zone: offsets, open/closed and nextChange, 2020–2037", () => {
+  // Asia/Gaza, Asia/Hebron, Africa/Casablanca and Africa/El_Aaiun list their transitions to 2086–2087;
+  // until 2026-12-06 the core held them only to 2038 and read the footer rule after the last one, an
+  // hour wrong for weeks each autumn (the random instants above missed it).
+  it("matches Intl around every transition the tz database lists, 2020–2099", () => {
+    const core = loadCore();
+    const mismatches = [];
+    let compared = 0;
+    for (const zone of coreZones()) {
+      const instants = listedTransitions(zone)
+        .filter((t) => t >= FROM && t < TO)
+        .flatMap((t) => [t - 1, t, t + 1, t + 3 * 86400]);
+      if (instants.length === 0) continue;
+      const out = core({ zone, instants });
+      instants.forEach((t, i) => {
+        compared++;
+        const offset = offsetOf(zone, t);
+        if (out.offsets[i] !== offset) mismatches.push(`${zone} @${t}: offset ${out.offsets[i]} ≠ Intl ${offset}`);
+      });
+    }
+    assert.deepEqual(mismatches.slice(0, 20), [], `${mismatches.length} mismatches`);
+    assert.ok(compared > 20_000, `${compared} instants`);
+    // Gaza's summer time ended on Friday 2037-10-09 at 23:00Z: three days later it is UTC+2.
+    const gaza = core({ zone: "Asia/Gaza", instants: [Date.UTC(2037, 9, 12, 6, 30) / 1000] });
+    assert.deepEqual(gaza.offsets, [7200]);
+  });
+
+  it("matches Intl for every zone: offsets, open/closed and nextChange, 2020–2099", () => {
     const core = loadCore();
     const mismatches = [];
     let compared = 0;

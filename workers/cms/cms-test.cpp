@@ -354,6 +354,15 @@ TEST_CASE("cms: announcements: scheduled ones stay out of /v1/content until they
                                json{{"startsAt", nullptr}, {"level", "warning"}});
   REQUIRE(patched.status == 200);
   CHECK(patched.body_json()["announcement"]["level"] == "warning");
+  // The history says which fields the PATCH changed (the text was sent as it was: not changed).
+  REQUIRE(t.studio("PATCH", "/admin/v1/announcements/" + id,
+                   json{{"text", "Summer menu"}, {"endsAt", "2027-01-01T00:00:00Z"}})
+              .status == 200);
+  json versions = t.studio("GET", "/admin/v1/history?limit=2").body_json()["versions"];
+  REQUIRE(versions.size() == 2);
+  CHECK(versions[0]["change"] == "announcement_updated");
+  CHECK(versions[0]["detail"]["changed"] == json::array({"endsAt"}));
+  CHECK(versions[1]["detail"]["changed"] == json::array({"level", "startsAt"}));
   json content = t.get("/v1/content").body_json();
   CHECK(content["announcements"].size() == 2);
   CHECK(t.studio("DELETE", "/admin/v1/announcements/" + id).status == 200);

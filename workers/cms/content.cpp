@@ -401,12 +401,12 @@ Result<std::int64_t> at_param(const Context& ctx, const Request& req) {
   auto ms = parse_rfc3339(at);
   // Years the schedule can be computed for. The zone data starts in 2020 (before it, the offset
   // of 2020-01-01 or today's POSIX rule would be a wrong answer, e.g. New York's pre-2007 DST);
-  // after 2037 the zone's current rule goes on, as ICU predicts it.
+  // it holds every transition the tz database lists through 2099, then the zone's current rule.
   static constexpr std::int64_t kMinAt = days_from_civil(kFirstYear, 1, 1) * kMsPerDay;
-  static constexpr std::int64_t kMaxAt = days_from_civil(2100, 1, 1) * kMsPerDay;
+  static constexpr std::int64_t kMaxAt = days_from_civil(kLastYear + 1, 1, 1) * kMsPerDay;
   if (!ms || *ms < kMinAt || *ms >= kMaxAt) {
-    return field_error(
-        "at", "must be an RFC 3339 date-time between " + std::to_string(kFirstYear) + " and 2099");
+    return field_error("at", "must be an RFC 3339 date-time between " + std::to_string(kFirstYear) +
+                                 " and " + std::to_string(kLastYear));
   }
   return *ms / 1000;
 }

@@ -21,9 +21,9 @@ inline constexpr std::size_t kMaxAnnouncements = 50;
 inline constexpr std::size_t kMaxTextLength = 500;     // characters (UTF-8 code points)
 inline constexpr std::size_t kMaxMessageLength = 500;  // characters
 inline constexpr std::int64_t kMaxOverrideDays = 366;
-// Dates and instants the zone data is exact for (scripts/gen-tzdata.mjs keeps 2020 through 2037).
+// Dates and instants the zone data is exact for (scripts/gen-tzdata.mjs keeps 2020 through 2099).
 inline constexpr int kFirstYear = 2020;
-inline constexpr int kLastYear = 2037;
+inline constexpr int kLastYear = 2099;
 
 inline constexpr std::array<const char*, 7> kDayKeys = {"sun", "mon", "tue", "wed",
                                                         "thu", "fri", "sat"};  // by weekday 0..6

@@ -217,6 +217,39 @@ TEST_CASE("schedule: an emergency closure wins until it ends; none open → next
   CHECK(status(never, "2026-06-01T13:00:00Z")["nextChange"].is_null());
 }
 
+TEST_CASE("schedule: of two emergency closures, the one lasting longest is named") {
+  json weekly{{"mon", {{{"open", "00:00"}, {"close", "24:00"}}}}};
+  json bounded{{"id", "A"},
+               {"closedNow", true},
+               {"from", "2026-06-01T12:00:00Z"},
+               {"until", "2026-06-01T18:00:00Z"},
+               {"message", "until six"}};
+  json later = bounded;
+  later["id"] = "B";
+  later["until"] = "2026-06-01T20:00:00Z";
+  later["message"] = "until eight";
+  json open_ended = bounded;
+  open_ended["id"] = "C";
+  open_ended["until"] = nullptr;
+  open_ended["message"] = "no end";
+  // In either order, the banner's "closed until" agrees with nextChange.
+  for (const json& overrides : {json::array({bounded, later}), json::array({later, bounded})}) {
+    Content c = content_with("UTC", weekly, overrides);
+    json during = status(c, "2026-06-01T13:00:00Z");
+    CHECK(during["override"]["id"] == "B");
+    CHECK(during["nextChange"] == "2026-06-01T20:00:00Z");
+    CHECK(during["override"]["until"] == during["nextChange"]);
+  }
+  for (const json& overrides :
+       {json::array({bounded, open_ended}), json::array({open_ended, bounded})}) {
+    Content c = content_with("UTC", weekly, overrides);
+    json during = status(c, "2026-06-01T13:00:00Z");
+    CHECK(during["override"]["id"] == "C");
+    CHECK(during["override"]["until"].is_null());
+    CHECK(during["nextChange"].is_null());
+  }
+}
+
 TEST_CASE("schedule: overrides' hours count only on their own days (a hundred of them far ahead)") {
   // Open around the clock in six back-to-back ranges a day: the answer never flips by itself.
   json day = json::array();

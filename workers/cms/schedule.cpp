@@ -77,9 +77,16 @@ std::size_t state_evaluations() { return evaluations; }
 
 OpenState state_at(const Content& c, const Zone& zone, std::int64_t t) {
   ++evaluations;
+  // Of the emergency closures in force, the one that lasts longest is named (one without an end
+  // first): its `until` is when the shop can open again, as nextChange says.
+  const Override* emergency = nullptr;
   for (const Override& o : c.overrides) {
-    if (o.closed_now && o.starts_at <= t && (!o.until || t < *o.until)) return {false, &o};
+    if (!o.closed_now || o.starts_at > t || (o.until && t >= *o.until)) continue;
+    if (emergency == nullptr || (emergency->until && (!o.until || *o.until > *emergency->until))) {
+      emergency = &o;
+    }
   }
+  if (emergency != nullptr) return {false, emergency};
   std::int64_t local = wall_clock(zone, t);
   std::int64_t day = floor_div(local, kDay);
   int minute = static_cast<int>((local - day * kDay) / 60);

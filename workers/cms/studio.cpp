@@ -452,11 +452,17 @@ Task<Result<Response>> patch_announcement_route(Context& ctx, const Request& req
     }
     SS_CO_TRY(Announcement next, patch_announcement(*it, body));
     next.updated_at = format_rfc3339(ctx.now_ms());
+    // The history says what changed: the fields whose value is not what it was.
+    json changed = json::array();
+    if (next.text != it->text) changed.push_back("text");
+    if (next.level != it->level) changed.push_back("level");
+    if (next.starts_at != it->starts_at) changed.push_back("startsAt");
+    if (next.ends_at != it->ends_at) changed.push_back("endsAt");
     *it = next;
     Change change;
     change.name = "announcement_updated";
     change.entity_ref = "announcement:" + id;
-    change.detail = json_object({{"id", id}, {"level", next.level}});
+    change.detail = json_object({{"id", id}, {"level", next.level}, {"changed", changed}});
     change.statements.push_back(CmsStore::upsert_announcement_statement(content.tenant_id, next));
     change.answer = json_object({{"announcement", announcement_json(next)}});
     co_return change;

@@ -224,7 +224,7 @@ std::optional<Zone> Zone::find(std::string_view name) {
 
 std::int64_t Zone::offset_at(std::int64_t t) const {
   const tzdata::RuleSet& set = tzdata::kRuleSets[set_];
-  const std::int32_t* times = tzdata::kTransitionTimes + set.first_transition;
+  const std::int64_t* times = tzdata::kTransitionTimes + set.first_transition;
   const std::int16_t* offsets = tzdata::kTransitionOffsets + set.first_transition;
   std::size_t n = set.transition_count;
   // The explicit transitions rule until the last of them; from there on, the POSIX rule.
@@ -240,7 +240,7 @@ std::int64_t Zone::offset_at(std::int64_t t) const {
 std::vector<std::int64_t> Zone::transitions(std::int64_t from, std::int64_t to) const {
   std::vector<std::int64_t> out;
   const tzdata::RuleSet& set = tzdata::kRuleSets[set_];
-  const std::int32_t* times = tzdata::kTransitionTimes + set.first_transition;
+  const std::int64_t* times = tzdata::kTransitionTimes + set.first_transition;
   std::size_t n = set.transition_count;
   for (std::size_t i = 0; i < n; ++i) {
     if (times[i] >= from && times[i] <= to && offset_at(times[i]) != offset_at(times[i] - 1)) {

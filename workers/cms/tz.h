@@ -1,5 +1,5 @@
 #pragma once
-// IANA time zones for the cms core: UTC offsets for any instant from 2020 through 2037, from the
+// IANA time zones for the cms core: UTC offsets for any instant from 2020 through 2099, from the
 // generated tz data (tzdata.gen.cpp): the explicit transitions first, then the zone's POSIX TZ
 // rule.
 

@@ -195,12 +195,22 @@ function localParts(clock, t) {
 
 /** Open or closed at `t` (ms), as cms-service's state_at. */
 function stateAt(hours, overrides, clock, t) {
-  const emergency = overrides.find(
-    (o) =>
+  // Of the emergency closures in force, the one that lasts longest (one without an end first), as
+  // cms names it: its `until` is when the shop can open again.
+  let emergency = null;
+  for (const o of overrides) {
+    const inForce =
       o?.closedNow === true &&
       (o.until == null || instantMs(o.until) > t) &&
-      (o.from == null || instantMs(o.from) <= t),
-  );
+      (o.from == null || instantMs(o.from) <= t);
+    if (!inForce) continue;
+    if (
+      emergency === null ||
+      (emergency.until != null && (o.until == null || instantMs(o.until) > instantMs(emergency.until)))
+    ) {
+      emergency = o;
+    }
+  }
   if (emergency) return { open: false, reason: "override", override: emergency };
 
   const local = localParts(clock, t);
@@ -310,7 +320,7 @@ const MAX_ANNOUNCEMENTS = 50;
 const MAX_TEXT = 500; // characters (code points), for an announcement's text and a message
 const MAX_OVERRIDE_DAYS = 366;
 const FIRST_DAY = "2020-01-01"; // dates the service's zone data covers
-const LAST_DAY = "2037-12-31";
+const LAST_DAY = "2099-12-31";
 const LEVELS = ["info", "warning", "emergency"];
 const WEEK = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
 const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
@@ -429,7 +439,7 @@ function optionalInstant(v) {
   return v == null || rfc3339Ms(v) !== null;
 }
 
-/** "YYYY-MM-DD", a real date from 2020 through 2037; its day number, else null. */
+/** "YYYY-MM-DD", a real date from 2020 through 2099; its day number, else null. */
 function dayOf(v) {
   if (typeof v !== "string" || !/^\d{4}-\d{2}-\d{2}$/.test(v) || v < FIRST_DAY || v > LAST_DAY) return null;
   const ms = Date.UTC(Number(v.slice(0, 4)), Number(v.slice(5, 7)) - 1, Number(v.slice(8, 10)));
