@@ -415,6 +415,12 @@ Task<Result<Response>> put_schema(Context& ctx, const Request& req, const Params
   // resource's own representation: `PUT /admin/schemas/price.changed {"type":"object",…}`. A body
   // is the schema only when it holds a schema keyword, so a misspelt wrapper is still a 400.
   const json* schema = find_field(body, "schema");
+  if (schema != nullptr) {
+    // The wrapper holds the schema and nothing else (what GET answers passes, to be sent back).
+    static constexpr std::string_view kKnown[] = {"schema"};
+    static constexpr std::string_view kView[] = {"event_type", "updated_at"};
+    SS_CO_CHECK(check_known_keys(body, kKnown, "", kView));
+  }
   if (schema == nullptr && has_schema_keyword(body)) schema = &body;
   if (schema == nullptr) {
     co_return invalid_field("schema", "is required: {\"schema\": {…}}, or the schema as the body");
@@ -465,6 +471,10 @@ Task<Result<Response>> put_kill_switch(Context& ctx, const Request& req, const P
                             "something obeys are " +
                                 list);
   }
+  // A misspelt "enable" must not pass (the view's own fields do, so a listed switch can be sent back).
+  static constexpr std::string_view kKnown[] = {"enabled"};
+  static constexpr std::string_view kView[] = {"name", "updated_at", "known", "warning"};
+  SS_CO_CHECK(check_known_keys(body, kKnown, "", kView));
   auto enabled = get_bool(body, "enabled");
   if (!enabled) co_return invalid_field("enabled", "must be true or false");
   std::string now = format_rfc3339(ctx.now_ms());

@@ -504,6 +504,36 @@ TEST_CASE("a queued event its type's schema refuses is dropped with a log line, 
                                 "schema") != std::string::npos);
 }
 
+TEST_CASE("a schema's wrapper takes the schema and its view's fields, no other key") {
+  ApiLedger l;
+  std::map<std::string, std::string> op{
+      {"Authorization", std::string("Bearer ") + Mesh::kAdminToken},
+      {"Content-Type", "application/json"}};
+  json schema{{"type", "object"}};
+  auto extra = l.mesh.request("events", "PUT", "/admin/schemas/p6.unk", op,
+                              json{{"schema", schema}, {"extra", 1}}.dump());
+  CHECK(extra.status == 400);
+  CHECK(extra.body_json()["error"]["field"] == "extra");
+  CHECK(l.mesh.request("events", "GET", "/admin/schemas/p6.unk", op, "").status == 404);
+  // What GET answers can be sent back.
+  REQUIRE(
+      l.mesh.request("events", "PUT", "/admin/schemas/p6.unk", op, json{{"schema", schema}}.dump())
+          .status == 201);
+  auto read = l.mesh.request("events", "GET", "/admin/schemas/p6.unk", op, "");
+  REQUIRE(read.status == 200);
+  CHECK(l.mesh.request("events", "PUT", "/admin/schemas/p6.unk", op, read.body).status == 200);
+}
+
+TEST_CASE("an entity_ref over 200 bytes is refused for its length") {
+  ApiLedger l;
+  json e = price_event(1);
+  e["entity_ref"] = "enc:" + std::string(197, 'x');
+  auto r = l.post("bakery", kBakeryToken, e);
+  CHECK(r.status == 400);
+  CHECK(r.body_json()["error"]["field"] == "entity_ref");
+  CHECK(r.body_json()["error"]["message"] == "entity_ref: must be at most 200 bytes");
+}
+
 TEST_CASE("a misspelt key in a posted event is refused by name; an event's view passes") {
   ApiLedger l;
   json typo = price_event(1);

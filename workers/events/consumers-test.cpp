@@ -887,6 +887,21 @@ TEST_CASE("kill switches: any kill:<name>; one nothing obeys is stored with a wa
     if (s["known"] == false) unknown_on += s["enabled"] == true;
   }
   CHECK(unknown_on == 2);
+  // A misspelt key is refused by name, nothing written; a listed switch sent back is taken.
+  auto typo = l.admin("PUT", "/admin/kill-switches/kill:fanout", {{"enable", true}});
+  CHECK(typo.status == 400);
+  CHECK(typo.body_json()["error"]["field"] == "enable");
+  auto extra =
+      l.admin("PUT", "/admin/kill-switches/kill:fanout", {{"enabled", true}, {"extra", 1}});
+  CHECK(extra.status == 400);
+  CHECK(extra.body_json()["error"]["field"] == "extra");
+  json after_typos = l.admin("GET", "/admin/kill-switches").body_json()["kill_switches"];
+  for (const json& s : after_typos) {
+    if (s["name"] == "kill:fanout") CHECK(s["enabled"] == false);
+  }
+  json sent_back = listed[0];
+  CHECK(l.admin("PUT", "/admin/kill-switches/" + sent_back["name"].get<std::string>(), sent_back)
+            .status == 200);
   // One nothing obeys is deleted whole (row and FLAGS key); one something obeys is turned off with
   // PUT instead; a name never stored is 404.
   CHECK(l.mesh.kv_value("FLAGS", "kill:fan_out").has_value());

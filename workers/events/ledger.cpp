@@ -86,9 +86,11 @@ Result<NewEvent> parse_new_event(const json& body) {
 
   auto ref = get_string(body, "entity_ref");
   if (!ref) return invalid("entity_ref", "is required, as type:id");
+  if (ref->size() > kMaxRefLength) {
+    return invalid("entity_ref", "must be at most " + std::to_string(kMaxRefLength) + " bytes");
+  }
   auto colon = ref->find(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == ref->size() ||
-      ref->size() > kMaxRefLength) {
+  if (colon == std::string::npos || colon == 0 || colon + 1 == ref->size()) {
     return invalid("entity_ref", "must look like type:id");
   }
   e.entity_type = ref->substr(0, colon);
