@@ -33,6 +33,14 @@ TEST_CASE("analytics beacon: path without query, utm_* read, other parameters dr
   CHECK(d.referrer == std::string(kDirect));
 }
 
+TEST_CASE("analytics beacon: a control character or a space in a path is percent-encoded") {
+  Beacon b{std::string("https://shop.example/nul\0x/a b\x7f\t/caf\xc3\xa9", 38), "", std::nullopt};
+  auto d = page_dimensions(b, {});
+  CHECK(d.path == "/nul%00x/a%20b%7F%09/caf\xc3\xa9");  // raw UTF-8 stays as sent (docs)
+  Beacon browser{"https://shop.example/nul%00x", "", std::nullopt};
+  CHECK(page_dimensions(browser, {}).path == "/nul%00x");  // the same key as a browser's
+}
+
 // Dimensions longer than their limit are cut before a character, never through one: a key cut
 // inside a UTF-8 sequence reads back as U+FFFD (and groups apart from the same text cut right).
 TEST_CASE("analytics beacon: long dimensions are cut at a character boundary") {

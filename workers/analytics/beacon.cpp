@@ -149,6 +149,25 @@ static std::string cut_path(const std::string& path, std::size_t max) {
   return out;
 }
 
+// A control character or a space in a path posted by hand, percent-encoded as a browser's URL
+// parser writes it (`/nul%00x`): no key of the stats or the dashboard holds a raw control.
+static std::string controls_encoded(std::string_view path) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(path.size());
+  for (char c : path) {
+    auto byte = static_cast<unsigned char>(c);
+    if (byte <= 0x20 || byte == 0x7F) {
+      out += '%';
+      out += kHex[byte >> 4];
+      out += kHex[byte & 0xF];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 PageDimensions page_dimensions(const Beacon& beacon, const std::vector<std::string>& own_hosts) {
   PageDimensions d;
   // parse_beacon's split, or (a Beacon made by hand) the URL split here.
@@ -157,7 +176,7 @@ PageDimensions page_dimensions(const Beacon& beacon, const std::vector<std::stri
   const UrlParts* page = beacon.page ? &*beacon.page : split_here ? &*split_here : nullptr;
   if (page) {
     d.host = page->host;
-    d.path = page->path;
+    d.path = controls_encoded(page->path);
     if (d.path.size() > kMaxPathLength) d.path = cut_path(d.path, kMaxPathLength);
     // Only utm_source/medium/campaign are read from the query; every other parameter (ids, emails,
     // tokens that sites put in URLs) is dropped, and the path is kept without any query.

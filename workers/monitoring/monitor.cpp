@@ -136,19 +136,8 @@ Status parse_alert_channels(const json& body, MonitorSpec& spec, bool allow_loca
   return Unit{};
 }
 
-Status parse_windows(const json& body, MonitorSpec& spec) {
-  // "maintenance" or "maintenanceWindows" (the contract's words; the API answers both): errors name
-  // the key that was sent. Both at once must agree (a monitor's answer sent back as it came).
-  const json* v = find_field(body, "maintenance");
-  const json* alias = find_field(body, "maintenanceWindows");
-  std::string key = "maintenance";
-  if (v != nullptr && alias != nullptr && *v != *alias) {
-    return field_error("maintenanceWindows", "differs from maintenance: send one of the two");
-  }
-  if (v == nullptr && alias != nullptr) {
-    v = alias;
-    key = "maintenanceWindows";
-  }
+Status parse_window_list(const json* v, const std::string& key,
+                         std::vector<MaintenanceWindow>& out) {
   if (v == nullptr || v->is_null()) return Unit{};
   if (!v->is_array() || v->size() > kMaxWindows) {
     return field_error(
@@ -171,7 +160,32 @@ Status parse_windows(const json& body, MonitorSpec& spec) {
     window.end = shown_rfc3339(format_rfc3339_ms(*end_ms));
     window.start_ms = *start_ms;
     window.end_ms = *end_ms;
-    spec.maintenance.push_back(std::move(window));
+    out.push_back(std::move(window));
+  }
+  return Unit{};
+}
+
+Status parse_windows(const json& body, MonitorSpec& spec) {
+  // "maintenance" or "maintenanceWindows" (the contract's words; the API answers both): errors name
+  // the key that was sent. Both at once must agree — the same instants, whatever offsets each
+  // wrote them in (a monitor's answer sent back as it came, or edited in one place).
+  const json* v = find_field(body, "maintenance");
+  const json* alias = find_field(body, "maintenanceWindows");
+  if (Status s = parse_window_list(v, "maintenance", spec.maintenance); !s) return s;
+  if (alias == nullptr) return Unit{};
+  std::vector<MaintenanceWindow> other;
+  if (Status s = parse_window_list(alias, "maintenanceWindows", other); !s) return s;
+  if (v == nullptr) {
+    spec.maintenance = std::move(other);
+    return Unit{};
+  }
+  bool same = other.size() == spec.maintenance.size();
+  for (std::size_t i = 0; same && i < other.size(); ++i) {
+    same = other[i].start_ms == spec.maintenance[i].start_ms &&
+           other[i].end_ms == spec.maintenance[i].end_ms;
+  }
+  if (!same) {
+    return field_error("maintenanceWindows", "differs from maintenance: send one of the two");
   }
   return Unit{};
 }

@@ -1037,6 +1037,14 @@ TEST_CASE("monitoring alerts: a maintenance window records probes and alerts not
       t.put("other", site({{"maintenance", windows}, {"maintenanceWindows", json::array()}}));
   CHECK(differ.status == 400);
   CHECK(differ.body_json()["error"]["field"] == "maintenanceWindows");
+  // The same instants written with other offsets agree; one second apart they do not.
+  json shifted = json::array(
+      {json{{"start", "2025-11-29T15:00:00+01:00"}, {"end", "2025-11-29T10:00:00-05:00"}}});
+  CHECK(t.put("home", site({{"maintenance", windows}, {"maintenanceWindows", shifted}})).status ==
+        200);
+  shifted[0]["end"] = "2025-11-29T10:00:01-05:00";
+  CHECK(t.put("other", site({{"maintenance", windows}, {"maintenanceWindows", shifted}})).status ==
+        400);
   t.status = 503;
   for (int i = 0; i < 5; ++i) t.tick();
   CHECK(t.pagerduty.empty());
