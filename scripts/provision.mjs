@@ -15,6 +15,10 @@
 // hash), so pushing a changed manifest again does not lock the live site out. A tenant that is new on
 // every worker gets both made here and printed; one that exists on some workers only cannot (its
 // secrets are known there only as hashes): give them, or --rotate to make new ones everywhere.
+// Every PUT runs to its end. When a worker refuses or does not answer, the exit code is 1 and stderr
+// names what each worker did; secrets the operator does not have yet (--rotate's, a new tenant's)
+// that some workers took are printed anyway (stdout, --json too) with the flags to run again with
+// (`--token … --admin-token-tenant …`) once the cause is mended, so every worker ends with the same.
 // Also used as a module by the integration tests (provisionManifest).
 import { createHash, randomBytes } from "node:crypto";
 import { readFile, rename, writeFile } from "node:fs/promises";
@@ -82,43 +86,74 @@ function cmsPartResolved(manifest, vars) {
 }
 
 /**
+ * Sends each platform worker its PUT and waits for every one to end, whatever the others answer: a
+ * worker that refuses, or that `send` cannot reach (its result then has status 0 and the error's
+ * message as body), never cuts short the PUTs still on their way, so the error names what every
+ * worker did.
  * @param send `(worker, path, init) => Promise<Response>` reaching one platform worker
- * @returns `{ [worker]: { status, body } }`; throws when any worker refused.
+ * @param newSecrets whether `token` / `adminToken` were made for this run (the operator does not
+ *   have them yet): a partial failure then says to run again with exactly these
+ * @returns `{ [worker]: { status, body } }`; throws when any worker refused or did not answer, the
+ *   error carrying `results` (and `secrets`, `{ token, adminToken }`, when newSecrets).
  */
-export async function provisionManifest(manifest, { token, adminToken, operatorToken, send }) {
+export async function provisionManifest(manifest, { token, adminToken, operatorToken, send, newSecrets = false }) {
   const problems = manifestProblems(manifest, Object.keys(PLATFORM_WORKERS));
   if (problems.length) throw new Error(`the manifest cannot be provisioned: ${problems.join("; ")}`);
   const appId = manifest.appId;
   const results = {};
+  const put = async (worker) => {
+    const response = await send(worker, `/admin/tenants/${encodeURIComponent(appId)}`, {
+      method: "PUT",
+      headers: { authorization: `Bearer ${operatorToken}`, "content-type": "application/json" },
+      body: JSON.stringify({ token, adminToken, config: tenantConfigFor(manifest, worker) }),
+    });
+    const text = await response.text();
+    let body = text;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      // keep the text
+    }
+    return { status: response.status, body };
+  };
+  // Every PUT to its end: one that throws is that worker's result, not a rejection of them all.
   await Promise.all(
     Object.keys(PLATFORM_WORKERS).map(async (worker) => {
-      const response = await send(worker, `/admin/tenants/${encodeURIComponent(appId)}`, {
-        method: "PUT",
-        headers: { authorization: `Bearer ${operatorToken}`, "content-type": "application/json" },
-        body: JSON.stringify({ token, adminToken, config: tenantConfigFor(manifest, worker) }),
-      });
-      const text = await response.text();
-      let body = text;
       try {
-        body = JSON.parse(text);
-      } catch {
-        // keep the text
+        results[worker] = await put(worker);
+      } catch (err) {
+        results[worker] = { status: 0, body: err instanceof Error ? err.message : String(err) };
       }
-      results[worker] = { status: response.status, body };
     }),
   );
   const failed = Object.entries(results).filter(([, r]) => r.status !== 200 && r.status !== 201);
   if (failed.length) {
-    const detail = failed.map(([w, r]) => `${w}: ${r.status} ${JSON.stringify(r.body)}`).join("; ");
+    const detail = failed
+      .map(([w, r]) => (r.status === 0 ? `${w}: ${r.body}` : `${w}: ${r.status} ${JSON.stringify(r.body)}`))
+      .join("; ");
     // Each worker checks its own part, so the others may have taken theirs: say which, so the
-    // operator knows the tenant's state (running it again once mended sets every worker alike).
+    // operator knows the tenant's state, and how to bring every worker to the same one.
     const taken = Object.keys(results).filter((w) => !failed.some(([f]) => f === w));
-    const state = taken.length
-      ? ` (taken by ${taken.join(", ")}: mend the manifest and run it again, which sets every worker alike)`
-      : "";
-    throw Object.assign(new Error(`provisioning ${appId} failed: ${detail}${state}`), { results });
+    const sent = token !== undefined || adminToken !== undefined;
+    const state = taken.length ? ` (taken by ${taken.join(", ")}: ${againAdvice(sent, newSecrets)})` : "";
+    const error = new Error(`provisioning ${appId} failed: ${detail}${state}`);
+    throw Object.assign(error, { results, ...(newSecrets ? { secrets: { token, adminToken } } : {}) });
   }
   return results;
+}
+
+// How to bring every worker to the same state once what failed is mended.
+function againAdvice(sent, newSecrets) {
+  if (!sent) {
+    return "mend the manifest (or wait for the worker to answer) and run it again, which sets every worker alike (the secrets are kept)";
+  }
+  if (newSecrets) {
+    return (
+      "they hold the new secrets printed on stdout, which nobody else has: once the manifest is mended (or the worker answers), run " +
+      "again with --token <token> --admin-token-tenant <admin token> as printed, so every worker ends with the same secrets"
+    );
+  }
+  return "once the manifest is mended (or the worker answers), run it again with the same --token / --admin-token-tenant, so every worker ends with the same secrets";
 }
 
 // A worker's answer to a PUT without secrets for a tenant it does not know yet.
@@ -128,11 +163,14 @@ const needsSecrets = (r) =>
 /**
  * Provisions with the secrets given (either may be undefined: kept as stored). Without any, a tenant
  * new on every worker gets both made (`made: true`); one new on some workers only is an error.
+ * When the made secrets reach some workers but not all, the error carries them as `secrets` (as it
+ * does for secrets the caller made, `newSecrets`: --rotate's), so they can be printed and given again.
  * @returns `{ results, token, adminToken, made }`
  */
-export async function provisionKeepingSecrets(manifest, { token, adminToken, operatorToken, send }) {
+export async function provisionKeepingSecrets(manifest, { token, adminToken, operatorToken, send, newSecrets }) {
   try {
-    return { results: await provisionManifest(manifest, { token, adminToken, operatorToken, send }), made: false };
+    const results = await provisionManifest(manifest, { token, adminToken, operatorToken, send, newSecrets });
+    return { results, made: false };
   } catch (err) {
     const results = err.results;
     if (!results || token !== undefined || adminToken !== undefined) throw err;
@@ -150,7 +188,7 @@ export async function provisionKeepingSecrets(manifest, { token, adminToken, ope
       );
     }
     const made = { token: newSecret(), adminToken: newSecret() };
-    const again = await provisionManifest(manifest, { ...made, operatorToken, send });
+    const again = await provisionManifest(manifest, { ...made, operatorToken, send, newSecrets: true });
     return { results: again, ...made, made: true };
   }
 }
@@ -224,35 +262,55 @@ async function main() {
   const baseUrl = (worker) =>
     process.env[`SITESWARM_${worker.toUpperCase()}_URL`] ?? `http://127.0.0.1:${PLATFORM_WORKERS[worker].port}`;
 
-  const outcome = await provisionKeepingSecrets(manifest, {
-    token,
-    adminToken,
-    operatorToken,
-    send: async (worker, path, init) => {
-      const url = new URL(path, baseUrl(worker));
-      try {
-        return await fetch(url, { ...init, signal: AbortSignal.timeout(10_000) });
-      } catch (err) {
-        // "fetch failed" alone names neither the worker nor where it was looked for.
-        const why = err.cause?.code ?? err.cause?.message ?? err.message;
-        throw new Error(
-          `${worker} at ${url.origin} did not answer (${why}); set SITESWARM_${worker.toUpperCase()}_URL`,
-        );
-      }
-    },
-  });
+  const send = async (worker, path, init) => {
+    const url = new URL(path, baseUrl(worker));
+    try {
+      return await fetch(url, { ...init, signal: AbortSignal.timeout(10_000) });
+    } catch (err) {
+      // "fetch failed" alone names neither the worker nor where it was looked for.
+      const why = err.cause?.code ?? err.cause?.message ?? err.message;
+      throw new Error(`${worker} at ${url.origin} did not answer (${why}); set SITESWARM_${worker.toUpperCase()}_URL`);
+    }
+  };
+  let outcome;
+  try {
+    outcome = await provisionKeepingSecrets(manifest, {
+      token,
+      adminToken,
+      operatorToken,
+      send,
+      newSecrets: args.rotate,
+    });
+  } catch (err) {
+    // Secrets the operator does not have (--rotate's, or made for a new tenant) reached some workers:
+    // printed, or they would be lost with the workers that took them holding their hashes.
+    if (err.secrets) report(manifest.appId, err.secrets, err.results, args.json, true);
+    throw err;
+  }
   if (outcome.made) ({ token, adminToken } = outcome);
-  if (args.json) {
-    const shown = { appId: manifest.appId, token: token ?? null, adminToken: adminToken ?? null };
-    console.log(JSON.stringify({ ...shown, results: outcome.results }, null, 2));
+  report(manifest.appId, { token, adminToken }, outcome.results, args.json, false);
+}
+
+/** What provisioning did, on stdout; `failed`: some worker did not take the new secrets printed. */
+function report(appId, { token, adminToken }, results, json, failed) {
+  const again = failed ? `--token ${token} --admin-token-tenant ${adminToken}` : undefined;
+  if (json) {
+    const shown = { appId, token: token ?? null, adminToken: adminToken ?? null };
+    console.log(JSON.stringify({ ...shown, results, ...(failed ? { failed: true, again } : {}) }, null, 2));
     return;
   }
-  for (const [worker, { status }] of Object.entries(outcome.results)) {
-    console.log(`${manifest.appId} → ${PLATFORM_WORKERS[worker].name}: ${status === 201 ? "created" : "updated"}`);
+  for (const [worker, { status }] of Object.entries(results)) {
+    const done = status === 201 ? "created" : status === 200 ? "updated" : `failed (${status || "no answer"})`;
+    console.log(`${appId} → ${PLATFORM_WORKERS[worker].name}: ${done}`);
   }
-  console.log(`tenant ${manifest.appId}`);
+  console.log(`tenant ${appId}`);
   console.log(`  token:       ${token ?? "(unchanged)"}`);
   console.log(`  admin token: ${adminToken ?? "(unchanged)"}`);
+  if (failed) {
+    console.log("  not every worker took these secrets: once the manifest is mended (or the worker answers),");
+    console.log(`  run again with ${again}`);
+    console.log("  so every worker ends with the same secrets");
+  }
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {

@@ -13,7 +13,14 @@ import { promisify } from "node:util";
 import { cleanSnapshot } from "../../bindings/sdk/src/hours.js";
 import { loadManifest, resolveManifest } from "../../scripts/lib/manifest.mjs";
 import { ROOT, TENANT_MANIFESTS } from "../../scripts/lib/workers.mjs";
-import { cmsFallbackSeeds, cmsFallbackSeedsFor, tenantConfigFor } from "../../scripts/provision.mjs";
+import {
+  cmsFallbackSeeds,
+  cmsFallbackSeedsFor,
+  PLATFORM_WORKERS,
+  provisionKeepingSecrets,
+  provisionManifest,
+  tenantConfigFor,
+} from "../../scripts/provision.mjs";
 
 const run = promisify(execFile);
 
@@ -128,7 +135,9 @@ test("--cms-seeds with a missing file fails with a message, not a stack", async 
 
 // One stand-in per platform worker for PUT /admin/tenants/{id} as shared/app.cpp answers it: a new
 // tenant needs both secrets (400, field token/adminToken); a secret left out keeps the stored one.
-async function fakePlatform(known = {}, { down = [] } = {}) {
+// `refuse(key, body)` stands for a worker's own check of its config part (before the secrets, as
+// shared/app.cpp): `[status, body]` is answered, "drop" closes the connection unanswered.
+async function fakePlatform(known = {}, { down = [], refuse = () => undefined } = {}) {
   const { createServer } = await import("node:http");
   const { PLATFORM_WORKERS } = await import("../../scripts/lib/workers.mjs");
   const workers = {};
@@ -157,6 +166,9 @@ async function fakePlatform(known = {}, { down = [] } = {}) {
             error: { code: "invalid_request", message: `${unknown}: is not a known field`, field: unknown },
           });
         }
+        const refused = refuse(key, body);
+        if (refused === "drop") return req.socket.destroy();
+        if (refused) return answer(...refused);
         if (!before && (!body.token || !body.adminToken)) {
           const field = !body.token ? "token" : "adminToken";
           return answer(400, {
@@ -393,4 +405,179 @@ test("a worker that does not answer is named with the address provisioning looke
     new RegExp(`(leads|cms|monitoring|analytics|events) at http://127\\.0\\.0\\.1:${port} did not answer`),
   );
   assert.match(failed.stderr, /SITESWARM_[A-Z]+_URL/);
+});
+
+// A partial failure: every PUT runs to its end (one worker's refusal or silence never cuts the others
+// short), and secrets the operator does not have yet, which some workers took, are never lost.
+const badZone = [400, { error: { code: "invalid_request", message: "timezone: unknown zone", field: "timezone" } }];
+
+test("every PUT runs to its end: a refusal or a send that throws is that worker's result", async () => {
+  const manifest = await loadManifest(TENANT_MANIFESTS[0]);
+  const ended = new Set();
+  const send = async (worker) => {
+    if (worker === "events") throw new Error("events at http://127.0.0.1:1 did not answer (ECONNREFUSED)");
+    await new Promise((resolve) => setTimeout(resolve, 50)); // the others still on their way
+    ended.add(worker);
+    return worker === "cms" ? Response.json(badZone[1], { status: 400 }) : Response.json({ id: "x" }, { status: 200 });
+  };
+  const err = await provisionManifest(manifest, { operatorToken: "op", send }).then(
+    () => assert.fail("provisioning succeeded"),
+    (e) => e,
+  );
+  const others = Object.keys(PLATFORM_WORKERS).filter((w) => w !== "events");
+  assert.deepEqual([...ended].sort(), others.sort(), "every other PUT ended before the error");
+  assert.deepEqual(err.results.events, {
+    status: 0,
+    body: "events at http://127.0.0.1:1 did not answer (ECONNREFUSED)",
+  });
+  assert.equal(err.results.cms.status, 400);
+  assert.match(err.message, /events: events at http:\/\/127\.0\.0\.1:1 did not answer/);
+  assert.match(err.message, /cms: 400 .*unknown zone/);
+  assert.match(err.message, /taken by [a-z, ]+: mend the manifest .*and run it again/);
+  assert.equal(err.secrets, undefined, "no secrets were sent");
+});
+
+test("secrets made for a new tenant that some workers took come with the error", async () => {
+  const manifest = await loadManifest(TENANT_MANIFESTS[0]);
+  const stored = {};
+  let round = 0;
+  const send = async (worker, _path, init) => {
+    const body = JSON.parse(init.body);
+    if (!body.token) {
+      round = 1;
+      const error = { code: "invalid_request", message: "a new tenant needs token and adminToken", field: "token" };
+      return Response.json({ error }, { status: 400 });
+    }
+    round = 2;
+    if (worker === "analytics") throw new Error("analytics at http://127.0.0.1:1 did not answer (ECONNRESET)");
+    stored[worker] = { token: body.token, adminToken: body.adminToken };
+    return Response.json({ id: manifest.appId }, { status: 201 });
+  };
+  const err = await provisionKeepingSecrets(manifest, { operatorToken: "op", send }).then(
+    () => assert.fail("provisioning succeeded"),
+    (e) => e,
+  );
+  assert.equal(round, 2, "the made secrets were sent");
+  assert.match(err.secrets.token, /^[0-9a-f]{64}$/);
+  assert.deepEqual(
+    Object.keys(stored).sort(),
+    Object.keys(PLATFORM_WORKERS)
+      .filter((w) => w !== "analytics")
+      .sort(),
+  );
+  for (const secrets of Object.values(stored)) assert.deepEqual(secrets, err.secrets);
+  assert.equal(err.results.analytics.status, 0);
+  assert.match(err.message, /--token <token> --admin-token-tenant <admin token>/);
+});
+
+test("--rotate refused by one worker prints the new secrets and how to set them everywhere", async () => {
+  const manifest = TENANT_MANIFESTS[0];
+  const appId = (await loadManifest(manifest)).appId;
+  const stored = { token: "the-live-sites-token-0123456789", adminToken: "the-live-admin-token-0123456789" };
+  const everywhere = Object.fromEntries(Object.keys(PLATFORM_WORKERS).map((k) => [k, { [appId]: stored }]));
+  let mended = false;
+  const platform = await fakePlatform(everywhere, {
+    refuse: (key) => (key === "cms" && !mended ? badZone : undefined),
+  });
+  const provision = (...extra) =>
+    run("node", ["scripts/provision.mjs", manifest, ...extra], { cwd: ROOT, env: { ...process.env, ...platform.env } });
+  try {
+    const failed = await provision("--rotate").then(
+      () => assert.fail("provisioning succeeded"),
+      (e) => e,
+    );
+    assert.equal(failed.code, 1);
+    assert.match(failed.stderr, /cms: 400 .*unknown zone/);
+    const token = /token: {7}([0-9a-f]{64})/.exec(failed.stdout)?.[1];
+    const adminToken = /admin token: ([0-9a-f]{64})/.exec(failed.stdout)?.[1];
+    assert.ok(token && adminToken, failed.stdout);
+    assert.match(failed.stdout, /→ siteswarm-cms-service: failed \(400\)/);
+    assert.ok(failed.stdout.includes(`run again with --token ${token} --admin-token-tenant ${adminToken}`));
+    for (const [key, w] of Object.entries(platform.workers)) {
+      assert.deepEqual(w.tenants.get(appId), key === "cms" ? stored : { token, adminToken }, key);
+    }
+    // Run again as told once mended: every worker ends with the same secrets.
+    mended = true;
+    await provision("--token", token, "--admin-token-tenant", adminToken);
+    for (const w of Object.values(platform.workers)) assert.deepEqual(w.tenants.get(appId), { token, adminToken });
+  } finally {
+    platform.close();
+  }
+});
+
+test("a worker that drops the PUT of a new tenant's made secrets: --json still has them", async () => {
+  const manifest = TENANT_MANIFESTS[0];
+  const appId = (await loadManifest(manifest)).appId;
+  // Answers the first round (no secrets: a new tenant needs them), drops the second one.
+  const platform = await fakePlatform(
+    {},
+    { refuse: (key, body) => (key === "leads" && body.token ? "drop" : undefined) },
+  );
+  try {
+    const failed = await run("node", ["scripts/provision.mjs", manifest, "--json"], {
+      cwd: ROOT,
+      env: { ...process.env, ...platform.env },
+    }).then(
+      () => assert.fail("provisioning succeeded"),
+      (e) => e,
+    );
+    assert.equal(failed.code, 1);
+    assert.match(failed.stderr, /leads: leads at http:\/\/127\.0\.0\.1:\d+ did not answer/);
+    const shown = JSON.parse(failed.stdout);
+    assert.match(shown.token, /^[0-9a-f]{64}$/);
+    assert.equal(shown.failed, true);
+    assert.equal(shown.again, `--token ${shown.token} --admin-token-tenant ${shown.adminToken}`);
+    assert.equal(shown.results.leads.status, 0);
+    for (const [key, w] of Object.entries(platform.workers)) {
+      if (key === "leads") assert.ok(!w.tenants.has(appId));
+      else assert.deepEqual(w.tenants.get(appId), { token: shown.token, adminToken: shown.adminToken }, key);
+    }
+  } finally {
+    platform.close();
+  }
+});
+
+test("secrets the operator gave are not printed when a worker refuses: run again with the same flags", async () => {
+  const manifest = TENANT_MANIFESTS[0];
+  const platform = await fakePlatform({}, { refuse: (key) => (key === "cms" ? badZone : undefined) });
+  try {
+    const secrets = ["--token", "given-token-0123456789abcdef", "--admin-token-tenant", "given-admin-0123456789abcdef"];
+    const failed = await run("node", ["scripts/provision.mjs", manifest, ...secrets], {
+      cwd: ROOT,
+      env: { ...process.env, ...platform.env },
+    }).then(
+      () => assert.fail("provisioning succeeded"),
+      (e) => e,
+    );
+    assert.equal(failed.code, 1);
+    assert.equal(failed.stdout, "");
+    assert.doesNotMatch(failed.stderr, /given-token/);
+    assert.match(failed.stderr, /run it again with the same --token \/ --admin-token-tenant/);
+  } finally {
+    platform.close();
+  }
+});
+
+test("scripts/provision writes --out relative to the caller's directory, whether or not the file exists", async () => {
+  const dir = await mkdtemp(path.join(tmpdir(), "ss-out-cwd-"));
+  try {
+    const manifests = await Promise.all(TENANT_MANIFESTS.map(loadManifest));
+    await writeFile(path.join(dir, "tokens.json"), JSON.stringify({ [manifests[0].appId]: { token: "t-0123456789" } }));
+    const wrapper = path.join(ROOT, "scripts/provision");
+    await run(wrapper, ["--cms-seeds", "tokens.json", "--out", "fallback.js"], { cwd: dir });
+    const { default: module } = await import(pathToFileURL(path.join(dir, "fallback.js")).href);
+    assert.deepEqual(Object.keys(JSON.parse(module)), [manifests[0].appId]);
+    assert.ok(!(await readFile(path.join(ROOT, "fallback.js")).catch(() => null)), "nothing at the repository's root");
+    // A directory that does not exist is named, and nothing is written.
+    await assert.rejects(
+      run(wrapper, ["--cms-seeds", "tokens.json", "--out", "no-such-dir/fallback.js"], { cwd: dir }),
+      (err) => {
+        assert.equal(err.code, 2);
+        assert.match(err.stderr, /--out no-such-dir\/fallback\.js: its directory no-such-dir does not exist/);
+        return true;
+      },
+    );
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 });
