@@ -229,16 +229,20 @@ function routePath(raw) {
 // A static file, or the contract's JSON error where there is none: the ASSETS binding answers a
 // missing file or another method than GET/HEAD in plain text (or not at all), and the site's errors
 // are JSON like every worker's (docs/contract.md "Common rules"), `405` with `Allow`.
-// Another method than GET or HEAD is refused here, before ASSETS sees it: the binding has nothing
-// else to give, and a TRACE handed on to the local dev's file server (a Node function behind
-// Miniflare) threw in Miniflare and stopped all of scripts/dev.
+// Another method than GET or HEAD is never handed on to ASSETS: the binding has nothing else to
+// give, and a TRACE handed on to the local dev's file server (a Node function behind Miniflare) threw
+// in Miniflare and stopped all of scripts/dev. Whether the path is a file is asked with a HEAD of its
+// own: `405` with `Allow` only for a file that exists, and a `404` otherwise, as for a GET (a 405
+// would say that `POST /no-such-file.txt` names something).
 async function staticFile(request, env) {
   if (!env.ASSETS) return errorResponse(404, "not_found", "no such page");
   const head = request.method === "HEAD";
-  if (!head && request.method !== "GET") {
+  const read = head || request.method === "GET";
+  const answer = await env.ASSETS.fetch(read ? request : new Request(request.url, { method: "HEAD" }));
+  if (!read && answer.status < 400) {
+    await answer.body?.cancel().catch(() => {});
     return errorResponse(405, "method_not_allowed", `${request.method} is not allowed here`, { allow: "GET, HEAD" });
   }
-  const answer = await env.ASSETS.fetch(request);
   if (answer.status < 400) return withPageHeaders(answer);
   await answer.body?.cancel().catch(() => {}); // its plain-text answer is replaced, not read
   // Any other refusal of the file server (e.g. 431 for headers it will not take) keeps its status

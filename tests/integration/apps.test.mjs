@@ -101,6 +101,37 @@ describe("the three client apps", () => {
     });
   }
 
+  // A 405 says the path exists with other methods: a path that names nothing is 404 whatever the
+  // method (it was 405 with `Allow: GET, HEAD` for `POST /nonexistent-file.txt`, while GET said 404).
+  it("an unknown path is 404 for every method; 405 with Allow only where a page or file exists", async () => {
+    for (const key of Object.keys(APPS)) {
+      for (const [method, path] of [
+        ["GET", "/nonexistent-file.txt"],
+        ["POST", "/nonexistent-file.txt"],
+        ["PUT", "/nonexistent-file.txt"],
+        ["DELETE", "/no/such/page.html"],
+        ["POST", "/API/leads"],
+        ["PATCH", "/Health"],
+      ]) {
+        const res = await mesh.fetch(key, path, { method });
+        assert.equal(res.headers.get("allow"), null, `${key}: ${method} ${path}`);
+        await errorOf(res, 404, "not_found");
+      }
+      const head = await mesh.fetch(key, "/nonexistent-file.txt", { method: "HEAD" });
+      assert.equal(head.status, 404);
+      for (const [method, path] of [
+        ["POST", "/"],
+        ["PUT", "/thanks.html"],
+        ["POST", "/thanks"],
+        ["DELETE", "/favicon.svg"],
+      ]) {
+        const res = await mesh.fetch(key, path, { method });
+        assert.equal(res.headers.get("allow"), "GET, HEAD", `${key}: ${method} ${path}`);
+        await errorOf(res, 405, "method_not_allowed");
+      }
+    }
+  });
+
   it("the stub serves the Turnstile widget script with the test sitekeys", async () => {
     const res = await fetch(`${mesh.stubs.url}/turnstile/v0/api.js`);
     assert.equal(res.status, 200);
