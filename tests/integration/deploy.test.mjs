@@ -1,7 +1,8 @@
 // The wrangler configs as deployed: names, bindings, no secrets, and `scripts/deploy --dry-run`.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { promisify } from "node:util";
@@ -189,6 +190,56 @@ describe("scripts/deploy --first --dry-run", () => {
           `${wasm} bundled`,
         );
       }
+    }
+  });
+});
+
+describe("scripts/deploy with the configs' placeholder ids", () => {
+  // The committed configs carry placeholder D1 and KV ids (README.md "Deploy it"). A real deploy must
+  // stop before it creates a queue or uploads anything, naming each config and binding. Offline: an
+  // `npx` first on PATH stands in for wrangler's account calls (it records them and fails), so
+  // nothing is reached even if the check were missing.
+  it("refuses to start, naming each file and binding, before anything is created", { timeout: 60_000 }, async () => {
+    const bin = mkdtempSync(path.join(tmpdir(), "ss-deploy-"));
+    const calls = path.join(bin, "calls");
+    writeFileSync(path.join(bin, "npx"), `#!/bin/sh\necho "$*" >> '${calls}'\nexit 1\n`);
+    chmodSync(path.join(bin, "npx"), 0o755);
+    const env = {
+      ...process.env,
+      PATH: `${bin}:${process.env.PATH}`,
+      CLOUDFLARE_API_TOKEN: "",
+      CLOUDFLARE_ACCOUNT_ID: "",
+      WRANGLER_SEND_METRICS: "false",
+    };
+    const { unstable_readConfig } = await import("wrangler");
+    try {
+      for (const args of [[], ["--first"]]) {
+        const failed = await run(path.join(ROOT, "scripts/deploy"), args, { cwd: "/", env }).then(
+          () => assert.fail(`scripts/deploy ${args.join(" ")} went through`),
+          (err) => err,
+        );
+        assert.equal(failed.code, 1, failed.stderr);
+        assert.match(failed.stderr, /still hold a placeholder id/);
+        for (const { wrangler } of Object.values(WORKERS)) {
+          const config = unstable_readConfig({ config: path.join(ROOT, wrangler) });
+          for (const { binding } of config.d1_databases) {
+            assert.ok(
+              failed.stderr.includes(`${wrangler}: ${binding} (D1 database_id 00000000-`),
+              `${wrangler} ${binding}`,
+            );
+          }
+          for (const { binding } of config.kv_namespaces) {
+            assert.ok(
+              failed.stderr.includes(`${wrangler}: ${binding} (KV namespace id 00000000-`),
+              `${wrangler} ${binding}`,
+            );
+          }
+        }
+        assert.doesNotMatch(failed.stdout, /^== /m, "no queue, placeholder or worker was started on");
+        assert.ok(!existsSync(calls), "wrangler was never called");
+      }
+    } finally {
+      rmSync(bin, { recursive: true, force: true });
     }
   });
 });
