@@ -27,7 +27,7 @@ namespace {
 
 constexpr std::size_t kMaxRemembered = 1024;
 
-// Every KV document expires (docs/cms.md "Studio writes"): a write whose put and then whose delete
+// Every KV document expires (docs/cms.md "Storage and caching"): a write whose put and then whose delete
 // of the old document both failed (KV refusing writes, its 1 write/s per key) must not leave the
 // previous version served from KV forever. A read that misses refills it from D1.
 constexpr int kCacheTtlSeconds = 3600;
