@@ -319,6 +319,16 @@ TEST_CASE("a urlencoded form of more than 200 fields is refused for its count, n
   CHECK(at.status == 400);
   CHECK(at.body_json()["error"]["code"] == "invalid_lead");
   CHECK(at.body_json()["error"]["fields"].size() == 198);
+  // Multipart says the same.
+  std::string mp;
+  for (int i = 0; i < 201; ++i) {
+    mp += "--b\r\nContent-Disposition: form-data; name=\"f" + std::to_string(i) + "\"\r\n\r\nx\r\n";
+  }
+  mp += "--b--\r\n";
+  auto multi = l.mesh.request("leads", "POST", "/api/leads/submit",
+                              l.headers("multipart/form-data; boundary=b", "192.0.2.78"), mp);
+  CHECK(multi.status == 400);
+  CHECK(multi.body_json()["error"]["message"] == "too many form fields (at most 200)");
   CHECK(l.rows("SELECT id FROM leads").empty());
 }
 
@@ -796,6 +806,22 @@ TEST_CASE("storeSubmissions:false delivers without storing") {
   json sent = json::parse(l.outbound("hooks.bakery.example")[0]["body"].get<std::string>());
   CHECK(sent["lead"]["email"] == "ada@example.com");
   CHECK(l.rows("SELECT * FROM lead_deliveries WHERE status = 'delivered'").size() == 3);
+}
+
+TEST_CASE("a stored config that neither stores leads nor sends them keeps each lead") {
+  Leads l;
+  // Stored before such a config was refused at provisioning (written to D1 directly).
+  json config = bakery_leads_config();
+  config["storeSubmissions"] = false;
+  config.erase("notify");
+  l.mesh.db("LEADS_DB")
+      .execute("UPDATE tenants SET config_json = ?1 WHERE tenant_id = 'bakery'",
+               json::array({config.dump()}));
+  auto r = l.submit(lead_body());
+  REQUIRE(r.status == 202);
+  auto rows = l.rows("SELECT id FROM leads");
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0]["id"] == r.body_json()["leadId"]);
 }
 
 TEST_CASE("a stored config that repeats a recipient texts and mails each one once") {

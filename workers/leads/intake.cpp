@@ -246,6 +246,13 @@ Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
     ctx.log("tenant " + tenant.id + " has an invalid leads config: " + config.error().message);
     co_return Error{ErrorCode::service_unavailable, "this form is not configured correctly"};
   }
+  // A config stored before the write rule (check_config_for_write) that neither stores leads nor
+  // has a channel to send them to: the lead is kept rather than answered 202 and lost.
+  if (!config->store_submissions && !config->email && !config->sms && !config->webhook) {
+    ctx.log("tenant " + tenant.id +
+            ": storeSubmissions is false with no notify channel; lead kept");
+    config->store_submissions = true;
+  }
   std::string ip = req.client_ip();
   std::string key = req.header("idempotency-key");
   // A key that will be looked up has its claim read with the rate window (one round trip).

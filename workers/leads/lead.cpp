@@ -11,6 +11,11 @@ namespace ss::leads {
 
 namespace {
 
+// The one message for a form over the field cap, whichever way it was posted.
+std::string too_many_fields() {
+  return "too many form fields (at most " + std::to_string(kMaxFormFields) + ")";
+}
+
 std::string trim(std::string_view s) {
   auto begin = s.find_first_not_of(" \t\r\n");
   if (begin == std::string_view::npos) return "";
@@ -64,10 +69,7 @@ Result<SentFields> read_submission(const Request& req) {
   if (media == "application/x-www-form-urlencoded") {
     auto fields = parse_urlencoded(req.body);
     // A urlencoded body cannot be malformed: its one refusal is the field count.
-    if (!fields) {
-      return Error{ErrorCode::invalid_request,
-                   "too many form fields (at most " + std::to_string(kMaxFormFields) + ")"};
-    }
+    if (!fields) return Error{ErrorCode::invalid_request, too_many_fields()};
     sent.text = std::move(*fields);
     return sent;
   }
@@ -78,7 +80,10 @@ Result<SentFields> read_submission(const Request& req) {
     }
     std::string why;
     auto fields = parse_multipart(req.body, boundary->second, &why, &sent.files);
-    if (!fields) return Error{ErrorCode::invalid_request, "multipart body: " + why};
+    if (!fields) {
+      return Error{ErrorCode::invalid_request,
+                   why == "too many form fields" ? too_many_fields() : "multipart body: " + why};
+    }
     sent.text = std::move(*fields);
     return sent;
   }
