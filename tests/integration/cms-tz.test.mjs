@@ -2,7 +2,7 @@
 // through its test hook POST /__test/zone) against an independent implementation: Node's Intl
 // (ICU's own copy of the tz database). For each zone: UTC offsets and open/closed answers on a few
 // hundred instants from 2020 through 2099, and nextChange checked by scanning the week ahead; and
-// the offsets around every transition the tz database lists (its TZif files choose the instants,
+// the offsets at, just before and three days after every transition the tz database lists (its TZif files choose the instants,
 // Intl answers for them).
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -248,7 +248,7 @@ describe("cms time zones against Intl", {
     for (const zone of coreZones()) {
       const instants = listedTransitions(zone)
         .filter((t) => t >= FROM && t < TO)
-        .flatMap((t) => [t - 1, t, t + 1, t + 3 * 86400]);
+        .flatMap((t) => [t - 1, t, t + 3 * 86400]);
       if (instants.length === 0) continue;
       const out = core({ zone, instants });
       instants.forEach((t, i) => {
@@ -258,7 +258,7 @@ describe("cms time zones against Intl", {
       });
     }
     assert.deepEqual(mismatches.slice(0, 20), [], `${mismatches.length} mismatches`);
-    assert.ok(compared > 20_000, `${compared} instants`);
+    assert.ok(compared > 15_000, `${compared} instants`);
     // Gaza's summer time ended on Friday 2037-10-09 at 23:00Z: three days later it is UTC+2.
     const gaza = core({ zone: "Asia/Gaza", instants: [Date.UTC(2037, 9, 12, 6, 30) / 1000] });
     assert.deepEqual(gaza.offsets, [7200]);

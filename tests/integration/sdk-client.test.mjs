@@ -916,6 +916,28 @@ describe("createPlatformClient with fake bindings", () => {
       [false, "override", "Power cut", "2026-05-26T16:00:00Z"],
     );
     assert.equal((await emergency.cms.status("2026-05-26T16:30:00Z")).open, true);
+
+    // Of two emergency closures in force, the one lasting longest is named (as cms names it), in
+    // either order: its until is nextChange, and one without an end wins.
+    const closures = [
+      { closedNow: true, until: "2026-05-26T15:00:00Z", message: "until three" },
+      { closedNow: true, until: "2026-05-26T16:00:00Z", message: "until four" },
+      { closedNow: true, until: null, message: "no end" },
+    ];
+    for (const [overrides, named, next] of [
+      [[closures[0], closures[1]], "until four", "2026-05-26T16:00:00Z"],
+      [[closures[1], closures[0]], "until four", "2026-05-26T16:00:00Z"],
+      [[closures[0], closures[2]], "no end", null],
+      [[closures[2], closures[0]], "no end", null],
+    ]) {
+      const two = createPlatformClient({
+        appId: "bakery",
+        manifest: { ...bakery, fallback: { ...bakery.fallback, overrides } },
+        bindings: {},
+      });
+      const shown = await two.cms.status("2026-05-26T14:00:00Z");
+      assert.deepEqual([shown.override.message, shown.nextChange], [named, next], JSON.stringify(overrides));
+    }
   });
 
   // "Yesterday" is the local calendar's day before, not 24 hours ago: after a 23-hour spring-forward

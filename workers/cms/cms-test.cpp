@@ -499,6 +499,9 @@ TEST_CASE("cms: bad input names the field and writes nothing") {
       {"PUT", "/admin/v1/hours",
        json{{"timezone", "UTC"}, {"weekly", {{"someday", json::array()}}}}, "weekly.someday"},
       {"POST", "/admin/v1/overrides", json{{"from", "2026-02-30"}, {"closed", true}}, "from"},
+      // Dates the zone data covers: 2020 through 2099.
+      {"POST", "/admin/v1/overrides", json{{"from", "2100-01-01"}, {"closed", true}}, "from"},
+      {"POST", "/admin/v1/overrides", json{{"from", "2019-12-31"}, {"closed", true}}, "from"},
       {"POST", "/admin/v1/overrides",
        json{{"from", "2026-12-26"}, {"to", "2026-12-24"}, {"closed", true}}, "to"},
       {"POST", "/admin/v1/overrides", json{{"from", "2026-12-24"}}, "closed"},
@@ -1872,4 +1875,14 @@ TEST_CASE("cms: a Studio write whose tenant is disabled after it authenticated d
   REQUIRE(fired);
   CHECK(lost.status == 409);
   CHECK(lost.body_json()["error"]["currentVersion"] == 1);
+}
+
+TEST_CASE("cms: an override on the last day the zone data covers, 2099-12-31, is taken") {
+  Cms t;
+  HttpReply far = t.studio("POST", "/admin/v1/overrides",
+                           json{{"from", "2099-12-31"}, {"closed", true}, {"message", "Far"}});
+  CHECK(far.status == 201);
+  json status = t.get("/v1/status?at=2099-12-31T12:00:00Z").body_json();
+  CHECK(status["open"] == false);
+  CHECK(status["reason"] == "override");
 }

@@ -45,6 +45,28 @@ TEST_CASE("tz: America/New_York springs forward at 07:00Z and falls back at 06:0
   CHECK(offset("America/New_York", "2020-01-01T00:00:00Z") == -5 * 3600);
 }
 
+// These zones list their changes (tied to Ramadan) to 2086-2087 rather than follow a rule: the
+// data holds every one (until 2026-12-06 it stopped at 2038 and read the zone's rule after its last
+// transition before that, an hour wrong for weeks).
+TEST_CASE("tz: zones that list their future keep every listed change through 2099") {
+  // Gaza's summer time ended on Friday 2037-10-09 at 23:00Z (its rule would say the 22nd).
+  CHECK(offset("Asia/Gaza", "2037-10-09T22:59:59Z") == 3 * 3600);
+  CHECK(offset("Asia/Gaza", "2037-10-12T06:30:00Z") == 2 * 3600);
+  CHECK(offset("Asia/Gaza", "2038-03-27T00:00:00Z") == 3 * 3600);
+  CHECK(offset("Asia/Gaza", "2038-09-25T00:00:00Z") == 2 * 3600);
+  // 2040: summer time paused for Ramadan and resumed for a week.
+  CHECK(offset("Asia/Gaza", "2040-09-15T00:00:00Z") == 2 * 3600);
+  CHECK(offset("Asia/Gaza", "2040-10-22T00:00:00Z") == 3 * 3600);
+  CHECK(offset("Asia/Gaza", "2040-10-27T00:00:00Z") == 2 * 3600);
+  // Casablanca is at +01 but at +00 during Ramadan.
+  CHECK(offset("Africa/Casablanca", "2050-05-15T01:59:59Z") == 3600);
+  CHECK(offset("Africa/Casablanca", "2050-05-15T02:00:00Z") == 0);
+  CHECK(offset("Africa/Casablanca", "2050-06-26T02:00:00Z") == 3600);
+  CHECK(offset("Africa/Casablanca", "2087-04-15T00:00:00Z") == 0);
+  CHECK(offset("Africa/Casablanca", "2099-12-31T00:00:00Z") == 3600);
+  CHECK(offset("America/New_York", "2099-07-01T12:00:00Z") == -4 * 3600);
+}
+
 TEST_CASE("tz: Europe/London changes at 01:00Z on the last Sundays of March and October") {
   CHECK(offset("Europe/London", "2026-03-29T00:59:59Z") == 0);
   CHECK(offset("Europe/London", "2026-03-29T01:00:00Z") == 3600);
