@@ -567,6 +567,10 @@ TEST_CASE("analytics: config.siteHosts is the same list as config.hosts, one of 
   CHECK(both.status == 400);
   CHECK(both.body_json()["error"]["field"] == "config.siteHosts");
   CHECK(provision({{"hosts", {"a.example"}}, {"siteHosts", {"a.example"}}}).status == 201);
+  // The same hosts spelt otherwise (case, a URL, order, a repeat) agree.
+  CHECK(provision({{"hosts", {"A.example", "b.example"}},
+                   {"siteHosts", {"https://b.example/", "a.example", "a.example"}}})
+            .status == 200);
   CHECK(provision({{"siteHosts", {"shop.zz.example"}}}).status == 200);
   CHECK(provision({{"siteHost", {"shop.zz.example"}}}).status == 400);  // unknown keys still are
 

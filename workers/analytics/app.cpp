@@ -13,7 +13,10 @@
 #include "workers/analytics/rollup.h"
 #include "workers/analytics/stats.h"
 
+#include <algorithm>
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace ss {
 
@@ -45,7 +48,20 @@ Status validate_analytics_config(const Context&, const json& config) {
   const json* hosts = find_field(config, "hosts");
   const json* alias = find_field(config, "siteHosts");
   std::string name = "config.hosts";
-  if (hosts && alias && *hosts != *alias) {
+  // Both sent: they agree when they name the same hosts, however each spells them (case, a URL
+  // or a bare host, order).
+  auto named = [](const json& list) {
+    std::vector<std::string> out;
+    if (!list.is_array()) return out;
+    for (const json& h : list) {
+      if (h.is_string()) out.push_back(ascii_lower(analytics::site_host(h.get<std::string>())));
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  };
+  if (hosts && alias && *hosts != *alias &&
+      (!hosts->is_array() || !alias->is_array() || named(*hosts) != named(*alias))) {
     return invalid_field("config.siteHosts", "differs from config.hosts: send one of the two");
   }
   if (!hosts && alias) {

@@ -41,6 +41,18 @@ TEST_CASE("analytics beacon: a control character or a space in a path is percent
   CHECK(page_dimensions(browser, {}).path == "/nul%00x");  // the same key as a browser's
 }
 
+TEST_CASE("analytics beacon: a utm value that does not decode to text is kept as sent") {
+  Beacon b{"https://shop.example/?utm_source=%00news&utm_medium=%FF%FE&utm_campaign=caf%C3%A9+x",
+           "", std::nullopt};
+  auto d = page_dimensions(b, {});
+  CHECK(d.utm_source == "%00news");
+  CHECK(d.utm_medium == "%FF%FE");
+  CHECK(d.utm_campaign == "caf\xc3\xa9 x");  // text decodes as before
+  std::string long_raw = std::string(98, 'a') + "%00";
+  Beacon cut{"https://shop.example/?utm_source=" + long_raw, "", std::nullopt};
+  CHECK(page_dimensions(cut, {}).utm_source == std::string(98, 'a'));  // never through "%00"
+}
+
 // Dimensions longer than their limit are cut before a character, never through one: a key cut
 // inside a UTF-8 sequence reads back as U+FFFD (and groups apart from the same text cut right).
 TEST_CASE("analytics beacon: long dimensions are cut at a character boundary") {

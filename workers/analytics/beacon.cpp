@@ -23,6 +23,26 @@ Error beacon_field_error(const std::string& field, const std::string& why) {
   return std::move(name_field(e, field, why));
 }
 
+// A control character or a space in a path posted by hand (or in a utm value that does not decode
+// to text), percent-encoded as a browser's URL parser writes it (`/nul%00x`): no key of the stats
+// or the dashboard holds a raw control.
+std::string controls_encoded(std::string_view path) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(path.size());
+  for (char c : path) {
+    auto byte = static_cast<unsigned char>(c);
+    if (byte <= 0x20 || byte == 0x7F) {
+      out += '%';
+      out += kHex[byte >> 4];
+      out += kHex[byte & 0xF];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 // A decoded query value, '+' as space, cut to kMaxUtmLength bytes.
 std::string query_value(std::string_view raw) {
   std::string spaced(raw);
@@ -30,6 +50,19 @@ std::string query_value(std::string_view raw) {
     if (c == '+') c = ' ';
   }
   std::string value = percent_decode(spaced);
+  // A value that does not decode to text (`%FF`, not UTF-8; `%00` or `%0A`, a control character) is
+  // kept as it was sent, its controls percent-encoded: no key of the stats holds a raw control or a
+  // byte that would read back as U+FFFD.
+  if (!is_utf8(value) || has_control_chars(value, false)) {
+    value = controls_encoded(raw);
+    if (value.size() > kMaxUtmLength) {
+      value = utf8_prefix(value, kMaxUtmLength);
+      // Cut before an escape, never through it.
+      std::size_t percent = value.rfind('%');
+      if (percent != std::string::npos && percent + 3 > value.size()) value.resize(percent);
+    }
+    return value;
+  }
   // Cut before a character, never through it (a decoded campaign name is UTF-8).
   if (value.size() > kMaxUtmLength) value = utf8_prefix(value, kMaxUtmLength);
   return value;
@@ -145,25 +178,6 @@ static std::string cut_path(const std::string& path, std::size_t max) {
     std::size_t needs = byte >= 0xF0 ? 3 : byte >= 0xE0 ? 2 : byte >= 0xC0 ? 1 : 0;
     if (needs > continuations) out.resize(end - 3);
     break;
-  }
-  return out;
-}
-
-// A control character or a space in a path posted by hand, percent-encoded as a browser's URL
-// parser writes it (`/nul%00x`): no key of the stats or the dashboard holds a raw control.
-static std::string controls_encoded(std::string_view path) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(path.size());
-  for (char c : path) {
-    auto byte = static_cast<unsigned char>(c);
-    if (byte <= 0x20 || byte == 0x7F) {
-      out += '%';
-      out += kHex[byte >> 4];
-      out += kHex[byte & 0xF];
-    } else {
-      out += c;
-    }
   }
   return out;
 }
