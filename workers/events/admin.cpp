@@ -471,9 +471,11 @@ Task<Result<Response>> put_kill_switch(Context& ctx, const Request& req, const P
                             "something obeys are " +
                                 list);
   }
-  // A misspelt "enable" must not pass (the view's own fields do, so a listed switch can be sent back).
+  // A misspelt "enable" must not pass (the fields of a listed switch or of this answer do, so
+  // either can be sent back).
   static constexpr std::string_view kKnown[] = {"enabled"};
-  static constexpr std::string_view kView[] = {"name", "updated_at", "known", "warning"};
+  static constexpr std::string_view kView[] = {"name",    "updated_at", "known",
+                                               "warning", "shared",     "released"};
   SS_CO_CHECK(check_known_keys(body, kKnown, "", kView));
   auto enabled = get_bool(body, "enabled");
   if (!enabled) co_return invalid_field("enabled", "must be true or false");
@@ -802,9 +804,9 @@ Task<Result<Response>> entity_timeline(Context& ctx, const Request& req, const P
   if (!type_ok)
     co_return invalid_field("entityType", "must be lower case [a-z0-9_], as in entity_ref");
   if (f.entity_type.size() + 2 > kMaxRefLength)  // room for ':' and a one-character id
-    co_return invalid_field("entityType", "is too long for an entity_ref (200 characters)");
+    co_return invalid_field("entityType", "is too long for an entity_ref (200 bytes)");
   if (f.entity_type.size() + 1 + f.entity_id.size() > kMaxRefLength)
-    co_return invalid_field("entityId", "is too long for an entity_ref (200 characters)");
+    co_return invalid_field("entityId", "is too long for an entity_ref (200 bytes)");
   if (std::any_of(f.entity_id.begin(), f.entity_id.end(),
                   [](char c) { return static_cast<unsigned char>(c) < 0x20; }))
     co_return invalid_field("entityId", "must be an entity_ref id (no control characters)");

@@ -280,11 +280,14 @@ Result<ReadQuery> parse_read_query(const Request& req) {
   // control characters. Anything else could never match and is refused.
   std::string entity = req.query_param("entity");
   if (!entity.empty()) {
+    if (entity.size() > kMaxRefLength) {
+      return invalid_field("entity", "must be at most " + std::to_string(kMaxRefLength) +
+                                         " bytes, as an entity_ref");
+    }
     auto colon = entity.find(':');
     q.entity_type = entity.substr(0, colon);
     if (colon != std::string::npos) q.entity_id = entity.substr(colon + 1);
-    bool ok = !q.entity_type.empty() && entity.size() <= kMaxRefLength &&
-              (colon == std::string::npos || !q.entity_id.empty());
+    bool ok = !q.entity_type.empty() && (colon == std::string::npos || !q.entity_id.empty());
     for (char c : q.entity_type) ok = ok && is_event_name_char(c);
     for (char c : q.entity_id) ok = ok && static_cast<unsigned char>(c) >= 0x20;
     if (!ok) {

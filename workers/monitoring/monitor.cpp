@@ -8,7 +8,9 @@
 #include "workers/monitoring/probe.h"
 #include "workers/monitoring/selector.h"
 
+#include <algorithm>
 #include <set>
+#include <utility>
 
 namespace ss::monitoring {
 
@@ -168,7 +170,7 @@ Status parse_window_list(const json* v, const std::string& key,
 Status parse_windows(const json& body, MonitorSpec& spec) {
   // "maintenance" or "maintenanceWindows" (the contract's words; the API answers both): errors name
   // the key that was sent. Both at once must agree — the same instants, whatever offsets each
-  // wrote them in (a monitor's answer sent back as it came, or edited in one place).
+  // wrote them in and in whatever order (a monitor's answer sent back as it came, or edited in one place).
   const json* v = find_field(body, "maintenance");
   const json* alias = find_field(body, "maintenanceWindows");
   if (Status s = parse_window_list(v, "maintenance", spec.maintenance); !s) return s;
@@ -179,11 +181,14 @@ Status parse_windows(const json& body, MonitorSpec& spec) {
     spec.maintenance = std::move(other);
     return Unit{};
   }
-  bool same = other.size() == spec.maintenance.size();
-  for (std::size_t i = 0; same && i < other.size(); ++i) {
-    same = other[i].start_ms == spec.maintenance[i].start_ms &&
-           other[i].end_ms == spec.maintenance[i].end_ms;
-  }
+  // The same windows in any order.
+  auto instants = [](const std::vector<MaintenanceWindow>& windows) {
+    std::vector<std::pair<std::int64_t, std::int64_t>> out;
+    for (const auto& w : windows) out.emplace_back(w.start_ms, w.end_ms);
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  bool same = instants(other) == instants(spec.maintenance);
   if (!same) {
     return field_error("maintenanceWindows", "differs from maintenance: send one of the two");
   }
