@@ -279,21 +279,33 @@ async function main() {
       adminToken,
       operatorToken,
       send,
-      newSecrets: args.rotate,
+      // Only what --rotate made is new: a secret the operator gave is theirs already.
+      newSecrets: Boolean(args.rotate) && (args.token === undefined || args.adminToken === undefined),
     });
   } catch (err) {
     // Secrets the operator does not have (--rotate's, or made for a new tenant) reached some workers:
     // printed, or they would be lost with the workers that took them holding their hashes.
-    if (err.secrets) report(manifest.appId, err.secrets, err.results, args.json, true);
+    if (err.secrets) {
+      // A secret the operator gave is never printed (they have it); the one made here is.
+      const shown = {
+        token: args.token === undefined ? err.secrets.token : GIVEN,
+        adminToken: args.adminToken === undefined ? err.secrets.adminToken : GIVEN,
+      };
+      report(manifest.appId, shown, err.results, args.json, true);
+    }
     throw err;
   }
   if (outcome.made) ({ token, adminToken } = outcome);
   report(manifest.appId, { token, adminToken }, outcome.results, args.json, false);
 }
 
+// Shown in place of a secret the operator gave.
+const GIVEN = "(as you gave it)";
+
 /** What provisioning did, on stdout; `failed`: some worker did not take the new secrets printed. */
 function report(appId, { token, adminToken }, results, json, failed) {
-  const again = failed ? `--token ${token} --admin-token-tenant ${adminToken}` : undefined;
+  const flag = (value) => (value === GIVEN ? "<as you gave it>" : value);
+  const again = failed ? `--token ${flag(token)} --admin-token-tenant ${flag(adminToken)}` : undefined;
   if (json) {
     const shown = { appId, token: token ?? null, adminToken: adminToken ?? null };
     console.log(JSON.stringify({ ...shown, results, ...(failed ? { failed: true, again } : {}) }, null, 2));

@@ -235,6 +235,14 @@ describe("scripts/deploy with the configs' placeholder ids", () => {
             );
           }
         }
+        // The example apps set no TURNSTILE_SITE_KEY: each is warned about (their forms would keep
+        // the test sitekey).
+        for (const { wrangler } of Object.values(WORKERS)) {
+          const config = unstable_readConfig({ config: path.join(ROOT, wrangler) });
+          const warned = failed.stderr.includes(`warning: ${wrangler} sets no TURNSTILE_SITE_KEY`);
+          assert.equal(warned, Boolean(config.assets && !config.vars?.TURNSTILE_SITE_KEY), wrangler);
+        }
+        assert.match(failed.stderr, /sets no TURNSTILE_SITE_KEY/);
         assert.doesNotMatch(failed.stdout, /^== /m, "no queue, placeholder or worker was started on");
         assert.ok(!existsSync(calls), "wrangler was never called");
       }

@@ -558,6 +558,29 @@ test("secrets the operator gave are not printed when a worker refuses: run again
   }
 });
 
+test("--rotate with a token the operator gave prints only the admin token it made", async () => {
+  const manifest = TENANT_MANIFESTS[0];
+  const platform = await fakePlatform({}, { refuse: (key) => (key === "cms" ? badZone : undefined) });
+  try {
+    const given = "given-token-0123456789abcdef";
+    const failed = await run("node", ["scripts/provision.mjs", manifest, "--rotate", "--token", given], {
+      cwd: ROOT,
+      env: { ...process.env, ...platform.env },
+    }).then(
+      () => assert.fail("provisioning succeeded"),
+      (e) => e,
+    );
+    assert.equal(failed.code, 1);
+    assert.doesNotMatch(failed.stdout + failed.stderr, /given-token/);
+    const made = /admin token: ([0-9a-f]{64})/.exec(failed.stdout);
+    assert.ok(made, failed.stdout);
+    assert.match(failed.stdout, /token: {7}\(as you gave it\)/);
+    assert.ok(failed.stdout.includes(`--token <as you gave it> --admin-token-tenant ${made[1]}`), failed.stdout);
+  } finally {
+    platform.close();
+  }
+});
+
 test("scripts/provision writes --out relative to the caller's directory, whether or not the file exists", async () => {
   const dir = await mkdtemp(path.join(tmpdir(), "ss-out-cwd-"));
   try {
