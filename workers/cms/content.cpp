@@ -621,12 +621,18 @@ Task<Result<json>> cms_rpc(Context& ctx, const std::string& method, const json& 
   req.path = method == "getStatus" ? "/v1/status" : "/v1/content";
   if (auto id = get_string(auth, "tenantId")) req.headers["x-siteswarm-tenant-id"] = *id;
   if (auto token = get_string(auth, "token")) req.headers["x-siteswarm-tenant-token"] = *token;
-  if (auto version = get_string(auth, "capabilityVersion")) {
-    req.headers["x-siteswarm-capability-version"] = *version;
+  // A version that is no string (a number, 2) is judged as its text, as a header would be: never
+  // dropped as if it had not been sent.
+  if (const json* version = find_field(auth, "capabilityVersion"); version && !version->is_null()) {
+    req.headers["x-siteswarm-capability-version"] =
+        version->is_string() ? version->get<std::string>() : dump_json(*version);
   }
-  std::optional<std::string> at = get_string(auth, "at");
-  if (args.is_array() && args.size() > 1 && args[1].is_string()) at = args[1].get<std::string>();
-  if (at) req.query["at"] = *at;
+  // `at`: an RFC 3339 string, or left out (null) for now. Anything else (epoch milliseconds) goes
+  // in as its text, so it is refused naming `at` after the tenant's authentication, as `?at=12345`
+  // is — never answered for now.
+  if (args.is_array() && args.size() > 1 && !args[1].is_null()) {
+    req.query["at"] = args[1].is_string() ? args[1].get<std::string>() : dump_json(args[1]);
+  }
   if (method == "getContent") {
     SS_CO_RETURN_AWAIT(content_answer(ctx, req));
   }
