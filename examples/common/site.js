@@ -136,7 +136,9 @@ export function createSite({ manifest, service, version, labels = {} }) {
             capabilityVersion: versionOf("monitoring"),
           },
         );
-        return pathname === "/status" ? ownStatusPage(answer, manifest) : answer;
+        // The page monitoring serves has its own CSP; the app's anti-framing and referrer headers
+        // go on it as on every HTML page of the app.
+        return pathname === "/status" ? withPageHeaders(ownStatusPage(answer, manifest)) : answer;
       }
 
       const route = routes.find((r) => pathname === r.prefix || pathname.startsWith(`${r.prefix}/`));
@@ -424,7 +426,16 @@ const PAGE_HEADERS = {
 function withPageHeaders(answer) {
   if (!(answer.headers.get("content-type") ?? "").startsWith("text/html")) return answer;
   const page = new Response(answer.body, answer);
-  for (const [name, value] of Object.entries(PAGE_HEADERS)) page.headers.set(name, value);
+  for (const [name, value] of Object.entries(PAGE_HEADERS)) {
+    // A page that brings its own policy (monitoring's status page: no scripts at all) keeps it,
+    // with frame-ancestors added when it has none.
+    const policy = name === "content-security-policy" ? page.headers.get(name) : null;
+    if (policy) {
+      if (!/frame-ancestors/i.test(policy)) page.headers.set(name, `${policy}; ${value}`);
+    } else {
+      page.headers.set(name, value);
+    }
+  }
   return page;
 }
 

@@ -368,6 +368,14 @@ describe("what the apps show from cms and monitoring", () => {
     const res = await mesh.fetch("auto-repair", "/status");
     assert.equal(res.status, 200);
     assert.match(res.headers.get("content-type"), /^text\/html/);
+    // The app's page headers, as on every HTML page of the app; monitoring's own policy (no
+    // scripts) is kept, with frame-ancestors.
+    assert.equal(res.headers.get("x-frame-options"), "DENY");
+    assert.equal(res.headers.get("referrer-policy"), "strict-origin-when-cross-origin");
+    assert.equal(res.headers.get("x-content-type-options"), "nosniff");
+    const policy = res.headers.get("content-security-policy") ?? "";
+    assert.match(policy, /default-src 'none'/);
+    assert.match(policy, /frame-ancestors 'none'/);
     const html = await res.text();
     // The business's name (not the tenant id) and a way back to its home page.
     assert.match(html, /<title>Status — Northside Auto Repair<\/title>/);
