@@ -121,11 +121,14 @@ std::string render_dashboard(const std::string& tenant, const json& daily,
       "padding:.75rem 1rem;min-width:8rem}.card b{display:block;font-size:1.6rem}"
       ".grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(280px,1fr));gap:1rem}"
       "table{border-collapse:collapse;width:100%}td,th{text-align:left;padding:.2rem .4rem;"
-      "overflow-wrap:anywhere;"
-      "border-bottom:1px solid #eee}td+td,th+th{text-align:right}svg{width:100%;height:auto}"
+      "border-bottom:1px solid #eee}td+td,th+th{text-align:right}"
+      // A long key (a path, a referrer) wraps anywhere; headers and numbers never break inside a
+      // word ("Pagevi|ews").
+      "td:first-child{overflow-wrap:anywhere}th,td+td{white-space:nowrap}"
+      "figure{margin:1rem 0}svg{width:100%;height:auto}"
       // The chart scales with the page: on a phone (about half its 720 units wide) its labels
-      // would be 5 px; twice the units keep them about 10 px.
-      "@media(max-width:600px){svg text{font-size:22px}}"
+      // would be 5 px; 26 units keep them about 12 px.
+      "@media(max-width:600px){svg text{font-size:26px}}"
       "</style></head><body><header><h1>Analytics for " +
       html_escape(tenant) +
       "</h1>"
