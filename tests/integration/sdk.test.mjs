@@ -196,6 +196,9 @@ describe("SiteSwarmError", () => {
     assert.deepEqual(await res.json(), {
       error: { code: "invalid_lead", message: "check the fields", fields: { email: "required" } },
     });
+    // Details named like the error's own keys never replace them.
+    const odd = new SiteSwarmError("x_y", "msg", { status: 418, details: { code: "other", message: "over" } });
+    assert.deepEqual((await odd.toResponse().json()).error, { code: "x_y", message: "msg" });
   });
 
   it("is built from a service's error answer", async () => {

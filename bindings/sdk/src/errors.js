@@ -75,5 +75,6 @@ export function errorResponse(status, code, message, headers = {}, details = und
   const out = new Headers({ "content-type": "application/json", "cache-control": "no-store" });
   // Any HeadersInit (an object, a Headers, a list of pairs): its entries win.
   for (const [name, value] of new Headers(headers)) out.set(name, value);
-  return new Response(JSON.stringify({ error: { code, message, ...details } }), { status, headers: out });
+  // The details never replace the error's own code and message.
+  return new Response(JSON.stringify({ error: { ...details, code, message } }), { status, headers: out });
 }
