@@ -1056,6 +1056,15 @@ TEST_CASE("monitoring alerts: a maintenance window records probes and alerts not
   CHECK(t.events("monitor.probe_failed").size() == 5);
   // Failures in the window do not count against uptime.
   CHECK(m["uptime"]["24h"] == 100.0);
+  // The public status page says it is planned work (the windows themselves stay private).
+  HttpReply page = t.mesh.request("monitoring", "GET", "/status/bakery");
+  REQUIRE(page.status == 200);
+  CHECK(page.body.find("Planned maintenance in progress") != std::string::npos);
+  CHECK(page.body.find("Down — planned maintenance") != std::string::npos);
+  CHECK(page.body.find("Some systems are down") == std::string::npos);
+  json listed = t.mesh.request("monitoring", "GET", "/status/bakery.json").body_json();
+  CHECK(listed["monitors"][0]["maintenance"] == true);
+  CHECK(listed.dump().find("2025-11-29T14:00:00Z") == std::string::npos);
 }
 
 TEST_CASE("monitoring alerts: a window begins at its start, not before") {
@@ -1309,6 +1318,14 @@ TEST_CASE("monitoring status page: HTML and JSON, public, escaped, cached") {
   CHECK(r.body.find("viewport") != std::string::npos);
   CHECK(r.body.find("home") != std::string::npos);
   CHECK(r.body.find("Operational") != std::string::npos);
+  // Each monitor is a heading; its bar's label says what the colours count, and a key says what
+  // each colour means.
+  CHECK(r.body.find("<h2 class=\"name\">home</h2>") != std::string::npos);
+  CHECK(
+      r.body.find(
+          "aria-label=\"Uptime of the last 90 days, days by colour: 1 at 100%, 0 at 95% or more, 0 "
+          "below 95%, 89 without data\"") != std::string::npos);
+  CHECK(r.body.find("<i class=\"warn\"></i>95% or more") != std::string::npos);
 
   HttpReply j = t.mesh.request("monitoring", "GET", "/status/bakery.json");
   REQUIRE(j.status == 200);

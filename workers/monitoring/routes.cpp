@@ -193,7 +193,24 @@ Task<Result<json>> monitors_overview(Context& ctx, const std::string& tenant_id,
                           {"latencyMs",
                            {{"p50", d ? nullable_int(d->p50) : json(nullptr)},
                             {"p95", d ? nullable_int(d->p95) : json(nullptr)}}}});
-    if (include_urls) m["url"] = string_or(row.spec, "url", "");
+    if (include_urls) {
+      m["url"] = string_or(row.spec, "url", "");
+    } else {
+      // The public status page says when a monitor is in planned maintenance (its windows stay
+      // private): a failure then is planned work, not an outage.
+      bool planned = false;
+      if (const json* windows = find_field(row.spec, "maintenance");
+          windows && windows->is_array()) {
+        for (const json& w : *windows) {
+          auto start = get_string(w, "start");
+          auto end = get_string(w, "end");
+          auto start_ms = start ? parse_rfc3339(*start) : std::nullopt;
+          auto end_ms = end ? parse_rfc3339(*end) : std::nullopt;
+          planned = planned || (start_ms && end_ms && *start_ms <= now && now < *end_ms);
+        }
+      }
+      m["maintenance"] = planned;
+    }
     list.push_back(std::move(m));
   }
   co_return json_object({{"monitors", list}});

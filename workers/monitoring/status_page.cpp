@@ -175,24 +175,49 @@ std::string render_status_html(const json& status) {
        "border-radius:1px;background:#d1d5db}.bar .ok{background:#34a853}.bar .warn{"
        "background:#f4b400}.bar .bad{background:#d93025}.legend{display:flex;"
        "justify-content:space-between;gap:8px;font-size:.8rem;color:#6b7280}"
-       ".legend span:last-child{white-space:nowrap}"
+       ".legend span:last-child{white-space:nowrap}h2.name{font-size:1rem;margin:0}"
+       ".key{display:flex;flex-wrap:wrap;gap:4px 12px;font-size:.8rem;color:#4b5563;margin:0}"
+       ".key i{display:inline-block;width:10px;height:10px;border-radius:1px;margin-right:4px;"
+       "background:#d1d5db}.key .ok{background:#34a853}.key .warn{background:#f4b400}"
+       ".key .bad{background:#d93025}"
        "ul{padding-left:1.2rem}li{margin:.3rem 0}footer{font-size:.8rem;color:#6b7280;"
        "margin:24px 0}</style></head><body><main>";
   h += "<h1>" + tenant + " status</h1>";
+  const json* monitors = find_field(status, "monitors");
+  // Down only where planned maintenance is under way: said as such.
+  bool only_planned = overall == "down" && monitors && monitors->is_array();
+  if (only_planned) {
+    for (const json& m : *monitors) {
+      if (string_or(m, "state", "") == "down" && !get_bool(m, "maintenance").value_or(false)) {
+        only_planned = false;
+      }
+    }
+  }
   h += "<p class=\"banner " + html_escape(overall) + "\">" +
        (overall == "up"     ? std::string("All systems operational")
+        : only_planned      ? std::string("Planned maintenance in progress")
         : overall == "down" ? std::string("Some systems are down")
                             : std::string("No probe results yet")) +
        "</p>";
-  const json* monitors = find_field(status, "monitors");
+  if (monitors && monitors->is_array() && !monitors->empty()) {
+    // What a day's colour means (each day's exact figure is its segment's title).
+    h += "<p class=\"key\"><span><i class=\"ok\"></i>100% up</span><span><i class=\"warn\">"
+         "</i>95% or more</span><span><i class=\"bad\"></i>below 95%</span><span><i></i>no "
+         "data</span></p>";
+  }
   if (monitors && monitors->is_array()) {
     for (const json& m : *monitors) {
       std::string state = string_or(m, "state", "unknown");
       const json* uptime = find_field(m, "uptime");
-      h += "<section class=\"monitor\"><div class=\"row\"><span class=\"name\">" +
-           html_escape(string_or(m, "id", "")) + "</span><span class=\"state " +
-           html_escape(state) + "\">" + state_label(state) + "</span></div>";
-      h += "<div class=\"bar\" role=\"img\" aria-label=\"90-day uptime\">";
+      h += "<section class=\"monitor\"><div class=\"row\"><h2 class=\"name\">" +
+           html_escape(string_or(m, "id", "")) + "</h2><span class=\"state " + html_escape(state) +
+           "\">" + state_label(state) +
+           (get_bool(m, "maintenance").value_or(false) ? " — planned maintenance" : "") +
+           "</span></div>";
+      // The bar is one image to a screen reader (its days' titles are hover-only): its label says
+      // what the colours count.
+      std::string segments;
+      int counts[4] = {0, 0, 0, 0};  // 100 %, >= 95 %, lower, no data
       if (const json* days = find_field(m, "days"); days && days->is_array()) {
         for (const json& d : *days) {
           const json* up = find_field(d, "uptime");
@@ -201,11 +226,18 @@ std::string render_status_html(const json& status) {
             double v = up->get<double>();
             cls = v >= 100.0 ? "ok" : v >= 95.0 ? "warn" : "bad";
           }
-          h += "<span" + (cls.empty() ? std::string() : " class=\"" + cls + "\"") + " title=\"" +
-               html_escape(string_or(d, "day", "")) + ": " +
-               (up && up->is_number() ? fmt_percent(*up) : std::string("no data")) + "\"></span>";
+          ++counts[cls == "ok" ? 0 : cls == "warn" ? 1 : cls == "bad" ? 2 : 3];
+          segments += "<span" + (cls.empty() ? std::string() : " class=\"" + cls + "\"") +
+                      " title=\"" + html_escape(string_or(d, "day", "")) + ": " +
+                      (up && up->is_number() ? fmt_percent(*up) : std::string("no data")) +
+                      "\"></span>";
         }
       }
+      h += "<div class=\"bar\" role=\"img\" aria-label=\"Uptime of the last 90 days, days by "
+           "colour: " +
+           std::to_string(counts[0]) + " at 100%, " + std::to_string(counts[1]) +
+           " at 95% or more, " + std::to_string(counts[2]) + " below 95%, " +
+           std::to_string(counts[3]) + " without data\">" + segments;
       h += "</div><div class=\"legend\"><span>90 days ago</span><span>" +
            fmt_percent(uptime ? uptime->value("90d", json(nullptr)) : json(nullptr)) +
            " uptime</span><span>today</span></div>";
