@@ -532,6 +532,14 @@ TEST_CASE("an entity_ref over 200 bytes is refused for its length") {
   CHECK(r.status == 400);
   CHECK(r.body_json()["error"]["field"] == "entity_ref");
   CHECK(r.body_json()["error"]["message"] == "entity_ref: must be at most 200 bytes");
+  // A read's ?entity= likewise.
+  auto read = l.mesh.request(
+      "events", "GET", "/api/events?entity=enc:" + std::string(197, 'x'),
+      {{"X-SiteSwarm-Tenant-Id", "bakery"}, {"X-SiteSwarm-Tenant-Token", kBakeryToken}});
+  CHECK(read.status == 400);
+  CHECK(read.body_json()["error"]["field"] == "entity");
+  CHECK(read.body_json()["error"]["message"].get<std::string>().find("at most 200 bytes") !=
+        std::string::npos);
 }
 
 TEST_CASE("a misspelt key in a posted event is refused by name; an event's view passes") {

@@ -899,6 +899,11 @@ TEST_CASE("kill switches: any kill:<name>; one nothing obeys is stored with a wa
   for (const json& s : after_typos) {
     if (s["name"] == "kill:fanout") CHECK(s["enabled"] == false);
   }
+  // The PUT's own answer (with "shared", and "known") sent back is taken as well.
+  auto answered = l.admin("PUT", "/admin/kill-switches/kill:fanout", {{"enabled", false}});
+  REQUIRE(answered.status == 200);
+  CHECK(answered.body_json().contains("shared"));
+  CHECK(l.admin("PUT", "/admin/kill-switches/kill:fanout", answered.body_json()).status == 200);
   json sent_back = listed[0];
   CHECK(l.admin("PUT", "/admin/kill-switches/" + sent_back["name"].get<std::string>(), sent_back)
             .status == 200);
