@@ -197,16 +197,20 @@ Task<Result<json>> monitors_overview(Context& ctx, const std::string& tenant_id,
       m["url"] = string_or(row.spec, "url", "");
     } else {
       // The public status page says when a monitor is in planned maintenance (its windows stay
-      // private): a failure then is planned work, not an outage.
+      // private): its last probe ran inside a window that is still on, and no incident is open
+      // (an outage that began before the window stays an outage, whatever window follows it).
       bool planned = false;
-      if (const json* windows = find_field(row.spec, "maintenance");
-          windows && windows->is_array()) {
+      auto probed_at = row.last_probe.is_object() ? get_string(row.last_probe, "at") : std::nullopt;
+      auto probed_ms = probed_at ? parse_rfc3339(*probed_at) : std::nullopt;
+      const json* windows = find_field(row.spec, "maintenance");
+      if (!row.incident_id && probed_ms && windows && windows->is_array()) {
         for (const json& w : *windows) {
           auto start = get_string(w, "start");
           auto end = get_string(w, "end");
           auto start_ms = start ? parse_rfc3339(*start) : std::nullopt;
           auto end_ms = end ? parse_rfc3339(*end) : std::nullopt;
-          planned = planned || (start_ms && end_ms && *start_ms <= now && now < *end_ms);
+          planned = planned || (start_ms && end_ms && *start_ms <= *probed_ms && *start_ms <= now &&
+                                now < *end_ms);
         }
       }
       m["maintenance"] = planned;

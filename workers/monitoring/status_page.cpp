@@ -166,7 +166,8 @@ std::string render_status_html(const json& status) {
        "overflow-wrap:anywhere}"
        "h1{font-size:1.4rem;margin:.5rem 0}.banner{padding:12px 14px;border-radius:8px;"
        "font-weight:600;margin:12px 0}.banner.up{background:#d9f5e3;color:#0f5b2b}"
-       ".banner.down{background:#fde0e0;color:#8a1414}.banner.unknown{background:#e8eaee}"
+       ".banner.down{background:#fde0e0;color:#8a1414}.banner.planned{background:#fff4d6;color:#"
+       "6b4e00}.banner.unknown{background:#e8eaee}"
        "section.monitor{background:#fff;border:1px solid #e1e4e8;border-radius:8px;"
        "padding:12px 14px;margin:12px 0}.row{display:flex;justify-content:space-between;"
        "gap:8px;flex-wrap:wrap}.name{font-weight:600;word-break:break-all}"
@@ -193,7 +194,8 @@ std::string render_status_html(const json& status) {
       }
     }
   }
-  h += "<p class=\"banner " + html_escape(overall) + "\">" +
+  h += "<p class=\"banner " + (only_planned ? std::string("planned") : html_escape(overall)) +
+       "\">" +
        (overall == "up"     ? std::string("All systems operational")
         : only_planned      ? std::string("Planned maintenance in progress")
         : overall == "down" ? std::string("Some systems are down")
@@ -202,7 +204,7 @@ std::string render_status_html(const json& status) {
   if (monitors && monitors->is_array() && !monitors->empty()) {
     // What a day's colour means (each day's exact figure is its segment's title).
     h += "<p class=\"key\"><span><i class=\"ok\"></i>100% up</span><span><i class=\"warn\">"
-         "</i>95% or more</span><span><i class=\"bad\"></i>below 95%</span><span><i></i>no "
+         "</i>95% to under 100%</span><span><i class=\"bad\"></i>below 95%</span><span><i></i>no "
          "data</span></p>";
   }
   if (monitors && monitors->is_array()) {
@@ -236,7 +238,7 @@ std::string render_status_html(const json& status) {
       h += "<div class=\"bar\" role=\"img\" aria-label=\"Uptime of the last 90 days, days by "
            "colour: " +
            std::to_string(counts[0]) + " at 100%, " + std::to_string(counts[1]) +
-           " at 95% or more, " + std::to_string(counts[2]) + " below 95%, " +
+           " at 95% to under 100%, " + std::to_string(counts[2]) + " below 95%, " +
            std::to_string(counts[3]) + " without data\">" + segments;
       h += "</div><div class=\"legend\"><span>90 days ago</span><span>" +
            fmt_percent(uptime ? uptime->value("90d", json(nullptr)) : json(nullptr)) +
