@@ -427,14 +427,11 @@ function withPageHeaders(answer) {
   if (!(answer.headers.get("content-type") ?? "").startsWith("text/html")) return answer;
   const page = new Response(answer.body, answer);
   for (const [name, value] of Object.entries(PAGE_HEADERS)) {
-    // A page that brings its own policy (monitoring's status page: no scripts at all) keeps it,
-    // with frame-ancestors added when it has none.
-    const policy = name === "content-security-policy" ? page.headers.get(name) : null;
-    if (policy) {
-      if (!/frame-ancestors/i.test(policy)) page.headers.set(name, `${policy}; ${value}`);
-    } else {
-      page.headers.set(name, value);
-    }
+    // A page that brings its own policy (monitoring's status page: no scripts at all) keeps it, and
+    // gets the app's as a second one: a browser enforces every policy it is sent, so this only
+    // ever tightens (whatever frame-ancestors the page's own may say).
+    if (name === "content-security-policy") page.headers.append(name, value);
+    else page.headers.set(name, value);
   }
   return page;
 }

@@ -630,8 +630,11 @@ Task<Result<json>> cms_rpc(Context& ctx, const std::string& method, const json& 
   // `at`: an RFC 3339 string, or left out (null) for now. Anything else (epoch milliseconds) goes
   // in as its text, so it is refused naming `at` after the tenant's authentication, as `?at=12345`
   // is — never answered for now.
-  if (args.is_array() && args.size() > 1 && !args[1].is_null()) {
-    req.query["at"] = args[1].is_string() ? args[1].get<std::string>() : dump_json(args[1]);
+  // (`auth.at`, read before the second argument existed, still counts when that is left out.)
+  const json* at =
+      args.is_array() && args.size() > 1 && !args[1].is_null() ? &args[1] : find_field(auth, "at");
+  if (at != nullptr && !at->is_null()) {
+    req.query["at"] = at->is_string() ? at->get<std::string>() : dump_json(*at);
   }
   if (method == "getContent") {
     SS_CO_RETURN_AWAIT(content_answer(ctx, req));

@@ -75,6 +75,7 @@ export function errorResponse(status, code, message, headers = {}, details = und
   const out = new Headers({ "content-type": "application/json", "cache-control": "no-store" });
   // Any HeadersInit (an object, a Headers, a list of pairs): its entries win.
   for (const [name, value] of new Headers(headers)) out.set(name, value);
-  // The details never replace the error's own code and message.
-  return new Response(JSON.stringify({ error: { ...details, code, message } }), { status, headers: out });
+  // The details never replace the error's own code and message, which come first as everywhere.
+  const { code: _code, message: _message, ...rest } = details ?? {};
+  return new Response(JSON.stringify({ error: { code, message, ...rest } }), { status, headers: out });
 }
