@@ -470,6 +470,14 @@ test("secrets made for a new tenant that some workers took come with the error",
   assert.match(err.message, /--token <token> --admin-token-tenant <admin token>/);
 });
 
+// scripts/provision.mjs run against `platform` (a fakePlatform), expected to fail: its error (code,
+// stdout, stderr).
+const provisionFailing = (platform, ...args) =>
+  run("node", ["scripts/provision.mjs", ...args], { cwd: ROOT, env: { ...process.env, ...platform.env } }).then(
+    () => assert.fail("provisioning succeeded"),
+    (e) => e,
+  );
+
 test("--rotate refused by one worker prints the new secrets and how to set them everywhere", async () => {
   const manifest = TENANT_MANIFESTS[0];
   const appId = (await loadManifest(manifest)).appId;
@@ -482,10 +490,7 @@ test("--rotate refused by one worker prints the new secrets and how to set them 
   const provision = (...extra) =>
     run("node", ["scripts/provision.mjs", manifest, ...extra], { cwd: ROOT, env: { ...process.env, ...platform.env } });
   try {
-    const failed = await provision("--rotate").then(
-      () => assert.fail("provisioning succeeded"),
-      (e) => e,
-    );
+    const failed = await provisionFailing(platform, manifest, "--rotate");
     assert.equal(failed.code, 1);
     assert.match(failed.stderr, /cms: 400 .*unknown zone/);
     const token = /token: {7}([0-9a-f]{64})/.exec(failed.stdout)?.[1];
@@ -514,13 +519,7 @@ test("a worker that drops the PUT of a new tenant's made secrets: --json still h
     { refuse: (key, body) => (key === "leads" && body.token ? "drop" : undefined) },
   );
   try {
-    const failed = await run("node", ["scripts/provision.mjs", manifest, "--json"], {
-      cwd: ROOT,
-      env: { ...process.env, ...platform.env },
-    }).then(
-      () => assert.fail("provisioning succeeded"),
-      (e) => e,
-    );
+    const failed = await provisionFailing(platform, manifest, "--json");
     assert.equal(failed.code, 1);
     assert.match(failed.stderr, /leads: leads at http:\/\/127\.0\.0\.1:\d+ did not answer/);
     const shown = JSON.parse(failed.stdout);
@@ -542,13 +541,7 @@ test("secrets the operator gave are not printed when a worker refuses: run again
   const platform = await fakePlatform({}, { refuse: (key) => (key === "cms" ? badZone : undefined) });
   try {
     const secrets = ["--token", "given-token-0123456789abcdef", "--admin-token-tenant", "given-admin-0123456789abcdef"];
-    const failed = await run("node", ["scripts/provision.mjs", manifest, ...secrets], {
-      cwd: ROOT,
-      env: { ...process.env, ...platform.env },
-    }).then(
-      () => assert.fail("provisioning succeeded"),
-      (e) => e,
-    );
+    const failed = await provisionFailing(platform, manifest, ...secrets);
     assert.equal(failed.code, 1);
     assert.equal(failed.stdout, "");
     assert.doesNotMatch(failed.stderr, /given-token/);
@@ -563,13 +556,7 @@ test("--rotate with a token the operator gave prints only the admin token it mad
   const platform = await fakePlatform({}, { refuse: (key) => (key === "cms" ? badZone : undefined) });
   try {
     const given = "given-token-0123456789abcdef";
-    const failed = await run("node", ["scripts/provision.mjs", manifest, "--rotate", "--token", given], {
-      cwd: ROOT,
-      env: { ...process.env, ...platform.env },
-    }).then(
-      () => assert.fail("provisioning succeeded"),
-      (e) => e,
-    );
+    const failed = await provisionFailing(platform, manifest, "--rotate", "--token", given);
     assert.equal(failed.code, 1);
     assert.doesNotMatch(failed.stdout + failed.stderr, /given-token/);
     const made = /admin token: ([0-9a-f]{64})/.exec(failed.stdout);
