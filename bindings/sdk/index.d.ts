@@ -209,7 +209,7 @@ export interface ClientManifest {
 
 /** The leads worker's part of a manifest (`config.leads`). */
 export interface LeadsConfig {
-  /** Keep a copy of each lead (default `true`); `false` delivers without storing, and needs a `notify` channel. */
+  /** Keep a copy of each lead (default `true`); `false` delivers without storing (to the `notify` channels: with none, a lead is kept nowhere). */
   storeSubmissions?: boolean;
   /** The bot-trap field's name (default `"company_website"`). */
   honeypotField?: string;

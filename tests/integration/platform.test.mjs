@@ -61,8 +61,7 @@ describe("health", () => {
 // A config each worker takes, in two versions (every worker refuses a key it does not know; the
 // ledger keeps whatever it is sent).
 const SAMPLE_CONFIG = {
-  // (a tenant that stores no lead needs a channel to send them to)
-  leads: (n) => ({ storeSubmissions: n % 2 === 1, notify: { sms: { to: ["+15550102000"] } } }),
+  leads: (n) => ({ storeSubmissions: n % 2 === 1 }),
   cms: (n) => ({ timezone: n % 2 === 1 ? "Europe/Paris" : "America/New_York" }),
   monitoring: (n) => ({ monitors: n % 2 === 1 ? [] : [{ id: "home", url: "https://site.example/" }] }),
   analytics: (n) => ({ hosts: [`site${n}.example`] }),

@@ -49,11 +49,8 @@ TEST_CASE("operator provisioning: create, update, read without secrets, disable"
   CHECK(created.body_json()["tenantId"] == "bakery");
   CHECK(created.body_json()["config"]["storeSubmissions"] == true);
 
-  auto updated = mesh.request(
-      "leads", "PUT", "/admin/tenants/bakery", kOperator,
-      json{{"config",
-            {{"storeSubmissions", false}, {"notify", {{"sms", {{"to", {"+15550102000"}}}}}}}}}
-          .dump());
+  auto updated = mesh.request("leads", "PUT", "/admin/tenants/bakery", kOperator,
+                              json{{"config", {{"storeSubmissions", false}}}}.dump());
   CHECK(updated.status == 200);
   auto got = mesh.request("leads", "GET", "/admin/tenants/bakery", kOperator);
   CHECK(got.status == 200);
@@ -78,9 +75,7 @@ TEST_CASE("operator provisioning: create, update, read without secrets, disable"
 
 TEST_CASE("a PUT without config keeps the stored one: rotating a token resets nothing") {
   Mesh mesh;
-  json leads_config{{"storeSubmissions", false},
-                    {"fields", {"budget"}},
-                    {"notify", {{"sms", {{"to", {"+15550102000"}}}}}}};
+  json leads_config{{"storeSubmissions", false}, {"fields", {"budget"}}};
   json monitors{
       {"monitors", {{{"id", "home"}, {"url", "https://bakery.example/"}, {"enabled", true}}}}};
   auto manifest_monitors = [&] {

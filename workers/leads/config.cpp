@@ -173,12 +173,6 @@ std::optional<Sender> split_sender(std::string_view from) {
 }
 
 Status check_config_for_write(const LeadsConfig& c) {
-  // Neither kept nor sent anywhere, every lead would be answered 202 and lost.
-  if (!c.store_submissions && !c.email && !c.sms && !c.webhook) {
-    return bad("storeSubmissions",
-               "is false but config.notify has no channel: every lead would be lost (add an email, "
-               "sms or webhook channel, or store submissions)");
-  }
   // A honeypot named like a field people fill in would absorb every genuine lead as spam.
   for (std::string_view f : kStandardFields) {
     if (c.honeypot_field == f) return bad("honeypotField", "must not be a field people fill in");

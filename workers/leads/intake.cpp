@@ -246,12 +246,13 @@ Task<Result<Response>> submit(Context& ctx, const Request& req, const Params&) {
     ctx.log("tenant " + tenant.id + " has an invalid leads config: " + config.error().message);
     co_return Error{ErrorCode::service_unavailable, "this form is not configured correctly"};
   }
-  // A config stored before the write rule (check_config_for_write) that neither stores leads nor
-  // has a channel to send them to: the lead is kept rather than answered 202 and lost.
+  // A config that neither stores leads nor has a channel to send them to is taken as the tenant
+  // wrote it (the contract's storeSubmissions: false is "not stored"): each such lead says so in
+  // the log, and its lead.received event names no channel and stored: false (docs/leads.md).
   if (!config->store_submissions && !config->email && !config->sms && !config->webhook) {
     ctx.log("tenant " + tenant.id +
-            ": storeSubmissions is false with no notify channel; lead kept");
-    config->store_submissions = true;
+            ": storeSubmissions is false and config.notify has no channel: this lead is kept "
+            "nowhere");
   }
   std::string ip = req.client_ip();
   std::string key = req.header("idempotency-key");
